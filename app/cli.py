@@ -1,0 +1,147 @@
+"""`contam`: the command-line tool. Thin: parse options, call one library function, print."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from app.errors import ContamError
+from app.settings import get_settings
+
+app = typer.Typer(help="Benchmark contamination detector.", no_args_is_help=True, add_completion=False)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+
+def _fail(exc: ContamError) -> typer.Exit:
+    typer.echo(f"error: {exc.message}", err=True)
+    return typer.Exit(2)
+
+
+def _engine(url: str | None) -> Any:
+    from app.store.db import is_migrated, make_engine
+
+    engine = make_engine(url or get_settings().database_url)
+    if not is_migrated(engine):
+        raise ContamError("the database has no schema yet: run `contam db upgrade` first")
+    return engine
+
+
+DbOpt = Annotated[str | None, typer.Option("--db", help="database URL (default: CONTAM_DATABASE_URL)")]
+
+
+@db_app.command("upgrade")
+def db_upgrade(db: DbOpt = None, revision: str = "head") -> None:
+    """Create or migrate the schema (Alembic)."""
+    from app.store.db import upgrade
+
+    url = db or get_settings().database_url
+    upgrade(url, revision)
+    typer.echo(f"database at {revision}: {url}")
+
+
+@app.command("index")
+def index(
+    paths: Annotated[list[Path], typer.Argument(help="corpus files or directories (recursive)")],
+    corpus: Annotated[str, typer.Option("--corpus", help="corpus name")],
+    text_field: str = "text",
+    id_field: str = "id",
+    limit: Annotated[int | None, typer.Option(help="at most this many documents per file")] = None,
+    workers: Annotated[int, typer.Option(help="worker processes (0: one per core)")] = 0,
+    batch_size: Annotated[int, typer.Option(help="documents per worker batch")] = 2000,
+    ngram: Annotated[int, typer.Option(help="words per exact-channel n-gram")] = 8,
+    sample: Annotated[int, typer.Option(help="keep n-grams with hash %% SAMPLE == 0 (1: all)")] = 1,
+    window: Annotated[int, typer.Option(help="near-channel window, tokens")] = 48,
+    stride: Annotated[int, typer.Option(help="near-channel window stride, tokens")] = 24,
+    shingle: Annotated[int, typer.Option(help="words per MinHash shingle")] = 3,
+    num_perm: Annotated[int, typer.Option(help="MinHash permutations")] = 64,
+    bands: Annotated[int, typer.Option(help="LSH bands")] = 16,
+    seed: Annotated[int, typer.Option(help="MinHash seed")] = 1,
+    store_text: Annotated[bool, typer.Option(help="keep document text (else a pointer into the file)")] = True,
+    progress: Annotated[str, typer.Option(help="auto | bar | log | none")] = "auto",
+    db: DbOpt = None,
+) -> None:
+    """Index corpus files (JSONL, JSONL.gz/.zst, Parquet, .txt) into a named corpus."""
+    from app.core.config import SignatureConfig
+    from app.readers.corpus import find_files
+    from indexer.job import IndexJob, IndexOptions
+    from indexer.progress import BarProgress, LogProgress
+
+    try:
+        cfg = SignatureConfig(ngram_n=ngram, sample_mod=sample, window=window, stride=stride, shingle=shingle,
+                              num_perm=num_perm, bands=bands, seed=seed)
+        engine = _engine(db)
+        files = find_files(paths)
+        opts = IndexOptions(text_field=text_field, id_field=id_field, limit=limit,
+                            workers=workers or get_settings().resolved_workers(), batch_size=batch_size,
+                            store_text=store_text)
+        mode = progress if progress != "auto" else ("bar" if sys.stderr.isatty() else "log")
+        reporter: Any = None
+        if mode == "bar":
+            reporter = BarProgress(len(files), sum(f.stat().st_size for f in files))
+        elif mode == "log":
+            reporter = LogProgress(len(files))
+        try:
+            with IndexJob(engine, corpus, cfg, opts, reporter) as job:
+                summary = job.run(files)
+        finally:
+            if isinstance(reporter, BarProgress):
+                reporter.close()
+    except ContamError as exc:
+        raise _fail(exc) from None
+    typer.echo(json.dumps(summary.as_dict(), indent=2))
+    if summary.failed:
+        typer.echo(f"{len(summary.failed)} file(s) failed:", err=True)
+        for f in summary.failed:
+            typer.echo(f"  {f.path}: {f.error}", err=True)
+        raise typer.Exit(1)
+
+
+@app.command("corpora")
+def corpora(
+    name: Annotated[str | None, typer.Argument(help="a corpus to show in detail (its health)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    db: DbOpt = None,
+) -> None:
+    """List indexed corpora, or show one corpus's health."""
+    from app.store import repo
+
+    try:
+        engine = _engine(db)
+        with engine.connect() as conn:
+            if name is None:
+                rows = repo.list_corpora(conn)
+                if as_json:
+                    typer.echo(json.dumps(rows, default=str, indent=2))
+                    return
+                if not rows:
+                    typer.echo("no corpora indexed yet")
+                for r in rows:
+                    c = r["config"]
+                    typer.echo(
+                        f"{r['name']}: {r['files']} files ({r['failed_files']} failed), {r['documents']} documents, "
+                        f"{r['tokens']} tokens, {r['bytes'] / 1e6:.1f} MB; fingerprint {r['fingerprint']} "
+                        f"(n={c['ngram_n']}, sample={c['sample_mod']}, window={c['window']}/{c['stride']}, "
+                        f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']})"
+                    )
+                return
+            row = repo.get_corpus(conn, name)
+            if row is None:
+                raise ContamError(f"no corpus named {name!r}")
+            health = {"name": name, "fingerprint": row["fingerprint"], "config": json.loads(row["config"]),
+                      **repo.corpus_health(conn, row["id"])}
+    except ContamError as exc:
+        raise _fail(exc) from None
+    typer.echo(json.dumps(health, indent=2, default=str))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

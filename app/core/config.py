@@ -1,0 +1,102 @@
+"""Every knob that changes what a signature is, in one frozen dataclass.
+
+The fingerprint of a :class:`SignatureConfig` is stored with each corpus and each report;
+an index is only ever queried with the settings it was built with (DESIGN.md, item 6).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import unicodedata
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+from app.errors import ConfigError
+
+NORMALIZER_VERSION = "2"
+HASH_SCHEME = "xxh3_64-tokens/poly64-splitmix-v1"
+MINHASH_SCHEME = "datasketch-affine32"
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:  # pragma: no cover - installed with the project
+        return "missing"
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of everything whose output feeds a stored hash."""
+    return {
+        "unicodedata": unicodedata.unidata_version,
+        "xxhash": _version("xxhash"),
+        "datasketch": _version("datasketch"),
+    }
+
+
+@dataclass(frozen=True)
+class SignatureConfig:
+    """Signature settings of an index.
+
+    ngram_n: words per exact-channel n-gram (8, as in PaLM's contamination rule).
+    sample_mod: keep only n-grams whose hash % sample_mod == 0 (1 keeps all). Any shared run
+        longer than about sample_mod + ngram_n tokens is still found.
+    window / stride: near channel windows of `window` tokens every `stride` tokens, so an
+        item inside a long document meets a window of about its own size (DESIGN.md, item 2).
+    shingle: words per MinHash shingle. num_perm = bands * rows permutations.
+    """
+
+    ngram_n: int = 8
+    sample_mod: int = 1
+    window: int = 48
+    stride: int = 24
+    shingle: int = 3
+    num_perm: int = 64
+    bands: int = 16
+    seed: int = 1
+    normalizer_version: str = NORMALIZER_VERSION
+    hash_scheme: str = HASH_SCHEME
+    minhash_scheme: str = MINHASH_SCHEME
+    libraries: dict[str, str] = field(default_factory=library_versions, compare=True, hash=False)
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.ngram_n >= 1, "ngram_n must be at least 1"),
+            (self.sample_mod >= 1, "sample_mod must be at least 1"),
+            (self.shingle >= 1, "shingle must be at least 1"),
+            (self.window >= self.shingle, "window must be at least shingle"),
+            (1 <= self.stride <= self.window, "stride must be between 1 and window"),
+            (self.bands >= 1, "bands must be at least 1"),
+            (self.num_perm % self.bands == 0, "num_perm must be a multiple of bands"),
+            (self.seed >= 0, "seed must not be negative"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message)
+
+    @property
+    def rows(self) -> int:
+        return self.num_perm // self.bands
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SignatureConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def fingerprint(self) -> str:
+        """A short stable digest of every setting (sha256 of the canonical JSON)."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def differences(self, other: SignatureConfig) -> dict[str, tuple[Any, Any]]:
+        """Settings that differ between two configs, flattening library versions."""
+        mine, theirs = self.to_dict(), other.to_dict()
+        a = {**{k: v for k, v in mine.items() if k != "libraries"}, **mine["libraries"]}
+        b = {**{k: v for k, v in theirs.items() if k != "libraries"}, **theirs["libraries"]}
+        return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}

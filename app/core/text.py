@@ -1,0 +1,76 @@
+"""Normalisation and tokenisation, with character offsets into the original text.
+
+Rules (normaliser version in config.NORMALIZER_VERSION):
+* HTML/XML tags, comments and character entities are blanked to spaces of the same length,
+  so `<p>What is</p>` and `What is` give the same tokens and offsets still point into the
+  original text (DESIGN.md, item 9). Markdown punctuation disappears with all punctuation.
+* Tokens are runs of letters and digits (Unicode aware; `_` separates, so snake_case
+  identifiers split into words). CJK ideographs and kana are one token each (item 7).
+* Each token is NFKC-normalised and casefolded. Whitespace and indentation never matter,
+  so reformatted code still matches.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
+_MARKUP = re.compile(
+    r"<!--.*?-->"
+    r"|</?[A-Za-z][A-Za-z0-9:-]*(?:\s[^<>]{0,400})?/?>"
+    r"|&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});",
+    re.S,
+)
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * (match.end() - match.start())
+
+
+def strip_markup(text: str) -> str:
+    """Replace markup with spaces of equal length (offsets stay valid)."""
+    if "<" not in text and "&" not in text:
+        return text
+    return _MARKUP.sub(_blank, text)
+
+
+def _norm(token: str) -> str:
+    return unicodedata.normalize("NFKC", token).casefold()
+
+
+def tokenize(text: str) -> list[str]:
+    """Normalised tokens of `text` (the fast path used when offsets are not needed)."""
+    clean = strip_markup(text)
+    if clean.isascii():
+        return _TOKEN.findall(clean.lower())
+    return [_norm(t) for t in _TOKEN.findall(clean)]
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    """Tokens with the [start, end) character span of each in the original text."""
+
+    tokens: list[str]
+    starts: list[int]
+    ends: list[int]
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+def tokenize_spans(text: str) -> Tokens:
+    """Like :func:`tokenize` (same tokens, always), keeping character offsets."""
+    clean = strip_markup(text)
+    ascii_text = clean.isascii()
+    source = clean.lower() if ascii_text else clean
+    tokens: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for m in _TOKEN.finditer(source):
+        tokens.append(m.group() if ascii_text else _norm(m.group()))
+        starts.append(m.start())
+        ends.append(m.end())
+    return Tokens(tokens, starts, ends)

@@ -1,0 +1,32 @@
+"""One exception tree for the whole project. No HTTP or CLI knowledge here: the transports map it."""
+
+from __future__ import annotations
+
+
+class ContamError(Exception):
+    """Base class: a problem the user can act on, with a message that names it."""
+
+    def __init__(self, message: str, detail: object | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
+
+
+class ConfigError(ContamError):
+    """Settings that cannot work (bad numbers, unknown options)."""
+
+
+class InputError(ContamError):
+    """A file or request the user gave us is unreadable or malformed."""
+
+
+class NotFoundError(ContamError):
+    """A named corpus, report or item does not exist."""
+
+
+class FingerprintMismatch(ContamError):
+    """An index built with one set of signature settings was asked to work with another."""
+
+
+class CorruptFileError(InputError):
+    """A corpus file cannot be read to its end (truncated or corrupt compression, bad Parquet)."""

@@ -1,0 +1,222 @@
+"""Corpus files -> iterator of RawDocument, counting every skipped record by reason.
+
+Formats, by file name: *.jsonl / *.ndjson / *.json (one JSON object a line), optionally
+.gz or .zst compressed; *.parquet; *.txt (optionally .gz/.zst; the whole file is one document).
+Bad records never stop a file: each is counted in `skipped` under a reason. A file that cannot
+be read to its end (truncated or corrupt compression, unreadable Parquet) raises
+CorruptFileError, so the caller can record it as failed and roll back what it read.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import zlib
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from app.errors import CorruptFileError, InputError
+
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+_JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
+_COMPRESSIONS = (".gz", ".zst", ".zstd")
+
+
+@dataclass(frozen=True, slots=True)
+class RawDocument:
+    external_id: str
+    position: int  # 1-based line number (JSONL), 0-based row (Parquet), 0 for a text file
+    text: str
+
+
+def corpus_format(path: Path) -> str | None:
+    """'jsonl', 'parquet' or 'txt' by the file name, or None for a file we do not read."""
+    name = path.name.lower()
+    for comp in _COMPRESSIONS:
+        if name.endswith(comp):
+            name = name[: -len(comp)]
+            break
+    if name.endswith(_JSON_SUFFIXES):
+        return "jsonl"
+    if name.endswith(".parquet") and name == path.name.lower():
+        return "parquet"
+    if name.endswith(".txt"):
+        return "txt"
+    return None
+
+
+def find_files(paths: list[Path]) -> list[Path]:
+    """Corpus files under the given files and directories (recursive), sorted, de-duplicated."""
+    found: dict[str, Path] = {}
+    for p in paths:
+        if not p.exists():
+            raise InputError(f"no such file or directory: {p}")
+        if p.is_dir():
+            for root, _dirs, files in os.walk(p):
+                for f in files:
+                    fp = Path(root) / f
+                    if corpus_format(fp):
+                        found[str(fp.resolve())] = fp.resolve()
+        elif corpus_format(p):
+            found[str(p.resolve())] = p.resolve()
+        else:
+            raise InputError(f"{p}: unsupported file type (use .jsonl, .jsonl.gz, .jsonl.zst, .parquet or .txt)")
+    return [found[k] for k in sorted(found)]
+
+
+def open_binary(path: Path) -> IO[bytes]:
+    """The file's decompressed byte stream (gzip and zstd by name)."""
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        return gzip.open(path, "rb")
+    if name.endswith((".zst", ".zstd")):
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True, closefd=True)
+    return open(path, "rb")
+
+
+def _decode(raw: bytes, skipped: Counter[str]) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        skipped["invalid_utf8_replaced"] += 1
+        return raw.decode("utf-8", "replace")
+
+
+def _read_lines(stream: IO[bytes], skipped: Counter[str], max_bytes: int) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) pairs; over-long lines are skipped without holding them in memory."""
+    lineno = 0
+    buffered = io.BufferedReader(stream, 1 << 20) if not isinstance(stream, io.BufferedReader) else stream  # type: ignore[arg-type]
+    while True:
+        line = buffered.readline(max_bytes + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > max_bytes and not line.endswith(b"\n"):
+            skipped["record_too_long"] += 1
+            while True:  # drain the rest of the line
+                rest = buffered.readline(1 << 20)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            continue
+        yield lineno, line
+
+
+def _compression_errors() -> tuple[type[BaseException], ...]:
+    import zstandard
+
+    return (EOFError, gzip.BadGzipFile, zlib.error, zstandard.ZstdError, OSError)
+
+
+def _text_of(value: Any, skipped: Counter[str]) -> str | None:
+    if value is None:
+        skipped["missing_text"] += 1
+        return None
+    if not isinstance(value, str):
+        skipped["non_string_text"] += 1
+        return None
+    if not value.strip():
+        skipped["empty_text"] += 1
+        return None
+    return value
+
+
+def _id_of(value: Any, fallback: str) -> str:
+    if value is None or isinstance(value, (dict, list)):
+        return fallback
+    return str(value)
+
+
+def read_jsonl(
+    path: Path, text_field: str, id_field: str, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTES
+) -> Iterator[RawDocument]:
+    errors = _compression_errors()
+    try:
+        with open_binary(path) as stream:
+            for lineno, line in _read_lines(stream, skipped, max_bytes):
+                if not line.strip():
+                    continue
+                try:
+                    obj = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    try:  # orjson rejects invalid UTF-8: replace the bad bytes and count it
+                        obj = orjson.loads(_decode(line, skipped).encode("utf-8"))
+                    except orjson.JSONDecodeError:
+                        skipped["malformed_json"] += 1
+                        continue
+                if not isinstance(obj, dict):
+                    skipped["not_an_object"] += 1
+                    continue
+                text = _text_of(obj.get(text_field), skipped)
+                if text is None:
+                    continue
+                yield RawDocument(_id_of(obj.get(id_field), f"{path.name}:{lineno}"), lineno, text)
+    except errors as exc:
+        raise CorruptFileError(f"{path}: cannot read to the end ({type(exc).__name__}: {exc})") from exc
+
+
+def read_txt(path: Path, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTES) -> Iterator[RawDocument]:
+    errors = _compression_errors()
+    try:
+        with open_binary(path) as stream:
+            raw = stream.read(max_bytes + 1)
+    except errors as exc:
+        raise CorruptFileError(f"{path}: cannot read to the end ({type(exc).__name__}: {exc})") from exc
+    if len(raw) > max_bytes:
+        skipped["record_too_long"] += 1
+        return
+    text = _text_of(_decode(raw, skipped), skipped)
+    if text is not None:
+        yield RawDocument(path.name, 0, text)
+
+
+def read_parquet(path: Path, text_field: str, id_field: str, skipped: Counter[str]) -> Iterator[RawDocument]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise CorruptFileError(f"{path}: not a readable Parquet file ({exc})") from exc
+    names = pf.schema_arrow.names
+    if text_field not in names:
+        raise CorruptFileError(f"{path}: no column {text_field!r} (columns: {', '.join(names)})")
+    cols = [text_field] + ([id_field] if id_field in names and id_field != text_field else [])
+    row = 0
+    try:
+        for batch in pf.iter_batches(batch_size=2048, columns=cols):
+            texts = batch.column(text_field).to_pylist()
+            ids = batch.column(id_field).to_pylist() if id_field in cols[1:] else [None] * len(texts)
+            for value, ident in zip(texts, ids, strict=True):
+                text = _text_of(value, skipped)
+                if text is not None:
+                    yield RawDocument(_id_of(ident, f"{path.name}:{row}"), row, text)
+                row += 1
+    except (pa.ArrowException, OSError) as exc:
+        raise CorruptFileError(f"{path}: corrupt Parquet data after row {row} ({exc})") from exc
+
+
+def read_documents(
+    path: Path, skipped: Counter[str], text_field: str = "text", id_field: str = "id", limit: int | None = None
+) -> Iterator[RawDocument]:
+    """Documents of one corpus file (see module doc); stops after `limit` documents."""
+    fmt = corpus_format(path)
+    if fmt == "jsonl":
+        it = read_jsonl(path, text_field, id_field, skipped)
+    elif fmt == "parquet":
+        it = read_parquet(path, text_field, id_field, skipped)
+    elif fmt == "txt":
+        it = read_txt(path, skipped)
+    else:
+        raise InputError(f"{path}: unsupported file type")
+    for count, doc in enumerate(it, 1):
+        yield doc
+        if limit is not None and count >= limit:
+            return

@@ -1,0 +1,34 @@
+"""Settings from the environment (prefix CONTAM_), built by a function, never at import."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CONTAM_", extra="ignore")
+
+    database_url: str = Field("sqlite:///./data/contam.db", description="SQLAlchemy URL of the index database")
+    host: str = Field("127.0.0.1", description="address `contam serve` listens on")
+    port: int = Field(8000, description="port `contam serve` listens on")
+    api_keys: str = Field("", description="comma-separated API keys; empty means no authentication")
+    allow_insecure_bind: bool = Field(False, description="allow a non-loopback host without API keys")
+    max_upload_mb: float = Field(200.0, description="largest benchmark upload accepted, in MB")
+    workers: int = Field(0, description="indexer worker processes; 0 means one per core")
+    batch_size: int = Field(2000, description="documents per indexing batch")
+    demo: bool = Field(True, description="index a demo corpus and check a demo benchmark on an empty database")
+
+    def key_set(self) -> set[str]:
+        return {k.strip() for k in self.api_keys.split(",") if k.strip()}
+
+    def resolved_workers(self) -> int:
+        return self.workers if self.workers > 0 else (os.cpu_count() or 1)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

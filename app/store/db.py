@@ -1,0 +1,138 @@
+"""Engines, SQLite pragmas, migrations and the bulk-write/look-up primitives per dialect."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy.engine import Connection
+from sqlalchemy.engine.url import make_url
+
+from app.errors import ConfigError
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`; SQLite files get WAL, a large cache and explicit BEGINs."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            # Let SQLAlchemy, not the sqlite3 module, decide when transactions begin.
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            for pragma in (
+                "journal_mode=WAL",
+                "synchronous=NORMAL",
+                "foreign_keys=ON",
+                "cache_size=-262144",
+                "temp_store=MEMORY",
+                "busy_timeout=60000",
+            ):
+                cur.execute(f"PRAGMA {pragma}")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _sqlite_begin(conn: Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    if parsed.get_backend_name() == "postgresql":
+        if parsed.drivername in ("postgresql", "postgres"):
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        return create_engine(parsed, pool_pre_ping=True)
+    raise ConfigError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql://...")
+
+
+def alembic_config(url: str) -> Any:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Bring the database schema to `revision` through Alembic."""
+    from alembic import command
+
+    command.upgrade(alembic_config(url), revision)
+
+
+def is_migrated(engine: Engine) -> bool:
+    return inspect(engine).has_table("corpus")
+
+
+def dialect(conn: Connection) -> str:
+    return conn.dialect.name
+
+
+# ---------------------------------------------------------------- bulk writes
+
+_PG_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+_PG_TRAILER = struct.pack(">h", -1)
+
+
+def _pg_copy_binary(conn: Connection, table: str, columns: Sequence[str], arrays: Sequence[np.ndarray]) -> None:
+    """COPY rows given as column arrays (int64 -> BIGINT, int32 -> INTEGER) in binary format."""
+    n = len(arrays[0])
+    fields: list[tuple[str, str]] = [("nf", ">i2")]
+    for i, arr in enumerate(arrays):
+        width = 8 if arr.dtype == np.int64 else 4
+        fields += [(f"l{i}", ">i4"), (f"v{i}", ">i8" if width == 8 else ">i4")]
+    rec = np.empty(n, dtype=fields)
+    rec["nf"] = len(arrays)
+    for i, arr in enumerate(arrays):
+        rec[f"l{i}"] = 8 if arr.dtype == np.int64 else 4
+        rec[f"v{i}"] = arr
+    raw = conn.connection.driver_connection
+    with raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as cp:
+        cp.write(_PG_HEADER)
+        cp.write(rec.tobytes())
+        cp.write(_PG_TRAILER)
+
+
+def bulk_insert_arrays(conn: Connection, table: str, columns: Sequence[str], arrays: Sequence[np.ndarray]) -> None:
+    """Insert rows given as parallel integer column arrays, sorted by the first columns.
+
+    Sorted input into a B-tree keyed on those columns is 3x faster on SQLite (DESIGN.md).
+    """
+    if len(arrays[0]) == 0:
+        return
+    order = np.lexsort(tuple(reversed(arrays)))
+    arrays = [a[order] for a in arrays]
+    if dialect(conn) == "postgresql":
+        _pg_copy_binary(conn, table, columns, arrays)
+        return
+    raw = conn.connection.driver_connection
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    cur = raw.cursor()
+    step = 100_000
+    for i in range(0, len(arrays[0]), step):
+        cur.executemany(sql, zip(*(a[i : i + step].tolist() for a in arrays), strict=True))
+    cur.close()
+
+
+def bulk_insert_rows(conn: Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """Insert tuples with the driver's executemany (one round of parsing, no ORM)."""
+    raw = conn.connection.driver_connection
+    mark = "%s" if dialect(conn) == "postgresql" else "?"
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
+    cur = raw.cursor()
+    cur.executemany(sql, list(rows))
+    cur.close()
+
+
+def chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(values), size):
+        yield values[i : i + size]

@@ -1,0 +1,211 @@
+"""Repositories: all SQL lives here. Functions take a Connection and never commit;
+the caller (an indexer file, a request) owns the transaction."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy.engine import Connection
+
+from app.core.config import SignatureConfig
+from app.store import db
+from app.store.schema import band, corpus, corpus_file, document, ngram
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+# ---------------------------------------------------------------- corpora
+
+
+def get_corpus(conn: Connection, name: str) -> dict[str, Any] | None:
+    row = conn.execute(select(corpus).where(corpus.c.name == name)).mappings().first()
+    return dict(row) if row else None
+
+
+def create_corpus(conn: Connection, name: str, cfg: SignatureConfig, store_text: bool) -> int:
+    result = conn.execute(
+        insert(corpus).values(
+            name=name,
+            fingerprint=cfg.fingerprint(),
+            config=json.dumps(cfg.to_dict(), sort_keys=True),
+            store_text=store_text,
+            created_at=now(),
+        )
+    )
+    pk = result.inserted_primary_key
+    assert pk is not None
+    return int(pk[0])
+
+
+def corpus_config(row: dict[str, Any]) -> SignatureConfig:
+    return SignatureConfig.from_dict(json.loads(row["config"]))
+
+
+def list_corpora(conn: Connection) -> list[dict[str, Any]]:
+    """Every corpus with its file, document, token and byte totals."""
+    files = (
+        select(
+            corpus_file.c.corpus_id,
+            func.count().label("files"),
+            func.sum(corpus_file.c.size).label("bytes"),
+            func.sum(corpus_file.c.n_docs).label("documents"),
+            func.sum(corpus_file.c.n_tokens).label("tokens"),
+            func.sum(corpus_file.c.n_ngrams).label("ngrams"),
+            func.sum(corpus_file.c.n_windows).label("windows"),
+        )
+        .where(corpus_file.c.status == "done")
+        .group_by(corpus_file.c.corpus_id)
+        .subquery()
+    )
+    failed = (
+        select(corpus_file.c.corpus_id, func.count().label("failed_files"))
+        .where(corpus_file.c.status == "failed")
+        .group_by(corpus_file.c.corpus_id)
+        .subquery()
+    )
+    q = (
+        select(
+            corpus,
+            func.coalesce(files.c.files, 0).label("files"),
+            func.coalesce(failed.c.failed_files, 0).label("failed_files"),
+            func.coalesce(files.c.bytes, 0).label("bytes"),
+            func.coalesce(files.c.documents, 0).label("documents"),
+            func.coalesce(files.c.tokens, 0).label("tokens"),
+            func.coalesce(files.c.ngrams, 0).label("ngrams"),
+            func.coalesce(files.c.windows, 0).label("windows"),
+        )
+        .outerjoin(files, files.c.corpus_id == corpus.c.id)
+        .outerjoin(failed, failed.c.corpus_id == corpus.c.id)
+        .order_by(corpus.c.name)
+    )
+    out = []
+    for row in conn.execute(q).mappings():
+        d = dict(row)
+        d["config"] = json.loads(d["config"])
+        out.append(d)
+    return out
+
+
+def corpus_health(conn: Connection, corpus_id: int) -> dict[str, Any]:
+    """Documents, tokens, skipped records by reason, failed files, duplicates, length spread."""
+    files = conn.execute(select(corpus_file).where(corpus_file.c.corpus_id == corpus_id)).mappings().all()
+    skipped: dict[str, int] = {}
+    for f in files:
+        for reason, n in json.loads(f["skipped"]).items():
+            skipped[reason] = skipped.get(reason, 0) + n
+    docs_q = select(func.count(), func.count(func.distinct(document.c.text_hash))).where(
+        document.c.corpus_id == corpus_id
+    )
+    n_docs, distinct = conn.execute(docs_q).one()
+    lengths = np.array(
+        conn.execute(select(document.c.n_tokens).where(document.c.corpus_id == corpus_id)).scalars().all(),
+        dtype=np.int64,
+    )
+    spread: dict[str, int] = {}
+    if len(lengths):
+        for name, q in (("min", 0), ("p10", 10), ("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)):
+            spread[name] = int(np.percentile(lengths, q))
+    done = [f for f in files if f["status"] == "done"]
+    return {
+        "files": len(done),
+        "documents": int(n_docs),
+        "tokens": int(sum(f["n_tokens"] for f in done)),
+        "ngrams": int(sum(f["n_ngrams"] for f in done)),
+        "windows": int(sum(f["n_windows"] for f in done)),
+        "bytes": int(sum(f["size"] for f in done)),
+        "skipped": dict(sorted(skipped.items())),
+        "failed_files": [
+            {"path": f["path"], "error": f["error"]} for f in files if f["status"] == "failed"
+        ],
+        "duplicate_documents": int(n_docs - distinct),
+        "tokens_per_document": spread,
+        "short_documents": int((lengths < 8).sum()) if len(lengths) else 0,
+    }
+
+
+# ---------------------------------------------------------------- files and documents
+
+
+def find_file(conn: Connection, corpus_id: int, content_hash: str) -> dict[str, Any] | None:
+    row = (
+        conn.execute(
+            select(corpus_file).where(
+                corpus_file.c.corpus_id == corpus_id, corpus_file.c.content_hash == content_hash
+            )
+        )
+        .mappings()
+        .first()
+    )
+    return dict(row) if row else None
+
+
+def delete_file(conn: Connection, file_id: int) -> None:
+    """Forget a file record. Only used for failed files, which own no documents."""
+    conn.execute(delete(corpus_file).where(corpus_file.c.id == file_id))
+
+
+def insert_file(conn: Connection, corpus_id: int, path: str, size: int, content_hash: str, status: str,
+                error: str | None = None, skipped: dict[str, int] | None = None) -> int:
+    result = conn.execute(
+        insert(corpus_file).values(
+            corpus_id=corpus_id, path=path, size=size, content_hash=content_hash, status=status,
+            error=error, n_docs=0, n_tokens=0, n_ngrams=0, n_windows=0,
+            skipped=json.dumps(skipped or {}, sort_keys=True), seconds=0.0, indexed_at=now(),
+        )
+    )
+    pk = result.inserted_primary_key
+    assert pk is not None
+    return int(pk[0])
+
+
+def finish_file(conn: Connection, file_id: int, *, n_docs: int, n_tokens: int, n_ngrams: int,
+                n_windows: int, skipped: dict[str, int], seconds: float) -> None:
+    conn.execute(
+        update(corpus_file)
+        .where(corpus_file.c.id == file_id)
+        .values(n_docs=n_docs, n_tokens=n_tokens, n_ngrams=n_ngrams, n_windows=n_windows,
+                skipped=json.dumps(skipped, sort_keys=True), seconds=seconds, indexed_at=now())
+    )
+
+
+def allocate_doc_ids(conn: Connection, n: int) -> np.ndarray:
+    """n fresh document ids. SQLite: after max(id), safe under the BEGIN IMMEDIATE write lock."""
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    if db.dialect(conn) == "postgresql":
+        ids = conn.execute(
+            text("SELECT nextval('document_id_seq') FROM generate_series(1, :n)"), {"n": n}
+        ).scalars().all()
+        return np.array(sorted(ids), dtype=np.int64)
+    start = conn.execute(select(func.coalesce(func.max(document.c.id), 0))).scalar_one()
+    return np.arange(start + 1, start + 1 + n, dtype=np.int64)
+
+
+DOC_COLUMNS = ("id", "corpus_id", "file_id", "external_id", "position", "n_chars", "n_tokens", "text_hash", "text")
+
+
+def insert_documents(conn: Connection, rows: Iterable[Sequence[Any]]) -> None:
+    db.bulk_insert_rows(conn, "document", DOC_COLUMNS, rows)
+
+
+def insert_ngrams(conn: Connection, hashes: np.ndarray, doc_ids: np.ndarray) -> None:
+    db.bulk_insert_arrays(conn, "ngram", ("hash", "doc_id"), (hashes.astype(np.int64), doc_ids.astype(np.int32)))
+
+
+def insert_bands(conn: Connection, keys: np.ndarray, doc_ids: np.ndarray, wins: np.ndarray) -> None:
+    db.bulk_insert_arrays(
+        conn, "band", ("key", "doc_id", "win"),
+        (keys.astype(np.int64), doc_ids.astype(np.int32), wins.astype(np.int32)),
+    )
+
+
+def count_rows(conn: Connection) -> dict[str, int]:
+    return {t.name: int(conn.execute(select(func.count()).select_from(t)).scalar_one())
+            for t in (corpus, corpus_file, document, ngram, band)}

@@ -1,0 +1,105 @@
+"""Tables. Schema changes go through Alembic (migrations/); a test checks they match this file.
+
+Hashes are stored as signed 64-bit integers (SQLite INTEGER, PostgreSQL BIGINT): the
+signatures module converts uint64 to int64 bit for bit (DESIGN.md, item 8).
+The two big tables are keyed on (hash, document) and, on SQLite, WITHOUT ROWID: one B-tree,
+about 18 bytes a row, and a look-up by hash is one range scan.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    Sequence,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+metadata = MetaData(naming_convention=NAMING)
+
+corpus = Table(
+    "corpus",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("fingerprint", String(32), nullable=False),
+    Column("config", Text, nullable=False),
+    Column("store_text", Boolean, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+corpus_file = Table(
+    "corpus_file",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("corpus_id", Integer, ForeignKey("corpus.id", ondelete="CASCADE"), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("content_hash", String(32), nullable=False),
+    Column("status", String(16), nullable=False),  # done | failed
+    Column("error", Text),
+    Column("n_docs", Integer, nullable=False, default=0),
+    Column("n_tokens", BigInteger, nullable=False, default=0),
+    Column("n_ngrams", BigInteger, nullable=False, default=0),
+    Column("n_windows", BigInteger, nullable=False, default=0),
+    Column("skipped", Text, nullable=False, default="{}"),
+    Column("seconds", Float, nullable=False, default=0.0),
+    Column("indexed_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("corpus_id", "content_hash", name="uq_corpus_file_corpus_id_content_hash"),
+)
+
+document = Table(
+    "document",
+    metadata,
+    # Ids come in blocks from allocate_doc_ids: max+1 under SQLite's write lock, a sequence on
+    # PostgreSQL so that indexers on several machines never collide.
+    Column("id", Integer, Sequence("document_id_seq"), primary_key=True, autoincrement=False),
+    Column("corpus_id", Integer, ForeignKey("corpus.id", ondelete="CASCADE"), nullable=False),
+    Column("file_id", Integer, ForeignKey("corpus_file.id", ondelete="CASCADE"), nullable=False),
+    Column("external_id", Text, nullable=False),
+    Column("position", BigInteger, nullable=False),  # line number, row number, or 0 for a .txt file
+    Column("n_chars", Integer, nullable=False),
+    Column("n_tokens", Integer, nullable=False),
+    Column("text_hash", BigInteger, nullable=False),
+    Column("text", LargeBinary),  # zstd-compressed UTF-8, or NULL when only the pointer is kept
+    Index("ix_document_file_id", "file_id"),
+    Index("ix_document_corpus_id_text_hash", "corpus_id", "text_hash"),
+)
+
+ngram = Table(
+    "ngram",
+    metadata,
+    Column("hash", BigInteger, nullable=False),
+    Column("doc_id", Integer, nullable=False),
+    PrimaryKeyConstraint("hash", "doc_id", name="pk_ngram"),
+    sqlite_with_rowid=False,
+)
+
+band = Table(
+    "band",
+    metadata,
+    Column("key", BigInteger, nullable=False),
+    Column("doc_id", Integer, nullable=False),
+    Column("win", Integer, nullable=False),
+    PrimaryKeyConstraint("key", "doc_id", "win", name="pk_band"),
+    sqlite_with_rowid=False,
+)

@@ -1,0 +1,349 @@
+"""The indexing batch job: find corpus files, sign documents in worker processes, write each
+file in one transaction.
+
+Exactly-once: a file is identified by its content hash (xxh3-128) within a corpus. Its
+documents and postings are written in a single transaction that also records the file as
+done, so a run killed at any moment leaves either the whole file or none of it, and the
+next run indexes exactly the files that are missing. A file that cannot be read to its end
+is rolled back and recorded as failed with the reason; the next run retries it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter, deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import xxhash
+import zstandard
+from sqlalchemy import Engine
+
+from app.core.config import SignatureConfig
+from app.core.signatures import sign_text
+from app.core.text import tokenize
+from app.errors import ConfigError, CorruptFileError, FingerprintMismatch
+from app.readers.corpus import RawDocument, find_files, read_documents
+from app.store import repo
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    text_field: str = "text"
+    id_field: str = "id"
+    limit: int | None = None  # documents per file
+    workers: int = 1
+    batch_size: int = 2000  # documents per batch sent to a worker
+    batch_bytes: int = 8 << 20  # or this much text, whichever comes first
+    store_text: bool = True  # keep the (compressed) text; else only a pointer into the file
+    flush_rows: int = 1_000_000  # posting rows buffered before a bulk insert
+
+
+@dataclass
+class FileReport:
+    path: str
+    status: str  # done | unchanged | failed
+    documents: int = 0
+    tokens: int = 0
+    ngrams: int = 0
+    windows: int = 0
+    bytes: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class IndexSummary:
+    corpus: str
+    files: list[FileReport]
+    seconds: float
+
+    def total(self, name: str) -> int:
+        return sum(getattr(f, name) for f in self.files if f.status == "done")
+
+    @property
+    def failed(self) -> list[FileReport]:
+        return [f for f in self.files if f.status == "failed"]
+
+    def skipped(self) -> dict[str, int]:
+        c: Counter[str] = Counter()
+        for f in self.files:
+            c.update(f.skipped)
+        return dict(sorted(c.items()))
+
+    def as_dict(self) -> dict[str, Any]:
+        mb = self.total("bytes") / 1e6
+        return {
+            "corpus": self.corpus,
+            "files_indexed": sum(f.status == "done" for f in self.files),
+            "files_unchanged": sum(f.status == "unchanged" for f in self.files),
+            "files_failed": len(self.failed),
+            "documents": self.total("documents"),
+            "tokens": self.total("tokens"),
+            "ngrams": self.total("ngrams"),
+            "windows": self.total("windows"),
+            "skipped": self.skipped(),
+            "seconds": round(self.seconds, 3),
+            "mb": round(mb, 3),
+            "mb_per_s": round(mb / self.seconds, 3) if self.seconds > 0 else 0.0,
+        }
+
+
+class Progress(Protocol):
+    def file_started(self, path: str, size: int) -> None: ...
+    def advanced(self, documents: int, nbytes: int) -> None: ...
+    def file_finished(self, report: FileReport) -> None: ...
+
+
+class NoProgress:
+    def file_started(self, path: str, size: int) -> None:
+        pass
+
+    def advanced(self, documents: int, nbytes: int) -> None:
+        pass
+
+    def file_finished(self, report: FileReport) -> None:
+        pass
+
+
+# ---------------------------------------------------------------- worker side (pure)
+
+
+@dataclass
+class SignedBatch:
+    n_tokens: np.ndarray
+    n_chars: list[int]
+    text_hash: np.ndarray
+    blobs: list[bytes] | None
+    ng_hash: np.ndarray
+    ng_doc: np.ndarray  # index into the batch
+    band_key: np.ndarray
+    band_doc: np.ndarray
+    band_win: np.ndarray
+
+
+def sign_batch(texts: list[str], cfg: SignatureConfig, store_text: bool) -> SignedBatch:
+    """Tokenise and sign a batch of texts (runs in a worker process)."""
+    comp = zstandard.ZstdCompressor(level=3) if store_text else None
+    n_tok, hashes, blobs = [], [], []
+    ng, ng_doc, bk, bk_doc, bk_win = [], [], [], [], []
+    for i, t in enumerate(texts):
+        raw = t.encode("utf-8", "surrogatepass")
+        sig = sign_text(tokenize(t), cfg)
+        n_tok.append(sig.n_tokens)
+        hashes.append(xxhash.xxh3_64_intdigest(raw))
+        if comp is not None:
+            blobs.append(comp.compress(raw))
+        ng.append(sig.ngrams)
+        ng_doc.append(np.full(len(sig.ngrams), i, dtype=np.int32))
+        if sig.bands.size:
+            w = sig.bands.shape[0]
+            bk.append(sig.bands.ravel())
+            bk_doc.append(np.full(sig.bands.size, i, dtype=np.int32))
+            bk_win.append(np.repeat(np.arange(w, dtype=np.int32), cfg.bands))
+
+    def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(0, dtype=dtype)
+
+    return SignedBatch(
+        n_tokens=np.array(n_tok, dtype=np.int64),
+        n_chars=[len(t) for t in texts],
+        text_hash=np.array(hashes, dtype=np.uint64).view(np.int64),
+        blobs=blobs if comp is not None else None,
+        ng_hash=cat(ng, np.int64),
+        ng_doc=cat(ng_doc, np.int32),
+        band_key=cat(bk, np.int64),
+        band_doc=cat(bk_doc, np.int32),
+        band_win=cat(bk_win, np.int32),
+    )
+
+
+# ---------------------------------------------------------------- coordinator side
+
+
+def file_content_hash(path: Path) -> str:
+    h = xxhash.xxh3_128()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _batches(docs: Iterator[RawDocument], opts: IndexOptions) -> Iterator[list[RawDocument]]:
+    batch: list[RawDocument] = []
+    size = 0
+    for d in docs:
+        batch.append(d)
+        size += len(d.text)
+        if len(batch) >= opts.batch_size or size >= opts.batch_bytes:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+class _Postings:
+    """Posting rows buffered across batches and bulk-inserted in sorted runs."""
+
+    def __init__(self, conn: Any, flush_rows: int) -> None:
+        self.conn, self.flush_rows = conn, flush_rows
+        self.ng: list[tuple[np.ndarray, np.ndarray]] = []
+        self.bd: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.rows = 0
+
+    def add(self, sb: SignedBatch, ids: np.ndarray) -> None:
+        self.ng.append((sb.ng_hash, ids[sb.ng_doc]))
+        self.bd.append((sb.band_key, ids[sb.band_doc], sb.band_win))
+        self.rows += len(sb.ng_hash) + len(sb.band_key)
+        if self.rows >= self.flush_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.ng:
+            repo.insert_ngrams(self.conn, np.concatenate([a for a, _ in self.ng]), np.concatenate([b for _, b in self.ng]))
+        if self.bd:
+            repo.insert_bands(
+                self.conn,
+                np.concatenate([a for a, _, _ in self.bd]),
+                np.concatenate([b for _, b, _ in self.bd]),
+                np.concatenate([c for _, _, c in self.bd]),
+            )
+        self.ng, self.bd, self.rows = [], [], 0
+
+
+def ensure_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: bool) -> int:
+    """The corpus id, creating the corpus; refuses settings that differ from the stored ones."""
+    with engine.begin() as conn:
+        row = repo.get_corpus(conn, name)
+        if row is None:
+            return repo.create_corpus(conn, name, cfg, store_text)
+        stored = repo.corpus_config(row)
+        if row["fingerprint"] != cfg.fingerprint():
+            diffs = stored.differences(cfg)
+            listing = "; ".join(f"{k}: index has {a!r}, requested {b!r}" for k, (a, b) in diffs.items())
+            raise FingerprintMismatch(
+                f"corpus {name!r} was indexed with other signature settings ({listing}); "
+                "use the same settings or another corpus name",
+                {k: list(v) for k, v in diffs.items()},
+            )
+        if bool(row["store_text"]) != store_text:
+            raise ConfigError(
+                f"corpus {name!r} was indexed with store_text={bool(row['store_text'])}; keep it the same"
+            )
+        return int(row["id"])
+
+
+class IndexJob:
+    """Index files into one corpus. Use as a context manager (it owns the worker pool)."""
+
+    def __init__(self, engine: Engine, corpus: str, cfg: SignatureConfig, opts: IndexOptions,
+                 progress: Progress | None = None) -> None:
+        self.engine, self.corpus, self.cfg, self.opts = engine, corpus, cfg, opts
+        self.progress = progress or NoProgress()
+        self.pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> IndexJob:
+        if self.opts.workers > 1:
+            self.pool = ProcessPoolExecutor(self.opts.workers, mp_context=get_context("forkserver"))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def run(self, paths: list[Path]) -> IndexSummary:
+        t0 = time.perf_counter()
+        files = find_files(paths)
+        corpus_id = ensure_corpus(self.engine, self.corpus, self.cfg, self.opts.store_text)
+        reports = [self._one(corpus_id, p) for p in files]
+        return IndexSummary(self.corpus, reports, time.perf_counter() - t0)
+
+    def _submit(self, texts: list[str]) -> Future[SignedBatch]:
+        if self.pool is None:
+            fut: Future[SignedBatch] = Future()
+            fut.set_result(sign_batch(texts, self.cfg, self.opts.store_text))
+            return fut
+        return self.pool.submit(sign_batch, texts, self.cfg, self.opts.store_text)
+
+    def _one(self, corpus_id: int, path: Path) -> FileReport:
+        size = path.stat().st_size
+        chash = file_content_hash(path)
+        with self.engine.begin() as conn:
+            existing = repo.find_file(conn, corpus_id, chash)
+            if existing is not None and existing["status"] == "done":
+                report = FileReport(str(path), "unchanged", bytes=size)
+                self.progress.file_finished(report)
+                return report
+            if existing is not None:  # failed before: forget it and try again
+                repo.delete_file(conn, existing["id"])
+        self.progress.file_started(str(path), size)
+        t0 = time.perf_counter()
+        skipped: Counter[str] = Counter()
+        try:
+            report = self._write_file(corpus_id, path, size, chash, skipped)
+        except CorruptFileError as exc:
+            report = FileReport(str(path), "failed", bytes=size, skipped=dict(skipped), error=exc.message)
+            with self.engine.begin() as conn:
+                repo.insert_file(conn, corpus_id, str(path), size, chash, "failed", exc.message, dict(skipped))
+        report.seconds = time.perf_counter() - t0
+        self.progress.file_finished(report)
+        return report
+
+    def _write_file(self, corpus_id: int, path: Path, size: int, chash: str, skipped: Counter[str]) -> FileReport:
+        opts = self.opts
+        report = FileReport(str(path), "done", bytes=size)
+        t0 = time.perf_counter()
+        with self.engine.begin() as conn:
+            file_id = repo.insert_file(conn, corpus_id, str(path), size, chash, "done")
+            postings = _Postings(conn, opts.flush_rows)
+            pending: deque[tuple[list[RawDocument], Future[SignedBatch]]] = deque()
+            in_flight = max(2, 2 * opts.workers)
+
+            def write(docs: list[RawDocument], fut: Future[SignedBatch]) -> None:
+                sb = fut.result()
+                ids = repo.allocate_doc_ids(conn, len(docs))
+                blobs = sb.blobs if sb.blobs is not None else [None] * len(docs)
+                repo.insert_documents(
+                    conn,
+                    (
+                        (int(ids[i]), corpus_id, file_id, d.external_id, d.position, sb.n_chars[i],
+                         int(sb.n_tokens[i]), int(sb.text_hash[i]), blobs[i])
+                        for i, d in enumerate(docs)
+                    ),
+                )
+                postings.add(sb, ids)
+                report.documents += len(docs)
+                report.tokens += int(sb.n_tokens.sum())
+                report.ngrams += len(sb.ng_hash)
+                report.windows += len(sb.band_key) // self.cfg.bands
+                self.progress.advanced(len(docs), sum(len(d.text) for d in docs))
+
+            try:
+                docs_iter = read_documents(path, skipped, opts.text_field, opts.id_field, opts.limit)
+                for docs in _batches(docs_iter, opts):
+                    pending.append((docs, self._submit([d.text for d in docs])))
+                    while len(pending) >= in_flight:
+                        write(*pending.popleft())
+                while pending:
+                    write(*pending.popleft())
+            finally:
+                for _, fut in pending:
+                    fut.cancel()
+            postings.flush()
+            report.skipped = dict(sorted(skipped.items()))
+            repo.finish_file(
+                conn, file_id, n_docs=report.documents, n_tokens=report.tokens, n_ngrams=report.ngrams,
+                n_windows=report.windows, skipped=report.skipped, seconds=time.perf_counter() - t0,
+            )
+        return report
+
+
+def default_workers() -> int:
+    return os.cpu_count() or 1
