@@ -40,7 +40,7 @@ class IndexOptions:
     limit: int | None = None  # documents per file
     workers: int = 1
     batch_size: int = 2000  # documents per batch sent to a worker
-    batch_bytes: int = 8 << 20  # or this much text, whichever comes first
+    batch_bytes: int = 1 << 20  # or this much text, whichever comes first
     store_text: bool = True  # keep the (compressed) text; else only a pointer into the file
     flush_rows: int = 1_000_000  # posting rows buffered before a bulk insert
 
@@ -53,7 +53,8 @@ class FileReport:
     tokens: int = 0
     ngrams: int = 0
     windows: int = 0
-    bytes: int = 0
+    bytes: int = 0  # file size on disk
+    text_bytes: int = 0  # characters of document text read
     skipped: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
@@ -79,7 +80,7 @@ class IndexSummary:
         return dict(sorted(c.items()))
 
     def as_dict(self) -> dict[str, Any]:
-        mb = self.total("bytes") / 1e6
+        mb = self.total("text_bytes") / 1e6
         return {
             "corpus": self.corpus,
             "files_indexed": sum(f.status == "done" for f in self.files),
@@ -91,7 +92,7 @@ class IndexSummary:
             "windows": self.total("windows"),
             "skipped": self.skipped(),
             "seconds": round(self.seconds, 3),
-            "mb": round(mb, 3),
+            "text_mb": round(mb, 3),
             "mb_per_s": round(mb / self.seconds, 3) if self.seconds > 0 else 0.0,
         }
 
@@ -323,7 +324,9 @@ class IndexJob:
                 report.tokens += int(sb.n_tokens.sum())
                 report.ngrams += len(sb.ng_hash)
                 report.windows += len(sb.band_key) // self.cfg.bands
-                self.progress.advanced(len(docs), sum(len(d.text) for d in docs))
+                nbytes = sum(sb.n_chars)
+                report.text_bytes += nbytes
+                self.progress.advanced(len(docs), nbytes)
 
             try:
                 docs_iter = read_documents(path, skipped, opts.text_field, opts.id_field, opts.limit)

@@ -29,7 +29,7 @@ class LogProgress:
         elif report.status == "failed":
             msg = f"FAILED: {report.error}"
         else:
-            rate = report.bytes / 1e6 / report.seconds if report.seconds else 0.0
+            rate = report.text_bytes / 1e6 / report.seconds if report.seconds else 0.0
             msg = f"{report.documents} documents, {report.tokens} tokens, {rate:.1f} MB/s"
         if report.skipped:
             msg += " (skipped: " + ", ".join(f"{k}={v}" for k, v in report.skipped.items()) + ")"

@@ -51,8 +51,8 @@ class SignatureConfig:
 
     ngram_n: int = 8
     sample_mod: int = 1
-    window: int = 48
-    stride: int = 24
+    window: int = 64
+    stride: int = 32
     shingle: int = 3
     num_perm: int = 64
     bands: int = 16

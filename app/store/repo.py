@@ -89,6 +89,8 @@ def list_corpora(conn: Connection) -> list[dict[str, Any]]:
     for row in conn.execute(q).mappings():
         d = dict(row)
         d["config"] = json.loads(d["config"])
+        for k in ("files", "failed_files", "bytes", "documents", "tokens", "ngrams", "windows"):
+            d[k] = int(d[k])  # PostgreSQL's SUM(bigint) is numeric
         out.append(d)
     return out
 

@@ -1,0 +1,202 @@
+"""The indexer against real SQLite and PostgreSQL databases."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select, text
+from typer.testing import CliRunner
+
+from app.cli import app as cli
+from app.core.config import SignatureConfig
+from app.errors import FingerprintMismatch
+from app.store import repo
+from app.store.db import make_engine
+from app.store.schema import band, corpus_file, document, ngram
+from indexer.job import IndexJob, IndexOptions
+
+VOCAB = [f"w{i}" for i in range(5000)]
+
+
+def make_docs(n: int, words: int, seed: int, prefix: str) -> list[dict]:
+    import random
+
+    rng = random.Random(seed)
+    return [{"id": f"{prefix}{i}", "text": " ".join(rng.choices(VOCAB, k=words))} for i in range(n)]
+
+
+def write_jsonl(path: Path, docs: list[dict], gz: bool = False) -> Path:
+    data = "".join(json.dumps(d) + "\n" for d in docs).encode()
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+def snapshot(url: str) -> dict:
+    """The index content, independent of internal ids."""
+    eng = make_engine(url)
+    with eng.connect() as conn:
+        ext = dict(conn.execute(select(document.c.id, document.c.external_id)).all())
+        docs = sorted(conn.execute(select(document.c.external_id, document.c.n_tokens, document.c.text_hash)).all())
+        grams = sorted((h, ext[d]) for h, d in conn.execute(select(ngram.c.hash, ngram.c.doc_id)).all())
+        bands = sorted((k, ext[d], w) for k, d, w in conn.execute(select(band.c.key, band.c.doc_id, band.c.win)).all())
+        files = sorted(conn.execute(select(corpus_file.c.path, corpus_file.c.status, corpus_file.c.n_docs)).all())
+    eng.dispose()
+    return {"docs": docs, "grams": grams, "bands": bands, "files": files}
+
+
+def run_index(url: str, paths: list[Path], name: str = "c", cfg: SignatureConfig | None = None, **opts):
+    eng = make_engine(url)
+    try:
+        with IndexJob(eng, name, cfg or SignatureConfig(), IndexOptions(**opts)) as job:
+            return job.run(paths)
+    finally:
+        eng.dispose()
+
+
+def test_index_counts_and_rerun_is_idempotent(migrated_url: str, tmp_path: Path) -> None:
+    a = write_jsonl(tmp_path / "a.jsonl", make_docs(30, 120, 1, "a"))
+    b = write_jsonl(tmp_path / "b.jsonl.gz", make_docs(20, 80, 2, "b"), gz=True)
+    s = run_index(migrated_url, [tmp_path], batch_size=7)
+    d = s.as_dict()
+    assert (d["files_indexed"], d["documents"], d["tokens"]) == (2, 50, 30 * 120 + 20 * 80)
+    assert d["windows"] > 50 and d["ngrams"] > 0.95 * (30 * 113 + 20 * 73)
+    first = snapshot(migrated_url)
+    assert len(first["grams"]) == d["ngrams"]
+    again = run_index(migrated_url, [a, b])
+    assert again.as_dict()["files_unchanged"] == 2 and again.as_dict()["documents"] == 0
+    assert snapshot(migrated_url) == first
+    # the same content under another path is the same file
+    (tmp_path / "copy").mkdir()
+    (tmp_path / "copy" / "a2.jsonl").write_bytes(a.read_bytes())
+    assert run_index(migrated_url, [tmp_path / "copy"]).as_dict()["files_unchanged"] == 1
+
+
+def test_parallel_workers_give_the_same_index(db_url: str, tmp_path: Path) -> None:
+    from app.store.db import upgrade
+
+    write_jsonl(tmp_path / "a.jsonl", make_docs(40, 200, 3, "a"))
+    write_jsonl(tmp_path / "b.jsonl", make_docs(40, 50, 4, "b"))
+    upgrade(db_url)
+    run_index(db_url, [tmp_path], workers=2, batch_size=5)
+    parallel = snapshot(db_url)
+    other = tmp_path / "serial.db"
+    serial_url = f"sqlite:///{other}"
+    upgrade(serial_url)
+    run_index(serial_url, [tmp_path], workers=1, batch_size=1000)
+    assert snapshot(serial_url) == parallel
+
+
+def test_mismatched_settings_are_refused(migrated_url: str, tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "a.jsonl", make_docs(3, 50, 1, "a"))
+    run_index(migrated_url, [f])
+    g = write_jsonl(tmp_path / "b.jsonl", make_docs(3, 50, 2, "b"))
+    with pytest.raises(FingerprintMismatch, match="ngram_n: index has 8, requested 13"):
+        run_index(migrated_url, [g], cfg=SignatureConfig(ngram_n=13))
+    # a different corpus name may use other settings
+    assert run_index(migrated_url, [g], name="other", cfg=SignatureConfig(ngram_n=13)).as_dict()["documents"] == 3
+
+
+def test_corrupt_file_fails_alone_and_exit_code(migrated_url: str, tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "good.jsonl", make_docs(5, 40, 1, "g"))
+    blob = gzip.compress("".join(json.dumps(d) + "\n" for d in make_docs(400, 60, 2, "x")).encode())
+    (tmp_path / "broken.jsonl.gz").write_bytes(blob[: len(blob) // 2])
+    bad_lines = tmp_path / "messy.jsonl"
+    bad_lines.write_bytes(b'{"id": 1, "text": "fine text here"}\nnot json\n{"id": 2, "text": 7}\n{"id": 3}\n')
+    result = CliRunner().invoke(cli, ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1",
+                                      "--progress", "none", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert "broken.jsonl.gz" in result.output and "cannot read to the end" in result.output
+    eng = make_engine(migrated_url)
+    with eng.connect() as conn:
+        row = repo.get_corpus(conn, "c")
+        assert row is not None
+        health = repo.corpus_health(conn, row["id"])
+        # nothing of the broken file was kept
+        n_docs = conn.execute(text("SELECT count(*) FROM document")).scalar_one()
+    eng.dispose()
+    assert n_docs == 6
+    assert health["documents"] == 6 and health["files"] == 2
+    assert health["skipped"] == {"malformed_json": 1, "missing_text": 1, "non_string_text": 1}
+    assert [f["path"].endswith("broken.jsonl.gz") for f in health["failed_files"]] == [True]
+    # `contam corpora NAME` shows it; a rerun retries the failed file (and fails again)
+    shown = CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url])
+    assert shown.exit_code == 0 and '"failed_files"' in shown.output and "broken.jsonl.gz" in shown.output
+    listed = CliRunner().invoke(cli, ["corpora", "--db", migrated_url])
+    assert "c: 2 files (1 failed), 6 documents" in listed.output
+    rerun = CliRunner().invoke(cli, ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1",
+                                     "--progress", "none", str(tmp_path)])
+    assert rerun.exit_code == 1 and '"files_unchanged": 2' in rerun.output
+
+
+def test_health_reports_duplicates_and_lengths(migrated_url: str, tmp_path: Path) -> None:
+    docs = make_docs(4, 30, 1, "a") + [{"id": "dup", "text": make_docs(1, 30, 1, "a")[0]["text"]}]
+    write_jsonl(tmp_path / "a.jsonl", docs)
+    run_index(migrated_url, [tmp_path])
+    eng = make_engine(migrated_url)
+    with eng.connect() as conn:
+        row = repo.get_corpus(conn, "c")
+        assert row is not None
+        h = repo.corpus_health(conn, row["id"])
+    eng.dispose()
+    assert h["duplicate_documents"] == 1
+    assert h["tokens_per_document"]["p50"] == 30 and h["documents"] == 5
+
+
+def test_pointer_only_corpus_keeps_no_text(migrated_url: str, tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "a.jsonl", make_docs(3, 30, 1, "a"))
+    run_index(migrated_url, [tmp_path], store_text=False)
+    eng = make_engine(migrated_url)
+    with eng.connect() as conn:
+        assert conn.execute(select(document.c.text)).scalars().all() == [None, None, None]
+        assert conn.execute(select(document.c.position)).scalars().all() == [1, 2, 3]
+    eng.dispose()
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "app.cli", *args]
+
+
+def test_killed_run_resumes_to_the_same_index(db_url: str, tmp_path: Path) -> None:
+    """SIGKILL the indexer in the middle of a file, rerun, compare with an uninterrupted run."""
+    from app.store.db import upgrade
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_jsonl(corpus / "a-small.jsonl", make_docs(50, 100, 1, "a"))
+    write_jsonl(corpus / "b-big.jsonl", make_docs(12000, 120, 2, "b"))
+    write_jsonl(corpus / "c-small.jsonl.gz", make_docs(50, 100, 3, "c"), gz=True)
+    upgrade(db_url)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    args = _cli("index", "--corpus", "c", "--db", db_url, "--workers", "1", "--batch-size", "200",
+                "--progress", "log", str(corpus))
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("indexing [2/3]"):
+            break
+    time.sleep(1.0)  # well inside the big file, which takes several seconds
+    assert proc.poll() is None, "indexer finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = snapshot(db_url)
+    assert [f[0].endswith("a-small.jsonl") for f in partial["files"]] == [True]  # only the first file
+    done = subprocess.run(args, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert '"files_unchanged": 1' in done.stdout and '"files_indexed": 2' in done.stdout
+    resumed = snapshot(db_url)
+    fresh_url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    upgrade(fresh_url)
+    run_index(fresh_url, [corpus], batch_size=200)
+    fresh = snapshot(fresh_url)
+    assert resumed["docs"] == fresh["docs"] and len(fresh["docs"]) == 12100
+    assert resumed["grams"] == fresh["grams"]
+    assert resumed["bands"] == fresh["bands"]
+    assert resumed["files"] == fresh["files"]

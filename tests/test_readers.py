@@ -1,0 +1,126 @@
+import gzip
+import json
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from app.errors import CorruptFileError, InputError
+from app.readers.corpus import find_files, read_documents
+
+DOCS = [{"id": "a", "text": "alpha beta gamma"}, {"id": "b", "text": "delta epsilon"}]
+
+
+def _jsonl(docs: list[dict]) -> bytes:
+    return b"".join(json.dumps(d).encode() + b"\n" for d in docs)
+
+
+def _read(path: Path, **kw) -> tuple[list, Counter]:
+    skipped: Counter = Counter()
+    return list(read_documents(path, skipped, **kw)), skipped
+
+
+@pytest.mark.parametrize("name", ["c.jsonl", "c.jsonl.gz", "c.jsonl.zst", "c.parquet", "c.txt"])
+def test_every_format(tmp_path: Path, name: str) -> None:
+    p = tmp_path / name
+    if name.endswith(".gz"):
+        p.write_bytes(gzip.compress(_jsonl(DOCS)))
+    elif name.endswith(".zst"):
+        p.write_bytes(zstandard.ZstdCompressor().compress(_jsonl(DOCS)))
+    elif name.endswith(".parquet"):
+        pq.write_table(pa.table({"id": ["a", "b"], "text": [d["text"] for d in DOCS]}), p)
+    elif name.endswith(".txt"):
+        p.write_text("alpha beta gamma\ndelta epsilon\n")
+    else:
+        p.write_bytes(_jsonl(DOCS))
+    docs, skipped = _read(p)
+    if name.endswith(".txt"):
+        assert [(d.external_id, d.text) for d in docs] == [("c.txt", "alpha beta gamma\ndelta epsilon\n")]
+    else:
+        assert [(d.external_id, d.text) for d in docs] == [("a", "alpha beta gamma"), ("b", "delta epsilon")]
+    assert not skipped
+
+
+def test_bad_records_are_counted_by_reason(tmp_path: Path) -> None:
+    p = tmp_path / "bad.jsonl"
+    lines = [
+        b'{"id": 1, "text": "good one"}',          # kept
+        b'{"id": 2, "text": "caf\xe9 latin-1"}',    # invalid UTF-8: kept with a replacement char, counted
+        b'{"id": 3, "text": "unterminated',         # malformed JSON
+        b'[1, 2, 3]',                               # not an object
+        b'{"id": 4}',                               # missing text
+        b'{"id": 5, "text": 42}',                   # non-string text
+        b'{"id": 6, "text": "   "}',                # empty text
+        b'{"text": "no id here"}',                  # id falls back to file:line
+        b'',                                        # blank line: ignored
+        b'{"id": 9, "text": "' + b"x" * 5000 + b'"}',  # over the record limit
+        b'{"id": 10, "text": "after the long line"}',
+    ]
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    skipped: Counter = Counter()
+    from app.readers.corpus import read_jsonl
+
+    docs = list(read_jsonl(p, "text", "id", skipped, max_bytes=1000))
+    assert [d.external_id for d in docs] == ["1", "2", "bad.jsonl:8", "10"]
+    assert docs[1].text == "caf\ufffd latin-1"
+    assert docs[2].position == 8
+    assert skipped == Counter(
+        invalid_utf8_replaced=1, malformed_json=1, not_an_object=1, missing_text=1, non_string_text=1,
+        empty_text=1, record_too_long=1,
+    )
+
+
+def test_custom_fields_and_limit(tmp_path: Path) -> None:
+    p = tmp_path / "c.jsonl"
+    p.write_bytes(_jsonl([{"doc": f"d{i}", "body": f"text {i}"} for i in range(10)]))
+    docs, _ = _read(p, text_field="body", id_field="doc", limit=3)
+    assert [d.external_id for d in docs] == ["d0", "d1", "d2"]
+
+
+def test_truncated_gzip_raises_corrupt(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl.gz"
+    blob = gzip.compress(_jsonl(DOCS * 500))
+    p.write_bytes(blob[: len(blob) // 2])
+    with pytest.raises(CorruptFileError, match="cannot read to the end"):
+        _read(p)
+
+
+def test_corrupt_zstd_raises_corrupt(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl.zst"
+    p.write_bytes(b"\x28\xb5\x2f\xfd" + b"garbage" * 100)
+    with pytest.raises(CorruptFileError):
+        _read(p)
+
+
+def test_parquet_without_text_column_and_garbage(tmp_path: Path) -> None:
+    p = tmp_path / "n.parquet"
+    pq.write_table(pa.table({"body": ["x"]}), p)
+    with pytest.raises(CorruptFileError, match="no column 'text'"):
+        _read(p)
+    q = tmp_path / "g.parquet"
+    q.write_bytes(b"not parquet at all")
+    with pytest.raises(CorruptFileError):
+        _read(q)
+
+
+def test_parquet_non_string_values(tmp_path: Path) -> None:
+    p = tmp_path / "v.parquet"
+    pq.write_table(pa.table({"text": ["ok text", None, ""]}), p)
+    docs, skipped = _read(p)
+    assert [d.text for d in docs] == ["ok text"]
+    assert skipped == Counter(missing_text=1, empty_text=1)
+
+
+def test_find_files(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    for n in ("a.jsonl", "sub/b.jsonl.gz", "sub/c.parquet", "sub/readme.md", "d.txt"):
+        (tmp_path / n).write_bytes(b"")
+    names = [p.name for p in find_files([tmp_path, tmp_path / "a.jsonl"])]
+    assert names == ["a.jsonl", "d.txt", "b.jsonl.gz", "c.parquet"]
+    with pytest.raises(InputError, match="no such file"):
+        find_files([tmp_path / "missing"])
+    with pytest.raises(InputError, match="unsupported"):
+        find_files([tmp_path / "sub" / "readme.md"])

@@ -1,0 +1,118 @@
+import numpy as np
+import pytest
+from datasketch import MinHash, MinHashLSH
+
+from app.core import signatures as S
+from app.core.config import SignatureConfig
+from app.core.text import tokenize, tokenize_spans
+from app.errors import ConfigError
+
+CASES = [
+    # (text, expected tokens, why)
+    ("The quick, brown FOX!", ["the", "quick", "brown", "fox"], "case and punctuation dropped"),
+    ("<p>What <b>is</b> 2&nbsp;+&nbsp;2?</p>", ["what", "is", "2", "2"], "tags and entities vanish"),
+    ("**What** is `x`?", ["what", "is", "x"], "markdown punctuation vanishes"),
+    ("ｆｕｌｌｗｉｄｔｈ ﬁne", ["fullwidth", "fine"], "NFKC folds width and ligatures"),
+    ("STRASSE straße", ["strasse", "strasse"], "casefold, not lower"),
+    ("机器学习很有趣", ["机", "器", "学", "习", "很", "有", "趣"], "CJK ideographs one token each"),
+    ("def f(x):\n        return   x_1", ["def", "f", "x", "return", "x", "1"], "indentation and _ ignored"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "why"), CASES)
+def test_tokenize(text: str, expected: list[str], why: str) -> None:
+    assert tokenize(text) == expected, why
+    spans = tokenize_spans(text)
+    assert spans.tokens == expected, why
+    # offsets point into the original text
+    for tok, s, e in zip(spans.tokens, spans.starts, spans.ends, strict=True):
+        assert tokenize(text[s:e]) == [tok]
+
+
+def test_reindented_code_gives_same_tokens() -> None:
+    a = "def add(a, b):\n    return a + b\n"
+    b = "def add(a,b):\n\treturn a+b"
+    assert tokenize(a) == tokenize(b)
+
+
+def test_ngram_hashes_are_stable_across_processes() -> None:
+    # A fixed value: Python's salted hash() would change per process (DESIGN.md item 8).
+    h = S.ngram_hashes(["a", "b", "c"], 2)
+    assert len(h) == 2
+    assert h.dtype == np.uint64
+    again = S.ngram_hashes(["x", "a", "b"], 2)
+    assert again[1] == h[0]
+    assert int(S.ngram_hashes(["the", "quick"], 2)[0]) == int(S.ngram_hashes(["the", "quick"], 2)[0])
+    assert S.to_signed(np.array([2**64 - 1], dtype=np.uint64))[0] == -1
+
+
+def _datasketch_sig(tokens: list[str], cfg: SignatureConfig) -> np.ndarray:
+    m = MinHash(num_perm=cfg.num_perm, seed=cfg.seed, hashfunc=S.shingle_hash32)
+    for i in range(len(tokens) - cfg.shingle + 1):
+        m.update(" ".join(tokens[i : i + cfg.shingle]).encode())
+    return m.hashvalues
+
+
+@pytest.mark.parametrize("cfg", [SignatureConfig(), SignatureConfig(window=20, stride=7, shingle=2, num_perm=128,
+                                                                     bands=32, seed=42)])
+def test_window_minhash_equals_datasketch(cfg: SignatureConfig) -> None:
+    rng = np.random.default_rng(1)
+    vocab = [f"w{i}" for i in range(300)]
+    for length in (cfg.shingle, cfg.window - 1, cfg.window, 137, 500):
+        tokens = [vocab[i] for i in rng.integers(0, len(vocab), length)]
+        th = S.token_hashes(tokens)
+        starts = S.window_starts(len(tokens), cfg)
+        sigs = S.window_minhashes(th, cfg)
+        assert sigs.shape == (len(starts), cfg.num_perm)
+        assert starts[-1] + cfg.window >= length  # the last window reaches the end
+        for j, s in enumerate(starts):
+            window = tokens[s : s + cfg.window]
+            assert np.array_equal(sigs[j], _datasketch_sig(window, cfg)), (length, j)
+
+
+def test_band_keys_return_datasketch_lsh_candidates() -> None:
+    cfg = SignatureConfig()
+    rng = np.random.default_rng(2)
+    base = [f"t{i}" for i in rng.integers(0, 50, 48)]
+    texts = {}
+    for k in range(30):  # variants with k edits: some collide in bands, some do not
+        toks = list(base)
+        for pos in rng.integers(0, 48, k):
+            toks[pos] = f"x{rng.integers(0, 1000)}"
+        texts[f"d{k}"] = toks
+    lsh = MinHashLSH(num_perm=cfg.num_perm, params=(cfg.bands, cfg.rows))
+    keys = {}
+    for name, toks in texts.items():
+        m = MinHash(num_perm=cfg.num_perm, seed=cfg.seed, hashfunc=S.shingle_hash32,
+                    hashvalues=None)
+        sig = S.window_minhashes(S.token_hashes(toks), cfg)[0]
+        m.hashvalues = sig
+        lsh.insert(name, m)
+        keys[name] = set(S.band_keys(sig.reshape(1, -1), cfg)[0].tolist())
+    for name in texts:
+        q = MinHash(num_perm=cfg.num_perm, seed=cfg.seed, hashfunc=S.shingle_hash32)
+        q.hashvalues = S.window_minhashes(S.token_hashes(texts[name]), cfg)[0]
+        ours = {other for other, ks in keys.items() if ks & keys[name]}
+        assert ours == set(lsh.query(q)), name
+    assert 1 < len({o for o, ks in keys.items() if ks & keys["d0"]}) < len(texts)
+
+
+def test_sampling_keeps_hashes_divisible_by_s() -> None:
+    toks = tokenize("word " * 3 + " ".join(f"w{i}" for i in range(400)))
+    full = S.sign_text(toks, SignatureConfig())
+    sampled = S.sign_text(toks, SignatureConfig(sample_mod=7))
+    kept = full.ngrams.view(np.uint64)
+    assert set(sampled.ngrams.tolist()) == set(full.ngrams[kept % np.uint64(7) == 0].tolist())
+    assert 0 < len(sampled.ngrams) < len(full.ngrams) / 3
+
+
+def test_config_checks_and_fingerprint() -> None:
+    with pytest.raises(ConfigError):
+        SignatureConfig(num_perm=10, bands=3)
+    with pytest.raises(ConfigError):
+        SignatureConfig(stride=0)
+    a, b = SignatureConfig(), SignatureConfig(ngram_n=13)
+    assert a.fingerprint() == SignatureConfig().fingerprint()
+    assert a.fingerprint() != b.fingerprint()
+    assert a.differences(b) == {"ngram_n": (8, 13)}
+    assert "datasketch" in a.to_dict()["libraries"]
