@@ -211,3 +211,64 @@ def insert_bands(conn: Connection, keys: np.ndarray, doc_ids: np.ndarray, wins: 
 def count_rows(conn: Connection) -> dict[str, int]:
     return {t.name: int(conn.execute(select(func.count()).select_from(t)).scalar_one())
             for t in (corpus, corpus_file, document, ngram, band)}
+
+
+# ---------------------------------------------------------------- look-ups for scoring
+
+_IN_BATCH = {"sqlite": 900, "postgresql": 5000}
+
+
+def ngram_df(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, int]:
+    """hash -> number of documents (of the given corpora, or all) holding it; absent if none."""
+    out: dict[int, int] = {}
+    size = _IN_BATCH.get(db.dialect(conn), 900)
+    for chunk in db.chunks(sorted(set(hashes)), size):
+        q = select(ngram.c.hash, func.count()).where(ngram.c.hash.in_(chunk))
+        if corpus_ids is not None:
+            q = q.join(document, document.c.id == ngram.c.doc_id).where(document.c.corpus_id.in_(corpus_ids))
+        out.update({int(h): int(c) for h, c in conn.execute(q.group_by(ngram.c.hash)).all()})
+    return out
+
+
+def ngram_postings(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, list[int]]:
+    """hash -> documents holding it (call only for hashes known to be rare)."""
+    out: dict[int, list[int]] = {}
+    size = _IN_BATCH.get(db.dialect(conn), 900)
+    for chunk in db.chunks(sorted(set(hashes)), size):
+        q = select(ngram.c.hash, ngram.c.doc_id).where(ngram.c.hash.in_(chunk))
+        if corpus_ids is not None:
+            q = q.join(document, document.c.id == ngram.c.doc_id).where(document.c.corpus_id.in_(corpus_ids))
+        for h, d in conn.execute(q).all():
+            out.setdefault(int(h), []).append(int(d))
+    return out
+
+
+def band_hits(conn: Connection, keys: Sequence[int], corpus_ids: Sequence[int] | None,
+              max_per_key: int = 50) -> dict[int, list[tuple[int, int]]]:
+    """band key -> [(document, window)], dropping keys shared by more than max_per_key windows
+    (a band value that common is boilerplate, not a near duplicate)."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    size = _IN_BATCH.get(db.dialect(conn), 900)
+    for chunk in db.chunks(sorted(set(keys)), size):
+        q = select(band.c.key, band.c.doc_id, band.c.win).where(band.c.key.in_(chunk))
+        if corpus_ids is not None:
+            q = q.join(document, document.c.id == band.c.doc_id).where(document.c.corpus_id.in_(corpus_ids))
+        for k, d, w in conn.execute(q).all():
+            out.setdefault(int(k), []).append((int(d), int(w)))
+    return {k: v for k, v in out.items() if len(v) <= max_per_key}
+
+
+def documents_meta(conn: Connection, doc_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    size = _IN_BATCH.get(db.dialect(conn), 900)
+    for chunk in db.chunks(sorted(set(doc_ids)), size):
+        q = (
+            select(document.c.id, document.c.external_id, document.c.position, document.c.n_tokens,
+                   document.c.text, corpus.c.name.label("corpus"), corpus_file.c.path.label("source_file"))
+            .join(corpus, corpus.c.id == document.c.corpus_id)
+            .join(corpus_file, corpus_file.c.id == document.c.file_id)
+            .where(document.c.id.in_(chunk))
+        )
+        for row in conn.execute(q).mappings():
+            out[int(row["id"])] = dict(row)
+    return out
