@@ -4,8 +4,9 @@ For every item and role (question / passage / choices / answer), n-grams are tak
 text segment only (never across fields or choices, DESIGN.md item 4). Each n-gram position is:
   shared    - occurs in >= template_min_items items of the same benchmark (template text or a
               passage shared by siblings): left out of the scores and counted separately;
-  common    - in more than max_df corpus documents (boilerplate, GPT-3's rule): left out of the
-              evidence-based scores and counted;
+  common    - in more than max_df corpus documents (boilerplate, GPT-3's rule), or low in
+              information (fewer than half of its tokens are words of 2+ characters or CJK, as in
+              `a^3+b^3+c^3`: maths identities recur everywhere): left out and counted;
   eligible  - everything else; found if some selected document contains it.
 Metrics (DESIGN.md item 5), over the item's scored roles (question, choices, answer; a
 reading passage is reported but does not decide the status):
@@ -14,7 +15,10 @@ reading passage is reported but does not decide the status):
   best_doc_coverage   the same, counting only one document's n-grams: the best document
   longest_match       longest run of tokens matched contiguously in one document
 Status, with defaults from published rules (all overridable, see Thresholds):
-  too_short     no eligible n-gram: fewer than n tokens, or nothing unique to the item
+  too_short     no eligible n-gram: fewer than n tokens. An item whose n-grams are all shared
+                with other items is scored on the shared text instead, capped at suspicious
+                (the match may belong to its sibling); so is an item whose own n-grams are
+                under a quarter of all its n-grams.
   contaminated  best_doc_coverage >= 0.8 (Llama 2's "dirty" bound), or the question found
                 (>= 0.8) together with its answer in the same document
   suspicious    best_doc_coverage >= 0.2 (Llama 2's "clean" bound) or longest_match >= 13
@@ -56,6 +60,21 @@ class Segment:
     role: str
     tokens: list[str]
     hashes: np.ndarray
+    weak: np.ndarray | None = None  # per position: low-information n-gram
+
+    def __post_init__(self) -> None:
+        if self.weak is None:
+            self.weak = weak_ngrams(self.tokens, len(self.hashes))
+
+
+def weak_ngrams(tokens: Sequence[str], m: int) -> np.ndarray:
+    """Per n-gram position: fewer than half of its tokens are informative (2+ chars or non-ASCII)."""
+    if m <= 0:
+        return np.zeros(0, dtype=bool)
+    n = len(tokens) - m + 1
+    info = np.fromiter((len(t) >= 2 or not t.isascii() for t in tokens), dtype=np.int32, count=len(tokens))
+    counts = np.convolve(info, np.ones(n, dtype=np.int32), mode="valid")[:m]
+    return counts * 2 < n
 
 
 @dataclass
@@ -158,6 +177,34 @@ def score_item(
     answer_in_doc: Mapping[int, bool] | None = None,
     near_similarity: float = 0.0,
 ) -> ItemScore:
+    """Score one item (see the module doc); falls back to shared text, capped at suspicious."""
+    own = _score(prepared, n, df, postings, shared, th, answer_in_doc, near_similarity)
+    all_ngrams = sum(r.ngrams for k, r in own.roles.items() if k in SCORED_ROLES)
+    own_ngrams = sum(r.eligible_ngrams + r.common_ngrams for k, r in own.roles.items() if k in SCORED_ROLES)
+    mostly_shared = all_ngrams > 0 and own_ngrams * 4 < all_ngrams
+    if not mostly_shared:
+        return own
+    fallback = _score(prepared, n, df, postings, set(), th, answer_in_doc, near_similarity)
+    best = fallback if own.status == "too_short" else own
+    if best.status == "contaminated" or (best is fallback and best.status == "suspicious"):
+        best.status = "suspicious"
+        best.reason = (f"{best.reason}, but most of the item's text is shared with other items of the "
+                       "benchmark, so the match may belong to one of them")
+    elif best is fallback and best.status in ("clean", "too_short"):
+        best.reason = "only text shared with other items of the benchmark; " + best.reason
+    return best
+
+
+def _score(
+    prepared: PreparedItem,
+    n: int,
+    df: Mapping[int, int],
+    postings: Mapping[int, Sequence[int]],
+    shared: set[int],
+    th: Thresholds,
+    answer_in_doc: Mapping[int, bool] | None = None,
+    near_similarity: float = 0.0,
+) -> ItemScore:
     """Score one item from look-up results.
 
     df: hash -> number of corpus documents holding it (absent: not found).
@@ -180,7 +227,8 @@ def score_item(
         hs = seg.hashes.tolist()
         is_shared = np.array([h in shared for h in hs], dtype=bool)
         dfs = np.array([df.get(h, 0) for h in hs], dtype=np.int64)
-        is_common = (dfs > th.max_df) & ~is_shared
+        assert seg.weak is not None
+        is_common = ((dfs > th.max_df) | seg.weak) & ~is_shared
         eligible = ~is_shared & ~is_common
         found = eligible & (dfs > 0)
         rs.shared_ngrams += int(is_shared.sum())
@@ -189,7 +237,7 @@ def score_item(
         rs.found_ngrams += int(found.sum())
         rs.eligible_tokens += int(covered(eligible, n, L).sum())
         rs.covered_tokens += int(covered(found, n, L).sum())
-        widespread_covered += int(covered((dfs > 0) & ~is_shared, n, L).sum()) if seg.role in SCORED_ROLES else 0
+        widespread_covered += int(covered((dfs > 0) & ~is_shared & ~seg.weak, n, L).sum()) if seg.role in SCORED_ROLES else 0
         docs_here: dict[int, list[int]] = defaultdict(list)
         for pos in np.flatnonzero(found).tolist():
             for d in postings.get(hs[pos], ()):
