@@ -139,6 +139,112 @@ def corpora(
     typer.echo(json.dumps(health, indent=2, default=str))
 
 
+@app.command("scan")
+def scan(
+    file: Annotated[Path, typer.Argument(help="benchmark file (JSONL, JSON, CSV/TSV, Parquet; .gz/.zst)")],
+    corpus: Annotated[list[str] | None, typer.Option("--corpus", help="corpus name (repeatable; default all)")] = None,
+    fields: Annotated[list[str] | None, typer.Option("--fields", help="role=field, e.g. question=prompt")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table | json | jsonl | csv")] = "table",
+    fail_above: Annotated[float | None, typer.Option(help="exit 1 when the contaminated share exceeds RATE")] = None,
+    db: DbOpt = None,
+) -> None:
+    """Check a benchmark file without a server; exits 1 above --fail-above."""
+    import csv
+
+    from app.readers.benchmark import read_benchmark
+    from app.services.reports import summarize
+    from app.services.scanning import Scanner
+
+    if fmt not in ("table", "json", "jsonl", "csv"):
+        raise _fail(ContamError(f"unknown format {fmt!r} (table, json, jsonl or csv)"))
+    try:
+        mapping = {}
+        for f in fields or []:
+            role, sep, name = f.partition("=")
+            if not sep:
+                raise ContamError(f"--fields takes role=field, got {f!r}")
+            mapping[role.strip()] = name.strip()
+        if not file.exists():
+            raise ContamError(f"no such file: {file}")
+        items, _used = read_benchmark(file.read_bytes(), file.name, mapping or None)
+        scanner = Scanner(_engine(db), corpus or None)
+        results = scanner.scan(items)
+    except ContamError as exc:
+        raise _fail(exc) from None
+    summary = summarize(results)
+    out = sys.stdout
+    if fmt == "json":
+        json.dump({"fingerprint": scanner.fingerprint, "summary": summary,
+                   "items": [r.as_dict() for r in results]}, out, indent=1)
+        out.write("\n")
+    elif fmt == "jsonl":
+        for r in results:
+            out.write(json.dumps(r.as_dict()) + "\n")
+    elif fmt == "csv":
+        w = csv.writer(out)
+        w.writerow(["item_id", "status", "score", "coverage", "longest_match", "near_similarity", "document"])
+        for r in results:
+            d = r.as_dict()
+            w.writerow([d["item_id"], d["status"], d["score"], d["metrics"]["best_doc_coverage"],
+                        d["metrics"]["longest_match"], d["metrics"]["near_similarity"],
+                        r.evidence[0]["document_id"] if r.evidence else ""])
+    else:
+        flagged = [r for r in results if r.score.status in ("contaminated", "suspicious")]
+        for r in sorted(flagged, key=lambda r: -r.score.score):
+            where = f"{r.evidence[0]['corpus']}:{r.evidence[0]['document_id']}" if r.evidence else "-"
+            typer.echo(f"{r.score.status:13s} {r.score.score:5.2f}  {r.item.item_id:30s} {where}  {r.score.reason}")
+        c = summary["counts"]
+        typer.echo(f"{len(results)} items: {c['contaminated']} contaminated, {c['suspicious']} suspicious, "
+                   f"{c['clean']} clean, {c['too_short']} too short; contaminated share "
+                   f"{summary['contaminated_share']:.2%} (fingerprint {scanner.fingerprint})")
+    if fail_above is not None and summary["contaminated_share"] > fail_above:
+        typer.echo(f"contaminated share {summary['contaminated_share']:.2%} exceeds {fail_above:.2%}", err=True)
+        raise typer.Exit(1)
+
+
+@app.command("serve")
+def serve(
+    host: Annotated[str | None, typer.Option(help="address (default CONTAM_HOST, 127.0.0.1)")] = None,
+    port: Annotated[int | None, typer.Option(help="port (default CONTAM_PORT, 8000)")] = None,
+    allow_insecure: Annotated[bool, typer.Option(help="listen beyond loopback without API keys")] = False,
+) -> None:
+    """Run the API (and dashboard)."""
+    import ipaddress
+
+    import uvicorn
+
+    from app.api.main import create_app
+
+    settings = get_settings()
+    host = host or settings.host
+    port = port or settings.port
+    loopback = host == "localhost"
+    try:
+        loopback = loopback or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    if not loopback and not settings.key_set() and not (allow_insecure or settings.allow_insecure_bind):
+        raise _fail(ContamError(
+            f"refusing to listen on {host} without API keys: set CONTAM_API_KEYS, or pass --allow-insecure"))
+    uvicorn.run(create_app(settings), host=host, port=port)
+
+
+@app.command("demo")
+def demo(db: DbOpt = None, force: bool = False) -> None:
+    """On an empty database: index part of Python's standard library, check HumanEval against it."""
+    from app.services.demo import run_demo
+
+    settings = get_settings()
+    if not settings.demo and not force:
+        typer.echo("demo disabled (CONTAM_DEMO=false)")
+        return
+    try:
+        msg = run_demo(_engine(db), Path(settings.database_url.split("///")[-1]).parent / "demo", force)
+    except ContamError as exc:
+        raise _fail(exc) from None
+    typer.echo(msg)
+
+
 def main() -> None:
     app()
 

@@ -18,7 +18,7 @@ MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
 def make_engine(url: str) -> Engine:
-    """An engine for `url`; SQLite files get WAL, a large cache and explicit BEGINs."""
+    """An engine for `url`; SQLite files get WAL, a large cache and explicit BEGINs."""  # noqa: D401
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
@@ -43,7 +43,9 @@ def make_engine(url: str) -> Engine:
 
         @event.listens_for(engine, "begin")
         def _sqlite_begin(conn: Connection) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            # Deferred: readers never take the write lock; a writer takes it at its first write
+            # (the indexer's first statement in a file transaction is an INSERT).
+            conn.exec_driver_sql("BEGIN")
 
         return engine
     if parsed.get_backend_name() == "postgresql":

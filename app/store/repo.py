@@ -178,7 +178,7 @@ def finish_file(conn: Connection, file_id: int, *, n_docs: int, n_tokens: int, n
 
 
 def allocate_doc_ids(conn: Connection, n: int) -> np.ndarray:
-    """n fresh document ids. SQLite: after max(id), safe under the BEGIN IMMEDIATE write lock."""
+    """n fresh document ids. SQLite: after max(id), under the write lock the file transaction holds."""
     if n == 0:
         return np.empty(0, dtype=np.int64)
     if db.dialect(conn) == "postgresql":

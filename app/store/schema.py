@@ -103,3 +103,42 @@ band = Table(
     PrimaryKeyConstraint("key", "doc_id", "win", name="pk_band"),
     sqlite_with_rowid=False,
 )
+
+report = Table(
+    "report",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("name", String(200), nullable=False),
+    Column("filename", Text, nullable=False),
+    Column("file_hash", String(64), nullable=False),
+    Column("status", String(16), nullable=False),  # queued | running | done | failed
+    Column("error", Text),
+    Column("total_items", Integer, nullable=False),
+    Column("done_items", Integer, nullable=False),
+    Column("corpora", Text, nullable=False),  # JSON list of names
+    Column("mapping", Text, nullable=False),  # JSON role -> field
+    Column("thresholds", Text, nullable=False),  # JSON
+    Column("fingerprint", String(32), nullable=False),
+    Column("config", Text, nullable=False),  # JSON signature settings
+    Column("software_version", String(32), nullable=False),
+    Column("summary", Text),  # JSON, when done
+    Column("upload", LargeBinary, nullable=False),  # zstd of the uploaded file, for re-runs and the clean subset
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True)),
+)
+
+report_item = Table(
+    "report_item",
+    metadata,
+    Column("report_id", String(32), ForeignKey("report.id", ondelete="CASCADE"), nullable=False),
+    Column("idx", Integer, nullable=False),
+    Column("item_id", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("score", Float, nullable=False),
+    Column("text", Text, nullable=False),  # the item as shown, for text search
+    Column("roles_found", String(64), nullable=False),  # e.g. ",question,answer," for field filters
+    Column("corpora_found", Text, nullable=False),  # e.g. ",web,books,"
+    Column("data", Text, nullable=False),  # JSON: metrics, fields, evidence
+    PrimaryKeyConstraint("report_id", "idx", name="pk_report_item"),
+    Index("ix_report_item_report_id_status", "report_id", "status"),
+)
