@@ -38,6 +38,13 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 _bearer = HTTPBearer(auto_error=False)
 
 
+def get_service(request: Request) -> ReportService:
+    return request.app.state.service  # type: ignore[no-any-return]
+
+
+ServiceDep = Annotated[ReportService, Depends(get_service)]
+
+
 def create_app(settings: Settings) -> FastAPI:
     engine = make_engine(settings.database_url)
     service = ReportService(engine, int(settings.max_upload_mb * 1e6))
@@ -64,7 +71,6 @@ def create_app(settings: Settings) -> FastAPI:
             raise HTTPException(401, "a valid API key is required (Authorization: Bearer <key>)",
                                 headers={"WWW-Authenticate": "Bearer"})
 
-    Service = Annotated[ReportService, Depends(lambda: service)]
     api = APIRouter(prefix="/api/v1", dependencies=[Depends(auth)], responses=ERRORS)
 
     @app.get("/health", tags=["meta"])
@@ -76,7 +82,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     @api.post("/benchmarks", status_code=202, response_model=ReportCreated, tags=["reports"])
     def upload_benchmark(
-        svc: Service,
+        svc: ServiceDep,
         file: Annotated[UploadFile, File(description="JSONL, JSON, CSV/TSV or Parquet; .gz/.zst allowed")],
         name: Annotated[str | None, Form(description="report name (default: the file name)")] = None,
         mapping: Annotated[str | None, Form(description='JSON {"question": field, "answer": field, ...}')] = None,
@@ -113,25 +119,25 @@ def create_app(settings: Settings) -> FastAPI:
                              results=[ItemResultRead(**r.as_dict()) for r in results])
 
     @api.get("/reports", response_model=ReportList, tags=["reports"])
-    def list_reports(svc: Service, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> Any:
+    def list_reports(svc: ServiceDep, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> Any:
         """All reports, newest first, with progress and counts."""
         total, rows = svc.list(limit, offset)
         return {"total": total, "reports": rows}
 
     @api.get("/reports/{report_id}", response_model=ReportRead, tags=["reports"])
-    def get_report(report_id: str, svc: Service) -> Any:
+    def get_report(report_id: str, svc: ServiceDep) -> Any:
         """One report: status, progress, summary, settings fingerprint and thresholds."""
         return svc.get(report_id)
 
     @api.delete("/reports/{report_id}", status_code=204, tags=["reports"])
-    def delete_report(report_id: str, svc: Service) -> Response:
+    def delete_report(report_id: str, svc: ServiceDep) -> Response:
         """Delete a report and its items."""
         svc.delete(report_id)
         return Response(status_code=204)
 
     @api.get("/reports/{report_id}/items", response_model=ItemList, tags=["reports"])
     def list_items(
-        report_id: str, svc: Service,
+        report_id: str, svc: ServiceDep,
         status: Annotated[list[str] | None, Query(description="repeatable: contaminated, suspicious, ...")] = None,
         min_score: Annotated[float | None, Query(ge=0, le=1)] = None,
         field: Annotated[str | None, Query(description="only items whose FIELD was found")] = None,
@@ -149,13 +155,13 @@ def create_app(settings: Settings) -> FastAPI:
         return {"total": total, "page": page, "page_size": page_size, "items": rows}
 
     @api.get("/reports/{report_id}/items/{item_id:path}", response_model=ItemResultRead, tags=["reports"])
-    def get_item(report_id: str, item_id: str, svc: Service) -> Any:
+    def get_item(report_id: str, item_id: str, svc: ServiceDep) -> Any:
         """One item with its metrics and every evidence match."""
         return svc.item(report_id, item_id)
 
     @api.get("/reports/{report_id}/export", tags=["reports"],
              responses={200: {"content": {"application/x-ndjson": {}, "text/csv": {}}}})
-    def export(report_id: str, svc: Service, format: str = Query("jsonl", pattern="^(jsonl|csv)$")) -> Response:
+    def export(report_id: str, svc: ServiceDep, format: str = Query("jsonl", pattern="^(jsonl|csv)$")) -> Response:
         """Every item's result as JSONL or CSV."""
         body, media = svc.export(report_id, format)
         return Response(body, media_type=media, headers={
@@ -163,7 +169,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     @api.get("/reports/{report_id}/clean", tags=["reports"],
              responses={200: {"content": {"application/octet-stream": {}}}})
-    def clean_subset(report_id: str, svc: Service,
+    def clean_subset(report_id: str, svc: ServiceDep,
                      drop_suspicious: bool = Query(False, description="also drop suspicious items")) -> Response:
         """The uploaded benchmark without its contaminated items, in its original format."""
         body, name = svc.clean_subset(report_id, ("contaminated", "suspicious") if drop_suspicious

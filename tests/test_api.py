@@ -1,0 +1,200 @@
+"""The REST API end to end, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from fastapi.testclient import TestClient
+
+from app.api.main import create_app
+from app.core.config import SignatureConfig
+from app.settings import Settings
+from app.store.db import make_engine
+from indexer.job import IndexJob, IndexOptions
+
+Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
+Q2 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"
+ROWS = [{"id": "q1", "question": Q1, "choices": ["Nile", "Tigris"], "answer": 1},
+        {"id": "q2", "question": Q2, "choices": ["yes", "no"], "answer": 0}]
+
+
+def _index(url: str, tmp: Path) -> None:
+    f = tmp / "corpus.jsonl"
+    f.write_text(json.dumps({"id": "page1", "text": f"Quiz night! {Q1} A. Nile B. Tigris"}) + "\n")
+    eng = make_engine(url)
+    with IndexJob(eng, "web", SignatureConfig(), IndexOptions()) as job:
+        job.run([f])
+    eng.dispose()
+
+
+@pytest.fixture
+def client(migrated_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    _index(migrated_url, tmp_path)
+    app = create_app(Settings(database_url=migrated_url, api_keys=""))
+    with TestClient(app) as c:
+        yield c
+
+
+def _wait(c: TestClient, rid: str) -> dict:
+    for _ in range(200):
+        rep = c.get(f"/api/v1/reports/{rid}").json()
+        if rep["status"] in ("done", "failed"):
+            return rep
+        time.sleep(0.05)
+    raise AssertionError("report did not finish")
+
+
+def _payloads() -> dict[str, bytes]:
+    jsonl = "".join(json.dumps(r) + "\n" for r in ROWS).encode()
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["id", "question", "A", "B", "answer"])
+    for r in ROWS:
+        w.writerow([r["id"], r["question"], *r["choices"], "AB"[r["answer"]]])
+    pq_buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(ROWS), pq_buf)
+    return {
+        "b.jsonl": jsonl,
+        "b.jsonl.gz": gzip.compress(jsonl),
+        "b.json": json.dumps({"data": ROWS}).encode(),
+        "b.csv": buf.getvalue().encode(),
+        "b.tsv": buf.getvalue().replace(",", "\t").encode(),
+        "b.parquet": pq_buf.getvalue(),
+    }
+
+
+@pytest.mark.parametrize("name", list(_payloads()))
+def test_upload_each_format(client: TestClient, name: str) -> None:
+    r = client.post("/api/v1/benchmarks", files={"file": (name, _payloads()[name])}, data={"name": "quiz"})
+    assert r.status_code == 202, r.text
+    rep = _wait(client, r.json()["id"])
+    assert rep["status"] == "done" and rep["summary"]["counts"]["contaminated"] == 1
+    assert rep["summary"]["counts"]["clean"] == 1 and rep["total_items"] == 2
+    item = client.get(f"/api/v1/reports/{rep['id']}/items/q1").json()
+    assert item["status"] == "contaminated" and item["evidence"][0]["document_id"] == "page1"
+    assert item["item"]["answer"] == "Tigris"
+
+
+def test_report_endpoints(client: TestClient) -> None:
+    rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}).json()["id"]
+    rep = _wait(client, rid)
+    assert rep["fingerprint"] == SignatureConfig().fingerprint() and rep["thresholds"]["longest_match"] == 13
+    assert rep["software_version"] and len(rep["file_hash"]) == 64 and rep["corpora"] == ["web"]
+    assert rep["summary"]["per_corpus"]["web"]["contaminated"] == 1
+    assert client.get("/api/v1/reports").json()["total"] == 1
+    items = client.get(f"/api/v1/reports/{rid}/items", params={"status": "contaminated"}).json()
+    assert [i["item_id"] for i in items["items"]] == ["q1"] and items["total"] == 1
+    assert client.get(f"/api/v1/reports/{rid}/items", params={"q": "tides"}).json()["total"] == 1
+    assert client.get(f"/api/v1/reports/{rid}/items", params={"corpus": "web"}).json()["total"] == 1
+    assert client.get(f"/api/v1/reports/{rid}/items", params={"field": "question"}).json()["total"] == 1
+    assert client.get(f"/api/v1/reports/{rid}/items", params={"min_score": 0.5}).json()["total"] == 1
+    page = client.get(f"/api/v1/reports/{rid}/items", params={"sort": "row", "order": "asc", "page_size": 1,
+                                                              "page": 2}).json()
+    assert [i["item_id"] for i in page["items"]] == ["q2"]
+    exp = client.get(f"/api/v1/reports/{rid}/export", params={"format": "jsonl"})
+    assert exp.status_code == 200 and len(exp.text.splitlines()) == 2
+    exp_csv = client.get(f"/api/v1/reports/{rid}/export", params={"format": "csv"})
+    assert exp_csv.text.startswith("item_id,") and "contaminated" in exp_csv.text
+    clean = client.get(f"/api/v1/reports/{rid}/clean")
+    assert [json.loads(x)["id"] for x in clean.text.splitlines()] == ["q2"]
+    assert "b.clean.jsonl" in clean.headers["content-disposition"]
+    assert client.get("/api/v1/corpora").json()[0]["name"] == "web"
+    assert client.get("/api/v1/corpora/web").json()["documents"] == 1
+    assert client.delete(f"/api/v1/reports/{rid}").status_code == 204
+    gone = client.get(f"/api/v1/reports/{rid}")
+    assert gone.status_code == 404 and gone.json()["error"].startswith("no report")
+
+
+def test_check_endpoint(client: TestClient) -> None:
+    r = client.post("/api/v1/check", json={"texts": [Q1, "Is ice cold?"],
+                                           "items": [{"id": "x", "question": Q2}]})
+    assert r.status_code == 200
+    res = {x["item_id"]: x for x in r.json()["results"]}
+    assert res["0"]["status"] == "contaminated" and res["1"]["status"] == "too_short"
+    assert res["x"]["status"] == "clean"
+    bad = client.post("/api/v1/check", json={"texts": []})
+    assert bad.status_code == 422 and "at least one" in bad.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "message"),
+    [
+        ("b.jsonl", b"", "empty"),
+        ("b.jsonl", b'{"question": "ok"}\n{"question": broken\n', "line 2 is not valid JSON"),
+        ("b.jsonl", '{"question": "caf\u00e9"}\n'.encode("latin-1"), "not UTF-8"),
+        ("b.xlsx", b"whatever", "unsupported benchmark file type"),
+        ("b.jsonl", b'{"colour": "red"}\n', "no question field"),
+        ("b.json", b'{"a": 1}', "exactly one array"),
+        ("b.jsonl.gz", b"not gzip at all", "cannot decompress"),
+        ("b.parquet", b"PAR1 garbage", "not a readable Parquet"),
+        ("b.csv", b"question,answer\nwhat,yes,extra\n", "row 2 has more columns"),
+    ],
+)
+def test_bad_uploads(client: TestClient, name: str, body: bytes, message: str) -> None:
+    r = client.post("/api/v1/benchmarks", files={"file": (name, body)})
+    assert r.status_code == 422, r.text
+    assert message in r.json()["error"]
+    assert client.get("/api/v1/reports").json()["total"] == 0  # nothing half-written
+
+
+def test_bad_mapping_corpus_and_limit(client: TestClient, migrated_url: str) -> None:
+    data = _payloads()["b.jsonl"]
+    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"mapping": '{"query": "x"}'})
+    assert r.status_code == 422 and "unknown role" in r.json()["error"]
+    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"corpora": "missing"})
+    assert r.status_code == 404 and "no corpus named 'missing'" in r.json()["error"]
+    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)},
+                    data={"mapping": '{"question": "answer"}'})
+    assert r.status_code == 202  # an override is honoured
+    small = create_app(Settings(database_url=migrated_url, max_upload_mb=0.0001))
+    with TestClient(small) as c:
+        big = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data * 10)})
+        assert big.status_code in (413, 422) and "exceeds the limit" in big.json()["error"]
+
+
+def test_api_keys(migrated_url: str, tmp_path: Path) -> None:
+    _index(migrated_url, tmp_path)
+    with TestClient(create_app(Settings(database_url=migrated_url, api_keys="k1,k2"))) as c:
+        assert c.get("/health").status_code == 200
+        r = c.get("/api/v1/reports")
+        assert r.status_code == 401 and "API key" in r.json()["error"]
+        assert c.get("/api/v1/reports", headers={"Authorization": "Bearer nope"}).status_code == 401
+        assert c.get("/api/v1/reports", headers={"Authorization": "Bearer k2"}).status_code == 200
+
+
+def test_interrupted_job_resumes_on_restart(migrated_url: str, tmp_path: Path) -> None:
+    """A server that died mid-job leaves a 'running' report; the next start finishes it."""
+    from app.services.reports import ReportService
+    from app.store import reports as rrepo
+
+    _index(migrated_url, tmp_path)
+    eng = make_engine(migrated_url)
+    svc = ReportService(eng)
+    rid = svc.submit(_payloads()["b.jsonl"], "b.jsonl", background=False)
+    with eng.begin() as conn:  # roll the report back to the state a crash leaves behind
+        rrepo.delete_items(conn, rid)
+        rrepo.set_status(conn, rid, "running", summary=None, done_items=0)
+    svc.shutdown()
+    eng.dispose()
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        assert c.get(f"/api/v1/reports/{rid}").json()["status"] in ("queued", "running", "done")
+        rep = _wait(c, rid)
+        assert rep["status"] == "done" and rep["summary"]["counts"]["contaminated"] == 1
+        assert c.get(f"/api/v1/reports/{rid}/items").json()["total"] == 2
+
+
+def test_openapi_lists_every_route(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    for p in ["/api/v1/benchmarks", "/api/v1/check", "/api/v1/reports", "/api/v1/reports/{report_id}",
+              "/api/v1/reports/{report_id}/items", "/api/v1/reports/{report_id}/items/{item_id}",
+              "/api/v1/reports/{report_id}/export", "/api/v1/reports/{report_id}/clean", "/api/v1/corpora",
+              "/health"]:
+        assert p in paths, p

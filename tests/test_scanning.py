@@ -1,0 +1,133 @@
+"""Metrics on small annotated cases, through index + scan on real databases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.core.config import SignatureConfig
+from app.core.scoring import Thresholds
+from app.core.types import BenchmarkItem
+from app.errors import FingerprintMismatch, NotFoundError
+from app.services.scanning import Scanner
+from app.store.db import make_engine
+from indexer.job import IndexJob, IndexOptions
+
+FILLER = " ".join(f"filler{i} word{i % 7} text{i % 13}" for i in range(1500))  # ~4500 unrelated tokens
+Q_VERBATIM = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
+A_VERBATIM = "The Tigris river which merges with the Euphrates to form the Shatt al-Arab waterway"
+Q_EMBEDDED = "What is the name of the process by which green plants convert sunlight water and carbon dioxide into sugar?"
+Q_EDITED_SRC = ("In the novel the old fisherman sails far out into the gulf stream and hooks a giant marlin that "
+                "drags his small skiff for three days and nights before he finally kills it")
+Q_EDITED = ("In the novel the old fisherman sails far out into the gulf stream and catches a giant marlin that "
+            "pulls his small skiff for three days and nights before he finally kills it")
+Q_QONLY = "Why do migrating birds fly in a V shaped formation over long distances during autumn months?"
+A_QONLY = "Flying in formation reduces air drag for the birds that follow the leader"
+CJK = "机器学习是人工智能的一个分支它使计算机能够从数据中学习"
+CODE_IN_CORPUS = "def add_numbers(first, second):\n    total = first + second\n    return total * multiplier_value\n"
+CODE_ITEM = "def add_numbers(first,second):\n\ttotal=first+second\n\treturn total*multiplier_value"
+TEMPLATE = "Answer the following question with one of the options given below please"
+
+CORPUS = [
+    {"id": "verbatim", "text": f"{Q_VERBATIM}\nA. Nile\nB. Tigris\nAnswer: {A_VERBATIM}"},
+    {"id": "embedded", "text": f"{FILLER} <p><b>{Q_EMBEDDED}</b></p> {FILLER}"},  # inside a long web page
+    {"id": "edited", "text": f"{FILLER} {Q_EDITED_SRC} {FILLER}"},
+    {"id": "qonly", "text": f"Forum post: {Q_QONLY} I never knew."},
+    {"id": "cjk", "text": f"新闻：{CJK}。"},
+    {"id": "code", "text": CODE_IN_CORPUS},
+] + [{"id": f"tmpl{i}", "text": f"{TEMPLATE} number {i} of many."} for i in range(30)]  # boilerplate
+
+ITEMS = [
+    BenchmarkItem("verbatim", 0, question=Q_VERBATIM, choices=("Nile", "Tigris"), answer=A_VERBATIM),
+    BenchmarkItem("embedded", 1, question=Q_EMBEDDED, answer="photosynthesis"),
+    BenchmarkItem("edited", 2, question=Q_EDITED),
+    BenchmarkItem("qonly", 3, question=Q_QONLY, answer=A_QONLY),
+    BenchmarkItem("short", 4, question="Is ice cold?", answer="Yes"),
+    BenchmarkItem("cjk", 5, question=CJK),
+    BenchmarkItem("code", 6, question=CODE_ITEM),
+    BenchmarkItem("template", 7, question=f"{TEMPLATE}: what colour is the clear daytime sky on a sunny day"),
+    BenchmarkItem("clean", 8, question="Tides on the open ocean are driven mostly by the gravity of the moon"),
+]
+
+
+@pytest.fixture
+def scanner(engine, tmp_path: Path) -> Scanner:  # type: ignore[no-untyped-def]
+    f = tmp_path / "c.jsonl"
+    f.write_text("".join(json.dumps(d) + "\n" for d in CORPUS))
+    with IndexJob(engine, "web", SignatureConfig(), IndexOptions()) as job:
+        job.run([f])
+    return Scanner(engine)
+
+
+def test_annotated_cases(scanner: Scanner) -> None:
+    res = {r.item.item_id: r for r in scanner.scan(ITEMS)}
+    s = {k: r.score for k, r in res.items()}
+    # verbatim: everything found, answer with the question
+    assert s["verbatim"].status == "contaminated"
+    assert s["verbatim"].best_doc_coverage == 1.0 and s["verbatim"].answer_with_question
+    # embedded in a 9,000-token page and wrapped in markup: containment, not Jaccard
+    assert s["embedded"].status == "contaminated" and s["embedded"].longest_match >= 19
+    assert s["embedded"].answer_found is False
+    ev = res["embedded"].evidence[0]
+    assert ev["document_id"] == "embedded" and ev["corpus"] == "web"
+    marked = "".join(ev["excerpt"][a:b] for a, b in ev["highlights"])
+    assert "Which" not in marked and "photosynthesis" not in marked and "green plants convert" in marked
+    assert ev["excerpt_start"] + ev["excerpt"].find("What is") == CORPUS[1]["text"].find("What is")
+    # two words changed: not everything matches, still flagged, near-duplicate similarity high
+    assert s["edited"].status in ("suspicious", "contaminated")
+    assert 0.4 < s["edited"].best_doc_coverage < 1.0 and s["edited"].near_similarity > 0.9
+    # question without its answer
+    assert s["qonly"].question_found and s["qonly"].answer_found is False and not s["qonly"].answer_with_question
+    assert s["qonly"].status == "suspicious"
+    # too short for n=8: never called clean
+    assert s["short"].status == "too_short" and "fewer than n=8" in res["short"].score.reason
+    # CJK: one token per ideograph, found
+    assert s["cjk"].status == "contaminated"
+    # code re-indented and re-spaced still matches
+    assert s["code"].status == "contaminated"
+    # boilerplate in 30 documents is left out: the item is not flagged on it
+    assert s["template"].status == "clean" and s["template"].roles["question"].common_ngrams > 0
+    assert s["clean"].status == "clean" and res["clean"].evidence == []
+
+
+def test_template_shared_by_items_is_left_out(scanner: Scanner) -> None:
+    prefix = "Read the question carefully and choose the single best answer from the list"
+    items = [BenchmarkItem(f"t{i}", i, question=f"{prefix} item number {i} about topic {i * 7} today") for i in range(3)]
+    res = scanner.scan(items)
+    assert all(r.score.roles["question"].shared_ngrams > 0 for r in res)
+
+
+def test_thresholds_are_parameters(scanner: Scanner, engine) -> None:  # type: ignore[no-untyped-def]
+    strict = Scanner(engine, thresholds=Thresholds(contaminated_coverage=1.01, suspicious_coverage=1.01,
+                                                   longest_match=10_000, near_similarity=1.01))
+    r = strict.scan([ITEMS[0]])[0]
+    assert r.score.status == "clean" and r.score.best_doc_coverage == 1.0
+
+
+def test_unknown_corpus_and_mismatched_settings(scanner: Scanner, engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(NotFoundError):
+        Scanner(engine, ["nope"])
+    f = tmp_path / "o.jsonl"
+    f.write_text(json.dumps({"id": "x", "text": "other corpus text here"}) + "\n")
+    with IndexJob(engine, "other", SignatureConfig(ngram_n=13), IndexOptions()) as job:
+        job.run([f])
+    with pytest.raises(FingerprintMismatch, match="different signature settings"):
+        Scanner(engine)
+    assert Scanner(engine, ["other"]).cfg.ngram_n == 13
+
+
+def test_pointer_only_corpus_reads_evidence_from_source(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    f = tmp_path / "p.jsonl"
+    f.write_text("".join(json.dumps(d) + "\n" for d in CORPUS))
+    with IndexJob(engine, "ptr", SignatureConfig(), IndexOptions(store_text=False)) as job:
+        job.run([f])
+    r = Scanner(engine, ["ptr"]).scan([ITEMS[0]])[0]
+    assert r.score.status == "contaminated" and Q_VERBATIM[:30] in r.evidence[0]["excerpt"]
+
+
+def test_engine_fixture_is_real(migrated_url: str) -> None:
+    eng = make_engine(migrated_url)
+    assert eng.dialect.name in ("sqlite", "postgresql")
+    eng.dispose()
