@@ -209,6 +209,7 @@ def serve(
     allow_insecure: Annotated[bool, typer.Option(help="listen beyond loopback without API keys")] = False,
 ) -> None:
     """Run the API (and dashboard)."""
+    import contextlib
     import ipaddress
 
     import uvicorn
@@ -219,10 +220,8 @@ def serve(
     host = host or settings.host
     port = port or settings.port
     loopback = host == "localhost"
-    try:
+    with contextlib.suppress(ValueError):  # a host name, not an address
         loopback = loopback or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        pass
     if not loopback and not settings.key_set() and not (allow_insecure or settings.allow_insecure_bind):
         raise _fail(ContamError(
             f"refusing to listen on {host} without API keys: set CONTAM_API_KEYS, or pass --allow-insecure"))

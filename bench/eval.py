@@ -44,7 +44,8 @@ def main() -> None:
     with IndexJob(engine, "eval", SignatureConfig(), IndexOptions(workers=args.workers)) as job:
         summary = job.run([args.eval_dir / "corpus"]).as_dict()
     t_index = time.perf_counter() - t0
-    labels = {(r["benchmark"], r["id"]): r for r in map(json.loads, open(args.eval_dir / "labels.jsonl"))}
+    lines = (args.eval_dir / "labels.jsonl").read_text().splitlines()
+    labels = {(r["benchmark"], r["id"]): r for r in map(json.loads, lines)}
     scanner = Scanner(engine)
     table: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
     t1 = time.perf_counter()

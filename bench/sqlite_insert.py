@@ -19,12 +19,14 @@ def setup(path: str) -> sqlite3.Connection:
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=NORMAL")
     con.execute("PRAGMA cache_size=-262144")
-    con.execute("CREATE TABLE ngram (hash INTEGER NOT NULL, doc_id INTEGER NOT NULL, PRIMARY KEY (hash, doc_id)) WITHOUT ROWID")
+    con.execute(
+        "CREATE TABLE ngram (hash INTEGER NOT NULL, doc_id INTEGER NOT NULL, PRIMARY KEY (hash, doc_id)) WITHOUT ROWID"
+    )
     return con
 
 
 def executemany(con: sqlite3.Connection, h: np.ndarray, d: np.ndarray) -> None:
-    con.executemany("INSERT INTO ngram VALUES (?,?)", zip(h.tolist(), d.tolist()))
+    con.executemany("INSERT INTO ngram VALUES (?,?)", zip(h.tolist(), d.tolist(), strict=True))
 
 
 def json_each(con: sqlite3.Connection, h: np.ndarray, d: np.ndarray) -> None:

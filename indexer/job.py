@@ -208,7 +208,9 @@ class _Postings:
 
     def flush(self) -> None:
         if self.ng:
-            repo.insert_ngrams(self.conn, np.concatenate([a for a, _ in self.ng]), np.concatenate([b for _, b in self.ng]))
+            repo.insert_ngrams(
+                self.conn, np.concatenate([a for a, _ in self.ng]), np.concatenate([b for _, b in self.ng])
+            )
         if self.bd:
             repo.insert_bands(
                 self.conn,

@@ -46,7 +46,9 @@ class BarProgress:
             TextColumn("{task.description}"),
             BarColumn(),
             TaskProgressColumn(),
-            TextColumn("{task.fields[files]} files, {task.fields[docs]} docs, {task.completed:.0f}/{task.total:.0f} MB"),
+            TextColumn(
+                "{task.fields[files]} files, {task.fields[docs]} docs, {task.completed:.0f}/{task.total:.0f} MB"
+            ),
             TextColumn("{task.fields[rate]:.1f} MB/s"),
             TimeElapsedColumn(),
             transient=False,

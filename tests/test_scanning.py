@@ -18,7 +18,8 @@ from indexer.job import IndexJob, IndexOptions
 FILLER = " ".join(f"filler{i} word{i % 7} text{i % 13}" for i in range(1500))  # ~4500 unrelated tokens
 Q_VERBATIM = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 A_VERBATIM = "The Tigris river which merges with the Euphrates to form the Shatt al-Arab waterway"
-Q_EMBEDDED = "What is the name of the process by which green plants convert sunlight water and carbon dioxide into sugar?"
+Q_EMBEDDED = ("What is the name of the process by which green plants convert sunlight water and carbon dioxide "
+              "into sugar?")
 Q_EDITED_SRC = ("In the novel the old fisherman sails far out into the gulf stream and hooks a giant marlin that "
                 "drags his small skiff for three days and nights before he finally kills it")
 Q_EDITED = ("In the novel the old fisherman sails far out into the gulf stream and catches a giant marlin that "
@@ -94,7 +95,8 @@ def test_annotated_cases(scanner: Scanner) -> None:
 
 def test_template_shared_by_items_is_left_out(scanner: Scanner) -> None:
     prefix = "Read the question carefully and choose the single best answer from the list"
-    items = [BenchmarkItem(f"t{i}", i, question=f"{prefix} item number {i} about topic {i * 7} today") for i in range(3)]
+    items = [BenchmarkItem(f"t{i}", i, question=f"{prefix} item number {i} about topic {i * 7} today")
+             for i in range(3)]
     res = scanner.scan(items)
     assert all(r.score.roles["question"].shared_ngrams > 0 for r in res)
 

@@ -7,7 +7,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, File, Form, HTTPException, Query, Request, Response, UploadFile
+from fastapi import (
+    APIRouter,
+    Depends,
+    FastAPI,
+    File,
+    Form,
+    HTTPException,
+    Query,
+    Request,
+    Response,
+    UploadFile,
+)
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app import __version__
@@ -121,7 +132,7 @@ def create_app(settings: Settings) -> FastAPI:
     @api.get("/reports", response_model=ReportList, tags=["reports"])
     def list_reports(svc: ServiceDep, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> Any:
         """All reports, newest first, with progress and counts."""
-        total, rows = svc.list(limit, offset)
+        total, rows = svc.list_reports(limit, offset)
         return {"total": total, "reports": rows}
 
     @api.get("/reports/{report_id}", response_model=ReportRead, tags=["reports"])

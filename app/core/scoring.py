@@ -237,7 +237,8 @@ def _score(
         rs.found_ngrams += int(found.sum())
         rs.eligible_tokens += int(covered(eligible, n, L).sum())
         rs.covered_tokens += int(covered(found, n, L).sum())
-        widespread_covered += int(covered((dfs > 0) & ~is_shared & ~seg.weak, n, L).sum()) if seg.role in SCORED_ROLES else 0
+        if seg.role in SCORED_ROLES:
+            widespread_covered += int(covered((dfs > 0) & ~is_shared & ~seg.weak, n, L).sum())
         docs_here: dict[int, list[int]] = defaultdict(list)
         for pos in np.flatnonzero(found).tolist():
             for d in postings.get(hs[pos], ()):

@@ -12,9 +12,9 @@ LSH band keys: the r values of each band rolled into 64 bits together with the b
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
 
 import numpy as np
 import xxhash

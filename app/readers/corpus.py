@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import orjson
 
@@ -74,7 +74,7 @@ def open_binary(path: Path) -> IO[bytes]:
     """The file's decompressed byte stream (gzip and zstd by name)."""
     name = path.name.lower()
     if name.endswith(".gz"):
-        return gzip.open(path, "rb")
+        return cast(IO[bytes], gzip.open(path, "rb"))
     if name.endswith((".zst", ".zstd")):
         import zstandard
 
@@ -93,7 +93,7 @@ def _decode(raw: bytes, skipped: Counter[str]) -> str:
 def _read_lines(stream: IO[bytes], skipped: Counter[str], max_bytes: int) -> Iterator[tuple[int, bytes]]:
     """(line number, line) pairs; over-long lines are skipped without holding them in memory."""
     lineno = 0
-    buffered = io.BufferedReader(stream, 1 << 20) if not isinstance(stream, io.BufferedReader) else stream  # type: ignore[arg-type]
+    buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(cast(Any, stream), 1 << 20)
     while True:
         line = buffered.readline(max_bytes + 1)
         if not line:

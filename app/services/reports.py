@@ -172,7 +172,7 @@ class ReportService:
             raise NotFoundError(f"no report {report_id}")
         return rep
 
-    def list(self, limit: int = 100, offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
+    def list_reports(self, limit: int = 100, offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
         with self.engine.connect() as conn:
             return rrepo.list_all(conn, limit, offset)
 

@@ -25,7 +25,14 @@ from app.core.scoring import (
     score_item,
     shared_hashes,
 )
-from app.core.signatures import band_keys, ngram_hashes, rolling_hashes, to_signed, token_hashes, window_minhashes
+from app.core.signatures import (
+    band_keys,
+    ngram_hashes,
+    rolling_hashes,
+    to_signed,
+    token_hashes,
+    window_minhashes,
+)
 from app.core.text import Tokens, tokenize, tokenize_spans
 from app.core.types import BenchmarkItem
 from app.errors import FingerprintMismatch, NotFoundError

@@ -98,6 +98,7 @@ def _pg_copy_binary(conn: Connection, table: str, columns: Sequence[str], arrays
         rec[f"l{i}"] = 8 if arr.dtype == np.int64 else 4
         rec[f"v{i}"] = arr
     raw = conn.connection.driver_connection
+    assert raw is not None
     with raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as cp:
         cp.write(_PG_HEADER)
         cp.write(rec.tobytes())
@@ -117,6 +118,7 @@ def bulk_insert_arrays(conn: Connection, table: str, columns: Sequence[str], arr
         _pg_copy_binary(conn, table, columns, arrays)
         return
     raw = conn.connection.driver_connection
+    assert raw is not None
     sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
     cur = raw.cursor()
     step = 100_000
@@ -128,6 +130,7 @@ def bulk_insert_arrays(conn: Connection, table: str, columns: Sequence[str], arr
 def bulk_insert_rows(conn: Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """Insert tuples with the driver's executemany (one round of parsing, no ORM)."""
     raw = conn.connection.driver_connection
+    assert raw is not None
     mark = "%s" if dialect(conn) == "postgresql" else "?"
     sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
     cur = raw.cursor()

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy import and_, delete, func, insert, select, true, update
 from sqlalchemy.engine import Connection
 
 from app.store.repo import now
@@ -95,7 +95,7 @@ def query_items(
         conds.append(report_item.c.corpora_found.contains(f",{corpus},", autoescape=True))
     if q:
         conds.append(func.lower(report_item.c.text).contains(q.lower(), autoescape=True))
-    where = and_(*conds) if conds else True
+    where = and_(true(), *conds)
     total = conn.execute(select(func.count()).select_from(report_item).where(where)).scalar_one()
     col = SORTS.get(sort, report_item.c.score)
     order = [col.desc() if descending else col.asc(), report_item.c.report_id, report_item.c.idx]

@@ -1,0 +1,53 @@
+"""The command line: scan gates pipelines, serve refuses unsafe binds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from app.cli import app as cli
+
+Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
+Q2 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"
+
+
+def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    run = CliRunner()
+    assert run.invoke(cli, ["index", "--corpus", "web", "--db", migrated_url, "--workers", "1", "--progress", "none",
+                            str(corpus)]).exit_code == 0
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"task_id": "a", "prompt": Q1}) + "\n" + json.dumps({"task_id": "b", "prompt": Q2}))
+    table = run.invoke(cli, ["scan", str(bench), "--db", migrated_url])
+    assert table.exit_code == 0 and "contaminated" in table.output and "2 items: 1 contaminated" in table.output
+    js = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
+    assert json.loads(js.output)["summary"]["contaminated_share"] == 0.5
+    jl = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "jsonl", "--corpus", "web"])
+    assert [json.loads(x)["status"] for x in jl.output.splitlines()] == ["contaminated", "clean"]
+    csv_out = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "csv"])
+    assert csv_out.output.splitlines()[0].startswith("item_id,status")
+    assert run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--fail-above", "0.6"]).exit_code == 0
+    gated = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--fail-above", "0.4"])
+    assert gated.exit_code == 1 and "exceeds" in gated.output
+    mapped = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--fields", "question=task_id"])
+    assert mapped.exit_code == 0 and "2 too short" in mapped.output
+    missing = run.invoke(cli, ["scan", str(tmp_path / "nope.jsonl"), "--db", migrated_url])
+    assert missing.exit_code == 2 and "no such file" in missing.output
+
+
+def test_commands_need_a_migrated_database(tmp_path: Path) -> None:
+    r = CliRunner().invoke(cli, ["corpora", "--db", f"sqlite:///{tmp_path / 'empty.db'}"])
+    assert r.exit_code == 2 and "contam db upgrade" in r.output
+
+
+def test_serve_refuses_public_bind_without_keys(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from app.settings import get_settings
+
+    monkeypatch.delenv("CONTAM_API_KEYS", raising=False)
+    get_settings.cache_clear()
+    r = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0", "--port", "8999"])
+    assert r.exit_code == 2 and "refusing to listen on 0.0.0.0 without API keys" in r.output
+    get_settings.cache_clear()
