@@ -231,7 +231,7 @@ def serve(
 @app.command("demo")
 def demo(db: DbOpt = None, force: bool = False) -> None:
     """On an empty database: index part of Python's standard library, check HumanEval against it."""
-    from app.services.demo import run_demo
+    from indexer.demo import run_demo
 
     settings = get_settings()
     if not settings.demo and not force:
