@@ -10,7 +10,6 @@ is rolled back and recorded as failed with the reason; the next run retries it.
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
@@ -348,7 +347,3 @@ class IndexJob:
                 n_windows=report.windows, skipped=report.skipped, seconds=time.perf_counter() - t0,
             )
         return report
-
-
-def default_workers() -> int:
-    return os.cpu_count() or 1

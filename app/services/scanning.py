@@ -3,7 +3,6 @@ verification on bounded regions, scores and evidence."""
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -303,7 +302,3 @@ class Scanner:
             "near_window": win,
             "_answer_in_region": answer_in,
         }
-
-
-def config_json(cfg: SignatureConfig) -> str:
-    return json.dumps(cfg.to_dict(), sort_keys=True)

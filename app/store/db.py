@@ -18,7 +18,7 @@ MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
 def make_engine(url: str) -> Engine:
-    """An engine for `url`; SQLite files get WAL, a large cache and explicit BEGINs."""  # noqa: D401
+    """An engine for `url`; SQLite files get WAL, a large cache and explicit BEGINs."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":

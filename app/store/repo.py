@@ -208,11 +208,6 @@ def insert_bands(conn: Connection, keys: np.ndarray, doc_ids: np.ndarray, wins: 
     )
 
 
-def count_rows(conn: Connection) -> dict[str, int]:
-    return {t.name: int(conn.execute(select(func.count()).select_from(t)).scalar_one())
-            for t in (corpus, corpus_file, document, ngram, band)}
-
-
 # ---------------------------------------------------------------- look-ups for scoring
 
 _IN_BATCH = {"sqlite": 900, "postgresql": 5000}
