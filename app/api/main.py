@@ -207,6 +207,9 @@ def create_app(settings: Settings) -> FastAPI:
                     **repo.corpus_health(conn, row["id"])}
 
     app.include_router(api)
+    from app.web.routes import mount
+
+    mount(app, service, keys)
 
     @app.middleware("http")
     async def limit_upload(request: Request, call_next: Any) -> Any:

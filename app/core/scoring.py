@@ -327,3 +327,45 @@ def _score(
         roles=roles,
         doc_ranking=ranking,
     )
+
+
+def shared_spans(text: str, other: str, n: int) -> list[tuple[int, int]]:
+    """Character spans of `text` covered by word n-grams that also occur in `other` (merged).
+
+    Used to highlight, on the benchmark item's side, what the training text shares with it.
+    """
+    from app.core.signatures import ngram_hashes
+    from app.core.text import tokenize, tokenize_spans
+
+    toks = tokenize_spans(text)
+    ha = ngram_hashes(toks.tokens, n)
+    hb = ngram_hashes(tokenize(other), n)
+    if len(ha) == 0 or len(hb) == 0:
+        return []
+    mask = covered(np.isin(ha, hb), n, len(toks))
+    spans: list[tuple[int, int]] = []
+    for i in np.flatnonzero(mask).tolist():
+        s, e = toks.starts[i], toks.ends[i]
+        if spans and s - spans[-1][1] <= 3 and not text[spans[-1][1] : s].strip(" \t,.;:!?\"'()[]*_-"):
+            spans[-1] = (spans[-1][0], e)
+        else:
+            spans.append((s, e))
+    return spans
+
+
+def split_marked(text: str, spans: Sequence[Sequence[int]]) -> list[tuple[str, bool]]:
+    """Text cut into (piece, highlighted) runs for rendering; spans are [start, end) offsets."""
+    out: list[tuple[str, bool]] = []
+    pos = 0
+    for s, e in sorted((max(0, int(a)), min(len(text), int(b))) for a, b in spans):
+        if s < pos:
+            s = pos
+        if s >= e:
+            continue
+        if s > pos:
+            out.append((text[pos:s], False))
+        out.append((text[s:e], True))
+        pos = e
+    if pos < len(text):
+        out.append((text[pos:], False))
+    return out

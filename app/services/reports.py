@@ -42,9 +42,21 @@ def summarize(results: list[ItemResult]) -> dict[str, Any]:
         for corpus in {e["corpus"] for e in r.evidence}:
             c = by_corpus.setdefault(corpus, Counter())
             c[r.score.status] += 1
+    cov_bins = [0] * 10
+    longest_edges = [0, 8, 13, 20, 30, 50, 100]
+    longest_bins = [0] * len(longest_edges)
+    for r in results:
+        if r.score.status == "too_short":
+            continue
+        cov_bins[min(9, int(r.score.best_doc_coverage * 10))] += 1
+        longest_bins[max(i for i, e in enumerate(longest_edges) if r.score.longest_match >= e)] += 1
     return {
         "items": n,
         "counts": {s: counts.get(s, 0) for s in STATUSES},
+        "histograms": {
+            "best_doc_coverage": {"edges": [round(i / 10, 1) for i in range(11)], "counts": cov_bins},
+            "longest_match": {"edges": longest_edges, "counts": longest_bins},
+        },
         "contaminated_share": round(counts.get("contaminated", 0) / n, 4) if n else 0.0,
         "flagged_share": round((counts.get("contaminated", 0) + counts.get("suspicious", 0)) / n, 4) if n else 0.0,
         "answer_with_question": sum(r.score.answer_with_question for r in results),

@@ -1,0 +1,199 @@
+"""Scan speed: a 10,000-item benchmark against a >= 200 MB corpus, SQLite and PostgreSQL, and
+/api/v1/check requests per second under concurrent clients.
+
+Usage: python bench/scan_speed.py [--mb 200] [--items 10000] [--clients 8] [--seconds 10] [--pg URL]
+The corpus is real text from this machine (the shared evaluation corpus if present, Python
+sources and headers, /usr/share/doc); the benchmark mixes the evaluation benchmarks (if
+present) with passages sampled from the corpus (contaminated) and shuffled sentences (clean).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+TEXT_SUFFIXES = {".py", ".pyi", ".txt", ".md", ".rst", ".h", ".c", ".go", ".html"}
+
+
+def build_corpus(out_dir: Path, target_mb: float) -> tuple[list[Path], list[str]]:
+    """Corpus files (JSONL.gz of ~25 MB each) and a sample of passages for contaminated items."""
+    files, budget, written = [], target_mb * 1e6, 0
+    passages: list[str] = []
+    rng = random.Random(0)
+    shard, fh, shard_bytes = 0, None, 0
+    shared = ROOT.parent / "shared" / "eval" / "corpus"
+    if shared.exists():
+        files += sorted(shared.glob("*.jsonl.gz"))
+        for p in files:
+            written += sum(len(json.loads(line)["text"]) for line in gzip.open(p, "rt"))
+    roots = [Path(sysconfig.get_paths()["purelib"]), Path(sysconfig.get_paths()["stdlib"]), Path("/usr/include"),
+             Path("/usr/share/doc"), Path("/usr/lib/python3/dist-packages")]
+    seen: set[str] = set()
+    for root in roots:
+        if not root.exists():
+            continue
+        for p in sorted(root.rglob("*")):
+            if written >= budget:
+                break
+            if p.suffix not in TEXT_SUFFIXES or not p.is_file() or p.stat().st_size > 2_000_000:
+                continue
+            try:
+                text = p.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+            if len(text) < 200 or text in seen:
+                continue
+            seen.add(text)
+            if fh is None or shard_bytes > 25e6:
+                if fh is not None:
+                    fh.close()
+                path = out_dir / f"bench-{shard:03d}.jsonl.gz"
+                fh = gzip.open(path, "wt", compresslevel=1)
+                files.append(path)
+                shard, shard_bytes = shard + 1, 0
+            fh.write(json.dumps({"id": str(p), "text": text}) + "\n")
+            shard_bytes += len(text)
+            written += len(text)
+            if rng.random() < 0.02:
+                words = text.split()
+                if len(words) > 80:
+                    s = rng.randrange(0, len(words) - 60)
+                    passages.append(" ".join(words[s : s + rng.randrange(20, 60)]))
+    if fh is not None:
+        fh.close()
+    print(f"corpus: {written / 1e6:.0f} MB of text in {len(files)} files", flush=True)
+    return files, passages
+
+
+def build_benchmark(path: Path, n: int, passages: list[str]) -> None:
+    rng = random.Random(1)
+    items: list[dict] = []
+    shared = ROOT.parent / "shared" / "eval" / "benchmarks"
+    if shared.exists():
+        from app.readers.benchmark import read_benchmark
+
+        for f in sorted(shared.glob("*.jsonl")):
+            for it in read_benchmark(f.read_bytes(), f.name)[0]:
+                items.append({"id": f"{f.stem}/{it.item_id}", "question": it.question, "choices": list(it.choices),
+                              "answer": it.answer})
+    words = " ".join(passages).split()
+    while len(items) < n:
+        if rng.random() < 0.3 and passages:
+            q = rng.choice(passages)
+        else:
+            q = " ".join(rng.choice(words) for _ in range(rng.randrange(15, 50)))
+        items.append({"id": f"gen/{len(items)}", "question": q, "answer": rng.choice(words)})
+    path.write_text("".join(json.dumps(x) + "\n" for x in items[:n]))
+
+
+def timed(cmd: list[str]) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(proc.stderr)
+    return time.perf_counter() - t0, proc.stdout
+
+
+def check_rps(url: str, clients: int, seconds: float, texts: list[str]) -> tuple[float, float, float]:
+    import httpx
+
+    port = 8700 + random.randrange(200)
+    env = {"CONTAM_DATABASE_URL": url, "CONTAM_DEMO": "false", "PATH": "/usr/bin:/bin"}
+    server = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port)], cwd=ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                if httpx.get(base + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        latencies: list[float] = []
+        lock = threading.Lock()
+        stop = time.perf_counter() + seconds
+
+        def client(seed: int) -> None:
+            rng = random.Random(seed)
+            with httpx.Client(base_url=base, timeout=30) as c:
+                while time.perf_counter() < stop:
+                    t0 = time.perf_counter()
+                    r = c.post("/api/v1/check", json={"texts": [rng.choice(texts)]})
+                    r.raise_for_status()
+                    with lock:
+                        latencies.append(time.perf_counter() - t0)
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        lat = sorted(latencies)
+        return len(lat) / seconds, statistics.median(lat) * 1000, lat[int(0.95 * (len(lat) - 1))] * 1000
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=float, default=200)
+    ap.add_argument("--items", type=int, default=10_000)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    args = ap.parse_args()
+    import psycopg
+
+    from app.store.db import upgrade
+
+    tmp = Path(tempfile.mkdtemp(prefix="contam-bench-"))
+    files, passages = build_corpus(tmp, args.mb)
+    bench = tmp / "bench.jsonl"
+    build_benchmark(bench, args.items, passages)
+    admin = args.pg.replace("+psycopg", "")
+    pg_name = f"contam_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin, autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{pg_name}"')
+    urls = {"sqlite": f"sqlite:///{tmp}/bench.db", "postgresql": args.pg.rsplit("/", 1)[0] + "/" + pg_name}
+    try:
+        for backend, url in urls.items():
+            upgrade(url)
+            t_index, out = timed([sys.executable, "-m", "app.cli", "index", "--corpus", "bench", "--db", url,
+                                  "--progress", "none", *map(str, files)])
+            s = json.loads(out)
+            print(f"{backend}: indexed {s['text_mb']:.0f} MB, {s['documents']} documents in {t_index:.0f} s "
+                  f"({s['mb_per_s']:.2f} MB/s)", flush=True)
+            runs = []
+            for _ in range(args.repeat):
+                t_scan, out = timed([sys.executable, "-m", "app.cli", "scan", str(bench), "--db", url,
+                                     "--format", "json"])
+                runs.append(t_scan)
+            counts = json.loads(out)["summary"]["counts"]
+            print(f"{backend}: scan of {args.items} items: median {statistics.median(runs):.1f} s of {args.repeat} "
+                  f"(process start included); {counts}", flush=True)
+            texts = [json.loads(x)["question"] for x in bench.read_text().splitlines()[:2000]]
+            rps, p50, p95 = check_rps(url, args.clients, args.seconds, texts)
+            print(f"{backend}: /api/v1/check with {args.clients} concurrent clients: {rps:.0f} requests/s, "
+                  f"latency p50 {p50:.0f} ms, p95 {p95:.0f} ms", flush=True)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as c:
+            c.execute(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')
+
+
+if __name__ == "__main__":
+    main()
