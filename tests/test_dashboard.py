@@ -1,0 +1,190 @@
+"""The dashboard: server-rendered pages (both databases) and a real browser (headless Chromium)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+from fastapi.testclient import TestClient
+
+from app.api.main import create_app
+from app.core.config import SignatureConfig
+from app.settings import Settings
+from app.store.db import make_engine, upgrade
+from indexer.job import IndexJob, IndexOptions
+
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
+EVIL = 'What does <script>alert("xss")</script> print when <img src=x onerror=alert(1)> loads in the old browser?'
+Q3 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"
+BENCH = [
+    {"id": "river", "question": Q1, "choices": ["Nile", "Tigris"], "answer": 1},  # in the corpus -> contaminated
+    {"id": "evil", "question": EVIL, "choices": ["nothing", "an alert"], "answer": 0},  # in the corpus, hostile text
+    {"id": "tides", "question": Q3, "choices": ["yes", "no"], "answer": 0},  # absent -> clean
+]
+
+
+def _seed(url: str, tmp: Path) -> None:
+    corpus = tmp / "corpus.jsonl"
+    docs = [{"id": "quiz-page", "text": f"Quiz night!\n{Q1}\nA. Nile\nB. Tigris\nAnswer: Tigris"},
+            {"id": "forum<b>", "text": f"Someone asked: {EVIL} Nobody knew."}]
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    upgrade(url)
+    eng = make_engine(url)
+    with IndexJob(eng, "web", SignatureConfig(), IndexOptions()) as job:
+        job.run([corpus])
+    eng.dispose()
+
+
+def _bench_file(tmp: Path) -> Path:
+    p = tmp / "quiz.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in BENCH))
+    return p
+
+
+def test_pages_render_and_escape(migrated_url: str, tmp_path: Path) -> None:
+    _seed(migrated_url, tmp_path)
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        r = c.post("/upload", files={"file": ("quiz.jsonl", _bench_file(tmp_path).read_bytes())},
+                   data={"name": "quiz <i>bench</i>"}, follow_redirects=False)
+        assert r.status_code == 303
+        rid = r.headers["location"].rsplit("/", 1)[1]
+        for _ in range(100):
+            if c.get(f"/api/v1/reports/{rid}").json()["status"] == "done":
+                break
+            time.sleep(0.05)
+        report = c.get(f"/reports/{rid}").text
+        assert "quiz &lt;i&gt;bench&lt;/i&gt;" in report and "<i>bench</i>" not in report
+        assert "Contaminated" in report or "contaminated" in report
+        items = c.get("/items", params={"report": rid, "status": ["contaminated"]}).text
+        assert "/items/river" in items and "/items/tides" not in items
+        page = c.get(f"/reports/{rid}/items/evil").text
+        assert "<script>alert" not in page and "onerror=alert(1)>" not in page
+        assert "&lt;script&gt;alert(&#34;xss&#34;)&lt;/script&gt;" in page and "forum&lt;b&gt;" in page
+        assert "<mark>" in page
+        assert c.get("/corpora").status_code == 200 and "quiz-page" not in c.get("/corpora").text
+        assert c.get("/reports/nope").status_code == 404
+        bad = c.post("/upload", files={"file": ("b.jsonl", b"{broken")})
+        assert bad.status_code == 422 and "line 1 is not valid JSON" in bad.text
+
+
+def test_dashboard_requires_login_when_keys_are_set(migrated_url: str, tmp_path: Path) -> None:
+    _seed(migrated_url, tmp_path)
+    with TestClient(create_app(Settings(database_url=migrated_url, api_keys="secret"))) as c:
+        r = c.get("/items", follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"].startswith("/login")
+        assert c.post("/login", data={"key": "wrong", "next": "/items"}).status_code == 401
+        ok = c.post("/login", data={"key": "secret", "next": "/items"}, follow_redirects=False)
+        assert ok.status_code == 303 and ok.headers["location"] == "/items"
+        assert c.get("/items").status_code == 200  # the cookie is kept
+
+
+# ---------------------------------------------------------------- a real browser
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[str]:
+    url = f"sqlite:///{tmp_path / 'live.db'}"
+    _seed(url, tmp_path)
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(Settings(database_url=url)), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(200):
+        if server.started:
+            break
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture
+def browser():  # type: ignore[no-untyped-def]
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), "Chromium is required for the browser tests (apt-get install chromium)"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        yield b
+        b.close()
+
+
+def test_browser_upload_filter_and_evidence(live_server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(live_server + "/")
+    assert "No reports yet" in page.content()
+    page.screenshot(path=str(ARTIFACTS / "01-reports-empty.png"), full_page=True)
+
+    # upload through the form; the report page refreshes itself until the job is done
+    page.click("text=Upload")
+    page.set_input_files("input[name=file]", str(_bench_file(tmp_path)))
+    page.fill("input[name=name]", "Quiz benchmark")
+    page.screenshot(path=str(ARTIFACTS / "02-upload.png"), full_page=True)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#summary", timeout=30_000)
+    assert page.locator(".card.s-contaminated .num").inner_text() == "2"
+    assert page.locator(".card.s-clean .num").inner_text() == "1"
+    page.screenshot(path=str(ARTIFACTS / "03-report.png"), full_page=True)
+
+    # filter flagged items: contaminated only, then a text search; the filters live in the URL
+    page.click("text=Browse flagged items")
+    page.uncheck("input[name=status][value=suspicious]")
+    page.fill("input[name=q]", "baghdad")
+    page.click("#filters button[type=submit]")
+    page.wait_for_url("**q=baghdad**")
+    assert "status=contaminated" in page.url and "status=suspicious" not in page.url
+    assert page.locator("#count").inner_text() == "1 item"
+    page.screenshot(path=str(ARTIFACTS / "04-flagged-items.png"), full_page=True)
+    shared = page.url
+    other = browser.new_page()
+    other.goto(shared)  # a shared link shows the same view
+    assert other.locator("#count").inner_text() == "1 item"
+    other.close()
+
+    # the item beside its training text, overlaps highlighted on both sides
+    page.click("a.item-link")
+    page.wait_for_selector("#evidence")
+    assert "quiz-page" in page.locator("#evidence").inner_text()
+    marks = page.locator("#evidence mark").all_inner_texts()
+    assert any("ancient city of Baghdad" in m for m in marks), marks
+    assert page.locator("#item-pane mark").count() >= 1
+    page.screenshot(path=str(ARTIFACTS / "05-item.png"), full_page=True)
+
+    # hostile text is shown as text, never run
+    page.goto(page.url.replace("/items/river", "/items/evil"))
+    page.wait_for_selector("#evidence")
+    assert '<script>alert("xss")</script>' in page.locator("#item-pane").inner_text()
+    assert page.locator("#item-pane script, #item-pane img, #evidence img").count() == 0
+    page.screenshot(path=str(ARTIFACTS / "06-item-hostile-text.png"), full_page=True)
+
+    # a phone's width: the item page stacks the panes
+    phone = browser.new_page(viewport={"width": 390, "height": 844})
+    phone.goto(page.url)
+    boxes = [phone.locator(sel).bounding_box() for sel in ("#item-pane", "#evidence")]
+    assert boxes[0] and boxes[1] and boxes[1]["y"] > boxes[0]["y"] + boxes[0]["height"] - 1
+    phone.screenshot(path=str(ARTIFACTS / "07-item-phone.png"), full_page=True)
+    phone.goto(live_server + "/corpora")
+    assert "web" in phone.content()
+    phone.screenshot(path=str(ARTIFACTS / "08-corpora-phone.png"), full_page=True)
+    assert dialogs == []
