@@ -10,8 +10,10 @@ is rolled back and recorded as failed with the reason; the next run retries it.
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ from app.core.text import tokenize
 from app.errors import ConfigError, CorruptFileError, FingerprintMismatch
 from app.readers.corpus import RawDocument, find_files, read_documents
 from app.store import repo
+from app.store.db import refresh_statistics
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,137 @@ def ensure_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: b
         return int(row["id"])
 
 
+@dataclass
+class _Start:
+    path: Path
+    size: int
+    content_hash: str
+
+
+@dataclass
+class _Batch:
+    docs: list[RawDocument]
+    future: Future[SignedBatch]
+
+
+@dataclass
+class _End:
+    skipped: Counter[str]
+    error: str | None = None  # set when the file could not be read to its end
+
+
+_STOP = object()
+
+
+class _Writer(threading.Thread):
+    """The only thread that writes: one transaction per file, fed in order through a bounded queue.
+
+    The main thread reads files and hands batches to the worker processes without waiting for
+    the database, so reading, signing and writing overlap, also across file boundaries.
+    """
+
+    def __init__(self, job: IndexJob, corpus_id: int, depth: int) -> None:
+        super().__init__(name="contam-writer", daemon=True)
+        self.job, self.corpus_id = job, corpus_id
+        self.queue: queue.Queue[object] = queue.Queue(maxsize=depth)
+        self.reports: list[FileReport] = []
+        self.error: BaseException | None = None
+
+    def put(self, msg: object) -> None:
+        while True:
+            if self.error is not None:
+                raise self.error
+            try:
+                self.queue.put(msg, timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    def run(self) -> None:
+        try:
+            while True:
+                msg = self.queue.get()
+                if msg is _STOP:
+                    return
+                assert isinstance(msg, _Start)
+                self.reports.append(self._file(msg))
+        except BaseException as exc:  # handed to the main thread by put()/finish()
+            self.error = exc
+            while True:  # drain so the producer never blocks on a dead writer
+                try:
+                    if self.queue.get(timeout=0.5) is _STOP:
+                        return
+                except queue.Empty:
+                    continue
+
+    def _file(self, start: _Start) -> FileReport:
+        job = self.job
+        report = FileReport(str(start.path), "done", bytes=start.size)
+        job.progress.file_started(str(start.path), start.size)
+        t0 = time.perf_counter()
+        with job.engine.begin() as conn:
+            existing = repo.find_file(conn, self.corpus_id, start.content_hash)
+            if existing is not None:  # failed before: forget it and try again
+                repo.delete_file(conn, existing["id"])
+        conn_ctx = job.engine.begin()
+        conn = conn_ctx.__enter__()
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("PRAGMA wal_autocheckpoint=0")  # one checkpoint when the run ends
+        try:
+            file_id = repo.insert_file(conn, self.corpus_id, str(start.path), start.size, start.content_hash, "done")
+            postings = _Postings(conn, job.opts.flush_rows)
+            while True:
+                msg = self.queue.get()
+                if isinstance(msg, _End):
+                    break
+                assert isinstance(msg, _Batch)
+                self._write_batch(conn, file_id, msg, postings, report)
+            report.skipped = dict(sorted(msg.skipped.items()))
+            if msg.error is not None:
+                raise CorruptFileError(msg.error)
+            postings.flush()
+            repo.finish_file(
+                conn, file_id, n_docs=report.documents, n_tokens=report.tokens, n_ngrams=report.ngrams,
+                n_windows=report.windows, skipped=report.skipped, seconds=time.perf_counter() - t0,
+            )
+        except CorruptFileError as exc:
+            conn_ctx.__exit__(type(exc), exc, exc.__traceback__)  # roll back everything of this file
+            report = FileReport(str(start.path), "failed", bytes=start.size, skipped=report.skipped,
+                                error=exc.message)
+            with job.engine.begin() as c2:
+                repo.insert_file(c2, self.corpus_id, str(start.path), start.size, start.content_hash, "failed",
+                                 exc.message, report.skipped)
+        except BaseException as exc:
+            conn_ctx.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        else:
+            conn_ctx.__exit__(None, None, None)  # commit
+        report.seconds = time.perf_counter() - t0
+        job.progress.file_finished(report)
+        return report
+
+    def _write_batch(self, conn: Any, file_id: int, msg: _Batch, postings: _Postings, report: FileReport) -> None:
+        sb, docs = msg.future.result(), msg.docs
+        ids = repo.allocate_doc_ids(conn, len(docs))
+        blobs = sb.blobs if sb.blobs is not None else [None] * len(docs)
+        repo.insert_documents(
+            conn,
+            (
+                (int(ids[i]), self.corpus_id, file_id, d.external_id, d.position, sb.n_chars[i],
+                 int(sb.n_tokens[i]), int(sb.text_hash[i]), blobs[i])
+                for i, d in enumerate(docs)
+            ),
+        )
+        postings.add(sb, ids)
+        report.documents += len(docs)
+        report.tokens += int(sb.n_tokens.sum())
+        report.ngrams += len(sb.ng_hash)
+        report.windows += len(sb.band_key) // self.job.cfg.bands
+        nbytes = sum(sb.n_chars)
+        report.text_bytes += nbytes
+        self.job.progress.advanced(len(docs), nbytes)
+
+
 class IndexJob:
     """Index files into one corpus. Use as a context manager (it owns the worker pool)."""
 
@@ -260,13 +394,6 @@ class IndexJob:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
-    def run(self, paths: list[Path]) -> IndexSummary:
-        t0 = time.perf_counter()
-        files = find_files(paths)
-        corpus_id = ensure_corpus(self.engine, self.corpus, self.cfg, self.opts.store_text)
-        reports = [self._one(corpus_id, p) for p in files]
-        return IndexSummary(self.corpus, reports, time.perf_counter() - t0)
-
     def _submit(self, texts: list[str]) -> Future[SignedBatch]:
         if self.pool is None:
             fut: Future[SignedBatch] = Future()
@@ -274,76 +401,43 @@ class IndexJob:
             return fut
         return self.pool.submit(sign_batch, texts, self.cfg, self.opts.store_text)
 
-    def _one(self, corpus_id: int, path: Path) -> FileReport:
-        size = path.stat().st_size
-        chash = file_content_hash(path)
-        with self.engine.begin() as conn:
-            existing = repo.find_file(conn, corpus_id, chash)
-            if existing is not None and existing["status"] == "done":
-                report = FileReport(str(path), "unchanged", bytes=size)
-                self.progress.file_finished(report)
-                return report
-            if existing is not None:  # failed before: forget it and try again
-                repo.delete_file(conn, existing["id"])
-        self.progress.file_started(str(path), size)
+    def run(self, paths: list[Path]) -> IndexSummary:
         t0 = time.perf_counter()
-        skipped: Counter[str] = Counter()
+        files = find_files(paths)
+        corpus_id = ensure_corpus(self.engine, self.corpus, self.cfg, self.opts.store_text)
+        writer = _Writer(self, corpus_id, depth=max(4, 3 * self.opts.workers))
+        writer.start()
+        unchanged: list[FileReport] = []
+        queued: set[str] = set()
         try:
-            report = self._write_file(corpus_id, path, size, chash, skipped)
-        except CorruptFileError as exc:
-            report = FileReport(str(path), "failed", bytes=size, skipped=dict(skipped), error=exc.message)
-            with self.engine.begin() as conn:
-                repo.insert_file(conn, corpus_id, str(path), size, chash, "failed", exc.message, dict(skipped))
-        report.seconds = time.perf_counter() - t0
-        self.progress.file_finished(report)
-        return report
-
-    def _write_file(self, corpus_id: int, path: Path, size: int, chash: str, skipped: Counter[str]) -> FileReport:
-        opts = self.opts
-        report = FileReport(str(path), "done", bytes=size)
-        t0 = time.perf_counter()
-        with self.engine.begin() as conn:
-            file_id = repo.insert_file(conn, corpus_id, str(path), size, chash, "done")
-            postings = _Postings(conn, opts.flush_rows)
-            pending: deque[tuple[list[RawDocument], Future[SignedBatch]]] = deque()
-            in_flight = max(2, 2 * opts.workers)
-
-            def write(docs: list[RawDocument], fut: Future[SignedBatch]) -> None:
-                sb = fut.result()
-                ids = repo.allocate_doc_ids(conn, len(docs))
-                blobs = sb.blobs if sb.blobs is not None else [None] * len(docs)
-                repo.insert_documents(
-                    conn,
-                    (
-                        (int(ids[i]), corpus_id, file_id, d.external_id, d.position, sb.n_chars[i],
-                         int(sb.n_tokens[i]), int(sb.text_hash[i]), blobs[i])
-                        for i, d in enumerate(docs)
-                    ),
-                )
-                postings.add(sb, ids)
-                report.documents += len(docs)
-                report.tokens += int(sb.n_tokens.sum())
-                report.ngrams += len(sb.ng_hash)
-                report.windows += len(sb.band_key) // self.cfg.bands
-                nbytes = sum(sb.n_chars)
-                report.text_bytes += nbytes
-                self.progress.advanced(len(docs), nbytes)
-
-            try:
-                docs_iter = read_documents(path, skipped, opts.text_field, opts.id_field, opts.limit)
-                for docs in _batches(docs_iter, opts):
-                    pending.append((docs, self._submit([d.text for d in docs])))
-                    while len(pending) >= in_flight:
-                        write(*pending.popleft())
-                while pending:
-                    write(*pending.popleft())
-            finally:
-                for _, fut in pending:
-                    fut.cancel()
-            postings.flush()
-            report.skipped = dict(sorted(skipped.items()))
-            repo.finish_file(
-                conn, file_id, n_docs=report.documents, n_tokens=report.tokens, n_ngrams=report.ngrams,
-                n_windows=report.windows, skipped=report.skipped, seconds=time.perf_counter() - t0,
-            )
-        return report
+            for path in files:
+                size = path.stat().st_size
+                chash = file_content_hash(path)
+                with self.engine.connect() as conn:
+                    existing = repo.find_file(conn, corpus_id, chash)
+                if chash in queued or (existing is not None and existing["status"] == "done"):
+                    report = FileReport(str(path), "unchanged", bytes=size)
+                    unchanged.append(report)
+                    self.progress.file_finished(report)
+                    continue
+                queued.add(chash)
+                writer.put(_Start(path, size, chash))
+                skipped: Counter[str] = Counter()
+                error = None
+                try:
+                    docs = read_documents(path, skipped, self.opts.text_field, self.opts.id_field, self.opts.limit)
+                    for batch in _batches(docs, self.opts):
+                        writer.put(_Batch(batch, self._submit([d.text for d in batch])))
+                except CorruptFileError as exc:
+                    error = exc.message
+                writer.put(_End(skipped, error))
+        finally:
+            writer.queue.put(_STOP)
+            writer.join()
+        if writer.error is not None:
+            raise writer.error
+        if any(r.status == "done" for r in writer.reports):
+            refresh_statistics(self.engine)
+        order = {str(p): i for i, p in enumerate(files)}
+        reports = sorted(writer.reports + unchanged, key=lambda r: order[r.path])
+        return IndexSummary(self.corpus, reports, time.perf_counter() - t0)

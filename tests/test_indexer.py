@@ -70,6 +70,12 @@ def test_index_counts_and_rerun_is_idempotent(migrated_url: str, tmp_path: Path)
     assert d["windows"] > 50 and d["ngrams"] > 0.95 * (30 * 113 + 20 * 73)
     first = snapshot(migrated_url)
     assert len(first["grams"]) == d["ngrams"]
+    if migrated_url.startswith("postgresql"):  # planner statistics refreshed after the bulk load
+        eng = make_engine(migrated_url)
+        with eng.connect() as conn:
+            analyzed = conn.execute(text("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = 'ngram'"))
+            assert analyzed.scalar_one() is not None
+        eng.dispose()
     again = run_index(migrated_url, [a, b])
     assert again.as_dict()["files_unchanged"] == 2 and again.as_dict()["documents"] == 0
     assert snapshot(migrated_url) == first

@@ -34,7 +34,7 @@ def make_engine(url: str) -> Engine:
                 "journal_mode=WAL",
                 "synchronous=NORMAL",
                 "foreign_keys=ON",
-                "cache_size=-262144",
+                "cache_size=-1048576",  # 1 GiB ceiling: a large index's upper B-tree levels stay cached
                 "temp_store=MEMORY",
                 "busy_timeout=60000",
             ):
@@ -141,3 +141,25 @@ def bulk_insert_rows(conn: Connection, table: str, columns: Sequence[str], rows:
 def chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for i in range(0, len(values), size):
         yield values[i : i + size]
+
+
+def refresh_statistics(engine: Engine) -> None:
+    """Give the query planner fresh statistics after a bulk load.
+
+    Without them PostgreSQL plans look-ups on a freshly COPYed table as if each key matched
+    ~100k rows (measured: 27k keys/s before ANALYZE, 317k after). ANALYZE samples, so it is
+    cheap; on SQLite `PRAGMA optimize` with an analysis limit does the same bounded work.
+    """
+    with engine.begin() as conn:
+        if dialect(conn) == "postgresql":
+            conn.exec_driver_sql("ANALYZE ngram, band, document, corpus_file, corpus")
+        else:
+            conn.exec_driver_sql("PRAGMA analysis_limit=1000")
+            conn.exec_driver_sql("PRAGMA optimize")
+    if engine.dialect.name == "sqlite":
+        # The indexer turns automatic checkpoints off (each file's commit would otherwise copy
+        # pages it rewrites again with the next file); copy the WAL into the database once.
+        with engine.connect() as conn:
+            raw = conn.connection.driver_connection
+            assert raw is not None
+            raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import BigInteger, any_, bindparam, delete, func, insert, select, text, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 
 from app.core.config import SignatureConfig
@@ -210,31 +211,43 @@ def insert_bands(conn: Connection, keys: np.ndarray, doc_ids: np.ndarray, wins: 
 
 # ---------------------------------------------------------------- look-ups for scoring
 
-_IN_BATCH = {"sqlite": 900, "postgresql": 5000}
+_IN_BATCH = {"sqlite": 900, "postgresql": 50_000}
+
+
+def _where_in(conn: Connection, column: Any, chunk: Sequence[int]) -> Any:
+    """`column IN chunk`: one array parameter on PostgreSQL (= ANY), bound values on SQLite."""
+    if db.dialect(conn) == "postgresql":
+        return column == any_(bindparam("keys", list(chunk), type_=ARRAY(BigInteger)))
+    return column.in_(chunk)
+
+
+def _lookup(conn: Connection, columns: Sequence[Any], key: Any, doc: Any, keys: Sequence[int],
+            corpus_ids: Sequence[int] | None, group: bool = False) -> list[Any]:
+    """Rows of `columns` whose `key` is in `keys` (de-duplicated, sorted, batched), optionally
+    restricted to documents of the given corpora."""
+    rows: list[Any] = []
+    size = _IN_BATCH.get(db.dialect(conn), 900)
+    for chunk in db.chunks(sorted(set(keys)), size):
+        q = select(*columns).where(_where_in(conn, key, chunk))
+        if corpus_ids is not None:
+            q = q.join(document, document.c.id == doc).where(document.c.corpus_id.in_(corpus_ids))
+        if group:
+            q = q.group_by(key)
+        rows.extend(conn.execute(q).all())
+    return rows
 
 
 def ngram_df(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, int]:
     """hash -> number of documents (of the given corpora, or all) holding it; absent if none."""
-    out: dict[int, int] = {}
-    size = _IN_BATCH.get(db.dialect(conn), 900)
-    for chunk in db.chunks(sorted(set(hashes)), size):
-        q = select(ngram.c.hash, func.count()).where(ngram.c.hash.in_(chunk))
-        if corpus_ids is not None:
-            q = q.join(document, document.c.id == ngram.c.doc_id).where(document.c.corpus_id.in_(corpus_ids))
-        out.update({int(h): int(c) for h, c in conn.execute(q.group_by(ngram.c.hash)).all()})
-    return out
+    rows = _lookup(conn, (ngram.c.hash, func.count()), ngram.c.hash, ngram.c.doc_id, hashes, corpus_ids, group=True)
+    return {int(h): int(c) for h, c in rows}
 
 
 def ngram_postings(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, list[int]]:
     """hash -> documents holding it (call only for hashes known to be rare)."""
     out: dict[int, list[int]] = {}
-    size = _IN_BATCH.get(db.dialect(conn), 900)
-    for chunk in db.chunks(sorted(set(hashes)), size):
-        q = select(ngram.c.hash, ngram.c.doc_id).where(ngram.c.hash.in_(chunk))
-        if corpus_ids is not None:
-            q = q.join(document, document.c.id == ngram.c.doc_id).where(document.c.corpus_id.in_(corpus_ids))
-        for h, d in conn.execute(q).all():
-            out.setdefault(int(h), []).append(int(d))
+    for h, d in _lookup(conn, (ngram.c.hash, ngram.c.doc_id), ngram.c.hash, ngram.c.doc_id, hashes, corpus_ids):
+        out.setdefault(int(h), []).append(int(d))
     return out
 
 
@@ -243,13 +256,9 @@ def band_hits(conn: Connection, keys: Sequence[int], corpus_ids: Sequence[int] |
     """band key -> [(document, window)], dropping keys shared by more than max_per_key windows
     (a band value that common is boilerplate, not a near duplicate)."""
     out: dict[int, list[tuple[int, int]]] = {}
-    size = _IN_BATCH.get(db.dialect(conn), 900)
-    for chunk in db.chunks(sorted(set(keys)), size):
-        q = select(band.c.key, band.c.doc_id, band.c.win).where(band.c.key.in_(chunk))
-        if corpus_ids is not None:
-            q = q.join(document, document.c.id == band.c.doc_id).where(document.c.corpus_id.in_(corpus_ids))
-        for k, d, w in conn.execute(q).all():
-            out.setdefault(int(k), []).append((int(d), int(w)))
+    for k, d, w in _lookup(conn, (band.c.key, band.c.doc_id, band.c.win), band.c.key, band.c.doc_id, keys,
+                           corpus_ids):
+        out.setdefault(int(k), []).append((int(d), int(w)))
     return {k: v for k, v in out.items() if len(v) <= max_per_key}
 
 
