@@ -191,6 +191,12 @@ def test_interrupted_job_resumes_on_restart(migrated_url: str, tmp_path: Path) -
         assert c.get(f"/api/v1/reports/{rid}/items").json()["total"] == 2
 
 
+def test_docs_page_is_served_without_a_cdn(client: TestClient) -> None:
+    page = client.get("/docs").text
+    assert "/static/swagger/swagger-ui-bundle.js" in page and "cdn" not in page.lower()
+    assert client.get("/static/swagger/swagger-ui-bundle.js").status_code == 200
+
+
 def test_openapi_lists_every_route(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     for p in ["/api/v1/benchmarks", "/api/v1/check", "/api/v1/reports", "/api/v1/reports/{report_id}",

@@ -56,6 +56,22 @@ def get_service(request: Request) -> ReportService:
 ServiceDep = Annotated[ReportService, Depends(get_service)]
 
 
+def _offline_docs(app: FastAPI) -> None:
+    """Swagger UI at /docs from the swagger-ui-bundle package: nothing is fetched from a CDN."""
+    import swagger_ui_bundle
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.staticfiles import StaticFiles
+
+    app.mount("/static/swagger", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="swagger")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> Any:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="contam API",
+                                   swagger_js_url="/static/swagger/swagger-ui-bundle.js",
+                                   swagger_css_url="/static/swagger/swagger-ui.css",
+                                   swagger_favicon_url="/static/swagger/favicon-32x32.png")
+
+
 def create_app(settings: Settings) -> FastAPI:
     engine = make_engine(settings.database_url)
     service = ReportService(engine, int(settings.max_upload_mb * 1e6))
@@ -69,7 +85,7 @@ def create_app(settings: Settings) -> FastAPI:
         service.shutdown()
         engine.dispose()
 
-    app = FastAPI(title="contam", version=__version__, lifespan=lifespan,
+    app = FastAPI(title="contam", version=__version__, lifespan=lifespan, docs_url=None,
                   description="Benchmark contamination detector: which benchmark items are in the indexed "
                               "training corpora, how much of each, and where.")
     app.state.service = service
@@ -207,6 +223,7 @@ def create_app(settings: Settings) -> FastAPI:
                     **repo.corpus_health(conn, row["id"])}
 
     app.include_router(api)
+    _offline_docs(app)
     from app.web.routes import mount
 
     mount(app, service, keys)
