@@ -317,39 +317,39 @@ class _Writer(threading.Thread):
             existing = repo.find_file(conn, self.corpus_id, start.content_hash)
             if existing is not None:  # failed before: forget it and try again
                 repo.delete_file(conn, existing["id"])
-        conn_ctx = job.engine.begin()
-        conn = conn_ctx.__enter__()
-        if conn.dialect.name == "sqlite":
-            conn.exec_driver_sql("PRAGMA wal_autocheckpoint=0")  # one checkpoint when the run ends
-        try:
-            file_id = repo.insert_file(conn, self.corpus_id, str(start.path), start.size, start.content_hash, "done")
-            postings = _Postings(conn, job.opts.flush_rows)
-            while True:
-                msg = self.queue.get()
-                if isinstance(msg, _End):
-                    break
-                assert isinstance(msg, _Batch)
-                self._write_batch(conn, file_id, msg, postings, report)
-            report.skipped = dict(sorted(msg.skipped.items()))
-            if msg.error is not None:
-                raise CorruptFileError(msg.error)
-            postings.flush()
-            repo.finish_file(
-                conn, file_id, n_docs=report.documents, n_tokens=report.tokens, n_ngrams=report.ngrams,
-                n_windows=report.windows, skipped=report.skipped, seconds=time.perf_counter() - t0,
-            )
-        except CorruptFileError as exc:
-            conn_ctx.__exit__(type(exc), exc, exc.__traceback__)  # roll back everything of this file
-            report = FileReport(str(start.path), "failed", bytes=start.size, skipped=report.skipped,
-                                error=exc.message)
-            with job.engine.begin() as c2:
-                repo.insert_file(c2, self.corpus_id, str(start.path), start.size, start.content_hash, "failed",
-                                 exc.message, report.skipped)
-        except BaseException as exc:
-            conn_ctx.__exit__(type(exc), exc, exc.__traceback__)
-            raise
-        else:
-            conn_ctx.__exit__(None, None, None)  # commit
+        with job.engine.connect() as conn:
+            trans = conn.begin()
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql("PRAGMA wal_autocheckpoint=0")  # one checkpoint when the run ends
+            try:
+                file_id = repo.insert_file(conn, self.corpus_id, str(start.path), start.size, start.content_hash,
+                                           "done")
+                postings = _Postings(conn, job.opts.flush_rows)
+                while True:
+                    msg = self.queue.get()
+                    if isinstance(msg, _End):
+                        break
+                    assert isinstance(msg, _Batch)
+                    self._write_batch(conn, file_id, msg, postings, report)
+                report.skipped = dict(sorted(msg.skipped.items()))
+                if msg.error is not None:
+                    raise CorruptFileError(msg.error)
+                postings.flush()
+                repo.finish_file(
+                    conn, file_id, n_docs=report.documents, n_tokens=report.tokens, n_ngrams=report.ngrams,
+                    n_windows=report.windows, skipped=report.skipped, seconds=time.perf_counter() - t0,
+                )
+                trans.commit()
+            except CorruptFileError as exc:
+                trans.rollback()  # nothing of this file stays
+                report = FileReport(str(start.path), "failed", bytes=start.size, skipped=report.skipped,
+                                    error=exc.message)
+                with conn.begin():
+                    repo.insert_file(conn, self.corpus_id, str(start.path), start.size, start.content_hash,
+                                     "failed", exc.message, report.skipped)
+            except BaseException:
+                trans.rollback()
+                raise
         report.seconds = time.perf_counter() - t0
         job.progress.file_finished(report)
         return report

@@ -90,7 +90,7 @@ class Scanner:
         self.th = thresholds or Thresholds()
         self.k = evidence_k
         with engine.connect() as conn:
-            rows = repo.list_corpora(conn)
+            rows = all_rows = repo.list_corpora(conn)
         if corpora:
             missing = sorted(set(corpora) - {r["name"] for r in rows})
             if missing:
@@ -117,11 +117,8 @@ class Scanner:
                 f"corpus {rows[0]['name']!r} was indexed with settings this scorer cannot reproduce ({listing}); "
                 "re-index it with this version", {k: list(v) for k, v in diffs.items()})
         self.fingerprint = rows[0]["fingerprint"]
-        with engine.connect() as conn:
-            all_names = {r["name"] for r in repo.list_corpora(conn)}
-        self.corpus_ids: list[int] | None = (
-            None if {r["name"] for r in rows} == all_names else [int(r["id"]) for r in rows]
-        )
+        # no corpus filter (and no join) when every corpus is selected
+        self.corpus_ids: list[int] | None = None if len(rows) == len(all_rows) else [int(r["id"]) for r in rows]
         self._docs: OrderedDict[int, _Doc] = OrderedDict()
         self._dctx = zstandard.ZstdDecompressor()
 
