@@ -191,6 +191,21 @@ def test_interrupted_job_resumes_on_restart(migrated_url: str, tmp_path: Path) -
         assert c.get(f"/api/v1/reports/{rid}/items").json()["total"] == 2
 
 
+def test_failing_job_is_marked_failed_with_its_reason(client: TestClient, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from app.services import scanning
+
+    def broken(self, items, progress=None):  # type: ignore[no-untyped-def]
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(scanning.Scanner, "scan", broken)
+    rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}).json()["id"]
+    rep = _wait(client, rid)
+    assert rep["status"] == "failed" and rep["error"] == "RuntimeError: disk on fire"
+    assert client.get(f"/api/v1/reports/{rid}/items").json()["total"] == 0  # nothing half-written
+    export = client.get(f"/api/v1/reports/{rid}/export")
+    assert export.status_code == 422 and "failed, not done" in export.json()["error"]
+
+
 def test_docs_page_is_served_without_a_cdn(client: TestClient) -> None:
     page = client.get("/docs").text
     assert "/static/swagger/swagger-ui-bundle.js" in page and "cdn" not in page.lower()

@@ -34,7 +34,7 @@ def make_engine(url: str) -> Engine:
                 "journal_mode=WAL",
                 "synchronous=NORMAL",
                 "foreign_keys=ON",
-                "cache_size=-1048576",  # 1 GiB ceiling: a large index's upper B-tree levels stay cached
+                "cache_size=-262144",  # 256 MiB: bounds memory whatever the corpus size
                 "temp_store=MEMORY",
                 "busy_timeout=60000",
             ):
