@@ -56,11 +56,10 @@ class BarProgress:
         self.task = self.bar.add_task("indexing", total=max(total_bytes / 1e6, 1e-6), files=f"0/{total_files}",
                                       docs=0, rate=0.0)
         self.total_files, self.files, self.docs, self.t0 = total_files, 0, 0, time.perf_counter()
-        self.file_mb = 0.0
         self.bar.start()
 
     def file_started(self, path: str, size: int) -> None:
-        self.file_mb = 0.0
+        pass
 
     def advanced(self, documents: int, nbytes: int) -> None:
         self.docs += documents

@@ -82,9 +82,6 @@ class PreparedItem:
     item: BenchmarkItem
     segments: list[Segment]
 
-    def n_tokens(self, roles: Sequence[str] = SCORED_ROLES) -> int:
-        return sum(len(s.tokens) for s in self.segments if s.role in roles)
-
 
 @dataclass
 class RoleScore:

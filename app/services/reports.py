@@ -8,7 +8,6 @@ import hashlib
 import io
 import json
 import logging
-import threading
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -96,7 +95,6 @@ class ReportService:
         self.engine = engine
         self.max_upload = max_upload_bytes
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="contam-job")
-        self._lock = threading.Lock()
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
