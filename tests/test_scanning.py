@@ -133,3 +133,26 @@ def test_engine_fixture_is_real(migrated_url: str) -> None:
     eng = make_engine(migrated_url)
     assert eng.dialect.name in ("sqlite", "postgresql")
     eng.dispose()
+
+
+WIDESPREAD = "Name the largest moon of the planet Saturn which has a thick nitrogen atmosphere and methane lakes"
+
+
+def test_widespread_copy_is_contaminated_not_boilerplate(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """An item copied into more documents than max_df must not vanish as boilerplate."""
+    f = tmp_path / "w.jsonl"
+    docs = [{"id": f"mirror{i}", "text": f"Mirror site {i}: {WIDESPREAD}? Answer: Titan."} for i in range(15)]
+    f.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    with IndexJob(engine, "web", SignatureConfig(), IndexOptions()) as job:
+        job.run([f])
+    r = Scanner(engine).scan([BenchmarkItem("w", 0, question=WIDESPREAD, answer="Titan")])[0]
+    assert r.score.roles["question"].common_ngrams > 0  # every n-gram is above max_df
+    assert r.score.status == "contaminated" and "widespread" in r.score.reason
+
+
+def test_duplicate_items_are_capped_at_suspicious(scanner: Scanner) -> None:
+    """Two identical items share all their text: found, but it may be the other's copy."""
+    twins = [BenchmarkItem(f"twin{i}", i, question=Q_VERBATIM, answer=A_VERBATIM) for i in range(2)]
+    for r in scanner.scan(twins):
+        assert r.score.status == "suspicious", r.score.reason
+        assert "shared with other items" in r.score.reason and r.evidence[0]["document_id"] == "verbatim"
