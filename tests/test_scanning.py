@@ -156,3 +156,17 @@ def test_duplicate_items_are_capped_at_suspicious(scanner: Scanner) -> None:
     for r in scanner.scan(twins):
         assert r.score.status == "suspicious", r.score.reason
         assert "shared with other items" in r.score.reason and r.evidence[0]["document_id"] == "verbatim"
+
+
+def test_short_document_is_not_a_near_duplicate_of_a_long_item(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A document holding a few words of a long item must not score as a near copy of it
+    (partial_ratio would otherwise align the short text inside the item)."""
+    item = ("A farmer plants forty rows of corn and each row holds thirty stalks so how many stalks of corn "
+            "does the farmer have in the whole field when the harvest finally begins this year")
+    f = tmp_path / "s.jsonl"
+    f.write_text(json.dumps({"id": "fragment", "text": "A farmer plants forty rows of corn and each row"}) + "\n")
+    with IndexJob(engine, "web", SignatureConfig(), IndexOptions()) as job:
+        job.run([f])
+    r = Scanner(engine).scan([BenchmarkItem("q", 0, question=item)])[0]
+    assert r.evidence and r.evidence[0]["document_id"] == "fragment"
+    assert r.score.near_similarity < 0.6

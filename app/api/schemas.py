@@ -16,7 +16,7 @@ class ThresholdsIn(BaseModel):
     contaminated_coverage: float = Field(0.8, ge=0, le=1, description="Llama 2 'dirty' bound on token coverage")
     suspicious_coverage: float = Field(0.2, ge=0, le=1, description="Llama 2 'clean' bound on token coverage")
     longest_match: int = Field(13, ge=1, description="GPT-3: a shared run of this many tokens is suspicious")
-    near_similarity: float = Field(0.85, ge=0, le=1, description="verified near-duplicate similarity")
+    near_similarity: float = Field(0.75, ge=0, le=1, description="verified near-duplicate similarity")
     max_df: int = Field(10, ge=1, description="GPT-3: n-grams in more documents are boilerplate")
     template_min_items: int = Field(2, ge=1, description="n-grams in this many items are shared text")
 

@@ -22,7 +22,9 @@ Status, with defaults from published rules (all overridable, see Thresholds):
   contaminated  best_doc_coverage >= 0.8 (Llama 2's "dirty" bound), or the question found
                 (>= 0.8) together with its answer in the same document
   suspicious    best_doc_coverage >= 0.2 (Llama 2's "clean" bound) or longest_match >= 13
-                tokens (GPT-3's 13-gram rule) or near-duplicate similarity >= 0.85
+                tokens (GPT-3's 13-gram rule) or a verified near-duplicate region with
+                similarity >= 0.75 (rapidfuzz partial_ratio of the item inside a region that
+                holds all of it: chance alignments of unrelated text score well below)
   clean         otherwise
 """
 
@@ -45,7 +47,7 @@ class Thresholds:
     contaminated_coverage: float = 0.8  # Llama 2 (Touvron et al. 2023): > 80% token coverage is dirty
     suspicious_coverage: float = 0.2  # Llama 2: < 20% token coverage is clean
     longest_match: int = 13  # GPT-3 (Brown et al. 2020): any shared 13-gram
-    near_similarity: float = 0.85  # rapidfuzz partial_ratio / 100 on a verified near-duplicate region
+    near_similarity: float = 0.75  # rapidfuzz partial_ratio / 100, item inside a region that holds all of it
     max_df: int = 10  # GPT-3: n-grams in more than ~10 documents are boilerplate
     template_min_items: int = 2  # an n-gram in this many items of the benchmark is shared text
 

@@ -260,12 +260,21 @@ class Scanner:
         else:
             lo, hi = 0, min(T, L)
         pad = max(L // 2, 8)
+        # The region must hold the whole item: partial_ratio aligns the shorter string inside the
+        # longer one, so a region shorter than the item would be "found" inside the item instead.
+        want = L + 2 * pad
         r_lo, r_hi = max(0, lo - pad), min(T, hi + pad)
+        if r_hi - r_lo < want:
+            grow = want - (r_hi - r_lo)
+            r_lo = max(0, r_lo - grow // 2)
+            r_hi = min(T, r_lo + want)
+            r_lo = max(0, r_hi - want)
         region = doc.toks.tokens[r_lo:r_hi]
         sim = 0.0
         if region and q_toks:
             a, b = " ".join(q_toks), " ".join(region)
-            sim = fuzz.partial_ratio(a, b) / 100.0 if len(a) <= 3 * len(b) + 100 else fuzz.ratio(a, b) / 100.0
+            # needle in a bounded haystack; a document shorter than the item is compared whole
+            sim = (fuzz.partial_ratio(a, b) if len(b) >= len(a) else fuzz.ratio(a, b)) / 100.0
         answer_in = False
         if answer_toks and len(answer_toks) <= len(region):
             m = len(answer_toks)
