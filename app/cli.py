@@ -171,7 +171,7 @@ def scan(
         results = scanner.scan(items)
     except ContamError as exc:
         raise _fail(exc) from None
-    summary = summarize(results)
+    summary = summarize(results, scanner.th)
     out = sys.stdout
     if fmt == "json":
         json.dump({"fingerprint": scanner.fingerprint, "summary": summary,

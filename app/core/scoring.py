@@ -106,6 +106,10 @@ class RoleScore:
     def best_doc_coverage(self) -> float:
         return self.best_doc_covered / self.eligible_tokens if self.eligible_tokens else 0.0
 
+    def found(self, th: Thresholds) -> bool:
+        """The field counts as found in the corpus under the same rules as an item's status."""
+        return self.best_doc_coverage >= th.suspicious_coverage or self.longest_match >= th.longest_match
+
     def as_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         d["coverage"] = round(self.coverage, 4)

@@ -27,7 +27,7 @@ log = logging.getLogger("contam.reports")
 STATUSES = ("contaminated", "suspicious", "clean", "too_short")
 
 
-def summarize(results: list[ItemResult]) -> dict[str, Any]:
+def summarize(results: list[ItemResult], th: Thresholds) -> dict[str, Any]:
     """Counts per status; contaminated share overall, per field and per corpus."""
     counts = Counter(r.score.status for r in results)
     n = len(results)
@@ -37,7 +37,7 @@ def summarize(results: list[ItemResult]) -> dict[str, Any]:
         for role, rs in r.score.roles.items():
             c = by_role.setdefault(role, Counter())
             c["items"] += 1
-            c["found"] += int(rs.best_doc_coverage >= 0.2 or rs.longest_match >= 13)
+            c["found"] += int(rs.found(th))
         for corpus in {e["corpus"] for e in r.evidence}:
             c = by_corpus.setdefault(corpus, Counter())
             c[r.score.status] += 1
@@ -68,9 +68,9 @@ def summarize(results: list[ItemResult]) -> dict[str, Any]:
     }
 
 
-def item_row(r: ItemResult) -> dict[str, Any]:
+def item_row(r: ItemResult, th: Thresholds) -> dict[str, Any]:
     d = r.as_dict()
-    roles = [role for role, rs in r.score.roles.items() if rs.best_doc_coverage >= 0.2 or rs.longest_match >= 13]
+    roles = [role for role, rs in r.score.roles.items() if rs.found(th)]
     corpora = sorted({e["corpus"] for e in r.evidence})
     data = {k: v for k, v in d.items() if k not in ("item_id", "row", "status", "score")}
     data["item"] = {"question": r.item.question, "passage": r.item.passage, "choices": list(r.item.choices),
@@ -146,7 +146,8 @@ class ReportService:
         try:
             data = zstandard.ZstdDecompressor().decompress(blob, max_output_size=1 << 34)
             items, _ = read_benchmark(data, rep["filename"], rep["mapping"])
-            scanner = Scanner(self.engine, rep["corpora"], Thresholds(**rep["thresholds"]))
+            th = Thresholds(**rep["thresholds"])
+            scanner = Scanner(self.engine, rep["corpora"], th)
 
             def progress(done: int, total: int) -> None:
                 with self.engine.begin() as c:
@@ -155,10 +156,10 @@ class ReportService:
             results = scanner.scan(items, progress)
             with self.engine.begin() as conn:
                 rrepo.delete_items(conn, report_id)
-                rows = [item_row(r) for r in results]
+                rows = [item_row(r, th) for r in results]
                 for i in range(0, len(rows), 2000):
                     rrepo.insert_items(conn, report_id, rows[i : i + 2000])
-                rrepo.set_status(conn, report_id, "done", summary=summarize(results), done_items=len(results))
+                rrepo.set_status(conn, report_id, "done", summary=summarize(results, th), done_items=len(results))
         except Exception as exc:
             with self.engine.begin() as conn:
                 rrepo.delete_items(conn, report_id)

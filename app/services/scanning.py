@@ -221,7 +221,8 @@ class Scanner:
         if not candidates:
             return ItemResult(p.item, first)
         q_toks = [t for s in p.segments if s.role in SCORED_ROLES for t in s.tokens]
-        found = {int(h) for s in p.segments for h in s.hashes if int(h) in postings}
+        found_set = {int(h) for s in p.segments for h in s.hashes if int(h) in postings}
+        found = np.fromiter(found_set, dtype=np.int64, count=len(found_set))
         answer_toks = tokenize(p.item.answer) if p.item.answer else []
         metas = repo.documents_meta(conn, [d for d in candidates if d not in self._docs])
         evidence, sims, answer_in = [], {}, {}
@@ -241,13 +242,13 @@ class Scanner:
         evidence.sort(key=lambda e: (-e["coverage"], -e["similarity"]))
         return ItemResult(p.item, final, evidence[: self.k])
 
-    def _verify(self, doc: _Doc, q_toks: list[str], found: set[int], win: int | None,
+    def _verify(self, doc: _Doc, q_toks: list[str], found: np.ndarray, win: int | None,
                 answer_toks: list[str]) -> dict[str, Any]:
         """Align the item with a bounded region of the document (never the whole document)."""
         n, L = self.cfg.ngram_n, len(q_toks)
         T = len(doc.toks)
-        matched = np.flatnonzero(np.isin(doc.hashes, np.fromiter(found, dtype=np.int64, count=len(found)))) \
-            if found and len(doc.hashes) else np.empty(0, dtype=np.int64)
+        matched = np.flatnonzero(np.isin(doc.hashes, found)) if len(found) and len(doc.hashes) \
+            else np.empty(0, dtype=np.int64)
         if len(matched):
             # the densest cluster: most matched positions inside a span of 2 item lengths
             span = 2 * max(L, n)
