@@ -62,6 +62,8 @@ def index(
     bands: Annotated[int, typer.Option(help="LSH bands")] = 16,
     seed: Annotated[int, typer.Option(help="MinHash seed")] = 1,
     store_text: Annotated[bool, typer.Option(help="keep document text (else a pointer into the file)")] = True,
+    commit_mb: Annotated[float, typer.Option(
+        help="commit after this many MB of text (small files share a transaction; 0: after each file)")] = 256,
     progress: Annotated[str, typer.Option(help="auto | bar | log | none")] = "auto",
     db: DbOpt = None,
 ) -> None:
@@ -78,7 +80,7 @@ def index(
         files = find_files(paths)
         opts = IndexOptions(text_field=text_field, id_field=id_field, limit=limit,
                             workers=workers or get_settings().resolved_workers(), batch_size=batch_size,
-                            store_text=store_text)
+                            store_text=store_text, commit_bytes=int(commit_mb * 1e6))
         mode = progress if progress != "auto" else ("bar" if sys.stderr.isatty() else "log")
         reporter: Any = None
         if mode == "bar":

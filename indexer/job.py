@@ -13,8 +13,8 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections import Counter
-from collections.abc import Iterator
+from collections import Counter, deque
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -44,7 +44,8 @@ class IndexOptions:
     batch_size: int = 2000  # documents per batch sent to a worker
     batch_bytes: int = 1 << 20  # or this much text, whichever comes first
     store_text: bool = True  # keep the (compressed) text; else only a pointer into the file
-    flush_rows: int = 1_000_000  # posting rows buffered before a bulk insert
+    flush_rows: int = 4_000_000  # posting rows buffered before a bulk insert
+    commit_bytes: int = 256 << 20  # text per transaction: small files are committed in groups
 
 
 @dataclass
@@ -121,6 +122,8 @@ class NoProgress:
 
 @dataclass
 class SignedBatch:
+    """One batch's rows; postings sorted by (hash, doc) and (key, doc, win), n-grams distinct per doc."""
+
     n_tokens: np.ndarray
     n_chars: list[int]
     text_hash: np.ndarray
@@ -139,7 +142,7 @@ def sign_batch(texts: list[str], cfg: SignatureConfig, store_text: bool) -> Sign
     ng, ng_doc, bk, bk_doc, bk_win = [], [], [], [], []
     for i, t in enumerate(texts):
         raw = t.encode("utf-8", "surrogatepass")
-        sig = sign_text(tokenize(t), cfg)
+        sig = sign_text(tokenize(t), cfg, distinct=False)
         n_tok.append(sig.n_tokens)
         hashes.append(xxhash.xxh3_64_intdigest(raw))
         if comp is not None:
@@ -155,16 +158,25 @@ def sign_batch(texts: list[str], cfg: SignatureConfig, store_text: bool) -> Sign
     def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
         return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(0, dtype=dtype)
 
+    # Sorted here, in parallel, so that the single writer inserts B-tree keys in order; the
+    # same sort drops an n-gram's repeats within a document.
+    ng_hash, ng_doc_ = cat(ng, np.int64), cat(ng_doc, np.int32)
+    order = np.lexsort((ng_doc_, ng_hash))
+    ng_hash, ng_doc_ = ng_hash[order], ng_doc_[order]
+    keep = np.ones(len(ng_hash), dtype=bool)
+    keep[1:] = (ng_hash[1:] != ng_hash[:-1]) | (ng_doc_[1:] != ng_doc_[:-1])
+    band_key, band_doc, band_win = cat(bk, np.int64), cat(bk_doc, np.int32), cat(bk_win, np.int32)
+    order = np.lexsort((band_win, band_doc, band_key))
     return SignedBatch(
         n_tokens=np.array(n_tok, dtype=np.int64),
         n_chars=[len(t) for t in texts],
         text_hash=np.array(hashes, dtype=np.uint64).view(np.int64),
         blobs=blobs if comp is not None else None,
-        ng_hash=cat(ng, np.int64),
-        ng_doc=cat(ng_doc, np.int32),
-        band_key=cat(bk, np.int64),
-        band_doc=cat(bk_doc, np.int32),
-        band_win=cat(bk_win, np.int32),
+        ng_hash=ng_hash[keep],
+        ng_doc=ng_doc_[keep],
+        band_key=band_key[order],
+        band_doc=band_doc[order],
+        band_win=band_win[order],
     )
 
 
@@ -193,7 +205,11 @@ def _batches(docs: Iterator[RawDocument], opts: IndexOptions) -> Iterator[list[R
 
 
 class _Postings:
-    """Posting rows buffered across batches and bulk-inserted in sorted runs."""
+    """Posting rows buffered across batches and bulk-inserted in key order.
+
+    Each batch arrives sorted (by its worker) and batches hold increasing document ids, so a
+    stable sort on the key alone merges the runs into (key, doc, ...) order cheaply.
+    """
 
     def __init__(self, conn: Any, flush_rows: int) -> None:
         self.conn, self.flush_rows = conn, flush_rows
@@ -208,18 +224,19 @@ class _Postings:
         if self.rows >= self.flush_rows:
             self.flush()
 
+    @staticmethod
+    def _merge(runs: Sequence[tuple[np.ndarray, ...]]) -> list[np.ndarray]:
+        cols = [np.concatenate(c) for c in zip(*runs, strict=True)]
+        if len(runs) > 1:
+            order = np.argsort(cols[0], kind="stable")
+            cols = [c[order] for c in cols]
+        return cols
+
     def flush(self) -> None:
         if self.ng:
-            repo.insert_ngrams(
-                self.conn, np.concatenate([a for a, _ in self.ng]), np.concatenate([b for _, b in self.ng])
-            )
+            repo.insert_ngrams(self.conn, *self._merge(self.ng))
         if self.bd:
-            repo.insert_bands(
-                self.conn,
-                np.concatenate([a for a, _, _ in self.bd]),
-                np.concatenate([b for _, b, _ in self.bd]),
-                np.concatenate([c for _, _, c in self.bd]),
-            )
+            repo.insert_bands(self.conn, *self._merge(self.bd))
         self.ng, self.bd, self.rows = [], [], 0
 
 
@@ -264,22 +281,39 @@ class _End:
     error: str | None = None  # set when the file could not be read to its end
 
 
+@dataclass
+class _Sync:
+    """Commit what is written so far, then set `done` (the main thread waits on it)."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+
+
 _STOP = object()
 
 
 class _Writer(threading.Thread):
-    """The only thread that writes: one transaction per file, fed in order through a bounded queue.
+    """The only thread that writes, fed in order through a bounded queue.
 
     The main thread reads files and hands batches to the worker processes without waiting for
     the database, so reading, signing and writing overlap, also across file boundaries.
+
+    Files are committed in groups (up to `commit_bytes` of text): every commit rewrites each
+    posting page the group touched, so one commit per small file cost 25% of the run
+    (bench/index_speed.py). A file that turns out to be corrupt rolls its whole group back;
+    it is recorded as failed and the group's other files are handed back to the main thread
+    (`retry`) to be indexed again, so the rest of the run still goes on.
     """
 
     def __init__(self, job: IndexJob, corpus_id: int, depth: int) -> None:
         super().__init__(name="contam-writer", daemon=True)
         self.job, self.corpus_id = job, corpus_id
         self.queue: queue.Queue[object] = queue.Queue(maxsize=depth)
-        self.reports: list[FileReport] = []
+        self.reports: list[FileReport] = []  # files committed, or recorded as failed
+        self.retry: list[_Start] = []  # files rolled back with a corrupt one, to index again
         self.error: BaseException | None = None
+        self._trans: Any = None
+        self._group: list[tuple[_Start, FileReport]] = []
+        self._group_bytes = 0
 
     def put(self, msg: object) -> None:
         while True:
@@ -291,68 +325,106 @@ class _Writer(threading.Thread):
             except queue.Full:
                 continue
 
+    def sync(self) -> list[_Start]:
+        """Wait until everything sent so far is committed; the files to index again."""
+        msg = _Sync()
+        self.put(msg)
+        while not msg.done.wait(0.2):
+            if self.error is not None:
+                raise self.error
+        retry, self.retry = self.retry, []
+        return retry
+
     def run(self) -> None:
         try:
-            while True:
-                msg = self.queue.get()
-                if msg is _STOP:
-                    return
-                assert isinstance(msg, _Start)
-                self.reports.append(self._file(msg))
-        except BaseException as exc:  # handed to the main thread by put()/finish()
+            with self.job.engine.connect() as conn:
+                if conn.dialect.name == "sqlite":
+                    conn.exec_driver_sql("PRAGMA wal_autocheckpoint=0")  # one checkpoint when the run ends
+                    conn.commit()  # (the statement began SQLAlchemy's implicit transaction)
+                try:
+                    while True:
+                        msg = self.queue.get()
+                        if msg is _STOP:
+                            self._commit()
+                            if any(r.status == "done" for r in self.reports):
+                                refresh_statistics(conn)
+                            return
+                        if isinstance(msg, _Sync):
+                            self._commit()
+                            msg.done.set()
+                            continue
+                        assert isinstance(msg, _Start)
+                        self._file(conn, msg)
+                except BaseException:
+                    if self._trans is not None:
+                        self._trans.rollback()
+                    raise
+        except BaseException as exc:  # handed to the main thread by put()/sync()
             self.error = exc
             while True:  # drain so the producer never blocks on a dead writer
                 try:
-                    if self.queue.get(timeout=0.5) is _STOP:
+                    msg = self.queue.get(timeout=0.5)
+                    if msg is _STOP:
                         return
                 except queue.Empty:
                     continue
 
-    def _file(self, start: _Start) -> FileReport:
+    def _commit(self) -> None:
+        if self._trans is not None:
+            self._trans.commit()
+        self._trans = None
+        for _, report in self._group:
+            self.reports.append(report)
+            self.job.progress.file_finished(report)
+        self._group, self._group_bytes = [], 0
+
+    def _file(self, conn: Any, start: _Start) -> None:
         job = self.job
         report = FileReport(str(start.path), "done", bytes=start.size)
         job.progress.file_started(str(start.path), start.size)
         t0 = time.perf_counter()
-        with job.engine.begin() as conn:
-            existing = repo.find_file(conn, self.corpus_id, start.content_hash)
-            if existing is not None:  # failed before: forget it and try again
-                repo.delete_file(conn, existing["id"])
-        with job.engine.connect() as conn:
-            trans = conn.begin()
-            if conn.dialect.name == "sqlite":
-                conn.exec_driver_sql("PRAGMA wal_autocheckpoint=0")  # one checkpoint when the run ends
-            try:
-                file_id = repo.insert_file(conn, self.corpus_id, str(start.path), start.size, start.content_hash,
-                                           "done")
-                postings = _Postings(conn, job.opts.flush_rows)
-                while True:
-                    msg = self.queue.get()
-                    if isinstance(msg, _End):
-                        break
-                    assert isinstance(msg, _Batch)
-                    self._write_batch(conn, file_id, msg, postings, report)
-                report.skipped = dict(sorted(msg.skipped.items()))
-                if msg.error is not None:
-                    raise CorruptFileError(msg.error)
-                postings.flush()
-                repo.finish_file(
-                    conn, file_id, n_docs=report.documents, n_tokens=report.tokens, n_ngrams=report.ngrams,
-                    n_windows=report.windows, skipped=report.skipped, seconds=time.perf_counter() - t0,
-                )
-                trans.commit()
-            except CorruptFileError as exc:
-                trans.rollback()  # nothing of this file stays
-                report = FileReport(str(start.path), "failed", bytes=start.size, skipped=report.skipped,
-                                    error=exc.message)
-                with conn.begin():
-                    repo.insert_file(conn, self.corpus_id, str(start.path), start.size, start.content_hash,
-                                     "failed", exc.message, report.skipped)
-            except BaseException:
-                trans.rollback()
-                raise
+        if self._trans is None:
+            self._trans = conn.begin()
+        existing = repo.find_file(conn, self.corpus_id, start.content_hash)
+        if existing is not None:  # failed before: forget it and try again
+            repo.delete_file(conn, existing["id"])
+        file_id = repo.insert_file(conn, self.corpus_id, str(start.path), start.size, start.content_hash, "done")
+        postings = _Postings(conn, job.opts.flush_rows)
+        while True:
+            msg = self.queue.get()
+            if isinstance(msg, _End):
+                break
+            assert isinstance(msg, _Batch)
+            self._write_batch(conn, file_id, msg, postings, report)
+        report.skipped = dict(sorted(msg.skipped.items()))
+        if msg.error is not None:
+            self._fail(conn, start, report, msg.error)
+            return
+        postings.flush()
         report.seconds = time.perf_counter() - t0
-        job.progress.file_finished(report)
-        return report
+        repo.finish_file(
+            conn, file_id, n_docs=report.documents, n_tokens=report.tokens, n_ngrams=report.ngrams,
+            n_windows=report.windows, skipped=report.skipped, seconds=report.seconds,
+        )
+        self._group.append((start, report))
+        self._group_bytes += report.text_bytes
+        if self._group_bytes >= job.opts.commit_bytes:
+            self._commit()
+
+    def _fail(self, conn: Any, start: _Start, report: FileReport, error: str) -> None:
+        """Nothing of a corrupt file stays: roll back its group, record it as failed."""
+        self._trans.rollback()
+        self.retry += [s for s, _ in self._group]
+        self._trans, self._group, self._group_bytes = None, [], 0
+        with conn.begin():
+            existing = repo.find_file(conn, self.corpus_id, start.content_hash)
+            if existing is not None:
+                repo.delete_file(conn, existing["id"])
+            repo.insert_file(conn, self.corpus_id, str(start.path), start.size, start.content_hash,
+                             "failed", error, report.skipped)
+        failed = FileReport(str(start.path), "failed", bytes=start.size, skipped=report.skipped, error=error)
+        self.reports.append(failed)
+        self.job.progress.file_finished(failed)
 
     def _write_batch(self, conn: Any, file_id: int, msg: _Batch, postings: _Postings, report: FileReport) -> None:
         sb, docs = msg.future.result(), msg.docs
@@ -401,6 +473,30 @@ class IndexJob:
             return fut
         return self.pool.submit(sign_batch, texts, self.cfg, self.opts.store_text)
 
+    def _send(self, path: Path, writer: _Writer, corpus_id: int, queued: set[str],
+              unchanged: list[FileReport]) -> None:
+        """Hand one file to the writer (its batches signed by the workers), unless already indexed."""
+        size = path.stat().st_size
+        chash = file_content_hash(path)
+        with self.engine.connect() as conn:
+            existing = repo.find_file(conn, corpus_id, chash)
+        if chash in queued or (existing is not None and existing["status"] == "done"):
+            report = FileReport(str(path), "unchanged", bytes=size)
+            unchanged.append(report)
+            self.progress.file_finished(report)
+            return
+        queued.add(chash)
+        writer.put(_Start(path, size, chash))
+        skipped: Counter[str] = Counter()
+        error = None
+        try:
+            docs = read_documents(path, skipped, self.opts.text_field, self.opts.id_field, self.opts.limit)
+            for batch in _batches(docs, self.opts):
+                writer.put(_Batch(batch, self._submit([d.text for d in batch])))
+        except CorruptFileError as exc:
+            error = exc.message
+        writer.put(_End(skipped, error))
+
     def run(self, paths: list[Path]) -> IndexSummary:
         t0 = time.perf_counter()
         files = find_files(paths)
@@ -409,35 +505,20 @@ class IndexJob:
         writer.start()
         unchanged: list[FileReport] = []
         queued: set[str] = set()
+        pending = deque(files)
         try:
-            for path in files:
-                size = path.stat().st_size
-                chash = file_content_hash(path)
-                with self.engine.connect() as conn:
-                    existing = repo.find_file(conn, corpus_id, chash)
-                if chash in queued or (existing is not None and existing["status"] == "done"):
-                    report = FileReport(str(path), "unchanged", bytes=size)
-                    unchanged.append(report)
-                    self.progress.file_finished(report)
-                    continue
-                queued.add(chash)
-                writer.put(_Start(path, size, chash))
-                skipped: Counter[str] = Counter()
-                error = None
-                try:
-                    docs = read_documents(path, skipped, self.opts.text_field, self.opts.id_field, self.opts.limit)
-                    for batch in _batches(docs, self.opts):
-                        writer.put(_Batch(batch, self._submit([d.text for d in batch])))
-                except CorruptFileError as exc:
-                    error = exc.message
-                writer.put(_End(skipped, error))
+            while pending:
+                path = pending.popleft()
+                self._send(path, writer, corpus_id, queued, unchanged)
+                if not pending:  # files rolled back with a corrupt one go round again
+                    for again in writer.sync():
+                        queued.discard(again.content_hash)
+                        pending.append(again.path)
         finally:
             writer.queue.put(_STOP)
             writer.join()
         if writer.error is not None:
             raise writer.error
-        if any(r.status == "done" for r in writer.reports):
-            refresh_statistics(self.engine)
         order = {str(p): i for i, p in enumerate(files)}
         reports = sorted(writer.reports + unchanged, key=lambda r: order[r.path])
         return IndexSummary(self.corpus, reports, time.perf_counter() - t0)

@@ -10,14 +10,18 @@ from indexer.job import FileReport
 
 
 class LogProgress:
-    """One line per file event on a stream (what a log file or CI wants)."""
+    """One line per file event on a stream (what a log file or CI wants).
+
+    A file is reported done when its transaction commits (files are committed in groups).
+    """
 
     def __init__(self, total_files: int, stream: TextIO = sys.stderr) -> None:
-        self.total, self.stream, self.n = total_files, stream, 0
+        self.total, self.stream, self.n, self.started = total_files, stream, 0, 0
         self.t0 = time.perf_counter()
 
     def file_started(self, path: str, size: int) -> None:
-        print(f"indexing [{self.n + 1}/{self.total}] {path} ({size / 1e6:.1f} MB)", file=self.stream, flush=True)
+        self.started += 1
+        print(f"indexing [{self.started}/{self.total}] {path} ({size / 1e6:.1f} MB)", file=self.stream, flush=True)
 
     def advanced(self, documents: int, nbytes: int) -> None:
         pass

@@ -142,6 +142,32 @@ def test_corrupt_file_fails_alone_and_exit_code(migrated_url: str, tmp_path: Pat
     assert rerun.exit_code == 1 and '"files_unchanged": 2' in rerun.output
 
 
+def test_corrupt_file_inside_a_group_leaves_the_rest_indexed_once(db_url: str, tmp_path: Path) -> None:
+    """Files share a transaction; a corrupt one rolls back its group, whose good files are redone."""
+    from app.store.db import upgrade
+
+    mixed, clean = tmp_path / "mixed", tmp_path / "clean"
+    mixed.mkdir()
+    clean.mkdir()
+    for d in (mixed, clean):
+        write_jsonl(d / "a.jsonl", make_docs(40, 90, 1, "a"))
+        write_jsonl(d / "c.jsonl.gz", make_docs(30, 70, 3, "c"), gz=True)
+    blob = gzip.compress("".join(json.dumps(d) + "\n" for d in make_docs(300, 60, 2, "b")).encode())
+    (mixed / "b-broken.jsonl.gz").write_bytes(blob[: len(blob) // 2])
+    upgrade(db_url)
+    s = run_index(db_url, [mixed], batch_size=25)  # default grouping: a and b share a transaction
+    assert [(Path(f.path).name, f.status) for f in s.files] == [
+        ("a.jsonl", "done"), ("b-broken.jsonl.gz", "failed"), ("c.jsonl.gz", "done")]
+    assert s.as_dict()["documents"] == 70
+    fresh_url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    upgrade(fresh_url)
+    run_index(fresh_url, [clean], batch_size=25)
+    got, want = snapshot(db_url), snapshot(fresh_url)
+    assert got["docs"] == want["docs"] and got["grams"] == want["grams"] and got["bands"] == want["bands"]
+    assert [(Path(p).name, st, n) for p, st, n in got["files"]] == [
+        ("a.jsonl", "done", 40), ("b-broken.jsonl.gz", "failed", 0), ("c.jsonl.gz", "done", 30)]
+
+
 def test_health_reports_duplicates_and_lengths(migrated_url: str, tmp_path: Path) -> None:
     docs = make_docs(4, 30, 1, "a") + [{"id": "dup", "text": make_docs(1, 30, 1, "a")[0]["text"]}]
     write_jsonl(tmp_path / "a.jsonl", docs)
@@ -170,8 +196,14 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "app.cli", *args]
 
 
-def test_killed_run_resumes_to_the_same_index(db_url: str, tmp_path: Path) -> None:
-    """SIGKILL the indexer in the middle of a file, rerun, compare with an uninterrupted run."""
+@pytest.mark.parametrize("commit_mb", ["0", "256"], ids=["commit-per-file", "commit-per-group"])
+def test_killed_run_resumes_to_the_same_index(db_url: str, tmp_path: Path, commit_mb: str) -> None:
+    """SIGKILL the indexer in the middle of a file, rerun, compare with an uninterrupted run.
+
+    With a commit per file the first file survives the kill; with the default grouping the
+    three small-to-medium files share one transaction and nothing survives. Either way the
+    rerun ends with exactly the index of a run that was never interrupted.
+    """
     from app.store.db import upgrade
 
     corpus = tmp_path / "corpus"
@@ -182,21 +214,23 @@ def test_killed_run_resumes_to_the_same_index(db_url: str, tmp_path: Path) -> No
     upgrade(db_url)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     args = _cli("index", "--corpus", "c", "--db", db_url, "--workers", "1", "--batch-size", "200",
-                "--progress", "log", str(corpus))
+                "--commit-mb", commit_mb, "--progress", "log", str(corpus))
     proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, text=True)
     assert proc.stderr is not None
     for line in proc.stderr:
         if line.startswith("indexing [2/3]"):
             break
-    time.sleep(1.0)  # well inside the big file, which takes several seconds
+    time.sleep(0.3)  # well inside the big file, which takes over a second
     assert proc.poll() is None, "indexer finished before it could be killed"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     partial = snapshot(db_url)
-    assert [f[0].endswith("a-small.jsonl") for f in partial["files"]] == [True]  # only the first file
+    survived = 1 if commit_mb == "0" else 0
+    assert [f[0].endswith("a-small.jsonl") for f in partial["files"]] == [True] * survived
+    assert len(partial["docs"]) == 50 * survived  # nothing of a file in progress
     done = subprocess.run(args, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
-    assert '"files_unchanged": 1' in done.stdout and '"files_indexed": 2' in done.stdout
+    assert f'"files_unchanged": {survived}' in done.stdout and f'"files_indexed": {3 - survived}' in done.stdout
     resumed = snapshot(db_url)
     fresh_url = f"sqlite:///{tmp_path / 'fresh.db'}"
     upgrade(fresh_url)

@@ -34,16 +34,17 @@ def token_hashes(tokens: Sequence[str]) -> np.ndarray:
     cache = _token_cache
     if len(cache) > _CACHE_LIMIT:
         cache.clear()
-    get = cache.get
-    h64 = xxhash.xxh3_64_intdigest
-    out = np.empty(len(tokens), dtype=np.uint64)
-    for i, tok in enumerate(tokens):
-        v = get(tok)
-        if v is None:
-            v = h64(tok.encode("utf-8", "surrogatepass"))
-            cache[tok] = v
-        out[i] = v
-    return out
+    vals = list(map(cache.get, tokens))
+    if None in vals:
+        h64 = xxhash.xxh3_64_intdigest
+        for i, v in enumerate(vals):
+            if v is None:
+                tok = tokens[i]
+                v = cache.get(tok)
+                if v is None:
+                    v = cache[tok] = h64(tok.encode("utf-8", "surrogatepass"))
+                vals[i] = v
+    return np.array(vals, dtype=np.uint64)
 
 
 def _fmix64(h: np.ndarray) -> np.ndarray:
@@ -163,15 +164,19 @@ class DocSignatures:
     """What the index stores for one text."""
 
     n_tokens: int
-    ngrams: np.ndarray  # distinct signed n-gram hashes kept by the sample (int64)
+    ngrams: np.ndarray  # signed n-gram hashes kept by the sample (int64), distinct unless asked otherwise
     bands: np.ndarray  # (windows, bands) int64 band keys
 
 
-def sign_text(tokens: Sequence[str], cfg: SignatureConfig) -> DocSignatures:
-    """Signatures of one corpus text for both channels."""
+def sign_text(tokens: Sequence[str], cfg: SignatureConfig, distinct: bool = True) -> DocSignatures:
+    """Signatures of one corpus text for both channels.
+
+    With distinct=False the n-grams come in text order with repeats (the indexer removes
+    repeats for a whole batch at once, see indexer.job.sign_batch).
+    """
     th = token_hashes(tokens)
     grams = rolling_hashes(th, cfg.ngram_n)
     if cfg.sample_mod > 1:
         grams = grams[grams % _U64(cfg.sample_mod) == 0]
     sigs = window_minhashes(th, cfg)
-    return DocSignatures(len(tokens), to_signed(np.unique(grams)), band_keys(sigs, cfg))
+    return DocSignatures(len(tokens), to_signed(np.unique(grams) if distinct else grams), band_keys(sigs, cfg))

@@ -199,10 +199,12 @@ def insert_documents(conn: Connection, rows: Iterable[Sequence[Any]]) -> None:
 
 
 def insert_ngrams(conn: Connection, hashes: np.ndarray, doc_ids: np.ndarray) -> None:
+    """Rows sorted by (hash, doc_id), as the indexer's workers produce them."""
     db.bulk_insert_arrays(conn, "ngram", ("hash", "doc_id"), (hashes.astype(np.int64), doc_ids.astype(np.int32)))
 
 
 def insert_bands(conn: Connection, keys: np.ndarray, doc_ids: np.ndarray, wins: np.ndarray) -> None:
+    """Rows sorted by (key, doc_id, win)."""
     db.bulk_insert_arrays(
         conn, "band", ("key", "doc_id", "win"),
         (keys.astype(np.int64), doc_ids.astype(np.int32), wins.astype(np.int32)),
