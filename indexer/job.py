@@ -32,7 +32,7 @@ from app.core.text import tokenize
 from app.errors import ConfigError, CorruptFileError, FingerprintMismatch
 from app.readers.corpus import RawDocument, find_files, read_documents
 from app.store import repo
-from app.store.db import refresh_statistics
+from app.store.db import checkpoint, refresh_statistics
 
 
 @dataclass(frozen=True)
@@ -410,6 +410,7 @@ class _Writer(threading.Thread):
         self._group_bytes += report.text_bytes
         if self._group_bytes >= job.opts.commit_bytes:
             self._commit()
+            checkpoint(conn)  # keeps the WAL (and the disk it takes) to about one group
 
     def _fail(self, conn: Any, start: _Start, report: FileReport, error: str) -> None:
         """Nothing of a corrupt file stays: roll back its group, record it as failed."""

@@ -174,6 +174,14 @@ def chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield values[i : i + size]
 
 
+def checkpoint(conn: Connection) -> None:
+    """Copy SQLite's WAL into the database without waiting for readers (outside a transaction)."""
+    if dialect(conn) == "sqlite":
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        raw.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+
 def refresh_statistics(conn: Connection) -> None:
     """Give the query planner fresh statistics after a bulk load (outside a transaction).
 
