@@ -52,7 +52,7 @@ def index(
     id_field: str = "id",
     limit: Annotated[int | None, typer.Option(help="at most this many documents per file")] = None,
     workers: Annotated[int, typer.Option(help="worker processes (0: one per core)")] = 0,
-    batch_size: Annotated[int, typer.Option(help="documents per worker batch")] = 2000,
+    batch_size: Annotated[int | None, typer.Option(help="documents per worker batch [CONTAM_BATCH_SIZE: 2000]")] = None,
     ngram: Annotated[int, typer.Option(help="words per exact-channel n-gram")] = 8,
     sample: Annotated[int, typer.Option(help="keep n-grams with hash %% SAMPLE == 0 (1: all)")] = 1,
     window: Annotated[int, typer.Option(help="near-channel window, tokens")] = 64,
@@ -62,8 +62,9 @@ def index(
     bands: Annotated[int, typer.Option(help="LSH bands")] = 16,
     seed: Annotated[int, typer.Option(help="MinHash seed")] = 1,
     store_text: Annotated[bool, typer.Option(help="keep document text (else a pointer into the file)")] = True,
-    commit_mb: Annotated[float, typer.Option(
-        help="commit after this many MB of text (small files share a transaction; 0: after each file)")] = 256,
+    commit_mb: Annotated[float | None, typer.Option(
+        help="commit after this many MB of text; small files share a transaction; 0: after each file "
+             "[CONTAM_COMMIT_MB: 256]")] = None,
     progress: Annotated[str, typer.Option(help="auto | bar | log | none")] = "auto",
     db: DbOpt = None,
 ) -> None:
@@ -78,9 +79,11 @@ def index(
                               num_perm=num_perm, bands=bands, seed=seed)
         engine = _engine(db)
         files = find_files(paths)
+        settings = get_settings()
         opts = IndexOptions(text_field=text_field, id_field=id_field, limit=limit,
-                            workers=workers or get_settings().resolved_workers(), batch_size=batch_size,
-                            store_text=store_text, commit_bytes=int(commit_mb * 1e6))
+                            workers=workers or settings.resolved_workers(),
+                            batch_size=batch_size or settings.batch_size, store_text=store_text,
+                            commit_bytes=int((settings.commit_mb if commit_mb is None else commit_mb) * 1e6))
         mode = progress if progress != "auto" else ("bar" if sys.stderr.isatty() else "log")
         reporter: Any = None
         if mode == "bar":

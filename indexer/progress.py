@@ -15,8 +15,9 @@ class LogProgress:
     A file is reported done when its transaction commits (files are committed in groups).
     """
 
-    def __init__(self, total_files: int, stream: TextIO = sys.stderr) -> None:
-        self.total, self.stream, self.n, self.started = total_files, stream, 0, 0
+    def __init__(self, total_files: int, stream: TextIO | None = None) -> None:
+        self.total, self.n, self.started = total_files, 0, 0
+        self.stream = stream or sys.stderr  # looked up now: sys.stderr may have been replaced since import
         self.t0 = time.perf_counter()
 
     def file_started(self, path: str, size: int) -> None:

@@ -51,3 +51,25 @@ def test_serve_refuses_public_bind_without_keys(monkeypatch) -> None:  # type: i
     r = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0", "--port", "8999"])
     assert r.exit_code == 2 and "refusing to listen on 0.0.0.0 without API keys" in r.output
     get_settings.cache_clear()
+
+
+def test_index_commits_small_files_together_unless_told(migrated_url: str, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A file is reported done when its transaction commits: by default small files share one."""
+    from app.settings import get_settings
+
+    for name, q in (("a", Q1), ("b", Q2)):
+        (tmp_path / f"{name}.jsonl").write_text(json.dumps({"id": name, "text": q}) + "\n")
+
+    def events(corpus: str, *extra: str) -> list[str]:
+        get_settings.cache_clear()
+        r = CliRunner().invoke(cli, ["index", "--corpus", corpus, "--db", migrated_url, "--workers", "1",
+                                     "--progress", "log", *extra, str(tmp_path)])
+        assert r.exit_code == 0, r.output
+        return [line.split(" [")[0] for line in r.output.splitlines() if line.startswith(("indexing [", "done ["))]
+
+    monkeypatch.delenv("CONTAM_COMMIT_MB", raising=False)
+    assert events("grouped") == ["indexing", "indexing", "done", "done"]
+    assert events("per-file-flag", "--commit-mb", "0") == ["indexing", "done", "indexing", "done"]
+    monkeypatch.setenv("CONTAM_COMMIT_MB", "0")
+    assert events("per-file-env") == ["indexing", "done", "indexing", "done"]
+    get_settings.cache_clear()
