@@ -46,6 +46,7 @@ class IndexOptions:
     store_text: bool = True  # keep the (compressed) text; else only a pointer into the file
     flush_rows: int = 4_000_000  # posting rows buffered before a bulk insert
     commit_bytes: int = 256 << 20  # text per transaction: small files are committed in groups
+    commit_seconds: float = 30.0  # or this long: other writers (report jobs) wait at most ~this
 
 
 @dataclass
@@ -297,8 +298,10 @@ class _Writer(threading.Thread):
     The main thread reads files and hands batches to the worker processes without waiting for
     the database, so reading, signing and writing overlap, also across file boundaries.
 
-    Files are committed in groups (up to `commit_bytes` of text): every commit rewrites each
-    posting page the group touched, and one commit per 7.5 MB file cost a fifth of the run on
+    Files are committed in groups of up to `commit_bytes` of text or `commit_seconds` of work
+    (so other writers, such as report jobs on the same SQLite file, wait for the lock about that
+    long at most, plus the file in progress). Grouping pays: every commit rewrites each posting
+    page the group touched, and one commit per 7.5 MB file cost a fifth of the run on
     the evaluation corpus. A file that turns out to be corrupt rolls its whole group back;
     it is recorded as failed and the group's other files are handed back to the main thread
     (`retry`) to be indexed again, so the rest of the run still goes on.
@@ -314,6 +317,7 @@ class _Writer(threading.Thread):
         self._trans: Any = None
         self._group: list[tuple[_Start, FileReport]] = []
         self._group_bytes = 0
+        self._group_started = 0.0
 
     def put(self, msg: object) -> None:
         while True:
@@ -385,6 +389,7 @@ class _Writer(threading.Thread):
         t0 = time.perf_counter()
         if self._trans is None:
             self._trans = conn.begin()
+            self._group_started = t0
         existing = repo.find_file(conn, self.corpus_id, start.content_hash)
         if existing is not None:  # failed before: forget it and try again
             repo.delete_file(conn, existing["id"])
@@ -408,7 +413,8 @@ class _Writer(threading.Thread):
         )
         self._group.append((start, report))
         self._group_bytes += report.text_bytes
-        if self._group_bytes >= job.opts.commit_bytes:
+        if (self._group_bytes >= job.opts.commit_bytes
+                or time.perf_counter() - self._group_started >= job.opts.commit_seconds):
             self._commit()
             checkpoint(conn)  # keeps the WAL (and the disk it takes) to about one group
 

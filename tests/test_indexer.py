@@ -168,6 +168,38 @@ def test_corrupt_file_inside_a_group_leaves_the_rest_indexed_once(db_url: str, t
         ("a.jsonl", "done", 40), ("b-broken.jsonl.gz", "failed", 0), ("c.jsonl.gz", "done", 30)]
 
 
+class _Events:
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def file_started(self, path: str, size: int) -> None:
+        self.seen.append("start " + Path(path).name)
+
+    def advanced(self, documents: int, nbytes: int) -> None:
+        pass
+
+    def file_finished(self, report) -> None:  # type: ignore[no-untyped-def]
+        self.seen.append("done " + Path(report.path).name)
+
+
+@pytest.mark.parametrize(("opts", "order"), [
+    ({}, ["start a.jsonl", "start b.jsonl", "done a.jsonl", "done b.jsonl"]),
+    ({"commit_bytes": 0}, ["start a.jsonl", "done a.jsonl", "start b.jsonl", "done b.jsonl"]),
+    ({"commit_seconds": 0.0}, ["start a.jsonl", "done a.jsonl", "start b.jsonl", "done b.jsonl"]),
+], ids=["grouped", "by-size", "by-time"])
+def test_a_group_commits_at_its_size_or_time_limit(migrated_url: str, tmp_path: Path, opts: dict,
+                                                   order: list[str]) -> None:
+    """Files are reported done when their transaction commits."""
+    write_jsonl(tmp_path / "a.jsonl", make_docs(5, 40, 1, "a"))
+    write_jsonl(tmp_path / "b.jsonl", make_docs(5, 40, 2, "b"))
+    events = _Events()
+    eng = make_engine(migrated_url)
+    with IndexJob(eng, "c", SignatureConfig(), IndexOptions(**opts), events) as job:
+        job.run([tmp_path])
+    eng.dispose()
+    assert events.seen == order
+
+
 def test_health_reports_duplicates_and_lengths(migrated_url: str, tmp_path: Path) -> None:
     docs = make_docs(4, 30, 1, "a") + [{"id": "dup", "text": make_docs(1, 30, 1, "a")[0]["text"]}]
     write_jsonl(tmp_path / "a.jsonl", docs)
