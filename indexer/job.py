@@ -1,11 +1,12 @@
-"""The indexing batch job: find corpus files, sign documents in worker processes, write each
-file in one transaction.
+"""The indexing batch job: find corpus files, sign documents in worker processes, write them
+from one writer thread, committing files whole and in groups.
 
 Exactly-once: a file is identified by its content hash (xxh3-128) within a corpus. Its
-documents and postings are written in a single transaction that also records the file as
-done, so a run killed at any moment leaves either the whole file or none of it, and the
-next run indexes exactly the files that are missing. A file that cannot be read to its end
-is rolled back and recorded as failed with the reason; the next run retries it.
+documents and postings are written in the same transaction that records the file as done
+(with the other files of its group), so a run killed at any moment leaves each file either
+whole or absent, and the next run indexes exactly the files that are missing. A file that
+cannot be read to its end rolls its group back and is recorded as failed with the reason
+(the next run retries it); the group's other files are indexed again in this run.
 """
 
 from __future__ import annotations
