@@ -168,6 +168,42 @@ def test_corrupt_file_inside_a_group_leaves_the_rest_indexed_once(db_url: str, t
         ("a.jsonl", "done", 40), ("b-broken.jsonl.gz", "failed", 0), ("c.jsonl.gz", "done", 30)]
 
 
+def _bulk_insert_round_trip(url: str, param_limit: int | None = None) -> None:
+    import sqlite3
+
+    import numpy as np
+
+    from app.store.db import upgrade
+
+    upgrade(url)
+    rng = np.random.default_rng(1)
+    h = np.sort(rng.integers(-(2**63), 2**63 - 1, 2503, dtype=np.int64))
+    d = rng.integers(1, 50, 2503).astype(np.int32)
+    keys = np.sort(rng.integers(-(2**63), 2**63 - 1, 1001, dtype=np.int64))
+    eng = make_engine(url)
+    with eng.begin() as conn:
+        if param_limit is not None:
+            conn.connection.driver_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, param_limit)
+        repo.insert_ngrams(conn, h, d)
+        repo.insert_bands(conn, keys, np.full(1001, 7, np.int32), np.arange(1001, dtype=np.int32))
+    with eng.connect() as conn:
+        got = sorted(conn.execute(select(ngram.c.hash, ngram.c.doc_id)).all())
+        bands = sorted(conn.execute(select(band.c.key, band.c.doc_id, band.c.win)).all())
+    eng.dispose()
+    assert got == sorted(zip(h.tolist(), d.tolist(), strict=True))
+    assert bands == [(k, 7, w) for w, k in enumerate(keys.tolist())]
+
+
+def test_bulk_insert_keeps_every_row(db_url: str) -> None:
+    """Multi-row statements and their remainder insert exactly the rows given."""
+    _bulk_insert_round_trip(db_url)
+
+
+def test_bulk_insert_fits_an_old_sqlite_parameter_limit(tmp_path: Path) -> None:
+    """SQLite before 3.32 binds at most 999 parameters: statements shrink to fit."""
+    _bulk_insert_round_trip(f"sqlite:///{tmp_path / 'old.db'}", param_limit=999)
+
+
 class _Events:
     def __init__(self) -> None:
         self.seen: list[str] = []
