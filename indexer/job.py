@@ -293,6 +293,10 @@ class _Sync:
 _STOP = object()
 
 
+class _Stopped(Exception):
+    """The main thread stopped sending in the middle of a file (an error or Ctrl-C there)."""
+
+
 class _Writer(threading.Thread):
     """The only thread that writes, fed in order through a bounded queue.
 
@@ -360,6 +364,9 @@ class _Writer(threading.Thread):
                             continue
                         assert isinstance(msg, _Start)
                         self._file(conn, msg)
+                except _Stopped:  # the group in progress is dropped whole; the main thread raises
+                    self._trans.rollback()
+                    return
                 except BaseException:
                     if self._trans is not None:
                         self._trans.rollback()
@@ -400,6 +407,8 @@ class _Writer(threading.Thread):
             msg = self.queue.get()
             if isinstance(msg, _End):
                 break
+            if msg is _STOP:
+                raise _Stopped
             assert isinstance(msg, _Batch)
             self._write_batch(conn, file_id, msg, postings, report)
         report.skipped = dict(sorted(msg.skipped.items()))

@@ -204,6 +204,41 @@ def test_bulk_insert_fits_an_old_sqlite_parameter_limit(tmp_path: Path) -> None:
     _bulk_insert_round_trip(f"sqlite:///{tmp_path / 'old.db'}", param_limit=999)
 
 
+def test_an_error_while_reading_stops_the_run_and_keeps_no_part_of_it(migrated_url: str, tmp_path: Path,
+                                                                      monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """An unexpected error (or Ctrl-C) in the middle of a file ends the run promptly, never hangs,
+    and leaves only what was committed before it: here nothing, as the files share a group."""
+    import threading
+
+    import indexer.job as job_module
+
+    write_jsonl(tmp_path / "a.jsonl", make_docs(30, 50, 1, "a"))
+    write_jsonl(tmp_path / "b.jsonl", make_docs(30, 50, 2, "b"))
+    real = job_module.read_documents
+
+    def failing(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        for i, doc in enumerate(real(path, *args, **kwargs)):
+            if path.name == "b.jsonl" and i == 20:
+                raise PermissionError(f"{path}: lost access")
+            yield doc
+
+    monkeypatch.setattr(job_module, "read_documents", failing)
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            run_index(migrated_url, [tmp_path], batch_size=5)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "the indexer hung after an error in the main thread"
+    assert len(outcome) == 1 and isinstance(outcome[0], PermissionError)
+    assert snapshot(migrated_url)["docs"] == []
+
+
 class _Events:
     def __init__(self) -> None:
         self.seen: list[str] = []
