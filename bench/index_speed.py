@@ -1,9 +1,13 @@
 """Indexing speed, memory and size, SQLite and PostgreSQL side by side.
 
 Usage: python bench/index_speed.py [CORPUS_PATH ...] [--repeat 3] [--workers 2] [--pg URL]
+                                   [--variants K] [--backends sqlite,postgresql]
 Without a path it indexes the shared evaluation corpus if present (../shared/eval/corpus),
 else a corpus made from this machine's Python standard library sources.
-Prints per backend: median MB/s of text, documents/s, peak RSS (MB) and database bytes per token.
+--variants K adds K rewritten copies of every JSONL file (each document's words reversed or
+rotated, so every n-gram is new) to see how the rate holds as the index grows.
+Prints per backend: median MB/s of text, documents/s, peak RSS (MB), database bytes per token,
+and the files' own rates over the first and the last third of the run.
 """
 
 from __future__ import annotations
@@ -34,6 +38,29 @@ def stdlib_corpus(out: Path) -> Path:
     return out
 
 
+def variants(paths: list[str], k: int, out: Path) -> list[str]:
+    """k copies of every JSONL(.gz) file under `paths` with each document's words reordered."""
+    from app.readers.corpus import find_files
+
+    made = []
+    for j in range(1, k + 1):
+        for i, p in enumerate(find_files([Path(x) for x in paths])):
+            if not p.name.endswith((".jsonl", ".jsonl.gz")):
+                continue
+            target = out / f"variant{j}-{i:04d}.jsonl.gz"
+            opener = gzip.open if p.suffix == ".gz" else open
+            with opener(p, "rt") as src, gzip.open(target, "wt", compresslevel=1) as dst:
+                for line in src:
+                    d = json.loads(line)
+                    words = str(d.get("text", "")).split()
+                    cut = len(words) * j // (k + 1)
+                    words = words[cut:] + words[:cut]
+                    dst.write(json.dumps({"id": f"v{j}-{d.get('id')}",
+                                          "text": " ".join(words[::-1] if j % 2 else words)}) + "\n")
+            made.append(str(target))
+    return made
+
+
 def run_once(url: str, paths: list[str], workers: int) -> dict:
     from app.store.db import upgrade
 
@@ -41,13 +68,15 @@ def run_once(url: str, paths: list[str], workers: int) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "app.cli", "index", "--corpus", "bench", "--db", url, "--workers", str(workers),
-         "--progress", "none", *paths], capture_output=True, text=True, cwd=ROOT)
+         "--progress", "log", *paths], capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(proc.stderr)
     summary = json.loads(proc.stdout)
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"wall": wall, "summary": summary, "peak_mb": peak}
+    rates = [float(line.rsplit(", ", 1)[1].split()[0]) for line in proc.stderr.splitlines()
+             if line.startswith("done [") and line.endswith("MB/s")]
+    return {"wall": wall, "summary": summary, "peak_mb": peak, "file_rates": rates}
 
 
 def db_bytes(url: str) -> int:
@@ -66,15 +95,19 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    ap.add_argument("--variants", type=int, default=0)
+    ap.add_argument("--backends", default="sqlite,postgresql")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     paths = args.paths
     if not paths:
         shared = ROOT.parent / "shared" / "eval" / "corpus"
         paths = [str(shared)] if shared.exists() else [str(stdlib_corpus(Path(tmp.name) / "stdlib.jsonl.gz"))]
+    if args.variants:
+        paths = paths + variants(paths, args.variants, Path(tmp.name))
     import psycopg
 
-    results: dict[str, list[dict]] = {"sqlite": [], "postgresql": []}
+    results: dict[str, list[dict]] = {b: [] for b in args.backends.split(",")}
     for i in range(args.repeat):
         for backend in results:  # alternate backends so machine noise hits both alike
             if backend == "sqlite":
@@ -102,6 +135,11 @@ def main() -> None:
         print(f"{backend:10s} {s['text_mb']:.1f} MB text, {s['documents']} docs, {s['tokens']} tokens: "
               f"{mbs:.2f} MB/s, {docs:.0f} docs/s (median of {len(runs)}), peak RSS {peak:.0f} MB, "
               f"{statistics.median(r['bytes'] for r in runs) / s['tokens']:.1f} DB bytes/token")
+        rates = runs[0]["file_rates"]
+        if len(rates) >= 3:
+            third = len(rates) // 3
+            print(f"{'':10s} files' own MB/s (first run): first third median {statistics.median(rates[:third]):.1f}, "
+                  f"last third median {statistics.median(rates[-third:]):.1f}")
 
 
 if __name__ == "__main__":
