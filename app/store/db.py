@@ -123,7 +123,7 @@ def bulk_insert_arrays(conn: Connection, table: str, columns: Sequence[str], arr
     raw = conn.connection.driver_connection
     assert raw is not None
     # Statements of many rows each: SQLite's per-statement work is then shared by 1000 rows
-    # (2.8 M rows/s against 1.8 M with one row per statement: bench/sqlite_insert.py).
+    # (2.67 M rows/s against 1.38 M with one row per statement: bench/sqlite_insert.py).
     ncols, n = len(columns), len(arrays[0])
     per_stmt = min(_ROWS_PER_STATEMENT, raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // ncols)
     row = f"({', '.join('?' * ncols)})"
@@ -159,12 +159,13 @@ def chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield values[i : i + size]
 
 
-def checkpoint(conn: Connection) -> None:
-    """Copy SQLite's WAL into the database without waiting for readers (outside a transaction)."""
+def checkpoint(conn: Connection, mode: str = "PASSIVE") -> None:
+    """Copy SQLite's WAL into the database (outside a transaction). PASSIVE never waits for
+    readers; TRUNCATE also empties the WAL file."""
     if dialect(conn) == "sqlite":
         raw = conn.connection.driver_connection
         assert raw is not None
-        raw.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        raw.execute(f"PRAGMA wal_checkpoint({mode})")
 
 
 def refresh_statistics(conn: Connection) -> None:
@@ -182,9 +183,8 @@ def refresh_statistics(conn: Connection) -> None:
     conn.exec_driver_sql("PRAGMA analysis_limit=1000")
     conn.exec_driver_sql("PRAGMA optimize")
     conn.commit()
-    # The indexer turns automatic checkpoints off (each commit would otherwise copy pages the
-    # next one rewrites again); copy the WAL into the database once, and free the page cache.
-    raw = conn.connection.driver_connection
-    assert raw is not None
-    raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    raw.execute("PRAGMA shrink_memory")
+    # The indexer turns automatic checkpoints off and checkpoints after each group of files;
+    # after the last one, empty the WAL and free the page cache.
+    checkpoint(conn, "TRUNCATE")
+    conn.exec_driver_sql("PRAGMA shrink_memory")
+    conn.commit()
