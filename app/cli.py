@@ -65,6 +65,9 @@ def index(
     commit_mb: Annotated[float | None, typer.Option(
         help="commit after this many MB of text; small files share a transaction; 0: after each file "
              "[CONTAM_COMMIT_MB: 256]")] = None,
+    segment_rows: Annotated[int | None, typer.Option(
+        help="posting rows per index segment: larger means faster look-ups, smaller faster inserts "
+             "[CONTAM_SEGMENT_ROWS: 32000000]")] = None,
     progress: Annotated[str, typer.Option(help="auto | bar | log | none")] = "auto",
     db: DbOpt = None,
 ) -> None:
@@ -83,7 +86,8 @@ def index(
         opts = IndexOptions(text_field=text_field, id_field=id_field, limit=limit,
                             workers=workers or settings.resolved_workers(),
                             batch_size=batch_size or settings.batch_size, store_text=store_text,
-                            commit_bytes=int((settings.commit_mb if commit_mb is None else commit_mb) * 1e6))
+                            commit_bytes=int((settings.commit_mb if commit_mb is None else commit_mb) * 1e6),
+                            segment_rows=segment_rows or settings.segment_rows)
         mode = progress if progress != "auto" else ("bar" if sys.stderr.isatty() else "log")
         reporter: Any = None
         if mode == "bar":

@@ -1,7 +1,7 @@
 """Indexing speed, memory and size, SQLite and PostgreSQL side by side.
 
 Usage: python bench/index_speed.py [CORPUS_PATH ...] [--repeat 3] [--workers 2] [--pg URL]
-                                   [--variants K] [--backends sqlite,postgresql]
+                                   [--variants K] [--backends sqlite,postgresql] [--segment-rows N,M]
 Without a path it indexes the shared evaluation corpus if present (../shared/eval/corpus),
 else a corpus made from this machine's Python standard library sources.
 --variants K adds K rewritten copies of every JSONL file (each document's words reversed or
@@ -16,7 +16,6 @@ import argparse
 import gzip
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -61,19 +60,25 @@ def variants(paths: list[str], k: int, out: Path) -> list[str]:
     return made
 
 
-def run_once(url: str, paths: list[str], workers: int) -> dict:
+# Runs a command and prints the peak resident set of its largest process (this run's alone).
+_PEAK = ("import resource, subprocess, sys; rc = subprocess.run(sys.argv[1:]).returncode; "
+         "print(f'maxrss {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}', file=sys.stderr); sys.exit(rc)")
+
+
+def run_once(url: str, paths: list[str], workers: int, segment_rows: int | None) -> dict:
     from app.store.db import upgrade
 
     upgrade(url)
+    extra = ["--segment-rows", str(segment_rows)] if segment_rows else []
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "app.cli", "index", "--corpus", "bench", "--db", url, "--workers", str(workers),
-         "--progress", "log", *paths], capture_output=True, text=True, cwd=ROOT)
+        [sys.executable, "-c", _PEAK, sys.executable, "-m", "app.cli", "index", "--corpus", "bench", "--db", url,
+         "--workers", str(workers), "--progress", "log", *extra, *paths], capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(proc.stderr)
     summary = json.loads(proc.stdout)
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    peak = int(proc.stderr.rsplit("maxrss ", 1)[1]) / 1024
     rates = [float(line.rsplit(", ", 1)[1].split()[0]) for line in proc.stderr.splitlines()
              if line.startswith("done [") and line.endswith("MB/s")]
     return {"wall": wall, "summary": summary, "peak_mb": peak, "file_rates": rates}
@@ -97,6 +102,8 @@ def main() -> None:
     ap.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     ap.add_argument("--variants", type=int, default=0)
     ap.add_argument("--backends", default="sqlite,postgresql")
+    ap.add_argument("--segment-rows", default="",
+                    help="comma-separated posting rows per segment to compare (default: the CLI's)")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     paths = args.paths
@@ -107,13 +114,15 @@ def main() -> None:
         paths = paths + variants(paths, args.variants, Path(tmp.name))
     import psycopg
 
-    results: dict[str, list[dict]] = {b: [] for b in args.backends.split(",")}
+    segs = [int(float(x)) for x in args.segment_rows.split(",") if x] or [None]
+    results: dict[tuple[str, int | None], list[dict]] = {(b, n): [] for b in args.backends.split(",") for n in segs}
     for i in range(args.repeat):
-        for backend in results:  # alternate backends so machine noise hits both alike
+        for backend, seg_rows in results:  # alternate configurations so machine noise hits all alike
             if backend == "sqlite":
                 url = f"sqlite:///{tmp.name}/bench-{i}.db"
-                r = run_once(url, paths, args.workers)
+                r = run_once(url, paths, args.workers, seg_rows)
                 r["bytes"] = db_bytes(url)
+                os.remove(url.split("///", 1)[1])
             else:
                 name = f"contam_bench_{uuid.uuid4().hex[:8]}"
                 admin = args.pg.replace("+psycopg", "")
@@ -121,18 +130,19 @@ def main() -> None:
                     c.execute(f'CREATE DATABASE "{name}"')
                 url = args.pg.rsplit("/", 1)[0] + "/" + name
                 try:
-                    r = run_once(url, paths, args.workers)
+                    r = run_once(url, paths, args.workers, seg_rows)
                     r["bytes"] = db_bytes(url)
                 finally:
                     with psycopg.connect(admin, autocommit=True) as c:
                         c.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-            results[backend].append(r)
-    for backend, runs in results.items():
+            results[(backend, seg_rows)].append(r)
+    for (backend, seg_rows), runs in results.items():
         s = runs[0]["summary"]
         mbs = statistics.median(r["summary"]["text_mb"] / r["summary"]["seconds"] for r in runs)
         docs = statistics.median(r["summary"]["documents"] / r["summary"]["seconds"] for r in runs)
         peak = max(r["peak_mb"] for r in runs)
-        print(f"{backend:10s} {s['text_mb']:.1f} MB text, {s['documents']} docs, {s['tokens']} tokens: "
+        label = backend if seg_rows is None else f"{backend}, segments of {seg_rows / 1e6:g} M rows"
+        print(f"{label} {s['text_mb']:.1f} MB text, {s['documents']} docs, {s['tokens']} tokens: "
               f"{mbs:.2f} MB/s, {docs:.0f} docs/s (median of {len(runs)}), peak RSS {peak:.0f} MB, "
               f"{statistics.median(r['bytes'] for r in runs) / s['tokens']:.1f} DB bytes/token")
         rates = runs[0]["file_rates"]

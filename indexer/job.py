@@ -45,7 +45,10 @@ class IndexOptions:
     batch_size: int = 2000  # documents per batch sent to a worker
     batch_bytes: int = 1 << 20  # or this much text, whichever comes first
     store_text: bool = True  # keep the (compressed) text; else only a pointer into the file
-    flush_rows: int = 4_000_000  # posting rows buffered before a bulk insert
+    # Posting rows buffered and then written as one segment (a sorted append, which never
+    # touches older pages): memory grows with it (~60 bytes a row at the flush), the number of
+    # segments each look-up visits falls with it (README, Scaling).
+    segment_rows: int = 16_000_000
     commit_bytes: int = 256 << 20  # text per transaction: small files are committed in groups
     commit_seconds: float = 30.0  # or this long: other writers (report jobs) wait at most ~this
 
@@ -207,14 +210,16 @@ def _batches(docs: Iterator[RawDocument], opts: IndexOptions) -> Iterator[list[R
 
 
 class _Postings:
-    """Posting rows buffered across batches and bulk-inserted in key order.
+    """A commit group's posting rows, buffered across batches and files and bulk-inserted in
+    key order into one segment when `segment_rows` are buffered or the group commits.
 
     Each batch arrives sorted (by its worker) and batches hold increasing document ids, so a
     stable sort on the key alone merges the runs into (key, doc, ...) order cheaply.
     """
 
-    def __init__(self, conn: Any, flush_rows: int) -> None:
-        self.conn, self.flush_rows = conn, flush_rows
+    def __init__(self, conn: Any, corpus_id: int, opts: IndexOptions) -> None:
+        self.conn, self.corpus_id = conn, corpus_id
+        self.segment_rows = opts.segment_rows
         self.ng: list[tuple[np.ndarray, np.ndarray]] = []
         self.bd: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.rows = 0
@@ -223,7 +228,7 @@ class _Postings:
         self.ng.append((sb.ng_hash, ids[sb.ng_doc]))
         self.bd.append((sb.band_key, ids[sb.band_doc], sb.band_win))
         self.rows += len(sb.ng_hash) + len(sb.band_key)
-        if self.rows >= self.flush_rows:
+        if self.rows >= self.segment_rows:
             self.flush()
 
     @staticmethod
@@ -235,10 +240,12 @@ class _Postings:
         return cols
 
     def flush(self) -> None:
-        if self.ng:
-            repo.insert_ngrams(self.conn, *self._merge(self.ng))
-        if self.bd:
-            repo.insert_bands(self.conn, *self._merge(self.bd))
+        if self.rows:
+            seg = repo.open_segment(self.conn, self.corpus_id, self.rows, self.segment_rows)
+            repo.insert_postings(self.conn, seg, self._merge(self.ng), self._merge(self.bd))
+        self.clear()
+
+    def clear(self) -> None:
         self.ng, self.bd, self.rows = [], [], 0
 
 
@@ -320,6 +327,7 @@ class _Writer(threading.Thread):
         self.retry: list[_Start] = []  # files rolled back with a corrupt one, to index again
         self.error: BaseException | None = None
         self._trans: Any = None
+        self._postings: Any = None  # the group's posting rows not yet inserted
         self._group: list[tuple[_Start, FileReport]] = []
         self._group_bytes = 0
         self._group_started = 0.0
@@ -347,6 +355,7 @@ class _Writer(threading.Thread):
     def run(self) -> None:
         try:
             with self.job.engine.connect() as conn:
+                self._postings = _Postings(conn, self.corpus_id, self.job.opts)
                 if conn.dialect.name == "sqlite":
                     conn.exec_driver_sql("PRAGMA wal_autocheckpoint=0")  # we checkpoint after each group
                     conn.commit()  # (the statement began SQLAlchemy's implicit transaction)
@@ -383,6 +392,7 @@ class _Writer(threading.Thread):
 
     def _commit(self) -> None:
         if self._trans is not None:
+            self._postings.flush()
             self._trans.commit()
         self._trans = None
         for _, report in self._group:
@@ -402,7 +412,6 @@ class _Writer(threading.Thread):
         if existing is not None:  # failed before: forget it and try again
             repo.delete_file(conn, existing["id"])
         file_id = repo.insert_file(conn, self.corpus_id, str(start.path), start.size, start.content_hash, "done")
-        postings = _Postings(conn, job.opts.flush_rows)
         while True:
             msg = self.queue.get()
             if isinstance(msg, _End):
@@ -410,12 +419,11 @@ class _Writer(threading.Thread):
             if msg is _STOP:
                 raise _Stopped
             assert isinstance(msg, _Batch)
-            self._write_batch(conn, file_id, msg, postings, report)
+            self._write_batch(conn, file_id, msg, report)
         report.skipped = dict(sorted(msg.skipped.items()))
         if msg.error is not None:
             self._fail(conn, start, report, msg.error)
             return
-        postings.flush()
         report.seconds = time.perf_counter() - t0
         repo.finish_file(
             conn, file_id, n_docs=report.documents, n_tokens=report.tokens, n_ngrams=report.ngrams,
@@ -431,6 +439,7 @@ class _Writer(threading.Thread):
     def _fail(self, conn: Any, start: _Start, report: FileReport, error: str) -> None:
         """Nothing of a corrupt file stays: roll back its group, record it as failed."""
         self._trans.rollback()
+        self._postings.clear()
         self.retry += [s for s, _ in self._group]
         self._trans, self._group, self._group_bytes = None, [], 0
         with conn.begin():
@@ -443,7 +452,7 @@ class _Writer(threading.Thread):
         self.reports.append(failed)
         self.job.progress.file_finished(failed)
 
-    def _write_batch(self, conn: Any, file_id: int, msg: _Batch, postings: _Postings, report: FileReport) -> None:
+    def _write_batch(self, conn: Any, file_id: int, msg: _Batch, report: FileReport) -> None:
         sb, docs = msg.future.result(), msg.docs
         ids = repo.allocate_doc_ids(conn, len(docs))
         blobs = sb.blobs if sb.blobs is not None else [None] * len(docs)
@@ -455,7 +464,7 @@ class _Writer(threading.Thread):
                 for i, d in enumerate(docs)
             ),
         )
-        postings.add(sb, ids)
+        self._postings.add(sb, ids)
         report.documents += len(docs)
         report.tokens += int(sb.n_tokens.sum())
         report.ngrams += len(sb.ng_hash)

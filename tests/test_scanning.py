@@ -170,3 +170,46 @@ def test_short_document_is_not_a_near_duplicate_of_a_long_item(engine, tmp_path:
     r = Scanner(engine).scan([BenchmarkItem("q", 0, question=item)])[0]
     assert r.evidence and r.evidence[0]["document_id"] == "fragment"
     assert r.score.near_similarity < 0.6
+
+
+def test_many_segments_score_like_one(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Postings spread over many segments (and beside another corpus) give the same scores and
+    evidence as postings in one: document frequencies add up across segments, and a scan of
+    one corpus reads only that corpus's segments."""
+    from dataclasses import asdict
+
+    from sqlalchemy import func, select
+
+    from app.store.schema import document, segment
+
+    mirrors = [{"id": f"mirror{i}", "text": f"Mirror site {i}: {WIDESPREAD}? Answer: Titan."} for i in range(15)]
+    docs = CORPUS + mirrors
+    paths = []
+    for i in range(0, len(docs), 10):
+        paths.append(tmp_path / f"part{i}.jsonl")
+        paths[-1].write_text("".join(json.dumps(d) + "\n" for d in docs[i : i + 10]))
+    for name, opts in (("one", IndexOptions()), ("many", IndexOptions(batch_size=3, segment_rows=50))):
+        with IndexJob(engine, name, SignatureConfig(), opts) as job:
+            job.run(paths)
+    with engine.connect() as conn:
+        counts = dict(conn.execute(select(segment.c.corpus_id, func.count()).group_by(segment.c.corpus_id)).all())
+    assert sorted(counts.values())[0] == 1 and sorted(counts.values())[1] > 10
+    items = [*ITEMS, BenchmarkItem("w", 9, question=WIDESPREAD, answer="Titan")]
+
+    with engine.connect() as conn:  # internal document ids differ between the corpora
+        ext = dict(conn.execute(select(document.c.id, document.c.external_id)).all())
+
+    def results(name: str) -> list:
+        out = []
+        for r in Scanner(engine, [name]).scan(items):
+            assert all(e["corpus"] == name for e in r.evidence)
+            evidence = [{**e, "corpus": None, "document": ext[e["document"]]} for e in r.evidence]
+            score = asdict(r.score)
+            score["best_doc"] = ext.get(score["best_doc"])
+            score["doc_ranking"] = [(ext[d], *rest) for d, *rest in score["doc_ranking"]]
+            out.append((r.item.item_id, score, evidence))
+        return out
+
+    many = results("many")
+    assert many == results("one")
+    assert {i: s["status"] for i, s, _ in many}["w"] == "contaminated"

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from app.core.config import SignatureConfig
 from app.store import db
-from app.store.schema import band, corpus, corpus_file, document, ngram
+from app.store.schema import band, corpus, corpus_file, document, ngram, segment
 
 
 def now() -> datetime:
@@ -198,17 +198,45 @@ def insert_documents(conn: Connection, rows: Iterable[Sequence[Any]]) -> None:
     db.bulk_insert_rows(conn, "document", DOC_COLUMNS, rows)
 
 
-def insert_ngrams(conn: Connection, hashes: np.ndarray, doc_ids: np.ndarray) -> None:
-    """Rows sorted by (hash, doc_id), as the indexer's workers produce them."""
-    db.bulk_insert_arrays(conn, "ngram", ("hash", "doc_id"), (hashes.astype(np.int64), doc_ids.astype(np.int32)))
+def open_segment(conn: Connection, corpus_id: int, rows: int, segment_rows: int) -> int:
+    """The segment that takes the next `rows` posting rows of a corpus: the newest one with
+    room for them within `segment_rows`, else a new one (so a full buffer is always a sorted
+    append into an empty segment, and small writes fill the newest). On PostgreSQL a segment
+    another indexer is filling (its row is locked until that indexer commits) is skipped, so
+    indexers never wait for each other."""
+    row = conn.execute(
+        select(segment.c.id)
+        .where(segment.c.corpus_id == corpus_id, segment.c.rows + rows <= segment_rows)
+        .order_by(segment.c.id.desc())
+        .limit(1)
+        .with_for_update(skip_locked=True)
+    ).first()
+    if row is None:
+        pk = conn.execute(insert(segment).values(corpus_id=corpus_id, rows=rows)).inserted_primary_key
+        assert pk is not None
+        return int(pk[0])
+    conn.execute(update(segment).where(segment.c.id == row[0]).values(rows=segment.c.rows + rows))
+    return int(row[0])
 
 
-def insert_bands(conn: Connection, keys: np.ndarray, doc_ids: np.ndarray, wins: np.ndarray) -> None:
-    """Rows sorted by (key, doc_id, win)."""
-    db.bulk_insert_arrays(
-        conn, "band", ("key", "doc_id", "win"),
-        (keys.astype(np.int64), doc_ids.astype(np.int32), wins.astype(np.int32)),
-    )
+def insert_postings(conn: Connection, seg: int, ngrams: Sequence[np.ndarray], bands: Sequence[np.ndarray]) -> None:
+    """Append n-gram (hash, doc_id) and band (key, doc_id, win) rows, each sorted by its key,
+    to segment `seg`."""
+    for table, columns, arrays in (("ngram", ("hash", "doc_id"), ngrams), ("band", ("key", "doc_id", "win"), bands)):
+        n = len(arrays[0])
+        if n:
+            key, *rest = arrays  # key: int64 (BIGINT); the rest: int32 (INTEGER)
+            cols: list[np.ndarray] = [np.full(n, seg, dtype=np.int32), key.astype(np.int64, copy=False),
+                                      *(c.astype(np.int32, copy=False) for c in rest)]
+            db.bulk_insert_arrays(conn, table, ("seg", *columns), cols)
+
+
+def segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int]:
+    """Ids of the posting segments of the given corpora (or all)."""
+    q = select(segment.c.id).order_by(segment.c.id)
+    if corpus_ids is not None:
+        q = q.where(segment.c.corpus_id.in_(corpus_ids))
+    return [int(s) for s in conn.execute(q).scalars()]
 
 
 # ---------------------------------------------------------------- look-ups for scoring
@@ -223,16 +251,18 @@ def _where_in(conn: Connection, column: Any, chunk: Sequence[int]) -> Any:
     return column.in_(chunk)
 
 
-def _lookup(conn: Connection, columns: Sequence[Any], key: Any, doc: Any, keys: Sequence[int],
+def _lookup(conn: Connection, columns: Sequence[Any], key: Any, seg: Any, keys: Sequence[int],
             corpus_ids: Sequence[int] | None, group: bool = False) -> list[Any]:
-    """Rows of `columns` whose `key` is in `keys` (de-duplicated, sorted, batched), optionally
-    restricted to documents of the given corpora."""
+    """Rows of `columns` whose `key` is in `keys` (de-duplicated, sorted, batched), in the
+    segments of the given corpora (or all): one index range per (segment, key)."""
+    segs = segments(conn, corpus_ids)
+    if not segs:
+        return []
+    in_segs = seg.in_(bindparam("segs", segs, expanding=True, literal_execute=True))  # not bound: no limit
     rows: list[Any] = []
     size = _IN_BATCH.get(db.dialect(conn), 900)
     for chunk in db.chunks(sorted(set(keys)), size):
-        q = select(*columns).where(_where_in(conn, key, chunk))
-        if corpus_ids is not None:
-            q = q.join(document, document.c.id == doc).where(document.c.corpus_id.in_(corpus_ids))
+        q = select(*columns).where(in_segs, _where_in(conn, key, chunk))
         if group:
             q = q.group_by(key)
         rows.extend(conn.execute(q).all())
@@ -241,14 +271,14 @@ def _lookup(conn: Connection, columns: Sequence[Any], key: Any, doc: Any, keys: 
 
 def ngram_df(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, int]:
     """hash -> number of documents (of the given corpora, or all) holding it; absent if none."""
-    rows = _lookup(conn, (ngram.c.hash, func.count()), ngram.c.hash, ngram.c.doc_id, hashes, corpus_ids, group=True)
+    rows = _lookup(conn, (ngram.c.hash, func.count()), ngram.c.hash, ngram.c.seg, hashes, corpus_ids, group=True)
     return {int(h): int(c) for h, c in rows}
 
 
 def ngram_postings(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, list[int]]:
     """hash -> documents holding it (call only for hashes known to be rare)."""
     out: dict[int, list[int]] = {}
-    for h, d in _lookup(conn, (ngram.c.hash, ngram.c.doc_id), ngram.c.hash, ngram.c.doc_id, hashes, corpus_ids):
+    for h, d in _lookup(conn, (ngram.c.hash, ngram.c.doc_id), ngram.c.hash, ngram.c.seg, hashes, corpus_ids):
         out.setdefault(int(h), []).append(int(d))
     return out
 
@@ -258,7 +288,7 @@ def band_hits(conn: Connection, keys: Sequence[int], corpus_ids: Sequence[int] |
     """band key -> [(document, window)], dropping keys shared by more than max_per_key windows
     (a band value that common is boilerplate, not a near duplicate)."""
     out: dict[int, list[tuple[int, int]]] = {}
-    for k, d, w in _lookup(conn, (band.c.key, band.c.doc_id, band.c.win), band.c.key, band.c.doc_id, keys,
+    for k, d, w in _lookup(conn, (band.c.key, band.c.doc_id, band.c.win), band.c.key, band.c.seg, keys,
                            corpus_ids):
         out.setdefault(int(k), []).append((int(d), int(w)))
     return {k: v for k, v in out.items() if len(v) <= max_per_key}

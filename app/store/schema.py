@@ -2,8 +2,12 @@
 
 Hashes are stored as signed 64-bit integers (SQLite INTEGER, PostgreSQL BIGINT): the
 signatures module converts uint64 to int64 bit for bit (DESIGN.md, item 8).
-The two big tables are keyed on (hash, document) and, on SQLite, WITHOUT ROWID: one B-tree,
-about 18 bytes a row, and a look-up by hash is one range scan.
+The two posting tables are keyed on (segment, hash, document) and, on SQLite, WITHOUT ROWID:
+one B-tree, about 20 bytes a row. A segment is a run of one corpus's postings that is only
+appended to until it holds `segment_rows` rows, then a new one starts: a bulk insert touches
+only the newest segment's pages, so the insert rate does not fall as the index outgrows the
+page cache (bench/segments.py). A look-up by hash is one range scan per segment of the
+corpora asked for.
 """
 
 from __future__ import annotations
@@ -85,22 +89,33 @@ document = Table(
     Index("ix_document_corpus_id_text_hash", "corpus_id", "text_hash"),
 )
 
+segment = Table(
+    "segment",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("corpus_id", Integer, ForeignKey("corpus.id", ondelete="CASCADE"), nullable=False),
+    Column("rows", BigInteger, nullable=False),  # n-gram plus band rows
+    Index("ix_segment_corpus_id", "corpus_id"),
+)
+
 ngram = Table(
     "ngram",
     metadata,
+    Column("seg", Integer, nullable=False),
     Column("hash", BigInteger, nullable=False),
     Column("doc_id", Integer, nullable=False),
-    PrimaryKeyConstraint("hash", "doc_id", name="pk_ngram"),
+    PrimaryKeyConstraint("seg", "hash", "doc_id", name="pk_ngram"),
     sqlite_with_rowid=False,
 )
 
 band = Table(
     "band",
     metadata,
+    Column("seg", Integer, nullable=False),
     Column("key", BigInteger, nullable=False),
     Column("doc_id", Integer, nullable=False),
     Column("win", Integer, nullable=False),
-    PrimaryKeyConstraint("key", "doc_id", "win", name="pk_band"),
+    PrimaryKeyConstraint("seg", "key", "doc_id", "win", name="pk_band"),
     sqlite_with_rowid=False,
 )
 
