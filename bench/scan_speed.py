@@ -2,6 +2,9 @@
 /api/v1/check requests per second under concurrent clients.
 
 Usage: python bench/scan_speed.py [--mb 200] [--items 10000] [--clients 8] [--seconds 10] [--pg URL]
+                                  [--backends sqlite,postgresql] [--segment-rows N,M]
+--segment-rows indexes once per value (posting rows per segment), to weigh insert speed
+against look-ups that visit every segment.
 The corpus is real text from this machine (the shared evaluation corpus if present, Python
 sources and headers, /usr/share/doc); the benchmark mixes the evaluation benchmarks (if
 present) with passages sampled from the corpus (contaminated) and shuffled sentences (clean).
@@ -157,6 +160,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    ap.add_argument("--backends", default="sqlite,postgresql")
+    ap.add_argument("--segment-rows", default="", help="comma-separated values to compare (default: the CLI's)")
     args = ap.parse_args()
     import psycopg
 
@@ -167,17 +172,25 @@ def main() -> None:
     bench = tmp / "bench.jsonl"
     build_benchmark(bench, args.items, passages)
     admin = args.pg.replace("+psycopg", "")
-    pg_name = f"contam_bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin, autocommit=True) as c:
-        c.execute(f'CREATE DATABASE "{pg_name}"')
-    urls = {"sqlite": f"sqlite:///{tmp}/bench.db", "postgresql": args.pg.rsplit("/", 1)[0] + "/" + pg_name}
+    segs = [int(float(x)) for x in args.segment_rows.split(",") if x] or [None]
+    configs = [(backend, seg_rows) for backend in args.backends.split(",") for seg_rows in segs]
+    pg_names: list[str] = []
     try:
-        for backend, url in urls.items():
+        for backend, seg_rows in configs:
+            if backend == "sqlite":
+                url = f"sqlite:///{tmp}/bench-{seg_rows}.db"
+            else:
+                pg_names.append(f"contam_bench_{uuid.uuid4().hex[:8]}")
+                with psycopg.connect(admin, autocommit=True) as c:
+                    c.execute(f'CREATE DATABASE "{pg_names[-1]}"')
+                url = args.pg.rsplit("/", 1)[0] + "/" + pg_names[-1]
+            label = backend if seg_rows is None else f"{backend} (segments of {seg_rows / 1e6:g} M rows)"
             upgrade(url)
+            extra = ["--segment-rows", str(seg_rows)] if seg_rows else []
             t_index, out = timed([sys.executable, "-m", "app.cli", "index", "--corpus", "bench", "--db", url,
-                                  "--progress", "none", *map(str, files)])
+                                  "--progress", "none", *extra, *map(str, files)])
             s = json.loads(out)
-            print(f"{backend}: indexed {s['text_mb']:.0f} MB, {s['documents']} documents in {t_index:.0f} s "
+            print(f"{label}: indexed {s['text_mb']:.0f} MB, {s['documents']} documents in {t_index:.0f} s "
                   f"({s['mb_per_s']:.2f} MB/s)", flush=True)
             runs = []
             for _ in range(args.repeat):
@@ -185,15 +198,18 @@ def main() -> None:
                                      "--format", "json"])
                 runs.append(t_scan)
             counts = json.loads(out)["summary"]["counts"]
-            print(f"{backend}: scan of {args.items} items: median {statistics.median(runs):.1f} s of {args.repeat} "
+            print(f"{label}: scan of {args.items} items: median {statistics.median(runs):.1f} s of {args.repeat} "
                   f"(process start included); {counts}", flush=True)
             texts = [json.loads(x)["question"] for x in bench.read_text().splitlines()[:2000]]
             rps, p50, p95 = check_rps(url, args.clients, args.seconds, texts)
-            print(f"{backend}: /api/v1/check with {args.clients} concurrent clients: {rps:.0f} requests/s, "
+            print(f"{label}: /api/v1/check with {args.clients} concurrent clients: {rps:.0f} requests/s, "
                   f"latency p50 {p50:.0f} ms, p95 {p95:.0f} ms", flush=True)
+            if backend == "sqlite":
+                Path(url.split("///", 1)[1]).unlink()
     finally:
         with psycopg.connect(admin, autocommit=True) as c:
-            c.execute(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')
+            for name in pg_names:
+                c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 if __name__ == "__main__":

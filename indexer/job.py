@@ -15,7 +15,7 @@ import queue
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -225,6 +225,7 @@ class _Postings:
         self.rows = 0
 
     def add(self, sb: SignedBatch, ids: np.ndarray) -> None:
+        ids = ids.astype(np.int32)  # document ids are INTEGER columns
         self.ng.append((sb.ng_hash, ids[sb.ng_doc]))
         self.bd.append((sb.band_key, ids[sb.band_doc], sb.band_win))
         self.rows += len(sb.ng_hash) + len(sb.band_key)
@@ -232,8 +233,9 @@ class _Postings:
             self.flush()
 
     @staticmethod
-    def _merge(runs: Sequence[tuple[np.ndarray, ...]]) -> list[np.ndarray]:
+    def _merge(runs: list[Any]) -> list[np.ndarray]:
         cols = [np.concatenate(c) for c in zip(*runs, strict=True)]
+        runs.clear()
         if len(runs) > 1:
             order = np.argsort(cols[0], kind="stable")
             cols = [c[order] for c in cols]
@@ -242,7 +244,11 @@ class _Postings:
     def flush(self) -> None:
         if self.rows:
             seg = repo.open_segment(self.conn, self.corpus_id, self.rows, self.segment_rows)
-            repo.insert_postings(self.conn, seg, self._merge(self.ng), self._merge(self.bd))
+            ng, bd = self.ng, self.bd
+            self.clear()
+            repo.insert_ngrams(self.conn, seg, *self._merge(ng))
+            del ng  # before the bands are merged: peak memory
+            repo.insert_bands(self.conn, seg, *self._merge(bd))
         self.clear()
 
     def clear(self) -> None:

@@ -184,7 +184,8 @@ def _bulk_insert_round_trip(url: str, param_limit: int | None = None) -> None:
     with eng.begin() as conn:
         if param_limit is not None:
             conn.connection.driver_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, param_limit)
-        repo.insert_postings(conn, 3, (h, d), (keys, np.full(1001, 7, np.int32), np.arange(1001, dtype=np.int32)))
+        repo.insert_ngrams(conn, 3, h, d)
+        repo.insert_bands(conn, 3, keys, np.full(1001, 7, np.int32), np.arange(1001, dtype=np.int32))
     with eng.connect() as conn:
         got = sorted(conn.execute(select(ngram.c.seg, ngram.c.hash, ngram.c.doc_id)).all())
         bands = sorted(conn.execute(select(band.c.seg, band.c.key, band.c.doc_id, band.c.win)).all())

@@ -131,10 +131,12 @@ def bulk_insert_arrays(conn: Connection, table: str, columns: Sequence[str], arr
     full = n - n % per_stmt
     cur = raw.cursor()
     if full:
-        flat = np.column_stack([a[:full].astype(np.int64, copy=False) for a in arrays]).reshape(-1, per_stmt * ncols)
         sql = head + ",".join([row] * per_stmt)
-        for i in range(0, len(flat), 100):
-            cur.executemany(sql, flat[i : i + 100].tolist())
+        step = per_stmt * 100  # rows per executemany; stacked a slice at a time to bound memory
+        for i in range(0, full, step):
+            j = min(i + step, full)
+            flat = np.column_stack([a[i:j] for a in arrays]).astype(np.int64, copy=False)
+            cur.executemany(sql, flat.reshape(-1, per_stmt * ncols).tolist())
     if full < n:
         cur.executemany(head + row, zip(*(a[full:].tolist() for a in arrays), strict=True))
     cur.close()

@@ -219,16 +219,19 @@ def open_segment(conn: Connection, corpus_id: int, rows: int, segment_rows: int)
     return int(row[0])
 
 
-def insert_postings(conn: Connection, seg: int, ngrams: Sequence[np.ndarray], bands: Sequence[np.ndarray]) -> None:
-    """Append n-gram (hash, doc_id) and band (key, doc_id, win) rows, each sorted by its key,
-    to segment `seg`."""
-    for table, columns, arrays in (("ngram", ("hash", "doc_id"), ngrams), ("band", ("key", "doc_id", "win"), bands)):
-        n = len(arrays[0])
-        if n:
-            key, *rest = arrays  # key: int64 (BIGINT); the rest: int32 (INTEGER)
-            cols: list[np.ndarray] = [np.full(n, seg, dtype=np.int32), key.astype(np.int64, copy=False),
-                                      *(c.astype(np.int32, copy=False) for c in rest)]
-            db.bulk_insert_arrays(conn, table, ("seg", *columns), cols)
+def insert_ngrams(conn: Connection, seg: int, hashes: np.ndarray, doc_ids: np.ndarray) -> None:
+    """Append (hash, doc_id) rows, sorted by both, to segment `seg`."""
+    seg_col = np.full(len(hashes), seg, dtype=np.int32)
+    db.bulk_insert_arrays(conn, "ngram", ("seg", "hash", "doc_id"),
+                          (seg_col, hashes.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False)))
+
+
+def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarray, wins: np.ndarray) -> None:
+    """Append (key, doc_id, win) rows, sorted by all three, to segment `seg`."""
+    seg_col = np.full(len(keys), seg, dtype=np.int32)
+    db.bulk_insert_arrays(conn, "band", ("seg", "key", "doc_id", "win"),
+                          (seg_col, keys.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False),
+                           wins.astype(np.int32, copy=False)))
 
 
 def segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int]:
