@@ -235,8 +235,9 @@ class _Postings:
     @staticmethod
     def _merge(runs: list[Any]) -> list[np.ndarray]:
         cols = [np.concatenate(c) for c in zip(*runs, strict=True)]
-        runs.clear()
-        if len(runs) > 1:
+        several = len(runs) > 1
+        runs.clear()  # the caller's list: the runs can be freed before the sorted copy is made
+        if several:
             order = np.argsort(cols[0], kind="stable")
             cols = [c[order] for c in cols]
         return cols

@@ -109,8 +109,11 @@ def _pg_copy_binary(conn: Connection, table: str, columns: Sequence[str], arrays
         cp.write(_PG_TRAILER)
 
 
-def bulk_insert_arrays(conn: Connection, table: str, columns: Sequence[str], arrays: Sequence[np.ndarray]) -> None:
-    """Insert rows given as parallel integer column arrays, in the order given.
+def bulk_insert_arrays(conn: Connection, table: str, columns: Sequence[str], arrays: Sequence[np.ndarray],
+                       fixed: tuple[str, int] | None = None) -> None:
+    """Insert rows given as parallel integer column arrays, in the order given; `fixed` is a
+    column with the same integer in every row (on SQLite written into the statement, not bound:
+    binding parameters is most of the insert's cost).
 
     Callers pass rows sorted by the table's key: sorted input into a B-tree keyed on those
     columns is 3x faster on SQLite (DESIGN.md).
@@ -118,6 +121,9 @@ def bulk_insert_arrays(conn: Connection, table: str, columns: Sequence[str], arr
     if len(arrays[0]) == 0:
         return
     if dialect(conn) == "postgresql":
+        if fixed is not None:
+            columns = (fixed[0], *columns)
+            arrays = (np.full(len(arrays[0]), fixed[1], dtype=np.int32), *arrays)
         _pg_copy_binary(conn, table, columns, arrays)
         return
     raw = conn.connection.driver_connection
@@ -126,7 +132,10 @@ def bulk_insert_arrays(conn: Connection, table: str, columns: Sequence[str], arr
     # (2.67 M rows/s against 1.38 M with one row per statement: bench/sqlite_insert.py).
     ncols, n = len(columns), len(arrays[0])
     per_stmt = min(_ROWS_PER_STATEMENT, raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // ncols)
-    row = f"({', '.join('?' * ncols)})"
+    marks = ["?"] * ncols
+    if fixed is not None:
+        columns, marks = (fixed[0], *columns), [str(int(fixed[1])), *marks]
+    row = f"({', '.join(marks)})"
     head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
     full = n - n % per_stmt
     cur = raw.cursor()

@@ -221,17 +221,15 @@ def open_segment(conn: Connection, corpus_id: int, rows: int, segment_rows: int)
 
 def insert_ngrams(conn: Connection, seg: int, hashes: np.ndarray, doc_ids: np.ndarray) -> None:
     """Append (hash, doc_id) rows, sorted by both, to segment `seg`."""
-    seg_col = np.full(len(hashes), seg, dtype=np.int32)
-    db.bulk_insert_arrays(conn, "ngram", ("seg", "hash", "doc_id"),
-                          (seg_col, hashes.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False)))
+    db.bulk_insert_arrays(conn, "ngram", ("hash", "doc_id"),
+                          (hashes.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False)), ("seg", seg))
 
 
 def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarray, wins: np.ndarray) -> None:
     """Append (key, doc_id, win) rows, sorted by all three, to segment `seg`."""
-    seg_col = np.full(len(keys), seg, dtype=np.int32)
-    db.bulk_insert_arrays(conn, "band", ("seg", "key", "doc_id", "win"),
-                          (seg_col, keys.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False),
-                           wins.astype(np.int32, copy=False)))
+    db.bulk_insert_arrays(conn, "band", ("key", "doc_id", "win"),
+                          (keys.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False),
+                           wins.astype(np.int32, copy=False)), ("seg", seg))
 
 
 def segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int]:
