@@ -67,7 +67,10 @@ def index(
              "[CONTAM_COMMIT_MB: 256]")] = None,
     segment_rows: Annotated[int | None, typer.Option(
         help="posting rows per index segment: larger means faster look-ups, smaller faster inserts "
-             "[CONTAM_SEGMENT_ROWS: 32000000]")] = None,
+             "[CONTAM_SEGMENT_ROWS: 4000000]")] = None,
+    merge_fanout: Annotated[int | None, typer.Option(
+        help="merge this many segments of one size into one, so look-ups visit few; 0: never "
+             "[CONTAM_MERGE_FANOUT: 8]")] = None,
     progress: Annotated[str, typer.Option(help="auto | bar | log | none")] = "auto",
     db: DbOpt = None,
 ) -> None:
@@ -87,7 +90,8 @@ def index(
                             workers=workers or settings.resolved_workers(),
                             batch_size=batch_size or settings.batch_size, store_text=store_text,
                             commit_bytes=int((settings.commit_mb if commit_mb is None else commit_mb) * 1e6),
-                            segment_rows=segment_rows or settings.segment_rows)
+                            segment_rows=segment_rows or settings.segment_rows,
+                            merge_fanout=settings.merge_fanout if merge_fanout is None else merge_fanout)
         mode = progress if progress != "auto" else ("bar" if sys.stderr.isatty() else "log")
         reporter: Any = None
         if mode == "bar":

@@ -1,7 +1,8 @@
 """Indexing speed, memory and size, SQLite and PostgreSQL side by side.
 
 Usage: python bench/index_speed.py [CORPUS_PATH ...] [--repeat 3] [--workers 2] [--pg URL]
-                                   [--variants K] [--backends sqlite,postgresql] [--segment-rows N,M]
+                                   [--variants K] [--backends sqlite,postgresql]
+                                   [--segment-rows N,M] [--merge-fanout F,G]
 Without a path it indexes the shared evaluation corpus if present (../shared/eval/corpus),
 else a corpus made from this machine's Python standard library sources.
 --variants K adds K rewritten copies of every JSONL file (each document's words reversed or
@@ -65,11 +66,12 @@ _PEAK = ("import resource, subprocess, sys; rc = subprocess.run(sys.argv[1:]).re
          "print(f'maxrss {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}', file=sys.stderr); sys.exit(rc)")
 
 
-def run_once(url: str, paths: list[str], workers: int, segment_rows: int | None) -> dict:
+def run_once(url: str, paths: list[str], workers: int, segment_rows: int | None, fanout: int | None) -> dict:
     from app.store.db import upgrade
 
     upgrade(url)
     extra = ["--segment-rows", str(segment_rows)] if segment_rows else []
+    extra += ["--merge-fanout", str(fanout)] if fanout is not None else []
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", _PEAK, sys.executable, "-m", "app.cli", "index", "--corpus", "bench", "--db", url,
@@ -104,6 +106,7 @@ def main() -> None:
     ap.add_argument("--backends", default="sqlite,postgresql")
     ap.add_argument("--segment-rows", default="",
                     help="comma-separated posting rows per segment to compare (default: the CLI's)")
+    ap.add_argument("--merge-fanout", default="", help="comma-separated values to compare (default: the CLI's)")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     paths = args.paths
@@ -115,12 +118,14 @@ def main() -> None:
     import psycopg
 
     segs = [int(float(x)) for x in args.segment_rows.split(",") if x] or [None]
-    results: dict[tuple[str, int | None], list[dict]] = {(b, n): [] for b in args.backends.split(",") for n in segs}
+    fanouts = [int(x) for x in args.merge_fanout.split(",") if x] or [None]
+    results: dict[tuple[str, int | None, int | None], list[dict]] = {
+        (b, n, f): [] for b in args.backends.split(",") for n in segs for f in fanouts}
     for i in range(args.repeat):
-        for backend, seg_rows in results:  # alternate configurations so machine noise hits all alike
+        for backend, seg_rows, fanout in results:  # alternate configurations so machine noise hits all alike
             if backend == "sqlite":
                 url = f"sqlite:///{tmp.name}/bench-{i}.db"
-                r = run_once(url, paths, args.workers, seg_rows)
+                r = run_once(url, paths, args.workers, seg_rows, fanout)
                 r["bytes"] = db_bytes(url)
                 os.remove(url.split("///", 1)[1])
             else:
@@ -130,18 +135,19 @@ def main() -> None:
                     c.execute(f'CREATE DATABASE "{name}"')
                 url = args.pg.rsplit("/", 1)[0] + "/" + name
                 try:
-                    r = run_once(url, paths, args.workers, seg_rows)
+                    r = run_once(url, paths, args.workers, seg_rows, fanout)
                     r["bytes"] = db_bytes(url)
                 finally:
                     with psycopg.connect(admin, autocommit=True) as c:
                         c.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-            results[(backend, seg_rows)].append(r)
-    for (backend, seg_rows), runs in results.items():
+            results[(backend, seg_rows, fanout)].append(r)
+    for (backend, seg_rows, fanout), runs in results.items():
         s = runs[0]["summary"]
         mbs = statistics.median(r["summary"]["text_mb"] / r["summary"]["seconds"] for r in runs)
         docs = statistics.median(r["summary"]["documents"] / r["summary"]["seconds"] for r in runs)
         peak = max(r["peak_mb"] for r in runs)
-        label = backend if seg_rows is None else f"{backend}, segments of {seg_rows / 1e6:g} M rows"
+        label = backend + (f", segments of {seg_rows / 1e6:g} M rows" if seg_rows else "")
+        label += f", merge fan-out {fanout}" if fanout is not None else ""
         print(f"{label} {s['text_mb']:.1f} MB text, {s['documents']} docs, {s['tokens']} tokens: "
               f"{mbs:.2f} MB/s, {docs:.0f} docs/s (median of {len(runs)}), peak RSS {peak:.0f} MB, "
               f"{statistics.median(r['bytes'] for r in runs) / s['tokens']:.1f} DB bytes/token")

@@ -103,6 +103,18 @@ def build_benchmark(path: Path, n: int, passages: list[str]) -> None:
     path.write_text("".join(json.dumps(x) + "\n" for x in items[:n]))
 
 
+def segment_count(url: str) -> int:
+    from sqlalchemy import text
+
+    from app.store.db import make_engine
+
+    eng = make_engine(url)
+    with eng.connect() as conn:
+        n = int(conn.execute(text("SELECT count(*) FROM segment")).scalar_one())
+    eng.dispose()
+    return n
+
+
 def timed(cmd: list[str]) -> tuple[float, str]:
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
@@ -162,6 +174,7 @@ def main() -> None:
     ap.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     ap.add_argument("--backends", default="sqlite,postgresql")
     ap.add_argument("--segment-rows", default="", help="comma-separated values to compare (default: the CLI's)")
+    ap.add_argument("--merge-fanout", default="", help="comma-separated values to compare (default: the CLI's)")
     args = ap.parse_args()
     import psycopg
 
@@ -173,25 +186,28 @@ def main() -> None:
     build_benchmark(bench, args.items, passages)
     admin = args.pg.replace("+psycopg", "")
     segs = [int(float(x)) for x in args.segment_rows.split(",") if x] or [None]
-    configs = [(backend, seg_rows) for backend in args.backends.split(",") for seg_rows in segs]
+    fanouts = [int(x) for x in args.merge_fanout.split(",") if x] or [None]
+    configs = [(b, n, f) for b in args.backends.split(",") for n in segs for f in fanouts]
     pg_names: list[str] = []
     try:
-        for backend, seg_rows in configs:
+        for backend, seg_rows, fanout in configs:
             if backend == "sqlite":
-                url = f"sqlite:///{tmp}/bench-{seg_rows}.db"
+                url = f"sqlite:///{tmp}/bench-{seg_rows}-{fanout}.db"
             else:
                 pg_names.append(f"contam_bench_{uuid.uuid4().hex[:8]}")
                 with psycopg.connect(admin, autocommit=True) as c:
                     c.execute(f'CREATE DATABASE "{pg_names[-1]}"')
                 url = args.pg.rsplit("/", 1)[0] + "/" + pg_names[-1]
-            label = backend if seg_rows is None else f"{backend} (segments of {seg_rows / 1e6:g} M rows)"
+            label = backend + (f", segments of {seg_rows / 1e6:g} M rows" if seg_rows else "")
+            label += f", merge fan-out {fanout}" if fanout is not None else ""
             upgrade(url)
             extra = ["--segment-rows", str(seg_rows)] if seg_rows else []
+            extra += ["--merge-fanout", str(fanout)] if fanout is not None else []
             t_index, out = timed([sys.executable, "-m", "app.cli", "index", "--corpus", "bench", "--db", url,
                                   "--progress", "none", *extra, *map(str, files)])
             s = json.loads(out)
             print(f"{label}: indexed {s['text_mb']:.0f} MB, {s['documents']} documents in {t_index:.0f} s "
-                  f"({s['mb_per_s']:.2f} MB/s)", flush=True)
+                  f"({s['mb_per_s']:.2f} MB/s), {segment_count(url)} segments", flush=True)
             runs = []
             for _ in range(args.repeat):
                 t_scan, out = timed([sys.executable, "-m", "app.cli", "scan", str(bench), "--db", url,

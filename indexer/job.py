@@ -15,7 +15,7 @@ import queue
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -48,7 +48,8 @@ class IndexOptions:
     # Posting rows buffered and then written as one segment (a sorted append, which never
     # touches older pages): memory grows with it (~60 bytes a row at the flush), the number of
     # segments each look-up visits falls with it (README, Scaling).
-    segment_rows: int = 16_000_000
+    segment_rows: int = 4_000_000
+    merge_fanout: int = 8  # this many segments of one size merge into one; 0: never merge
     commit_bytes: int = 256 << 20  # text per transaction: small files are committed in groups
     commit_seconds: float = 30.0  # or this long: other writers (report jobs) wait at most ~this
 
@@ -256,6 +257,26 @@ class _Postings:
         self.ng, self.bd, self.rows = [], [], 0
 
 
+def plan_merge(sizes: Sequence[tuple[int, int]], base: int, fanout: int) -> list[int]:
+    """Size-tiered merging: the segments to merge next, or [] when none need it.
+
+    Tier t holds segments of up to base * fanout**t rows; `fanout` segments of one tier merge
+    into one of the next. Each row is rewritten once per tier it climbs (log_fanout of the
+    corpus size), and a corpus has fewer than fanout segments per tier, so a look-up, which
+    visits every segment, stays cheap as the corpus grows.
+    """
+    tiers: dict[int, list[int]] = {}
+    for seg, rows in sizes:
+        tier, cap = 0, base
+        while rows > cap:
+            tier, cap = tier + 1, cap * fanout
+        tiers.setdefault(tier, []).append(seg)
+    for tier in sorted(tiers):
+        if len(tiers[tier]) >= fanout:
+            return tiers[tier][:fanout]
+    return []
+
+
 def ensure_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: bool) -> int:
     """The corpus id, creating the corpus; refuses settings that differ from the stored ones."""
     with engine.begin() as conn:
@@ -371,6 +392,7 @@ class _Writer(threading.Thread):
                         msg = self.queue.get()
                         if msg is _STOP:
                             self._commit()
+                            self._merge_segments(conn)
                             if any(r.status == "done" for r in self.reports):
                                 refresh_statistics(conn)
                             return
@@ -407,6 +429,21 @@ class _Writer(threading.Thread):
             self.job.progress.file_finished(report)
         self._group, self._group_bytes = [], 0
 
+    def _merge_segments(self, conn: Any) -> None:
+        """Merge segments as plan_merge says, each merge its own transaction (a kill in the
+        middle of one leaves the segments as they were)."""
+        opts = self.job.opts
+        if opts.merge_fanout < 2:
+            return
+        while True:
+            with conn.begin():
+                group = plan_merge(repo.lock_segments(conn, self.corpus_id), opts.segment_rows, opts.merge_fanout)
+                if group:
+                    repo.merge_segments(conn, self.corpus_id, group)
+            if not group:
+                return
+            checkpoint(conn)
+
     def _file(self, conn: Any, start: _Start) -> None:
         job = self.job
         report = FileReport(str(start.path), "done", bytes=start.size)
@@ -442,6 +479,7 @@ class _Writer(threading.Thread):
                 or time.perf_counter() - self._group_started >= job.opts.commit_seconds):
             self._commit()
             checkpoint(conn)  # keeps the WAL (and the disk it takes) to about one group
+            self._merge_segments(conn)
 
     def _fail(self, conn: Any, start: _Start, report: FileReport, error: str) -> None:
         """Nothing of a corrupt file stays: roll back its group, record it as failed."""

@@ -407,3 +407,11 @@ def test_posting_buffer_merges_batches_into_key_order() -> None:
     o = np.lexsort((w, d, k))
     assert (k == k[o]).all() and (d == d[o]).all() and (w == w[o]).all()
     assert len(k) == 1200
+
+
+def test_plan_merge_is_size_tiered() -> None:
+    from indexer.job import plan_merge
+
+    assert plan_merge([(1, 10), (2, 10), (3, 5)], 10, 3) == [1, 2, 3]  # three of tier 0 (<= 10 rows)
+    assert plan_merge([(1, 30), (2, 10), (3, 10)], 10, 3) == []  # one of tier 1, two of tier 0
+    assert plan_merge([(1, 30), (2, 30), (4, 10), (3, 25)], 10, 3) == [1, 2, 3]  # tier 1: 11..30 rows

@@ -173,9 +173,9 @@ def test_short_document_is_not_a_near_duplicate_of_a_long_item(engine, tmp_path:
 
 
 def test_many_segments_score_like_one(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """Postings spread over many segments (and beside another corpus) give the same scores and
-    evidence as postings in one: document frequencies add up across segments, and a scan of
-    one corpus reads only that corpus's segments."""
+    """Postings spread over many segments (and beside another corpus), or merged from many
+    segments into few, give the same scores and evidence as postings in one segment: document
+    frequencies add up across segments, and a scan of one corpus reads only its segments."""
     from dataclasses import asdict
 
     from sqlalchemy import func, select
@@ -188,12 +188,14 @@ def test_many_segments_score_like_one(engine, tmp_path: Path) -> None:  # type: 
     for i in range(0, len(docs), 10):
         paths.append(tmp_path / f"part{i}.jsonl")
         paths[-1].write_text("".join(json.dumps(d) + "\n" for d in docs[i : i + 10]))
-    for name, opts in (("one", IndexOptions()), ("many", IndexOptions(batch_size=3, segment_rows=50))):
+    for name, opts in (("one", IndexOptions()), ("many", IndexOptions(batch_size=3, segment_rows=50, merge_fanout=0)),
+                       ("merged", IndexOptions(batch_size=3, segment_rows=50, merge_fanout=2))):
         with IndexJob(engine, name, SignatureConfig(), opts) as job:
             job.run(paths)
     with engine.connect() as conn:
         counts = dict(conn.execute(select(segment.c.corpus_id, func.count()).group_by(segment.c.corpus_id)).all())
-    assert sorted(counts.values())[0] == 1 and sorted(counts.values())[1] > 10
+    one, many, merged = (counts[i] for i in sorted(counts))
+    assert one == 1 and many > 10 and 1 < merged < 8
     items = [*ITEMS, BenchmarkItem("w", 9, question=WIDESPREAD, answer="Titan")]
 
     with engine.connect() as conn:  # internal document ids differ between the corpora
@@ -211,5 +213,5 @@ def test_many_segments_score_like_one(engine, tmp_path: Path) -> None:  # type: 
         return out
 
     many = results("many")
-    assert many == results("one")
+    assert many == results("one") == results("merged")
     assert {i: s["status"] for i, s, _ in many}["w"] == "contaminated"

@@ -232,6 +232,32 @@ def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarr
                            wins.astype(np.int32, copy=False)), ("seg", seg))
 
 
+def lock_segments(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
+    """(segment id, rows) of a corpus, oldest first, locked for merging until the transaction
+    ends. On PostgreSQL segments another indexer is filling are left out (their new rows are
+    not visible here), and indexers that start filling meanwhile take new segments."""
+    q = (select(segment.c.id, segment.c.rows).where(segment.c.corpus_id == corpus_id).order_by(segment.c.id)
+         .with_for_update(skip_locked=True))
+    return [(int(i), int(n)) for i, n in conn.execute(q).all()]
+
+
+def merge_segments(conn: Connection, corpus_id: int, seg_ids: Sequence[int]) -> int:
+    """Rewrite the given segments of a corpus as one new segment (rows in key order, so the
+    insert is an append), delete them, and return the new segment's id."""
+    olds = ", ".join(str(int(s)) for s in seg_ids)
+    rows = conn.execute(select(func.sum(segment.c.rows)).where(segment.c.id.in_(seg_ids))).scalar_one()
+    pk = conn.execute(insert(segment).values(corpus_id=corpus_id, rows=int(rows))).inserted_primary_key
+    assert pk is not None
+    new = int(pk[0])
+    for table, cols in (("ngram", "hash, doc_id"), ("band", "key, doc_id, win")):
+        conn.exec_driver_sql(
+            f"INSERT INTO {table} (seg, {cols}) SELECT {new}, {cols} FROM {table} WHERE seg IN ({olds}) ORDER BY {cols}"
+        )
+        conn.exec_driver_sql(f"DELETE FROM {table} WHERE seg IN ({olds})")
+    conn.execute(delete(segment).where(segment.c.id.in_(seg_ids)))
+    return new
+
+
 def segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int]:
     """Ids of the posting segments of the given corpora (or all)."""
     q = select(segment.c.id).order_by(segment.c.id)
