@@ -11,6 +11,7 @@ cannot be read to its end rolls its group back and is recorded as failed with th
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import time
@@ -332,6 +333,9 @@ class _Stopped(Exception):
     """The main thread stopped sending in the middle of a file (an error or Ctrl-C there)."""
 
 
+MERGE_STEP_ROWS = 2_000_000  # rows a merge moves per transaction
+
+
 class _Writer(threading.Thread):
     """The only thread that writes, fed in order through a bounded queue.
 
@@ -430,19 +434,34 @@ class _Writer(threading.Thread):
         self._group, self._group_bytes = [], 0
 
     def _merge_segments(self, conn: Any) -> None:
-        """Merge segments as plan_merge says, each merge its own transaction (a kill in the
-        middle of one leaves the segments as they were)."""
+        """Merge segments as plan_merge says, first finishing any merge a killed run left.
+
+        A merge moves rows a key range at a time, each range its own transaction of about
+        MERGE_STEP_ROWS rows: other writers (report jobs on the same SQLite file) wait for one
+        step, not a whole merge, and the sort of a step fits in memory."""
         opts = self.job.opts
         if opts.merge_fanout < 2:
             return
+        with conn.begin():
+            pending = repo.unfinished_merges(conn, self.corpus_id)
         while True:
+            for target, sources in pending:
+                with conn.begin():
+                    rows = sum(n for s, n in repo.segment_sizes(conn, self.corpus_id) if s in sources)
+                steps = max(1, -(-rows // MERGE_STEP_ROWS))
+                bounds: list[int | None] = [-(2**63) + (2**64 * i) // steps for i in range(steps)]
+                for lo, hi in itertools.pairwise([*bounds, None]):
+                    assert lo is not None
+                    with conn.begin():
+                        repo.move_postings(conn, target, sources, lo, hi)
+                    checkpoint(conn)
+                with conn.begin():
+                    repo.finish_merge(conn, target, sources)
             with conn.begin():
                 group = plan_merge(repo.lock_segments(conn, self.corpus_id), opts.segment_rows, opts.merge_fanout)
-                if group:
-                    repo.merge_segments(conn, self.corpus_id, group)
-            if not group:
-                return
-            checkpoint(conn)
+                if not group:
+                    return
+                pending = [(repo.start_merge(conn, self.corpus_id, group), group)]
 
     def _file(self, conn: Any, start: _Start) -> None:
         job = self.job

@@ -128,6 +128,7 @@ def corpus_health(conn: Connection, corpus_id: int) -> dict[str, Any]:
             {"path": f["path"], "error": f["error"]} for f in files if f["status"] == "failed"
         ],
         "duplicate_documents": int(n_docs - distinct),
+        "segments": len(segments(conn, [corpus_id])),
         "tokens_per_document": spread,
         "short_documents": int((lengths < 8).sum()) if len(lengths) else 0,
     }
@@ -206,7 +207,8 @@ def open_segment(conn: Connection, corpus_id: int, rows: int, segment_rows: int)
     indexers never wait for each other."""
     row = conn.execute(
         select(segment.c.id)
-        .where(segment.c.corpus_id == corpus_id, segment.c.rows + rows <= segment_rows)
+        .where(segment.c.corpus_id == corpus_id, segment.c.merging_into.is_(None),
+               segment.c.rows + rows <= segment_rows)
         .order_by(segment.c.id.desc())
         .limit(1)
         .with_for_update(skip_locked=True)
@@ -232,30 +234,73 @@ def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarr
                            wins.astype(np.int32, copy=False)), ("seg", seg))
 
 
+def segment_sizes(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
+    """(segment id, rows) of a corpus, oldest first."""
+    q = select(segment.c.id, segment.c.rows).where(segment.c.corpus_id == corpus_id).order_by(segment.c.id)
+    return [(int(i), int(n)) for i, n in conn.execute(q).all()]
+
+
 def lock_segments(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
-    """(segment id, rows) of a corpus, oldest first, locked for merging until the transaction
-    ends. On PostgreSQL segments another indexer is filling are left out (their new rows are
-    not visible here), and indexers that start filling meanwhile take new segments."""
-    q = (select(segment.c.id, segment.c.rows).where(segment.c.corpus_id == corpus_id).order_by(segment.c.id)
+    """(segment id, rows) of a corpus's segments not in a merge, oldest first, locked until
+    the transaction ends. On PostgreSQL segments another indexer holds are left out."""
+    q = (select(segment.c.id, segment.c.rows)
+         .where(segment.c.corpus_id == corpus_id, segment.c.merging_into.is_(None))
+         .order_by(segment.c.id)
          .with_for_update(skip_locked=True))
     return [(int(i), int(n)) for i, n in conn.execute(q).all()]
 
 
-def merge_segments(conn: Connection, corpus_id: int, seg_ids: Sequence[int]) -> int:
-    """Rewrite the given segments of a corpus as one new segment (rows in key order, so the
-    insert is an append), delete them, and return the new segment's id."""
-    olds = ", ".join(str(int(s)) for s in seg_ids)
-    rows = conn.execute(select(func.sum(segment.c.rows)).where(segment.c.id.in_(seg_ids))).scalar_one()
-    pk = conn.execute(insert(segment).values(corpus_id=corpus_id, rows=int(rows))).inserted_primary_key
+def start_merge(conn: Connection, corpus_id: int, sources: Sequence[int]) -> int:
+    """Create the segment that `sources` merge into and mark all of them as merging."""
+    pk = conn.execute(insert(segment).values(corpus_id=corpus_id, rows=0)).inserted_primary_key
     assert pk is not None
-    new = int(pk[0])
-    for table, cols in (("ngram", "hash, doc_id"), ("band", "key, doc_id, win")):
+    target = int(pk[0])
+    conn.execute(update(segment).where(segment.c.id.in_([*sources, target])).values(merging_into=target))
+    return target
+
+
+def unfinished_merges(conn: Connection, corpus_id: int) -> list[tuple[int, list[int]]]:
+    """(target, sources) of merges that were started and not finished (an interrupted run)."""
+    rows = conn.execute(
+        select(segment.c.id, segment.c.merging_into)
+        .where(segment.c.corpus_id == corpus_id, segment.c.merging_into.is_not(None))
+        .order_by(segment.c.id)
+    ).all()
+    merges: dict[int, list[int]] = {}
+    for seg, target in rows:
+        merges.setdefault(int(target), [])
+        if seg != target:
+            merges[int(target)].append(int(seg))
+    return sorted(merges.items())
+
+
+def move_postings(conn: Connection, target: int, sources: Sequence[int], lo: int, hi: int | None) -> None:
+    """Move the rows of `sources` whose key is in [lo, hi) (hi None: no upper bound) into
+    `target`, in key order.
+
+    One call is one step of a merge: a look-up between steps finds every row exactly once (in
+    the target or still in its source), and a step repeated after a crash moves nothing twice.
+    Keys are uniform 64-bit hashes, so equal key ranges hold about equal numbers of rows."""
+    conn.execute(select(segment.c.id).where(segment.c.id == target).with_for_update())  # one mover at a time
+    olds = ", ".join(str(int(s)) for s in sources)
+    moved = 0
+    for table, key, cols in (("ngram", "hash", "hash, doc_id"), ("band", "key", "key, doc_id, win")):
+        rng = f"{key} >= {int(lo)}" + (f" AND {key} < {int(hi)}" if hi is not None else "")
         conn.exec_driver_sql(
-            f"INSERT INTO {table} (seg, {cols}) SELECT {new}, {cols} FROM {table} WHERE seg IN ({olds}) ORDER BY {cols}"
+            f"INSERT INTO {table} (seg, {cols}) SELECT {int(target)}, {cols} FROM {table} "
+            f"WHERE seg IN ({olds}) AND {rng} ORDER BY {cols}"
         )
-        conn.exec_driver_sql(f"DELETE FROM {table} WHERE seg IN ({olds})")
-    conn.execute(delete(segment).where(segment.c.id.in_(seg_ids)))
-    return new
+        for src in sources:
+            n = conn.exec_driver_sql(f"DELETE FROM {table} WHERE seg = {int(src)} AND {rng}").rowcount
+            conn.execute(update(segment).where(segment.c.id == src).values(rows=segment.c.rows - n))
+            moved += n
+    conn.execute(update(segment).where(segment.c.id == target).values(rows=segment.c.rows + moved))
+
+
+def finish_merge(conn: Connection, target: int, sources: Sequence[int]) -> None:
+    """Drop the emptied source segments; the target takes new rows and merges again."""
+    conn.execute(delete(segment).where(segment.c.id.in_(sources)))
+    conn.execute(update(segment).where(segment.c.id == target).values(merging_into=None))
 
 
 def segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int]:

@@ -95,6 +95,9 @@ segment = Table(
     Column("id", Integer, primary_key=True),
     Column("corpus_id", Integer, ForeignKey("corpus.id", ondelete="CASCADE"), nullable=False),
     Column("rows", BigInteger, nullable=False),  # n-gram plus band rows
+    # Set while a merge moves rows: on the segments being emptied, the id of the one being
+    # filled; on that one, its own id. Neither takes new rows nor joins another merge.
+    Column("merging_into", Integer),
     Index("ix_segment_corpus_id", "corpus_id"),
 )
 

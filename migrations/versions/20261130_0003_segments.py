@@ -38,6 +38,7 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("corpus_id", sa.Integer(), nullable=False),
         sa.Column("rows", sa.BigInteger(), nullable=False),
+        sa.Column("merging_into", sa.Integer()),
         sa.ForeignKeyConstraint(["corpus_id"], ["corpus.id"], name="fk_segment_corpus_id_corpus", ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id", name="pk_segment"),
     )
