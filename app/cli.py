@@ -67,10 +67,10 @@ def index(
              "[CONTAM_COMMIT_MB: 256]")] = None,
     segment_rows: Annotated[int | None, typer.Option(
         help="posting rows per index segment: larger means faster look-ups, smaller faster inserts "
-             "[CONTAM_SEGMENT_ROWS: 4000000]")] = None,
+             "[CONTAM_SEGMENT_ROWS: 8000000]")] = None,
     merge_fanout: Annotated[int | None, typer.Option(
         help="merge this many segments of one size into one, so look-ups visit few; 0: never "
-             "[CONTAM_MERGE_FANOUT: 8]")] = None,
+             "[CONTAM_MERGE_FANOUT: 16]")] = None,
     progress: Annotated[str, typer.Option(help="auto | bar | log | none")] = "auto",
     db: DbOpt = None,
 ) -> None:

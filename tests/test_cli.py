@@ -73,3 +73,31 @@ def test_index_commits_small_files_together_unless_told(migrated_url: str, tmp_p
     monkeypatch.setenv("CONTAM_COMMIT_MB", "0")
     assert events("per-file-env") == ["indexing", "done", "indexing", "done"]
     get_settings.cache_clear()
+
+
+def test_index_segment_options_from_flags_and_environment(migrated_url: str, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from app.settings import Settings, get_settings
+    from indexer.job import IndexOptions
+
+    assert (Settings().segment_rows, Settings().merge_fanout) == (IndexOptions().segment_rows,
+                                                                   IndexOptions().merge_fanout)
+    for name in "abc":  # same text, so three segments of one size
+        (tmp_path / f"{name}.jsonl").write_text(json.dumps({"id": name, "text": Q1}) + "\n")
+
+    def segments(corpus: str, *extra: str) -> int:
+        get_settings.cache_clear()
+        r = CliRunner().invoke(cli, ["index", "--corpus", corpus, "--db", migrated_url, "--workers", "1",
+                                     "--batch-size", "1", "--progress", "none", *extra, str(tmp_path)])
+        assert r.exit_code == 0, r.output
+        r = CliRunner().invoke(cli, ["corpora", corpus, "--db", migrated_url, "--json"])
+        return int(json.loads(r.output)["segments"])
+
+    monkeypatch.delenv("CONTAM_SEGMENT_ROWS", raising=False)
+    monkeypatch.delenv("CONTAM_MERGE_FANOUT", raising=False)
+    assert segments("default") == 1
+    assert segments("flags", "--segment-rows", "1", "--merge-fanout", "0", "--commit-mb", "0") == 3
+    assert segments("merged", "--segment-rows", "1", "--merge-fanout", "3", "--commit-mb", "0") == 1
+    monkeypatch.setenv("CONTAM_SEGMENT_ROWS", "1")
+    monkeypatch.setenv("CONTAM_MERGE_FANOUT", "0")
+    assert segments("env", "--commit-mb", "0") == 3
+    get_settings.cache_clear()
