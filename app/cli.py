@@ -70,7 +70,7 @@ def index(
              "[CONTAM_SEGMENT_ROWS: 8000000]")] = None,
     merge_fanout: Annotated[int | None, typer.Option(
         help="merge this many segments of one size into one, so look-ups visit few; 0: never "
-             "[CONTAM_MERGE_FANOUT: 16]")] = None,
+             "[CONTAM_MERGE_FANOUT: 0]")] = None,
     progress: Annotated[str, typer.Option(help="auto | bar | log | none")] = "auto",
     db: DbOpt = None,
 ) -> None:

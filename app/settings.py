@@ -22,7 +22,7 @@ class Settings(BaseSettings):
     batch_size: int = Field(2000, description="documents per indexing batch")
     commit_mb: float = Field(256.0, description="indexer commits after this many MB of text; 0: after each file")
     segment_rows: int = Field(8_000_000, gt=0, description="posting rows the indexer buffers and writes as one segment")
-    merge_fanout: int = Field(16, ge=0, description="the indexer merges this many segments of one size; 0: never")
+    merge_fanout: int = Field(0, ge=0, description="the indexer merges this many segments of one size; 0: never")
     demo: bool = Field(True, description="index a demo corpus and check a demo benchmark on an empty database")
 
     def key_set(self) -> set[str]:

@@ -16,6 +16,7 @@ import argparse
 import gzip
 import json
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -226,6 +227,7 @@ def main() -> None:
         with psycopg.connect(admin, autocommit=True) as c:
             for name in pg_names:
                 c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -49,9 +49,11 @@ class IndexOptions:
     # Posting rows buffered and then written as one segment (a sorted append, which never
     # touches older pages): memory grows with it (~30 bytes a row: peak RSS 673 MB at 8 M rows
     # against 562 MB at 4 M, bench/index_speed.py), the number of
-    # segments each look-up visits falls with it (README, Scaling).
+    # segments each look-up visits falls with it (README, "How postings are stored").
     segment_rows: int = 8_000_000
-    merge_fanout: int = 16  # this many segments of one size merge into one; 0: never merge
+    # This many segments of one size merge into one (look-ups then visit fewer); 0: never.
+    # Off by default: merging at 16 halved the rate over 1.8 GB of text (README).
+    merge_fanout: int = 0
     commit_bytes: int = 256 << 20  # text per transaction: small files are committed in groups
     commit_seconds: float = 30.0  # or this long: other writers (report jobs) wait at most ~this
 
@@ -246,14 +248,14 @@ class _Postings:
         return cols
 
     def flush(self) -> None:
-        if self.rows:
-            seg = repo.open_segment(self.conn, self.corpus_id, self.rows, self.segment_rows)
-            ng, bd = self.ng, self.bd
-            self.clear()
-            repo.insert_ngrams(self.conn, seg, *self._merge(ng))
-            del ng  # before the bands are merged: peak memory
-            repo.insert_bands(self.conn, seg, *self._merge(bd))
+        if not self.rows:
+            return
+        seg = repo.open_segment(self.conn, self.corpus_id, self.rows, self.segment_rows)
+        ng, bd = self.ng, self.bd
         self.clear()
+        repo.insert_ngrams(self.conn, seg, *self._merge(ng))
+        del ng  # before the bands are merged: peak memory
+        repo.insert_bands(self.conn, seg, *self._merge(bd))
 
     def clear(self) -> None:
         self.ng, self.bd, self.rows = [], [], 0
@@ -359,6 +361,7 @@ class _Writer(threading.Thread):
         self.reports: list[FileReport] = []  # files committed, or recorded as failed
         self.retry: list[_Start] = []  # files rolled back with a corrupt one, to index again
         self.error: BaseException | None = None
+        self.abort = threading.Event()  # the main thread failed: stop merging after the current step
         self._trans: Any = None
         self._postings: Any = None  # the group's posting rows not yet inserted
         self._group: list[tuple[_Start, FileReport]] = []
@@ -453,6 +456,8 @@ class _Writer(threading.Thread):
                 bounds: list[int | None] = [-(2**63) + (2**64 * i) // steps for i in range(steps)]
                 for lo, hi in itertools.pairwise([*bounds, None]):
                     assert lo is not None
+                    if self.abort.is_set():  # the merge is finished by the next run
+                        return
                     with conn.begin():
                         repo.move_postings(conn, target, sources, lo, hi)
                     checkpoint(conn)
@@ -605,6 +610,9 @@ class IndexJob:
                     for again in writer.sync():
                         queued.discard(again.content_hash)
                         pending.append(again.path)
+        except BaseException:
+            writer.abort.set()
+            raise
         finally:
             writer.queue.put(_STOP)
             writer.join()
