@@ -2,9 +2,11 @@
 
 Usage: python bench/index_speed.py [CORPUS_PATH ...] [--repeat 3] [--workers 2] [--pg URL]
                                    [--variants K] [--backends sqlite,postgresql]
-                                   [--segment-rows N,M] [--merge-fanout F,G]
+                                   [--segment-rows N,M] [--merge-fanout F,G] [--scan FILE]... [--merge-after F]
 Without a path it indexes the shared evaluation corpus if present (../shared/eval/corpus),
 else a corpus made from this machine's Python standard library sources.
+--scan FILE times `contam scan` of a benchmark against the first SQLite index, and --merge-after F
+then merges its segments and times the scan again (look-ups visit every segment).
 --variants K adds K rewritten copies of every JSONL file (each document's words reversed or
 rotated, so every n-gram is new) to see how the rate holds as the index grows.
 Prints per backend: median MB/s of text, documents/s, peak RSS (MB), database bytes per token,
@@ -86,6 +88,38 @@ def run_once(url: str, paths: list[str], workers: int, segment_rows: int | None,
     return {"wall": wall, "summary": summary, "peak_mb": peak, "file_rates": rates}
 
 
+def scan_after(url: str, paths: list[str], benchmarks: list[str], merge_fanout: int) -> str:
+    """Time `contam scan` of the benchmarks against the index just built; with merge_fanout,
+    merge its segments (`contam index` again: every file is unchanged) and time it again."""
+    from sqlalchemy import text
+
+    from app.store.db import make_engine
+
+    def segments() -> int:
+        eng = make_engine(url)
+        with eng.connect() as conn:
+            n = int(conn.execute(text("SELECT count(*) FROM segment")).scalar_one())
+        eng.dispose()
+        return n
+
+    def scan() -> float:
+        t0 = time.perf_counter()
+        for b in benchmarks:
+            subprocess.run([sys.executable, "-m", "app.cli", "scan", b, "--db", url, "--format", "json"],
+                           capture_output=True, text=True, cwd=ROOT, check=True)
+        return time.perf_counter() - t0
+
+    out = f"scan of {', '.join(Path(b).name for b in benchmarks)}: {scan():.1f} s over {segments()} segments"
+    if merge_fanout:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "app.cli", "index", "--corpus", "bench", "--db", url,
+                        "--merge-fanout", str(merge_fanout), "--progress", "none", *paths],
+                       capture_output=True, text=True, cwd=ROOT, check=True)
+        merged = time.perf_counter() - t0
+        out += f"; merged at fan-out {merge_fanout} in {merged:.0f} s: {scan():.1f} s over {segments()} segments"
+    return out
+
+
 def db_bytes(url: str) -> int:
     if url.startswith("sqlite"):
         path = url.split("///", 1)[1]
@@ -107,6 +141,9 @@ def main() -> None:
     ap.add_argument("--segment-rows", default="",
                     help="comma-separated posting rows per segment to compare (default: the CLI's)")
     ap.add_argument("--merge-fanout", default="", help="comma-separated values to compare (default: the CLI's)")
+    ap.add_argument("--scan", action="append", default=[], help="a benchmark file to scan after the first run")
+    ap.add_argument("--merge-after", type=int, default=0,
+                    help="after that scan, merge the segments at this fan-out and scan again")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     paths = args.paths
@@ -127,6 +164,8 @@ def main() -> None:
                 url = f"sqlite:///{tmp.name}/bench-{i}.db"
                 r = run_once(url, paths, args.workers, seg_rows, fanout)
                 r["bytes"] = db_bytes(url)
+                if args.scan and i == 0:
+                    r["scan"] = scan_after(url, paths, args.scan, args.merge_after)
                 os.remove(url.split("///", 1)[1])
             else:
                 name = f"contam_bench_{uuid.uuid4().hex[:8]}"
@@ -151,6 +190,8 @@ def main() -> None:
         print(f"{label} {s['text_mb']:.1f} MB text, {s['documents']} docs, {s['tokens']} tokens: "
               f"{mbs:.2f} MB/s, {docs:.0f} docs/s (median of {len(runs)}), peak RSS {peak:.0f} MB, "
               f"{statistics.median(r['bytes'] for r in runs) / s['tokens']:.1f} DB bytes/token")
+        if "scan" in runs[0]:
+            print(f"{'':10s} {runs[0]['scan']}")
         rates = runs[0]["file_rates"]
         if len(rates) >= 3:
             third = len(rates) // 3
