@@ -444,9 +444,7 @@ class _Writer(threading.Thread):
         MERGE_STEP_ROWS rows: other writers (report jobs on the same SQLite file) wait for one
         step, not a whole merge, and the sort of a step fits in memory."""
         opts = self.job.opts
-        if opts.merge_fanout < 2:
-            return
-        with conn.begin():
+        with conn.begin():  # finished whatever the fan-out: the rows are half moved
             pending = repo.unfinished_merges(conn, self.corpus_id)
         while True:
             for target, sources in pending:
@@ -463,6 +461,8 @@ class _Writer(threading.Thread):
                     checkpoint(conn)
                 with conn.begin():
                     repo.finish_merge(conn, target, sources)
+            if opts.merge_fanout < 2:
+                return
             with conn.begin():
                 group = plan_merge(repo.lock_segments(conn, self.corpus_id), opts.segment_rows, opts.merge_fanout)
                 if not group:

@@ -450,7 +450,7 @@ def test_interrupted_merge_keeps_every_row_once_and_is_finished_later(migrated_u
 
     assert normalise(mid) == normalise(before)
     write_jsonl(tmp_path / "b.jsonl", make_docs(2, 60, 2, "b"))
-    run_index(migrated_url, [tmp_path / "b.jsonl"], segment_rows=400, merge_fanout=64)  # finishes the merge
+    run_index(migrated_url, [tmp_path / "b.jsonl"], segment_rows=400, merge_fanout=0)  # finishes the merge
     with eng.connect() as conn:
         assert repo.unfinished_merges(conn, cid) == []
         segs = conn.execute(select(segment.c.id, segment.c.rows, segment.c.merging_into)).all()
