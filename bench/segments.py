@@ -1,6 +1,6 @@
 """How the posting insert rate holds as the index grows: one B-tree against capped segments.
 
-Usage: python bench/segments.py [--batches 25] [--batch-rows 4000000] [--caps 0,16000000,32000000]
+Usage: python bench/segments.py [--batches 25] [--batch-rows 4000000] [--caps 0,4000000,16000000]
 
 Each variant inserts the same batches of sorted random (hash, doc) rows into a fresh SQLite
 database with the indexer's pragmas (64 KiB pages, 256 MiB cache, WAL checkpointed after each
@@ -71,7 +71,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", type=int, default=25)
     ap.add_argument("--batch-rows", type=int, default=4_000_000)
-    ap.add_argument("--caps", default="0,16000000,32000000")
+    ap.add_argument("--caps", default="0,4000000,16000000")
     args = ap.parse_args()
     print(f"{args.batches} batches of {args.batch_rows:,} sorted rows ({args.batches * args.batch_rows:,} in all)")
     for cap in (int(c) for c in args.caps.split(",")):
