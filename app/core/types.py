@@ -3,9 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 ROLES = ("question", "passage", "choices", "answer")
+
+
+class Status(StrEnum):
+    """An item's verdict. Members compare equal to their string values (stored and sent as such)."""
+
+    CONTAMINATED = "contaminated"
+    SUSPICIOUS = "suspicious"
+    CLEAN = "clean"
+    TOO_SHORT = "too_short"
+
+    @property
+    def flagged(self) -> bool:
+        return self in (Status.CONTAMINATED, Status.SUSPICIOUS)
 
 
 @dataclass(frozen=True)
