@@ -1,10 +1,15 @@
 """Detection quality on a labelled evaluation set, through the real code path.
 
-Usage: python bench/eval.py EVAL_DIR [--db URL] [--workers N]
-Indexes EVAL_DIR/corpus into a fresh database (default: a temporary SQLite file), scans every
-benchmark in EVAL_DIR/benchmarks and prints, per benchmark and overall: the share of items
-flagged (suspicious or contaminated) per planted kind, the false-positive rate on clean items,
-precision, and how many items were reported too short. Labels: EVAL_DIR/labels.jsonl.
+Usage: python bench/eval.py EVAL_DIR [--db URL] [--reuse] [--workers N] [--ngram N] [--items-out FILE]
+Indexes EVAL_DIR/corpus into a fresh database (default: a temporary SQLite file; --reuse scans
+an index --db already holds), scans every benchmark in EVAL_DIR/benchmarks and prints, per
+benchmark and pooled:
+  * the share of items flagged (suspicious or contaminated) per planted kind; for `clean`
+    items that is the false-positive rate;
+  * the share reported `contaminated` per kind;
+  * too_short counts, siblings reported contaminated, question_only items with answer_found;
+and names the worst benchmark for each kind. Labels: EVAL_DIR/labels.jsonl (benchmark, id,
+kind). --items-out writes every item's status, reason, metrics and label as JSON lines.
 """
 
 from __future__ import annotations
@@ -30,58 +35,88 @@ KINDS = ["verbatim", "embedded", "reformatted", "light_edit", "heavy_edit", "que
 FLAGGED = ("suspicious", "contaminated")
 
 
+def share(c: Counter[str], statuses: tuple[str, ...]) -> float | None:
+    total = sum(c.values())
+    return sum(c[s] for s in statuses) / total if total else None
+
+
+def table(title: str, rows: dict[str, dict[str, Counter[str]]], statuses: tuple[str, ...], worst_low: bool) -> None:
+    print(f"\n{title}")
+    print(f"{'benchmark':28s} " + " ".join(f"{k[:11]:>11s}" for k in KINDS) + f" {'too_short':>9s}")
+    benches = sorted(rows, key=lambda b: (b == "ALL", b))
+    for bench in benches:
+        cells = []
+        for k in KINDS:
+            v = share(rows[bench][k], statuses)
+            cells.append(f"{v:11.3f}" if v is not None else f"{'-':>11s}")
+        too_short = sum(rows[bench][k]["too_short"] for k in rows[bench])
+        print(f"{bench:28s} " + " ".join(cells) + f" {too_short:9d}")
+    worst = []
+    for k in KINDS:
+        vals = [(v, b) for b in benches if b != "ALL" and (v := share(rows[b][k], statuses)) is not None]
+        if vals:
+            v, b = (max(vals) if k == "clean" and not worst_low else min(vals)) if k != "clean" else max(vals)
+            worst.append(f"{k}={b} ({v:.3f})")
+    print("worst: " + ", ".join(worst))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("eval_dir", type=Path)
     ap.add_argument("--db", default=None)
+    ap.add_argument("--reuse", action="store_true", help="scan the index --db already holds")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--ngram", type=int, default=None, help="n-gram size of a fresh index")
+    ap.add_argument("--items-out", type=Path, default=None)
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     url = args.db or f"sqlite:///{tmp.name}/eval.db"
-    upgrade(url)
-    engine = make_engine(url)
-    t0 = time.perf_counter()
-    with IndexJob(engine, "eval", SignatureConfig(), IndexOptions(workers=args.workers)) as job:
-        summary = job.run([args.eval_dir / "corpus"]).as_dict()
-    t_index = time.perf_counter() - t0
+    engine = make_engine(url) if args.reuse else None
+    t_index = 0.0
+    if engine is None:
+        upgrade(url)
+        engine = make_engine(url)
+        cfg = SignatureConfig(ngram_n=args.ngram) if args.ngram else SignatureConfig()
+        t0 = time.perf_counter()
+        with IndexJob(engine, "eval", cfg, IndexOptions(workers=args.workers)) as job:
+            summary = job.run([args.eval_dir / "corpus"]).as_dict()
+        t_index = time.perf_counter() - t0
+        print(f"indexed {summary['documents']} documents ({summary['text_mb']} MB) in {t_index:.1f} s")
     lines = (args.eval_dir / "labels.jsonl").read_text().splitlines()
     labels = {(r["benchmark"], r["id"]): r for r in map(json.loads, lines)}
     scanner = Scanner(engine)
-    table: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
+    rows: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
+    answers: Counter[str] = Counter()
+    out = args.items_out.open("w") if args.items_out else None
     t1 = time.perf_counter()
     n_items = 0
-    sibling_contaminated = 0
     for path in sorted((args.eval_dir / "benchmarks").glob("*.jsonl")):
         bench = path.name[: -len(".jsonl")]
         items, _ = read_benchmark(path.read_bytes(), path.name)
         for r in scanner.scan(items):
             kind = labels[(bench, r.item.item_id)]["kind"]
+            status = str(r.score.status)
             for key in (bench, "ALL"):
-                table[key][kind][r.score.status] += 1
-            sibling_contaminated += kind == "sibling" and r.score.status == "contaminated"
+                rows[key][kind][status] += 1
+            if kind == "question_only":
+                answers["items"] += 1
+                answers["answer_found"] += bool(r.score.answer_found)
+            if out:
+                d = r.as_dict()
+                out.write(json.dumps({"benchmark": bench, "kind": kind, **{k: d[k] for k in (
+                    "item_id", "status", "reason", "metrics", "question_found", "answer_found")},
+                    "evidence": [e["document_id"] for e in d["evidence"]],
+                    "doc_id": labels[(bench, r.item.item_id)].get("doc_id")}) + "\n")
             n_items += 1
     t_scan = time.perf_counter() - t1
-    print(f"indexed {summary['documents']} documents ({summary['text_mb']} MB) in {t_index:.1f} s; "
-          f"scanned {n_items} items in {t_scan:.1f} s")
-    header = f"{'benchmark':22s} " + " ".join(f"{k[:11]:>11s}" for k in KINDS) + "   FPR  precision too_short"
-    print(header)
-    for bench in sorted(table, key=lambda b: (b == "ALL", b)):
-        row = table[bench]
-        cells = []
-        for k in KINDS:
-            c = row.get(k)
-            cells.append(f"{sum(c[s] for s in FLAGGED) / sum(c.values()):11.3f}" if c else f"{'-':>11s}")
-        flagged_planted = sum(sum(row[k][s] for s in FLAGGED) for k in KINDS if k not in ("clean", "sibling"))
-        fp = sum(row["clean"][s] for s in FLAGGED)
-        clean_n = sum(row["clean"].values())
-        precision = flagged_planted / (flagged_planted + fp) if flagged_planted + fp else 0.0
-        too_short = sum(row[k]["too_short"] for k in row)
-        print(f"{bench:22s} " + " ".join(cells) + f" {fp / clean_n if clean_n else 0:.4f} {precision:9.3f} "
-              f"{too_short:9d}")
-    contaminated = {k: table["ALL"][k]["contaminated"] / max(1, sum(table["ALL"][k].values())) for k in KINDS}
-    print("share reported contaminated (not just suspicious): "
-          + ", ".join(f"{k}={v:.3f}" for k, v in contaminated.items()))
-    print(f"siblings reported contaminated: {sibling_contaminated}")
+    if out:
+        out.close()
+    print(f"scanned {n_items} items in {t_scan:.1f} s")
+    table("share flagged (suspicious or contaminated); clean = false-positive rate", rows, FLAGGED, False)
+    table("share reported contaminated", rows, ("contaminated",), False)
+    sib = sum(rows["ALL"]["sibling"]["contaminated"] for _ in [0])
+    print(f"\nsiblings reported contaminated: {sib}; question_only with answer_found: "
+          f"{answers['answer_found']} of {answers['items']}")
     engine.dispose()
 
 

@@ -49,7 +49,7 @@ class SignatureConfig:
     shingle: words per MinHash shingle. num_perm = bands * rows permutations.
     """
 
-    ngram_n: int = 8
+    ngram_n: int = 5
     sample_mod: int = 1
     window: int = 64
     stride: int = 32

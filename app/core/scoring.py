@@ -1,72 +1,74 @@
 """Item-centric contamination scoring (pure: no database; look-up results come in as values).
 
-For every item and role (question / passage / choices / answer), n-grams are taken inside each
-text segment only (never across fields or choices, DESIGN.md item 4). Each n-gram position is:
-  shared    - occurs in >= template_min_items items of the same benchmark (template text or a
-              passage shared by siblings): left out of the scores and counted separately;
-  common    - in more than max_df corpus documents (boilerplate, GPT-3's rule), or low in
-              information (fewer than half of its tokens are words of 2+ characters or CJK, as in
-              `a^3+b^3+c^3`: maths identities recur everywhere): left out and counted;
-  eligible  - everything else; found if some selected document contains it.
-Metrics (DESIGN.md item 5), over the item's scored roles (question, choices, answer; a
-reading passage is reported but does not decide the status):
-  ngram_overlap       found eligible n-grams / eligible n-grams
-  coverage            eligible tokens inside some found n-gram / eligible tokens (Llama 2)
-  best_doc_coverage   the same, counting only one document's n-grams: the best document
-  longest_match       longest run of tokens matched contiguously in one document
-Status, with defaults from published rules (all overridable, see Thresholds):
-  too_short     no eligible n-gram: fewer than n tokens. An item whose n-grams are all shared
-                with other items is scored on the shared text instead, capped at suspicious
-                (the match may belong to its sibling); so is an item whose own n-grams are
-                under a quarter of all its n-grams.
-  contaminated  best_doc_coverage >= 0.8 (Llama 2's "dirty" bound), or the question found
-                (>= 0.8) together with its answer in the same document
-  suspicious    best_doc_coverage >= 0.2 (Llama 2's "clean" bound) or longest_match >= 13
-                tokens (GPT-3's 13-gram rule) or a verified near-duplicate region with
-                similarity >= 0.75 (rapidfuzz partial_ratio of the item inside a region that
-                holds all of it: chance alignments of unrelated text score well below)
-  clean         otherwise
+What decides is the item's *own* text, found in one document (DESIGN.md items 2-5, 11-13):
+
+1. An item is tokenised per field (question, each choice, a free-text answer); n-grams never
+   cross fields. A multiple-choice answer that repeats a choice is searched for separately,
+   right after the question, because the document lists the choices anyway.
+2. Look-ups give each n-gram its corpus document frequency (df). n-grams in more than
+   `max_df` documents, or made mostly of one-character tokens, are *common*: boilerplate or
+   maths identities, never evidence. An item with no other n-gram cannot be judged
+   (`too_short`).
+3. Candidate documents (rare n-grams and near-duplicate windows) are aligned with the item
+   token by token (app.core.align): a token is matched inside a block of two or more tokens
+   found in the same order in a bounded region of the document.
+4. Text the item shares with other items of its benchmark (a template, a frame, a passage,
+   shared choices) is not its own. Which part is shared depends on the document: the other
+   item that best explains what the document holds (most shared n-grams found there, then
+   most of its text present) is the *competitor*, and the item's own text is what the item
+   does not share with it. So a twin that differs by one word is told apart by that word; a
+   puzzle asked five ways by the words of its question; a templated claim by the claim. With
+   no competitor, own text is what no other item holds. Common text is never own.
+5. Status, from the best document (the highest share of own text found):
+     contaminated  own text >= contaminated_coverage found, and as much of the whole item;
+                   or the question's own text with its answer right after it
+     suspicious    own text >= suspicious_coverage, or a run of >= longest_match own tokens
+                   (GPT-3's 13-gram rule); or a passage shared with at most
+                   passage_max_items other items found as a run of >= passage_tokens tokens
+                   with none of the item's own text (the reason says so)
+     clean         otherwise
+   Thresholds come from the score distribution of unrelated text (bench/calibrate.py, README).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import xxhash
 
-from app.core.types import BenchmarkItem
+from app.core.align import align, covered, densest, find_sequence, longest_run, runs
+from app.core.signatures import rolling_hashes, token_hashes
+from app.core.text import tokenize, tokenize_spans
+from app.core.types import BenchmarkItem, Status
 
 SCORED_ROLES = ("question", "choices", "answer")
+QUESTION, CHOICES, ANSWER = 0, 1, 2
+MATCH_N = 3  # tokens per gram when checking what a document holds of an item (edits break few)
+COMPETITOR_MAX_ITEMS = 256  # n-grams in more items are a template: they name no competitor
+ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    contaminated_coverage: float = 0.8  # Llama 2 (Touvron et al. 2023): > 80% token coverage is dirty
-    suspicious_coverage: float = 0.2  # Llama 2: < 20% token coverage is clean
-    longest_match: int = 13  # GPT-3 (Brown et al. 2020): any shared 13-gram
-    near_similarity: float = 0.75  # rapidfuzz partial_ratio / 100, item inside a region that holds all of it
+    """Decision thresholds (request parameters); sources and calibration in the README."""
+
+    contaminated_coverage: float = 0.8  # Llama 2's "dirty" bound, applied to the item's own text
+    suspicious_coverage: float = 0.5  # above the null: unrelated text aligns well under this (bench/calibrate.py)
+    longest_match: int = 13  # GPT-3 (Brown et al. 2020): a shared 13-token run
     max_df: int = 10  # GPT-3: n-grams in more than ~10 documents are boilerplate
-    template_min_items: int = 2  # an n-gram in this many items of the benchmark is shared text
+    template_min_items: int = 2  # text in this many items of the benchmark is shared, not the item's own
+    passage_tokens: int = 20  # a shared run this long found alone is a passage
+    passage_max_items: int = 10  # text in more items than this is a template, not a passage
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-@dataclass
-class Segment:
-    """One text segment's tokens and n-gram hashes (int64, one per position)."""
-
-    role: str
-    tokens: list[str]
-    hashes: np.ndarray
-    weak: np.ndarray | None = None  # per position: low-information n-gram
-
-    def __post_init__(self) -> None:
-        if self.weak is None:
-            self.weak = weak_ngrams(self.tokens, len(self.hashes))
+def _ids(tokens: Sequence[str]) -> np.ndarray:
+    return token_hashes(tokens).view(np.int64)
 
 
 def weak_ngrams(tokens: Sequence[str], m: int) -> np.ndarray:
@@ -75,14 +77,370 @@ def weak_ngrams(tokens: Sequence[str], m: int) -> np.ndarray:
         return np.zeros(0, dtype=bool)
     n = len(tokens) - m + 1
     info = np.fromiter((len(t) >= 2 or not t.isascii() for t in tokens), dtype=np.int32, count=len(tokens))
-    counts = np.convolve(info, np.ones(n, dtype=np.int32), mode="valid")[:m]
-    return counts * 2 < n
+    return np.convolve(info, np.ones(n, dtype=np.int32), mode="valid")[:m] * 2 < n
 
 
 @dataclass
 class PreparedItem:
+    """An item's scored text as token ids, with its n-grams (see the module doc, step 1)."""
+
     item: BenchmarkItem
-    segments: list[Segment]
+    ids: np.ndarray  # int64 token id per scored token
+    role: np.ndarray  # int8 role code per token: QUESTION, CHOICES or ANSWER
+    whole: np.ndarray  # bool: the token is a one-token field
+    grams: np.ndarray  # int64 n-gram hashes, field by field
+    gram_pos: np.ndarray  # token index where each n-gram starts
+    weak: np.ndarray  # bool per n-gram: low information
+    short_fields: list[tuple[int, int, int]]  # (start, end, key) of fields shorter than n
+    mgrams: np.ndarray  # int64 MATCH_N-gram hashes, field by field: what a document must hold
+    mgram_pos: np.ndarray
+    tiny_fields: list[tuple[int, int, int]]  # (start, end, key) of fields shorter than MATCH_N
+    fields: list[tuple[int, int, int]]  # (start, end, role code) of every field
+    answer_ids: np.ndarray  # a multiple-choice answer's tokens, searched after the question
+    passage_grams: np.ndarray
+    passage_tokens: int
+    key: int  # identical scored text, identical key
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.ids)
+
+
+def prepare(item: BenchmarkItem, n: int) -> PreparedItem:
+    fields: list[tuple[int, list[str]]] = [(QUESTION, tokenize(t)) for t in item.segments("question")]
+    choices = [tokenize(c) for c in item.segments("choices")]
+    fields += [(CHOICES, c) for c in choices]
+    answer = tokenize(item.answer) if item.answer else []
+    answer_is_choice = bool(answer) and answer in choices
+    if answer and not answer_is_choice:
+        fields.append((ANSWER, answer))
+    ids, role, whole, grams, gram_pos, weak, short = [], [], [], [], [], [], []
+    mgrams, mgram_pos, tiny, spans = [], [], [], []
+    start = 0
+    for code, toks in fields:
+        if not toks:
+            continue
+        tid = _ids(toks)
+        ids.append(tid)
+        role.append(np.full(len(toks), code, dtype=np.int8))
+        whole.append(np.full(len(toks), len(toks) == 1, dtype=bool))
+        g = rolling_hashes(tid.view(np.uint64), n).view(np.int64)
+        grams.append(g)
+        gram_pos.append(np.arange(start, start + len(g), dtype=np.int64))
+        weak.append(weak_ngrams(toks, len(g)))
+        key = xxhash.xxh3_64_intdigest(tid.tobytes())
+        if len(toks) < n:
+            short.append((start, start + len(toks), key))
+        mg = rolling_hashes(tid.view(np.uint64), MATCH_N).view(np.int64)
+        mgrams.append(mg)
+        mgram_pos.append(np.arange(start, start + len(mg), dtype=np.int64))
+        if len(toks) < MATCH_N:
+            tiny.append((start, start + len(toks), key))
+        spans.append((start, start + len(toks), code))
+        start += len(toks)
+
+    def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+
+    all_ids = cat(ids, np.int64)
+    a_ids = _ids(answer) if answer_is_choice else np.zeros(0, dtype=np.int64)
+    p_toks = tokenize(item.passage) if item.passage else []
+    p_grams = rolling_hashes(_ids(p_toks).view(np.uint64), n).view(np.int64) if p_toks else np.zeros(0, np.int64)
+    return PreparedItem(
+        item=item, ids=all_ids, role=cat(role, np.int8), whole=cat(whole, bool), grams=cat(grams, np.int64),
+        gram_pos=cat(gram_pos, np.int64), weak=cat(weak, bool), short_fields=short,
+        mgrams=cat(mgrams, np.int64), mgram_pos=cat(mgram_pos, np.int64), tiny_fields=tiny, fields=spans,
+        answer_ids=a_ids,
+        passage_grams=p_grams, passage_tokens=len(p_toks),
+        key=xxhash.xxh3_64_intdigest(all_ids.tobytes() + b"|" + a_ids.tobytes()),
+    )
+
+
+class SharedText:
+    """Which n-grams (and short fields) each item shares with other items of the benchmark.
+
+    Identical items (same scored text) form one group and count once: a duplicate is the same
+    item, not a competitor.
+    """
+
+    def __init__(self, items: Sequence[PreparedItem]) -> None:
+        keys: dict[int, int] = {}
+        self.group = np.array([keys.setdefault(p.key, len(keys)) for p in items], dtype=np.int64)
+        self.members: dict[int, int] = {}  # group -> first item of it
+        for i, g in enumerate(self.group.tolist()):
+            self.members.setdefault(g, i)
+        pairs = [np.stack([p.grams, np.full(len(p.grams), g)], axis=1)
+                 for p, g in zip(items, self.group.tolist(), strict=True) if len(p.grams)]
+        table = np.unique(np.concatenate(pairs), axis=0) if pairs else np.zeros((0, 2), dtype=np.int64)
+        self.keys, self.start, self.count = np.unique(table[:, 0], return_index=True, return_counts=True)
+        self.groups_by_gram = table[:, 1]
+        short: dict[int, set[int]] = {}
+        for p, g in zip(items, self.group.tolist(), strict=True):
+            for _s, _e, k in p.short_fields:
+                short.setdefault(k, set()).add(g)
+        self.short_count = {k: len(v) for k, v in short.items()}
+
+    def freq(self, grams: np.ndarray) -> np.ndarray:
+        """Groups holding each n-gram (0 for n-grams not in the benchmark)."""
+        if len(self.keys) == 0 or len(grams) == 0:
+            return np.zeros(len(grams), dtype=np.int64)
+        idx = np.clip(np.searchsorted(self.keys, grams), 0, len(self.keys) - 1)
+        return np.where(self.keys[idx] == grams, self.count[idx], 0)
+
+    def groups_of(self, grams: np.ndarray, max_items: int) -> np.ndarray:
+        """Every group holding one of `grams` (with repeats, one per n-gram), skipping n-grams in
+        more than `max_items` groups."""
+        if len(self.keys) == 0 or len(grams) == 0:
+            return np.zeros(0, dtype=np.int64)
+        idx = np.clip(np.searchsorted(self.keys, grams), 0, len(self.keys) - 1)
+        ok = (self.keys[idx] == grams) & (self.count[idx] <= max_items)
+        parts = [self.groups_by_gram[s : s + c] for s, c in zip(self.start[idx[ok]], self.count[idx[ok]], strict=True)]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+@dataclass
+class ItemStats:
+    """What the benchmark and the corpus say about an item's n-grams, before any document."""
+
+    freq: np.ndarray  # groups of the benchmark holding each n-gram
+    df: np.ndarray  # corpus documents holding each n-gram
+    common: np.ndarray  # bool per n-gram: boilerplate or low information
+    unique_tok: np.ndarray  # bool per token: covered by an n-gram (or inside a short field) only this item has
+    common_tok: np.ndarray  # bool per token: covered by common n-grams only
+
+    @property
+    def eligible(self) -> np.ndarray:
+        return ~self.common
+
+
+def item_stats(p: PreparedItem, shared: SharedText, df: Mapping[int, int], n: int, th: Thresholds) -> ItemStats:
+    freq = shared.freq(p.grams)
+    dfs = np.fromiter((df.get(h, 0) for h in p.grams.tolist()), dtype=np.int64, count=len(p.grams))
+    common = (dfs > th.max_df) | p.weak
+    unique_pos = np.zeros(p.n_tokens, dtype=bool)
+    unique_pos[p.gram_pos[freq < th.template_min_items]] = True
+    unique_tok = covered(unique_pos, n, p.n_tokens)
+    in_gram = covered(np.isin(np.arange(p.n_tokens), p.gram_pos), n, p.n_tokens)
+    rare_pos = np.zeros(p.n_tokens, dtype=bool)
+    rare_pos[p.gram_pos[~common]] = True
+    common_tok = in_gram & ~covered(rare_pos, n, p.n_tokens)
+    for s, e, k in p.short_fields:
+        unique_tok[s:e] = shared.short_count.get(k, 1) < th.template_min_items
+    return ItemStats(freq, dfs, common, unique_tok, common_tok)
+
+
+@dataclass
+class DocMatch:
+    """One candidate document aligned with one item."""
+
+    doc: int
+    matched: np.ndarray  # bool per item token: the region holds it (inside a MATCH_N-gram of the item)
+    own: np.ndarray  # bool per item token: the item's own text, given this document's competitor
+    own_hit: np.ndarray  # bool per item token: own text the region holds (inside an own MATCH_N-gram)
+    competitor: int | None  # index of the item that best explains the document, if another
+    region: tuple[int, int]  # document token range that was aligned
+    blocks: list[tuple[int, int, int]]  # (item start, document token start, size), in order
+    answer_found: bool
+    passage_coverage: float = 0.0
+    near_window: int | None = None
+    shared_run: int = 0  # longest verbatim run of text shared with other items
+    shared_items: int = 0  # how many items hold that run (this one included)
+    competitor_found: bool = False  # the region also holds the competitor's own text: it is its copy
+
+    @property
+    def own_total(self) -> int:
+        return int(self.own.sum())
+
+    @property
+    def own_matched(self) -> int:
+        return int(self.own_hit.sum())
+
+    @property
+    def own_coverage(self) -> float:
+        return self.own_matched / self.own_total if self.own_total else 0.0
+
+    @property
+    def coverage(self) -> float:
+        return float(self.matched.mean()) if len(self.matched) else 0.0
+
+    @property
+    def longest_own(self) -> int:
+        return longest_run(self.own_hit)
+
+    def role_coverage(self, p: PreparedItem, code: int) -> float:
+        """Share of a field's tokens the document holds."""
+        sel = p.role == code
+        return float(self.matched[sel].mean()) if sel.any() else 0.0
+
+    def own_role_coverage(self, p: PreparedItem, code: int) -> float | None:
+        """Share of a field's own tokens the document holds (None: none of it is own here)."""
+        sel = (p.role == code) & self.own
+        return float(self.own_hit[sel].mean()) if sel.any() else None
+
+
+@dataclass
+class DocTokens:
+    """A document as the scorer sees it: token ids and gram hashes by position."""
+
+    ids: np.ndarray  # int64
+    grams: np.ndarray  # int64 index n-grams, len(ids) - n + 1 values
+    mgrams: np.ndarray  # int64 MATCH_N-grams
+
+    @classmethod
+    def of(cls, ids: np.ndarray, n: int) -> DocTokens:
+        u = ids.view(np.uint64)
+        return cls(ids.view(np.int64), rolling_hashes(u, n).view(np.int64), rolling_hashes(u, MATCH_N).view(np.int64))
+
+
+def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] | None) -> tuple[int, int]:
+    """The bounded document range to align: the densest cluster of the item's n-grams (or the
+    near-duplicate window), padded by the item's length on both sides."""
+    length = max(p.n_tokens, n)
+    grams = np.concatenate([p.grams, p.passage_grams]) if len(p.passage_grams) else p.grams
+    pos = np.flatnonzero(np.isin(doc.grams, grams)) if len(grams) and len(doc.grams) else np.zeros(0, np.int64)
+    if len(pos):
+        lo, hi = densest(pos, 2 * length)
+        hi += n
+    elif window is not None:
+        lo, hi = window
+    else:
+        lo, hi = 0, length
+    return max(0, lo - length), min(len(doc.ids), hi + length)
+
+
+def _tokens_of(p: PreparedItem, starts: np.ndarray, width: int) -> np.ndarray:
+    """bool per item token: inside a gram of `width` tokens starting at one of `starts`."""
+    pos = np.zeros(p.n_tokens, dtype=bool)
+    pos[starts] = True
+    return covered(pos, width, p.n_tokens)
+
+
+def held(p: PreparedItem, region_ids: np.ndarray, region_mgrams: np.ndarray,
+         select: np.ndarray | None = None, tiny_select: Sequence[bool] | None = None) -> np.ndarray:
+    """bool per item token: inside one of the item's MATCH_N-grams (those `select`ed) that the
+    region holds; a field shorter than MATCH_N counts when the region holds it whole."""
+    present = np.isin(p.mgrams, region_mgrams)
+    if select is not None:
+        present &= select
+    out = _tokens_of(p, p.mgram_pos[present], MATCH_N)
+    for k, (s, e, _key) in enumerate(p.tiny_fields):
+        if (tiny_select is None or tiny_select[k]) and find_sequence(region_ids, p.ids[s:e]) >= 0:
+            out[s:e] = True
+    return out
+
+
+def match_document(
+    i: int, items: Sequence[PreparedItem], stats: ItemStats, shared: SharedText, doc_id: int, doc: DocTokens,
+    n: int, th: Thresholds, window: tuple[int, int] | None = None,
+) -> DocMatch:
+    """What one document holds of item `i`, and which of that is the item's own text there."""
+    p = items[i]
+    lo, hi = region_for(p, doc, n, window)
+    region = doc.ids[lo:hi]
+    region_grams = doc.grams[lo : max(lo, hi - n + 1)]
+    region_mgrams = doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]
+    matched = held(p, region, region_mgrams)
+    competitor = _competitor(i, items, stats, shared, region_grams, th)
+    competitor_found = False
+    if competitor is None:
+        own = stats.unique_tok & ~stats.common_tok
+        own_hit = matched & own
+    else:
+        other = items[competitor]
+        own_g = ~np.isin(p.mgrams, other.mgrams)
+        theirs = {key for *_se, key in other.tiny_fields}
+        own_tiny = [key not in theirs for *_se, key in p.tiny_fields]
+        own = _tokens_of(p, p.mgram_pos[own_g], MATCH_N)
+        for (s, e, _key), mine in zip(p.tiny_fields, own_tiny, strict=True):
+            own[s:e] = mine
+        own &= ~stats.common_tok
+        own_hit = held(p, region, region_mgrams, own_g, own_tiny) & own
+        theirs_g = ~np.isin(other.mgrams, p.mgrams)
+        their_own = _tokens_of(other, other.mgram_pos[theirs_g], MATCH_N)
+        if their_own.any():
+            their_hit = held(other, region, region_mgrams, theirs_g) & their_own
+            competitor_found = their_hit.sum() >= th.suspicious_coverage * their_own.sum()
+    al = align(p.ids.tolist(), region.tolist(), p.whole)
+    passage = 0.0
+    if len(p.passage_grams):
+        hit = np.isin(p.passage_grams, region_grams)
+        passage = float(covered(hit, n, p.passage_tokens).mean()) if p.passage_tokens else 0.0
+    shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
+    answer_found = _answer_found(p, al, matched, region)
+    return DocMatch(doc=doc_id, matched=matched, own=own, own_hit=own_hit, competitor=competitor, region=(lo, hi),
+                    blocks=[(a, lo + b, s) for a, b, s in al.blocks], answer_found=answer_found,
+                    passage_coverage=passage, near_window=window[0] if window else None,
+                    shared_run=shared_run, shared_items=shared_items, competitor_found=competitor_found)
+
+
+def _competitor(i: int, items: Sequence[PreparedItem], stats: ItemStats, shared: SharedText,
+                region_grams: np.ndarray, th: Thresholds) -> int | None:
+    """The other item that best explains what this region holds of item i (module doc, step 4)."""
+    p = items[i]
+    me = int(shared.group[i])
+    found = np.isin(p.grams, region_grams)
+    sharing = found & (stats.freq >= th.template_min_items)
+    if not sharing.any():
+        return None
+    overlap = shared.groups_of(p.grams[sharing], COMPETITOR_MAX_ITEMS)
+    overlap = overlap[overlap != me]
+    present = shared.groups_of(np.unique(region_grams), COMPETITOR_MAX_ITEMS)
+    present = present[present != me]
+    if len(overlap):
+        groups, counts = np.unique(overlap, return_counts=True)
+        best = groups[counts == counts.max()]
+    elif len(present):
+        best = np.unique(present)  # only template n-grams shared: whoever else the region holds
+    else:
+        return None
+    if len(best) > 1 and len(present):
+        pg, pc = np.unique(present, return_counts=True)
+        weight = dict(zip(pg.tolist(), pc.tolist(), strict=True))
+        best = np.array(sorted(best.tolist(), key=lambda g: (-weight.get(g, 0), g)))
+    return shared.members[int(best[0])]
+
+
+def _answer_found(p: PreparedItem, al: Any, matched: np.ndarray, region: np.ndarray) -> bool:
+    """The answer follows the question in the document.
+
+    A long free-text answer must be at least half held. A short one (a number, a word, a
+    repeated choice) must appear exactly within a few tokens after the question (after the
+    choices, if they are listed); a repeated choice must appear twice when the other choices
+    are listed too, once as a choice and once as the answer.
+    """
+    answer_sel = p.role == ANSWER
+    if len(p.answer_ids) == 0 and not answer_sel.any():
+        return False
+    if answer_sel.sum() > 8:
+        return bool(matched[answer_sel].mean() >= 0.5)
+    asked = (p.role == QUESTION) & al.matched
+    if not asked.any():
+        return False
+    q_end = int(al.doc_pos[asked].max()) + 1
+    needle = p.answer_ids if len(p.answer_ids) else p.ids[answer_sel]
+    choices = [p.ids[s:e] for s, e, code in p.fields if code == CHOICES]
+    width = ANSWER_WINDOW + 2 * len(needle) + sum(len(c) + 2 for c in choices)
+    window = region[q_end : q_end + width]
+    hits, at = 0, 0
+    while (k := find_sequence(window[at:], needle)) >= 0:
+        hits, at = hits + 1, at + k + len(needle)
+    others = [c for c in choices if not np.array_equal(c, needle)]
+    listed = bool(others) and sum(find_sequence(window, c) >= 0 for c in others) * 2 >= len(others)
+    return hits >= (2 if listed and len(p.answer_ids) else 1)
+
+
+def _shared_run(p: PreparedItem, stats: ItemStats, blocks: Sequence[tuple[int, int, int]], own: np.ndarray,
+                n: int) -> tuple[int, int]:
+    """Longest verbatim run (one aligned block) of text the item shares with other items, and
+    how many items hold all of it."""
+    best, items = 0, 0
+    for a, _b, size in blocks:
+        for s, e in runs(~own[a : a + size]):
+            s, e = s + a, e + a
+            inside = (p.gram_pos >= s) & (p.gram_pos + n <= e)
+            if e - s > best and inside.any():
+                best, items = e - s, int(stats.freq[inside].min())
+    return best, items
 
 
 @dataclass
@@ -93,263 +451,157 @@ class RoleScore:
     found_ngrams: int = 0
     shared_ngrams: int = 0
     common_ngrams: int = 0
-    eligible_tokens: int = 0
-    covered_tokens: int = 0
-    best_doc_covered: int = 0
-    longest_match: int = 0
-
-    @property
-    def coverage(self) -> float:
-        return self.covered_tokens / self.eligible_tokens if self.eligible_tokens else 0.0
-
-    @property
-    def best_doc_coverage(self) -> float:
-        return self.best_doc_covered / self.eligible_tokens if self.eligible_tokens else 0.0
-
-    def found(self, th: Thresholds) -> bool:
-        """The field counts as found in the corpus under the same rules as an item's status."""
-        return self.best_doc_coverage >= th.suspicious_coverage or self.longest_match >= th.longest_match
+    coverage: float = 0.0  # share of the role's tokens found in the best document
+    found: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
-        d["coverage"] = round(self.coverage, 4)
-        d["best_doc_coverage"] = round(self.best_doc_coverage, 4)
-        return d
+        return {**self.__dict__, "coverage": round(self.coverage, 4)}
 
 
 @dataclass
 class ItemScore:
-    status: str
+    status: Status
     reason: str
     tokens: int
-    ngram_overlap: float
-    coverage: float
-    best_doc: int | None
-    best_doc_coverage: float
-    longest_match: int
-    longest_match_share: float
-    question_found: bool
-    answer_found: bool | None  # None: no answer field
-    answer_with_question: bool
-    passage_found: bool
-    near_similarity: float = 0.0
+    own_tokens: int = 0  # the item's own text in the best document's terms
+    own_coverage: float = 0.0  # share of it found there: what decides
+    coverage: float = 0.0  # share of all the item's scored tokens found there
+    longest_match: int = 0  # longest run of own tokens found contiguously
+    ngram_overlap: float = 0.0  # eligible n-grams found anywhere in the corpus
+    shared_match: int = 0  # longest run of shared text (template, passage) found
+    shared_items: int = 0
+    question_found: bool = False
+    answer_found: bool | None = None  # None: no answer field
+    answer_with_question: bool = False
+    passage_found: bool = False
+    best_doc: int | None = None
     roles: dict[str, RoleScore] = field(default_factory=dict)
-    doc_ranking: list[tuple[int, float, int]] = field(default_factory=list)  # (doc, coverage, longest)
+    doc_ranking: list[tuple[int, float, float]] = field(default_factory=list)  # (doc, own coverage, coverage)
 
     @property
     def score(self) -> float:
-        return max(self.best_doc_coverage, self.near_similarity if self.status != "too_short" else 0.0)
+        return 0.0 if self.status == Status.TOO_SHORT else self.own_coverage
+
+    @property
+    def longest_match_share(self) -> float:
+        return min(1.0, self.longest_match / self.tokens) if self.tokens else 0.0
 
 
-def covered(mask: np.ndarray, n: int, length: int) -> np.ndarray:
-    """Token mask: token i is covered if some n-gram starting in [i-n+1, i] is in `mask`."""
-    if length == 0:
-        return np.zeros(0, dtype=bool)
-    if len(mask) == 0:
-        return np.zeros(length, dtype=bool)
-    return np.convolve(mask.astype(np.int32), np.ones(n, dtype=np.int32))[:length] > 0
+def rank(matches: Sequence[DocMatch]) -> list[DocMatch]:
+    return sorted(matches, key=lambda m: (-m.own_coverage, -m.coverage, m.doc))
 
 
-def longest_run(mask: np.ndarray) -> int:
-    """Length of the longest run of True values."""
-    if not mask.any():
-        return 0
-    padded = np.concatenate(([0], mask.astype(np.int8), [0]))
-    edges = np.flatnonzero(np.diff(padded))
-    return int((edges[1::2] - edges[0::2]).max())
+def assess(p: PreparedItem, stats: ItemStats, matches: Sequence[DocMatch], n: int, th: Thresholds) -> ItemScore:
+    """Status and metrics of one item from its aligned candidate documents (module doc, step 5)."""
+    ranked = rank(matches)
+    best = ranked[0] if ranked else None
+    roles = _roles(p, stats, best, th)
+    score = ItemScore(status=Status.CLEAN, reason="no substantial overlap found", tokens=p.n_tokens, roles=roles,
+                      doc_ranking=[(m.doc, round(m.own_coverage, 4), round(m.coverage, 4)) for m in ranked])
+    eligible = stats.eligible
+    score.ngram_overlap = float((stats.df[eligible] > 0).mean()) if eligible.any() else 0.0
+    if p.item.answer:
+        score.answer_found = False
+    if best is not None:
+        score.best_doc = best.doc
+        score.own_tokens, score.own_coverage, score.coverage = best.own_total, best.own_coverage, best.coverage
+        score.longest_match = best.longest_own
+        q_own = best.own_role_coverage(p, QUESTION)
+        q_cov = q_own if q_own is not None else best.role_coverage(p, QUESTION)
+        score.question_found = q_cov >= th.suspicious_coverage
+        score.answer_found = bool(best.answer_found) if p.item.answer else None
+        score.answer_with_question = bool(best.answer_found and score.question_found)
+        score.passage_found = any(m.passage_coverage >= th.suspicious_coverage for m in ranked)
+    passage = next((m for m in ranked if m.shared_run >= th.passage_tokens and not m.competitor_found
+                    and 0 < m.shared_items <= th.passage_max_items + 1), None)
+    if passage is not None:
+        score.shared_match, score.shared_items = passage.shared_run, passage.shared_items
+        score.passage_found = True
+    widespread = _widespread(p, stats, n, th)
 
-
-def shared_hashes(items: Sequence[PreparedItem], min_items: int) -> set[int]:
-    """n-gram hashes that occur in at least `min_items` different items (template text)."""
-    if min_items <= 1:
-        return set()
-    seen: dict[int, int] = defaultdict(int)
-    for it in items:
-        for h in {int(x) for s in it.segments for x in s.hashes}:
-            seen[h] += 1
-    return {h for h, c in seen.items() if c >= min_items}
-
-
-def score_item(
-    prepared: PreparedItem,
-    n: int,
-    df: Mapping[int, int],
-    postings: Mapping[int, Sequence[int]],
-    shared: set[int],
-    th: Thresholds,
-    answer_in_doc: Mapping[int, bool] | None = None,
-    near_similarity: float = 0.0,
-) -> ItemScore:
-    """Score one item (see the module doc); falls back to shared text, capped at suspicious."""
-    own = _score(prepared, n, df, postings, shared, th, answer_in_doc, near_similarity)
-    all_ngrams = sum(r.ngrams for k, r in own.roles.items() if k in SCORED_ROLES)
-    own_ngrams = sum(r.eligible_ngrams + r.common_ngrams for k, r in own.roles.items() if k in SCORED_ROLES)
-    mostly_shared = all_ngrams > 0 and own_ngrams * 4 < all_ngrams
-    if not mostly_shared:
-        return own
-    fallback = _score(prepared, n, df, postings, set(), th, answer_in_doc, near_similarity)
-    best = fallback if own.status == "too_short" else own
-    if best.status == "contaminated" or (best is fallback and best.status == "suspicious"):
-        best.status = "suspicious"
-        best.reason = (f"{best.reason}, but most of the item's text is shared with other items of the "
-                       "benchmark, so the match may belong to one of them")
-    elif best is fallback and best.status in ("clean", "too_short"):
-        best.reason = "only text shared with other items of the benchmark; " + best.reason
-    return best
-
-
-def _score(
-    prepared: PreparedItem,
-    n: int,
-    df: Mapping[int, int],
-    postings: Mapping[int, Sequence[int]],
-    shared: set[int],
-    th: Thresholds,
-    answer_in_doc: Mapping[int, bool] | None = None,
-    near_similarity: float = 0.0,
-) -> ItemScore:
-    """Score one item from look-up results.
-
-    df: hash -> number of corpus documents holding it (absent: not found).
-    postings: hash -> documents holding it (given for hashes with df <= max_df).
-    answer_in_doc: document -> whether the item's answer text occurs near the question there
-        (checked by the caller on the document text; used for short answers).
-    """
-    roles: dict[str, RoleScore] = {}
-    per_doc_cov: dict[int, int] = defaultdict(int)  # scored roles: tokens covered by one doc
-    per_doc_role: dict[tuple[int, str], int] = defaultdict(int)
-    per_doc_longest: dict[int, int] = defaultdict(int)
-    widespread_covered = 0
-    for seg in prepared.segments:
-        rs = roles.setdefault(seg.role, RoleScore())
-        L, m = len(seg.tokens), len(seg.hashes)
-        rs.tokens += L
-        rs.ngrams += m
-        if m == 0:
-            continue
-        hs = seg.hashes.tolist()
-        is_shared = np.array([h in shared for h in hs], dtype=bool)
-        dfs = np.array([df.get(h, 0) for h in hs], dtype=np.int64)
-        assert seg.weak is not None
-        is_common = ((dfs > th.max_df) | seg.weak) & ~is_shared
-        eligible = ~is_shared & ~is_common
-        found = eligible & (dfs > 0)
-        rs.shared_ngrams += int(is_shared.sum())
-        rs.common_ngrams += int(is_common.sum())
-        rs.eligible_ngrams += int(eligible.sum())
-        rs.found_ngrams += int(found.sum())
-        rs.eligible_tokens += int(covered(eligible, n, L).sum())
-        rs.covered_tokens += int(covered(found, n, L).sum())
-        if seg.role in SCORED_ROLES:
-            widespread_covered += int(covered((dfs > 0) & ~is_shared & ~seg.weak, n, L).sum())
-        docs_here: dict[int, list[int]] = defaultdict(list)
-        for pos in np.flatnonzero(found).tolist():
-            for d in postings.get(hs[pos], ()):
-                docs_here[d].append(pos)
-        for d, positions in docs_here.items():
-            mask = np.zeros(m, dtype=bool)
-            mask[positions] = True
-            c = int(covered(mask, n, L).sum())
-            per_doc_role[(d, seg.role)] += c
-            if seg.role in SCORED_ROLES:
-                per_doc_cov[d] += c
-                per_doc_longest[d] = max(per_doc_longest[d], longest_run(mask) + n - 1)
-    for (d, role), c in per_doc_role.items():
-        rs = roles[role]
-        rs.best_doc_covered = max(rs.best_doc_covered, c)
-        if role in SCORED_ROLES:
-            rs.longest_match = max(rs.longest_match, per_doc_longest[d])
-
-    scored = [roles[r] for r in SCORED_ROLES if r in roles]
-    eligible_tokens = sum(r.eligible_tokens for r in scored)
-    total_tokens = sum(r.tokens for r in scored)
-    eligible_ngrams = sum(r.eligible_ngrams for r in scored)
-    ranking = sorted(
-        ((d, per_doc_cov[d] / eligible_tokens if eligible_tokens else 0.0, per_doc_longest[d]) for d in per_doc_cov),
-        key=lambda x: (-x[1], -x[2], x[0]),
-    )
-    best_doc, best_cov, longest = (ranking[0] if ranking else (None, 0.0, 0))
-    q = roles.get("question")
-    q_cov = q.best_doc_coverage if q and q.eligible_tokens else best_cov
-    question_found = q_cov >= th.suspicious_coverage or (q is not None and q.longest_match >= th.longest_match)
-    a = roles.get("answer")
-    answer_found: bool | None = None
-    answer_with_question = False
-    if prepared.item.answer:
-        # answer n-grams in the question's best document, or (short answers) the caller's check
-        if a is not None and a.eligible_tokens:
-            answer_found = a.coverage >= 0.5
-            if best_doc is not None:
-                answer_with_question = per_doc_role.get((best_doc, "answer"), 0) / a.eligible_tokens >= 0.5
-        if answer_in_doc and best_doc is not None and answer_in_doc.get(best_doc):
-            answer_found = True
-            answer_with_question = True
-        answer_found = bool(answer_found)
-        answer_with_question = answer_with_question and question_found
-    passage = roles.get("passage")
-    passage_found = bool(passage and passage.coverage >= th.suspicious_coverage)
-    coverage = sum(r.covered_tokens for r in scored) / eligible_tokens if eligible_tokens else 0.0
-    overlap = sum(r.found_ngrams for r in scored) / eligible_ngrams if eligible_ngrams else 0.0
-    widespread = total_tokens > 0 and widespread_covered / max(total_tokens, 1) >= th.contaminated_coverage
-
-    if eligible_ngrams == 0 and not widespread:
-        status = "too_short"
-        if total_tokens < n:
-            reason = f"{total_tokens} tokens: fewer than n={n}, so no n-gram can be checked"
-        else:
-            reason = "no n-gram of its own: all are shared with other items or too common to count"
-    elif best_cov >= th.contaminated_coverage:
-        status, reason = "contaminated", f"one document covers {best_cov:.0%} of the item"
+    if not eligible.any() and not widespread:
+        score.status = Status.TOO_SHORT
+        score.reason = (f"{p.n_tokens} tokens: fewer than n={n}, so no n-gram can be looked up" if len(p.grams) == 0
+                        else "every n-gram is common in the corpus or low in information: chance cannot be ruled out")
     elif widespread:
-        status, reason = "contaminated", "the item's n-grams are in many documents (widespread copy)"
-    elif q_cov >= th.contaminated_coverage and answer_with_question:
-        status, reason = "contaminated", "question and answer found together in one document"
-    elif best_cov >= th.suspicious_coverage:
-        status, reason = "suspicious", f"one document covers {best_cov:.0%} of the item"
-    elif longest >= th.longest_match:
-        status, reason = "suspicious", f"a {longest}-token run matches one document"
-    elif near_similarity >= th.near_similarity:
-        status, reason = "suspicious", f"near-duplicate region, similarity {near_similarity:.2f}"
-    else:
-        status, reason = "clean", "no substantial overlap found"
-    return ItemScore(
-        status=status,
-        reason=reason,
-        tokens=total_tokens,
-        ngram_overlap=overlap,
-        coverage=coverage,
-        best_doc=best_doc,
-        best_doc_coverage=best_cov,
-        longest_match=longest,
-        longest_match_share=min(1.0, longest / total_tokens) if total_tokens else 0.0,
-        question_found=question_found,
-        answer_found=answer_found,
-        answer_with_question=answer_with_question,
-        passage_found=passage_found,
-        near_similarity=near_similarity,
-        roles=roles,
-        doc_ranking=ranking,
-    )
+        score.status, score.reason = Status.CONTAMINATED, "the item's own text is in many documents (widespread copy)"
+    elif best is not None and best.own_total and best.own_coverage >= th.contaminated_coverage \
+            and best.coverage >= th.contaminated_coverage:
+        score.status = Status.CONTAMINATED
+        score.reason = f"one document holds {best.own_coverage:.0%} of the item's own text ({best.own_total} tokens)"
+    elif best is not None and score.answer_with_question and (best.own_role_coverage(p, QUESTION) or 0.0) \
+            >= th.contaminated_coverage:
+        score.status, score.reason = Status.CONTAMINATED, "question and answer found together in one document"
+    elif best is not None and (best.own_role_coverage(p, QUESTION) or 0.0) >= th.contaminated_coverage:
+        score.status = Status.SUSPICIOUS
+        score.reason = "the question is in one document, " + ("with its answer" if best.answer_found else
+                                                              "without its answer")
+    elif best is not None and best.own_total and best.own_coverage >= th.suspicious_coverage:
+        score.status = Status.SUSPICIOUS
+        score.reason = f"one document holds {best.own_coverage:.0%} of the item's own text ({best.own_total} tokens)"
+    elif best is not None and best.longest_own >= th.longest_match:
+        score.status, score.reason = Status.SUSPICIOUS, f"a {best.longest_own}-token run of its own text matches"
+    elif passage is not None:
+        score.status = Status.SUSPICIOUS
+        score.reason = (f"a {passage.shared_run}-token passage it shares with {passage.shared_items - 1} other "
+                        "item(s) was found, but not this item's own text")
+    elif best is not None and best.competitor is not None and best.own_total == 0 and best.coverage >= 0.5:
+        score.reason = "only text shared with other items of the benchmark was found"
+    return score
 
 
-def shared_spans(text: str, other: str, n: int) -> list[tuple[int, int]]:
-    """Character spans of `text` covered by word n-grams that also occur in `other` (merged).
+def _widespread(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> bool:
+    """The item's own text (at least longest_match tokens, so not a phrase) is found in the
+    corpus, much of it in more than max_df documents: a widely copied item, not boilerplate."""
+    own = (stats.freq < th.template_min_items) & ~p.weak
+    if not own.any() or not (stats.df[own] > th.max_df).any():
+        return False
+
+    def tokens_of(gram_mask: np.ndarray) -> np.ndarray:
+        pos = np.zeros(p.n_tokens, dtype=bool)
+        pos[p.gram_pos[gram_mask]] = True
+        return covered(pos, n, p.n_tokens)
+
+    own_tok = tokens_of(own)
+    found = tokens_of(own & (stats.df > 0))
+    total = int(own_tok.sum())
+    return total >= th.longest_match and found.sum() >= th.contaminated_coverage * total
+
+
+def _roles(p: PreparedItem, stats: ItemStats, best: DocMatch | None, th: Thresholds) -> dict[str, RoleScore]:
+    out: dict[str, RoleScore] = {}
+    gram_role = p.role[p.gram_pos] if len(p.gram_pos) else np.zeros(0, np.int8)
+    for code, name in enumerate(SCORED_ROLES):
+        sel = p.role == code
+        if not sel.any():
+            continue
+        g = gram_role == code
+        rs = RoleScore(tokens=int(sel.sum()), ngrams=int(g.sum()))
+        rs.shared_ngrams = int((g & (stats.freq >= th.template_min_items)).sum())
+        rs.common_ngrams = int((g & stats.common).sum())
+        rs.eligible_ngrams = int((g & ~stats.common).sum())
+        rs.found_ngrams = int((g & ~stats.common & (stats.df > 0)).sum())
+        if best is not None:
+            rs.coverage = best.role_coverage(p, code)
+            rs.found = rs.coverage >= th.suspicious_coverage
+        out[name] = rs
+    return out
+
+
+def shared_spans(text: str, other: str) -> list[tuple[int, int]]:
+    """Character spans of `text` whose tokens align with `other` in blocks (merged).
 
     Used to highlight, on the benchmark item's side, what the training text shares with it.
     """
-    from app.core.signatures import ngram_hashes
-    from app.core.text import tokenize, tokenize_spans
-
     toks = tokenize_spans(text)
-    ha = ngram_hashes(toks.tokens, n)
-    hb = ngram_hashes(tokenize(other), n)
-    if len(ha) == 0 or len(hb) == 0:
+    if not len(toks):
         return []
-    mask = covered(np.isin(ha, hb), n, len(toks))
+    al = align(_ids(toks.tokens).tolist(), _ids(tokenize(other)).tolist(),
+               np.full(len(toks), len(toks) == 1, dtype=bool))
     spans: list[tuple[int, int]] = []
-    for i in np.flatnonzero(mask).tolist():
+    for i in np.flatnonzero(al.matched).tolist():
         s, e = toks.starts[i], toks.ends[i]
-        if spans and s - spans[-1][1] <= 3 and not text[spans[-1][1] : s].strip(" \t,.;:!?\"'()[]*_-"):
+        if spans and s - spans[-1][1] <= 3 and not text[spans[-1][1] : s].strip(" \t,.;:!?\"'()[]*-"):
             spans[-1] = (spans[-1][0], e)
         else:
             spans.append((s, e))

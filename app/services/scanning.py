@@ -1,9 +1,9 @@
-"""Check benchmark items against indexed corpora: look-ups, near-duplicate candidates,
-verification on bounded regions, scores and evidence."""
+"""Check benchmark items against indexed corpora: look-ups, candidate documents, token
+alignment on bounded regions, scores and evidence (the maths is in app.core.scoring)."""
 
 from __future__ import annotations
 
-from collections import OrderedDict, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,34 +11,33 @@ from typing import Any
 
 import numpy as np
 import zstandard
-from rapidfuzz import fuzz
 from sqlalchemy import Engine
 
 from app.core.config import SignatureConfig, library_versions
 from app.core.scoring import (
-    SCORED_ROLES,
+    DocMatch,
+    DocTokens,
     ItemScore,
+    ItemStats,
     PreparedItem,
-    Segment,
+    SharedText,
     Thresholds,
-    score_item,
-    shared_hashes,
+    assess,
+    item_stats,
+    match_document,
+    prepare,
 )
-from app.core.signatures import (
-    band_keys,
-    ngram_hashes,
-    rolling_hashes,
-    to_signed,
-    token_hashes,
-    window_minhashes,
-)
-from app.core.text import Tokens, tokenize, tokenize_spans
+from app.core.signatures import band_keys, token_hashes, window_minhashes, window_starts
+from app.core.text import Tokens, tokenize_spans
 from app.core.types import BenchmarkItem
 from app.errors import FingerprintMismatch, NotFoundError
 from app.readers.corpus import read_documents
 from app.store import repo
 
 EXCERPT_PAD = 200  # characters of context either side of a matched region
+CANDIDATES = 4  # documents aligned per item from the exact channel (most shared n-grams, rarest first)
+NEAR_CANDIDATES = 2  # and from the near-duplicate channel (most band keys in common)
+DOC_CACHE = 4096  # tokenised documents kept between items
 
 
 @dataclass
@@ -52,17 +51,19 @@ class ItemResult:
         return {
             "item_id": self.item.item_id,
             "row": self.item.row,
-            "status": s.status,
+            "status": str(s.status),
             "reason": s.reason,
             "score": round(s.score, 4),
             "metrics": {
                 "tokens": s.tokens,
-                "ngram_overlap": round(s.ngram_overlap, 4),
+                "own_tokens": s.own_tokens,
+                "own_coverage": round(s.own_coverage, 4),
                 "coverage": round(s.coverage, 4),
-                "best_doc_coverage": round(s.best_doc_coverage, 4),
                 "longest_match": s.longest_match,
                 "longest_match_share": round(s.longest_match_share, 4),
-                "near_similarity": round(s.near_similarity, 4),
+                "ngram_overlap": round(s.ngram_overlap, 4),
+                "shared_match": s.shared_match,
+                "shared_items": s.shared_items,
             },
             "question_found": s.question_found,
             "answer_found": s.answer_found,
@@ -78,7 +79,7 @@ class _Doc:
     meta: dict[str, Any]
     text: str
     toks: Tokens
-    hashes: np.ndarray  # signed n-gram hashes by position
+    tokens: DocTokens
 
 
 class Scanner:
@@ -122,44 +123,35 @@ class Scanner:
         self._docs: OrderedDict[int, _Doc] = OrderedDict()
         self._dctx = zstandard.ZstdDecompressor()
 
-    # ------------------------------------------------------------ preparation
-
-    def prepare(self, item: BenchmarkItem) -> PreparedItem:
-        n = self.cfg.ngram_n
-        segs = []
-        for role in item.roles():
-            for text in item.segments(role):
-                toks = tokenize(text)
-                segs.append(Segment(role, toks, to_signed(ngram_hashes(toks, n))))
-        return PreparedItem(item, segs)
-
     # ------------------------------------------------------------ documents
 
-    def _doc(self, conn: Any, doc_id: int, meta: dict[str, Any] | None = None) -> _Doc | None:
+    def _doc(self, doc_id: int, meta: dict[str, Any] | None) -> _Doc | None:
         if doc_id in self._docs:
             self._docs.move_to_end(doc_id)
             return self._docs[doc_id]
         if meta is None:
-            meta = repo.documents_meta(conn, [doc_id]).get(doc_id)
-            if meta is None:
-                return None
+            return None
         if meta["text"] is not None:
             text = self._dctx.decompress(meta["text"]).decode("utf-8", "surrogatepass")
         else:
             text = self._text_from_source(meta)
         toks = tokenize_spans(text)
-        hashes = to_signed(rolling_hashes(token_hashes(toks.tokens), self.cfg.ngram_n))
-        doc = _Doc({k: v for k, v in meta.items() if k != "text"}, text, toks, hashes)
+        doc = _Doc({k: v for k, v in meta.items() if k != "text"}, text, toks,
+                   DocTokens.of(token_hashes(toks.tokens), self.cfg.ngram_n))
         self._docs[doc_id] = doc
-        if len(self._docs) > 512:
+        if len(self._docs) > DOC_CACHE:
             self._docs.popitem(last=False)
         return doc
+
+    def _load(self, conn: Any, doc_ids: set[int]) -> None:
+        missing = [d for d in doc_ids if d not in self._docs]
+        metas = repo.documents_meta(conn, missing) if missing else {}
+        for d in missing:
+            self._doc(d, metas.get(d))
 
     @staticmethod
     def _text_from_source(meta: dict[str, Any]) -> str:
         """Text of a pointer-only document, re-read from its source file."""
-        from collections import Counter
-
         path = Path(meta["source_file"])
         if not path.exists():
             return ""
@@ -172,127 +164,103 @@ class Scanner:
 
     def scan(self, items: Sequence[BenchmarkItem],
              progress: Callable[[int, int], None] | None = None) -> list[ItemResult]:
-        cfg, th = self.cfg, self.th
-        prepared = [self.prepare(it) for it in items]
-        shared = shared_hashes(prepared, th.template_min_items)
-        all_hashes = {int(h) for p in prepared for s in p.segments for h in s.hashes} - shared
+        cfg, th, n = self.cfg, self.th, self.cfg.ngram_n
+        prepared = [prepare(it, n) for it in items]
+        shared = SharedText(prepared)
+        grams = {int(h) for p in prepared for g in (p.grams, p.passage_grams) for h in g.tolist()}
         if cfg.sample_mod > 1:
-            all_hashes = {h for h in all_hashes if (h % (1 << 64)) % cfg.sample_mod == 0}
+            grams = {h for h in grams if (h % (1 << 64)) % cfg.sample_mod == 0}
         near_keys = [self._near_keys(p) for p in prepared]
         with self.engine.connect() as conn:
-            df = repo.ngram_df(conn, list(all_hashes), self.corpus_ids)
+            df = repo.ngram_df(conn, list(grams), self.corpus_ids)
             rare = [h for h, c in df.items() if c <= th.max_df]
             postings = repo.ngram_postings(conn, rare, self.corpus_ids)
             hits = repo.band_hits(conn, sorted({k for ks in near_keys for k, _ in ks}), self.corpus_ids)
+            stats = [item_stats(p, shared, df, n, th) for p in prepared]
+            candidates = [self._candidates(p, s, postings, near_keys[i], hits)
+                          for i, (p, s) in enumerate(zip(prepared, stats, strict=True))]
             results = []
-            for i, p in enumerate(prepared):
-                results.append(self._score_one(conn, p, df, postings, shared, near_keys[i], hits))
-                if progress and (i % 200 == 0 or i == len(prepared) - 1):
-                    progress(i + 1, len(prepared))
+            step = 256
+            for lo in range(0, len(prepared), step):
+                self._load(conn, {d for c in candidates[lo : lo + step] for d in c})
+                for i in range(lo, min(lo + step, len(prepared))):
+                    results.append(self._score_one(i, prepared, stats[i], shared, candidates[i]))
+                if progress:
+                    progress(len(results), len(prepared))
         return results
 
     def _near_keys(self, p: PreparedItem) -> list[tuple[int, int]]:
         """(band key, query window) of the item's scored text, windows at half the index stride."""
-        toks = [t for s in p.segments if s.role in SCORED_ROLES for t in s.tokens]
-        if len(toks) < self.cfg.shingle:
+        if p.n_tokens < self.cfg.shingle:
             return []
-        th = token_hashes(toks)
-        last = max(len(toks) - self.cfg.window, 0)
+        th = p.ids.view(np.uint64)
+        last = max(p.n_tokens - self.cfg.window, 0)
         step = max(1, self.cfg.stride // 2)
         starts = np.unique(np.append(np.arange(0, last + 1, step), last)).astype(np.int64)
-        sigs = window_minhashes(th, self.cfg, starts)
-        keys = band_keys(sigs, self.cfg)
+        keys = band_keys(window_minhashes(th, self.cfg, starts), self.cfg)
         return [(int(k), int(w)) for w in range(len(starts)) for k in keys[w]]
 
-    def _score_one(self, conn: Any, p: PreparedItem, df: dict[int, int], postings: dict[int, list[int]],
-                   shared: set[int], keys: list[tuple[int, int]],
-                   hits: dict[int, list[tuple[int, int]]]) -> ItemResult:
-        th = self.th
-        first = score_item(p, self.cfg.ngram_n, df, postings, shared, th)
-        # near-channel candidates: windows sharing most bands with the item
-        votes: dict[tuple[int, int], int] = defaultdict(int)
+    def _candidates(self, p: PreparedItem, s: ItemStats, postings: dict[int, list[int]],
+                    keys: list[tuple[int, int]], hits: dict[int, list[tuple[int, int]]]) -> dict[int, int | None]:
+        """Documents to align: those holding most of the item's rare n-grams (an n-gram shared by
+        f items weighs 1/f, so a template's copies rank below the item's own text), then those
+        sharing most near-duplicate band keys, with the window they matched in."""
+        votes: dict[int, float] = defaultdict(float)
+        for h, f in zip(p.grams.tolist(), s.freq.tolist(), strict=True):
+            for d in postings.get(h, ()):
+                votes[d] += 1.0 / max(f, 1)
+        for h in set(p.passage_grams.tolist()):
+            for d in postings.get(h, ()):
+                votes[d] += 0.01
+        ranked = sorted(votes.items(), key=lambda x: (-x[1], x[0]))[:CANDIDATES]
+        out: dict[int, int | None] = {d: None for d, _v in ranked}
+        near: dict[tuple[int, int], int] = defaultdict(int)
         for k, _w in keys:
             for dw in hits.get(k, ()):
-                votes[dw] += 1
-        near = sorted(votes.items(), key=lambda x: -x[1])[: self.k]
-        candidates: dict[int, int | None] = {d: None for d, _c, _l in first.doc_ranking[: self.k]}
-        for (d, w), _v in near:
-            candidates.setdefault(d, w)
-        if not candidates:
-            return ItemResult(p.item, first)
-        q_toks = [t for s in p.segments if s.role in SCORED_ROLES for t in s.tokens]
-        found_set = {int(h) for s in p.segments for h in s.hashes if int(h) in postings}
-        found = np.fromiter(found_set, dtype=np.int64, count=len(found_set))
-        answer_toks = tokenize(p.item.answer) if p.item.answer else []
-        metas = repo.documents_meta(conn, [d for d in candidates if d not in self._docs])
-        evidence, sims, answer_in = [], {}, {}
+                near[dw] += 1
+        for (d, w), _v in sorted(near.items(), key=lambda x: (-x[1], x[0]))[:NEAR_CANDIDATES]:
+            out.setdefault(d, w)
+        return out
+
+    def _score_one(self, i: int, prepared: list[PreparedItem], stats: ItemStats, shared: SharedText,
+                   candidates: dict[int, int | None]) -> ItemResult:
+        cfg, n = self.cfg, self.cfg.ngram_n
+        p = prepared[i]
+        matches: list[DocMatch] = []
+        docs: dict[int, _Doc] = {}
         for d, win in candidates.items():
-            doc = self._doc(conn, d, metas.get(d))
+            doc = self._docs.get(d)
             if doc is None:
                 continue
-            ev = self._verify(doc, q_toks, found, win, answer_toks)
-            sims[d] = ev["similarity"]
-            answer_in[d] = ev.pop("_answer_in_region")
-            ranked = next((x for x in first.doc_ranking if x[0] == d), None)
-            ev["coverage"] = round(ranked[1], 4) if ranked else 0.0
-            ev["longest_match"] = ranked[2] if ranked else 0
-            evidence.append(ev)
-        best_sim = max(sims.values(), default=0.0)
-        final = score_item(p, self.cfg.ngram_n, df, postings, shared, th, answer_in, best_sim)
-        evidence.sort(key=lambda e: (-e["coverage"], -e["similarity"]))
-        return ItemResult(p.item, final, evidence[: self.k])
+            docs[d] = doc
+            window = None
+            if win is not None:
+                starts = window_starts(len(doc.tokens.ids), cfg)
+                if win < len(starts):
+                    window = (int(starts[win]), int(starts[win]) + cfg.window)
+            matches.append(match_document(i, prepared, stats, shared, d, doc.tokens, n, self.th, window))
+        score = assess(p, stats, matches, n, self.th)
+        ranked = sorted(matches, key=lambda m: (-m.own_coverage, -m.coverage, m.doc))
+        evidence = [self._evidence(docs[m.doc], m) for m in ranked[: self.k] if m.matched.any()]
+        return ItemResult(p.item, score, evidence)
 
-    def _verify(self, doc: _Doc, q_toks: list[str], found: np.ndarray, win: int | None,
-                answer_toks: list[str]) -> dict[str, Any]:
-        """Align the item with a bounded region of the document (never the whole document)."""
-        n, L = self.cfg.ngram_n, len(q_toks)
-        T = len(doc.toks)
-        matched = np.flatnonzero(np.isin(doc.hashes, found)) if len(found) and len(doc.hashes) \
-            else np.empty(0, dtype=np.int64)
-        if len(matched):
-            # the densest cluster: most matched positions inside a span of 2 item lengths
-            span = 2 * max(L, n)
-            ends = np.searchsorted(matched, matched + span, side="right")
-            best = int(np.argmax(ends - np.arange(len(matched))))
-            lo, hi = int(matched[best]), int(matched[ends[best] - 1]) + n
-        elif win is not None:
-            lo = win * self.cfg.stride
-            hi = min(T, lo + self.cfg.window)
-        else:
-            lo, hi = 0, min(T, L)
-        pad = max(L // 2, 8)
-        # The region must hold the whole item: partial_ratio aligns the shorter string inside the
-        # longer one, so a region shorter than the item would be "found" inside the item instead.
-        want = L + 2 * pad
-        r_lo, r_hi = max(0, lo - pad), min(T, hi + pad)
-        if r_hi - r_lo < want:
-            grow = want - (r_hi - r_lo)
-            r_lo = max(0, r_lo - grow // 2)
-            r_hi = min(T, r_lo + want)
-            r_lo = max(0, r_hi - want)
-        region = doc.toks.tokens[r_lo:r_hi]
-        sim = 0.0
-        if region and q_toks:
-            a, b = " ".join(q_toks), " ".join(region)
-            # needle in a bounded haystack; a document shorter than the item is compared whole
-            sim = (fuzz.partial_ratio(a, b) if len(b) >= len(a) else fuzz.ratio(a, b)) / 100.0
-        answer_in = False
-        if answer_toks and len(answer_toks) <= len(region):
-            m = len(answer_toks)
-            answer_in = any(region[i : i + m] == answer_toks for i in range(len(region) - m + 1))
-        # evidence: the matched region of the original text, matched tokens highlighted
-        c_lo = doc.toks.starts[lo] if lo < T else len(doc.text)
-        c_hi = doc.toks.ends[min(hi, T) - 1] if T and hi > 0 else c_lo
+    @staticmethod
+    def _evidence(doc: _Doc, m: DocMatch) -> dict[str, Any]:
+        """The aligned part of the training text, its matched tokens highlighted."""
+        toks, T = doc.toks, len(doc.toks)
+        used = [(b, s) for _a, b, s in m.blocks]
+        lo = min((b for b, _s in used), default=m.region[0])
+        hi = max((b + s for b, s in used), default=min(m.region[1], lo + 1))
+        c_lo = toks.starts[lo] if lo < T else len(doc.text)
+        c_hi = toks.ends[min(hi, T) - 1] if T and hi > 0 else c_lo
         x_lo, x_hi = max(0, c_lo - EXCERPT_PAD), min(len(doc.text), c_hi + EXCERPT_PAD)
         spans: list[list[int]] = []
-        for pos in matched.tolist():
-            if pos < lo or pos > hi:
-                continue
-            s, e = doc.toks.starts[pos] - x_lo, doc.toks.ends[min(pos + n, T) - 1] - x_lo
-            if spans and s <= spans[-1][1]:
+        for b, s in sorted(used):
+            a, e = toks.starts[b] - x_lo, toks.ends[b + s - 1] - x_lo
+            if spans and a <= spans[-1][1] + 1:
                 spans[-1][1] = max(spans[-1][1], e)
             else:
-                spans.append([s, e])
+                spans.append([a, e])
         meta = doc.meta
         return {
             "corpus": meta["corpus"],
@@ -305,7 +273,8 @@ class Scanner:
             "excerpt_start": int(x_lo),
             "excerpt": doc.text[x_lo:x_hi],
             "highlights": spans,
-            "similarity": round(sim, 4),
-            "near_window": win,
-            "_answer_in_region": answer_in,
+            "own_coverage": round(m.own_coverage, 4),
+            "coverage": round(m.coverage, 4),
+            "longest_match": m.longest_own,
+            "near_window": m.near_window,
         }
