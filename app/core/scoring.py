@@ -47,7 +47,9 @@ from app.core.types import BenchmarkItem, Status
 SCORED_ROLES = ("question", "choices", "answer")
 QUESTION, CHOICES, ANSWER = 0, 1, 2
 MATCH_N = 3  # tokens per gram when checking what a document holds of an item (edits break few)
-COMPETITOR_MAX_ITEMS = 256  # n-grams in more items are a template: they name no competitor
+COMPETITOR_MAX_ITEMS = 256  # grams in more items are a template: they name no competitor
+COMPETITOR_CANDIDATES = 8
+PRESENCE_MAX_ITEMS = 64  # grams in at most this many items say which item a region holds
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
 
 
@@ -62,6 +64,7 @@ class Thresholds:
     template_min_items: int = 2  # text in this many items of the benchmark is shared, not the item's own
     passage_tokens: int = 20  # a shared run this long found alone is a passage
     passage_max_items: int = 10  # text in more items than this is a template, not a passage
+    min_bits: float = 16.0  # information a match must carry to be evidence (app.core.surprise)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -156,8 +159,36 @@ def prepare(item: BenchmarkItem, n: int) -> PreparedItem:
     )
 
 
+class _GramTable:
+    """gram hash -> the groups of items holding it."""
+
+    def __init__(self, grams: Sequence[np.ndarray], groups: Sequence[int]) -> None:
+        pairs = [np.stack([g, np.full(len(g), grp)], axis=1) for g, grp in zip(grams, groups, strict=True) if len(g)]
+        table = np.unique(np.concatenate(pairs), axis=0) if pairs else np.zeros((0, 2), dtype=np.int64)
+        self.keys, self.start, self.count = np.unique(table[:, 0], return_index=True, return_counts=True)
+        self.groups_by_gram = table[:, 1]
+
+    def freq(self, grams: np.ndarray) -> np.ndarray:
+        """Groups holding each gram (0 for grams not in the benchmark)."""
+        if len(self.keys) == 0 or len(grams) == 0:
+            return np.zeros(len(grams), dtype=np.int64)
+        idx = np.clip(np.searchsorted(self.keys, grams), 0, len(self.keys) - 1)
+        return np.where(self.keys[idx] == grams, self.count[idx], 0)
+
+    def groups_of(self, grams: np.ndarray, max_items: int) -> np.ndarray:
+        """Every group holding one of `grams` (with repeats, one per gram), skipping grams in
+        more than `max_items` groups."""
+        if len(self.keys) == 0 or len(grams) == 0:
+            return np.zeros(0, dtype=np.int64)
+        idx = np.clip(np.searchsorted(self.keys, grams), 0, len(self.keys) - 1)
+        ok = (self.keys[idx] == grams) & (self.count[idx] <= max_items)
+        parts = [self.groups_by_gram[s : s + c] for s, c in zip(self.start[idx[ok]], self.count[idx[ok]], strict=True)]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
 class SharedText:
-    """Which n-grams (and short fields) each item shares with other items of the benchmark.
+    """Which grams (and short fields) each item shares with other items of the benchmark, for
+    the index n-grams and for the MATCH_N-grams.
 
     Identical items (same scored text) form one group and count once: a duplicate is the same
     item, not a competitor.
@@ -169,64 +200,50 @@ class SharedText:
         self.members: dict[int, int] = {}  # group -> first item of it
         for i, g in enumerate(self.group.tolist()):
             self.members.setdefault(g, i)
-        pairs = [np.stack([p.grams, np.full(len(p.grams), g)], axis=1)
-                 for p, g in zip(items, self.group.tolist(), strict=True) if len(p.grams)]
-        table = np.unique(np.concatenate(pairs), axis=0) if pairs else np.zeros((0, 2), dtype=np.int64)
-        self.keys, self.start, self.count = np.unique(table[:, 0], return_index=True, return_counts=True)
-        self.groups_by_gram = table[:, 1]
-        short: dict[int, set[int]] = {}
-        for p, g in zip(items, self.group.tolist(), strict=True):
-            for _s, _e, k in p.short_fields:
-                short.setdefault(k, set()).add(g)
-        self.short_count = {k: len(v) for k, v in short.items()}
+        groups = self.group.tolist()
+        self.ngrams = _GramTable([p.grams for p in items], groups)
+        self.mgrams = _GramTable([p.mgrams for p in items], groups)
+        fields: dict[int, set[int]] = {}
+        for p, g in zip(items, groups, strict=True):
+            for _s, _e, k in {*p.short_fields, *p.tiny_fields}:
+                fields.setdefault(k, set()).add(g)
+        self.field_count = {k: len(v) for k, v in fields.items()}
 
     def freq(self, grams: np.ndarray) -> np.ndarray:
-        """Groups holding each n-gram (0 for n-grams not in the benchmark)."""
-        if len(self.keys) == 0 or len(grams) == 0:
-            return np.zeros(len(grams), dtype=np.int64)
-        idx = np.clip(np.searchsorted(self.keys, grams), 0, len(self.keys) - 1)
-        return np.where(self.keys[idx] == grams, self.count[idx], 0)
-
-    def groups_of(self, grams: np.ndarray, max_items: int) -> np.ndarray:
-        """Every group holding one of `grams` (with repeats, one per n-gram), skipping n-grams in
-        more than `max_items` groups."""
-        if len(self.keys) == 0 or len(grams) == 0:
-            return np.zeros(0, dtype=np.int64)
-        idx = np.clip(np.searchsorted(self.keys, grams), 0, len(self.keys) - 1)
-        ok = (self.keys[idx] == grams) & (self.count[idx] <= max_items)
-        parts = [self.groups_by_gram[s : s + c] for s, c in zip(self.start[idx[ok]], self.count[idx[ok]], strict=True)]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return self.ngrams.freq(grams)
 
 
 @dataclass
 class ItemStats:
-    """What the benchmark and the corpus say about an item's n-grams, before any document."""
+    """What the benchmark and the corpus say about an item's grams, before any document."""
 
-    freq: np.ndarray  # groups of the benchmark holding each n-gram
-    df: np.ndarray  # corpus documents holding each n-gram
+    freq: np.ndarray  # groups of the benchmark holding each index n-gram
+    df: np.ndarray  # corpus documents holding each index n-gram
     common: np.ndarray  # bool per n-gram: boilerplate or low information
-    unique_tok: np.ndarray  # bool per token: covered by an n-gram (or inside a short field) only this item has
+    mfreq: np.ndarray  # groups holding each MATCH_N-gram
+    unique_tok: np.ndarray  # bool per token: inside a MATCH_N-gram (or a short field) no other item has
     common_tok: np.ndarray  # bool per token: covered by common n-grams only
+    bits: np.ndarray  # surprisal of each token under the rest of the benchmark (app.core.surprise)
 
     @property
     def eligible(self) -> np.ndarray:
         return ~self.common
 
 
-def item_stats(p: PreparedItem, shared: SharedText, df: Mapping[int, int], n: int, th: Thresholds) -> ItemStats:
+def item_stats(p: PreparedItem, shared: SharedText, df: Mapping[int, int], n: int, th: Thresholds,
+               bits: np.ndarray | None = None) -> ItemStats:
     freq = shared.freq(p.grams)
     dfs = np.fromiter((df.get(h, 0) for h in p.grams.tolist()), dtype=np.int64, count=len(p.grams))
     common = (dfs > th.max_df) | p.weak
-    unique_pos = np.zeros(p.n_tokens, dtype=bool)
-    unique_pos[p.gram_pos[freq < th.template_min_items]] = True
-    unique_tok = covered(unique_pos, n, p.n_tokens)
-    in_gram = covered(np.isin(np.arange(p.n_tokens), p.gram_pos), n, p.n_tokens)
-    rare_pos = np.zeros(p.n_tokens, dtype=bool)
-    rare_pos[p.gram_pos[~common]] = True
-    common_tok = in_gram & ~covered(rare_pos, n, p.n_tokens)
-    for s, e, k in p.short_fields:
-        unique_tok[s:e] = shared.short_count.get(k, 1) < th.template_min_items
-    return ItemStats(freq, dfs, common, unique_tok, common_tok)
+    mfreq = shared.mgrams.freq(p.mgrams)
+    unique_tok = _tokens_of(p, p.mgram_pos[mfreq < th.template_min_items], MATCH_N)
+    for s, e, k in p.tiny_fields:
+        unique_tok[s:e] = shared.field_count.get(k, 1) < th.template_min_items
+    in_gram = _tokens_of(p, p.gram_pos, n)
+    common_tok = in_gram & ~_tokens_of(p, p.gram_pos[~common], n)
+    if bits is None:
+        bits = np.full(p.n_tokens, np.inf)
+    return ItemStats(freq, dfs, common, mfreq, unique_tok, common_tok, bits)
 
 
 @dataclass
@@ -246,6 +263,9 @@ class DocMatch:
     shared_run: int = 0  # longest verbatim run of text shared with other items
     shared_items: int = 0  # how many items hold that run (this one included)
     competitor_found: bool = False  # the region also holds the competitor's own text: it is its copy
+    answer_distinct: bool = True  # the item's answer differs from the competitor's
+    matched_bits: float = 0.0  # information in what the region holds of the item
+    own_bits: float = 0.0  # information in the own text it holds
 
     @property
     def own_total(self) -> int:
@@ -340,8 +360,8 @@ def match_document(
     region_grams = doc.grams[lo : max(lo, hi - n + 1)]
     region_mgrams = doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]
     matched = held(p, region, region_mgrams)
-    competitor = _competitor(i, items, stats, shared, region_grams, th)
-    competitor_found = False
+    competitor = _competitor(i, items, stats, shared, region_mgrams, th)
+    competitor_found, answer_distinct = False, True
     if competitor is None:
         own = stats.unique_tok & ~stats.common_tok
         own_hit = matched & own
@@ -355,6 +375,7 @@ def match_document(
             own[s:e] = mine
         own &= ~stats.common_tok
         own_hit = held(p, region, region_mgrams, own_g, own_tiny) & own
+        answer_distinct = not np.array_equal(_answer_ids(p), _answer_ids(other))
         theirs_g = ~np.isin(other.mgrams, p.mgrams)
         their_own = _tokens_of(other, other.mgram_pos[theirs_g], MATCH_N)
         if their_own.any():
@@ -370,34 +391,52 @@ def match_document(
     return DocMatch(doc=doc_id, matched=matched, own=own, own_hit=own_hit, competitor=competitor, region=(lo, hi),
                     blocks=[(a, lo + b, s) for a, b, s in al.blocks], answer_found=answer_found,
                     passage_coverage=passage, near_window=window[0] if window else None,
-                    shared_run=shared_run, shared_items=shared_items, competitor_found=competitor_found)
+                    shared_run=shared_run, shared_items=shared_items, competitor_found=competitor_found,
+                    answer_distinct=answer_distinct, matched_bits=float(stats.bits[matched].sum()),
+                    own_bits=float(stats.bits[own_hit].sum()))
 
 
 def _competitor(i: int, items: Sequence[PreparedItem], stats: ItemStats, shared: SharedText,
-                region_grams: np.ndarray, th: Thresholds) -> int | None:
-    """The other item that best explains what this region holds of item i (module doc, step 4)."""
+                region_mgrams: np.ndarray, th: Thresholds) -> int | None:
+    """The other item the region is most likely a copy of, among those that could explain what
+    it holds of item i (module doc, step 4).
+
+    Candidates: the items sharing most of the MATCH_N-grams of item i that the region holds,
+    and the items most present in the region (their grams in at most PRESENCE_MAX_ITEMS items).
+    The competitor is the candidate with the largest share of its own grams in the region (its
+    copy holds nearly all of them; an item that merely shares a phrase holds few), then the one
+    sharing most with item i.
+    """
     p = items[i]
     me = int(shared.group[i])
-    found = np.isin(p.grams, region_grams)
-    sharing = found & (stats.freq >= th.template_min_items)
+    sharing = np.isin(p.mgrams, region_mgrams) & (stats.mfreq >= th.template_min_items)
     if not sharing.any():
         return None
-    overlap = shared.groups_of(p.grams[sharing], COMPETITOR_MAX_ITEMS)
+    overlap = shared.mgrams.groups_of(p.mgrams[sharing], COMPETITOR_MAX_ITEMS)
     overlap = overlap[overlap != me]
-    present = shared.groups_of(np.unique(region_grams), COMPETITOR_MAX_ITEMS)
+    if not len(overlap):
+        return None  # only template grams are shared: no one item explains them
+    groups, counts = np.unique(overlap, return_counts=True)
+    shared_with = dict(zip(groups.tolist(), counts.tolist(), strict=True))
+    candidates = groups[np.argsort(-counts, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
+    present = shared.mgrams.groups_of(np.unique(region_mgrams), PRESENCE_MAX_ITEMS)
     present = present[present != me]
-    if len(overlap):
-        groups, counts = np.unique(overlap, return_counts=True)
-        best = groups[counts == counts.max()]
-    elif len(present):
-        best = np.unique(present)  # only template n-grams shared: whoever else the region holds
-    else:
-        return None
-    if len(best) > 1 and len(present):
+    if len(present):
         pg, pc = np.unique(present, return_counts=True)
-        weight = dict(zip(pg.tolist(), pc.tolist(), strict=True))
-        best = np.array(sorted(best.tolist(), key=lambda g: (-weight.get(g, 0), g)))
-    return shared.members[int(best[0])]
+        candidates += [g for g in pg[np.argsort(-pc, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
+                       if g not in shared_with or g not in candidates]
+    members = [shared.members[g] for g in dict.fromkeys(candidates)]
+    grams = [np.unique(items[j].mgrams) for j in members]
+    label = np.concatenate([np.full(len(g), k) for k, g in enumerate(grams)])
+    held_share = np.bincount(label[np.isin(np.concatenate(grams), region_mgrams)], minlength=len(members)) \
+        / np.maximum([len(g) for g in grams], 1)
+    best = max(range(len(members)),
+               key=lambda k: (held_share[k], shared_with.get(int(shared.group[members[k]]), 0), -members[k]))
+    return members[best]
+
+
+def _answer_ids(p: PreparedItem) -> np.ndarray:
+    return p.answer_ids if len(p.answer_ids) else p.ids[p.role == ANSWER]
 
 
 def _answer_found(p: PreparedItem, al: Any, matched: np.ndarray, region: np.ndarray) -> bool:
@@ -467,6 +506,8 @@ class ItemScore:
     own_coverage: float = 0.0  # share of it found there: what decides
     coverage: float = 0.0  # share of all the item's scored tokens found there
     longest_match: int = 0  # longest run of own tokens found contiguously
+    own_bits: float = 0.0  # information (bits) in the own text found there
+    matched_bits: float = 0.0  # information in all that was found there
     ngram_overlap: float = 0.0  # eligible n-grams found anywhere in the corpus
     shared_match: int = 0  # longest run of shared text (template, passage) found
     shared_items: int = 0
@@ -499,6 +540,7 @@ def assess(p: PreparedItem, stats: ItemStats, matches: Sequence[DocMatch], n: in
     score = ItemScore(status=Status.CLEAN, reason="no substantial overlap found", tokens=p.n_tokens, roles=roles,
                       doc_ranking=[(m.doc, round(m.own_coverage, 4), round(m.coverage, 4)) for m in ranked])
     eligible = stats.eligible
+    qa = False
     score.ngram_overlap = float((stats.df[eligible] > 0).mean()) if eligible.any() else 0.0
     if p.item.answer:
         score.answer_found = False
@@ -506,11 +548,14 @@ def assess(p: PreparedItem, stats: ItemStats, matches: Sequence[DocMatch], n: in
         score.best_doc = best.doc
         score.own_tokens, score.own_coverage, score.coverage = best.own_total, best.own_coverage, best.coverage
         score.longest_match = best.longest_own
+        score.own_bits, score.matched_bits = best.own_bits, best.matched_bits
         q_own = best.own_role_coverage(p, QUESTION)
         q_cov = q_own if q_own is not None else best.role_coverage(p, QUESTION)
         score.question_found = q_cov >= th.suspicious_coverage
         score.answer_found = bool(best.answer_found) if p.item.answer else None
         score.answer_with_question = bool(best.answer_found and score.question_found)
+        q_whole = q_cov >= th.contaminated_coverage
+        qa = q_whole and best.answer_found and best.answer_distinct
         score.passage_found = any(m.passage_coverage >= th.suspicious_coverage for m in ranked)
     passage = next((m for m in ranked if m.shared_run >= th.passage_tokens and not m.competitor_found
                     and 0 < m.shared_items <= th.passage_max_items + 1), None)
@@ -525,27 +570,31 @@ def assess(p: PreparedItem, stats: ItemStats, matches: Sequence[DocMatch], n: in
                         else "every n-gram is common in the corpus or low in information: chance cannot be ruled out")
     elif widespread:
         score.status, score.reason = Status.CONTAMINATED, "the item's own text is in many documents (widespread copy)"
-    elif best is not None and best.own_total and best.own_coverage >= th.contaminated_coverage \
-            and best.coverage >= th.contaminated_coverage:
+    elif best is None:
+        pass
+    elif best.own_total and best.own_coverage >= th.contaminated_coverage and best.coverage >= \
+            th.contaminated_coverage and best.matched_bits >= th.min_bits:
         score.status = Status.CONTAMINATED
         score.reason = f"one document holds {best.own_coverage:.0%} of the item's own text ({best.own_total} tokens)"
-    elif best is not None and score.answer_with_question and (best.own_role_coverage(p, QUESTION) or 0.0) \
-            >= th.contaminated_coverage:
+    elif qa and best.matched_bits >= th.min_bits:
         score.status, score.reason = Status.CONTAMINATED, "question and answer found together in one document"
-    elif best is not None and (best.own_role_coverage(p, QUESTION) or 0.0) >= th.contaminated_coverage:
+    elif (best.own_role_coverage(p, QUESTION) or 0.0) >= th.contaminated_coverage and best.own_bits >= th.min_bits:
         score.status = Status.SUSPICIOUS
         score.reason = "the question is in one document, " + ("with its answer" if best.answer_found else
                                                               "without its answer")
-    elif best is not None and best.own_total and best.own_coverage >= th.suspicious_coverage:
+    elif best.own_total and best.own_coverage >= th.suspicious_coverage and best.own_bits >= th.min_bits:
         score.status = Status.SUSPICIOUS
         score.reason = f"one document holds {best.own_coverage:.0%} of the item's own text ({best.own_total} tokens)"
-    elif best is not None and best.longest_own >= th.longest_match:
+    elif best.longest_own >= th.longest_match and best.own_bits >= th.min_bits:
         score.status, score.reason = Status.SUSPICIOUS, f"a {best.longest_own}-token run of its own text matches"
     elif passage is not None:
         score.status = Status.SUSPICIOUS
         score.reason = (f"a {passage.shared_run}-token passage it shares with {passage.shared_items - 1} other "
                         "item(s) was found, but not this item's own text")
-    elif best is not None and best.competitor is not None and best.own_total == 0 and best.coverage >= 0.5:
+    elif best.own_coverage >= th.suspicious_coverage:
+        score.reason = (f"one document holds {best.own_coverage:.0%} of its own text, but only "
+                        f"{best.own_bits:.0f} bits: too little to tell from chance")
+    elif best.competitor is not None and best.own_total == 0 and best.coverage >= 0.5:
         score.reason = "only text shared with other items of the benchmark was found"
     return score
 

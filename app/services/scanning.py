@@ -28,6 +28,7 @@ from app.core.scoring import (
     prepare,
 )
 from app.core.signatures import band_keys, token_hashes, window_minhashes, window_starts
+from app.core.surprise import token_bits
 from app.core.text import Tokens, tokenize_spans
 from app.core.types import BenchmarkItem
 from app.errors import FingerprintMismatch, NotFoundError
@@ -62,6 +63,8 @@ class ItemResult:
                 "longest_match": s.longest_match,
                 "longest_match_share": round(s.longest_match_share, 4),
                 "ngram_overlap": round(s.ngram_overlap, 4),
+                "own_bits": round(s.own_bits, 1),
+                "matched_bits": round(s.matched_bits, 1),
                 "shared_match": s.shared_match,
                 "shared_items": s.shared_items,
             },
@@ -176,7 +179,8 @@ class Scanner:
             rare = [h for h, c in df.items() if c <= th.max_df]
             postings = repo.ngram_postings(conn, rare, self.corpus_ids)
             hits = repo.band_hits(conn, sorted({k for ks in near_keys for k, _ in ks}), self.corpus_ids)
-            stats = [item_stats(p, shared, df, n, th) for p in prepared]
+            bits = token_bits([p.ids for p in prepared], [p.fields for p in prepared], shared.group.tolist())
+            stats = [item_stats(p, shared, df, n, th, b) for p, b in zip(prepared, bits, strict=True)]
             candidates = [self._candidates(p, s, postings, near_keys[i], hits)
                           for i, (p, s) in enumerate(zip(prepared, stats, strict=True))]
             results = []
