@@ -262,7 +262,7 @@ class DocMatch:
     near_window: int | None = None
     shared_run: int = 0  # longest verbatim run of text shared with other items
     shared_items: int = 0  # how many items hold that run (this one included)
-    competitor_found: bool = False  # the region also holds the competitor's own text: it is its copy
+    competitor_found: bool = False  # the region also holds some of the competitor's own text: its copy
     answer_distinct: bool = True  # the item's answer differs from the competitor's
     matched_bits: float = 0.0  # information in what the region holds of the item
     own_bits: float = 0.0  # information in the own text it holds
@@ -378,9 +378,7 @@ def match_document(
         answer_distinct = not np.array_equal(_answer_ids(p), _answer_ids(other))
         theirs_g = ~np.isin(other.mgrams, p.mgrams)
         their_own = _tokens_of(other, other.mgram_pos[theirs_g], MATCH_N)
-        if their_own.any():
-            their_hit = held(other, region, region_mgrams, theirs_g) & their_own
-            competitor_found = their_hit.sum() >= th.suspicious_coverage * their_own.sum()
+        competitor_found = bool((held(other, region, region_mgrams, theirs_g) & their_own).any())
     al = align(p.ids.tolist(), region.tolist(), p.whole)
     passage = 0.0
     if len(p.passage_grams):
@@ -403,9 +401,9 @@ def _competitor(i: int, items: Sequence[PreparedItem], stats: ItemStats, shared:
 
     Candidates: the items sharing most of the MATCH_N-grams of item i that the region holds,
     and the items most present in the region (their grams in at most PRESENCE_MAX_ITEMS items).
-    The competitor is the candidate with the largest share of its own grams in the region (its
-    copy holds nearly all of them; an item that merely shares a phrase holds few), then the one
-    sharing most with item i.
+    Of those sharing at least half as much with item i as the most sharing one, the competitor
+    is the candidate with the largest share of its grams in the region (its copy holds nearly
+    all of them; an item that merely shares a phrase holds few), then the one sharing most.
     """
     p = items[i]
     me = int(shared.group[i])
@@ -425,7 +423,9 @@ def _competitor(i: int, items: Sequence[PreparedItem], stats: ItemStats, shared:
         pg, pc = np.unique(present, return_counts=True)
         candidates += [g for g in pg[np.argsort(-pc, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
                        if g not in shared_with or g not in candidates]
-    members = [shared.members[g] for g in dict.fromkeys(candidates)]
+    top = max(shared_with.get(g, 0) for g in candidates)
+    candidates = [g for g in dict.fromkeys(candidates) if shared_with.get(g, 0) * 2 >= top]
+    members = [shared.members[g] for g in candidates]
     grams = [np.unique(items[j].mgrams) for j in members]
     label = np.concatenate([np.full(len(g), k) for k, g in enumerate(grams)])
     held_share = np.bincount(label[np.isin(np.concatenate(grams), region_mgrams)], minlength=len(members)) \
