@@ -266,6 +266,8 @@ class DocMatch:
     answer_distinct: bool = True  # the item's answer differs from the competitor's
     matched_bits: float = 0.0  # information in what the region holds of the item
     own_bits: float = 0.0  # information in the own text it holds
+    own_bits_total: float = 0.0  # information in all of the item's own text here
+    bits_total: float = 0.0
 
     @property
     def own_total(self) -> int:
@@ -391,7 +393,8 @@ def match_document(
                     passage_coverage=passage, near_window=window[0] if window else None,
                     shared_run=shared_run, shared_items=shared_items, competitor_found=competitor_found,
                     answer_distinct=answer_distinct, matched_bits=float(stats.bits[matched].sum()),
-                    own_bits=float(stats.bits[own_hit].sum()))
+                    own_bits=float(stats.bits[own_hit].sum()), own_bits_total=float(stats.bits[own].sum()),
+                    bits_total=float(stats.bits.sum()))
 
 
 def _competitor(i: int, items: Sequence[PreparedItem], stats: ItemStats, shared: SharedText,
@@ -508,6 +511,8 @@ class ItemScore:
     longest_match: int = 0  # longest run of own tokens found contiguously
     own_bits: float = 0.0  # information (bits) in the own text found there
     matched_bits: float = 0.0  # information in all that was found there
+    own_bits_total: float = 0.0
+    bits_total: float = 0.0
     ngram_overlap: float = 0.0  # eligible n-grams found anywhere in the corpus
     shared_match: int = 0  # longest run of shared text (template, passage) found
     shared_items: int = 0
@@ -549,6 +554,7 @@ def assess(p: PreparedItem, stats: ItemStats, matches: Sequence[DocMatch], n: in
         score.own_tokens, score.own_coverage, score.coverage = best.own_total, best.own_coverage, best.coverage
         score.longest_match = best.longest_own
         score.own_bits, score.matched_bits = best.own_bits, best.matched_bits
+        score.own_bits_total, score.bits_total = best.own_bits_total, best.bits_total
         q_own = best.own_role_coverage(p, QUESTION)
         q_cov = q_own if q_own is not None else best.role_coverage(p, QUESTION)
         score.question_found = q_cov >= th.suspicious_coverage

@@ -65,6 +65,8 @@ class ItemResult:
                 "ngram_overlap": round(s.ngram_overlap, 4),
                 "own_bits": round(s.own_bits, 1),
                 "matched_bits": round(s.matched_bits, 1),
+                "own_bits_total": round(s.own_bits_total, 1),
+                "bits_total": round(s.bits_total, 1),
                 "shared_match": s.shared_match,
                 "shared_items": s.shared_items,
             },
