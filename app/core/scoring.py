@@ -522,7 +522,8 @@ class ItemScore:
     passage_found: bool = False
     best_doc: int | None = None
     roles: dict[str, RoleScore] = field(default_factory=dict)
-    doc_ranking: list[tuple[int, float, float]] = field(default_factory=list)  # (doc, own coverage, coverage)
+    # per candidate document, best first: (doc, own coverage, coverage, own bits, matched bits)
+    doc_ranking: list[tuple[int, float, float, float, float]] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -533,23 +534,56 @@ class ItemScore:
         return min(1.0, self.longest_match / self.tokens) if self.tokens else 0.0
 
 
-def rank(matches: Sequence[DocMatch]) -> list[DocMatch]:
-    return sorted(matches, key=lambda m: (-m.own_coverage, -m.coverage, m.doc))
+_SEVERITY = {Status.CONTAMINATED: 2, Status.SUSPICIOUS: 1, Status.CLEAN: 0}
+
+
+def verdict(p: PreparedItem, m: DocMatch, th: Thresholds) -> tuple[Status, str]:
+    """What one document says about the item (module doc, step 5)."""
+    q_own = m.own_role_coverage(p, QUESTION)
+    q_cov = q_own if q_own is not None else m.role_coverage(p, QUESTION)
+    if m.own_total and m.own_coverage >= th.contaminated_coverage and m.coverage >= th.contaminated_coverage \
+            and m.matched_bits >= th.min_bits:
+        return Status.CONTAMINATED, (f"one document holds {m.own_coverage:.0%} of the item's own text "
+                                     f"({m.own_total} tokens)")
+    if q_cov >= th.contaminated_coverage and m.answer_found and m.answer_distinct and m.matched_bits >= th.min_bits:
+        return Status.CONTAMINATED, "question and answer found together in one document"
+    if (q_own or 0.0) >= th.contaminated_coverage and m.own_bits >= th.min_bits:
+        return Status.SUSPICIOUS, "the question is in one document, without its answer"
+    if m.own_total and m.own_coverage >= th.suspicious_coverage and m.own_bits >= th.min_bits:
+        return Status.SUSPICIOUS, (f"one document holds {m.own_coverage:.0%} of the item's own text "
+                                   f"({m.own_total} tokens)")
+    if m.longest_own >= th.longest_match and m.own_bits >= th.min_bits:
+        return Status.SUSPICIOUS, f"a {m.longest_own}-token run of its own text matches one document"
+    if m.shared_run >= th.passage_tokens and not m.competitor_found and 0 < m.shared_items <= th.passage_max_items + 1:
+        return Status.SUSPICIOUS, (f"a {m.shared_run}-token passage it shares with {m.shared_items - 1} other "
+                                   "item(s) was found, but not this item's own text")
+    if m.own_coverage >= th.suspicious_coverage:
+        return Status.CLEAN, (f"one document holds {m.own_coverage:.0%} of its own text, but only "
+                              f"{m.own_bits:.0f} bits: too little to tell from chance")
+    if m.competitor is not None and m.own_total == 0 and m.coverage >= 0.5:
+        return Status.CLEAN, "only text shared with other items of the benchmark was found"
+    return Status.CLEAN, "no substantial overlap found"
+
+
+def rank(p: PreparedItem, matches: Sequence[DocMatch], th: Thresholds) -> list[tuple[DocMatch, Status, str]]:
+    """Documents with their verdicts, strongest first (then most own text, most text)."""
+    judged = [(m, *verdict(p, m, th)) for m in matches]
+    return sorted(judged, key=lambda x: (-_SEVERITY[x[1]], -x[0].own_coverage, -x[0].coverage, x[0].doc))
 
 
 def assess(p: PreparedItem, stats: ItemStats, matches: Sequence[DocMatch], n: int, th: Thresholds) -> ItemScore:
     """Status and metrics of one item from its aligned candidate documents (module doc, step 5)."""
-    ranked = rank(matches)
-    best = ranked[0] if ranked else None
-    roles = _roles(p, stats, best, th)
-    score = ItemScore(status=Status.CLEAN, reason="no substantial overlap found", tokens=p.n_tokens, roles=roles,
-                      doc_ranking=[(m.doc, round(m.own_coverage, 4), round(m.coverage, 4)) for m in ranked])
+    ranked = rank(p, matches, th)
+    best = ranked[0][0] if ranked else None
+    score = ItemScore(status=Status.CLEAN, reason="no substantial overlap found", tokens=p.n_tokens,
+                      roles=_roles(p, stats, best, th),
+                      doc_ranking=[(m.doc, round(m.own_coverage, 4), round(m.coverage, 4), round(m.own_bits, 1),
+                                    round(m.matched_bits, 1)) for m, _s, _r in ranked])
     eligible = stats.eligible
-    qa = False
     score.ngram_overlap = float((stats.df[eligible] > 0).mean()) if eligible.any() else 0.0
-    if p.item.answer:
-        score.answer_found = False
+    score.answer_found = False if p.item.answer else None
     if best is not None:
+        score.status, score.reason = ranked[0][1], ranked[0][2]
         score.best_doc = best.doc
         score.own_tokens, score.own_coverage, score.coverage = best.own_total, best.own_coverage, best.coverage
         score.longest_match = best.longest_own
@@ -560,48 +594,15 @@ def assess(p: PreparedItem, stats: ItemStats, matches: Sequence[DocMatch], n: in
         score.question_found = q_cov >= th.suspicious_coverage
         score.answer_found = bool(best.answer_found) if p.item.answer else None
         score.answer_with_question = bool(best.answer_found and score.question_found)
-        q_whole = q_cov >= th.contaminated_coverage
-        qa = q_whole and best.answer_found and best.answer_distinct
-        score.passage_found = any(m.passage_coverage >= th.suspicious_coverage for m in ranked)
-    passage = next((m for m in ranked if m.shared_run >= th.passage_tokens and not m.competitor_found
-                    and 0 < m.shared_items <= th.passage_max_items + 1), None)
-    if passage is not None:
-        score.shared_match, score.shared_items = passage.shared_run, passage.shared_items
-        score.passage_found = True
-    widespread = _widespread(p, stats, n, th)
-
-    if not eligible.any() and not widespread:
+        score.shared_match, score.shared_items = best.shared_run, best.shared_items
+        score.passage_found = any(m.passage_coverage >= th.suspicious_coverage for m in matches) or \
+            "passage" in score.reason
+    if not eligible.any() and not _widespread(p, stats, n, th):
         score.status = Status.TOO_SHORT
         score.reason = (f"{p.n_tokens} tokens: fewer than n={n}, so no n-gram can be looked up" if len(p.grams) == 0
                         else "every n-gram is common in the corpus or low in information: chance cannot be ruled out")
-    elif widespread:
+    elif score.status != Status.CONTAMINATED and _widespread(p, stats, n, th):
         score.status, score.reason = Status.CONTAMINATED, "the item's own text is in many documents (widespread copy)"
-    elif best is None:
-        pass
-    elif best.own_total and best.own_coverage >= th.contaminated_coverage and best.coverage >= \
-            th.contaminated_coverage and best.matched_bits >= th.min_bits:
-        score.status = Status.CONTAMINATED
-        score.reason = f"one document holds {best.own_coverage:.0%} of the item's own text ({best.own_total} tokens)"
-    elif qa and best.matched_bits >= th.min_bits:
-        score.status, score.reason = Status.CONTAMINATED, "question and answer found together in one document"
-    elif (best.own_role_coverage(p, QUESTION) or 0.0) >= th.contaminated_coverage and best.own_bits >= th.min_bits:
-        score.status = Status.SUSPICIOUS
-        score.reason = "the question is in one document, " + ("with its answer" if best.answer_found else
-                                                              "without its answer")
-    elif best.own_total and best.own_coverage >= th.suspicious_coverage and best.own_bits >= th.min_bits:
-        score.status = Status.SUSPICIOUS
-        score.reason = f"one document holds {best.own_coverage:.0%} of the item's own text ({best.own_total} tokens)"
-    elif best.longest_own >= th.longest_match and best.own_bits >= th.min_bits:
-        score.status, score.reason = Status.SUSPICIOUS, f"a {best.longest_own}-token run of its own text matches"
-    elif passage is not None:
-        score.status = Status.SUSPICIOUS
-        score.reason = (f"a {passage.shared_run}-token passage it shares with {passage.shared_items - 1} other "
-                        "item(s) was found, but not this item's own text")
-    elif best.own_coverage >= th.suspicious_coverage:
-        score.reason = (f"one document holds {best.own_coverage:.0%} of its own text, but only "
-                        f"{best.own_bits:.0f} bits: too little to tell from chance")
-    elif best.competitor is not None and best.own_total == 0 and best.coverage >= 0.5:
-        score.reason = "only text shared with other items of the benchmark was found"
     return score
 
 

@@ -26,6 +26,7 @@ from app.core.scoring import (
     item_stats,
     match_document,
     prepare,
+    rank,
 )
 from app.core.signatures import band_keys, token_hashes, window_minhashes, window_starts
 from app.core.surprise import token_bits
@@ -246,7 +247,7 @@ class Scanner:
                     window = (int(starts[win]), int(starts[win]) + cfg.window)
             matches.append(match_document(i, prepared, stats, shared, d, doc.tokens, n, self.th, window))
         score = assess(p, stats, matches, n, self.th)
-        ranked = sorted(matches, key=lambda m: (-m.own_coverage, -m.coverage, m.doc))
+        ranked = [m for m, _status, _reason in rank(p, matches, self.th)]
         evidence = [self._evidence(docs[m.doc], m) for m in ranked[: self.k] if m.matched.any()]
         return ItemResult(p.item, score, evidence)
 
