@@ -9,8 +9,8 @@ benchmark and pooled:
   * the share reported `contaminated` per kind;
   * too_short counts, siblings reported contaminated, question_only items with answer_found;
 and names the worst benchmark for each kind. Labels: EVAL_DIR/labels.jsonl (benchmark, id,
-kind). A `clean` item whose text (question, choices, answer) is identical to a planted item's
-of the same benchmark is truly in the corpus: it is counted apart, as `clean_dup`, and left
+kind). An unplanted item whose text (question, choices, answer) is identical to a planted item's
+of the same benchmark is truly in the corpus: it is counted apart, as `duplicate`, and left
 out of the false-positive rate. --items-out writes every item's status, reason, metrics and
 label as JSON lines.
 """
@@ -34,7 +34,7 @@ from app.store.db import make_engine, upgrade  # noqa: E402
 from indexer.job import IndexJob, IndexOptions  # noqa: E402
 
 KINDS = ["verbatim", "embedded", "reformatted", "light_edit", "heavy_edit", "question_only", "partial", "sibling",
-         "clean", "clean_dup"]
+         "clean", "duplicate"]
 PLANTED = {"verbatim", "embedded", "reformatted", "light_edit", "heavy_edit", "question_only", "partial"}
 FLAGGED = ("suspicious", "contaminated")
 
@@ -59,7 +59,7 @@ def table(title: str, rows: dict[str, dict[str, Counter[str]]], statuses: tuple[
     for k in KINDS:
         vals = [(v, b) for b in benches if b != "ALL" and (v := share(rows[b][k], statuses)) is not None]
         if vals:
-            v, b = max(vals) if k in ("clean", "clean_dup") else min(vals)
+            v, b = max(vals) if k in ("clean", "duplicate") else min(vals)
             worst.append(f"{k}={b} ({v:.3f})")
     print("worst: " + ", ".join(worst))
 
@@ -101,8 +101,8 @@ def main() -> None:
         planted = {text[it.item_id] for it in items if labels[(bench, it.item_id)]["kind"] in PLANTED}
         for r in scanner.scan(items):
             kind = labels[(bench, r.item.item_id)]["kind"]
-            if kind == "clean" and text[r.item.item_id] in planted:
-                kind = "clean_dup"
+            if kind in ("clean", "sibling") and text[r.item.item_id] in planted:
+                kind = "duplicate"
             status = str(r.score.status)
             for key in (bench, "ALL"):
                 rows[key][kind][status] += 1

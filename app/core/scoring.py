@@ -99,6 +99,7 @@ class PreparedItem:
     mgram_pos: np.ndarray
     tiny_fields: list[tuple[int, int, int]]  # (start, end, key) of fields shorter than MATCH_N
     fields: list[tuple[int, int, int]]  # (start, end, role code) of every field
+    stem: int  # the question's text, hashed: items asking the same question share it
     answer_ids: np.ndarray  # a multiple-choice answer's tokens, searched after the question
     passage_grams: np.ndarray
     passage_tokens: int
@@ -156,6 +157,7 @@ def prepare(item: BenchmarkItem, n: int) -> PreparedItem:
         answer_ids=a_ids,
         passage_grams=p_grams, passage_tokens=len(p_toks),
         key=xxhash.xxh3_64_intdigest(all_ids.tobytes() + b"|" + a_ids.tobytes()),
+        stem=xxhash.xxh3_64_intdigest(all_ids[cat(role, np.int8) == QUESTION].tobytes()),
     )
 
 
@@ -208,6 +210,17 @@ class SharedText:
             for _s, _e, k in {*p.short_fields, *p.tiny_fields}:
                 fields.setdefault(k, set()).add(g)
         self.field_count = {k: len(v) for k, v in fields.items()}
+        stems: dict[int, dict[int, set[int]]] = {}  # question -> answer -> groups
+        for p, g in zip(items, groups, strict=True):
+            stems.setdefault(p.stem, {}).setdefault(hash(_answer_ids(p).tobytes()), set()).add(g)
+        self.stems = stems
+
+    def stem_answer_tells(self, p: PreparedItem) -> bool:
+        """Other items ask the same question, and only this one (and its duplicates) has this
+        answer: the question and answer together identify the item."""
+        answers = self.stems.get(p.stem, {})
+        mine = answers.get(hash(_answer_ids(p).tobytes()), set())
+        return len(answers) > 1 and len(mine) == 1
 
     def freq(self, grams: np.ndarray) -> np.ndarray:
         return self.ngrams.freq(grams)
@@ -221,7 +234,7 @@ class ItemStats:
     df: np.ndarray  # corpus documents holding each index n-gram
     common: np.ndarray  # bool per n-gram: boilerplate or low information
     mfreq: np.ndarray  # groups holding each MATCH_N-gram
-    unique_tok: np.ndarray  # bool per token: inside a MATCH_N-gram (or a short field) no other item has
+    passage_tok: np.ndarray  # bool per token: inside a run of >= passage_tokens shared verbatim with one other item
     common_tok: np.ndarray  # bool per token: covered by common n-grams only
     bits: np.ndarray  # surprisal of each token under the rest of the benchmark (app.core.surprise)
 
@@ -230,20 +243,43 @@ class ItemStats:
         return ~self.common
 
 
-def item_stats(p: PreparedItem, shared: SharedText, df: Mapping[int, int], n: int, th: Thresholds,
+def item_stats(p: PreparedItem, group: int, shared: SharedText, df: Mapping[int, int], n: int, th: Thresholds,
                bits: np.ndarray | None = None) -> ItemStats:
     freq = shared.freq(p.grams)
     dfs = np.fromiter((df.get(h, 0) for h in p.grams.tolist()), dtype=np.int64, count=len(p.grams))
     common = (dfs > th.max_df) | p.weak
     mfreq = shared.mgrams.freq(p.mgrams)
-    unique_tok = _tokens_of(p, p.mgram_pos[mfreq < th.template_min_items], MATCH_N)
-    for s, e, k in p.tiny_fields:
-        unique_tok[s:e] = shared.field_count.get(k, 1) < th.template_min_items
+    passage_tok = _passage_tokens(p, group, shared, freq, n, th)
     in_gram = _tokens_of(p, p.gram_pos, n)
     common_tok = in_gram & ~_tokens_of(p, p.gram_pos[~common], n)
     if bits is None:
         bits = np.full(p.n_tokens, np.inf)
-    return ItemStats(freq, dfs, common, mfreq, unique_tok, common_tok, bits)
+    return ItemStats(freq, dfs, common, mfreq, passage_tok, common_tok, bits)
+
+
+def _passage_tokens(p: PreparedItem, me: int, shared: SharedText, freq: np.ndarray, n: int,
+                    th: Thresholds) -> np.ndarray:
+    """bool per token: inside a span of at least passage_tokens tokens that the item shares,
+    word for word, with one other item (a passage, a schema, a shared preamble): such text says
+    which group of items a document holds, not which item."""
+    out = np.zeros(p.n_tokens, dtype=bool)
+    sel = (freq >= th.template_min_items) & (freq <= COMPETITOR_MAX_ITEMS)
+    if not sel.any():
+        return out
+    pos = p.gram_pos[sel]
+    idx = np.clip(np.searchsorted(shared.ngrams.keys, p.grams[sel]), 0, len(shared.ngrams.keys) - 1)
+    groups = [shared.ngrams.groups_by_gram[s : s + c] for s, c in
+              zip(shared.ngrams.start[idx], shared.ngrams.count[idx], strict=True)]
+    pairs = np.concatenate([np.stack([g, np.full(len(g), q)], axis=1) for g, q in zip(groups, pos.tolist(),
+                                                                                   strict=True)])
+    pairs = pairs[pairs[:, 0] != me]
+    pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+    need = max(1, th.passage_tokens - n + 1)  # consecutive shared n-grams that span passage_tokens tokens
+    brk = np.flatnonzero((np.diff(pairs[:, 0]) != 0) | (np.diff(pairs[:, 1]) != 1)) + 1
+    for run in np.split(pairs[:, 1], brk):
+        if len(run) >= need:
+            out[run[0] : run[-1] + n] = True
+    return out
 
 
 @dataclass
@@ -262,8 +298,7 @@ class DocMatch:
     near_window: int | None = None
     shared_run: int = 0  # longest verbatim run of text shared with other items
     shared_items: int = 0  # how many items hold that run (this one included)
-    competitor_found: bool = False  # the region also holds some of the competitor's own text: its copy
-    answer_distinct: bool = True  # the item's answer differs from the competitor's
+    competitor_found: bool = False  # the region holds some other item's own text: it is that item's copy
     matched_bits: float = 0.0  # information in what the region holds of the item
     own_bits: float = 0.0  # information in the own text it holds
     own_bits_total: float = 0.0  # information in all of the item's own text here
@@ -361,81 +396,72 @@ def match_document(
     region = doc.ids[lo:hi]
     region_grams = doc.grams[lo : max(lo, hi - n + 1)]
     region_mgrams = doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]
-    matched = held(p, region, region_mgrams)
-    competitor = _competitor(i, items, stats, shared, region_mgrams, th)
-    competitor_found, answer_distinct = False, True
-    if competitor is None:
-        own = stats.unique_tok & ~stats.common_tok
-        own_hit = matched & own
-    else:
-        other = items[competitor]
+    al = align(p.ids.tolist(), region.tolist(), p.whole)
+    in_order = al.matched  # held in the item's order: text recombined from scattered pieces is not the item
+    matched = held(p, region, region_mgrams) & in_order
+    own = ~stats.passage_tok & ~stats.common_tok
+    own_hit = matched & own
+    competitor, competitor_found = None, False
+    best: tuple[float, float] | None = None
+    present = [j for j in _competitors(i, items, stats, shared, region_mgrams, th)
+               if np.isin(items[j].mgrams, region_mgrams)[~np.isin(items[j].mgrams, p.mgrams)].any()]
+    for j in present:
+        other = items[j]
         own_g = ~np.isin(p.mgrams, other.mgrams)
         theirs = {key for *_se, key in other.tiny_fields}
         own_tiny = [key not in theirs for *_se, key in p.tiny_fields]
-        own = _tokens_of(p, p.mgram_pos[own_g], MATCH_N)
-        for (s, e, _key), mine in zip(p.tiny_fields, own_tiny, strict=True):
-            own[s:e] = mine
-        own &= ~stats.common_tok
-        own_hit = held(p, region, region_mgrams, own_g, own_tiny) & own
-        answer_distinct = not np.array_equal(_answer_ids(p), _answer_ids(other))
-        theirs_g = ~np.isin(other.mgrams, p.mgrams)
-        their_own = _tokens_of(other, other.mgram_pos[theirs_g], MATCH_N)
-        competitor_found = bool((held(other, region, region_mgrams, theirs_g) & their_own).any())
-    al = align(p.ids.tolist(), region.tolist(), p.whole)
+        mine = _tokens_of(p, p.mgram_pos[own_g], MATCH_N)
+        for (s, e, _key), flag in zip(p.tiny_fields, own_tiny, strict=True):
+            mine[s:e] = flag
+        mine &= ~stats.common_tok
+        hit = held(p, region, region_mgrams, own_g, own_tiny) & mine & in_order
+        key = (hit.sum() / mine.sum() if mine.any() else 0.0, -float(stats.bits[mine].sum()))
+        if best is None or key < best:  # the candidate that explains most of the match
+            best, own, own_hit, competitor = key, mine, hit, j
+    if competitor is not None:
+        competitor_found = True
     passage = 0.0
     if len(p.passage_grams):
-        hit = np.isin(p.passage_grams, region_grams)
-        passage = float(covered(hit, n, p.passage_tokens).mean()) if p.passage_tokens else 0.0
+        passage_hit = np.isin(p.passage_grams, region_grams)
+        passage = float(covered(passage_hit, n, p.passage_tokens).mean()) if p.passage_tokens else 0.0
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
     answer_found = _answer_found(p, al, matched, region)
     return DocMatch(doc=doc_id, matched=matched, own=own, own_hit=own_hit, competitor=competitor, region=(lo, hi),
                     blocks=[(a, lo + b, s) for a, b, s in al.blocks], answer_found=answer_found,
                     passage_coverage=passage, near_window=window[0] if window else None,
                     shared_run=shared_run, shared_items=shared_items, competitor_found=competitor_found,
-                    answer_distinct=answer_distinct, matched_bits=float(stats.bits[matched].sum()),
+                    matched_bits=float(stats.bits[matched].sum()),
                     own_bits=float(stats.bits[own_hit].sum()), own_bits_total=float(stats.bits[own].sum()),
                     bits_total=float(stats.bits.sum()))
 
 
-def _competitor(i: int, items: Sequence[PreparedItem], stats: ItemStats, shared: SharedText,
-                region_mgrams: np.ndarray, th: Thresholds) -> int | None:
-    """The other item the region is most likely a copy of, among those that could explain what
-    it holds of item i (module doc, step 4).
+def _competitors(i: int, items: Sequence[PreparedItem], stats: ItemStats, shared: SharedText,
+                 region_mgrams: np.ndarray, th: Thresholds) -> list[int]:
+    """Other items that could explain what the region holds of item i (module doc, step 4):
+    those sharing most of the MATCH_N-grams of item i that the region holds, and those most
+    present in the region (their grams in at most PRESENCE_MAX_ITEMS items).
 
-    Candidates: the items sharing most of the MATCH_N-grams of item i that the region holds,
-    and the items most present in the region (their grams in at most PRESENCE_MAX_ITEMS items).
-    Of those sharing at least half as much with item i as the most sharing one, the competitor
-    is the candidate with the largest share of its grams in the region (its copy holds nearly
-    all of them; an item that merely shares a phrase holds few), then the one sharing most.
-    """
+    The caller keeps those the region holds some own text of (text item i lacks): the region
+    may be a copy of any of them, so item i is credited only with the own text that the one
+    explaining most leaves over. If the region holds no other item's own text, item i's own
+    text is what no other item of the benchmark has."""
     p = items[i]
     me = int(shared.group[i])
     sharing = np.isin(p.mgrams, region_mgrams) & (stats.mfreq >= th.template_min_items)
     if not sharing.any():
-        return None
+        return []
     overlap = shared.mgrams.groups_of(p.mgrams[sharing], COMPETITOR_MAX_ITEMS)
     overlap = overlap[overlap != me]
     if not len(overlap):
-        return None  # only template grams are shared: no one item explains them
+        return []  # only template grams are shared: no one item explains them
     groups, counts = np.unique(overlap, return_counts=True)
-    shared_with = dict(zip(groups.tolist(), counts.tolist(), strict=True))
     candidates = groups[np.argsort(-counts, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
     present = shared.mgrams.groups_of(np.unique(region_mgrams), PRESENCE_MAX_ITEMS)
     present = present[present != me]
     if len(present):
         pg, pc = np.unique(present, return_counts=True)
-        candidates += [g for g in pg[np.argsort(-pc, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
-                       if g not in shared_with or g not in candidates]
-    top = max(shared_with.get(g, 0) for g in candidates)
-    candidates = [g for g in dict.fromkeys(candidates) if shared_with.get(g, 0) * 2 >= top]
-    members = [shared.members[g] for g in candidates]
-    grams = [np.unique(items[j].mgrams) for j in members]
-    label = np.concatenate([np.full(len(g), k) for k, g in enumerate(grams)])
-    held_share = np.bincount(label[np.isin(np.concatenate(grams), region_mgrams)], minlength=len(members)) \
-        / np.maximum([len(g) for g in grams], 1)
-    best = max(range(len(members)),
-               key=lambda k: (held_share[k], shared_with.get(int(shared.group[members[k]]), 0), -members[k]))
-    return members[best]
+        candidates += pg[np.argsort(-pc, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
+    return [shared.members[g] for g in dict.fromkeys(candidates)]
 
 
 def _answer_ids(p: PreparedItem) -> np.ndarray:
@@ -537,15 +563,17 @@ class ItemScore:
 _SEVERITY = {Status.CONTAMINATED: 2, Status.SUSPICIOUS: 1, Status.CLEAN: 0}
 
 
-def verdict(p: PreparedItem, m: DocMatch, th: Thresholds) -> tuple[Status, str]:
-    """What one document says about the item (module doc, step 5)."""
+def verdict(p: PreparedItem, m: DocMatch, th: Thresholds, stem_tells: bool = False) -> tuple[Status, str]:
+    """What one document says about the item (module doc, step 5). stem_tells: the question is
+    shared word for word with other items whose answers differ (SharedText.stem_answer_tells)."""
     q_own = m.own_role_coverage(p, QUESTION)
-    q_cov = q_own if q_own is not None else m.role_coverage(p, QUESTION)
     if m.own_total and m.own_coverage >= th.contaminated_coverage and m.coverage >= th.contaminated_coverage \
             and m.matched_bits >= th.min_bits:
         return Status.CONTAMINATED, (f"one document holds {m.own_coverage:.0%} of the item's own text "
                                      f"({m.own_total} tokens)")
-    if q_cov >= th.contaminated_coverage and m.answer_found and m.answer_distinct and m.matched_bits >= th.min_bits:
+    q_asked = (q_own is not None and q_own >= th.contaminated_coverage) or (
+        stem_tells and m.role_coverage(p, QUESTION) >= th.contaminated_coverage)
+    if q_asked and m.answer_found and m.matched_bits >= th.min_bits:
         return Status.CONTAMINATED, "question and answer found together in one document"
     if (q_own or 0.0) >= th.contaminated_coverage and m.own_bits >= th.min_bits:
         return Status.SUSPICIOUS, "the question is in one document, without its answer"
@@ -565,15 +593,17 @@ def verdict(p: PreparedItem, m: DocMatch, th: Thresholds) -> tuple[Status, str]:
     return Status.CLEAN, "no substantial overlap found"
 
 
-def rank(p: PreparedItem, matches: Sequence[DocMatch], th: Thresholds) -> list[tuple[DocMatch, Status, str]]:
+def rank(p: PreparedItem, matches: Sequence[DocMatch], th: Thresholds,
+         stem_tells: bool = False) -> list[tuple[DocMatch, Status, str]]:
     """Documents with their verdicts, strongest first (then most own text, most text)."""
-    judged = [(m, *verdict(p, m, th)) for m in matches]
+    judged = [(m, *verdict(p, m, th, stem_tells)) for m in matches]
     return sorted(judged, key=lambda x: (-_SEVERITY[x[1]], -x[0].own_coverage, -x[0].coverage, x[0].doc))
 
 
-def assess(p: PreparedItem, stats: ItemStats, matches: Sequence[DocMatch], n: int, th: Thresholds) -> ItemScore:
+def assess(p: PreparedItem, stats: ItemStats, matches: Sequence[DocMatch], n: int, th: Thresholds,
+           stem_tells: bool = False) -> ItemScore:
     """Status and metrics of one item from its aligned candidate documents (module doc, step 5)."""
-    ranked = rank(p, matches, th)
+    ranked = rank(p, matches, th, stem_tells)
     best = ranked[0][0] if ranked else None
     score = ItemScore(status=Status.CLEAN, reason="no substantial overlap found", tokens=p.n_tokens,
                       roles=_roles(p, stats, best, th),

@@ -183,7 +183,8 @@ class Scanner:
             postings = repo.ngram_postings(conn, rare, self.corpus_ids)
             hits = repo.band_hits(conn, sorted({k for ks in near_keys for k, _ in ks}), self.corpus_ids)
             bits = token_bits([p.ids for p in prepared], [p.fields for p in prepared], shared.group.tolist())
-            stats = [item_stats(p, shared, df, n, th, b) for p, b in zip(prepared, bits, strict=True)]
+            stats = [item_stats(p, g, shared, df, n, th, b)
+                     for p, g, b in zip(prepared, shared.group.tolist(), bits, strict=True)]
             candidates = [self._candidates(p, s, postings, near_keys[i], hits)
                           for i, (p, s) in enumerate(zip(prepared, stats, strict=True))]
             results = []
@@ -246,8 +247,9 @@ class Scanner:
                 if win < len(starts):
                     window = (int(starts[win]), int(starts[win]) + cfg.window)
             matches.append(match_document(i, prepared, stats, shared, d, doc.tokens, n, self.th, window))
-        score = assess(p, stats, matches, n, self.th)
-        ranked = [m for m, _status, _reason in rank(p, matches, self.th)]
+        tells = shared.stem_answer_tells(p)
+        score = assess(p, stats, matches, n, self.th, tells)
+        ranked = [m for m, _status, _reason in rank(p, matches, self.th, tells)]
         evidence = [self._evidence(docs[m.doc], m) for m in ranked[: self.k] if m.matched.any()]
         return ItemResult(p.item, score, evidence)
 
