@@ -298,7 +298,7 @@ class DocMatch:
     near_window: int | None = None
     shared_run: int = 0  # longest verbatim run of text shared with other items
     shared_items: int = 0  # how many items hold that run (this one included)
-    competitor_found: bool = False  # the region holds some other item's own text: it is that item's copy
+    competitor_found: bool = False  # the region holds some other item's own text, in its order
     matched_bits: float = 0.0  # information in what the region holds of the item
     own_bits: float = 0.0  # information in the own text it holds
     own_bits_total: float = 0.0  # information in all of the item's own text here
@@ -402,24 +402,27 @@ def match_document(
     own = ~stats.passage_tok & ~stats.common_tok
     own_hit = matched & own
     competitor, competitor_found = None, False
-    best: tuple[float, float] | None = None
-    present = [j for j in _competitors(i, items, stats, shared, region_mgrams, th)
-               if np.isin(items[j].mgrams, region_mgrams)[~np.isin(items[j].mgrams, p.mgrams)].any()]
-    for j in present:
+    best_share = float(matched.mean()) if p.n_tokens else 0.0
+    for j in _competitors(i, items, stats, shared, region_mgrams, th):
         other = items[j]
+        if not other.n_tokens:
+            continue
+        in_theirs = align(other.ids.tolist(), region.tolist(), other.whole).matched
+        theirs_g = ~np.isin(other.mgrams, p.mgrams)
+        theirs = held(other, region, region_mgrams) & in_theirs
+        competitor_found |= bool((held(other, region, region_mgrams, theirs_g) & in_theirs).any())
+        if theirs.mean() >= best_share:  # holds at least as large a share of that item as of item i
+            competitor, best_share = j, float(theirs.mean())
+    if competitor is not None:  # the region is at least as much another item's copy: credit only what it lacks
+        other = items[competitor]
         own_g = ~np.isin(p.mgrams, other.mgrams)
-        theirs = {key for *_se, key in other.tiny_fields}
-        own_tiny = [key not in theirs for *_se, key in p.tiny_fields]
-        mine = _tokens_of(p, p.mgram_pos[own_g], MATCH_N)
+        their_tiny = {key for *_se, key in other.tiny_fields}
+        own_tiny = [key not in their_tiny for *_se, key in p.tiny_fields]
+        own = _tokens_of(p, p.mgram_pos[own_g], MATCH_N)
         for (s, e, _key), flag in zip(p.tiny_fields, own_tiny, strict=True):
-            mine[s:e] = flag
-        mine &= ~stats.common_tok
-        hit = held(p, region, region_mgrams, own_g, own_tiny) & mine & in_order
-        key = (hit.sum() / mine.sum() if mine.any() else 0.0, -float(stats.bits[mine].sum()))
-        if best is None or key < best:  # the candidate that explains most of the match
-            best, own, own_hit, competitor = key, mine, hit, j
-    if competitor is not None:
-        competitor_found = True
+            own[s:e] = flag
+        own &= ~stats.common_tok
+        own_hit = held(p, region, region_mgrams, own_g, own_tiny) & own & in_order
     passage = 0.0
     if len(p.passage_grams):
         passage_hit = np.isin(p.passage_grams, region_grams)
@@ -441,10 +444,10 @@ def _competitors(i: int, items: Sequence[PreparedItem], stats: ItemStats, shared
     those sharing most of the MATCH_N-grams of item i that the region holds, and those most
     present in the region (their grams in at most PRESENCE_MAX_ITEMS items).
 
-    The caller keeps those the region holds some own text of (text item i lacks): the region
-    may be a copy of any of them, so item i is credited only with the own text that the one
-    explaining most leaves over. If the region holds no other item's own text, item i's own
-    text is what no other item of the benchmark has."""
+    The caller measures how much of each the region holds, as it does for item i: if one holds
+    at least as large a share of itself, the region is (at least as much) its copy, and item i
+    is credited only with the text that one lacks. Otherwise item i explains the region best,
+    and its own text is all but what it shares word for word with another item as a passage."""
     p = items[i]
     me = int(shared.group[i])
     sharing = np.isin(p.mgrams, region_mgrams) & (stats.mfreq >= th.template_min_items)
