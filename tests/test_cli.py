@@ -17,8 +17,12 @@ def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
     run = CliRunner()
-    assert run.invoke(cli, ["index", "--corpus", "web", "--db", migrated_url, "--workers", "1", "--progress", "none",
-                            str(corpus)]).exit_code == 0
+    assert (
+        run.invoke(
+            cli, ["index", "--corpus", "web", "--db", migrated_url, "--workers", "1", "--progress", "none", str(corpus)]
+        ).exit_code
+        == 0
+    )
     bench = tmp_path / "b.jsonl"
     bench.write_text(json.dumps({"task_id": "a", "prompt": Q1}) + "\n" + json.dumps({"task_id": "b", "prompt": Q2}))
     table = run.invoke(cli, ["scan", str(bench), "--db", migrated_url])
@@ -62,8 +66,22 @@ def test_index_commits_small_files_together_unless_told(migrated_url: str, tmp_p
 
     def events(corpus: str, *extra: str) -> list[str]:
         get_settings.cache_clear()
-        r = CliRunner().invoke(cli, ["index", "--corpus", corpus, "--db", migrated_url, "--workers", "1",
-                                     "--progress", "log", *extra, str(tmp_path)])
+        r = CliRunner().invoke(
+            cli,
+            [
+                "index",
+                "--corpus",
+                corpus,
+                "--db",
+                migrated_url,
+                "--workers",
+                "1",
+                "--progress",
+                "log",
+                *extra,
+                str(tmp_path),
+            ],
+        )
         assert r.exit_code == 0, r.output
         return [line.split(" [")[0] for line in r.output.splitlines() if line.startswith(("indexing [", "done ["))]
 
@@ -79,15 +97,33 @@ def test_index_segment_options_from_flags_and_environment(migrated_url: str, tmp
     from app.settings import Settings, get_settings
     from indexer.job import IndexOptions
 
-    assert (Settings().segment_rows, Settings().merge_fanout) == (IndexOptions().segment_rows,
-                                                                   IndexOptions().merge_fanout)
+    assert (Settings().segment_rows, Settings().merge_fanout) == (
+        IndexOptions().segment_rows,
+        IndexOptions().merge_fanout,
+    )
     for name in "abc":  # same text, so three segments of one size
         (tmp_path / f"{name}.jsonl").write_text(json.dumps({"id": name, "text": Q1}) + "\n")
 
     def segments(corpus: str, *extra: str) -> int:
         get_settings.cache_clear()
-        r = CliRunner().invoke(cli, ["index", "--corpus", corpus, "--db", migrated_url, "--workers", "1",
-                                     "--batch-size", "1", "--progress", "none", *extra, str(tmp_path)])
+        r = CliRunner().invoke(
+            cli,
+            [
+                "index",
+                "--corpus",
+                corpus,
+                "--db",
+                migrated_url,
+                "--workers",
+                "1",
+                "--batch-size",
+                "1",
+                "--progress",
+                "none",
+                *extra,
+                str(tmp_path),
+            ],
+        )
         assert r.exit_code == 0, r.output
         r = CliRunner().invoke(cli, ["corpora", corpus, "--db", migrated_url, "--json"])
         return int(json.loads(r.output)["segments"])

@@ -34,8 +34,10 @@ BENCH = [
 
 def _seed(url: str, tmp: Path) -> None:
     corpus = tmp / "corpus.jsonl"
-    docs = [{"id": "quiz-page", "text": f"Quiz night!\n{Q1}\nA. Nile\nB. Tigris\nAnswer: Tigris"},
-            {"id": "forum<b>", "text": f"Someone asked: {EVIL} Nobody knew."}]
+    docs = [
+        {"id": "quiz-page", "text": f"Quiz night!\n{Q1}\nA. Nile\nB. Tigris\nAnswer: Tigris"},
+        {"id": "forum<b>", "text": f"Someone asked: {EVIL} Nobody knew."},
+    ]
     corpus.write_text("".join(json.dumps(d) + "\n" for d in docs))
     upgrade(url)
     eng = make_engine(url)
@@ -53,8 +55,12 @@ def _bench_file(tmp: Path) -> Path:
 def test_pages_render_and_escape(migrated_url: str, tmp_path: Path) -> None:
     _seed(migrated_url, tmp_path)
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
-        r = c.post("/upload", files={"file": ("quiz.jsonl", _bench_file(tmp_path).read_bytes())},
-                   data={"name": "quiz <i>bench</i>"}, follow_redirects=False)
+        r = c.post(
+            "/upload",
+            files={"file": ("quiz.jsonl", _bench_file(tmp_path).read_bytes())},
+            data={"name": "quiz <i>bench</i>"},
+            follow_redirects=False,
+        )
         assert r.status_code == 303
         rid = r.headers["location"].rsplit("/", 1)[1]
         for _ in range(100):
@@ -101,8 +107,9 @@ def live_server(tmp_path: Path) -> Iterator[str]:
     url = f"sqlite:///{tmp_path / 'live.db'}"
     _seed(url, tmp_path)
     port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(Settings(database_url=url)), host="127.0.0.1", port=port,
-                                           log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(Settings(database_url=url)), host="127.0.0.1", port=port, log_level="warning")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     for _ in range(200):
@@ -120,9 +127,18 @@ def browser():  # type: ignore[no-untyped-def]
 
     assert Path(CHROMIUM).exists(), "Chromium is required for the browser tests (apt-get install chromium)"
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         yield b
         b.close()
 

@@ -116,8 +116,9 @@ def test_corrupt_file_fails_alone_and_exit_code(migrated_url: str, tmp_path: Pat
     (tmp_path / "broken.jsonl.gz").write_bytes(blob[: len(blob) // 2])
     bad_lines = tmp_path / "messy.jsonl"
     bad_lines.write_bytes(b'{"id": 1, "text": "fine text here"}\nnot json\n{"id": 2, "text": 7}\n{"id": 3}\n')
-    result = CliRunner().invoke(cli, ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1",
-                                      "--progress", "none", str(tmp_path)])
+    result = CliRunner().invoke(
+        cli, ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none", str(tmp_path)]
+    )
     assert result.exit_code == 1, result.output
     assert "broken.jsonl.gz" in result.output and "cannot read to the end" in result.output
     eng = make_engine(migrated_url)
@@ -137,8 +138,9 @@ def test_corrupt_file_fails_alone_and_exit_code(migrated_url: str, tmp_path: Pat
     assert shown.exit_code == 0 and '"failed_files"' in shown.output and "broken.jsonl.gz" in shown.output
     listed = CliRunner().invoke(cli, ["corpora", "--db", migrated_url])
     assert "c: 2 files (1 failed), 6 documents" in listed.output
-    rerun = CliRunner().invoke(cli, ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1",
-                                     "--progress", "none", str(tmp_path)])
+    rerun = CliRunner().invoke(
+        cli, ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none", str(tmp_path)]
+    )
     assert rerun.exit_code == 1 and '"files_unchanged": 2' in rerun.output
 
 
@@ -157,7 +159,10 @@ def test_corrupt_file_inside_a_group_leaves_the_rest_indexed_once(db_url: str, t
     upgrade(db_url)
     s = run_index(db_url, [mixed], batch_size=25)  # default grouping: a and b share a transaction
     assert [(Path(f.path).name, f.status) for f in s.files] == [
-        ("a.jsonl", "done"), ("b-broken.jsonl.gz", "failed"), ("c.jsonl.gz", "done")]
+        ("a.jsonl", "done"),
+        ("b-broken.jsonl.gz", "failed"),
+        ("c.jsonl.gz", "done"),
+    ]
     assert s.as_dict()["documents"] == 70
     fresh_url = f"sqlite:///{tmp_path / 'fresh.db'}"
     upgrade(fresh_url)
@@ -165,7 +170,10 @@ def test_corrupt_file_inside_a_group_leaves_the_rest_indexed_once(db_url: str, t
     got, want = snapshot(db_url), snapshot(fresh_url)
     assert got["docs"] == want["docs"] and got["grams"] == want["grams"] and got["bands"] == want["bands"]
     assert [(Path(p).name, st, n) for p, st, n in got["files"]] == [
-        ("a.jsonl", "done", 40), ("b-broken.jsonl.gz", "failed", 0), ("c.jsonl.gz", "done", 30)]
+        ("a.jsonl", "done", 40),
+        ("b-broken.jsonl.gz", "failed", 0),
+        ("c.jsonl.gz", "done", 30),
+    ]
 
 
 def _bulk_insert_round_trip(url: str, param_limit: int | None = None) -> None:
@@ -204,8 +212,9 @@ def test_bulk_insert_fits_an_old_sqlite_parameter_limit(tmp_path: Path) -> None:
     _bulk_insert_round_trip(f"sqlite:///{tmp_path / 'old.db'}", param_limit=999)
 
 
-def test_an_error_while_reading_stops_the_run_and_keeps_no_part_of_it(migrated_url: str, tmp_path: Path,
-                                                                      monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_error_while_reading_stops_the_run_and_keeps_no_part_of_it(
+    migrated_url: str, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     """An unexpected error (or Ctrl-C) in the middle of a file ends the run promptly, never hangs,
     and leaves only what was committed before it: here nothing, as the files share a group."""
     import threading
@@ -253,13 +262,18 @@ class _Events:
         self.seen.append("done " + Path(report.path).name)
 
 
-@pytest.mark.parametrize(("opts", "order"), [
-    ({}, ["start a.jsonl", "start b.jsonl", "done a.jsonl", "done b.jsonl"]),
-    ({"commit_bytes": 0}, ["start a.jsonl", "done a.jsonl", "start b.jsonl", "done b.jsonl"]),
-    ({"commit_seconds": 0.0}, ["start a.jsonl", "done a.jsonl", "start b.jsonl", "done b.jsonl"]),
-], ids=["grouped", "by-size", "by-time"])
-def test_a_group_commits_at_its_size_or_time_limit(migrated_url: str, tmp_path: Path, opts: dict,
-                                                   order: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("opts", "order"),
+    [
+        ({}, ["start a.jsonl", "start b.jsonl", "done a.jsonl", "done b.jsonl"]),
+        ({"commit_bytes": 0}, ["start a.jsonl", "done a.jsonl", "start b.jsonl", "done b.jsonl"]),
+        ({"commit_seconds": 0.0}, ["start a.jsonl", "done a.jsonl", "start b.jsonl", "done b.jsonl"]),
+    ],
+    ids=["grouped", "by-size", "by-time"],
+)
+def test_a_group_commits_at_its_size_or_time_limit(
+    migrated_url: str, tmp_path: Path, opts: dict, order: list[str]
+) -> None:
     """Files are reported done when their transaction commits."""
     write_jsonl(tmp_path / "a.jsonl", make_docs(5, 40, 1, "a"))
     write_jsonl(tmp_path / "b.jsonl", make_docs(5, 40, 2, "b"))
@@ -316,8 +330,22 @@ def test_killed_run_resumes_to_the_same_index(db_url: str, tmp_path: Path, commi
     write_jsonl(corpus / "c-small.jsonl.gz", make_docs(50, 100, 3, "c"), gz=True)
     upgrade(db_url)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    args = _cli("index", "--corpus", "c", "--db", db_url, "--workers", "1", "--batch-size", "200",
-                "--commit-mb", commit_mb, "--progress", "log", str(corpus))
+    args = _cli(
+        "index",
+        "--corpus",
+        "c",
+        "--db",
+        db_url,
+        "--workers",
+        "1",
+        "--batch-size",
+        "200",
+        "--commit-mb",
+        commit_mb,
+        "--progress",
+        "log",
+        str(corpus),
+    )
     proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, text=True)
     assert proc.stderr is not None
     for line in proc.stderr:
@@ -430,8 +458,11 @@ def test_interrupted_merge_keeps_every_row_once_and_is_finished_later(migrated_u
         sources = repo.segments(conn, [cid])
         hashes = [h for (h,) in conn.execute(select(ngram.c.hash)).all()]
         keys = [k for (k,) in conn.execute(select(band.c.key)).all()]
-        before = (repo.ngram_df(conn, hashes, [cid]), repo.ngram_postings(conn, hashes, [cid]),
-                  repo.band_hits(conn, keys, [cid], max_per_key=10**6))
+        before = (
+            repo.ngram_df(conn, hashes, [cid]),
+            repo.ngram_postings(conn, hashes, [cid]),
+            repo.band_hits(conn, keys, [cid], max_per_key=10**6),
+        )
         total = sum(n for _, n in repo.segment_sizes(conn, cid))
     assert len(sources) > 3
     with eng.begin() as conn:
@@ -443,8 +474,12 @@ def test_interrupted_merge_keeps_every_row_once_and_is_finished_later(migrated_u
         assert 0 < sizes[target] < total and sum(sizes.values()) == total
         assert repo.open_segment(conn, cid, 1, 10**9) not in [target, *sources]  # none takes new rows
         conn.rollback()
-        mid = (repo.ngram_df(conn, hashes, [cid]), repo.ngram_postings(conn, hashes, [cid]),
-               repo.band_hits(conn, keys, [cid], max_per_key=10**6))
+        mid = (
+            repo.ngram_df(conn, hashes, [cid]),
+            repo.ngram_postings(conn, hashes, [cid]),
+            repo.band_hits(conn, keys, [cid], max_per_key=10**6),
+        )
+
     def normalise(t: tuple) -> tuple:
         return t[0], {h: sorted(d) for h, d in t[1].items()}, {k: sorted(v) for k, v in t[2].items()}
 

@@ -110,17 +110,34 @@ def test_segment_migration_keeps_postings(db_url: str) -> None:
     bands = [(11, 2, 0), (-3, 3, 1)]
     with eng.begin() as conn:
         for cid, name in ((1, "a"), (2, "b")):
-            conn.execute(text("INSERT INTO corpus (id, name, fingerprint, config, store_text, created_at) "
-                              "VALUES (:i, :n, 'f', '{}', true, CURRENT_TIMESTAMP)"), {"i": cid, "n": name})
-            conn.execute(text("INSERT INTO corpus_file (id, corpus_id, path, size, content_hash, status, n_docs, "
-                              "n_tokens, n_ngrams, n_windows, skipped, seconds, indexed_at) VALUES (:i, :i, 'p', 1, "
-                              ":h, 'done', 0, 0, 0, 0, '{}', 0, CURRENT_TIMESTAMP)"), {"i": cid, "h": f"h{cid}"})
+            conn.execute(
+                text(
+                    "INSERT INTO corpus (id, name, fingerprint, config, store_text, created_at) "
+                    "VALUES (:i, :n, 'f', '{}', true, CURRENT_TIMESTAMP)"
+                ),
+                {"i": cid, "n": name},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO corpus_file (id, corpus_id, path, size, content_hash, status, n_docs, "
+                    "n_tokens, n_ngrams, n_windows, skipped, seconds, indexed_at) VALUES (:i, :i, 'p', 1, "
+                    ":h, 'done', 0, 0, 0, 0, '{}', 0, CURRENT_TIMESTAMP)"
+                ),
+                {"i": cid, "h": f"h{cid}"},
+            )
         for doc, cid in ((1, 1), (2, 1), (3, 2)):
-            conn.execute(text("INSERT INTO document (id, corpus_id, file_id, external_id, position, n_chars, "
-                              "n_tokens, text_hash) VALUES (:d, :c, :c, 'x', 0, 1, 1, 0)"), {"d": doc, "c": cid})
+            conn.execute(
+                text(
+                    "INSERT INTO document (id, corpus_id, file_id, external_id, position, n_chars, "
+                    "n_tokens, text_hash) VALUES (:d, :c, :c, 'x', 0, 1, 1, 0)"
+                ),
+                {"d": doc, "c": cid},
+            )
         conn.execute(text("INSERT INTO ngram (hash, doc_id) VALUES (:h, :d)"), [{"h": h, "d": d} for h, d in ngrams])
-        conn.execute(text("INSERT INTO band (key, doc_id, win) VALUES (:k, :d, :w)"),
-                     [{"k": k, "d": d, "w": w} for k, d, w in bands])
+        conn.execute(
+            text("INSERT INTO band (key, doc_id, win) VALUES (:k, :d, :w)"),
+            [{"k": k, "d": d, "w": w} for k, d, w in bands],
+        )
     eng.dispose()
     try:
         upgrade(db_url)

@@ -18,12 +18,17 @@ from indexer.job import IndexJob, IndexOptions
 FILLER = " ".join(f"filler{i} word{i % 7} text{i % 13}" for i in range(1500))  # ~4500 unrelated tokens
 Q_VERBATIM = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 A_VERBATIM = "The Tigris river which merges with the Euphrates to form the Shatt al-Arab waterway"
-Q_EMBEDDED = ("What is the name of the process by which green plants convert sunlight water and carbon dioxide "
-              "into sugar?")
-Q_EDITED_SRC = ("In the novel the old fisherman sails far out into the gulf stream and hooks a giant marlin that "
-                "drags his small skiff for three days and nights before he finally kills it")
-Q_EDITED = ("In the novel the old fisherman sails far out into the gulf stream and catches a giant marlin that "
-            "pulls his small skiff for three days and nights before he finally kills it")
+Q_EMBEDDED = (
+    "What is the name of the process by which green plants convert sunlight water and carbon dioxide into sugar?"
+)
+Q_EDITED_SRC = (
+    "In the novel the old fisherman sails far out into the gulf stream and hooks a giant marlin that "
+    "drags his small skiff for three days and nights before he finally kills it"
+)
+Q_EDITED = (
+    "In the novel the old fisherman sails far out into the gulf stream and catches a giant marlin that "
+    "pulls his small skiff for three days and nights before he finally kills it"
+)
 Q_QONLY = "Why do migrating birds fly in a V shaped formation over long distances during autumn months?"
 A_QONLY = "Flying in formation reduces air drag for the birds that follow the leader"
 CJK = "机器学习是人工智能的一个分支它使计算机能够从数据中学习"
@@ -95,15 +100,20 @@ def test_annotated_cases(scanner: Scanner) -> None:
 
 def test_template_shared_by_items_is_left_out(scanner: Scanner) -> None:
     prefix = "Read the question carefully and choose the single best answer from the list"
-    items = [BenchmarkItem(f"t{i}", i, question=f"{prefix} item number {i} about topic {i * 7} today")
-             for i in range(3)]
+    items = [
+        BenchmarkItem(f"t{i}", i, question=f"{prefix} item number {i} about topic {i * 7} today") for i in range(3)
+    ]
     res = scanner.scan(items)
     assert all(r.score.roles["question"].shared_ngrams > 0 for r in res)
 
 
 def test_thresholds_are_parameters(scanner: Scanner, engine) -> None:  # type: ignore[no-untyped-def]
-    strict = Scanner(engine, thresholds=Thresholds(contaminated_coverage=1.01, suspicious_coverage=1.01,
-                                                   longest_match=10_000, near_similarity=1.01))
+    strict = Scanner(
+        engine,
+        thresholds=Thresholds(
+            contaminated_coverage=1.01, suspicious_coverage=1.01, longest_match=10_000, near_similarity=1.01
+        ),
+    )
     r = strict.scan([ITEMS[0]])[0]
     assert r.score.status == "clean" and r.score.best_doc_coverage == 1.0
 
@@ -161,8 +171,10 @@ def test_duplicate_items_are_capped_at_suspicious(scanner: Scanner) -> None:
 def test_short_document_is_not_a_near_duplicate_of_a_long_item(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A document holding a few words of a long item must not score as a near copy of it
     (partial_ratio would otherwise align the short text inside the item)."""
-    item = ("A farmer plants forty rows of corn and each row holds thirty stalks so how many stalks of corn "
-            "does the farmer have in the whole field when the harvest finally begins this year")
+    item = (
+        "A farmer plants forty rows of corn and each row holds thirty stalks so how many stalks of corn "
+        "does the farmer have in the whole field when the harvest finally begins this year"
+    )
     f = tmp_path / "s.jsonl"
     f.write_text(json.dumps({"id": "fragment", "text": "A farmer plants forty rows of corn and each row"}) + "\n")
     with IndexJob(engine, "web", SignatureConfig(), IndexOptions()) as job:
@@ -188,8 +200,11 @@ def test_many_segments_score_like_one(engine, tmp_path: Path) -> None:  # type: 
     for i in range(0, len(docs), 10):
         paths.append(tmp_path / f"part{i}.jsonl")
         paths[-1].write_text("".join(json.dumps(d) + "\n" for d in docs[i : i + 10]))
-    for name, opts in (("one", IndexOptions()), ("many", IndexOptions(batch_size=3, segment_rows=50, merge_fanout=0)),
-                       ("merged", IndexOptions(batch_size=3, segment_rows=50, merge_fanout=2))):
+    for name, opts in (
+        ("one", IndexOptions()),
+        ("many", IndexOptions(batch_size=3, segment_rows=50, merge_fanout=0)),
+        ("merged", IndexOptions(batch_size=3, segment_rows=50, merge_fanout=2)),
+    ):
         with IndexJob(engine, name, SignatureConfig(), opts) as job:
             job.run(paths)
     with engine.connect() as conn:

@@ -24,5 +24,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_req: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"error": str(exc.detail), "detail": None}, status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+        return JSONResponse(
+            {"error": str(exc.detail), "detail": None},
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )

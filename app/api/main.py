@@ -43,9 +43,7 @@ from app.settings import Settings
 from app.store import repo
 from app.store.db import make_engine, upgrade
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    c: {"model": ErrorRead} for c in (400, 401, 404, 409, 413, 422)
-}
+ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorRead} for c in (400, 401, 404, 409, 413, 422)}
 _bearer = HTTPBearer(auto_error=False)
 
 
@@ -66,10 +64,13 @@ def _offline_docs(app: FastAPI) -> None:
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> Any:
-        return get_swagger_ui_html(openapi_url="/openapi.json", title="contam API",
-                                   swagger_js_url="/static/swagger/swagger-ui-bundle.js",
-                                   swagger_css_url="/static/swagger/swagger-ui.css",
-                                   swagger_favicon_url="/static/swagger/favicon-32x32.png")
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="contam API",
+            swagger_js_url="/static/swagger/swagger-ui-bundle.js",
+            swagger_css_url="/static/swagger/swagger-ui.css",
+            swagger_favicon_url="/static/swagger/favicon-32x32.png",
+        )
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -85,9 +86,14 @@ def create_app(settings: Settings) -> FastAPI:
         service.shutdown()
         engine.dispose()
 
-    app = FastAPI(title="contam", version=__version__, lifespan=lifespan, docs_url=None,
-                  description="Benchmark contamination detector: which benchmark items are in the indexed "
-                              "training corpora, how much of each, and where.")
+    app = FastAPI(
+        title="contam",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        description="Benchmark contamination detector: which benchmark items are in the indexed "
+        "training corpora, how much of each, and where.",
+    )
     app.state.service = service
     app.state.engine = engine
     app.state.settings = settings
@@ -95,8 +101,9 @@ def create_app(settings: Settings) -> FastAPI:
 
     def auth(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
         if keys and (creds is None or creds.credentials not in keys):
-            raise HTTPException(401, "a valid API key is required (Authorization: Bearer <key>)",
-                                headers={"WWW-Authenticate": "Bearer"})
+            raise HTTPException(
+                401, "a valid API key is required (Authorization: Bearer <key>)", headers={"WWW-Authenticate": "Bearer"}
+            )
 
     api = APIRouter(prefix="/api/v1", dependencies=[Depends(auth)], responses=ERRORS)
 
@@ -133,17 +140,24 @@ def create_app(settings: Settings) -> FastAPI:
     def check(body: CheckRequest) -> CheckResponse:
         """Check a few texts or items synchronously."""
         items = [BenchmarkItem(str(i), i, question=t) for i, t in enumerate(body.texts)]
-        items += [BenchmarkItem(it.id or str(len(body.texts) + i), len(body.texts) + i, question=it.question,
-                                passage=it.passage, choices=tuple(it.choices), answer=it.answer)
-                  for i, it in enumerate(body.items)]
+        items += [
+            BenchmarkItem(
+                it.id or str(len(body.texts) + i),
+                len(body.texts) + i,
+                question=it.question,
+                passage=it.passage,
+                choices=tuple(it.choices),
+                answer=it.answer,
+            )
+            for i, it in enumerate(body.items)
+        ]
         if not items:
             raise InputError("give at least one text or item")
         if len(items) > 1000:
             raise InputError("at most 1000 items per check; upload a benchmark for more")
         scanner = Scanner(engine, body.corpora, Thresholds(**body.thresholds.model_dump()))
         results = scanner.scan(items)
-        return CheckResponse(fingerprint=scanner.fingerprint,
-                             results=[ItemResultRead(**r.as_dict()) for r in results])
+        return CheckResponse(fingerprint=scanner.fingerprint, results=[ItemResultRead(**r.as_dict()) for r in results])
 
     @api.get("/reports", response_model=ReportList, tags=["reports"])
     def list_reports(svc: ServiceDep, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> Any:
@@ -164,7 +178,8 @@ def create_app(settings: Settings) -> FastAPI:
 
     @api.get("/reports/{report_id}/items", response_model=ItemList, tags=["reports"])
     def list_items(
-        report_id: str, svc: ServiceDep,
+        report_id: str,
+        svc: ServiceDep,
         status: Annotated[list[str] | None, Query(description="repeatable: contaminated, suspicious, ...")] = None,
         min_score: Annotated[float | None, Query(ge=0, le=1)] = None,
         field: Annotated[str | None, Query(description="only items whose FIELD was found")] = None,
@@ -176,9 +191,18 @@ def create_app(settings: Settings) -> FastAPI:
         page_size: Annotated[int, Query(ge=1, le=500)] = 50,
     ) -> Any:
         """Items of a report, filtered, sorted and paginated."""
-        total, rows = svc.items(report_id, status=status, min_score=min_score, role=field, corpus=corpus, q=q,
-                                sort=sort, descending=order == "desc", limit=page_size,
-                                offset=(page - 1) * page_size)
+        total, rows = svc.items(
+            report_id,
+            status=status,
+            min_score=min_score,
+            role=field,
+            corpus=corpus,
+            q=q,
+            sort=sort,
+            descending=order == "desc",
+            limit=page_size,
+            offset=(page - 1) * page_size,
+        )
         return {"total": total, "page": page, "page_size": page_size, "items": rows}
 
     @api.get("/reports/{report_id}/items/{item_id:path}", response_model=ItemResultRead, tags=["reports"])
@@ -186,23 +210,35 @@ def create_app(settings: Settings) -> FastAPI:
         """One item with its metrics and every evidence match."""
         return svc.item(report_id, item_id)
 
-    @api.get("/reports/{report_id}/export", tags=["reports"],
-             responses={200: {"content": {"application/x-ndjson": {}, "text/csv": {}}}})
+    @api.get(
+        "/reports/{report_id}/export",
+        tags=["reports"],
+        responses={200: {"content": {"application/x-ndjson": {}, "text/csv": {}}}},
+    )
     def export(report_id: str, svc: ServiceDep, format: str = Query("jsonl", pattern="^(jsonl|csv)$")) -> Response:
         """Every item's result as JSONL or CSV."""
         body, media = svc.export(report_id, format)
-        return Response(body, media_type=media, headers={
-            "Content-Disposition": f'attachment; filename="report-{report_id}.{format}"'})
+        return Response(
+            body,
+            media_type=media,
+            headers={"Content-Disposition": f'attachment; filename="report-{report_id}.{format}"'},
+        )
 
-    @api.get("/reports/{report_id}/clean", tags=["reports"],
-             responses={200: {"content": {"application/octet-stream": {}}}})
-    def clean_subset(report_id: str, svc: ServiceDep,
-                     drop_suspicious: bool = Query(False, description="also drop suspicious items")) -> Response:
+    @api.get(
+        "/reports/{report_id}/clean", tags=["reports"], responses={200: {"content": {"application/octet-stream": {}}}}
+    )
+    def clean_subset(
+        report_id: str, svc: ServiceDep, drop_suspicious: bool = Query(False, description="also drop suspicious items")
+    ) -> Response:
         """The uploaded benchmark without its contaminated items, in its original format."""
-        body, name = svc.clean_subset(report_id, ("contaminated", "suspicious") if drop_suspicious
-                                      else ("contaminated",))
-        return Response(body, media_type="application/octet-stream",
-                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+        body, name = svc.clean_subset(
+            report_id, ("contaminated", "suspicious") if drop_suspicious else ("contaminated",)
+        )
+        return Response(
+            body,
+            media_type="application/octet-stream",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
 
     @api.get("/corpora", tags=["corpora"])
     def corpora() -> list[dict[str, Any]]:
@@ -219,8 +255,12 @@ def create_app(settings: Settings) -> FastAPI:
             row = repo.get_corpus(conn, name)
             if row is None:
                 raise NotFoundError(f"no corpus named {name!r}")
-            return {"name": name, "fingerprint": row["fingerprint"], "config": json.loads(row["config"]),
-                    **repo.corpus_health(conn, row["id"])}
+            return {
+                "name": name,
+                "fingerprint": row["fingerprint"],
+                "config": json.loads(row["config"]),
+                **repo.corpus_health(conn, row["id"]),
+            }
 
     app.include_router(api)
     _offline_docs(app)
@@ -234,8 +274,10 @@ def create_app(settings: Settings) -> FastAPI:
         if length and length.isdigit() and int(length) > service.max_upload + (1 << 20):
             from fastapi.responses import JSONResponse
 
-            return JSONResponse({"error": f"upload exceeds the limit of {service.max_upload / 1e6:.1f} MB",
-                                 "detail": None}, status_code=413)
+            return JSONResponse(
+                {"error": f"upload exceeds the limit of {service.max_upload / 1e6:.1f} MB", "detail": None},
+                status_code=413,
+            )
         return await call_next(request)
 
     return app

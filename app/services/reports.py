@@ -59,12 +59,22 @@ def summarize(results: list[ItemResult], th: Thresholds) -> dict[str, Any]:
         "contaminated_share": round(counts.get("contaminated", 0) / n, 4) if n else 0.0,
         "flagged_share": round((counts.get("contaminated", 0) + counts.get("suspicious", 0)) / n, 4) if n else 0.0,
         "answer_with_question": sum(r.score.answer_with_question for r in results),
-        "per_field": {role: {"items": c["items"], "found": c["found"],
-                             "found_share": round(c["found"] / c["items"], 4) if c["items"] else 0.0}
-                      for role, c in sorted(by_role.items())},
-        "per_corpus": {name: {"contaminated": c.get("contaminated", 0), "suspicious": c.get("suspicious", 0),
-                              "contaminated_share": round(c.get("contaminated", 0) / n, 4) if n else 0.0}
-                       for name, c in sorted(by_corpus.items())},
+        "per_field": {
+            role: {
+                "items": c["items"],
+                "found": c["found"],
+                "found_share": round(c["found"] / c["items"], 4) if c["items"] else 0.0,
+            }
+            for role, c in sorted(by_role.items())
+        },
+        "per_corpus": {
+            name: {
+                "contaminated": c.get("contaminated", 0),
+                "suspicious": c.get("suspicious", 0),
+                "contaminated_share": round(c.get("contaminated", 0) / n, 4) if n else 0.0,
+            }
+            for name, c in sorted(by_corpus.items())
+        },
     }
 
 
@@ -73,8 +83,12 @@ def item_row(r: ItemResult, th: Thresholds) -> dict[str, Any]:
     roles = [role for role, rs in r.score.roles.items() if rs.found(th)]
     corpora = sorted({e["corpus"] for e in r.evidence})
     data = {k: v for k, v in d.items() if k not in ("item_id", "row", "status", "score")}
-    data["item"] = {"question": r.item.question, "passage": r.item.passage, "choices": list(r.item.choices),
-                    "answer": r.item.answer}
+    data["item"] = {
+        "question": r.item.question,
+        "passage": r.item.passage,
+        "choices": list(r.item.choices),
+        "answer": r.item.answer,
+    }
     return {
         "idx": r.item.row,
         "item_id": r.item.item_id,
@@ -101,27 +115,46 @@ class ReportService:
 
     # ---------------------------------------------------------------- submit and run
 
-    def submit(self, data: bytes, filename: str, name: str | None = None, mapping: dict[str, Any] | None = None,
-               corpora: list[str] | None = None, thresholds: Thresholds | None = None,
-               background: bool = True) -> str:
+    def submit(
+        self,
+        data: bytes,
+        filename: str,
+        name: str | None = None,
+        mapping: dict[str, Any] | None = None,
+        corpora: list[str] | None = None,
+        thresholds: Thresholds | None = None,
+        background: bool = True,
+    ) -> str:
         """Validate the upload now (errors are the caller's 4xx), store it, then check it."""
         if len(data) > self.max_upload:
-            raise InputError(f"{filename}: upload of {len(data) / 1e6:.1f} MB exceeds the limit of "
-                             f"{self.max_upload / 1e6:.1f} MB")
+            raise InputError(
+                f"{filename}: upload of {len(data) / 1e6:.1f} MB exceeds the limit of {self.max_upload / 1e6:.1f} MB"
+            )
         items, used = read_benchmark(data, filename, mapping)
         th = thresholds or Thresholds()
         scanner = Scanner(self.engine, corpora, th)  # refuses unknown corpora or mismatched settings now
         report_id = uuid.uuid4().hex
         with self.engine.begin() as conn:
-            rrepo.create(conn, {
-                "id": report_id, "name": name or filename, "filename": filename,
-                "file_hash": hashlib.sha256(data).hexdigest(), "status": "queued", "error": None,
-                "total_items": len(items), "corpora": json.dumps([c["name"] for c in scanner.corpora]),
-                "mapping": json.dumps(used), "thresholds": json.dumps(th.as_dict()),
-                "fingerprint": scanner.fingerprint, "config": json.dumps(scanner.cfg.to_dict(), sort_keys=True),
-                "software_version": __version__, "summary": None,
-                "upload": zstandard.ZstdCompressor(level=3).compress(data),
-            })
+            rrepo.create(
+                conn,
+                {
+                    "id": report_id,
+                    "name": name or filename,
+                    "filename": filename,
+                    "file_hash": hashlib.sha256(data).hexdigest(),
+                    "status": "queued",
+                    "error": None,
+                    "total_items": len(items),
+                    "corpora": json.dumps([c["name"] for c in scanner.corpora]),
+                    "mapping": json.dumps(used),
+                    "thresholds": json.dumps(th.as_dict()),
+                    "fingerprint": scanner.fingerprint,
+                    "config": json.dumps(scanner.cfg.to_dict(), sort_keys=True),
+                    "software_version": __version__,
+                    "summary": None,
+                    "upload": zstandard.ZstdCompressor(level=3).compress(data),
+                },
+            )
         if background:
             self._pool.submit(self._run_logged, report_id)
         else:
@@ -215,17 +248,48 @@ class ReportService:
             return "".join(json.dumps(i) + "\n" for i in items).encode(), "application/x-ndjson"
         if fmt == "csv":
             buf = io.StringIO()
-            cols = ["item_id", "row", "status", "score", "reason", "tokens", "ngram_overlap", "coverage",
-                    "best_doc_coverage", "longest_match", "near_similarity", "question_found", "answer_found",
-                    "answer_with_question", "best_document", "best_corpus"]
+            cols = [
+                "item_id",
+                "row",
+                "status",
+                "score",
+                "reason",
+                "tokens",
+                "ngram_overlap",
+                "coverage",
+                "best_doc_coverage",
+                "longest_match",
+                "near_similarity",
+                "question_found",
+                "answer_found",
+                "answer_with_question",
+                "best_document",
+                "best_corpus",
+            ]
             w = csv.writer(buf)
             w.writerow(cols)
             for i in items:
                 m, ev = i["metrics"], (i["evidence"][0] if i["evidence"] else {})
-                w.writerow([i["item_id"], i["idx"], i["status"], i["score"], i["reason"], m["tokens"],
-                            m["ngram_overlap"], m["coverage"], m["best_doc_coverage"], m["longest_match"],
-                            m["near_similarity"], i["question_found"], i["answer_found"], i["answer_with_question"],
-                            ev.get("document_id", ""), ev.get("corpus", "")])
+                w.writerow(
+                    [
+                        i["item_id"],
+                        i["idx"],
+                        i["status"],
+                        i["score"],
+                        i["reason"],
+                        m["tokens"],
+                        m["ngram_overlap"],
+                        m["coverage"],
+                        m["best_doc_coverage"],
+                        m["longest_match"],
+                        m["near_similarity"],
+                        i["question_found"],
+                        i["answer_found"],
+                        i["answer_with_question"],
+                        ev.get("document_id", ""),
+                        ev.get("corpus", ""),
+                    ]
+                )
             return buf.getvalue().encode(), "text/csv"
         raise InputError(f"unknown export format {fmt!r} (use jsonl or csv)")
 

@@ -109,8 +109,13 @@ def _pg_copy_binary(conn: Connection, table: str, columns: Sequence[str], arrays
         cp.write(_PG_TRAILER)
 
 
-def bulk_insert_arrays(conn: Connection, table: str, columns: Sequence[str], arrays: Sequence[np.ndarray],
-                       fixed: tuple[str, int] | None = None) -> None:
+def bulk_insert_arrays(
+    conn: Connection,
+    table: str,
+    columns: Sequence[str],
+    arrays: Sequence[np.ndarray],
+    fixed: tuple[str, int] | None = None,
+) -> None:
     """Insert rows given as parallel integer column arrays, in the order given; `fixed` is a
     column with the same integer in every row (on SQLite written into the statement, not bound:
     binding parameters is most of the insert's cost).

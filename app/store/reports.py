@@ -13,8 +13,12 @@ from app.store.repo import now
 from app.store.schema import report, report_item
 
 REPORT_COLUMNS = [c for c in report.c if c.name != "upload"]
-SORTS = {"score": report_item.c.score, "row": report_item.c.idx, "item_id": report_item.c.item_id,
-         "status": report_item.c.status}
+SORTS = {
+    "score": report_item.c.score,
+    "row": report_item.c.idx,
+    "item_id": report_item.c.item_id,
+    "status": report_item.c.status,
+}
 
 
 def create(conn: Connection, values: dict[str, Any]) -> None:
@@ -77,9 +81,18 @@ def insert_items(conn: Connection, report_id: str, rows: list[dict[str, Any]]) -
 
 
 def query_items(
-    conn: Connection, report_id: str | None, *, status: Sequence[str] | None = None, min_score: float | None = None,
-    role: str | None = None, corpus: str | None = None, q: str | None = None, sort: str = "score",
-    descending: bool = True, limit: int = 50, offset: int = 0,
+    conn: Connection,
+    report_id: str | None,
+    *,
+    status: Sequence[str] | None = None,
+    min_score: float | None = None,
+    role: str | None = None,
+    corpus: str | None = None,
+    q: str | None = None,
+    sort: str = "score",
+    descending: bool = True,
+    limit: int = 50,
+    offset: int = 0,
 ) -> tuple[int, list[dict[str, Any]]]:
     """Items matching the filters (one report, or all when report_id is None), with the total."""
     conds = []
@@ -102,7 +115,10 @@ def query_items(
     rows = conn.execute(
         select(report_item, report.c.name.label("report_name"))
         .join(report, report.c.id == report_item.c.report_id)
-        .where(where).order_by(*order).limit(limit).offset(offset)
+        .where(where)
+        .order_by(*order)
+        .limit(limit)
+        .offset(offset)
     ).mappings()
     return int(total), [_item(r) for r in rows]
 
@@ -116,11 +132,15 @@ def _item(row: Any) -> dict[str, Any]:
 
 
 def get_item(conn: Connection, report_id: str, item_id: str) -> dict[str, Any] | None:
-    row = conn.execute(
-        select(report_item, report.c.name.label("report_name"))
-        .join(report, report.c.id == report_item.c.report_id)
-        .where(report_item.c.report_id == report_id, report_item.c.item_id == item_id)
-    ).mappings().first()
+    row = (
+        conn.execute(
+            select(report_item, report.c.name.label("report_name"))
+            .join(report, report.c.id == report_item.c.report_id)
+            .where(report_item.c.report_id == report_id, report_item.c.item_id == item_id)
+        )
+        .mappings()
+        .first()
+    )
     return _item(row) if row else None
 
 

@@ -39,7 +39,8 @@ def _chart_labels(rep: dict[str, Any]) -> dict[str, list[Any]]:
         "status_counts": [s.get("counts", {}).get(st, 0) for st in STATUSES],
         "coverage": [f"{a:.0%}–{b:.0%}" for a, b in zip(cov, cov[1:], strict=False)],
         "longest": [f"{a}–{b - 1}" for a, b in zip(longest, longest[1:], strict=False)] + [f"{longest[-1]}+"]
-        if longest else [],
+        if longest
+        else [],
     }
 
 
@@ -84,8 +85,9 @@ def mount(app: FastAPI, service: ReportService, keys: set[str]) -> None:
     @web.get("/")
     def reports_page(request: Request, page_no: Annotated[int, Query(alias="page", ge=1)] = 1) -> HTMLResponse:
         total, reports = service.list_reports(50, (page_no - 1) * 50)
-        return page(request, "reports.html", reports=reports, total=total, page=page_no,
-                    pages=max(1, math.ceil(total / 50)))
+        return page(
+            request, "reports.html", reports=reports, total=total, page=page_no, pages=max(1, math.ceil(total / 50))
+        )
 
     @web.get("/reports/{report_id}")
     def report_page(request: Request, report_id: str) -> HTMLResponse:
@@ -112,23 +114,50 @@ def mount(app: FastAPI, service: ReportService, keys: set[str]) -> None:
         score = float(min_score) if min_score not in (None, "") else None
         size = 25
         try:
-            total, items = service.items(report or None, status=statuses, min_score=score, role=field or None,
-                                         corpus=corpus or None, q=q or None, sort=sort, descending=order == "desc",
-                                         limit=size, offset=(page_no - 1) * size)
+            total, items = service.items(
+                report or None,
+                status=statuses,
+                min_score=score,
+                role=field or None,
+                corpus=corpus or None,
+                q=q or None,
+                sort=sort,
+                descending=order == "desc",
+                limit=size,
+                offset=(page_no - 1) * size,
+            )
         except NotFoundError as exc:
             return error_page(request, exc, 404)
         _, reports = service.list_reports(1000, 0)
         with engine.connect() as conn:
             corpora = [c["name"] for c in repo.list_corpora(conn)]
-        params = {"report": report or "", "status": statuses, "corpus": corpus or "", "field": field or "",
-                  "q": q or "", "min_score": min_score or "", "sort": sort, "order": order}
+        params = {
+            "report": report or "",
+            "status": statuses,
+            "corpus": corpus or "",
+            "field": field or "",
+            "q": q or "",
+            "min_score": min_score or "",
+            "sort": sort,
+            "order": order,
+        }
 
         def link(**over: Any) -> str:
             merged = {**params, **over}
             return "/items?" + urlencode({k: v for k, v in merged.items() if v not in ("", None, [])}, doseq=True)
 
-        return page(request, "items.html", items=items, total=total, page=page_no,
-                    pages=max(1, math.ceil(total / size)), f=params, reports=reports, corpora=corpora, link=link)
+        return page(
+            request,
+            "items.html",
+            items=items,
+            total=total,
+            page=page_no,
+            pages=max(1, math.ceil(total / size)),
+            f=params,
+            reports=reports,
+            corpora=corpora,
+            link=link,
+        )
 
     @web.get("/reports/{report_id}/items/{item_id:path}")
     def item_page(request: Request, report_id: str, item_id: str) -> HTMLResponse:
@@ -149,8 +178,7 @@ def mount(app: FastAPI, service: ReportService, keys: set[str]) -> None:
             if text:
                 item_fields.append((role, split_marked(text, shared_spans(text, joined, n))))
         choices = [split_marked(c, shared_spans(c, joined, n)) for c in fields.get("choices") or []]
-        return page(request, "item.html", r=rep, it=it, item_fields=item_fields, choices=choices,
-                    evidence=evidence)
+        return page(request, "item.html", r=rep, it=it, item_fields=item_fields, choices=choices, evidence=evidence)
 
     @web.get("/corpora")
     def corpora_page(request: Request) -> HTMLResponse:
@@ -177,12 +205,20 @@ def mount(app: FastAPI, service: ReportService, keys: set[str]) -> None:
         answer: Annotated[str, Form()] = "",
         id_field: Annotated[str, Form(alias="id")] = "",
     ) -> Response:
-        mapping = {k: v.strip() for k, v in (("question", question), ("passage", passage), ("choices", choices),
-                                             ("answer", answer), ("id", id_field)) if v.strip()}
+        mapping = {
+            k: v.strip()
+            for k, v in (
+                ("question", question),
+                ("passage", passage),
+                ("choices", choices),
+                ("answer", answer),
+                ("id", id_field),
+            )
+            if v.strip()
+        }
         data = file.file.read(service.max_upload + 1)
         try:
-            rid = service.submit(data, file.filename or "upload.jsonl", name or None, mapping or None,
-                                 corpora or None)
+            rid = service.submit(data, file.filename or "upload.jsonl", name or None, mapping or None, corpora or None)
         except ContamError as exc:
             with engine.connect() as conn:
                 names = [c["name"] for c in repo.list_corpora(conn)]
