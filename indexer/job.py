@@ -47,12 +47,12 @@ class IndexOptions:
     batch_bytes: int = 1 << 20  # or this much text, whichever comes first
     store_text: bool = True  # keep the (compressed) text; else only a pointer into the file
     # Posting rows buffered and then written as one segment (a sorted append, which never
-    # touches older pages): memory grows with it (~30 bytes a row: peak RSS 673 MB at 8 M rows
-    # against 562 MB at 4 M, bench/index_speed.py), the number of
-    # segments each look-up visits falls with it (README, "How postings are stored").
+    # touches older pages): memory grows with it (about 30 bytes a row), the number of segments
+    # each look-up visits falls with it (README, "How postings are stored").
     segment_rows: int = 8_000_000
     # This many segments of one size merge into one (look-ups then visit fewer); 0: never.
-    # Off by default: merging at 16 halved the rate over 1.8 GB of text (README).
+    # Off by default: merging costs more indexing time than it saves in look-ups below many
+    # GB of text (README has the figures).
     merge_fanout: int = 0
     commit_bytes: int = 256 << 20  # text per transaction: small files are committed in groups
     commit_seconds: float = 30.0  # or this long: other writers (report jobs) wait at most ~this
@@ -348,12 +348,11 @@ class _Writer(threading.Thread):
     Files are committed in groups of up to `commit_bytes` of text or `commit_seconds` of work
     (so other writers, such as report jobs on the same SQLite file, wait for the lock about that
     long at most, plus the file in progress). Grouping pays: the group's postings are buffered
-    across its files and appended as whole segments (`_Postings`), and with one commit per
-    7.5 MB file the commits alone cost a fifth of the run on the evaluation corpus. Merges, when
-    asked for, run between groups, one ~2 M-row step per transaction. A file that turns out to
-    be corrupt rolls its whole group back;
-    it is recorded as failed and the group's other files are handed back to the main thread
-    (`retry`) to be indexed again, so the rest of the run still goes on.
+    across its files and appended as whole segments (`_Postings`), and each commit rewrites
+    the pages its transaction touched (README, "Where the time goes"). Merges, when asked for,
+    run between groups, one key range per transaction. A file that turns out to be corrupt rolls
+    its whole group back; it is recorded as failed and the group's other files are handed back
+    to the main thread (`retry`) to be indexed again, so the rest of the run still goes on.
     """
 
     def __init__(self, job: IndexJob, corpus_id: int, depth: int) -> None:

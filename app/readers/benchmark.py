@@ -47,7 +47,6 @@ LETTER_COLUMNS = [
     ("opa", "opb", "opc", "opd", "ope"),
     ("ending0", "ending1", "ending2", "ending3"),
 ]
-FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
 
 
 def detect_format(filename: str) -> tuple[str, str | None]:
