@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from app.core.types import Status
 from app.errors import ContamError
 from app.settings import get_settings
 
@@ -242,15 +243,14 @@ def scan(
                 ]
             )
     else:
-        flagged = [r for r in results if r.score.status in ("contaminated", "suspicious")]
+        flagged = [r for r in results if Status(r.score.status).flagged]
         for r in sorted(flagged, key=lambda r: -r.score.score):
             where = f"{r.evidence[0]['corpus']}:{r.evidence[0]['document_id']}" if r.evidence else "-"
             typer.echo(f"{r.score.status:13s} {r.score.score:5.2f}  {r.item.item_id:30s} {where}  {r.score.reason}")
         c = summary["counts"]
         typer.echo(
-            f"{len(results)} items: {c['contaminated']} contaminated, {c['suspicious']} suspicious, "
-            f"{c['clean']} clean, {c['too_short']} too short; contaminated share "
-            f"{summary['contaminated_share']:.2%} (fingerprint {scanner.fingerprint})"
+            f"{len(results)} items: " + ", ".join(f"{c[s]} {s.replace('_', ' ')}" for s in Status) + "; "
+            f"contaminated share {summary['contaminated_share']:.2%} (fingerprint {scanner.fingerprint})"
         )
     if fail_above is not None and summary["contaminated_share"] > fail_above:
         typer.echo(f"contaminated share {summary['contaminated_share']:.2%} exceeds {fail_above:.2%}", err=True)

@@ -231,9 +231,7 @@ def create_app(settings: Settings) -> FastAPI:
         report_id: str, svc: ServiceDep, drop_suspicious: bool = Query(False, description="also drop suspicious items")
     ) -> Response:
         """The uploaded benchmark without its contaminated items, in its original format."""
-        body, name = svc.clean_subset(
-            report_id, ("contaminated", "suspicious") if drop_suspicious else ("contaminated",)
-        )
+        body, name = svc.clean_subset(report_id, drop_suspicious)
         return Response(
             body,
             media_type="application/octet-stream",

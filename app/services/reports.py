@@ -18,46 +18,45 @@ from sqlalchemy import Engine
 
 from app import __version__
 from app.core.scoring import Thresholds
+from app.core.types import Status
 from app.errors import InputError, NotFoundError
 from app.readers.benchmark import detect_format, read_benchmark, read_records
 from app.services.scanning import ItemResult, Scanner
 from app.store import reports as rrepo
 
 log = logging.getLogger("contam.reports")
-STATUSES = ("contaminated", "suspicious", "clean", "too_short")
 
 
 def summarize(results: list[ItemResult], th: Thresholds) -> dict[str, Any]:
     """Counts per status; contaminated share overall, per field and per corpus."""
-    counts = Counter(r.score.status for r in results)
+    counts = Counter(Status(r.score.status) for r in results)
     n = len(results)
     by_role: dict[str, Counter[str]] = {}
-    by_corpus: dict[str, Counter[str]] = {}
+    by_corpus: dict[str, Counter[Status]] = {}
     for r in results:
         for role, rs in r.score.roles.items():
             c = by_role.setdefault(role, Counter())
             c["items"] += 1
             c["found"] += int(rs.found(th))
         for corpus in {e["corpus"] for e in r.evidence}:
-            c = by_corpus.setdefault(corpus, Counter())
-            c[r.score.status] += 1
+            by_corpus.setdefault(corpus, Counter())[Status(r.score.status)] += 1
     cov_bins = [0] * 10
     longest_edges = [0, 8, 13, 20, 30, 50, 100]
     longest_bins = [0] * len(longest_edges)
     for r in results:
-        if r.score.status == "too_short":
+        if r.score.status == Status.TOO_SHORT:
             continue
         cov_bins[min(9, int(r.score.best_doc_coverage * 10))] += 1
         longest_bins[max(i for i, e in enumerate(longest_edges) if r.score.longest_match >= e)] += 1
     return {
         "items": n,
-        "counts": {s: counts.get(s, 0) for s in STATUSES},
+        "counts": {s.value: counts[s] for s in Status},
         "histograms": {
             "best_doc_coverage": {"edges": [round(i / 10, 1) for i in range(11)], "counts": cov_bins},
             "longest_match": {"edges": longest_edges, "counts": longest_bins},
         },
-        "contaminated_share": round(counts.get("contaminated", 0) / n, 4) if n else 0.0,
-        "flagged_share": round((counts.get("contaminated", 0) + counts.get("suspicious", 0)) / n, 4) if n else 0.0,
+        "contaminated_share": round(counts[Status.CONTAMINATED] / n, 4) if n else 0.0,
+        "flagged_share": round(sum(counts[s] for s in Status if s.flagged) / n, 4) if n else 0.0,
         "answer_with_question": sum(r.score.answer_with_question for r in results),
         "per_field": {
             role: {
@@ -69,9 +68,9 @@ def summarize(results: list[ItemResult], th: Thresholds) -> dict[str, Any]:
         },
         "per_corpus": {
             name: {
-                "contaminated": c.get("contaminated", 0),
-                "suspicious": c.get("suspicious", 0),
-                "contaminated_share": round(c.get("contaminated", 0) / n, 4) if n else 0.0,
+                "contaminated": c[Status.CONTAMINATED],
+                "suspicious": c[Status.SUSPICIOUS],
+                "contaminated_share": round(c[Status.CONTAMINATED] / n, 4) if n else 0.0,
             }
             for name, c in sorted(by_corpus.items())
         },
@@ -293,8 +292,10 @@ class ReportService:
             return buf.getvalue().encode(), "text/csv"
         raise InputError(f"unknown export format {fmt!r} (use jsonl or csv)")
 
-    def clean_subset(self, report_id: str, exclude: tuple[str, ...] = ("contaminated",)) -> tuple[bytes, str]:
-        """The uploaded benchmark without its contaminated items, in its original format."""
+    def clean_subset(self, report_id: str, drop_suspicious: bool = False) -> tuple[bytes, str]:
+        """The uploaded benchmark without its contaminated (and, if asked, suspicious) items, in
+        its original format."""
+        exclude = {Status.CONTAMINATED, Status.SUSPICIOUS} if drop_suspicious else {Status.CONTAMINATED}
         rep = self._require_done(report_id)
         with self.engine.connect() as conn:
             blob = rrepo.upload(conn, report_id)

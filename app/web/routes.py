@@ -14,14 +14,16 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from app.core.scoring import Thresholds, shared_spans, split_marked
+from app.core.types import Status
 from app.errors import ContamError, NotFoundError
-from app.services.reports import STATUSES, ReportService
+from app.services.reports import ReportService
 from app.store import repo
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 COOKIE = "contam_key"
-FLAGGED = ["contaminated", "suspicious"]
+STATUSES = tuple(Status)
+FLAGGED = [s for s in Status if s.flagged]
 
 
 class LoginRequired(Exception):
