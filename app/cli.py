@@ -147,39 +147,29 @@ def corpora(
     db: DbOpt = None,
 ) -> None:
     """List indexed corpora, or show one corpus's health."""
-    from app.store import repo
+    from app.services.corpora import CorpusService
 
     try:
-        engine = _engine(db)
-        with engine.connect() as conn:
-            if name is None:
-                rows = repo.list_corpora(conn)
-                if as_json:
-                    typer.echo(json.dumps(rows, default=str, indent=2))
-                    return
-                if not rows:
-                    typer.echo("no corpora indexed yet")
-                for r in rows:
-                    c = r["config"]
-                    typer.echo(
-                        f"{r['name']}: {r['files']} files ({r['failed_files']} failed), {r['documents']} documents, "
-                        f"{r['tokens']} tokens, {r['bytes'] / 1e6:.1f} MB; fingerprint {r['fingerprint']} "
-                        f"(n={c['ngram_n']}, sample={c['sample_mod']}, window={c['window']}/{c['stride']}, "
-                        f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']})"
-                    )
-                return
-            row = repo.get_corpus(conn, name)
-            if row is None:
-                raise ContamError(f"no corpus named {name!r}")
-            health = {
-                "name": name,
-                "fingerprint": row["fingerprint"],
-                "config": json.loads(row["config"]),
-                **repo.corpus_health(conn, row["id"]),
-            }
+        service = CorpusService(_engine(db))
+        if name is not None:
+            typer.echo(json.dumps(service.health(name), indent=2, default=str))
+            return
+        rows = service.list_corpora()
     except ContamError as exc:
         raise _fail(exc) from None
-    typer.echo(json.dumps(health, indent=2, default=str))
+    if as_json:
+        typer.echo(json.dumps(rows, default=str, indent=2))
+        return
+    if not rows:
+        typer.echo("no corpora indexed yet")
+    for r in rows:
+        c = r["config"]
+        typer.echo(
+            f"{r['name']}: {r['files']} files ({r['failed_files']} failed), {r['documents']} documents, "
+            f"{r['tokens']} tokens, {r['bytes'] / 1e6:.1f} MB; fingerprint {r['fingerprint']} "
+            f"(n={c['ngram_n']}, sample={c['sample_mod']}, window={c['window']}/{c['stride']}, "
+            f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']})"
+        )
 
 
 @app.command("scan")

@@ -25,6 +25,10 @@ class Settings(BaseSettings):
     merge_fanout: int = Field(0, ge=0, description="the indexer merges this many segments of one size; 0: never")
     demo: bool = Field(True, description="index a demo corpus and check a demo benchmark on an empty database")
 
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 1e6)
+
     def key_set(self) -> set[str]:
         return {k.strip() for k in self.api_keys.split(",") if k.strip()}
 

@@ -161,6 +161,23 @@ def test_bad_mapping_corpus_and_limit(client: TestClient, migrated_url: str) -> 
         assert big.status_code in (413, 422) and "exceeds the limit" in big.json()["error"]
 
 
+def test_corpora_indexed_with_other_settings_are_a_conflict(
+    client: TestClient, migrated_url: str, tmp_path: Path
+) -> None:
+    """Checking corpora indexed with different signature settings together is a 409, not a 422."""
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "x", "text": Q2}) + "\n")
+    eng = make_engine(migrated_url)
+    with IndexJob(eng, "other", SignatureConfig(ngram_n=5), IndexOptions()) as job:
+        job.run([other])
+    eng.dispose()
+    data = _payloads()["b.jsonl"]
+    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"corpora": "web,other"})
+    assert r.status_code == 409 and "different signature settings" in r.json()["error"]
+    r = client.post("/api/v1/check", json={"texts": [Q1], "corpora": ["web", "other"]})
+    assert r.status_code == 409
+
+
 def test_api_keys(migrated_url: str, tmp_path: Path) -> None:
     _index(migrated_url, tmp_path)
     with TestClient(create_app(Settings(database_url=migrated_url, api_keys="k1,k2"))) as c:

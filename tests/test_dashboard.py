@@ -82,6 +82,34 @@ def test_pages_render_and_escape(migrated_url: str, tmp_path: Path) -> None:
         assert bad.status_code == 422 and "line 1 is not valid JSON" in bad.text
 
 
+def test_domain_errors_are_pages_never_500(migrated_url: str, tmp_path: Path) -> None:
+    """Every dashboard path answers a domain error with a page and the status from one table."""
+    _seed(migrated_url, tmp_path)
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "x", "text": Q3}) + "\n")
+    eng = make_engine(migrated_url)
+    with IndexJob(eng, "other", SignatureConfig(ngram_n=5), IndexOptions()) as job:
+        job.run([other])
+    eng.dispose()
+    bench = _bench_file(tmp_path).read_bytes()
+    with TestClient(create_app(Settings(database_url=migrated_url)), raise_server_exceptions=False) as c:
+        rid = c.post("/upload", files={"file": ("q.jsonl", bench)}, data={"corpora": ["web"]}, follow_redirects=False)
+        rid = rid.headers["location"].rsplit("/", 1)[1]
+        cases = {
+            "/reports/nope": (404, "no report nope"),
+            f"/reports/{rid}/items/nope": (404, "no item"),
+            "/items?report=nope": (404, "no report nope"),
+            "/items?min_score=abc": (422, "minimum score must be a number"),
+        }
+        for path, (code, message) in cases.items():
+            r = c.get(path)
+            assert (r.status_code, r.headers["content-type"].split(";")[0]) == (code, "text/html"), path
+            assert message in r.text, path
+        for corpora, code, message in ((["nope"], 404, "no corpus named"), (["web", "other"], 409, "different")):
+            r = c.post("/upload", files={"file": ("q.jsonl", bench)}, data={"corpora": corpora})
+            assert r.status_code == code and message in r.text and 'id="upload-form"' in r.text
+
+
 def test_dashboard_requires_login_when_keys_are_set(migrated_url: str, tmp_path: Path) -> None:
     _seed(migrated_url, tmp_path)
     with TestClient(create_app(Settings(database_url=migrated_url, api_keys="secret"))) as c:

@@ -96,7 +96,7 @@ def item_row(r: ItemResult, th: Thresholds) -> dict[str, Any]:
         "text": r.item.display_text()[:4000],
         "roles_found": "," + ",".join(roles) + ",",
         "corpora_found": "," + ",".join(corpora) + ",",
-        "data": json.dumps(data),
+        "data": data,
     }
 
 
@@ -144,11 +144,11 @@ class ReportService:
                     "status": "queued",
                     "error": None,
                     "total_items": len(items),
-                    "corpora": json.dumps([c["name"] for c in scanner.corpora]),
-                    "mapping": json.dumps(used),
-                    "thresholds": json.dumps(th.as_dict()),
+                    "corpora": [c["name"] for c in scanner.corpora],
+                    "mapping": used,
+                    "thresholds": th.as_dict(),
                     "fingerprint": scanner.fingerprint,
-                    "config": json.dumps(scanner.cfg.to_dict(), sort_keys=True),
+                    "config": scanner.cfg.to_dict(),
                     "software_version": __version__,
                     "summary": None,
                     "upload": zstandard.ZstdCompressor(level=3).compress(data),

@@ -25,9 +25,16 @@ def now() -> datetime:
 # ---------------------------------------------------------------- corpora
 
 
+def _decode_corpus(row: Any) -> dict[str, Any]:
+    d = dict(row)
+    d["config"] = json.loads(d["config"])
+    return d
+
+
 def get_corpus(conn: Connection, name: str) -> dict[str, Any] | None:
+    """The corpus row, its signature settings decoded (a dict), or None."""
     row = conn.execute(select(corpus).where(corpus.c.name == name)).mappings().first()
-    return dict(row) if row else None
+    return _decode_corpus(row) if row else None
 
 
 def create_corpus(conn: Connection, name: str, cfg: SignatureConfig, store_text: bool) -> int:
@@ -46,7 +53,7 @@ def create_corpus(conn: Connection, name: str, cfg: SignatureConfig, store_text:
 
 
 def corpus_config(row: dict[str, Any]) -> SignatureConfig:
-    return SignatureConfig.from_dict(json.loads(row["config"]))
+    return SignatureConfig.from_dict(row["config"])
 
 
 def list_corpora(conn: Connection) -> list[dict[str, Any]]:
@@ -88,8 +95,7 @@ def list_corpora(conn: Connection) -> list[dict[str, Any]]:
     )
     out = []
     for row in conn.execute(q).mappings():
-        d = dict(row)
-        d["config"] = json.loads(d["config"])
+        d = _decode_corpus(row)
         for k in ("files", "failed_files", "bytes", "documents", "tokens", "ngrams", "windows"):
             d[k] = int(d[k])  # PostgreSQL's SUM(bigint) is numeric
         out.append(d)

@@ -21,13 +21,24 @@ SORTS = {
 }
 
 
+JSON_COLUMNS = ("corpora", "mapping", "thresholds", "config", "summary")  # stored as JSON text
+
+
+def _encode(values: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: json.dumps(v, sort_keys=k == "config") if k in JSON_COLUMNS and v is not None else v
+        for k, v in values.items()
+    }
+
+
 def create(conn: Connection, values: dict[str, Any]) -> None:
-    conn.execute(insert(report).values(**values, created_at=now(), done_items=0))
+    """A new report; `values` hold its columns, JSON columns as Python values."""
+    conn.execute(insert(report).values(**_encode(values), created_at=now(), done_items=0))
 
 
 def _decode(row: Any) -> dict[str, Any]:
     d = dict(row)
-    for k in ("corpora", "mapping", "thresholds", "config", "summary"):
+    for k in JSON_COLUMNS:
         if d.get(k) is not None:
             d[k] = json.loads(d[k])
     return d
@@ -55,8 +66,7 @@ def with_status(conn: Connection, statuses: Sequence[str]) -> list[str]:
 
 
 def set_status(conn: Connection, report_id: str, status: str, **values: Any) -> None:
-    if "summary" in values and values["summary"] is not None:
-        values["summary"] = json.dumps(values["summary"])
+    values = _encode(values)
     if status in ("done", "failed"):
         values["finished_at"] = now()
     conn.execute(update(report).where(report.c.id == report_id).values(status=status, **values))
@@ -76,8 +86,9 @@ def delete_report(conn: Connection, report_id: str) -> bool:
 
 
 def insert_items(conn: Connection, report_id: str, rows: list[dict[str, Any]]) -> None:
+    """Item rows; each row's `data` (the item's full result, a dict) is stored as JSON."""
     if rows:
-        conn.execute(insert(report_item), [{"report_id": report_id, **r} for r in rows])
+        conn.execute(insert(report_item), [{"report_id": report_id, **r, "data": json.dumps(r["data"])} for r in rows])
 
 
 def query_items(
