@@ -89,9 +89,9 @@ def index(
 ) -> None:
     """Index corpus files (JSONL, JSONL.gz/.zst, Parquet, .txt) into a named corpus."""
     from app.core.config import SignatureConfig
-    from app.readers.corpus import find_files
-    from indexer.job import IndexJob, IndexOptions
-    from indexer.progress import BarProgress, LogProgress
+    from indexer.job import IndexJob
+    from indexer.options import IndexOptions
+    from indexer.progress import BarProgress, LogProgress, NoProgress
 
     try:
         cfg = SignatureConfig(
@@ -105,7 +105,6 @@ def index(
             seed=seed,
         )
         engine = _engine(db)
-        files = find_files(paths)
         settings = get_settings()
         opts = IndexOptions(
             text_field=text_field,
@@ -119,17 +118,13 @@ def index(
             merge_fanout=settings.merge_fanout if merge_fanout is None else merge_fanout,
         )
         mode = progress if progress != "auto" else ("bar" if sys.stderr.isatty() else "log")
-        reporter: Any = None
-        if mode == "bar":
-            reporter = BarProgress(len(files), sum(f.stat().st_size for f in files))
-        elif mode == "log":
-            reporter = LogProgress(len(files))
+        reporter = BarProgress() if mode == "bar" else LogProgress() if mode == "log" else NoProgress()
         try:
             with IndexJob(engine, corpus, cfg, opts, reporter) as job:
-                summary = job.run(files)
+                summary = job.run(paths)
         finally:
             if isinstance(reporter, BarProgress):
-                reporter.close()
+                reporter.bar.stop()
     except ContamError as exc:
         raise _fail(exc) from None
     typer.echo(json.dumps(summary.as_dict(), indent=2))

@@ -95,7 +95,7 @@ def test_index_commits_small_files_together_unless_told(migrated_url: str, tmp_p
 
 def test_index_segment_options_from_flags_and_environment(migrated_url: str, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from app.settings import Settings, get_settings
-    from indexer.job import IndexOptions
+    from indexer.options import IndexOptions
 
     assert (Settings().segment_rows, Settings().merge_fanout) == (
         IndexOptions().segment_rows,

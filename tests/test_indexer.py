@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from app.cli import app as cli
 from app.core.config import SignatureConfig
-from app.errors import FingerprintMismatch
+from app.errors import FingerprintMismatch, SettingsConflict
 from app.store import repo
 from app.store.db import make_engine
 from app.store.schema import band, corpus_file, document, ngram
@@ -108,6 +108,13 @@ def test_mismatched_settings_are_refused(migrated_url: str, tmp_path: Path) -> N
         run_index(migrated_url, [g], cfg=SignatureConfig(ngram_n=13))
     # a different corpus name may use other settings
     assert run_index(migrated_url, [g], name="other", cfg=SignatureConfig(ngram_n=13)).as_dict()["documents"] == 3
+
+
+def test_keeping_text_or_not_is_a_settings_conflict(migrated_url: str, tmp_path: Path) -> None:
+    """store_text is fixed per corpus; asking otherwise is a conflict (the API's 409), not bad input."""
+    run_index(migrated_url, [write_jsonl(tmp_path / "a.jsonl", make_docs(3, 50, 1, "a"))])
+    with pytest.raises(SettingsConflict, match="store_text=True; keep it the same"):
+        run_index(migrated_url, [write_jsonl(tmp_path / "b.jsonl", make_docs(3, 50, 2, "b"))], store_text=False)
 
 
 def test_corrupt_file_fails_alone_and_exit_code(migrated_url: str, tmp_path: Path) -> None:
@@ -251,6 +258,9 @@ def test_an_error_while_reading_stops_the_run_and_keeps_no_part_of_it(
 class _Events:
     def __init__(self) -> None:
         self.seen: list[str] = []
+
+    def run_started(self, files: list[Path]) -> None:
+        pass
 
     def file_started(self, path: str, size: int) -> None:
         self.seen.append("start " + Path(path).name)
@@ -420,7 +430,7 @@ def test_posting_buffer_merges_batches_into_key_order() -> None:
     SQLite inserts out of order rows several times slower (a missed sort once cost a third)."""
     import numpy as np
 
-    from indexer.job import _Postings
+    from indexer.writing import merge_runs
 
     rng = np.random.default_rng(3)
     runs, doc = [], 0
@@ -431,14 +441,14 @@ def test_posting_buffer_merges_batches_into_key_order() -> None:
         o = np.lexsort((w, d, k))
         runs.append((k[o], d[o], w[o]))
         doc += 20
-    k, d, w = _Postings._merge(list(runs))
+    k, d, w = merge_runs(list(runs))
     o = np.lexsort((w, d, k))
     assert (k == k[o]).all() and (d == d[o]).all() and (w == w[o]).all()
     assert len(k) == 1200
 
 
 def test_plan_merge_is_size_tiered() -> None:
-    from indexer.job import plan_merge
+    from app.services.segments import plan_merge
 
     assert plan_merge([(1, 10), (2, 10), (3, 5)], 10, 3) == [1, 2, 3]  # three of tier 0 (<= 10 rows)
     assert plan_merge([(1, 30), (2, 10), (3, 10)], 10, 3) == []  # one of tier 1, two of tier 0
