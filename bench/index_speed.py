@@ -86,7 +86,7 @@ def run_once(url: str, paths: list[str], workers: int, segment_rows: int | None,
             _PEAK,
             sys.executable,
             "-m",
-            "app.cli",
+            "indexer.cli",
             "index",
             "--corpus",
             "bench",
@@ -134,7 +134,7 @@ def scan_after(url: str, paths: list[str], benchmarks: list[str], merge_fanout: 
         t0 = time.perf_counter()
         for b in benchmarks:
             subprocess.run(
-                [sys.executable, "-m", "app.cli", "scan", b, "--db", url, "--format", "json"],
+                [sys.executable, "-m", "indexer.cli", "scan", b, "--db", url, "--format", "json"],
                 capture_output=True,
                 text=True,
                 cwd=ROOT,
@@ -149,7 +149,7 @@ def scan_after(url: str, paths: list[str], benchmarks: list[str], merge_fanout: 
             [
                 sys.executable,
                 "-m",
-                "app.cli",
+                "indexer.cli",
                 "index",
                 "--corpus",
                 "bench",

@@ -141,7 +141,7 @@ def check_rps(url: str, clients: int, seconds: float, texts: list[str]) -> tuple
     port = 8700 + random.randrange(200)
     env = {"CONTAM_DATABASE_URL": url, "CONTAM_DEMO": "false", "PATH": "/usr/bin:/bin"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "indexer.cli", "serve", "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -224,7 +224,7 @@ def main() -> None:
                 [
                     sys.executable,
                     "-m",
-                    "app.cli",
+                    "indexer.cli",
                     "index",
                     "--corpus",
                     "bench",
@@ -245,7 +245,7 @@ def main() -> None:
             runs = []
             for _ in range(args.repeat):
                 t_scan, out = timed(
-                    [sys.executable, "-m", "app.cli", "scan", str(bench), "--db", url, "--format", "json"]
+                    [sys.executable, "-m", "indexer.cli", "scan", str(bench), "--db", url, "--format", "json"]
                 )
                 runs.append(t_scan)
             counts = json.loads(out)["summary"]["counts"]

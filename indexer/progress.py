@@ -67,7 +67,7 @@ class LogProgress(NoProgress):
 
 
 class BarProgress(NoProgress):
-    """A rich progress bar: files, documents, MB and MB/s. Use as a context manager."""
+    """A rich progress bar: files, documents, MB and MB/s. close() it at the end."""
 
     def __init__(self) -> None:
         self.bar = RichProgress(
@@ -85,10 +85,7 @@ class BarProgress(NoProgress):
         self.total_files, self.files, self.docs, self.text_bytes = 0, 0, 0, 0
         self.t0 = time.perf_counter()
 
-    def __enter__(self) -> BarProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
+    def close(self) -> None:
         self.bar.stop()
 
     def run_started(self, files: Sequence[Path]) -> None:

@@ -159,6 +159,7 @@ def test_bad_mapping_corpus_and_limit(client: TestClient, migrated_url: str) -> 
     with TestClient(small) as c:
         big = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data * 10)})
         assert big.status_code in (413, 422) and "exceeds the limit" in big.json()["error"]
+        assert "MiB" in big.json()["error"]  # limits are set and shown in MiB
 
 
 def test_corpora_indexed_with_other_settings_are_a_conflict(
@@ -195,7 +196,7 @@ def test_interrupted_job_resumes_on_restart(migrated_url: str, tmp_path: Path) -
 
     _index(migrated_url, tmp_path)
     eng = make_engine(migrated_url)
-    svc = ReportService(eng)
+    svc = ReportService(eng, Settings().max_upload_bytes)
     rid = svc.submit(_payloads()["b.jsonl"], "b.jsonl", background=False)
     with eng.begin() as conn:  # roll the report back to the state a crash leaves behind
         rrepo.delete_items(conn, rid)

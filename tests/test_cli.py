@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from app.cli import app as cli
+from indexer.cli import app as cli
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 Q2 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"
@@ -95,12 +95,12 @@ def test_index_commits_small_files_together_unless_told(migrated_url: str, tmp_p
 
 def test_index_segment_options_from_flags_and_environment(migrated_url: str, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from app.settings import Settings, get_settings
-    from indexer.options import IndexOptions
+    from indexer.options import IndexOptions, index_options
 
-    assert (Settings().segment_rows, Settings().merge_fanout) == (
-        IndexOptions().segment_rows,
-        IndexOptions().merge_fanout,
-    )
+    for var in ("CONTAM_BATCH_SIZE", "CONTAM_COMMIT_MB", "CONTAM_SEGMENT_ROWS", "CONTAM_MERGE_FANOUT"):
+        monkeypatch.delenv(var, raising=False)
+    # settings left unset mean the job's own defaults, which are defined once, in IndexOptions
+    assert index_options(Settings()) == IndexOptions(workers=Settings().resolved_workers())
     for name in "abc":  # same text, so three segments of one size
         (tmp_path / f"{name}.jsonl").write_text(json.dumps({"id": name, "text": Q1}) + "\n")
 
@@ -137,3 +137,36 @@ def test_index_segment_options_from_flags_and_environment(migrated_url: str, tmp
     monkeypatch.setenv("CONTAM_MERGE_FANOUT", "0")
     assert segments("env", "--commit-mb", "0") == 3
     get_settings.cache_clear()
+
+
+def test_domain_errors_are_one_line_and_exit_code_2(migrated_url: str, tmp_path: Path) -> None:
+    """Every command maps the error tree the same way (one place: ContamGroup)."""
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    run = CliRunner()
+    base = ["--db", migrated_url]
+    assert run.invoke(cli, ["index", "--corpus", "web", *base, "--progress", "none", str(tmp_path)]).exit_code == 0
+    cases = [
+        (["corpora", "nope", *base], "error: no corpus named 'nope'"),
+        (["scan", str(tmp_path / "c.jsonl"), "--format", "xml", *base], "error: unknown format 'xml'"),
+        (["scan", str(tmp_path / "c.jsonl"), "--corpus", "nope", *base], "error: no corpus named 'nope'"),
+        (["index", "--corpus", "web", "--ngram", "5", *base, str(tmp_path)], "error: corpus 'web' was indexed"),
+        (["index", "--corpus", "web", "--no-store-text", *base, str(tmp_path)], "store_text=True; keep it the same"),
+        (["index", "--corpus", "web", *base, str(tmp_path / "missing")], "error: no such file or directory"),
+        (["db", "upgrade", "--db", "mysql://nowhere/x"], "error: unsupported database URL"),
+    ]
+    for args, message in cases:
+        r = run.invoke(cli, args)
+        assert r.exit_code == 2 and message in r.output, (args, r.output)
+        assert len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_sizes_are_mib_at_the_edges(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """--commit-mb, CONTAM_COMMIT_MB and CONTAM_MAX_UPLOAD_MB are MiB; the code works in bytes."""
+    from app.settings import Settings
+    from indexer.options import index_options
+
+    monkeypatch.delenv("CONTAM_COMMIT_MB", raising=False)
+    assert Settings(max_upload_mb=3).max_upload_bytes == 3 << 20
+    assert index_options(Settings(commit_mb=2)).commit_bytes == 2 << 20
+    assert index_options(Settings(commit_mb=2), commit_mb=0.5).commit_bytes == 1 << 19
+    assert index_options(Settings()).commit_bytes == 256 << 20

@@ -15,12 +15,12 @@ import pytest
 from sqlalchemy import select, text
 from typer.testing import CliRunner
 
-from app.cli import app as cli
 from app.core.config import SignatureConfig
 from app.errors import FingerprintMismatch, SettingsConflict
 from app.store import repo
 from app.store.db import make_engine
 from app.store.schema import band, corpus_file, document, ngram
+from indexer.cli import app as cli
 from indexer.job import IndexJob, IndexOptions
 
 VOCAB = [f"w{i}" for i in range(5000)]
@@ -320,7 +320,7 @@ def test_pointer_only_corpus_keeps_no_text(migrated_url: str, tmp_path: Path) ->
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "app.cli", *args]
+    return [sys.executable, "-m", "indexer.cli", *args]
 
 
 @pytest.mark.parametrize("commit_mb", ["0", "256"], ids=["commit-per-file", "commit-per-group"])

@@ -13,6 +13,7 @@ from app import __version__
 from app.api import errors
 from app.api.deps import AuthDep
 from app.api.routes import check, corpora, docs, health, reports
+from app.core.units import MiB, as_mib
 from app.services.checking import CheckService
 from app.services.corpora import CorpusService
 from app.services.database import connect, migrate
@@ -40,8 +41,8 @@ async def limit_upload(request: Request, call_next: Callable[[Request], Awaitabl
     """Refuse a body far over the upload limit before reading it (the service checks exactly)."""
     length = request.headers.get("content-length")
     limit: int = request.app.state.reports.max_upload
-    if length and length.isdigit() and int(length) > limit + (1 << 20):
-        message = f"upload exceeds the limit of {limit / 1e6:.1f} MB"
+    if length and length.isdigit() and int(length) > limit + MiB:  # room for the form around the file
+        message = f"upload exceeds the limit of {as_mib(limit)}"
         return JSONResponse(errors.error_body(message), status_code=413)
     return await call_next(request)
 

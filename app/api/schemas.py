@@ -15,13 +15,24 @@ class ErrorRead(BaseModel):
     detail: Any = Field(None, description="structured detail where there is some")
 
 
+_TH = Thresholds()  # the defaults, defined once in core.scoring
+
+
 class ThresholdsIn(BaseModel):
-    contaminated_coverage: float = Field(0.8, ge=0, le=1, description="Llama 2 'dirty' bound on token coverage")
-    suspicious_coverage: float = Field(0.2, ge=0, le=1, description="Llama 2 'clean' bound on token coverage")
-    longest_match: int = Field(13, ge=1, description="GPT-3: a shared run of this many tokens is suspicious")
-    near_similarity: float = Field(0.75, ge=0, le=1, description="verified near-duplicate similarity")
-    max_df: int = Field(10, ge=1, description="GPT-3: n-grams in more documents are boilerplate")
-    template_min_items: int = Field(2, ge=1, description="n-grams in this many items are shared text")
+    contaminated_coverage: float = Field(
+        _TH.contaminated_coverage, ge=0, le=1, description="Llama 2 'dirty' bound on token coverage"
+    )
+    suspicious_coverage: float = Field(
+        _TH.suspicious_coverage, ge=0, le=1, description="Llama 2 'clean' bound on token coverage"
+    )
+    longest_match: int = Field(
+        _TH.longest_match, ge=1, description="GPT-3: a shared run of this many tokens is suspicious"
+    )
+    near_similarity: float = Field(_TH.near_similarity, ge=0, le=1, description="verified near-duplicate similarity")
+    max_df: int = Field(_TH.max_df, ge=1, description="GPT-3: n-grams in more documents are boilerplate")
+    template_min_items: int = Field(
+        _TH.template_min_items, ge=1, description="n-grams in this many items are shared text"
+    )
 
     def to_thresholds(self) -> Thresholds:
         return Thresholds(**self.model_dump())

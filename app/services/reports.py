@@ -19,6 +19,7 @@ from sqlalchemy import Engine
 from app import __version__
 from app.core.scoring import Thresholds
 from app.core.types import Status
+from app.core.units import as_mib
 from app.errors import InputError, NotFoundError
 from app.readers.benchmark import detect_format, read_benchmark, read_records
 from app.services.scanning import ItemResult, Scanner
@@ -104,7 +105,8 @@ class ReportService:
     """Submits and runs reports. Jobs run on one background thread; state lives in the database,
     so a restart resumes queued or interrupted jobs (`resume_pending`)."""
 
-    def __init__(self, engine: Engine, max_upload_bytes: int = 200 << 20) -> None:
+    def __init__(self, engine: Engine, max_upload_bytes: int) -> None:
+        """`max_upload_bytes`: the largest benchmark `submit` takes (CONTAM_MAX_UPLOAD_MB, in MiB)."""
         self.engine = engine
         self.max_upload = max_upload_bytes
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="contam-job")
@@ -127,7 +129,7 @@ class ReportService:
         """Validate the upload now (errors are the caller's 4xx), store it, then check it."""
         if len(data) > self.max_upload:
             raise InputError(
-                f"{filename}: upload of {len(data) / 1e6:.1f} MB exceeds the limit of {self.max_upload / 1e6:.1f} MB"
+                f"{filename}: upload of {as_mib(len(data))} exceeds the limit of {as_mib(self.max_upload)}"
             )
         items, used = read_benchmark(data, filename, mapping)
         th = thresholds or Thresholds()
