@@ -28,8 +28,14 @@ import time
 import uuid
 from pathlib import Path
 
+import psycopg
+from sqlalchemy import text
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from app.readers.corpus import find_files  # noqa: E402
+from app.store.db import make_engine, upgrade  # noqa: E402
 
 
 def stdlib_corpus(out: Path) -> Path:
@@ -42,8 +48,6 @@ def stdlib_corpus(out: Path) -> Path:
 
 def variants(paths: list[str], k: int, out: Path) -> list[str]:
     """k copies of every JSONL(.gz) file under `paths` with each document's words reordered."""
-    from app.readers.corpus import find_files
-
     made = []
     for j in range(1, k + 1):
         for i, p in enumerate(find_files([Path(x) for x in paths])):
@@ -73,8 +77,6 @@ _PEAK = (
 
 
 def run_once(url: str, paths: list[str], workers: int, segment_rows: int | None, fanout: int | None) -> dict:
-    from app.store.db import upgrade
-
     upgrade(url)
     extra = ["--segment-rows", str(segment_rows)] if segment_rows else []
     extra += ["--merge-fanout", str(fanout)] if fanout is not None else []
@@ -119,9 +121,6 @@ def run_once(url: str, paths: list[str], workers: int, segment_rows: int | None,
 def scan_after(url: str, paths: list[str], benchmarks: list[str], merge_fanout: int) -> str:
     """Time `contam scan` of the benchmarks against the index just built; with merge_fanout,
     merge its segments (`contam index` again: every file is unchanged) and time it again."""
-    from sqlalchemy import text
-
-    from app.store.db import make_engine
 
     def segments() -> int:
         eng = make_engine(url)
@@ -175,8 +174,6 @@ def db_bytes(url: str) -> int:
     if url.startswith("sqlite"):
         path = url.split("///", 1)[1]
         return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
-    import psycopg
-
     with psycopg.connect(url.replace("+psycopg", "")) as c:
         return int(c.execute("SELECT pg_database_size(current_database())").fetchone()[0])
 
@@ -205,8 +202,6 @@ def main() -> None:
         paths = [str(shared)] if shared.exists() else [str(stdlib_corpus(Path(tmp.name) / "stdlib.jsonl.gz"))]
     if args.variants:
         paths = paths + variants(paths, args.variants, Path(tmp.name))
-    import psycopg
-
     segs = [int(float(x)) for x in args.segment_rows.split(",") if x] or [None]
     fanouts = [int(x) for x in args.merge_fanout.split(",") if x] or [None]
     results: dict[tuple[str, int | None, int | None], list[dict]] = {

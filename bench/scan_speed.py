@@ -27,8 +27,16 @@ import time
 import uuid
 from pathlib import Path
 
+import httpx
+import psycopg
+from sqlalchemy import text
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from app.readers.benchmark import read_benchmark  # noqa: E402
+from app.store.db import make_engine, upgrade  # noqa: E402
+
 TEXT_SUFFIXES = {".py", ".pyi", ".txt", ".md", ".rst", ".h", ".c", ".go", ".html"}
 
 
@@ -93,8 +101,6 @@ def build_benchmark(path: Path, n: int, passages: list[str]) -> None:
     items: list[dict] = []
     shared = ROOT.parent / "shared" / "eval" / "benchmarks"
     if shared.exists():
-        from app.readers.benchmark import read_benchmark
-
         for f in sorted(shared.glob("*.jsonl")):
             for it in read_benchmark(f.read_bytes(), f.name)[0]:
                 items.append(
@@ -116,10 +122,6 @@ def build_benchmark(path: Path, n: int, passages: list[str]) -> None:
 
 
 def segment_count(url: str) -> int:
-    from sqlalchemy import text
-
-    from app.store.db import make_engine
-
     eng = make_engine(url)
     with eng.connect() as conn:
         n = int(conn.execute(text("SELECT count(*) FROM segment")).scalar_one())
@@ -136,8 +138,6 @@ def timed(cmd: list[str]) -> tuple[float, str]:
 
 
 def check_rps(url: str, clients: int, seconds: float, texts: list[str]) -> tuple[float, float, float]:
-    import httpx
-
     port = 8700 + random.randrange(200)
     env = {"CONTAM_DATABASE_URL": url, "CONTAM_DEMO": "false", "PATH": "/usr/bin:/bin"}
     server = subprocess.Popen(
@@ -193,10 +193,6 @@ def main() -> None:
     ap.add_argument("--segment-rows", default="", help="comma-separated values to compare (default: the CLI's)")
     ap.add_argument("--merge-fanout", default="", help="comma-separated values to compare (default: the CLI's)")
     args = ap.parse_args()
-    import psycopg
-
-    from app.store.db import upgrade
-
     tmp = Path(tempfile.mkdtemp(prefix="contam-bench-"))
     files, passages = build_corpus(tmp, args.mb)
     bench = tmp / "bench.jsonl"

@@ -14,6 +14,7 @@ batch) and prints the rate of the first, middle and last thirds of the batches.
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -25,8 +26,6 @@ def run(cap: int, batches: int, rows: int) -> list[float]:
     rng = np.random.default_rng(0)
     rates = []
     with tempfile.TemporaryDirectory() as tmp:
-        import sqlite3
-
         con = sqlite3.connect(f"{tmp}/x.db", isolation_level=None)
         for p in (
             "page_size=65536",

@@ -16,6 +16,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import zstandard
 
 from app.core.types import BenchmarkItem
 from app.errors import InputError
@@ -77,8 +80,6 @@ def decompress(data: bytes, comp: str | None, filename: str) -> bytes:
         if comp == "gzip":
             return gzip.decompress(data)
         if comp == "zstd":
-            import zstandard
-
             return zstandard.ZstdDecompressor().decompressobj().decompress(data)
     except (OSError, EOFError, zlib.error, Exception) as exc:
         raise InputError(f"{filename}: cannot decompress ({type(exc).__name__}: {exc})") from exc
@@ -138,9 +139,6 @@ def read_records(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, An
                 raise InputError(f"{filename}: row {i} has more columns than the header")
             yield i, dict(rec)
     else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         try:
             table = pq.read_table(io.BytesIO(data))
         except (pa.ArrowException, OSError) as exc:

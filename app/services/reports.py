@@ -13,6 +13,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import zstandard
 from sqlalchemy import Engine
 
@@ -320,9 +322,6 @@ class ReportService:
             w.writeheader()
             w.writerows(keep)
             return buf.getvalue().encode(), out_name
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         sink = io.BytesIO()
         pq.write_table(pa.Table.from_pylist(keep), sink)
         return sink.getvalue(), out_name

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from alembic import command
+from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine.url import make_url
@@ -59,9 +61,7 @@ def make_engine(url: str) -> Engine:
     raise ConfigError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql://...")
 
 
-def alembic_config(url: str) -> Any:
-    from alembic.config import Config
-
+def alembic_config(url: str) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
@@ -70,8 +70,6 @@ def alembic_config(url: str) -> Any:
 
 def upgrade(url: str, revision: str = "head") -> None:
     """Bring the database schema to `revision` through Alembic."""
-    from alembic import command
-
     command.upgrade(alembic_config(url), revision)
 
 
