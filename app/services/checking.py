@@ -12,7 +12,7 @@ from app.core.scoring import Thresholds
 from app.core.types import BenchmarkItem
 from app.errors import InputError
 from app.readers.benchmark import read_benchmark
-from app.services.reports import summarize
+from app.services.results import summarize
 from app.services.scanning import ItemResult, Scanner
 
 MAX_CHECK_ITEMS = 1000  # answered within the request; larger sets go through a report

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import zstandard
 from sqlalchemy import and_, delete, func, insert, select, true, update
 from sqlalchemy.engine import Connection
 
@@ -32,8 +33,10 @@ def _encode(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def create(conn: Connection, values: dict[str, Any]) -> None:
-    """A new report; `values` hold its columns, JSON columns as Python values."""
-    conn.execute(insert(report).values(**_encode(values), created_at=now(), done_items=0))
+    """A new report; `values` hold its columns, JSON columns as Python values and `upload` as
+    the benchmark file's bytes (kept zstd-compressed)."""
+    values = {**_encode(values), "upload": zstandard.ZstdCompressor(level=3).compress(values["upload"])}
+    conn.execute(insert(report).values(**values, created_at=now(), done_items=0))
 
 
 def _decode(row: Any) -> dict[str, Any]:
@@ -50,7 +53,9 @@ def get(conn: Connection, report_id: str) -> dict[str, Any] | None:
 
 
 def upload(conn: Connection, report_id: str) -> bytes | None:
-    return conn.execute(select(report.c.upload).where(report.c.id == report_id)).scalar_one_or_none()
+    """The benchmark file a report was made from, as uploaded."""
+    blob = conn.execute(select(report.c.upload).where(report.c.id == report_id)).scalar_one_or_none()
+    return None if blob is None else zstandard.ZstdDecompressor().decompress(blob, max_output_size=1 << 34)
 
 
 def list_all(conn: Connection, limit: int = 100, offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
