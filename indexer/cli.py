@@ -34,6 +34,34 @@ def _progress(mode: str) -> NoProgress:
     return BarProgress() if mode == "bar" else LogProgress() if mode == "log" else NoProgress()
 
 
+# The options whose help names their environment variable and default.
+WorkersOpt = Annotated[int, typer.Option(help="worker processes (0: one per core) [CONTAM_WORKERS: 0]")]
+BatchSizeOpt = Annotated[
+    int | None, typer.Option(help=f"documents per worker batch [CONTAM_BATCH_SIZE: {OPTS.batch_size}]")
+]
+CommitMbOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="commit after this many MiB of text; small files share a transaction; 0: after each file "
+        f"[CONTAM_COMMIT_MB: {OPTS.commit_bytes >> 20}]"
+    ),
+]
+SegmentRowsOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="posting rows per index segment: larger means faster look-ups, smaller faster inserts "
+        f"[CONTAM_SEGMENT_ROWS: {OPTS.segment_rows}]"
+    ),
+]
+MergeFanoutOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="merge this many segments of one size into one, so look-ups visit few; 0: never "
+        f"[CONTAM_MERGE_FANOUT: {OPTS.merge_fanout}]"
+    ),
+]
+
+
 @app.command("index")
 def index(
     paths: Annotated[list[Path], typer.Argument(help="corpus files or directories (recursive)")],
@@ -41,10 +69,8 @@ def index(
     text_field: str = OPTS.text_field,
     id_field: str = OPTS.id_field,
     limit: Annotated[int | None, typer.Option(help="at most this many documents per file")] = OPTS.limit,
-    workers: Annotated[int, typer.Option(help="worker processes (0: one per core) [CONTAM_WORKERS: 0]")] = 0,
-    batch_size: Annotated[
-        int | None, typer.Option(help=f"documents per worker batch [CONTAM_BATCH_SIZE: {OPTS.batch_size}]")
-    ] = None,
+    workers: WorkersOpt = 0,
+    batch_size: BatchSizeOpt = None,
     ngram: Annotated[int, typer.Option(help="words per exact-channel n-gram")] = SIG.ngram_n,
     sample: Annotated[int, typer.Option(help="keep n-grams with hash %% SAMPLE == 0 (1: all)")] = SIG.sample_mod,
     window: Annotated[int, typer.Option(help="near-channel window, tokens")] = SIG.window,
@@ -56,27 +82,9 @@ def index(
     store_text: Annotated[
         bool, typer.Option(help="keep document text (else a pointer into the file)")
     ] = OPTS.store_text,
-    commit_mb: Annotated[
-        float | None,
-        typer.Option(
-            help="commit after this many MiB of text; small files share a transaction; 0: after each file "
-            f"[CONTAM_COMMIT_MB: {OPTS.commit_bytes >> 20}]"
-        ),
-    ] = None,
-    segment_rows: Annotated[
-        int | None,
-        typer.Option(
-            help="posting rows per index segment: larger means faster look-ups, smaller faster inserts "
-            f"[CONTAM_SEGMENT_ROWS: {OPTS.segment_rows}]"
-        ),
-    ] = None,
-    merge_fanout: Annotated[
-        int | None,
-        typer.Option(
-            help="merge this many segments of one size into one, so look-ups visit few; 0: never "
-            f"[CONTAM_MERGE_FANOUT: {OPTS.merge_fanout}]"
-        ),
-    ] = None,
+    commit_mb: CommitMbOpt = None,
+    segment_rows: SegmentRowsOpt = None,
+    merge_fanout: MergeFanoutOpt = None,
     progress: Annotated[str, typer.Option(help="auto | bar | log | none")] = "auto",
     db: DbOpt = None,
 ) -> None:

@@ -8,9 +8,9 @@ whole or absent, and the next run indexes exactly the files that are missing. A 
 cannot be read to its end rolls its group back and is recorded as failed with the reason
 (the next run retries it); the group's other files are indexed again in this run.
 
-The pieces: options.py (the knobs), signing.py (the worker side), writing.py (the writer
-thread), progress.py and summary.py (what a run tells); the store is reached only through
-app.services.indexing.
+The pieces: options.py (the knobs), signing.py (the worker side), protocol.py (the queue to
+the writer), writing.py and postings.py (the writer thread), progress.py and summary.py (what
+a run tells); the store is reached only through app.services.indexing.
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ from app.readers.corpus import RawDocument, find_files, read_documents
 from app.services.indexing import file_indexed, open_corpus
 from indexer.options import IndexOptions as IndexOptions  # re-exported: bench/eval.py imports it here
 from indexer.progress import NoProgress, Progress
+from indexer.protocol import Batch, FileEnd, FileStart
 from indexer.signing import SignedBatch, sign_batch
 from indexer.summary import FileReport, IndexSummary
-from indexer.writing import Batch, FileEnd, FileStart, Writer
+from indexer.writing import Writer
 
 
 def file_content_hash(path: Path) -> str:

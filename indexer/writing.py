@@ -12,166 +12,24 @@ groups. A file that turns out to be corrupt rolls its whole group back; it is re
 failed and the group's other files are handed back to the main thread (`retry`) to be indexed
 again, so the rest of the run still goes on.
 
-Its duties, one piece each: the queue protocol (the messages and Inbox), the posting buffer
-(PostingBuffer), the commit group (CommitGroup), and the Writer thread that runs them on a
+Its duties, one piece each: the queue protocol (protocol.py), the posting buffer
+(postings.py), the commit group (CommitGroup, here), and the Writer thread that runs them on a
 CorpusWriter (app.services.indexing), which owns the SQL, the WAL checkpoints and the merges.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
-from collections import Counter
-from concurrent.futures import Future
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
 
-import numpy as np
 from sqlalchemy import Engine
 
-from app.readers.corpus import RawDocument
 from app.services.indexing import CorpusWriter
 from indexer.options import IndexOptions
+from indexer.postings import PostingBuffer
 from indexer.progress import Progress
-from indexer.signing import SignedBatch
+from indexer.protocol import STOP, Batch, FileEnd, FileStart, Inbox, Stopped, Sync
 from indexer.summary import FileReport
-
-# ---------------------------------------------------------------- the queue protocol
-# Per file: FileStart, then its Batches, then FileEnd. Sync and STOP come between files.
-
-
-@dataclass
-class FileStart:
-    path: Path
-    size: int
-    content_hash: str
-
-
-@dataclass
-class Batch:
-    docs: list[RawDocument]
-    future: Future[SignedBatch]
-
-
-@dataclass
-class FileEnd:
-    skipped: Counter[str]
-    error: str | None = None  # set when the file could not be read to its end
-
-
-@dataclass
-class Sync:
-    """Commit what is written so far, then set `done` (the main thread waits on it)."""
-
-    done: threading.Event = field(default_factory=threading.Event)
-
-
-STOP = object()
-
-
-class Stopped(Exception):
-    """The main thread stopped sending in the middle of a file (an error or Ctrl-C there)."""
-
-
-class Inbox:
-    """The bounded queue from the main thread to the writer, and the writer's error back: the
-    main thread never blocks on a dead writer, its next put() or sync() raises the error."""
-
-    def __init__(self, depth: int) -> None:
-        self.queue: queue.Queue[object] = queue.Queue(maxsize=depth)
-        self.error: BaseException | None = None
-
-    def put(self, msg: object) -> None:
-        while True:
-            if self.error is not None:
-                raise self.error
-            try:
-                self.queue.put(msg, timeout=0.2)
-                return
-            except queue.Full:
-                continue
-
-    def sync(self) -> None:
-        """Wait until the writer has committed everything sent so far."""
-        msg = Sync()
-        self.put(msg)
-        while not msg.done.wait(0.2):
-            if self.error is not None:
-                raise self.error
-
-    def get(self) -> object:
-        return self.queue.get()
-
-    def stop(self) -> None:
-        self.queue.put(STOP)
-
-    def fail(self, exc: BaseException) -> None:
-        """The writer died of `exc`: keep draining so the producer never blocks, until STOP."""
-        self.error = exc
-        while True:
-            try:
-                if self.queue.get(timeout=0.5) is STOP:
-                    return
-            except queue.Empty:
-                continue
-
-
-# ---------------------------------------------------------------- the posting buffer
-
-
-class PostingSink(Protocol):
-    def open_segment(self, rows: int, segment_rows: int) -> int: ...
-    def insert_ngrams(self, seg: int, hashes: np.ndarray, doc_ids: np.ndarray) -> None: ...
-    def insert_bands(self, seg: int, keys: np.ndarray, doc_ids: np.ndarray, wins: np.ndarray) -> None: ...
-
-
-def merge_runs(runs: list[Any]) -> list[np.ndarray]:
-    """Columns of several sorted runs of rows as one run sorted by the first column.
-
-    Each batch arrives sorted (by its worker) and batches hold increasing document ids, so a
-    stable sort on the key alone merges the runs into (key, doc, ...) order cheaply."""
-    cols = [np.concatenate(c) for c in zip(*runs, strict=True)]
-    several = len(runs) > 1
-    runs.clear()  # the caller's list: the runs can be freed before the sorted copy is made
-    if several:
-        order = np.argsort(cols[0], kind="stable")
-        cols = [c[order] for c in cols]
-    return cols
-
-
-class PostingBuffer:
-    """A commit group's posting rows, buffered across batches and files and bulk-inserted in
-    key order into one segment when `segment_rows` are buffered or the group commits."""
-
-    def __init__(self, sink: PostingSink, segment_rows: int) -> None:
-        self.sink, self.segment_rows = sink, segment_rows
-        self.ng: list[tuple[np.ndarray, np.ndarray]] = []
-        self.bd: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self.rows = 0
-
-    def add(self, sb: SignedBatch, ids: np.ndarray) -> None:
-        ids = ids.astype(np.int32)  # document ids are INTEGER columns
-        self.ng.append((sb.ng_hash, ids[sb.ng_doc]))
-        self.bd.append((sb.band_key, ids[sb.band_doc], sb.band_win))
-        self.rows += len(sb.ng_hash) + len(sb.band_key)
-        if self.rows >= self.segment_rows:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.rows:
-            return
-        seg = self.sink.open_segment(self.rows, self.segment_rows)
-        ng, bd = self.ng, self.bd
-        self.clear()
-        self.sink.insert_ngrams(seg, *merge_runs(ng))
-        del ng  # before the bands are merged: peak memory
-        self.sink.insert_bands(seg, *merge_runs(bd))
-
-    def clear(self) -> None:
-        self.ng, self.bd, self.rows = [], [], 0
-
 
 # ---------------------------------------------------------------- the commit group
 

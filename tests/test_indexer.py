@@ -430,7 +430,7 @@ def test_posting_buffer_merges_batches_into_key_order() -> None:
     SQLite inserts out of order rows several times slower (a missed sort once cost a third)."""
     import numpy as np
 
-    from indexer.writing import merge_runs
+    from indexer.postings import merge_runs
 
     rng = np.random.default_rng(3)
     runs, doc = [], 0
