@@ -7,18 +7,21 @@ import gzip
 import io
 import json
 import time
-from pathlib import Path
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import IndexCorpus
 from fastapi.testclient import TestClient
 
 from app.api.main import create_app
 from app.core.config import SignatureConfig
+from app.services import scanning
+from app.services.reports import ReportService
 from app.settings import Settings
+from app.store import reports as rrepo
 from app.store.db import make_engine
-from indexer.job import IndexJob, IndexOptions
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 Q2 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"
@@ -28,18 +31,12 @@ ROWS = [
 ]
 
 
-def _index(url: str, tmp: Path) -> None:
-    f = tmp / "corpus.jsonl"
-    f.write_text(json.dumps({"id": "page1", "text": f"Quiz night! {Q1} A. Nile B. Tigris"}) + "\n")
-    eng = make_engine(url)
-    with IndexJob(eng, "web", SignatureConfig(), IndexOptions()) as job:
-        job.run([f])
-    eng.dispose()
+CORPUS = [{"id": "page1", "text": f"Quiz night! {Q1} A. Nile B. Tigris"}]  # holds q1, not q2
 
 
 @pytest.fixture
-def client(migrated_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
-    _index(migrated_url, tmp_path)
+def client(migrated_url: str, index_corpus: IndexCorpus) -> Iterator[TestClient]:
+    index_corpus(migrated_url, CORPUS)
     app = create_app(Settings(database_url=migrated_url, api_keys=""))
     with TestClient(app) as c:
         yield c
@@ -163,15 +160,10 @@ def test_bad_mapping_corpus_and_limit(client: TestClient, migrated_url: str) -> 
 
 
 def test_corpora_indexed_with_other_settings_are_a_conflict(
-    client: TestClient, migrated_url: str, tmp_path: Path
+    client: TestClient, migrated_url: str, index_corpus: IndexCorpus
 ) -> None:
     """Checking corpora indexed with different signature settings together is a 409, not a 422."""
-    other = tmp_path / "other.jsonl"
-    other.write_text(json.dumps({"id": "x", "text": Q2}) + "\n")
-    eng = make_engine(migrated_url)
-    with IndexJob(eng, "other", SignatureConfig(ngram_n=5), IndexOptions()) as job:
-        job.run([other])
-    eng.dispose()
+    index_corpus(migrated_url, [{"id": "x", "text": Q2}], "other", cfg=SignatureConfig(ngram_n=5))
     data = _payloads()["b.jsonl"]
     r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"corpora": "web,other"})
     assert r.status_code == 409 and "different signature settings" in r.json()["error"]
@@ -179,8 +171,8 @@ def test_corpora_indexed_with_other_settings_are_a_conflict(
     assert r.status_code == 409
 
 
-def test_api_keys(migrated_url: str, tmp_path: Path) -> None:
-    _index(migrated_url, tmp_path)
+def test_api_keys(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    index_corpus(migrated_url, CORPUS)
     with TestClient(create_app(Settings(database_url=migrated_url, api_keys="k1,k2"))) as c:
         assert c.get("/health").status_code == 200
         r = c.get("/api/v1/reports")
@@ -189,12 +181,9 @@ def test_api_keys(migrated_url: str, tmp_path: Path) -> None:
         assert c.get("/api/v1/reports", headers={"Authorization": "Bearer k2"}).status_code == 200
 
 
-def test_interrupted_job_resumes_on_restart(migrated_url: str, tmp_path: Path) -> None:
+def test_interrupted_job_resumes_on_restart(migrated_url: str, index_corpus: IndexCorpus) -> None:
     """A server that died mid-job leaves a 'running' report; the next start finishes it."""
-    from app.services.reports import ReportService
-    from app.store import reports as rrepo
-
-    _index(migrated_url, tmp_path)
+    index_corpus(migrated_url, CORPUS)
     eng = make_engine(migrated_url)
     svc = ReportService(eng, Settings().max_upload_bytes)
     rid = svc.submit(_payloads()["b.jsonl"], "b.jsonl", background=False)
@@ -210,9 +199,7 @@ def test_interrupted_job_resumes_on_restart(migrated_url: str, tmp_path: Path) -
         assert c.get(f"/api/v1/reports/{rid}/items").json()["total"] == 2
 
 
-def test_failing_job_is_marked_failed_with_its_reason(client: TestClient, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from app.services import scanning
-
+def test_failing_job_is_marked_failed_with_its_reason(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(self, items, progress=None):  # type: ignore[no-untyped-def]
         raise RuntimeError("disk on fire")
 

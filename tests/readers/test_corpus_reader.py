@@ -9,7 +9,7 @@ import pytest
 import zstandard
 
 from app.errors import CorruptFileError, InputError
-from app.readers.corpus import find_files, read_documents
+from app.readers.corpus import find_files, read_documents, read_jsonl
 
 DOCS = [{"id": "a", "text": "alpha beta gamma"}, {"id": "b", "text": "delta epsilon"}]
 
@@ -61,8 +61,6 @@ def test_bad_records_are_counted_by_reason(tmp_path: Path) -> None:
     ]
     p.write_bytes(b"\n".join(lines) + b"\n")
     skipped: Counter = Counter()
-    from app.readers.corpus import read_jsonl
-
     docs = list(read_jsonl(p, "text", "id", skipped, max_bytes=1000))
     assert [d.external_id for d in docs] == ["1", "2", "bad.jsonl:8", "10"]
     assert docs[1].text == "caf\ufffd latin-1"

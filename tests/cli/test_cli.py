@@ -5,24 +5,28 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
+import pytest
+from typer.testing import CliRunner, Result
 
+from app.settings import Settings, get_settings
 from indexer.cli import app as cli
+from indexer.options import IndexOptions, index_options
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 Q2 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"
+
+
+def index_cli(db_url: str, corpus: str, *args: str) -> Result:
+    """`contam index --corpus CORPUS --db URL --workers 1 ARGS...`, the settings read afresh."""
+    get_settings.cache_clear()
+    return CliRunner().invoke(cli, ["index", "--corpus", corpus, "--db", db_url, "--workers", "1", *args])
 
 
 def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
     run = CliRunner()
-    assert (
-        run.invoke(
-            cli, ["index", "--corpus", "web", "--db", migrated_url, "--workers", "1", "--progress", "none", str(corpus)]
-        ).exit_code
-        == 0
-    )
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
     bench = tmp_path / "b.jsonl"
     bench.write_text(json.dumps({"task_id": "a", "prompt": Q1}) + "\n" + json.dumps({"task_id": "b", "prompt": Q2}))
     table = run.invoke(cli, ["scan", str(bench), "--db", migrated_url])
@@ -47,9 +51,7 @@ def test_commands_need_a_migrated_database(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "contam db upgrade" in r.output
 
 
-def test_serve_refuses_public_bind_without_keys(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from app.settings import get_settings
-
+def test_serve_refuses_public_bind_without_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CONTAM_API_KEYS", raising=False)
     get_settings.cache_clear()
     r = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0", "--port", "8999"])
@@ -57,31 +59,15 @@ def test_serve_refuses_public_bind_without_keys(monkeypatch) -> None:  # type: i
     get_settings.cache_clear()
 
 
-def test_index_commits_small_files_together_unless_told(migrated_url: str, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_index_commits_small_files_together_unless_told(
+    migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A file is reported done when its transaction commits: by default small files share one."""
-    from app.settings import get_settings
-
     for name, q in (("a", Q1), ("b", Q2)):
         (tmp_path / f"{name}.jsonl").write_text(json.dumps({"id": name, "text": q}) + "\n")
 
     def events(corpus: str, *extra: str) -> list[str]:
-        get_settings.cache_clear()
-        r = CliRunner().invoke(
-            cli,
-            [
-                "index",
-                "--corpus",
-                corpus,
-                "--db",
-                migrated_url,
-                "--workers",
-                "1",
-                "--progress",
-                "log",
-                *extra,
-                str(tmp_path),
-            ],
-        )
+        r = index_cli(migrated_url, corpus, "--progress", "log", *extra, str(tmp_path))
         assert r.exit_code == 0, r.output
         return [line.split(" [")[0] for line in r.output.splitlines() if line.startswith(("indexing [", "done ["))]
 
@@ -93,10 +79,9 @@ def test_index_commits_small_files_together_unless_told(migrated_url: str, tmp_p
     get_settings.cache_clear()
 
 
-def test_index_segment_options_from_flags_and_environment(migrated_url: str, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from app.settings import Settings, get_settings
-    from indexer.options import IndexOptions, index_options
-
+def test_index_segment_options_from_flags_and_environment(
+    migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for var in ("CONTAM_BATCH_SIZE", "CONTAM_COMMIT_MB", "CONTAM_SEGMENT_ROWS", "CONTAM_MERGE_FANOUT"):
         monkeypatch.delenv(var, raising=False)
     # settings left unset mean the job's own defaults, which are defined once, in IndexOptions
@@ -105,25 +90,7 @@ def test_index_segment_options_from_flags_and_environment(migrated_url: str, tmp
         (tmp_path / f"{name}.jsonl").write_text(json.dumps({"id": name, "text": Q1}) + "\n")
 
     def segments(corpus: str, *extra: str) -> int:
-        get_settings.cache_clear()
-        r = CliRunner().invoke(
-            cli,
-            [
-                "index",
-                "--corpus",
-                corpus,
-                "--db",
-                migrated_url,
-                "--workers",
-                "1",
-                "--batch-size",
-                "1",
-                "--progress",
-                "none",
-                *extra,
-                str(tmp_path),
-            ],
-        )
+        r = index_cli(migrated_url, corpus, "--batch-size", "1", "--progress", "none", *extra, str(tmp_path))
         assert r.exit_code == 0, r.output
         r = CliRunner().invoke(cli, ["corpora", corpus, "--db", migrated_url, "--json"])
         return int(json.loads(r.output)["segments"])
@@ -160,11 +127,8 @@ def test_domain_errors_are_one_line_and_exit_code_2(migrated_url: str, tmp_path:
         assert len(r.output.strip().splitlines()) == 1, r.output
 
 
-def test_sizes_are_mib_at_the_edges(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_sizes_are_mib_at_the_edges(monkeypatch: pytest.MonkeyPatch) -> None:
     """--commit-mb, CONTAM_COMMIT_MB and CONTAM_MAX_UPLOAD_MB are MiB; the code works in bytes."""
-    from app.settings import Settings
-    from indexer.options import index_options
-
     monkeypatch.delenv("CONTAM_COMMIT_MB", raising=False)
     assert Settings(max_upload_mb=3).max_upload_bytes == 3 << 20
     assert index_options(Settings(commit_mb=2)).commit_bytes == 2 << 20
