@@ -88,3 +88,25 @@ def test_imports_only_flow_downwards() -> None:
             if mine == "core" and t.split(".")[0] in ("sqlalchemy", "fastapi", "typer"):
                 bad.append(f"{module} (pure core) imports {t}")
     assert bad == []
+
+
+MAX_FUNCTION_LINES = 60
+# Temporarily: detection rewrite in progress (these two files change on another branch).
+# Delete this exemption once it has landed.
+LONG_FUNCTIONS_ALLOWED = {"app/core/scoring.py", "app/services/scanning.py"}
+
+
+def test_no_function_is_longer_than_60_lines() -> None:
+    """A function, decorators and docstring included, reads in one screen."""
+    long = []
+    for path in sorted([*(ROOT / "app").rglob("*.py"), *(ROOT / "indexer").rglob("*.py")]):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in LONG_FUNCTIONS_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                lines = (node.end_lineno or node.lineno) - first + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{rel}:{node.lineno} {node.name} has {lines} lines")
+    assert long == []

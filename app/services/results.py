@@ -71,8 +71,8 @@ def _per_corpus(results: list[ItemResult]) -> dict[str, Any]:
     n = len(results)
     return {
         name: {
-            "contaminated": c[Status.CONTAMINATED],
-            "suspicious": c[Status.SUSPICIOUS],
+            Status.CONTAMINATED.value: c[Status.CONTAMINATED],
+            Status.SUSPICIOUS.value: c[Status.SUSPICIOUS],
             "contaminated_share": _share(c[Status.CONTAMINATED], n),
         }
         for name, c in sorted(by_corpus.items())

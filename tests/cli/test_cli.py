@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+import indexer.job as job_module
 from app.settings import Settings, get_settings
 from indexer.cli import app as cli
 from indexer.options import IndexOptions, index_options
@@ -134,3 +135,18 @@ def test_sizes_are_mib_at_the_edges(monkeypatch: pytest.MonkeyPatch) -> None:
     assert index_options(Settings(commit_mb=2)).commit_bytes == 2 << 20
     assert index_options(Settings(commit_mb=2), commit_mb=0.5).commit_bytes == 1 << 19
     assert index_options(Settings()).commit_bytes == 256 << 20
+
+
+def test_an_index_run_finds_its_files_once(migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI used to walk the paths for the progress totals and the job walked them again."""
+    (tmp_path / "a.jsonl").write_text(json.dumps({"id": "a", "text": Q1}) + "\n")
+    calls: list[object] = []
+    real = job_module.find_files
+
+    def counted(paths: list[Path]) -> list[Path]:
+        calls.append(paths)
+        return real(paths)
+
+    monkeypatch.setattr(job_module, "find_files", counted)
+    assert index_cli(migrated_url, "web", "--progress", "log", str(tmp_path)).exit_code == 0
+    assert len(calls) == 1
