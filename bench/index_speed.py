@@ -33,6 +33,7 @@ from sqlalchemy import text
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+CONTAM = [sys.executable, "-m", "indexer.cli"]  # the `contam` command of this checkout
 
 from app.readers.corpus import find_files  # noqa: E402
 from app.store.db import make_engine, upgrade  # noqa: E402
@@ -86,9 +87,7 @@ def run_once(url: str, paths: list[str], workers: int, segment_rows: int | None,
             sys.executable,
             "-c",
             _PEAK,
-            sys.executable,
-            "-m",
-            "indexer.cli",
+            *CONTAM,
             "index",
             "--corpus",
             "bench",
@@ -133,7 +132,7 @@ def scan_after(url: str, paths: list[str], benchmarks: list[str], merge_fanout: 
         t0 = time.perf_counter()
         for b in benchmarks:
             subprocess.run(
-                [sys.executable, "-m", "indexer.cli", "scan", b, "--db", url, "--format", "json"],
+                [*CONTAM, "scan", b, "--db", url, "--format", "json"],
                 capture_output=True,
                 text=True,
                 cwd=ROOT,
@@ -146,9 +145,7 @@ def scan_after(url: str, paths: list[str], benchmarks: list[str], merge_fanout: 
         t0 = time.perf_counter()
         subprocess.run(
             [
-                sys.executable,
-                "-m",
-                "indexer.cli",
+                *CONTAM,
                 "index",
                 "--corpus",
                 "bench",

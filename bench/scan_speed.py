@@ -33,6 +33,7 @@ from sqlalchemy import text
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+CONTAM = [sys.executable, "-m", "indexer.cli"]  # the `contam` command of this checkout
 
 from app.readers.benchmark import read_benchmark  # noqa: E402
 from app.store.db import make_engine, upgrade  # noqa: E402
@@ -141,7 +142,7 @@ def check_rps(url: str, clients: int, seconds: float, texts: list[str]) -> tuple
     port = 8700 + random.randrange(200)
     env = {"CONTAM_DATABASE_URL": url, "CONTAM_DEMO": "false", "PATH": "/usr/bin:/bin"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "indexer.cli", "serve", "--port", str(port)],
+        [*CONTAM, "serve", "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -218,9 +219,7 @@ def main() -> None:
             extra += ["--merge-fanout", str(fanout)] if fanout is not None else []
             t_index, out = timed(
                 [
-                    sys.executable,
-                    "-m",
-                    "indexer.cli",
+                    *CONTAM,
                     "index",
                     "--corpus",
                     "bench",
@@ -240,9 +239,7 @@ def main() -> None:
             )
             runs = []
             for _ in range(args.repeat):
-                t_scan, out = timed(
-                    [sys.executable, "-m", "indexer.cli", "scan", str(bench), "--db", url, "--format", "json"]
-                )
+                t_scan, out = timed([*CONTAM, "scan", str(bench), "--db", url, "--format", "json"])
                 runs.append(t_scan)
             counts = json.loads(out)["summary"]["counts"]
             print(
