@@ -24,6 +24,7 @@ run: install
 
 lint: install
 	$(BIN)/ruff check app indexer tests bench migrations
+	$(BIN)/ruff format --check app indexer tests bench migrations
 	$(BIN)/mypy
 
 test: lint

@@ -1,117 +1,69 @@
-"""`contam`: the command-line tool. Thin: parse options, call one library function, print."""
+"""`contam`'s service commands: the schema, corpora, scan and serve. Thin: parse options, call
+one service, print. indexer/cli.py adds the batch job's commands (index, demo) and is the
+`contam` entry point, so that nothing in app imports the indexer.
+
+Errors are mapped once, by ContamGroup: a domain error ends any command with one line
+`error: <message>` on stderr and the exit code EXIT_CODES gives it."""
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import ipaddress
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
-from app.errors import ContamError
+from app.core.types import Status
+from app.errors import ConfigError, ContamError, InputError
+from app.services.checking import CheckResult, CheckService
+from app.services.corpora import CorpusService
+from app.services.database import migrate, open_database
 from app.settings import get_settings
 
-app = typer.Typer(help="Benchmark contamination detector.", no_args_is_help=True, add_completion=False)
-db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+# Domain error -> exit code; the nearest class in an error's ancestry decides. Every domain
+# error means "could not do as asked" (2); 1 is the commands' own verdict (files that failed,
+# a contaminated share above --fail-above).
+EXIT_CODES: dict[type[ContamError], int] = {ContamError: 2}
+
+
+def exit_code(exc: ContamError) -> int:
+    return next(EXIT_CODES[c] for c in type(exc).__mro__ if c in EXIT_CODES)
+
+
+class ContamGroup(TyperGroup):
+    """The command group: turns a domain error raised by any command into its exit code."""
+
+    def invoke(self, ctx: Any) -> Any:  # a click Context (typer vendors its own click)
+        try:
+            return super().invoke(ctx)
+        except ContamError as exc:
+            typer.echo("error: " + " ".join(exc.message.split()), err=True)
+            raise typer.Exit(exit_code(exc)) from None
+
+
+app = typer.Typer(cls=ContamGroup, help="Benchmark contamination detector.", no_args_is_help=True, add_completion=False)
+db_app = typer.Typer(cls=ContamGroup, help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
-
-def _fail(exc: ContamError) -> typer.Exit:
-    typer.echo(f"error: {exc.message}", err=True)
-    return typer.Exit(2)
-
-
-def _engine(url: str | None) -> Any:
-    from app.store.db import is_migrated, make_engine
-
-    engine = make_engine(url or get_settings().database_url)
-    if not is_migrated(engine):
-        raise ContamError("the database has no schema yet: run `contam db upgrade` first")
-    return engine
-
-
 DbOpt = Annotated[str | None, typer.Option("--db", help="database URL (default: CONTAM_DATABASE_URL)")]
+
+
+def database_url(db: str | None) -> str:
+    return db or get_settings().database_url
 
 
 @db_app.command("upgrade")
 def db_upgrade(db: DbOpt = None, revision: str = "head") -> None:
     """Create or migrate the schema (Alembic)."""
-    from app.store.db import upgrade
-
-    url = db or get_settings().database_url
-    upgrade(url, revision)
+    url = database_url(db)
+    migrate(url, revision)
     typer.echo(f"database at {revision}: {url}")
-
-
-@app.command("index")
-def index(
-    paths: Annotated[list[Path], typer.Argument(help="corpus files or directories (recursive)")],
-    corpus: Annotated[str, typer.Option("--corpus", help="corpus name")],
-    text_field: str = "text",
-    id_field: str = "id",
-    limit: Annotated[int | None, typer.Option(help="at most this many documents per file")] = None,
-    workers: Annotated[int, typer.Option(help="worker processes (0: one per core)")] = 0,
-    batch_size: Annotated[int | None, typer.Option(help="documents per worker batch [CONTAM_BATCH_SIZE: 2000]")] = None,
-    ngram: Annotated[int, typer.Option(help="words per exact-channel n-gram")] = 8,
-    sample: Annotated[int, typer.Option(help="keep n-grams with hash %% SAMPLE == 0 (1: all)")] = 1,
-    window: Annotated[int, typer.Option(help="near-channel window, tokens")] = 64,
-    stride: Annotated[int, typer.Option(help="near-channel window stride, tokens")] = 32,
-    shingle: Annotated[int, typer.Option(help="words per MinHash shingle")] = 3,
-    num_perm: Annotated[int, typer.Option(help="MinHash permutations")] = 64,
-    bands: Annotated[int, typer.Option(help="LSH bands")] = 16,
-    seed: Annotated[int, typer.Option(help="MinHash seed")] = 1,
-    store_text: Annotated[bool, typer.Option(help="keep document text (else a pointer into the file)")] = True,
-    commit_mb: Annotated[float | None, typer.Option(
-        help="commit after this many MB of text; small files share a transaction; 0: after each file "
-             "[CONTAM_COMMIT_MB: 256]")] = None,
-    segment_rows: Annotated[int | None, typer.Option(
-        help="posting rows per index segment: larger means faster look-ups, smaller faster inserts "
-             "[CONTAM_SEGMENT_ROWS: 8000000]")] = None,
-    merge_fanout: Annotated[int | None, typer.Option(
-        help="merge this many segments of one size into one, so look-ups visit few; 0: never "
-             "[CONTAM_MERGE_FANOUT: 0]")] = None,
-    progress: Annotated[str, typer.Option(help="auto | bar | log | none")] = "auto",
-    db: DbOpt = None,
-) -> None:
-    """Index corpus files (JSONL, JSONL.gz/.zst, Parquet, .txt) into a named corpus."""
-    from app.core.config import SignatureConfig
-    from app.readers.corpus import find_files
-    from indexer.job import IndexJob, IndexOptions
-    from indexer.progress import BarProgress, LogProgress
-
-    try:
-        cfg = SignatureConfig(ngram_n=ngram, sample_mod=sample, window=window, stride=stride, shingle=shingle,
-                              num_perm=num_perm, bands=bands, seed=seed)
-        engine = _engine(db)
-        files = find_files(paths)
-        settings = get_settings()
-        opts = IndexOptions(text_field=text_field, id_field=id_field, limit=limit,
-                            workers=workers or settings.resolved_workers(),
-                            batch_size=batch_size or settings.batch_size, store_text=store_text,
-                            commit_bytes=int((settings.commit_mb if commit_mb is None else commit_mb) * 1e6),
-                            segment_rows=segment_rows or settings.segment_rows,
-                            merge_fanout=settings.merge_fanout if merge_fanout is None else merge_fanout)
-        mode = progress if progress != "auto" else ("bar" if sys.stderr.isatty() else "log")
-        reporter: Any = None
-        if mode == "bar":
-            reporter = BarProgress(len(files), sum(f.stat().st_size for f in files))
-        elif mode == "log":
-            reporter = LogProgress(len(files))
-        try:
-            with IndexJob(engine, corpus, cfg, opts, reporter) as job:
-                summary = job.run(files)
-        finally:
-            if isinstance(reporter, BarProgress):
-                reporter.close()
-    except ContamError as exc:
-        raise _fail(exc) from None
-    typer.echo(json.dumps(summary.as_dict(), indent=2))
-    if summary.failed:
-        typer.echo(f"{len(summary.failed)} file(s) failed:", err=True)
-        for f in summary.failed:
-            typer.echo(f"  {f.path}: {f.error}", err=True)
-        raise typer.Exit(1)
 
 
 @app.command("corpora")
@@ -121,35 +73,78 @@ def corpora(
     db: DbOpt = None,
 ) -> None:
     """List indexed corpora, or show one corpus's health."""
-    from app.store import repo
+    service = CorpusService(open_database(database_url(db)))
+    if name is not None:
+        typer.echo(json.dumps(service.health(name), indent=2, default=str))
+        return
+    rows = service.list_corpora()
+    if as_json:
+        typer.echo(json.dumps(rows, default=str, indent=2))
+        return
+    if not rows:
+        typer.echo("no corpora indexed yet")
+    for r in rows:
+        c = r["config"]
+        typer.echo(
+            f"{r['name']}: {r['files']} files ({r['failed_files']} failed), {r['documents']} documents, "
+            f"{r['tokens']} tokens, {r['bytes'] / 1e6:.1f} MB; fingerprint {r['fingerprint']} "
+            f"(n={c['ngram_n']}, sample={c['sample_mod']}, window={c['window']}/{c['stride']}, "
+            f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']})"
+        )
 
-    try:
-        engine = _engine(db)
-        with engine.connect() as conn:
-            if name is None:
-                rows = repo.list_corpora(conn)
-                if as_json:
-                    typer.echo(json.dumps(rows, default=str, indent=2))
-                    return
-                if not rows:
-                    typer.echo("no corpora indexed yet")
-                for r in rows:
-                    c = r["config"]
-                    typer.echo(
-                        f"{r['name']}: {r['files']} files ({r['failed_files']} failed), {r['documents']} documents, "
-                        f"{r['tokens']} tokens, {r['bytes'] / 1e6:.1f} MB; fingerprint {r['fingerprint']} "
-                        f"(n={c['ngram_n']}, sample={c['sample_mod']}, window={c['window']}/{c['stride']}, "
-                        f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']})"
-                    )
-                return
-            row = repo.get_corpus(conn, name)
-            if row is None:
-                raise ContamError(f"no corpus named {name!r}")
-            health = {"name": name, "fingerprint": row["fingerprint"], "config": json.loads(row["config"]),
-                      **repo.corpus_health(conn, row["id"])}
-    except ContamError as exc:
-        raise _fail(exc) from None
-    typer.echo(json.dumps(health, indent=2, default=str))
+
+def _mapping(fields: list[str] | None) -> dict[str, str] | None:
+    """--fields role=field, repeated, as a mapping (None: detect the fields)."""
+    mapping = {}
+    for f in fields or []:
+        role, sep, name = f.partition("=")
+        if not sep:
+            raise InputError(f"--fields takes role=field, got {f!r}")
+        mapping[role.strip()] = name.strip()
+    return mapping or None
+
+
+def _print_json(checked: CheckResult) -> None:
+    items = [r.as_dict() for r in checked.results]
+    json.dump({"fingerprint": checked.fingerprint, "summary": checked.summary, "items": items}, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+def _print_jsonl(checked: CheckResult) -> None:
+    for r in checked.results:
+        sys.stdout.write(json.dumps(r.as_dict()) + "\n")
+
+
+def _print_csv(checked: CheckResult) -> None:
+    w = csv.writer(sys.stdout)
+    w.writerow(["item_id", "status", "score", "coverage", "longest_match", "near_similarity", "document"])
+    for r in checked.results:
+        d = r.as_dict()
+        m = d["metrics"]
+        document = r.evidence[0]["document_id"] if r.evidence else ""
+        w.writerow([d["item_id"], d["status"], d["score"], m["best_doc_coverage"], m["longest_match"],
+                    m["near_similarity"], document])  # fmt: skip
+
+
+def _print_table(checked: CheckResult) -> None:
+    """Flagged items, highest score first, then the counts."""
+    flagged = [r for r in checked.results if Status(r.score.status).flagged]
+    for r in sorted(flagged, key=lambda r: -r.score.score):
+        where = f"{r.evidence[0]['corpus']}:{r.evidence[0]['document_id']}" if r.evidence else "-"
+        typer.echo(f"{r.score.status:13s} {r.score.score:5.2f}  {r.item.item_id:30s} {where}  {r.score.reason}")
+    c, share = checked.summary["counts"], checked.summary["contaminated_share"]
+    counts = ", ".join(f"{c[s]} {s.replace('_', ' ')}" for s in Status)
+    typer.echo(
+        f"{len(checked.results)} items: {counts}; contaminated share {share:.2%} (fingerprint {checked.fingerprint})"
+    )
+
+
+FORMATS: dict[str, Callable[[CheckResult], None]] = {
+    "table": _print_table,
+    "json": _print_json,
+    "jsonl": _print_jsonl,
+    "csv": _print_csv,
+}
 
 
 @app.command("scan")
@@ -162,57 +157,23 @@ def scan(
     db: DbOpt = None,
 ) -> None:
     """Check a benchmark file without a server; exits 1 above --fail-above."""
-    import csv
-
-    from app.readers.benchmark import read_benchmark
-    from app.services.reports import summarize
-    from app.services.scanning import Scanner
-
-    if fmt not in ("table", "json", "jsonl", "csv"):
-        raise _fail(ContamError(f"unknown format {fmt!r} (table, json, jsonl or csv)"))
-    try:
-        mapping = {}
-        for f in fields or []:
-            role, sep, name = f.partition("=")
-            if not sep:
-                raise ContamError(f"--fields takes role=field, got {f!r}")
-            mapping[role.strip()] = name.strip()
-        if not file.exists():
-            raise ContamError(f"no such file: {file}")
-        items, _used = read_benchmark(file.read_bytes(), file.name, mapping or None)
-        scanner = Scanner(_engine(db), corpus or None)
-        results = scanner.scan(items)
-    except ContamError as exc:
-        raise _fail(exc) from None
-    summary = summarize(results, scanner.th)
-    out = sys.stdout
-    if fmt == "json":
-        json.dump({"fingerprint": scanner.fingerprint, "summary": summary,
-                   "items": [r.as_dict() for r in results]}, out, indent=1)
-        out.write("\n")
-    elif fmt == "jsonl":
-        for r in results:
-            out.write(json.dumps(r.as_dict()) + "\n")
-    elif fmt == "csv":
-        w = csv.writer(out)
-        w.writerow(["item_id", "status", "score", "coverage", "longest_match", "near_similarity", "document"])
-        for r in results:
-            d = r.as_dict()
-            w.writerow([d["item_id"], d["status"], d["score"], d["metrics"]["best_doc_coverage"],
-                        d["metrics"]["longest_match"], d["metrics"]["near_similarity"],
-                        r.evidence[0]["document_id"] if r.evidence else ""])
-    else:
-        flagged = [r for r in results if r.score.status in ("contaminated", "suspicious")]
-        for r in sorted(flagged, key=lambda r: -r.score.score):
-            where = f"{r.evidence[0]['corpus']}:{r.evidence[0]['document_id']}" if r.evidence else "-"
-            typer.echo(f"{r.score.status:13s} {r.score.score:5.2f}  {r.item.item_id:30s} {where}  {r.score.reason}")
-        c = summary["counts"]
-        typer.echo(f"{len(results)} items: {c['contaminated']} contaminated, {c['suspicious']} suspicious, "
-                   f"{c['clean']} clean, {c['too_short']} too short; contaminated share "
-                   f"{summary['contaminated_share']:.2%} (fingerprint {scanner.fingerprint})")
-    if fail_above is not None and summary["contaminated_share"] > fail_above:
-        typer.echo(f"contaminated share {summary['contaminated_share']:.2%} exceeds {fail_above:.2%}", err=True)
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r} (table, json, jsonl or csv)")
+    mapping = _mapping(fields)
+    if not file.exists():
+        raise InputError(f"no such file: {file}")
+    checked = CheckService(open_database(database_url(db))).benchmark(file.read_bytes(), file.name, mapping, corpus)
+    FORMATS[fmt](checked)
+    share = checked.summary["contaminated_share"]
+    if fail_above is not None and share > fail_above:
+        typer.echo(f"contaminated share {share:.2%} exceeds {fail_above:.2%}", err=True)
         raise typer.Exit(1)
+
+
+def _is_loopback(host: str) -> bool:
+    with contextlib.suppress(ValueError):  # a host name, not an address
+        return ipaddress.ip_address(host).is_loopback
+    return host == "localhost"
 
 
 @app.command("serve")
@@ -222,44 +183,16 @@ def serve(
     allow_insecure: Annotated[bool, typer.Option(help="listen beyond loopback without API keys")] = False,
 ) -> None:
     """Run the API (and dashboard)."""
-    import contextlib
-    import ipaddress
-
+    # Imported here: FastAPI and uvicorn take about a second to import, which every other
+    # command (a scan in a pipeline, say) would otherwise pay.
     import uvicorn
 
     from app.api.main import create_app
 
     settings = get_settings()
     host = host or settings.host
-    port = port or settings.port
-    loopback = host == "localhost"
-    with contextlib.suppress(ValueError):  # a host name, not an address
-        loopback = loopback or ipaddress.ip_address(host).is_loopback
-    if not loopback and not settings.key_set() and not (allow_insecure or settings.allow_insecure_bind):
-        raise _fail(ContamError(
-            f"refusing to listen on {host} without API keys: set CONTAM_API_KEYS, or pass --allow-insecure"))
-    uvicorn.run(create_app(settings), host=host, port=port)
-
-
-@app.command("demo")
-def demo(db: DbOpt = None, force: bool = False) -> None:
-    """On an empty database: index part of Python's standard library, check HumanEval against it."""
-    from indexer.demo import run_demo
-
-    settings = get_settings()
-    if not settings.demo and not force:
-        typer.echo("demo disabled (CONTAM_DEMO=false)")
-        return
-    try:
-        msg = run_demo(_engine(db), Path(settings.database_url.split("///")[-1]).parent / "demo", force)
-    except ContamError as exc:
-        raise _fail(exc) from None
-    typer.echo(msg)
-
-
-def main() -> None:
-    app()
-
-
-if __name__ == "__main__":
-    main()
+    if not _is_loopback(host) and not settings.key_set() and not (allow_insecure or settings.allow_insecure_bind):
+        raise ConfigError(
+            f"refusing to listen on {host} without API keys: set CONTAM_API_KEYS, or pass --allow-insecure"
+        )
+    uvicorn.run(create_app(settings), host=host, port=port or settings.port)

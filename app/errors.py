@@ -24,7 +24,11 @@ class NotFoundError(ContamError):
     """A named corpus, report or item does not exist."""
 
 
-class FingerprintMismatch(ContamError):
+class SettingsConflict(ContamError):
+    """What was asked for conflicts with settings already stored (a corpus, a report)."""
+
+
+class FingerprintMismatch(SettingsConflict):
     """An index built with one set of signature settings was asked to work with another."""
 
 

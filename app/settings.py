@@ -8,6 +8,8 @@ from functools import lru_cache
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.core.units import mib_to_bytes
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CONTAM_", extra="ignore")
@@ -17,13 +19,20 @@ class Settings(BaseSettings):
     port: int = Field(8000, description="port `contam serve` listens on")
     api_keys: str = Field("", description="comma-separated API keys; empty means no authentication")
     allow_insecure_bind: bool = Field(False, description="allow a non-loopback host without API keys")
-    max_upload_mb: float = Field(200.0, description="largest benchmark upload accepted, in MB")
+    max_upload_mb: float = Field(200.0, description="largest benchmark upload accepted, in MiB")
     workers: int = Field(0, description="indexer worker processes; 0 means one per core")
-    batch_size: int = Field(2000, description="documents per indexing batch")
-    commit_mb: float = Field(256.0, description="indexer commits after this many MB of text; 0: after each file")
-    segment_rows: int = Field(8_000_000, gt=0, description="posting rows the indexer buffers and writes as one segment")
-    merge_fanout: int = Field(0, ge=0, description="the indexer merges this many segments of one size; 0: never")
+    # The indexer's knobs below default to None: the job's own default (indexer.options.IndexOptions).
+    batch_size: int | None = Field(None, description="documents per indexing batch")
+    commit_mb: float | None = Field(None, description="indexer commits after this many MiB of text; 0: after each file")
+    segment_rows: int | None = Field(None, gt=0, description="posting rows the indexer buffers and writes as a segment")
+    merge_fanout: int | None = Field(
+        None, ge=0, description="the indexer merges this many segments of one size; 0: never"
+    )
     demo: bool = Field(True, description="index a demo corpus and check a demo benchmark on an empty database")
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return mib_to_bytes(self.max_upload_mb)
 
     def key_set(self) -> set[str]:
         return {k.strip() for k in self.api_keys.split(",") if k.strip()}

@@ -28,8 +28,15 @@ import time
 import uuid
 from pathlib import Path
 
+import psycopg
+from sqlalchemy import text
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+CONTAM = [sys.executable, "-m", "indexer.cli"]  # the `contam` command of this checkout
+
+from app.readers.corpus import find_files  # noqa: E402
+from app.store.db import make_engine, upgrade  # noqa: E402
 
 
 def stdlib_corpus(out: Path) -> Path:
@@ -42,8 +49,6 @@ def stdlib_corpus(out: Path) -> Path:
 
 def variants(paths: list[str], k: int, out: Path) -> list[str]:
     """k copies of every JSONL(.gz) file under `paths` with each document's words reordered."""
-    from app.readers.corpus import find_files
-
     made = []
     for j in range(1, k + 1):
         for i, p in enumerate(find_files([Path(x) for x in paths])):
@@ -57,43 +62,64 @@ def variants(paths: list[str], k: int, out: Path) -> list[str]:
                     words = str(d.get("text", "")).split()
                     cut = len(words) * j // (k + 1)
                     words = words[cut:] + words[:cut]
-                    dst.write(json.dumps({"id": f"v{j}-{d.get('id')}",
-                                          "text": " ".join(words[::-1] if j % 2 else words)}) + "\n")
+                    dst.write(
+                        json.dumps({"id": f"v{j}-{d.get('id')}", "text": " ".join(words[::-1] if j % 2 else words)})
+                        + "\n"
+                    )
             made.append(str(target))
     return made
 
 
 # Runs a command and prints the peak resident set of its largest process (this run's alone).
-_PEAK = ("import resource, subprocess, sys; rc = subprocess.run(sys.argv[1:]).returncode; "
-         "print(f'maxrss {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}', file=sys.stderr); sys.exit(rc)")
+_PEAK = (
+    "import resource, subprocess, sys; rc = subprocess.run(sys.argv[1:]).returncode; "
+    "print(f'maxrss {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}', file=sys.stderr); sys.exit(rc)"
+)
 
 
 def run_once(url: str, paths: list[str], workers: int, segment_rows: int | None, fanout: int | None) -> dict:
-    from app.store.db import upgrade
-
     upgrade(url)
     extra = ["--segment-rows", str(segment_rows)] if segment_rows else []
     extra += ["--merge-fanout", str(fanout)] if fanout is not None else []
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-c", _PEAK, sys.executable, "-m", "app.cli", "index", "--corpus", "bench", "--db", url,
-         "--workers", str(workers), "--progress", "log", *extra, *paths], capture_output=True, text=True, cwd=ROOT)
+        [
+            sys.executable,
+            "-c",
+            _PEAK,
+            *CONTAM,
+            "index",
+            "--corpus",
+            "bench",
+            "--db",
+            url,
+            "--workers",
+            str(workers),
+            "--progress",
+            "log",
+            *extra,
+            *paths,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(proc.stderr)
     summary = json.loads(proc.stdout)
     peak = int(proc.stderr.rsplit("maxrss ", 1)[1]) / 1024
-    rates = [float(line.rsplit(", ", 1)[1].split()[0]) for line in proc.stderr.splitlines()
-             if line.startswith("done [") and line.endswith("MB/s")]
+    rates = [
+        float(line.rsplit(", ", 1)[1].split()[0])
+        for line in proc.stderr.splitlines()
+        if line.startswith("done [") and line.endswith("MB/s")
+    ]
     return {"wall": wall, "summary": summary, "peak_mb": peak, "file_rates": rates}
 
 
 def scan_after(url: str, paths: list[str], benchmarks: list[str], merge_fanout: int) -> str:
     """Time `contam scan` of the benchmarks against the index just built; with merge_fanout,
     merge its segments (`contam index` again: every file is unchanged) and time it again."""
-    from sqlalchemy import text
-
-    from app.store.db import make_engine
 
     def segments() -> int:
         eng = make_engine(url)
@@ -105,16 +131,37 @@ def scan_after(url: str, paths: list[str], benchmarks: list[str], merge_fanout: 
     def scan() -> float:
         t0 = time.perf_counter()
         for b in benchmarks:
-            subprocess.run([sys.executable, "-m", "app.cli", "scan", b, "--db", url, "--format", "json"],
-                           capture_output=True, text=True, cwd=ROOT, check=True)
+            subprocess.run(
+                [*CONTAM, "scan", b, "--db", url, "--format", "json"],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                check=True,
+            )
         return time.perf_counter() - t0
 
     out = f"scan of {', '.join(Path(b).name for b in benchmarks)}: {scan():.1f} s over {segments()} segments"
     if merge_fanout:
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "app.cli", "index", "--corpus", "bench", "--db", url,
-                        "--merge-fanout", str(merge_fanout), "--progress", "none", *paths],
-                       capture_output=True, text=True, cwd=ROOT, check=True)
+        subprocess.run(
+            [
+                *CONTAM,
+                "index",
+                "--corpus",
+                "bench",
+                "--db",
+                url,
+                "--merge-fanout",
+                str(merge_fanout),
+                "--progress",
+                "none",
+                *paths,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            check=True,
+        )
         merged = time.perf_counter() - t0
         out += f"; merged at fan-out {merge_fanout} in {merged:.0f} s: {scan():.1f} s over {segments()} segments"
     return out
@@ -124,8 +171,6 @@ def db_bytes(url: str) -> int:
     if url.startswith("sqlite"):
         path = url.split("///", 1)[1]
         return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
-    import psycopg
-
     with psycopg.connect(url.replace("+psycopg", "")) as c:
         return int(c.execute("SELECT pg_database_size(current_database())").fetchone()[0])
 
@@ -138,12 +183,14 @@ def main() -> None:
     ap.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     ap.add_argument("--variants", type=int, default=0)
     ap.add_argument("--backends", default="sqlite,postgresql")
-    ap.add_argument("--segment-rows", default="",
-                    help="comma-separated posting rows per segment to compare (default: the CLI's)")
+    ap.add_argument(
+        "--segment-rows", default="", help="comma-separated posting rows per segment to compare (default: the CLI's)"
+    )
     ap.add_argument("--merge-fanout", default="", help="comma-separated values to compare (default: the CLI's)")
     ap.add_argument("--scan", action="append", default=[], help="a benchmark file to scan after the first run")
-    ap.add_argument("--merge-after", type=int, default=0,
-                    help="after that scan, merge the segments at this fan-out and scan again")
+    ap.add_argument(
+        "--merge-after", type=int, default=0, help="after that scan, merge the segments at this fan-out and scan again"
+    )
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     paths = args.paths
@@ -152,12 +199,11 @@ def main() -> None:
         paths = [str(shared)] if shared.exists() else [str(stdlib_corpus(Path(tmp.name) / "stdlib.jsonl.gz"))]
     if args.variants:
         paths = paths + variants(paths, args.variants, Path(tmp.name))
-    import psycopg
-
     segs = [int(float(x)) for x in args.segment_rows.split(",") if x] or [None]
     fanouts = [int(x) for x in args.merge_fanout.split(",") if x] or [None]
     results: dict[tuple[str, int | None, int | None], list[dict]] = {
-        (b, n, f): [] for b in args.backends.split(",") for n in segs for f in fanouts}
+        (b, n, f): [] for b in args.backends.split(",") for n in segs for f in fanouts
+    }
     for i in range(args.repeat):
         for backend, seg_rows, fanout in results:  # alternate configurations so machine noise hits all alike
             if backend == "sqlite":
@@ -187,16 +233,20 @@ def main() -> None:
         peak = max(r["peak_mb"] for r in runs)
         label = backend + (f", segments of {seg_rows / 1e6:g} M rows" if seg_rows else "")
         label += f", merge fan-out {fanout}" if fanout is not None else ""
-        print(f"{label} {s['text_mb']:.1f} MB text, {s['documents']} docs, {s['tokens']} tokens: "
-              f"{mbs:.2f} MB/s, {docs:.0f} docs/s (median of {len(runs)}), peak RSS {peak:.0f} MB, "
-              f"{statistics.median(r['bytes'] for r in runs) / s['tokens']:.1f} DB bytes/token")
+        print(
+            f"{label} {s['text_mb']:.1f} MB text, {s['documents']} docs, {s['tokens']} tokens: "
+            f"{mbs:.2f} MB/s, {docs:.0f} docs/s (median of {len(runs)}), peak RSS {peak:.0f} MB, "
+            f"{statistics.median(r['bytes'] for r in runs) / s['tokens']:.1f} DB bytes/token"
+        )
         if "scan" in runs[0]:
             print(f"{'':10s} {runs[0]['scan']}")
         rates = runs[0]["file_rates"]
         if len(rates) >= 3:
             third = len(rates) // 3
-            print(f"{'':10s} files' own MB/s (first run): first third median {statistics.median(rates[:third]):.1f}, "
-                  f"last third median {statistics.median(rates[-third:]):.1f}")
+            print(
+                f"{'':10s} files' own MB/s (first run): first third median {statistics.median(rates[:third]):.1f}, "
+                f"last third median {statistics.median(rates[-third:]):.1f}"
+            )
 
 
 if __name__ == "__main__":

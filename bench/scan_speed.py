@@ -27,8 +27,17 @@ import time
 import uuid
 from pathlib import Path
 
+import httpx
+import psycopg
+from sqlalchemy import text
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+CONTAM = [sys.executable, "-m", "indexer.cli"]  # the `contam` command of this checkout
+
+from app.readers.benchmark import read_benchmark  # noqa: E402
+from app.store.db import make_engine, upgrade  # noqa: E402
+
 TEXT_SUFFIXES = {".py", ".pyi", ".txt", ".md", ".rst", ".h", ".c", ".go", ".html"}
 
 
@@ -44,8 +53,13 @@ def build_corpus(out_dir: Path, target_mb: float) -> tuple[list[Path], list[str]
         for p in files:
             with gzip.open(p, "rt") as f:
                 written += sum(len(json.loads(line)["text"]) for line in f)
-    roots = [Path(sysconfig.get_paths()["purelib"]), Path(sysconfig.get_paths()["stdlib"]), Path("/usr/include"),
-             Path("/usr/share/doc"), Path("/usr/lib/python3/dist-packages")]
+    roots = [
+        Path(sysconfig.get_paths()["purelib"]),
+        Path(sysconfig.get_paths()["stdlib"]),
+        Path("/usr/include"),
+        Path("/usr/share/doc"),
+        Path("/usr/lib/python3/dist-packages"),
+    ]
     seen: set[str] = set()
     for root in roots:
         if not root.exists():
@@ -88,12 +102,16 @@ def build_benchmark(path: Path, n: int, passages: list[str]) -> None:
     items: list[dict] = []
     shared = ROOT.parent / "shared" / "eval" / "benchmarks"
     if shared.exists():
-        from app.readers.benchmark import read_benchmark
-
         for f in sorted(shared.glob("*.jsonl")):
             for it in read_benchmark(f.read_bytes(), f.name)[0]:
-                items.append({"id": f"{f.stem}/{it.item_id}", "question": it.question, "choices": list(it.choices),
-                              "answer": it.answer})
+                items.append(
+                    {
+                        "id": f"{f.stem}/{it.item_id}",
+                        "question": it.question,
+                        "choices": list(it.choices),
+                        "answer": it.answer,
+                    }
+                )
     words = " ".join(passages).split()
     while len(items) < n:
         if rng.random() < 0.3 and passages:
@@ -105,10 +123,6 @@ def build_benchmark(path: Path, n: int, passages: list[str]) -> None:
 
 
 def segment_count(url: str) -> int:
-    from sqlalchemy import text
-
-    from app.store.db import make_engine
-
     eng = make_engine(url)
     with eng.connect() as conn:
         n = int(conn.execute(text("SELECT count(*) FROM segment")).scalar_one())
@@ -125,12 +139,15 @@ def timed(cmd: list[str]) -> tuple[float, str]:
 
 
 def check_rps(url: str, clients: int, seconds: float, texts: list[str]) -> tuple[float, float, float]:
-    import httpx
-
     port = 8700 + random.randrange(200)
     env = {"CONTAM_DATABASE_URL": url, "CONTAM_DEMO": "false", "PATH": "/usr/bin:/bin"}
-    server = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port)], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [*CONTAM, "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(100):
@@ -177,10 +194,6 @@ def main() -> None:
     ap.add_argument("--segment-rows", default="", help="comma-separated values to compare (default: the CLI's)")
     ap.add_argument("--merge-fanout", default="", help="comma-separated values to compare (default: the CLI's)")
     args = ap.parse_args()
-    import psycopg
-
-    from app.store.db import upgrade
-
     tmp = Path(tempfile.mkdtemp(prefix="contam-bench-"))
     files, passages = build_corpus(tmp, args.mb)
     bench = tmp / "bench.jsonl"
@@ -204,23 +217,43 @@ def main() -> None:
             upgrade(url)
             extra = ["--segment-rows", str(seg_rows)] if seg_rows else []
             extra += ["--merge-fanout", str(fanout)] if fanout is not None else []
-            t_index, out = timed([sys.executable, "-m", "app.cli", "index", "--corpus", "bench", "--db", url,
-                                  "--progress", "none", *extra, *map(str, files)])
+            t_index, out = timed(
+                [
+                    *CONTAM,
+                    "index",
+                    "--corpus",
+                    "bench",
+                    "--db",
+                    url,
+                    "--progress",
+                    "none",
+                    *extra,
+                    *map(str, files),
+                ]
+            )
             s = json.loads(out)
-            print(f"{label}: indexed {s['text_mb']:.0f} MB, {s['documents']} documents in {t_index:.0f} s "
-                  f"({s['mb_per_s']:.2f} MB/s), {segment_count(url)} segments", flush=True)
+            print(
+                f"{label}: indexed {s['text_mb']:.0f} MB, {s['documents']} documents in {t_index:.0f} s "
+                f"({s['mb_per_s']:.2f} MB/s), {segment_count(url)} segments",
+                flush=True,
+            )
             runs = []
             for _ in range(args.repeat):
-                t_scan, out = timed([sys.executable, "-m", "app.cli", "scan", str(bench), "--db", url,
-                                     "--format", "json"])
+                t_scan, out = timed([*CONTAM, "scan", str(bench), "--db", url, "--format", "json"])
                 runs.append(t_scan)
             counts = json.loads(out)["summary"]["counts"]
-            print(f"{label}: scan of {args.items} items: median {statistics.median(runs):.1f} s of {args.repeat} "
-                  f"(process start included); {counts}", flush=True)
+            print(
+                f"{label}: scan of {args.items} items: median {statistics.median(runs):.1f} s of {args.repeat} "
+                f"(process start included); {counts}",
+                flush=True,
+            )
             texts = [json.loads(x)["question"] for x in bench.read_text().splitlines()[:2000]]
             rps, p50, p95 = check_rps(url, args.clients, args.seconds, texts)
-            print(f"{label}: /api/v1/check with {args.clients} concurrent clients: {rps:.0f} requests/s, "
-                  f"latency p50 {p50:.0f} ms, p95 {p95:.0f} ms", flush=True)
+            print(
+                f"{label}: /api/v1/check with {args.clients} concurrent clients: {rps:.0f} requests/s, "
+                f"latency p50 {p50:.0f} ms, p95 {p95:.0f} ms",
+                flush=True,
+            )
             if backend == "sqlite":
                 Path(url.split("///", 1)[1]).unlink()
     finally:

@@ -14,6 +14,7 @@ batch) and prints the rate of the first, middle and last thirds of the batches.
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -25,18 +26,25 @@ def run(cap: int, batches: int, rows: int) -> list[float]:
     rng = np.random.default_rng(0)
     rates = []
     with tempfile.TemporaryDirectory() as tmp:
-        import sqlite3
-
         con = sqlite3.connect(f"{tmp}/x.db", isolation_level=None)
-        for p in ("page_size=65536", "journal_mode=WAL", "synchronous=NORMAL", "cache_size=-262144",
-                  "wal_autocheckpoint=0"):
+        for p in (
+            "page_size=65536",
+            "journal_mode=WAL",
+            "synchronous=NORMAL",
+            "cache_size=-262144",
+            "wal_autocheckpoint=0",
+        ):
             con.execute(f"PRAGMA {p}")
         if cap:
-            con.execute("CREATE TABLE ngram (seg INTEGER NOT NULL, hash INTEGER NOT NULL, doc_id INTEGER NOT NULL,"
-                        " PRIMARY KEY (seg, hash, doc_id)) WITHOUT ROWID")
+            con.execute(
+                "CREATE TABLE ngram (seg INTEGER NOT NULL, hash INTEGER NOT NULL, doc_id INTEGER NOT NULL,"
+                " PRIMARY KEY (seg, hash, doc_id)) WITHOUT ROWID"
+            )
         else:
-            con.execute("CREATE TABLE ngram (hash INTEGER NOT NULL, doc_id INTEGER NOT NULL,"
-                        " PRIMARY KEY (hash, doc_id)) WITHOUT ROWID")
+            con.execute(
+                "CREATE TABLE ngram (hash INTEGER NOT NULL, doc_id INTEGER NOT NULL,"
+                " PRIMARY KEY (hash, doc_id)) WITHOUT ROWID"
+            )
         seg, in_seg, doc = 1, 0, 1
         per = 1000
         for _ in range(batches):
@@ -58,8 +66,10 @@ def run(cap: int, batches: int, rows: int) -> list[float]:
             sql = "INSERT INTO ngram VALUES " + ",".join(["(" + ",".join("?" * nc) + ")"] * per)
             for i in range(0, len(flat), 100):
                 con.executemany(sql, flat[i : i + 100].tolist())
-            con.executemany("INSERT INTO ngram VALUES (" + ",".join("?" * nc) + ")",
-                            zip(*(c[full:].tolist() for c in cols), strict=True))
+            con.executemany(
+                "INSERT INTO ngram VALUES (" + ",".join("?" * nc) + ")",
+                zip(*(c[full:].tolist() for c in cols), strict=True),
+            )
             con.execute("COMMIT")
             con.execute("PRAGMA wal_checkpoint(PASSIVE)")
             rates.append(rows / (time.perf_counter() - t0))
@@ -77,11 +87,12 @@ def main() -> None:
     for cap in (int(c) for c in args.caps.split(",")):
         rates = run(cap, args.batches, args.batch_rows)
         k = max(1, len(rates) // 3)
-        thirds = [statistics.median(rates[:k]), statistics.median(rates[k:-k] or rates),
-                  statistics.median(rates[-k:])]
+        thirds = [statistics.median(rates[:k]), statistics.median(rates[k:-k] or rates), statistics.median(rates[-k:])]
         label = "one tree" if cap == 0 else f"segments of {cap / 1e6:.0f} M rows"
-        print(f"{label:24s} first/middle/last third: " + " / ".join(f"{r / 1e6:4.2f}" for r in thirds)
-              + " M rows/s", flush=True)
+        print(
+            f"{label:24s} first/middle/last third: " + " / ".join(f"{r / 1e6:4.2f}" for r in thirds) + " M rows/s",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -42,12 +42,18 @@ def multi_row(con: Any, h: np.ndarray, d: np.ndarray, per: int = 1000) -> None:
     one_row(con, h[full:], d[full:])
 
 
-def load(mod: ModuleType, page: int, insert: Callable[..., None], per_file: bool,
-         files: list[tuple[np.ndarray, np.ndarray]]) -> float:
+def load(
+    mod: ModuleType, page: int, insert: Callable[..., None], per_file: bool, files: list[tuple[np.ndarray, np.ndarray]]
+) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         con = mod.connect(f"{tmp}/x.db", isolation_level=None)
-        for p in (f"page_size={page}", "journal_mode=WAL", "synchronous=NORMAL", "cache_size=-262144",
-                  "wal_autocheckpoint=0"):
+        for p in (
+            f"page_size={page}",
+            "journal_mode=WAL",
+            "synchronous=NORMAL",
+            "cache_size=-262144",
+            "wal_autocheckpoint=0",
+        ):
             con.execute(f"PRAGMA {p}")
         con.execute(DDL)
         t0 = time.perf_counter()
@@ -96,8 +102,10 @@ def main() -> None:
     print(f"{n:,} rows in {args.files} sorted files; median of {args.repeat}")
     for i, (mod, page, name, _fn, per_file) in enumerate(variants):
         commit = "commit per file" if per_file else "one transaction"
-        print(f"SQLite {mod.sqlite_version:7s} page {page // 1024:2d} KiB  {name:20s} {commit:16s} "
-              f"{statistics.median(results[i]) / 1e6:5.2f} M rows/s")
+        print(
+            f"SQLite {mod.sqlite_version:7s} page {page // 1024:2d} KiB  {name:20s} {commit:16s} "
+            f"{statistics.median(results[i]) / 1e6:5.2f} M rows/s"
+        )
 
 
 if __name__ == "__main__":

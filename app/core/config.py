@@ -1,7 +1,7 @@
 """Every knob that changes what a signature is, in one frozen dataclass.
 
 The fingerprint of a :class:`SignatureConfig` is stored with each corpus and each report;
-an index is only ever queried with the settings it was built with (DESIGN.md, item 6).
+an index is only ever queried with the settings it was built with.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class SignatureConfig:
     sample_mod: keep only n-grams whose hash % sample_mod == 0 (1 keeps all). Any shared run
         longer than about sample_mod + ngram_n tokens is still found.
     window / stride: near channel windows of `window` tokens every `stride` tokens, so an
-        item inside a long document meets a window of about its own size (DESIGN.md, item 2).
+        item inside a long document meets a window of about its own size.
     shingle: words per MinHash shingle. num_perm = bands * rows permutations.
     """
 

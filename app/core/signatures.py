@@ -23,7 +23,6 @@ from app.core.config import SignatureConfig
 
 _P = np.uint64(0x9E3779B97F4A7C15)
 _U64 = np.uint64
-_MASK63 = (1 << 63) - 1
 
 _token_cache: dict[str, int] = {}
 _CACHE_LIMIT = 2_000_000

@@ -16,22 +16,40 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import zstandard
 
 from app.core.types import BenchmarkItem
 from app.errors import InputError
 
-QUESTION_KEYS = ("question", "prompt", "input", "problem", "ctx", "goal", "query", "instruction", "sentence",
-                 "text")
+QUESTION_KEYS = ("question", "prompt", "input", "problem", "ctx", "goal", "query", "instruction", "sentence", "text")
 PASSAGE_KEYS = ("passage", "context", "paragraph", "article", "story")
 CHOICE_KEYS = ("choices", "options", "endings", "mc1_targets", "candidates")
-ANSWER_KEYS = ("answer", "canonical_solution", "solution", "target", "best_answer", "answers", "label",
-               "answerKey", "answer_key", "expected_index", "gold", "correct_answer", "output")
+ANSWER_KEYS = (
+    "answer",
+    "canonical_solution",
+    "solution",
+    "target",
+    "best_answer",
+    "answers",
+    "label",
+    "answerKey",
+    "answer_key",
+    "expected_index",
+    "gold",
+    "correct_answer",
+    "output",
+)
 ID_KEYS = ("id", "task_id", "idx", "uid", "question_id", "qid")
-LETTER_COLUMNS = [("A", "B", "C", "D", "E"), ("answer_a", "answer_b", "answer_c", "answer_d", "answer_e"),
-                  ("option_a", "option_b", "option_c", "option_d", "option_e"),
-                  ("choice_a", "choice_b", "choice_c", "choice_d", "choice_e"),
-                  ("opa", "opb", "opc", "opd", "ope"), ("ending0", "ending1", "ending2", "ending3")]
-FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
+LETTER_COLUMNS = [
+    ("A", "B", "C", "D", "E"),
+    ("answer_a", "answer_b", "answer_c", "answer_d", "answer_e"),
+    ("option_a", "option_b", "option_c", "option_d", "option_e"),
+    ("choice_a", "choice_b", "choice_c", "choice_d", "choice_e"),
+    ("opa", "opb", "opc", "opd", "ope"),
+    ("ending0", "ending1", "ending2", "ending3"),
+]
 
 
 def detect_format(filename: str) -> tuple[str, str | None]:
@@ -42,12 +60,19 @@ def detect_format(filename: str) -> tuple[str, str | None]:
         if name.endswith(suffix):
             name, comp = name[: -len(suffix)], kind
             break
-    for fmt, exts in (("jsonl", (".jsonl", ".ndjson")), ("json", (".json",)), ("csv", (".csv",)),
-                      ("tsv", (".tsv",)), ("parquet", (".parquet",))):
+    for fmt, exts in (
+        ("jsonl", (".jsonl", ".ndjson")),
+        ("json", (".json",)),
+        ("csv", (".csv",)),
+        ("tsv", (".tsv",)),
+        ("parquet", (".parquet",)),
+    ):
         if name.endswith(exts):
             return fmt, comp
-    raise InputError(f"{filename}: unsupported benchmark file type (use .jsonl, .json, .csv, .tsv or .parquet, "
-                     "optionally .gz or .zst)")
+    raise InputError(
+        f"{filename}: unsupported benchmark file type (use .jsonl, .json, .csv, .tsv or .parquet, "
+        "optionally .gz or .zst)"
+    )
 
 
 def decompress(data: bytes, comp: str | None, filename: str) -> bytes:
@@ -55,8 +80,6 @@ def decompress(data: bytes, comp: str | None, filename: str) -> bytes:
         if comp == "gzip":
             return gzip.decompress(data)
         if comp == "zstd":
-            import zstandard
-
             return zstandard.ZstdDecompressor().decompressobj().decompress(data)
     except (OSError, EOFError, zlib.error, Exception) as exc:
         raise InputError(f"{filename}: cannot decompress ({type(exc).__name__}: {exc})") from exc
@@ -68,8 +91,9 @@ def _text(data: bytes, filename: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise InputError(f"{filename}: not UTF-8 text (invalid byte at line {line}); re-encode the file as UTF-8") \
-            from exc
+        raise InputError(
+            f"{filename}: not UTF-8 text (invalid byte at line {line}); re-encode the file as UTF-8"
+        ) from exc
 
 
 def read_records(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -115,9 +139,6 @@ def read_records(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, An
                 raise InputError(f"{filename}: row {i} has more columns than the header")
             yield i, dict(rec)
     else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         try:
             table = pq.read_table(io.BytesIO(data))
         except (pa.ArrowException, OSError) as exc:
@@ -254,15 +275,18 @@ def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any]) -> Benchm
     )
 
 
-def read_benchmark(data: bytes, filename: str, mapping: Mapping[str, Any] | None = None,
-                   max_items: int | None = None) -> tuple[list[BenchmarkItem], dict[str, Any]]:
+def read_benchmark(
+    data: bytes, filename: str, mapping: Mapping[str, Any] | None = None, max_items: int | None = None
+) -> tuple[list[BenchmarkItem], dict[str, Any]]:
     """Items of a benchmark file and the role mapping used."""
     items: list[BenchmarkItem] = []
     used: dict[str, Any] | None = dict(mapping) if mapping else None
     unknown = set(used or {}) - {"question", "passage", "choices", "answer", "id"}
     if unknown:
-        raise InputError(f"unknown role(s) in field mapping: {', '.join(sorted(unknown))} "
-                         "(roles: question, passage, choices, answer, id)")
+        raise InputError(
+            f"unknown role(s) in field mapping: {', '.join(sorted(unknown))} "
+            "(roles: question, passage, choices, answer, id)"
+        )
     for row, rec in read_records(data, filename):
         if used is None or "question" not in used:
             detected = detect_mapping(rec)

@@ -20,12 +20,17 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import zstandard
 
 from app.errors import CorruptFileError, InputError
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 _JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
 _COMPRESSIONS = (".gz", ".zst", ".zstd")
+# What reading a truncated or corrupt compressed file raises.
+_COMPRESSION_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error, zstandard.ZstdError, OSError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +81,6 @@ def open_binary(path: Path) -> IO[bytes]:
     if name.endswith(".gz"):
         return cast(IO[bytes], gzip.open(path, "rb"))
     if name.endswith((".zst", ".zstd")):
-        import zstandard
-
         return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True, closefd=True)
     return open(path, "rb")
 
@@ -109,12 +112,6 @@ def _read_lines(stream: IO[bytes], skipped: Counter[str], max_bytes: int) -> Ite
         yield lineno, line
 
 
-def _compression_errors() -> tuple[type[BaseException], ...]:
-    import zstandard
-
-    return (EOFError, gzip.BadGzipFile, zlib.error, zstandard.ZstdError, OSError)
-
-
 def _text_of(value: Any, skipped: Counter[str]) -> str | None:
     if value is None:
         skipped["missing_text"] += 1
@@ -137,7 +134,6 @@ def _id_of(value: Any, fallback: str) -> str:
 def read_jsonl(
     path: Path, text_field: str, id_field: str, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTES
 ) -> Iterator[RawDocument]:
-    errors = _compression_errors()
     try:
         with open_binary(path) as stream:
             for lineno, line in _read_lines(stream, skipped, max_bytes):
@@ -158,16 +154,15 @@ def read_jsonl(
                 if text is None:
                     continue
                 yield RawDocument(_id_of(obj.get(id_field), f"{path.name}:{lineno}"), lineno, text)
-    except errors as exc:
+    except _COMPRESSION_ERRORS as exc:
         raise CorruptFileError(f"{path}: cannot read to the end ({type(exc).__name__}: {exc})") from exc
 
 
 def read_txt(path: Path, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTES) -> Iterator[RawDocument]:
-    errors = _compression_errors()
     try:
         with open_binary(path) as stream:
             raw = stream.read(max_bytes + 1)
-    except errors as exc:
+    except _COMPRESSION_ERRORS as exc:
         raise CorruptFileError(f"{path}: cannot read to the end ({type(exc).__name__}: {exc})") from exc
     if len(raw) > max_bytes:
         skipped["record_too_long"] += 1
@@ -178,9 +173,6 @@ def read_txt(path: Path, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTE
 
 
 def read_parquet(path: Path, text_field: str, id_field: str, skipped: Counter[str]) -> Iterator[RawDocument]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     try:
         pf = pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as exc:

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from alembic import command
+from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine.url import make_url
@@ -33,7 +35,7 @@ def make_engine(url: str) -> Engine:
             cur = dbapi_conn.cursor()
             for pragma in (
                 # Only takes effect when the file is created (before WAL is switched on). Large
-                # pages make bulk inserts into the posting B-trees 20% faster (bench/sqlite_insert.py).
+                # pages make bulk inserts into the posting B-trees faster (README, "Where the time goes").
                 "page_size=65536",
                 "journal_mode=WAL",
                 "synchronous=NORMAL",
@@ -59,9 +61,7 @@ def make_engine(url: str) -> Engine:
     raise ConfigError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql://...")
 
 
-def alembic_config(url: str) -> Any:
-    from alembic.config import Config
-
+def alembic_config(url: str) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
@@ -70,8 +70,6 @@ def alembic_config(url: str) -> Any:
 
 def upgrade(url: str, revision: str = "head") -> None:
     """Bring the database schema to `revision` through Alembic."""
-    from alembic import command
-
     command.upgrade(alembic_config(url), revision)
 
 
@@ -109,14 +107,19 @@ def _pg_copy_binary(conn: Connection, table: str, columns: Sequence[str], arrays
         cp.write(_PG_TRAILER)
 
 
-def bulk_insert_arrays(conn: Connection, table: str, columns: Sequence[str], arrays: Sequence[np.ndarray],
-                       fixed: tuple[str, int] | None = None) -> None:
+def bulk_insert_arrays(
+    conn: Connection,
+    table: str,
+    columns: Sequence[str],
+    arrays: Sequence[np.ndarray],
+    fixed: tuple[str, int] | None = None,
+) -> None:
     """Insert rows given as parallel integer column arrays, in the order given; `fixed` is a
     column with the same integer in every row (on SQLite written into the statement, not bound:
     binding parameters is most of the insert's cost).
 
-    Callers pass rows sorted by the table's key: sorted input into a B-tree keyed on those
-    columns is 3x faster on SQLite (DESIGN.md).
+    Callers pass rows sorted by the table's key: each row then lands on the page the previous
+    one used, where out-of-order rows make SQLite read and rewrite pages all over the B-tree.
     """
     if len(arrays[0]) == 0:
         return
@@ -128,8 +131,8 @@ def bulk_insert_arrays(conn: Connection, table: str, columns: Sequence[str], arr
         return
     raw = conn.connection.driver_connection
     assert raw is not None
-    # Statements of many rows each: SQLite's per-statement work is then shared by 1000 rows
-    # (2.67 M rows/s against 1.38 M with one row per statement: bench/sqlite_insert.py).
+    # Statements of many rows each: SQLite's per-statement work is then shared by up to 1000
+    # rows (README, "Where the time goes", has the rates).
     ncols, n = len(columns), len(arrays[0])
     per_stmt = min(_ROWS_PER_STATEMENT, raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // ncols)
     marks = ["?"] * ncols
@@ -183,7 +186,7 @@ def refresh_statistics(conn: Connection) -> None:
     """Give the query planner fresh statistics after a bulk load (outside a transaction).
 
     Without them PostgreSQL plans look-ups on a freshly COPYed table as if each key matched
-    ~100k rows (measured: 27k keys/s before ANALYZE, 317k after). ANALYZE samples, so it is
+    a large share of the rows and scans slow down many times (README). ANALYZE samples, so it is
     cheap; on SQLite `PRAGMA optimize` with an analysis limit does the same bounded work.
     The indexer calls it on its writing connection, whose page cache is already warm.
     """

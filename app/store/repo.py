@@ -25,9 +25,16 @@ def now() -> datetime:
 # ---------------------------------------------------------------- corpora
 
 
+def _decode_corpus(row: Any) -> dict[str, Any]:
+    d = dict(row)
+    d["config"] = json.loads(d["config"])
+    return d
+
+
 def get_corpus(conn: Connection, name: str) -> dict[str, Any] | None:
+    """The corpus row, its signature settings decoded (a dict), or None."""
     row = conn.execute(select(corpus).where(corpus.c.name == name)).mappings().first()
-    return dict(row) if row else None
+    return _decode_corpus(row) if row else None
 
 
 def create_corpus(conn: Connection, name: str, cfg: SignatureConfig, store_text: bool) -> int:
@@ -46,7 +53,7 @@ def create_corpus(conn: Connection, name: str, cfg: SignatureConfig, store_text:
 
 
 def corpus_config(row: dict[str, Any]) -> SignatureConfig:
-    return SignatureConfig.from_dict(json.loads(row["config"]))
+    return SignatureConfig.from_dict(row["config"])
 
 
 def list_corpora(conn: Connection) -> list[dict[str, Any]]:
@@ -88,8 +95,7 @@ def list_corpora(conn: Connection) -> list[dict[str, Any]]:
     )
     out = []
     for row in conn.execute(q).mappings():
-        d = dict(row)
-        d["config"] = json.loads(d["config"])
+        d = _decode_corpus(row)
         for k in ("files", "failed_files", "bytes", "documents", "tokens", "ngrams", "windows"):
             d[k] = int(d[k])  # PostgreSQL's SUM(bigint) is numeric
         out.append(d)
@@ -124,9 +130,7 @@ def corpus_health(conn: Connection, corpus_id: int) -> dict[str, Any]:
         "windows": int(sum(f["n_windows"] for f in done)),
         "bytes": int(sum(f["size"] for f in done)),
         "skipped": dict(sorted(skipped.items())),
-        "failed_files": [
-            {"path": f["path"], "error": f["error"]} for f in files if f["status"] == "failed"
-        ],
+        "failed_files": [{"path": f["path"], "error": f["error"]} for f in files if f["status"] == "failed"],
         "duplicate_documents": int(n_docs - distinct),
         "segments": len(segments(conn, [corpus_id])),
         "tokens_per_document": spread,
@@ -140,9 +144,7 @@ def corpus_health(conn: Connection, corpus_id: int) -> dict[str, Any]:
 def find_file(conn: Connection, corpus_id: int, content_hash: str) -> dict[str, Any] | None:
     row = (
         conn.execute(
-            select(corpus_file).where(
-                corpus_file.c.corpus_id == corpus_id, corpus_file.c.content_hash == content_hash
-            )
+            select(corpus_file).where(corpus_file.c.corpus_id == corpus_id, corpus_file.c.content_hash == content_hash)
         )
         .mappings()
         .first()
@@ -155,13 +157,31 @@ def delete_file(conn: Connection, file_id: int) -> None:
     conn.execute(delete(corpus_file).where(corpus_file.c.id == file_id))
 
 
-def insert_file(conn: Connection, corpus_id: int, path: str, size: int, content_hash: str, status: str,
-                error: str | None = None, skipped: dict[str, int] | None = None) -> int:
+def insert_file(
+    conn: Connection,
+    corpus_id: int,
+    path: str,
+    size: int,
+    content_hash: str,
+    status: str,
+    error: str | None = None,
+    skipped: dict[str, int] | None = None,
+) -> int:
     result = conn.execute(
         insert(corpus_file).values(
-            corpus_id=corpus_id, path=path, size=size, content_hash=content_hash, status=status,
-            error=error, n_docs=0, n_tokens=0, n_ngrams=0, n_windows=0,
-            skipped=json.dumps(skipped or {}, sort_keys=True), seconds=0.0, indexed_at=now(),
+            corpus_id=corpus_id,
+            path=path,
+            size=size,
+            content_hash=content_hash,
+            status=status,
+            error=error,
+            n_docs=0,
+            n_tokens=0,
+            n_ngrams=0,
+            n_windows=0,
+            skipped=json.dumps(skipped or {}, sort_keys=True),
+            seconds=0.0,
+            indexed_at=now(),
         )
     )
     pk = result.inserted_primary_key
@@ -169,13 +189,29 @@ def insert_file(conn: Connection, corpus_id: int, path: str, size: int, content_
     return int(pk[0])
 
 
-def finish_file(conn: Connection, file_id: int, *, n_docs: int, n_tokens: int, n_ngrams: int,
-                n_windows: int, skipped: dict[str, int], seconds: float) -> None:
+def finish_file(
+    conn: Connection,
+    file_id: int,
+    *,
+    n_docs: int,
+    n_tokens: int,
+    n_ngrams: int,
+    n_windows: int,
+    skipped: dict[str, int],
+    seconds: float,
+) -> None:
     conn.execute(
         update(corpus_file)
         .where(corpus_file.c.id == file_id)
-        .values(n_docs=n_docs, n_tokens=n_tokens, n_ngrams=n_ngrams, n_windows=n_windows,
-                skipped=json.dumps(skipped, sort_keys=True), seconds=seconds, indexed_at=now())
+        .values(
+            n_docs=n_docs,
+            n_tokens=n_tokens,
+            n_ngrams=n_ngrams,
+            n_windows=n_windows,
+            skipped=json.dumps(skipped, sort_keys=True),
+            seconds=seconds,
+            indexed_at=now(),
+        )
     )
 
 
@@ -184,9 +220,11 @@ def allocate_doc_ids(conn: Connection, n: int) -> np.ndarray:
     if n == 0:
         return np.empty(0, dtype=np.int64)
     if db.dialect(conn) == "postgresql":
-        ids = conn.execute(
-            text("SELECT nextval('document_id_seq') FROM generate_series(1, :n)"), {"n": n}
-        ).scalars().all()
+        ids = (
+            conn.execute(text("SELECT nextval('document_id_seq') FROM generate_series(1, :n)"), {"n": n})
+            .scalars()
+            .all()
+        )
         return np.array(sorted(ids), dtype=np.int64)
     start = conn.execute(select(func.coalesce(func.max(document.c.id), 0))).scalar_one()
     return np.arange(start + 1, start + 1 + n, dtype=np.int64)
@@ -207,8 +245,9 @@ def open_segment(conn: Connection, corpus_id: int, rows: int, segment_rows: int)
     indexers never wait for each other."""
     row = conn.execute(
         select(segment.c.id)
-        .where(segment.c.corpus_id == corpus_id, segment.c.merging_into.is_(None),
-               segment.c.rows + rows <= segment_rows)
+        .where(
+            segment.c.corpus_id == corpus_id, segment.c.merging_into.is_(None), segment.c.rows + rows <= segment_rows
+        )
         .order_by(segment.c.id.desc())
         .limit(1)
         .with_for_update(skip_locked=True)
@@ -223,15 +262,24 @@ def open_segment(conn: Connection, corpus_id: int, rows: int, segment_rows: int)
 
 def insert_ngrams(conn: Connection, seg: int, hashes: np.ndarray, doc_ids: np.ndarray) -> None:
     """Append (hash, doc_id) rows, sorted by both, to segment `seg`."""
-    db.bulk_insert_arrays(conn, "ngram", ("hash", "doc_id"),
-                          (hashes.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False)), ("seg", seg))
+    db.bulk_insert_arrays(
+        conn,
+        "ngram",
+        ("hash", "doc_id"),
+        (hashes.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False)),
+        ("seg", seg),
+    )
 
 
 def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarray, wins: np.ndarray) -> None:
     """Append (key, doc_id, win) rows, sorted by all three, to segment `seg`."""
-    db.bulk_insert_arrays(conn, "band", ("key", "doc_id", "win"),
-                          (keys.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False),
-                           wins.astype(np.int32, copy=False)), ("seg", seg))
+    db.bulk_insert_arrays(
+        conn,
+        "band",
+        ("key", "doc_id", "win"),
+        (keys.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False), wins.astype(np.int32, copy=False)),
+        ("seg", seg),
+    )
 
 
 def segment_sizes(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
@@ -243,10 +291,12 @@ def segment_sizes(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
 def lock_segments(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
     """(segment id, rows) of a corpus's segments not in a merge, oldest first, locked until
     the transaction ends. On PostgreSQL segments another indexer holds are left out."""
-    q = (select(segment.c.id, segment.c.rows)
-         .where(segment.c.corpus_id == corpus_id, segment.c.merging_into.is_(None))
-         .order_by(segment.c.id)
-         .with_for_update(skip_locked=True))
+    q = (
+        select(segment.c.id, segment.c.rows)
+        .where(segment.c.corpus_id == corpus_id, segment.c.merging_into.is_(None))
+        .order_by(segment.c.id)
+        .with_for_update(skip_locked=True)
+    )
     return [(int(i), int(n)) for i, n in conn.execute(q).all()]
 
 
@@ -323,8 +373,15 @@ def _where_in(conn: Connection, column: Any, chunk: Sequence[int]) -> Any:
     return column.in_(chunk)
 
 
-def _lookup(conn: Connection, columns: Sequence[Any], key: Any, seg: Any, keys: Sequence[int],
-            corpus_ids: Sequence[int] | None, group: bool = False) -> list[Any]:
+def _lookup(
+    conn: Connection,
+    columns: Sequence[Any],
+    key: Any,
+    seg: Any,
+    keys: Sequence[int],
+    corpus_ids: Sequence[int] | None,
+    group: bool = False,
+) -> list[Any]:
     """Rows of `columns` whose `key` is in `keys` (de-duplicated, sorted, batched), in the
     segments of the given corpora (or all): one index range per (segment, key)."""
     segs = segments(conn, corpus_ids)
@@ -355,13 +412,13 @@ def ngram_postings(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence
     return out
 
 
-def band_hits(conn: Connection, keys: Sequence[int], corpus_ids: Sequence[int] | None,
-              max_per_key: int = 50) -> dict[int, list[tuple[int, int]]]:
+def band_hits(
+    conn: Connection, keys: Sequence[int], corpus_ids: Sequence[int] | None, max_per_key: int = 50
+) -> dict[int, list[tuple[int, int]]]:
     """band key -> [(document, window)], dropping keys shared by more than max_per_key windows
     (a band value that common is boilerplate, not a near duplicate)."""
     out: dict[int, list[tuple[int, int]]] = {}
-    for k, d, w in _lookup(conn, (band.c.key, band.c.doc_id, band.c.win), band.c.key, band.c.seg, keys,
-                           corpus_ids):
+    for k, d, w in _lookup(conn, (band.c.key, band.c.doc_id, band.c.win), band.c.key, band.c.seg, keys, corpus_ids):
         out.setdefault(int(k), []).append((int(d), int(w)))
     return {k: v for k, v in out.items() if len(v) <= max_per_key}
 
@@ -371,8 +428,15 @@ def documents_meta(conn: Connection, doc_ids: Sequence[int]) -> dict[int, dict[s
     size = _IN_BATCH.get(db.dialect(conn), 900)
     for chunk in db.chunks(sorted(set(doc_ids)), size):
         q = (
-            select(document.c.id, document.c.external_id, document.c.position, document.c.n_tokens,
-                   document.c.text, corpus.c.name.label("corpus"), corpus_file.c.path.label("source_file"))
+            select(
+                document.c.id,
+                document.c.external_id,
+                document.c.position,
+                document.c.n_tokens,
+                document.c.text,
+                corpus.c.name.label("corpus"),
+                corpus_file.c.path.label("source_file"),
+            )
             .join(corpus, corpus.c.id == document.c.corpus_id)
             .join(corpus_file, corpus_file.c.id == document.c.file_id)
             .where(document.c.id.in_(chunk))

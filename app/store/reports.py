@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import zstandard
 from sqlalchemy import and_, delete, func, insert, select, true, update
 from sqlalchemy.engine import Connection
 
@@ -13,17 +14,34 @@ from app.store.repo import now
 from app.store.schema import report, report_item
 
 REPORT_COLUMNS = [c for c in report.c if c.name != "upload"]
-SORTS = {"score": report_item.c.score, "row": report_item.c.idx, "item_id": report_item.c.item_id,
-         "status": report_item.c.status}
+SORTS = {
+    "score": report_item.c.score,
+    "row": report_item.c.idx,
+    "item_id": report_item.c.item_id,
+    "status": report_item.c.status,
+}
+
+
+JSON_COLUMNS = ("corpora", "mapping", "thresholds", "config", "summary")  # stored as JSON text
+
+
+def _encode(values: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: json.dumps(v, sort_keys=k == "config") if k in JSON_COLUMNS and v is not None else v
+        for k, v in values.items()
+    }
 
 
 def create(conn: Connection, values: dict[str, Any]) -> None:
+    """A new report; `values` hold its columns, JSON columns as Python values and `upload` as
+    the benchmark file's bytes (kept zstd-compressed)."""
+    values = {**_encode(values), "upload": zstandard.ZstdCompressor(level=3).compress(values["upload"])}
     conn.execute(insert(report).values(**values, created_at=now(), done_items=0))
 
 
 def _decode(row: Any) -> dict[str, Any]:
     d = dict(row)
-    for k in ("corpora", "mapping", "thresholds", "config", "summary"):
+    for k in JSON_COLUMNS:
         if d.get(k) is not None:
             d[k] = json.loads(d[k])
     return d
@@ -35,7 +53,9 @@ def get(conn: Connection, report_id: str) -> dict[str, Any] | None:
 
 
 def upload(conn: Connection, report_id: str) -> bytes | None:
-    return conn.execute(select(report.c.upload).where(report.c.id == report_id)).scalar_one_or_none()
+    """The benchmark file a report was made from, as uploaded."""
+    blob = conn.execute(select(report.c.upload).where(report.c.id == report_id)).scalar_one_or_none()
+    return None if blob is None else zstandard.ZstdDecompressor().decompress(blob, max_output_size=1 << 34)
 
 
 def list_all(conn: Connection, limit: int = 100, offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
@@ -51,8 +71,7 @@ def with_status(conn: Connection, statuses: Sequence[str]) -> list[str]:
 
 
 def set_status(conn: Connection, report_id: str, status: str, **values: Any) -> None:
-    if "summary" in values and values["summary"] is not None:
-        values["summary"] = json.dumps(values["summary"])
+    values = _encode(values)
     if status in ("done", "failed"):
         values["finished_at"] = now()
     conn.execute(update(report).where(report.c.id == report_id).values(status=status, **values))
@@ -72,14 +91,24 @@ def delete_report(conn: Connection, report_id: str) -> bool:
 
 
 def insert_items(conn: Connection, report_id: str, rows: list[dict[str, Any]]) -> None:
+    """Item rows; each row's `data` (the item's full result, a dict) is stored as JSON."""
     if rows:
-        conn.execute(insert(report_item), [{"report_id": report_id, **r} for r in rows])
+        conn.execute(insert(report_item), [{"report_id": report_id, **r, "data": json.dumps(r["data"])} for r in rows])
 
 
 def query_items(
-    conn: Connection, report_id: str | None, *, status: Sequence[str] | None = None, min_score: float | None = None,
-    role: str | None = None, corpus: str | None = None, q: str | None = None, sort: str = "score",
-    descending: bool = True, limit: int = 50, offset: int = 0,
+    conn: Connection,
+    report_id: str | None,
+    *,
+    status: Sequence[str] | None = None,
+    min_score: float | None = None,
+    role: str | None = None,
+    corpus: str | None = None,
+    q: str | None = None,
+    sort: str = "score",
+    descending: bool = True,
+    limit: int = 50,
+    offset: int = 0,
 ) -> tuple[int, list[dict[str, Any]]]:
     """Items matching the filters (one report, or all when report_id is None), with the total."""
     conds = []
@@ -102,7 +131,10 @@ def query_items(
     rows = conn.execute(
         select(report_item, report.c.name.label("report_name"))
         .join(report, report.c.id == report_item.c.report_id)
-        .where(where).order_by(*order).limit(limit).offset(offset)
+        .where(where)
+        .order_by(*order)
+        .limit(limit)
+        .offset(offset)
     ).mappings()
     return int(total), [_item(r) for r in rows]
 
@@ -116,11 +148,15 @@ def _item(row: Any) -> dict[str, Any]:
 
 
 def get_item(conn: Connection, report_id: str, item_id: str) -> dict[str, Any] | None:
-    row = conn.execute(
-        select(report_item, report.c.name.label("report_name"))
-        .join(report, report.c.id == report_item.c.report_id)
-        .where(report_item.c.report_id == report_id, report_item.c.item_id == item_id)
-    ).mappings().first()
+    row = (
+        conn.execute(
+            select(report_item, report.c.name.label("report_name"))
+            .join(report, report.c.id == report_item.c.report_id)
+            .where(report_item.c.report_id == report_id, report_item.c.item_id == item_id)
+        )
+        .mappings()
+        .first()
+    )
     return _item(row) if row else None
 
 

@@ -1,12 +1,12 @@
 """Tables. Schema changes go through Alembic (migrations/); a test checks they match this file.
 
 Hashes are stored as signed 64-bit integers (SQLite INTEGER, PostgreSQL BIGINT): the
-signatures module converts uint64 to int64 bit for bit (DESIGN.md, item 8).
+signatures module converts uint64 to int64 bit for bit.
 The two posting tables are keyed on (segment, hash, document) and, on SQLite, WITHOUT ROWID:
 one B-tree, about 20 bytes a row. A segment is a run of one corpus's postings that is only
 appended to until it holds `segment_rows` rows, then a new one starts: a bulk insert touches
 only the newest segment's pages, so the insert rate does not fall as the index outgrows the
-page cache (bench/segments.py). A look-up by hash is one range scan per segment of the
+page cache (README, "How postings are stored"). A look-up by hash is one range scan per segment of the
 corpora asked for.
 """
 

@@ -53,8 +53,9 @@ def _datasketch_sig(tokens: list[str], cfg: SignatureConfig) -> np.ndarray:
     return m.hashvalues
 
 
-@pytest.mark.parametrize("cfg", [SignatureConfig(), SignatureConfig(window=20, stride=7, shingle=2, num_perm=128,
-                                                                     bands=32, seed=42)])
+@pytest.mark.parametrize(
+    "cfg", [SignatureConfig(), SignatureConfig(window=20, stride=7, shingle=2, num_perm=128, bands=32, seed=42)]
+)
 def test_window_minhash_equals_datasketch(cfg: SignatureConfig) -> None:
     rng = np.random.default_rng(1)
     vocab = [f"w{i}" for i in range(300)]
@@ -83,8 +84,7 @@ def test_band_keys_return_datasketch_lsh_candidates() -> None:
     lsh = MinHashLSH(num_perm=cfg.num_perm, params=(cfg.bands, cfg.rows))
     keys = {}
     for name, toks in texts.items():
-        m = MinHash(num_perm=cfg.num_perm, seed=cfg.seed, hashfunc=S.shingle_hash32,
-                    hashvalues=None)
+        m = MinHash(num_perm=cfg.num_perm, seed=cfg.seed, hashfunc=S.shingle_hash32, hashvalues=None)
         sig = S.window_minhashes(S.token_hashes(toks), cfg)[0]
         m.hashvalues = sig
         lsh.insert(name, m)

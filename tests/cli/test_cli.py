@@ -5,20 +5,29 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
+import pytest
+from typer.testing import CliRunner, Result
 
-from app.cli import app as cli
+import indexer.job as job_module
+from app.settings import Settings, get_settings
+from indexer.cli import app as cli
+from indexer.options import IndexOptions, index_options
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 Q2 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"
+
+
+def index_cli(db_url: str, corpus: str, *args: str) -> Result:
+    """`contam index --corpus CORPUS --db URL --workers 1 ARGS...`, the settings read afresh."""
+    get_settings.cache_clear()
+    return CliRunner().invoke(cli, ["index", "--corpus", corpus, "--db", db_url, "--workers", "1", *args])
 
 
 def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
     run = CliRunner()
-    assert run.invoke(cli, ["index", "--corpus", "web", "--db", migrated_url, "--workers", "1", "--progress", "none",
-                            str(corpus)]).exit_code == 0
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
     bench = tmp_path / "b.jsonl"
     bench.write_text(json.dumps({"task_id": "a", "prompt": Q1}) + "\n" + json.dumps({"task_id": "b", "prompt": Q2}))
     table = run.invoke(cli, ["scan", str(bench), "--db", migrated_url])
@@ -43,9 +52,7 @@ def test_commands_need_a_migrated_database(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "contam db upgrade" in r.output
 
 
-def test_serve_refuses_public_bind_without_keys(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from app.settings import get_settings
-
+def test_serve_refuses_public_bind_without_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CONTAM_API_KEYS", raising=False)
     get_settings.cache_clear()
     r = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0", "--port", "8999"])
@@ -53,17 +60,15 @@ def test_serve_refuses_public_bind_without_keys(monkeypatch) -> None:  # type: i
     get_settings.cache_clear()
 
 
-def test_index_commits_small_files_together_unless_told(migrated_url: str, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_index_commits_small_files_together_unless_told(
+    migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A file is reported done when its transaction commits: by default small files share one."""
-    from app.settings import get_settings
-
     for name, q in (("a", Q1), ("b", Q2)):
         (tmp_path / f"{name}.jsonl").write_text(json.dumps({"id": name, "text": q}) + "\n")
 
     def events(corpus: str, *extra: str) -> list[str]:
-        get_settings.cache_clear()
-        r = CliRunner().invoke(cli, ["index", "--corpus", corpus, "--db", migrated_url, "--workers", "1",
-                                     "--progress", "log", *extra, str(tmp_path)])
+        r = index_cli(migrated_url, corpus, "--progress", "log", *extra, str(tmp_path))
         assert r.exit_code == 0, r.output
         return [line.split(" [")[0] for line in r.output.splitlines() if line.startswith(("indexing [", "done ["))]
 
@@ -75,19 +80,18 @@ def test_index_commits_small_files_together_unless_told(migrated_url: str, tmp_p
     get_settings.cache_clear()
 
 
-def test_index_segment_options_from_flags_and_environment(migrated_url: str, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from app.settings import Settings, get_settings
-    from indexer.job import IndexOptions
-
-    assert (Settings().segment_rows, Settings().merge_fanout) == (IndexOptions().segment_rows,
-                                                                   IndexOptions().merge_fanout)
+def test_index_segment_options_from_flags_and_environment(
+    migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("CONTAM_BATCH_SIZE", "CONTAM_COMMIT_MB", "CONTAM_SEGMENT_ROWS", "CONTAM_MERGE_FANOUT"):
+        monkeypatch.delenv(var, raising=False)
+    # settings left unset mean the job's own defaults, which are defined once, in IndexOptions
+    assert index_options(Settings()) == IndexOptions(workers=Settings().resolved_workers())
     for name in "abc":  # same text, so three segments of one size
         (tmp_path / f"{name}.jsonl").write_text(json.dumps({"id": name, "text": Q1}) + "\n")
 
     def segments(corpus: str, *extra: str) -> int:
-        get_settings.cache_clear()
-        r = CliRunner().invoke(cli, ["index", "--corpus", corpus, "--db", migrated_url, "--workers", "1",
-                                     "--batch-size", "1", "--progress", "none", *extra, str(tmp_path)])
+        r = index_cli(migrated_url, corpus, "--batch-size", "1", "--progress", "none", *extra, str(tmp_path))
         assert r.exit_code == 0, r.output
         r = CliRunner().invoke(cli, ["corpora", corpus, "--db", migrated_url, "--json"])
         return int(json.loads(r.output)["segments"])
@@ -101,3 +105,48 @@ def test_index_segment_options_from_flags_and_environment(migrated_url: str, tmp
     monkeypatch.setenv("CONTAM_MERGE_FANOUT", "0")
     assert segments("env", "--commit-mb", "0") == 3
     get_settings.cache_clear()
+
+
+def test_domain_errors_are_one_line_and_exit_code_2(migrated_url: str, tmp_path: Path) -> None:
+    """Every command maps the error tree the same way (one place: ContamGroup)."""
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    run = CliRunner()
+    base = ["--db", migrated_url]
+    assert run.invoke(cli, ["index", "--corpus", "web", *base, "--progress", "none", str(tmp_path)]).exit_code == 0
+    cases = [
+        (["corpora", "nope", *base], "error: no corpus named 'nope'"),
+        (["scan", str(tmp_path / "c.jsonl"), "--format", "xml", *base], "error: unknown format 'xml'"),
+        (["scan", str(tmp_path / "c.jsonl"), "--corpus", "nope", *base], "error: no corpus named 'nope'"),
+        (["index", "--corpus", "web", "--ngram", "5", *base, str(tmp_path)], "error: corpus 'web' was indexed"),
+        (["index", "--corpus", "web", "--no-store-text", *base, str(tmp_path)], "store_text=True; keep it the same"),
+        (["index", "--corpus", "web", *base, str(tmp_path / "missing")], "error: no such file or directory"),
+        (["db", "upgrade", "--db", "mysql://nowhere/x"], "error: unsupported database URL"),
+    ]
+    for args, message in cases:
+        r = run.invoke(cli, args)
+        assert r.exit_code == 2 and message in r.output, (args, r.output)
+        assert len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_sizes_are_mib_at_the_edges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--commit-mb, CONTAM_COMMIT_MB and CONTAM_MAX_UPLOAD_MB are MiB; the code works in bytes."""
+    monkeypatch.delenv("CONTAM_COMMIT_MB", raising=False)
+    assert Settings(max_upload_mb=3).max_upload_bytes == 3 << 20
+    assert index_options(Settings(commit_mb=2)).commit_bytes == 2 << 20
+    assert index_options(Settings(commit_mb=2), commit_mb=0.5).commit_bytes == 1 << 19
+    assert index_options(Settings()).commit_bytes == 256 << 20
+
+
+def test_an_index_run_finds_its_files_once(migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI used to walk the paths for the progress totals and the job walked them again."""
+    (tmp_path / "a.jsonl").write_text(json.dumps({"id": "a", "text": Q1}) + "\n")
+    calls: list[object] = []
+    real = job_module.find_files
+
+    def counted(paths: list[Path]) -> list[Path]:
+        calls.append(paths)
+        return real(paths)
+
+    monkeypatch.setattr(job_module, "find_files", counted)
+    assert index_cli(migrated_url, "web", "--progress", "log", str(tmp_path)).exit_code == 0
+    assert len(calls) == 1

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from conftest import IndexCorpus
+from sqlalchemy import Engine, func, select
 
 from app.core.config import SignatureConfig
 from app.core.scoring import Thresholds
@@ -13,17 +16,22 @@ from app.core.types import BenchmarkItem
 from app.errors import FingerprintMismatch, NotFoundError
 from app.services.scanning import Scanner
 from app.store.db import make_engine
-from indexer.job import IndexJob, IndexOptions
+from app.store.schema import document, segment
 
 FILLER = " ".join(f"filler{i} word{i % 7} text{i % 13}" for i in range(1500))  # ~4500 unrelated tokens
 Q_VERBATIM = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 A_VERBATIM = "The Tigris river which merges with the Euphrates to form the Shatt al-Arab waterway"
-Q_EMBEDDED = ("What is the name of the process by which green plants convert sunlight water and carbon dioxide "
-              "into sugar?")
-Q_EDITED_SRC = ("In the novel the old fisherman sails far out into the gulf stream and hooks a giant marlin that "
-                "drags his small skiff for three days and nights before he finally kills it")
-Q_EDITED = ("In the novel the old fisherman sails far out into the gulf stream and catches a giant marlin that "
-            "pulls his small skiff for three days and nights before he finally kills it")
+Q_EMBEDDED = (
+    "What is the name of the process by which green plants convert sunlight water and carbon dioxide into sugar?"
+)
+Q_EDITED_SRC = (
+    "In the novel the old fisherman sails far out into the gulf stream and hooks a giant marlin that "
+    "drags his small skiff for three days and nights before he finally kills it"
+)
+Q_EDITED = (
+    "In the novel the old fisherman sails far out into the gulf stream and catches a giant marlin that "
+    "pulls his small skiff for three days and nights before he finally kills it"
+)
 Q_QONLY = "Why do migrating birds fly in a V shaped formation over long distances during autumn months?"
 A_QONLY = "Flying in formation reduces air drag for the birds that follow the leader"
 CJK = "机器学习是人工智能的一个分支它使计算机能够从数据中学习"
@@ -54,11 +62,8 @@ ITEMS = [
 
 
 @pytest.fixture
-def scanner(engine, tmp_path: Path) -> Scanner:  # type: ignore[no-untyped-def]
-    f = tmp_path / "c.jsonl"
-    f.write_text("".join(json.dumps(d) + "\n" for d in CORPUS))
-    with IndexJob(engine, "web", SignatureConfig(), IndexOptions()) as job:
-        job.run([f])
+def scanner(engine: Engine, index_corpus: IndexCorpus) -> Scanner:
+    index_corpus(engine, CORPUS)
     return Scanner(engine)
 
 
@@ -95,36 +100,35 @@ def test_annotated_cases(scanner: Scanner) -> None:
 
 def test_template_shared_by_items_is_left_out(scanner: Scanner) -> None:
     prefix = "Read the question carefully and choose the single best answer from the list"
-    items = [BenchmarkItem(f"t{i}", i, question=f"{prefix} item number {i} about topic {i * 7} today")
-             for i in range(3)]
+    items = [
+        BenchmarkItem(f"t{i}", i, question=f"{prefix} item number {i} about topic {i * 7} today") for i in range(3)
+    ]
     res = scanner.scan(items)
     assert all(r.score.roles["question"].shared_ngrams > 0 for r in res)
 
 
 def test_thresholds_are_parameters(scanner: Scanner, engine) -> None:  # type: ignore[no-untyped-def]
-    strict = Scanner(engine, thresholds=Thresholds(contaminated_coverage=1.01, suspicious_coverage=1.01,
-                                                   longest_match=10_000, near_similarity=1.01))
+    strict = Scanner(
+        engine,
+        thresholds=Thresholds(
+            contaminated_coverage=1.01, suspicious_coverage=1.01, longest_match=10_000, near_similarity=1.01
+        ),
+    )
     r = strict.scan([ITEMS[0]])[0]
     assert r.score.status == "clean" and r.score.best_doc_coverage == 1.0
 
 
-def test_unknown_corpus_and_mismatched_settings(scanner: Scanner, engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_corpus_and_mismatched_settings(scanner: Scanner, engine: Engine, index_corpus: IndexCorpus) -> None:
     with pytest.raises(NotFoundError):
         Scanner(engine, ["nope"])
-    f = tmp_path / "o.jsonl"
-    f.write_text(json.dumps({"id": "x", "text": "other corpus text here"}) + "\n")
-    with IndexJob(engine, "other", SignatureConfig(ngram_n=13), IndexOptions()) as job:
-        job.run([f])
+    index_corpus(engine, [{"id": "x", "text": "other corpus text here"}], "other", cfg=SignatureConfig(ngram_n=13))
     with pytest.raises(FingerprintMismatch, match="different signature settings"):
         Scanner(engine)
     assert Scanner(engine, ["other"]).cfg.ngram_n == 13
 
 
-def test_pointer_only_corpus_reads_evidence_from_source(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    f = tmp_path / "p.jsonl"
-    f.write_text("".join(json.dumps(d) + "\n" for d in CORPUS))
-    with IndexJob(engine, "ptr", SignatureConfig(), IndexOptions(store_text=False)) as job:
-        job.run([f])
+def test_pointer_only_corpus_reads_evidence_from_source(engine: Engine, index_corpus: IndexCorpus) -> None:
+    index_corpus(engine, CORPUS, "ptr", store_text=False)
     r = Scanner(engine, ["ptr"]).scan([ITEMS[0]])[0]
     assert r.score.status == "contaminated" and Q_VERBATIM[:30] in r.evidence[0]["excerpt"]
 
@@ -138,13 +142,10 @@ def test_engine_fixture_is_real(migrated_url: str) -> None:
 WIDESPREAD = "Name the largest moon of the planet Saturn which has a thick nitrogen atmosphere and methane lakes"
 
 
-def test_widespread_copy_is_contaminated_not_boilerplate(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_widespread_copy_is_contaminated_not_boilerplate(engine: Engine, index_corpus: IndexCorpus) -> None:
     """An item copied into more documents than max_df must not vanish as boilerplate."""
-    f = tmp_path / "w.jsonl"
     docs = [{"id": f"mirror{i}", "text": f"Mirror site {i}: {WIDESPREAD}? Answer: Titan."} for i in range(15)]
-    f.write_text("".join(json.dumps(d) + "\n" for d in docs))
-    with IndexJob(engine, "web", SignatureConfig(), IndexOptions()) as job:
-        job.run([f])
+    index_corpus(engine, docs)
     r = Scanner(engine).scan([BenchmarkItem("w", 0, question=WIDESPREAD, answer="Titan")])[0]
     assert r.score.roles["question"].common_ngrams > 0  # every n-gram is above max_df
     assert r.score.status == "contaminated" and "widespread" in r.score.reason
@@ -158,40 +159,35 @@ def test_duplicate_items_are_capped_at_suspicious(scanner: Scanner) -> None:
         assert "shared with other items" in r.score.reason and r.evidence[0]["document_id"] == "verbatim"
 
 
-def test_short_document_is_not_a_near_duplicate_of_a_long_item(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_short_document_is_not_a_near_duplicate_of_a_long_item(engine: Engine, index_corpus: IndexCorpus) -> None:
     """A document holding a few words of a long item must not score as a near copy of it
     (partial_ratio would otherwise align the short text inside the item)."""
-    item = ("A farmer plants forty rows of corn and each row holds thirty stalks so how many stalks of corn "
-            "does the farmer have in the whole field when the harvest finally begins this year")
-    f = tmp_path / "s.jsonl"
-    f.write_text(json.dumps({"id": "fragment", "text": "A farmer plants forty rows of corn and each row"}) + "\n")
-    with IndexJob(engine, "web", SignatureConfig(), IndexOptions()) as job:
-        job.run([f])
+    item = (
+        "A farmer plants forty rows of corn and each row holds thirty stalks so how many stalks of corn "
+        "does the farmer have in the whole field when the harvest finally begins this year"
+    )
+    index_corpus(engine, [{"id": "fragment", "text": "A farmer plants forty rows of corn and each row"}])
     r = Scanner(engine).scan([BenchmarkItem("q", 0, question=item)])[0]
     assert r.evidence and r.evidence[0]["document_id"] == "fragment"
     assert r.score.near_similarity < 0.6
 
 
-def test_many_segments_score_like_one(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_many_segments_score_like_one(engine: Engine, tmp_path: Path, index_corpus: IndexCorpus) -> None:
     """Postings spread over many segments (and beside another corpus), or merged from many
     segments into few, give the same scores and evidence as postings in one segment: document
     frequencies add up across segments, and a scan of one corpus reads only its segments."""
-    from dataclasses import asdict
-
-    from sqlalchemy import func, select
-
-    from app.store.schema import document, segment
-
     mirrors = [{"id": f"mirror{i}", "text": f"Mirror site {i}: {WIDESPREAD}? Answer: Titan."} for i in range(15)]
     docs = CORPUS + mirrors
     paths = []
     for i in range(0, len(docs), 10):
         paths.append(tmp_path / f"part{i}.jsonl")
         paths[-1].write_text("".join(json.dumps(d) + "\n" for d in docs[i : i + 10]))
-    for name, opts in (("one", IndexOptions()), ("many", IndexOptions(batch_size=3, segment_rows=50, merge_fanout=0)),
-                       ("merged", IndexOptions(batch_size=3, segment_rows=50, merge_fanout=2))):
-        with IndexJob(engine, name, SignatureConfig(), opts) as job:
-            job.run(paths)
+    for name, opts in (
+        ("one", {}),
+        ("many", {"batch_size": 3, "segment_rows": 50, "merge_fanout": 0}),
+        ("merged", {"batch_size": 3, "segment_rows": 50, "merge_fanout": 2}),
+    ):
+        index_corpus(engine, paths, name, **opts)
     with engine.connect() as conn:
         counts = dict(conn.execute(select(segment.c.corpus_id, func.count()).group_by(segment.c.corpus_id)).all())
     one, many, merged = (counts[i] for i in sorted(counts))

@@ -7,37 +7,36 @@ import gzip
 import io
 import json
 import time
-from pathlib import Path
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import IndexCorpus
 from fastapi.testclient import TestClient
 
 from app.api.main import create_app
 from app.core.config import SignatureConfig
+from app.services import scanning
+from app.services.reports import ReportService
 from app.settings import Settings
+from app.store import reports as rrepo
 from app.store.db import make_engine
-from indexer.job import IndexJob, IndexOptions
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 Q2 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"
-ROWS = [{"id": "q1", "question": Q1, "choices": ["Nile", "Tigris"], "answer": 1},
-        {"id": "q2", "question": Q2, "choices": ["yes", "no"], "answer": 0}]
+ROWS = [
+    {"id": "q1", "question": Q1, "choices": ["Nile", "Tigris"], "answer": 1},
+    {"id": "q2", "question": Q2, "choices": ["yes", "no"], "answer": 0},
+]
 
 
-def _index(url: str, tmp: Path) -> None:
-    f = tmp / "corpus.jsonl"
-    f.write_text(json.dumps({"id": "page1", "text": f"Quiz night! {Q1} A. Nile B. Tigris"}) + "\n")
-    eng = make_engine(url)
-    with IndexJob(eng, "web", SignatureConfig(), IndexOptions()) as job:
-        job.run([f])
-    eng.dispose()
+CORPUS = [{"id": "page1", "text": f"Quiz night! {Q1} A. Nile B. Tigris"}]  # holds q1, not q2
 
 
 @pytest.fixture
-def client(migrated_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
-    _index(migrated_url, tmp_path)
+def client(migrated_url: str, index_corpus: IndexCorpus) -> Iterator[TestClient]:
+    index_corpus(migrated_url, CORPUS)
     app = create_app(Settings(database_url=migrated_url, api_keys=""))
     with TestClient(app) as c:
         yield c
@@ -96,8 +95,9 @@ def test_report_endpoints(client: TestClient) -> None:
     assert client.get(f"/api/v1/reports/{rid}/items", params={"corpus": "web"}).json()["total"] == 1
     assert client.get(f"/api/v1/reports/{rid}/items", params={"field": "question"}).json()["total"] == 1
     assert client.get(f"/api/v1/reports/{rid}/items", params={"min_score": 0.5}).json()["total"] == 1
-    page = client.get(f"/api/v1/reports/{rid}/items", params={"sort": "row", "order": "asc", "page_size": 1,
-                                                              "page": 2}).json()
+    page = client.get(
+        f"/api/v1/reports/{rid}/items", params={"sort": "row", "order": "asc", "page_size": 1, "page": 2}
+    ).json()
     assert [i["item_id"] for i in page["items"]] == ["q2"]
     exp = client.get(f"/api/v1/reports/{rid}/export", params={"format": "jsonl"})
     assert exp.status_code == 200 and len(exp.text.splitlines()) == 2
@@ -114,8 +114,7 @@ def test_report_endpoints(client: TestClient) -> None:
 
 
 def test_check_endpoint(client: TestClient) -> None:
-    r = client.post("/api/v1/check", json={"texts": [Q1, "Is ice cold?"],
-                                           "items": [{"id": "x", "question": Q2}]})
+    r = client.post("/api/v1/check", json={"texts": [Q1, "Is ice cold?"], "items": [{"id": "x", "question": Q2}]})
     assert r.status_code == 200
     res = {x["item_id"]: x for x in r.json()["results"]}
     assert res["0"]["status"] == "contaminated" and res["1"]["status"] == "too_short"
@@ -151,17 +150,29 @@ def test_bad_mapping_corpus_and_limit(client: TestClient, migrated_url: str) -> 
     assert r.status_code == 422 and "unknown role" in r.json()["error"]
     r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"corpora": "missing"})
     assert r.status_code == 404 and "no corpus named 'missing'" in r.json()["error"]
-    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)},
-                    data={"mapping": '{"question": "answer"}'})
+    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"mapping": '{"question": "answer"}'})
     assert r.status_code == 202  # an override is honoured
     small = create_app(Settings(database_url=migrated_url, max_upload_mb=0.0001))
     with TestClient(small) as c:
         big = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data * 10)})
         assert big.status_code in (413, 422) and "exceeds the limit" in big.json()["error"]
+        assert "MiB" in big.json()["error"]  # limits are set and shown in MiB
 
 
-def test_api_keys(migrated_url: str, tmp_path: Path) -> None:
-    _index(migrated_url, tmp_path)
+def test_corpora_indexed_with_other_settings_are_a_conflict(
+    client: TestClient, migrated_url: str, index_corpus: IndexCorpus
+) -> None:
+    """Checking corpora indexed with different signature settings together is a 409, not a 422."""
+    index_corpus(migrated_url, [{"id": "x", "text": Q2}], "other", cfg=SignatureConfig(ngram_n=5))
+    data = _payloads()["b.jsonl"]
+    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"corpora": "web,other"})
+    assert r.status_code == 409 and "different signature settings" in r.json()["error"]
+    r = client.post("/api/v1/check", json={"texts": [Q1], "corpora": ["web", "other"]})
+    assert r.status_code == 409
+
+
+def test_api_keys(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    index_corpus(migrated_url, CORPUS)
     with TestClient(create_app(Settings(database_url=migrated_url, api_keys="k1,k2"))) as c:
         assert c.get("/health").status_code == 200
         r = c.get("/api/v1/reports")
@@ -170,14 +181,11 @@ def test_api_keys(migrated_url: str, tmp_path: Path) -> None:
         assert c.get("/api/v1/reports", headers={"Authorization": "Bearer k2"}).status_code == 200
 
 
-def test_interrupted_job_resumes_on_restart(migrated_url: str, tmp_path: Path) -> None:
+def test_interrupted_job_resumes_on_restart(migrated_url: str, index_corpus: IndexCorpus) -> None:
     """A server that died mid-job leaves a 'running' report; the next start finishes it."""
-    from app.services.reports import ReportService
-    from app.store import reports as rrepo
-
-    _index(migrated_url, tmp_path)
+    index_corpus(migrated_url, CORPUS)
     eng = make_engine(migrated_url)
-    svc = ReportService(eng)
+    svc = ReportService(eng, Settings().max_upload_bytes)
     rid = svc.submit(_payloads()["b.jsonl"], "b.jsonl", background=False)
     with eng.begin() as conn:  # roll the report back to the state a crash leaves behind
         rrepo.delete_items(conn, rid)
@@ -191,9 +199,7 @@ def test_interrupted_job_resumes_on_restart(migrated_url: str, tmp_path: Path) -
         assert c.get(f"/api/v1/reports/{rid}/items").json()["total"] == 2
 
 
-def test_failing_job_is_marked_failed_with_its_reason(client: TestClient, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from app.services import scanning
-
+def test_failing_job_is_marked_failed_with_its_reason(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(self, items, progress=None):  # type: ignore[no-untyped-def]
         raise RuntimeError("disk on fire")
 
@@ -214,8 +220,16 @@ def test_docs_page_is_served_without_a_cdn(client: TestClient) -> None:
 
 def test_openapi_lists_every_route(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
-    for p in ["/api/v1/benchmarks", "/api/v1/check", "/api/v1/reports", "/api/v1/reports/{report_id}",
-              "/api/v1/reports/{report_id}/items", "/api/v1/reports/{report_id}/items/{item_id}",
-              "/api/v1/reports/{report_id}/export", "/api/v1/reports/{report_id}/clean", "/api/v1/corpora",
-              "/health"]:
+    for p in [
+        "/api/v1/benchmarks",
+        "/api/v1/check",
+        "/api/v1/reports",
+        "/api/v1/reports/{report_id}",
+        "/api/v1/reports/{report_id}/items",
+        "/api/v1/reports/{report_id}/items/{item_id}",
+        "/api/v1/reports/{report_id}/export",
+        "/api/v1/reports/{report_id}/clean",
+        "/api/v1/corpora",
+        "/health",
+    ]:
         assert p in paths, p

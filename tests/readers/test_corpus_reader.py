@@ -9,7 +9,7 @@ import pytest
 import zstandard
 
 from app.errors import CorruptFileError, InputError
-from app.readers.corpus import find_files, read_documents
+from app.readers.corpus import find_files, read_documents, read_jsonl
 
 DOCS = [{"id": "a", "text": "alpha beta gamma"}, {"id": "b", "text": "delta epsilon"}]
 
@@ -47,29 +47,32 @@ def test_every_format(tmp_path: Path, name: str) -> None:
 def test_bad_records_are_counted_by_reason(tmp_path: Path) -> None:
     p = tmp_path / "bad.jsonl"
     lines = [
-        b'{"id": 1, "text": "good one"}',          # kept
-        b'{"id": 2, "text": "caf\xe9 latin-1"}',    # invalid UTF-8: kept with a replacement char, counted
-        b'{"id": 3, "text": "unterminated',         # malformed JSON
-        b'[1, 2, 3]',                               # not an object
-        b'{"id": 4}',                               # missing text
-        b'{"id": 5, "text": 42}',                   # non-string text
-        b'{"id": 6, "text": "   "}',                # empty text
-        b'{"text": "no id here"}',                  # id falls back to file:line
-        b'',                                        # blank line: ignored
+        b'{"id": 1, "text": "good one"}',  # kept
+        b'{"id": 2, "text": "caf\xe9 latin-1"}',  # invalid UTF-8: kept with a replacement char, counted
+        b'{"id": 3, "text": "unterminated',  # malformed JSON
+        b"[1, 2, 3]",  # not an object
+        b'{"id": 4}',  # missing text
+        b'{"id": 5, "text": 42}',  # non-string text
+        b'{"id": 6, "text": "   "}',  # empty text
+        b'{"text": "no id here"}',  # id falls back to file:line
+        b"",  # blank line: ignored
         b'{"id": 9, "text": "' + b"x" * 5000 + b'"}',  # over the record limit
         b'{"id": 10, "text": "after the long line"}',
     ]
     p.write_bytes(b"\n".join(lines) + b"\n")
     skipped: Counter = Counter()
-    from app.readers.corpus import read_jsonl
-
     docs = list(read_jsonl(p, "text", "id", skipped, max_bytes=1000))
     assert [d.external_id for d in docs] == ["1", "2", "bad.jsonl:8", "10"]
     assert docs[1].text == "caf\ufffd latin-1"
     assert docs[2].position == 8
     assert skipped == Counter(
-        invalid_utf8_replaced=1, malformed_json=1, not_an_object=1, missing_text=1, non_string_text=1,
-        empty_text=1, record_too_long=1,
+        invalid_utf8_replaced=1,
+        malformed_json=1,
+        not_an_object=1,
+        missing_text=1,
+        non_string_text=1,
+        empty_text=1,
+        record_too_long=1,
     )
 
 

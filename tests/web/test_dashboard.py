@@ -12,15 +12,16 @@ from pathlib import Path
 
 import pytest
 import uvicorn
+from conftest import IndexCorpus
 from fastapi.testclient import TestClient
+from playwright.sync_api import Browser, sync_playwright
 
 from app.api.main import create_app
 from app.core.config import SignatureConfig
 from app.settings import Settings
-from app.store.db import make_engine, upgrade
-from indexer.job import IndexJob, IndexOptions
+from app.store.db import upgrade
 
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"  # tests/artifacts
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 EVIL = 'What does <script>alert("xss")</script> print when <img src=x onerror=alert(1)> loads in the old browser?'
@@ -32,16 +33,10 @@ BENCH = [
 ]
 
 
-def _seed(url: str, tmp: Path) -> None:
-    corpus = tmp / "corpus.jsonl"
-    docs = [{"id": "quiz-page", "text": f"Quiz night!\n{Q1}\nA. Nile\nB. Tigris\nAnswer: Tigris"},
-            {"id": "forum<b>", "text": f"Someone asked: {EVIL} Nobody knew."}]
-    corpus.write_text("".join(json.dumps(d) + "\n" for d in docs))
-    upgrade(url)
-    eng = make_engine(url)
-    with IndexJob(eng, "web", SignatureConfig(), IndexOptions()) as job:
-        job.run([corpus])
-    eng.dispose()
+CORPUS = [
+    {"id": "quiz-page", "text": f"Quiz night!\n{Q1}\nA. Nile\nB. Tigris\nAnswer: Tigris"},
+    {"id": "forum<b>", "text": f"Someone asked: {EVIL} Nobody knew."},  # a hostile document id too
+]
 
 
 def _bench_file(tmp: Path) -> Path:
@@ -50,11 +45,15 @@ def _bench_file(tmp: Path) -> Path:
     return p
 
 
-def test_pages_render_and_escape(migrated_url: str, tmp_path: Path) -> None:
-    _seed(migrated_url, tmp_path)
+def test_pages_render_and_escape(migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus) -> None:
+    index_corpus(migrated_url, CORPUS)
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
-        r = c.post("/upload", files={"file": ("quiz.jsonl", _bench_file(tmp_path).read_bytes())},
-                   data={"name": "quiz <i>bench</i>"}, follow_redirects=False)
+        r = c.post(
+            "/upload",
+            files={"file": ("quiz.jsonl", _bench_file(tmp_path).read_bytes())},
+            data={"name": "quiz <i>bench</i>"},
+            follow_redirects=False,
+        )
         assert r.status_code == 303
         rid = r.headers["location"].rsplit("/", 1)[1]
         for _ in range(100):
@@ -76,8 +75,31 @@ def test_pages_render_and_escape(migrated_url: str, tmp_path: Path) -> None:
         assert bad.status_code == 422 and "line 1 is not valid JSON" in bad.text
 
 
-def test_dashboard_requires_login_when_keys_are_set(migrated_url: str, tmp_path: Path) -> None:
-    _seed(migrated_url, tmp_path)
+def test_domain_errors_are_pages_never_500(migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus) -> None:
+    """Every dashboard path answers a domain error with a page and the status from one table."""
+    index_corpus(migrated_url, CORPUS)
+    index_corpus(migrated_url, [{"id": "x", "text": Q3}], "other", cfg=SignatureConfig(ngram_n=5))
+    bench = _bench_file(tmp_path).read_bytes()
+    with TestClient(create_app(Settings(database_url=migrated_url)), raise_server_exceptions=False) as c:
+        rid = c.post("/upload", files={"file": ("q.jsonl", bench)}, data={"corpora": ["web"]}, follow_redirects=False)
+        rid = rid.headers["location"].rsplit("/", 1)[1]
+        cases = {
+            "/reports/nope": (404, "no report nope"),
+            f"/reports/{rid}/items/nope": (404, "no item"),
+            "/items?report=nope": (404, "no report nope"),
+            "/items?min_score=abc": (422, "minimum score must be a number"),
+        }
+        for path, (code, message) in cases.items():
+            r = c.get(path)
+            assert (r.status_code, r.headers["content-type"].split(";")[0]) == (code, "text/html"), path
+            assert message in r.text, path
+        for corpora, code, message in ((["nope"], 404, "no corpus named"), (["web", "other"], 409, "different")):
+            r = c.post("/upload", files={"file": ("q.jsonl", bench)}, data={"corpora": corpora})
+            assert r.status_code == code and message in r.text and 'id="upload-form"' in r.text
+
+
+def test_dashboard_requires_login_when_keys_are_set(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    index_corpus(migrated_url, CORPUS)
     with TestClient(create_app(Settings(database_url=migrated_url, api_keys="secret"))) as c:
         r = c.get("/items", follow_redirects=False)
         assert r.status_code == 303 and r.headers["location"].startswith("/login")
@@ -97,12 +119,14 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def live_server(tmp_path: Path) -> Iterator[str]:
+def live_server(tmp_path: Path, index_corpus: IndexCorpus) -> Iterator[str]:
     url = f"sqlite:///{tmp_path / 'live.db'}"
-    _seed(url, tmp_path)
+    upgrade(url)
+    index_corpus(url, CORPUS)
     port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(Settings(database_url=url)), host="127.0.0.1", port=port,
-                                           log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(Settings(database_url=url)), host="127.0.0.1", port=port, log_level="warning")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     for _ in range(200):
@@ -115,14 +139,21 @@ def live_server(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def browser():  # type: ignore[no-untyped-def]
-    from playwright.sync_api import sync_playwright
-
+def browser() -> Iterator[Browser]:
     assert Path(CHROMIUM).exists(), "Chromium is required for the browser tests (apt-get install chromium)"
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         yield b
         b.close()
 

@@ -1,0 +1,56 @@
+"""Request dependencies as `Annotated` aliases. create_app builds the settings and services once
+and keeps them on the application; these hand them to the routes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from app.services.checking import CheckService
+from app.services.corpora import CorpusService
+from app.services.reports import ReportService
+from app.settings import Settings
+
+
+def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_report_service(request: Request) -> ReportService:
+    service: ReportService = request.app.state.reports
+    return service
+
+
+def get_corpus_service(request: Request) -> CorpusService:
+    service: CorpusService = request.app.state.corpora
+    return service
+
+
+def get_check_service(request: Request) -> CheckService:
+    service: CheckService = request.app.state.checks
+    return service
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+ReportServiceDep = Annotated[ReportService, Depends(get_report_service)]
+CorpusServiceDep = Annotated[CorpusService, Depends(get_corpus_service)]
+CheckServiceDep = Annotated[CheckService, Depends(get_check_service)]
+
+_bearer = HTTPBearer(auto_error=False)
+
+
+def require_api_key(
+    settings: SettingsDep, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> None:
+    """With CONTAM_API_KEYS set, a request needs `Authorization: Bearer <one of them>`."""
+    keys = settings.key_set()
+    if keys and (creds is None or creds.credentials not in keys):
+        raise HTTPException(
+            401, "a valid API key is required (Authorization: Bearer <key>)", headers={"WWW-Authenticate": "Bearer"}
+        )
+
+
+AuthDep = Depends(require_api_key)  # a router's dependency: every route under it needs a key

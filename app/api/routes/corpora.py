@@ -1,0 +1,23 @@
+"""Indexed corpora and their health."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from app.api.deps import CorpusServiceDep
+
+router = APIRouter(tags=["corpora"])
+
+
+@router.get("/corpora")
+def corpora(svc: CorpusServiceDep) -> list[dict[str, Any]]:
+    """Indexed corpora with size and signature settings."""
+    return svc.list_corpora()
+
+
+@router.get("/corpora/{name}")
+def corpus_health(name: str, svc: CorpusServiceDep) -> dict[str, Any]:
+    """One corpus's health: documents, tokens, skipped records, failed files, duplicates, lengths."""
+    return svc.health(name)

@@ -1,0 +1,56 @@
+"""Checking items without storing a report: a few items for the API, a benchmark file for the CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+
+from app.core.scoring import Thresholds
+from app.core.types import BenchmarkItem
+from app.errors import InputError
+from app.readers.benchmark import read_benchmark
+from app.services.results import summarize
+from app.services.scanning import ItemResult, Scanner
+
+MAX_CHECK_ITEMS = 1000  # answered within the request; larger sets go through a report
+
+
+@dataclass
+class CheckResult:
+    fingerprint: str  # of the signature settings the corpora were indexed with
+    results: list[ItemResult]
+    summary: dict[str, Any]
+
+
+class CheckService:
+    """Scores items against the indexed corpora and hands the results back (nothing is stored)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def items(
+        self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None = None, thresholds: Thresholds | None = None
+    ) -> CheckResult:
+        """A few items, answered synchronously, against the given corpora (default: all)."""
+        if not items:
+            raise InputError("give at least one text or item")
+        if len(items) > MAX_CHECK_ITEMS:
+            raise InputError(f"at most {MAX_CHECK_ITEMS} items per check; upload a benchmark for more")
+        return self._scan(items, corpora, thresholds)
+
+    def benchmark(
+        self, data: bytes, filename: str, mapping: Mapping[str, Any] | None = None, corpora: Sequence[str] | None = None
+    ) -> CheckResult:
+        """Every item of a benchmark file (any format the reader knows)."""
+        items, _used = read_benchmark(data, filename, mapping)
+        return self._scan(items, corpora, None)
+
+    def _scan(
+        self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None, thresholds: Thresholds | None
+    ) -> CheckResult:
+        scanner = Scanner(self.engine, corpora or None, thresholds)
+        results = scanner.scan(items)
+        return CheckResult(scanner.fingerprint, results, summarize(results, scanner.th))

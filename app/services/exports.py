@@ -1,0 +1,70 @@
+"""A report's results as files: every item as JSONL or CSV, and the uploaded benchmark without
+the items a report flagged, in the benchmark's own format."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from app.core.types import Status
+from app.errors import InputError
+from app.readers.benchmark import detect_format, read_records
+
+CSV_COLUMNS = [
+    "item_id", "row", "status", "score", "reason", "tokens", "ngram_overlap", "coverage", "best_doc_coverage",
+    "longest_match", "near_similarity", "question_found", "answer_found", "answer_with_question", "best_document",
+    "best_corpus",
+]  # fmt: skip
+MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
+
+
+def _csv_row(item: dict[str, Any]) -> list[Any]:
+    m, ev = item["metrics"], (item["evidence"][0] if item["evidence"] else {})
+    return [
+        item["item_id"], item["idx"], item["status"], item["score"], item["reason"], m["tokens"], m["ngram_overlap"],
+        m["coverage"], m["best_doc_coverage"], m["longest_match"], m["near_similarity"], item["question_found"],
+        item["answer_found"], item["answer_with_question"], ev.get("document_id", ""), ev.get("corpus", ""),
+    ]  # fmt: skip
+
+
+def export_items(items: list[dict[str, Any]], fmt: str) -> tuple[bytes, str]:
+    """Stored items (as the store returns them) as JSONL or CSV; the bytes and their media type."""
+    if fmt == "jsonl":
+        return "".join(json.dumps(i) + "\n" for i in items).encode(), MEDIA_TYPES[fmt]
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(CSV_COLUMNS)
+        w.writerows(_csv_row(i) for i in items)
+        return buf.getvalue().encode(), MEDIA_TYPES[fmt]
+    raise InputError(f"unknown export format {fmt!r} (use jsonl or csv)")
+
+
+def without_items(
+    data: bytes, filename: str, statuses: Mapping[int, str], drop: Collection[Status]
+) -> tuple[bytes, str]:
+    """The benchmark file `data` without the records whose status (by record index) is in
+    `drop`, in its own format (compression dropped); the bytes and a file name for them."""
+    fmt, comp = detect_format(filename)
+    keep = [rec for i, (_row, rec) in enumerate(read_records(data, filename)) if statuses.get(i) not in drop]
+    out_name = f"{filename.rsplit('.', 2 if comp else 1)[0]}.clean.{fmt}"
+    if fmt == "jsonl":
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep).encode(), out_name
+    if fmt == "json":
+        return json.dumps(keep, ensure_ascii=False, indent=1).encode(), out_name
+    if fmt in ("csv", "tsv"):
+        buf = io.StringIO()
+        cols = list(keep[0]) if keep else list(next(iter(read_records(data, filename)))[1])
+        w = csv.DictWriter(buf, fieldnames=cols, delimiter="\t" if fmt == "tsv" else ",")
+        w.writeheader()
+        w.writerows(keep)
+        return buf.getvalue().encode(), out_name
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(keep), sink)
+    return sink.getvalue(), out_name

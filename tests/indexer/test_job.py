@@ -1,0 +1,306 @@
+"""The indexing job against real SQLite and PostgreSQL databases: counts, exactly-once files,
+groups and their commits, corrupt files, interruptions and kills."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import IndexCorpus
+from helpers import make_docs, write_jsonl
+from sqlalchemy import select, text
+from typer.testing import CliRunner
+
+import indexer.job as job_module
+from app.core.config import SignatureConfig
+from app.errors import FingerprintMismatch, SettingsConflict
+from app.store import repo
+from app.store.db import make_engine, upgrade
+from app.store.schema import band, corpus_file, document, ngram
+from indexer.cli import app as cli
+
+
+def snapshot(url: str) -> dict:
+    """The index content, independent of internal ids."""
+    eng = make_engine(url)
+    with eng.connect() as conn:
+        ext = dict(conn.execute(select(document.c.id, document.c.external_id)).all())
+        docs = sorted(conn.execute(select(document.c.external_id, document.c.n_tokens, document.c.text_hash)).all())
+        grams = sorted((h, ext[d]) for h, d in conn.execute(select(ngram.c.hash, ngram.c.doc_id)).all())
+        bands = sorted((k, ext[d], w) for k, d, w in conn.execute(select(band.c.key, band.c.doc_id, band.c.win)).all())
+        files = sorted(conn.execute(select(corpus_file.c.path, corpus_file.c.status, corpus_file.c.n_docs)).all())
+    eng.dispose()
+    return {"docs": docs, "grams": grams, "bands": bands, "files": files}
+
+
+def test_index_counts_and_rerun_is_idempotent(migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus) -> None:
+    a = write_jsonl(tmp_path / "a.jsonl", make_docs(30, 120, 1, "a"))
+    b = write_jsonl(tmp_path / "b.jsonl.gz", make_docs(20, 80, 2, "b"), gz=True)
+    s = index_corpus(migrated_url, [tmp_path], "c", batch_size=7)
+    d = s.as_dict()
+    assert (d["files_indexed"], d["documents"], d["tokens"]) == (2, 50, 30 * 120 + 20 * 80)
+    assert d["windows"] > 50 and d["ngrams"] > 0.95 * (30 * 113 + 20 * 73)
+    first = snapshot(migrated_url)
+    assert len(first["grams"]) == d["ngrams"]
+    if migrated_url.startswith("postgresql"):  # planner statistics refreshed after the bulk load
+        eng = make_engine(migrated_url)
+        with eng.connect() as conn:
+            analyzed = conn.execute(text("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = 'ngram'"))
+            assert analyzed.scalar_one() is not None
+        eng.dispose()
+    again = index_corpus(migrated_url, [a, b], "c")
+    assert again.as_dict()["files_unchanged"] == 2 and again.as_dict()["documents"] == 0
+    assert snapshot(migrated_url) == first
+    # the same content under another path is the same file
+    (tmp_path / "copy").mkdir()
+    (tmp_path / "copy" / "a2.jsonl").write_bytes(a.read_bytes())
+    assert index_corpus(migrated_url, [tmp_path / "copy"], "c").as_dict()["files_unchanged"] == 1
+
+
+def test_parallel_workers_give_the_same_index(db_url: str, tmp_path: Path, index_corpus: IndexCorpus) -> None:
+    write_jsonl(tmp_path / "a.jsonl", make_docs(40, 200, 3, "a"))
+    write_jsonl(tmp_path / "b.jsonl", make_docs(40, 50, 4, "b"))
+    upgrade(db_url)
+    index_corpus(db_url, [tmp_path], "c", workers=2, batch_size=5)
+    parallel = snapshot(db_url)
+    other = tmp_path / "serial.db"
+    serial_url = f"sqlite:///{other}"
+    upgrade(serial_url)
+    index_corpus(serial_url, [tmp_path], "c", workers=1, batch_size=1000)
+    assert snapshot(serial_url) == parallel
+
+
+def test_mismatched_settings_are_refused(migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus) -> None:
+    f = write_jsonl(tmp_path / "a.jsonl", make_docs(3, 50, 1, "a"))
+    index_corpus(migrated_url, [f], "c")
+    g = write_jsonl(tmp_path / "b.jsonl", make_docs(3, 50, 2, "b"))
+    with pytest.raises(FingerprintMismatch, match="ngram_n: index has 8, requested 13"):
+        index_corpus(migrated_url, [g], "c", cfg=SignatureConfig(ngram_n=13))
+    # a different corpus name may use other settings
+    assert index_corpus(migrated_url, [g], "other", cfg=SignatureConfig(ngram_n=13)).as_dict()["documents"] == 3
+
+
+def test_keeping_text_or_not_is_a_settings_conflict(
+    migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """store_text is fixed per corpus; asking otherwise is a conflict (the API's 409), not bad input."""
+    index_corpus(migrated_url, [write_jsonl(tmp_path / "a.jsonl", make_docs(3, 50, 1, "a"))], "c")
+    with pytest.raises(SettingsConflict, match="store_text=True; keep it the same"):
+        index_corpus(migrated_url, [write_jsonl(tmp_path / "b.jsonl", make_docs(3, 50, 2, "b"))], "c", store_text=False)
+
+
+def test_corrupt_file_fails_alone_and_exit_code(migrated_url: str, tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "good.jsonl", make_docs(5, 40, 1, "g"))
+    blob = gzip.compress("".join(json.dumps(d) + "\n" for d in make_docs(400, 60, 2, "x")).encode())
+    (tmp_path / "broken.jsonl.gz").write_bytes(blob[: len(blob) // 2])
+    bad_lines = tmp_path / "messy.jsonl"
+    bad_lines.write_bytes(b'{"id": 1, "text": "fine text here"}\nnot json\n{"id": 2, "text": 7}\n{"id": 3}\n')
+    result = CliRunner().invoke(
+        cli, ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none", str(tmp_path)]
+    )
+    assert result.exit_code == 1, result.output
+    assert "broken.jsonl.gz" in result.output and "cannot read to the end" in result.output
+    eng = make_engine(migrated_url)
+    with eng.connect() as conn:
+        row = repo.get_corpus(conn, "c")
+        assert row is not None
+        health = repo.corpus_health(conn, row["id"])
+        # nothing of the broken file was kept
+        n_docs = conn.execute(text("SELECT count(*) FROM document")).scalar_one()
+    eng.dispose()
+    assert n_docs == 6
+    assert health["documents"] == 6 and health["files"] == 2
+    assert health["skipped"] == {"malformed_json": 1, "missing_text": 1, "non_string_text": 1}
+    assert [f["path"].endswith("broken.jsonl.gz") for f in health["failed_files"]] == [True]
+    # `contam corpora NAME` shows it; a rerun retries the failed file (and fails again)
+    shown = CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url])
+    assert shown.exit_code == 0 and '"failed_files"' in shown.output and "broken.jsonl.gz" in shown.output
+    listed = CliRunner().invoke(cli, ["corpora", "--db", migrated_url])
+    assert "c: 2 files (1 failed), 6 documents" in listed.output
+    rerun = CliRunner().invoke(
+        cli, ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none", str(tmp_path)]
+    )
+    assert rerun.exit_code == 1 and '"files_unchanged": 2' in rerun.output
+
+
+def test_corrupt_file_inside_a_group_leaves_the_rest_indexed_once(
+    db_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """Files share a transaction; a corrupt one rolls back its group, whose good files are redone."""
+    mixed, clean = tmp_path / "mixed", tmp_path / "clean"
+    mixed.mkdir()
+    clean.mkdir()
+    for d in (mixed, clean):
+        write_jsonl(d / "a.jsonl", make_docs(40, 90, 1, "a"))
+        write_jsonl(d / "c.jsonl.gz", make_docs(30, 70, 3, "c"), gz=True)
+    blob = gzip.compress("".join(json.dumps(d) + "\n" for d in make_docs(300, 60, 2, "b")).encode())
+    (mixed / "b-broken.jsonl.gz").write_bytes(blob[: len(blob) // 2])
+    upgrade(db_url)
+    s = index_corpus(db_url, [mixed], "c", batch_size=25)  # default grouping: a and b share a transaction
+    assert [(Path(f.path).name, f.status) for f in s.files] == [
+        ("a.jsonl", "done"),
+        ("b-broken.jsonl.gz", "failed"),
+        ("c.jsonl.gz", "done"),
+    ]
+    assert s.as_dict()["documents"] == 70
+    fresh_url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    upgrade(fresh_url)
+    index_corpus(fresh_url, [clean], "c", batch_size=25)
+    got, want = snapshot(db_url), snapshot(fresh_url)
+    assert got["docs"] == want["docs"] and got["grams"] == want["grams"] and got["bands"] == want["bands"]
+    assert [(Path(p).name, st, n) for p, st, n in got["files"]] == [
+        ("a.jsonl", "done", 40),
+        ("b-broken.jsonl.gz", "failed", 0),
+        ("c.jsonl.gz", "done", 30),
+    ]
+
+
+def test_an_error_while_reading_stops_the_run_and_keeps_no_part_of_it(
+    migrated_url: str, tmp_path: Path, monkeypatch, index_corpus: IndexCorpus
+) -> None:  # type: ignore[no-untyped-def]
+    """An unexpected error (or Ctrl-C) in the middle of a file ends the run promptly, never hangs,
+    and leaves only what was committed before it: here nothing, as the files share a group."""
+    write_jsonl(tmp_path / "a.jsonl", make_docs(30, 50, 1, "a"))
+    write_jsonl(tmp_path / "b.jsonl", make_docs(30, 50, 2, "b"))
+    real = job_module.read_documents
+
+    def failing(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        for i, doc in enumerate(real(path, *args, **kwargs)):
+            if path.name == "b.jsonl" and i == 20:
+                raise PermissionError(f"{path}: lost access")
+            yield doc
+
+    monkeypatch.setattr(job_module, "read_documents", failing)
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            index_corpus(migrated_url, [tmp_path], "c", batch_size=5)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "the indexer hung after an error in the main thread"
+    assert len(outcome) == 1 and isinstance(outcome[0], PermissionError)
+    assert snapshot(migrated_url)["docs"] == []
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def run_started(self, files: list[Path]) -> None:
+        pass
+
+    def file_started(self, path: str, size: int) -> None:
+        self.seen.append("start " + Path(path).name)
+
+    def advanced(self, documents: int, nbytes: int) -> None:
+        pass
+
+    def file_finished(self, report) -> None:  # type: ignore[no-untyped-def]
+        self.seen.append("done " + Path(report.path).name)
+
+
+@pytest.mark.parametrize(
+    ("opts", "order"),
+    [
+        ({}, ["start a.jsonl", "start b.jsonl", "done a.jsonl", "done b.jsonl"]),
+        ({"commit_bytes": 0}, ["start a.jsonl", "done a.jsonl", "start b.jsonl", "done b.jsonl"]),
+        ({"commit_seconds": 0.0}, ["start a.jsonl", "done a.jsonl", "start b.jsonl", "done b.jsonl"]),
+    ],
+    ids=["grouped", "by-size", "by-time"],
+)
+def test_a_group_commits_at_its_size_or_time_limit(
+    migrated_url: str, tmp_path: Path, opts: dict, order: list[str], index_corpus: IndexCorpus
+) -> None:
+    """Files are reported done when their transaction commits."""
+    write_jsonl(tmp_path / "a.jsonl", make_docs(5, 40, 1, "a"))
+    write_jsonl(tmp_path / "b.jsonl", make_docs(5, 40, 2, "b"))
+    events = _Events()
+    index_corpus(migrated_url, [tmp_path], "c", progress=events, **opts)
+    assert events.seen == order
+
+
+def test_pointer_only_corpus_keeps_no_text(migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus) -> None:
+    write_jsonl(tmp_path / "a.jsonl", make_docs(3, 30, 1, "a"))
+    index_corpus(migrated_url, [tmp_path], "c", store_text=False)
+    eng = make_engine(migrated_url)
+    with eng.connect() as conn:
+        assert conn.execute(select(document.c.text)).scalars().all() == [None, None, None]
+        assert conn.execute(select(document.c.position)).scalars().all() == [1, 2, 3]
+    eng.dispose()
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "indexer.cli", *args]
+
+
+@pytest.mark.parametrize("commit_mb", ["0", "256"], ids=["commit-per-file", "commit-per-group"])
+def test_killed_run_resumes_to_the_same_index(
+    db_url: str, tmp_path: Path, commit_mb: str, index_corpus: IndexCorpus
+) -> None:
+    """SIGKILL the indexer in the middle of a file, rerun, compare with an uninterrupted run.
+
+    With a commit per file the first file survives the kill; with the default grouping the
+    three small-to-medium files share one transaction and nothing survives. Either way the
+    rerun ends with exactly the index of a run that was never interrupted.
+    """
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_jsonl(corpus / "a-small.jsonl", make_docs(50, 100, 1, "a"))
+    write_jsonl(corpus / "b-big.jsonl", make_docs(12000, 120, 2, "b"))
+    write_jsonl(corpus / "c-small.jsonl.gz", make_docs(50, 100, 3, "c"), gz=True)
+    upgrade(db_url)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    args = _cli(
+        "index",
+        "--corpus",
+        "c",
+        "--db",
+        db_url,
+        "--workers",
+        "1",
+        "--batch-size",
+        "200",
+        "--commit-mb",
+        commit_mb,
+        "--progress",
+        "log",
+        str(corpus),
+    )
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("indexing [2/3]"):
+            break
+    time.sleep(0.3)  # well inside the big file, which takes over a second
+    assert proc.poll() is None, "indexer finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = snapshot(db_url)
+    survived = 1 if commit_mb == "0" else 0
+    assert [f[0].endswith("a-small.jsonl") for f in partial["files"]] == [True] * survived
+    assert len(partial["docs"]) == 50 * survived  # nothing of a file in progress
+    done = subprocess.run(args, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert f'"files_unchanged": {survived}' in done.stdout and f'"files_indexed": {3 - survived}' in done.stdout
+    resumed = snapshot(db_url)
+    fresh_url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    upgrade(fresh_url)
+    index_corpus(fresh_url, [corpus], "c", batch_size=200)
+    fresh = snapshot(fresh_url)
+    assert resumed["docs"] == fresh["docs"] and len(fresh["docs"]) == 12100
+    assert resumed["grams"] == fresh["grams"]
+    assert resumed["bands"] == fresh["bands"]
+    assert resumed["files"] == fresh["files"]

@@ -1,0 +1,115 @@
+"""Role detection on the record shapes of well-known benchmarks (one real-shaped record each)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.readers.benchmark import read_benchmark
+
+SHAPES = [
+    (
+        "mmlu",
+        {
+            "question": "What is the capital of France?",
+            "subject": "geography",
+            "choices": ["Berlin", "Paris", "Rome", "Madrid"],
+            "answer": 1,
+        },
+        {
+            "question": "What is the capital of France?",
+            "choices": ("Berlin", "Paris", "Rome", "Madrid"),
+            "answer": "Paris",
+        },
+    ),
+    (
+        "gsm8k",
+        {"question": "Tom has 3 apples and buys 2 more. How many?", "answer": "3 + 2 = 5\n#### 5"},
+        {"question": "Tom has 3 apples and buys 2 more. How many?", "answer": "3 + 2 = 5\n#### 5"},
+    ),
+    (
+        "humaneval",
+        {
+            "task_id": "HumanEval/0",
+            "prompt": "def f(x):\n",
+            "canonical_solution": "    return x\n",
+            "test": "assert f(1) == 1",
+            "entry_point": "f",
+        },
+        {"item_id": "HumanEval/0", "question": "def f(x):\n", "answer": "    return x\n"},
+    ),
+    (
+        "arc",
+        {
+            "id": "Mercury_1",
+            "question": "Which is a mammal?",
+            "choices": {"text": ["shark", "whale", "trout"], "label": ["A", "B", "C"]},
+            "answerKey": "B",
+        },
+        {"item_id": "Mercury_1", "choices": ("shark", "whale", "trout"), "answer": "whale"},
+    ),
+    (
+        "hellaswag",
+        {
+            "ind": 4,
+            "ctx": "A man is sitting on a roof. he",
+            "endings": [
+                "starts pulling up roofing.",
+                "is using wrap.",
+                "is ripping level tiles.",
+                "holds a rubik's cube.",
+            ],
+            "label": "0",
+        },
+        {"question": "A man is sitting on a roof. he", "answer": "starts pulling up roofing."},
+    ),
+    (
+        "truthfulqa",
+        {
+            "question": "What happens if you eat watermelon seeds?",
+            "best_answer": "The seeds pass through your digestive system",
+            "mc1_targets": {"choices": ["You grow watermelons", "Nothing happens"], "labels": [0, 1]},
+        },
+        {
+            "choices": ("You grow watermelons", "Nothing happens"),
+            "answer": "The seeds pass through your digestive system",
+        },
+    ),
+    (
+        "squad",
+        {
+            "id": "5733be28",
+            "title": "Notre_Dame",
+            "context": "Architecturally, the school has a Catholic character.",
+            "question": "What character does the school have?",
+            "answers": {"text": ["Catholic"], "answer_start": [36]},
+        },
+        {
+            "item_id": "5733be28",
+            "passage": "Architecturally, the school has a Catholic character.",
+            "question": "What character does the school have?",
+            "answer": "Catholic",
+        },
+    ),
+    (
+        "bigbench",
+        {"input": "Is the sky green?", "target_scores": {"Yes": 0, "No": 1}},
+        {"question": "Is the sky green?", "choices": ("Yes", "No"), "answer": "No"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "record", "expected"), SHAPES, ids=[s[0] for s in SHAPES])
+def test_detects_roles(name: str, record: dict, expected: dict) -> None:
+    items, mapping = read_benchmark((json.dumps(record) + "\n").encode(), f"{name}.jsonl")
+    it = items[0]
+    for field, value in expected.items():
+        assert getattr(it, field) == value, (name, field, mapping)
+
+
+def test_mapping_override_and_row_ids() -> None:
+    data = b'{"q": "first question here", "a": "x"}\n{"q": "second question here", "a": "y"}\n'
+    items, mapping = read_benchmark(data, "b.jsonl", {"question": "q", "answer": "a"})
+    assert [i.item_id for i in items] == ["0", "1"] and items[1].answer == "y"
+    assert mapping == {"question": "q", "answer": "a"}

@@ -1,0 +1,83 @@
+"""The store's bulk writes and posting segments, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+from conftest import drop_pg_database, make_pg_database
+from sqlalchemy import Engine, select
+
+from app.core.config import SignatureConfig
+from app.store import repo
+from app.store.db import make_engine, upgrade
+from app.store.schema import band, ngram
+
+
+def _bulk_insert_round_trip(url: str, param_limit: int | None = None) -> None:
+    upgrade(url)
+    rng = np.random.default_rng(1)
+    h = np.sort(rng.integers(-(2**63), 2**63 - 1, 2503, dtype=np.int64))
+    d = rng.integers(1, 50, 2503).astype(np.int32)
+    keys = np.sort(rng.integers(-(2**63), 2**63 - 1, 1001, dtype=np.int64))
+    eng = make_engine(url)
+    with eng.begin() as conn:
+        if param_limit is not None:
+            conn.connection.driver_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, param_limit)
+        repo.insert_ngrams(conn, 3, h, d)
+        repo.insert_bands(conn, 3, keys, np.full(1001, 7, np.int32), np.arange(1001, dtype=np.int32))
+    with eng.connect() as conn:
+        got = sorted(conn.execute(select(ngram.c.seg, ngram.c.hash, ngram.c.doc_id)).all())
+        bands = sorted(conn.execute(select(band.c.seg, band.c.key, band.c.doc_id, band.c.win)).all())
+    eng.dispose()
+    assert got == sorted((3, a, b) for a, b in zip(h.tolist(), d.tolist(), strict=True))
+    assert bands == [(3, k, 7, w) for w, k in enumerate(keys.tolist())]
+
+
+def test_bulk_insert_keeps_every_row(db_url: str) -> None:
+    """Multi-row statements and their remainder insert exactly the rows given."""
+    _bulk_insert_round_trip(db_url)
+
+
+def test_bulk_insert_fits_an_old_sqlite_parameter_limit(tmp_path: Path) -> None:
+    """SQLite before 3.32 binds at most 999 parameters: statements shrink to fit."""
+    _bulk_insert_round_trip(f"sqlite:///{tmp_path / 'old.db'}", param_limit=999)
+
+
+def test_segments_fill_to_their_size_then_rotate(engine: Engine) -> None:
+    with engine.begin() as conn:
+        a = repo.create_corpus(conn, "a", SignatureConfig(), True)
+        b = repo.create_corpus(conn, "b", SignatureConfig(), True)
+        first = [repo.open_segment(conn, a, 10, 25) for _ in range(2)]  # 10, then 20 rows
+        other = repo.open_segment(conn, b, 10, 25)
+        nxt = repo.open_segment(conn, a, 10, 25)  # 30 would not fit
+        assert repo.open_segment(conn, a, 15, 25) == nxt
+        assert repo.open_segment(conn, a, 5, 25) == first[0]  # the newest with room
+        last = repo.open_segment(conn, a, 1, 25)
+    assert first == [first[0]] * 2 and len({first[0], other, nxt, last}) == 4
+    with engine.connect() as conn:
+        assert repo.segments(conn, [a]) == [first[0], nxt, last]
+        assert repo.segments(conn, None) == sorted([first[0], other, nxt, last])
+
+
+def test_concurrent_postgresql_indexers_fill_separate_segments(pg_available: bool) -> None:
+    """A second indexer skips the segment the first is filling instead of waiting for its commit."""
+    name, url = make_pg_database()
+    eng = make_engine(url)
+    try:
+        upgrade(url)
+        with eng.begin() as conn:
+            cid = repo.create_corpus(conn, "c", SignatureConfig(), True)
+            seg0 = repo.open_segment(conn, cid, 5, 100)
+        with eng.connect() as one, eng.connect() as two:
+            t1, t2 = one.begin(), two.begin()
+            two.exec_driver_sql("SET LOCAL lock_timeout = '2s'")  # a wait would fail, not hang
+            assert repo.open_segment(one, cid, 5, 100) == seg0
+            seg2 = repo.open_segment(two, cid, 5, 100)
+            assert seg2 != seg0
+            t1.commit()
+            t2.commit()
+    finally:
+        eng.dispose()
+        drop_pg_database(name)
