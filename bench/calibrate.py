@@ -175,8 +175,9 @@ def siblings(items: list[BenchmarkItem], planted: set[str]) -> set[str]:
     return {it.item_id for it, g in zip(items, grams, strict=True) if it.item_id not in planted and g & seen}
 
 
-def flagged(ranking: list[tuple[int, float, float, float, float]], cov: float, bits: float) -> bool:
-    return any(own >= cov and own_bits >= bits for _d, own, _c, own_bits, _m in ranking)
+def flagged(ranking: list[tuple[int, float, float, float, float, int]], cov: float, bits: float,
+            run: int = 6) -> bool:
+    return any(own >= cov and own_bits >= bits and longest >= run for _d, own, _c, own_bits, _m, longest in ranking)
 
 
 def main() -> None:

@@ -58,7 +58,7 @@ class Thresholds:
     """Decision thresholds (request parameters); sources and calibration in the README."""
 
     contaminated_coverage: float = 0.8  # Llama 2's "dirty" bound, applied to the item's own text
-    suspicious_coverage: float = 0.5  # above the null: unrelated text aligns well under this (bench/calibrate.py)
+    suspicious_coverage: float = 0.4  # the null stays under this (bench/calibrate.py, README)
     longest_match: int = 13  # GPT-3 (Brown et al. 2020): a shared 13-token run
     max_df: int = 10  # GPT-3: n-grams in more than ~10 documents are boilerplate
     template_min_items: int = 2  # text in this many items of the benchmark is shared, not the item's own
@@ -551,8 +551,8 @@ class ItemScore:
     passage_found: bool = False
     best_doc: int | None = None
     roles: dict[str, RoleScore] = field(default_factory=dict)
-    # per candidate document, best first: (doc, own coverage, coverage, own bits, matched bits)
-    doc_ranking: list[tuple[int, float, float, float, float]] = field(default_factory=list)
+    # per candidate document, best first: (doc, own coverage, coverage, own bits, matched bits, longest own run)
+    doc_ranking: list[tuple[int, float, float, float, float, int]] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -566,9 +566,11 @@ class ItemScore:
 _SEVERITY = {Status.CONTAMINATED: 2, Status.SUSPICIOUS: 1, Status.CLEAN: 0}
 
 
-def verdict(p: PreparedItem, m: DocMatch, th: Thresholds, stem_tells: bool = False) -> tuple[Status, str]:
+def verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: bool = False) -> tuple[Status, str]:
     """What one document says about the item (module doc, step 5). stem_tells: the question is
-    shared word for word with other items whose answers differ (SharedText.stem_answer_tells)."""
+    shared word for word with other items whose answers differ (SharedText.stem_answer_tells).
+    A partial match must include a run of more than n own tokens in a row (two chained n-grams):
+    one n-gram of ordinary prose recurs by chance, two in a row rarely do (bench/calibrate.py)."""
     q_own = m.own_role_coverage(p, QUESTION)
     if m.own_total and m.own_coverage >= th.contaminated_coverage and m.coverage >= th.contaminated_coverage \
             and m.matched_bits >= th.min_bits:
@@ -580,7 +582,8 @@ def verdict(p: PreparedItem, m: DocMatch, th: Thresholds, stem_tells: bool = Fal
         return Status.CONTAMINATED, "question and answer found together in one document"
     if (q_own or 0.0) >= th.contaminated_coverage and m.own_bits >= th.min_bits:
         return Status.SUSPICIOUS, "the question is in one document, without its answer"
-    if m.own_total and m.own_coverage >= th.suspicious_coverage and m.own_bits >= th.min_bits:
+    if m.own_total and m.own_coverage >= th.suspicious_coverage and m.own_bits >= th.min_bits \
+            and m.longest_own > n:
         return Status.SUSPICIOUS, (f"one document holds {m.own_coverage:.0%} of the item's own text "
                                    f"({m.own_total} tokens)")
     if m.longest_own >= th.longest_match and m.own_bits >= th.min_bits:
@@ -596,22 +599,22 @@ def verdict(p: PreparedItem, m: DocMatch, th: Thresholds, stem_tells: bool = Fal
     return Status.CLEAN, "no substantial overlap found"
 
 
-def rank(p: PreparedItem, matches: Sequence[DocMatch], th: Thresholds,
+def rank(p: PreparedItem, matches: Sequence[DocMatch], n: int, th: Thresholds,
          stem_tells: bool = False) -> list[tuple[DocMatch, Status, str]]:
     """Documents with their verdicts, strongest first (then most own text, most text)."""
-    judged = [(m, *verdict(p, m, th, stem_tells)) for m in matches]
+    judged = [(m, *verdict(p, m, n, th, stem_tells)) for m in matches]
     return sorted(judged, key=lambda x: (-_SEVERITY[x[1]], -x[0].own_coverage, -x[0].coverage, x[0].doc))
 
 
 def assess(p: PreparedItem, stats: ItemStats, matches: Sequence[DocMatch], n: int, th: Thresholds,
            stem_tells: bool = False) -> ItemScore:
     """Status and metrics of one item from its aligned candidate documents (module doc, step 5)."""
-    ranked = rank(p, matches, th, stem_tells)
+    ranked = rank(p, matches, n, th, stem_tells)
     best = ranked[0][0] if ranked else None
     score = ItemScore(status=Status.CLEAN, reason="no substantial overlap found", tokens=p.n_tokens,
                       roles=_roles(p, stats, best, th),
                       doc_ranking=[(m.doc, round(m.own_coverage, 4), round(m.coverage, 4), round(m.own_bits, 1),
-                                    round(m.matched_bits, 1)) for m, _s, _r in ranked])
+                                    round(m.matched_bits, 1), m.longest_own) for m, _s, _r in ranked])
     eligible = stats.eligible
     score.ngram_overlap = float((stats.df[eligible] > 0).mean()) if eligible.any() else 0.0
     score.answer_found = False if p.item.answer else None

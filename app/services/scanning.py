@@ -249,7 +249,7 @@ class Scanner:
             matches.append(match_document(i, prepared, stats, shared, d, doc.tokens, n, self.th, window))
         tells = shared.stem_answer_tells(p)
         score = assess(p, stats, matches, n, self.th, tells)
-        ranked = [m for m, _status, _reason in rank(p, matches, self.th, tells)]
+        ranked = [m for m, _status, _reason in rank(p, matches, n, self.th, tells)]
         evidence = [self._evidence(docs[m.doc], m) for m in ranked[: self.k] if m.matched.any()]
         return ItemResult(p.item, score, evidence)
 
