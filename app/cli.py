@@ -117,20 +117,20 @@ def _print_jsonl(checked: CheckResult) -> None:
 
 def _print_csv(checked: CheckResult) -> None:
     w = csv.writer(sys.stdout)
-    w.writerow(["item_id", "status", "score", "coverage", "longest_match", "near_similarity", "document"])
+    w.writerow(["item_id", "status", "score", "own_coverage", "coverage", "longest_match", "own_bits", "document"])
     for r in checked.results:
         d = r.as_dict()
         m = d["metrics"]
-        document = r.evidence[0]["document_id"] if r.evidence else ""
-        w.writerow([d["item_id"], d["status"], d["score"], m["best_doc_coverage"], m["longest_match"],
-                    m["near_similarity"], document])  # fmt: skip
+        document = r.evidence[0].document_id if r.evidence else ""
+        w.writerow([d["item_id"], d["status"], d["score"], m["own_coverage"], m["coverage"], m["longest_match"],
+                    m["own_bits"], document])  # fmt: skip
 
 
 def _print_table(checked: CheckResult) -> None:
     """Flagged items, highest score first, then the counts."""
     flagged = [r for r in checked.results if Status(r.score.status).flagged]
     for r in sorted(flagged, key=lambda r: -r.score.score):
-        where = f"{r.evidence[0]['corpus']}:{r.evidence[0]['document_id']}" if r.evidence else "-"
+        where = f"{r.evidence[0].corpus}:{r.evidence[0].document_id}" if r.evidence else "-"
         typer.echo(f"{r.score.status:13s} {r.score.score:5.2f}  {r.item.item_id:30s} {where}  {r.score.reason}")
     c, share = checked.summary["counts"], checked.summary["contaminated_share"]
     counts = ", ".join(f"{c[s]} {s.replace('_', ' ')}" for s in Status)

@@ -39,8 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.core.config import SignatureConfig  # noqa: E402
-from app.core.scoring import Thresholds  # noqa: E402
+from app.core.config import SignatureConfig, Thresholds  # noqa: E402
 from app.core.types import BenchmarkItem  # noqa: E402
 from app.readers.benchmark import read_benchmark  # noqa: E402
 from app.services.scanning import Scanner  # noqa: E402
@@ -48,8 +47,20 @@ from app.store.db import make_engine, upgrade  # noqa: E402
 from indexer.job import IndexJob, IndexOptions  # noqa: E402
 
 SUFFIXES = {".py", ".txt", ".md", ".rst", ".h", ".html"}
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December"]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 COVERAGES = [0.25, 0.3, 0.35, 0.4, 0.45, 0.5]
 BITS = [8.0, 12.0, 16.0, 20.0, 24.0]
 KINDS = ["verbatim", "light_edit", "heavy_edit", "partial"]
@@ -57,8 +68,12 @@ KINDS = ["verbatim", "light_edit", "heavy_edit", "partial"]
 
 def machine_text(mb: float) -> list[tuple[str, str]]:
     """(path, text) of text files on this machine, about `mb` MB, in a fixed order."""
-    roots = [Path(sysconfig.get_paths()["stdlib"]), Path("/usr/include"), Path("/usr/share/doc"),
-             Path(sysconfig.get_paths()["purelib"])]
+    roots = [
+        Path(sysconfig.get_paths()["stdlib"]),
+        Path("/usr/include"),
+        Path("/usr/share/doc"),
+        Path(sysconfig.get_paths()["purelib"]),
+    ]
     out, total, seen = [], 0, set()
     for root in roots:
         for p in sorted(root.rglob("*")) if root.exists() else []:
@@ -94,10 +109,17 @@ def synthetic(pool_b: list[str], rng: random.Random) -> dict[str, list[Benchmark
     half = len(pool_b) // 2
     claims = sentences(pool_b[:half], rng, 600)
     pool_b = pool_b[half:]
-    templated = [BenchmarkItem(f"claim/{i}", i, question=f"On {rng.choice(MONTHS)} {rng.randrange(2010, 2024)}, "
-                               f"the following claim was made: {c} Q: Was this claim true or false?",
-                               choices=("True", "False"), answer=rng.choice(["True", "False"]))
-                 for i, c in enumerate(claims)]
+    templated = [
+        BenchmarkItem(
+            f"claim/{i}",
+            i,
+            question=f"On {rng.choice(MONTHS)} {rng.randrange(2010, 2024)}, "
+            f"the following claim was made: {c} Q: Was this claim true or false?",
+            choices=("True", "False"),
+            answer=rng.choice(["True", "False"]),
+        )
+        for i, c in enumerate(claims)
+    ]
     paras = [p for t in pool_b for p in re.split(r"\n\s*\n", t) if 60 <= len(p.split()) <= 200]
     rng.shuffle(paras)
     qs = sentences(pool_b, rng, 900, 6, 16)
@@ -107,9 +129,14 @@ def synthetic(pool_b: list[str], rng: random.Random) -> dict[str, list[Benchmark
             if not qs:
                 break
             q = qs.pop()
-            passage.append(BenchmarkItem(f"passage/{k}/{j}", len(passage),
-                                         question=f"Passage: {' '.join(para.split())}\nQuestion: {q.rstrip('.')}?",
-                                         answer=q.split()[-1].strip(".")))
+            passage.append(
+                BenchmarkItem(
+                    f"passage/{k}/{j}",
+                    len(passage),
+                    question=f"Passage: {' '.join(para.split())}\nQuestion: {q.rstrip('.')}?",
+                    answer=q.split()[-1].strip("."),
+                )
+            )
     return {"synthetic_templated": templated, "synthetic_passage": passage}
 
 
@@ -120,7 +147,7 @@ def render(item: BenchmarkItem, rng: random.Random) -> str:
         f"Question: {item.question}\n{choices}\nAnswer: {item.answer}",
         f"Q: {item.question}\nA: {item.answer}",
         f"{item.question}\n{choices}\nThe correct answer is {item.answer}.",
-        f"<div class=\"post\"><p>{item.question}</p><p>{choices}</p><p>Answer: {item.answer}</p></div>",
+        f'<div class="post"><p>{item.question}</p><p>{choices}</p><p>Answer: {item.answer}</p></div>',
     ]
     return rng.choice(layouts).strip()
 
@@ -141,8 +168,9 @@ def edit(text: str, rate: float, vocab: list[str], rng: random.Random) -> str:
     return " ".join(out)
 
 
-def plant(benchmarks: dict[str, list[BenchmarkItem]], docs: list[dict[str, Any]], share: float,
-          rng: random.Random) -> dict[tuple[str, str], str]:
+def plant(
+    benchmarks: dict[str, list[BenchmarkItem]], docs: list[dict[str, Any]], share: float, rng: random.Random
+) -> dict[tuple[str, str], str]:
     """Put rendered items into documents; returns (benchmark, item id) -> plant kind."""
     vocab = [w for d in docs[:200] for w in d["text"].split()[:200] if w.isalpha()]
     kinds: dict[tuple[str, str], str] = {}
@@ -175,8 +203,7 @@ def siblings(items: list[BenchmarkItem], planted: set[str]) -> set[str]:
     return {it.item_id for it, g in zip(items, grams, strict=True) if it.item_id not in planted and g & seen}
 
 
-def flagged(ranking: list[tuple[int, float, float, float, float, int]], cov: float, bits: float,
-            run: int = 6) -> bool:
+def flagged(ranking: list[tuple[int, float, float, float, float, int]], cov: float, bits: float, run: int = 6) -> bool:
     return any(own >= cov and own_bits >= bits and longest >= run for _d, own, _c, own_bits, _m, longest in ranking)
 
 
@@ -211,12 +238,16 @@ def main() -> None:
     t0 = time.perf_counter()
     with IndexJob(engine, "null", SignatureConfig(), IndexOptions()) as job:
         summary = job.run([corpus]).as_dict()
-    print(f"corpus: {summary['documents']} documents, {summary['text_mb']} MB, indexed in "
-          f"{time.perf_counter() - t0:.0f} s; {len(kinds)} items planted into it")
+    print(
+        f"corpus: {summary['documents']} documents, {summary['text_mb']} MB, indexed in "
+        f"{time.perf_counter() - t0:.0f} s; {len(kinds)} items planted into it"
+    )
     scanner = Scanner(engine, thresholds=Thresholds())
     out = args.out.open("w") if args.out else None
-    print("\nnull items (neither planted nor sharing 20 words with a planted item) flagged as suspicious, per "
-          "(suspicious_coverage, min_bits), per benchmark")
+    print(
+        "\nnull items (neither planted nor sharing 20 words with a planted item) flagged as suspicious, per "
+        "(suspicious_coverage, min_bits), per benchmark"
+    )
     rows: dict[str, dict[str, Any]] = {}
     for bench, items in benchmarks.items():
         res = scanner.scan(items)
@@ -229,32 +260,60 @@ def main() -> None:
                 planted[k].append(r)
             k = k or ("sibling" if r.item.item_id in sibling else None)
             if out:
-                out.write(json.dumps({"benchmark": bench, "item_id": r.item.item_id, "kind": k or "null",
-                                      "text": r.item.display_text()[:300], "reason": r.score.reason,
-                                      "evidence": [(e["document_id"], e["excerpt"][:600]) for e in r.evidence[:1]],
-                                      "status": str(r.score.status), "ranking": r.score.doc_ranking}) + "\n")
-        rows[bench] = {"null": null, "planted": planted, "n": len(items),
-                       "siblings": [r for r in res if r.item.item_id in sibling]}
+                out.write(
+                    json.dumps(
+                        {
+                            "benchmark": bench,
+                            "item_id": r.item.item_id,
+                            "kind": k or "null",
+                            "text": r.item.display_text()[:300],
+                            "reason": r.score.reason,
+                            "evidence": [(e["document_id"], e["excerpt"][:600]) for e in r.evidence[:1]],
+                            "status": str(r.score.status),
+                            "ranking": r.score.doc_ranking,
+                        }
+                    )
+                    + "\n"
+                )
+        rows[bench] = {
+            "null": null,
+            "planted": planted,
+            "n": len(items),
+            "siblings": [r for r in res if r.item.item_id in sibling],
+        }
     for cov in COVERAGES:
         print(f"\nsuspicious_coverage = {cov}")
-        print(f"{'benchmark':28s} {'null n':>7s} " + " ".join(f"bits>={b:<5.0f}" for b in BITS)
-              + "   found at bits>=16: " + " ".join(f"{k[:10]:>10s}" for k in KINDS))
+        print(
+            f"{'benchmark':28s} {'null n':>7s} "
+            + " ".join(f"bits>={b:<5.0f}" for b in BITS)
+            + "   found at bits>=16: "
+            + " ".join(f"{k[:10]:>10s}" for k in KINDS)
+        )
         for bench, row in rows.items():
-            rates = [sum(flagged(r.score.doc_ranking, cov, b) for r in row["null"]) / max(1, len(row["null"]))
-                     for b in BITS]
+            rates = [
+                sum(flagged(r.score.doc_ranking, cov, b) for r in row["null"]) / max(1, len(row["null"])) for b in BITS
+            ]
             found = []
             for k in KINDS:
                 rs = row["planted"].get(k, [])
                 found.append(f"{sum(flagged(r.score.doc_ranking, cov, 16.0) for r in rs)}/{len(rs)}")
-            print(f"{bench:28s} {len(row['null']):7d} " + " ".join(f"{x:10.4f}" for x in rates) + "   "
-                  + " ".join(f"{f:>10s}" for f in found))
+            print(
+                f"{bench:28s} {len(row['null']):7d} "
+                + " ".join(f"{x:10.4f}" for x in rates)
+                + "   "
+                + " ".join(f"{f:>10s}" for f in found)
+            )
     print("\nwith the default thresholds, flagged / items:")
     for b, row in rows.items():
+
         def count(rs: list[Any], statuses: tuple[str, ...] = ("suspicious", "contaminated")) -> str:
             return f"{sum(str(r.score.status) in statuses for r in rs)}/{len(rs)}"
-        print(f"  {b:28s} null {count(row['null']):>10s}   siblings {count(row['siblings']):>8s} (contaminated "
-              f"{count(row['siblings'], ('contaminated',))})   planted: "
-              + " ".join(f"{k}={count(row['planted'].get(k, []))}" for k in KINDS))
+
+        print(
+            f"  {b:28s} null {count(row['null']):>10s}   siblings {count(row['siblings']):>8s} (contaminated "
+            f"{count(row['siblings'], ('contaminated',))})   planted: "
+            + " ".join(f"{k}={count(row['planted'].get(k, []))}" for k in KINDS)
+        )
     if out:
         out.close()
     engine.dispose()

@@ -33,8 +33,18 @@ from app.services.scanning import Scanner  # noqa: E402
 from app.store.db import make_engine, upgrade  # noqa: E402
 from indexer.job import IndexJob, IndexOptions  # noqa: E402
 
-KINDS = ["verbatim", "embedded", "reformatted", "light_edit", "heavy_edit", "question_only", "partial", "sibling",
-         "clean", "duplicate"]
+KINDS = [
+    "verbatim",
+    "embedded",
+    "reformatted",
+    "light_edit",
+    "heavy_edit",
+    "question_only",
+    "partial",
+    "sibling",
+    "clean",
+    "duplicate",
+]
 PLANTED = {"verbatim", "embedded", "reformatted", "light_edit", "heavy_edit", "question_only", "partial"}
 FLAGGED = ("suspicious", "contaminated")
 
@@ -111,10 +121,21 @@ def main() -> None:
                 answers["answer_found"] += bool(r.score.answer_found)
             if out:
                 d = r.as_dict()
-                out.write(json.dumps({"benchmark": bench, "kind": kind, **{k: d[k] for k in (
-                    "item_id", "status", "reason", "metrics", "question_found", "answer_found")},
-                    "evidence": [e["document_id"] for e in d["evidence"]],
-                    "doc_id": labels[(bench, r.item.item_id)].get("doc_id")}) + "\n")
+                out.write(
+                    json.dumps(
+                        {
+                            "benchmark": bench,
+                            "kind": kind,
+                            **{
+                                k: d[k]
+                                for k in ("item_id", "status", "reason", "metrics", "question_found", "answer_found")
+                            },
+                            "evidence": [e["document_id"] for e in d["evidence"]],
+                            "doc_id": labels[(bench, r.item.item_id)].get("doc_id"),
+                        }
+                    )
+                    + "\n"
+                )
             n_items += 1
     t_scan = time.perf_counter() - t1
     if out:
@@ -123,8 +144,10 @@ def main() -> None:
     table("share flagged (suspicious or contaminated); clean = false-positive rate", rows, FLAGGED)
     table("share reported contaminated", rows, ("contaminated",))
     sib = sum(rows["ALL"]["sibling"]["contaminated"] for _ in [0])
-    print(f"\nsiblings reported contaminated: {sib}; question_only with answer_found: "
-          f"{answers['answer_found']} of {answers['items']}")
+    print(
+        f"\nsiblings reported contaminated: {sib}; question_only with answer_found: "
+        f"{answers['answer_found']} of {answers['items']}"
+    )
     engine.dispose()
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from app.core.scoring import Thresholds
+from app.core.config import Thresholds
 from app.core.types import BenchmarkItem
 
 
@@ -15,23 +15,46 @@ class ErrorRead(BaseModel):
     detail: Any = Field(None, description="structured detail where there is some")
 
 
-_TH = Thresholds()  # the defaults, defined once in core.scoring
+_TH = Thresholds()  # the defaults, defined once in core.config
 
 
 class ThresholdsIn(BaseModel):
+    """Decision thresholds; omitted ones take their defaults. Unknown names are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
     contaminated_coverage: float = Field(
-        _TH.contaminated_coverage, ge=0, le=1, description="Llama 2 'dirty' bound on token coverage"
+        _TH.contaminated_coverage,
+        ge=0,
+        le=1,
+        description="share of the item's own text (and of the whole item) "
+        "one document must hold to call it contaminated (Llama 2's 'dirty' bound)",
     )
     suspicious_coverage: float = Field(
-        _TH.suspicious_coverage, ge=0, le=1, description="Llama 2 'clean' bound on token coverage"
+        _TH.suspicious_coverage,
+        ge=0,
+        le=1,
+        description="share of the item's own text one document must hold to "
+        "call it suspicious (calibrated on unrelated text: bench/calibrate.py)",
     )
     longest_match: int = Field(
-        _TH.longest_match, ge=1, description="GPT-3: a shared run of this many tokens is suspicious"
+        _TH.longest_match, ge=1, description="GPT-3: a run of this many own tokens in one document is suspicious"
     )
-    near_similarity: float = Field(_TH.near_similarity, ge=0, le=1, description="verified near-duplicate similarity")
     max_df: int = Field(_TH.max_df, ge=1, description="GPT-3: n-grams in more documents are boilerplate")
     template_min_items: int = Field(
-        _TH.template_min_items, ge=1, description="n-grams in this many items are shared text"
+        _TH.template_min_items, ge=2, description="text in this many items of the benchmark is shared, not own"
+    )
+    passage_tokens: int = Field(
+        _TH.passage_tokens, ge=1, description="a shared run this long, found alone, is a passage (suspicious)"
+    )
+    passage_max_items: int = Field(
+        _TH.passage_max_items, ge=1, description="text in more items than this is a template, not a passage"
+    )
+    min_bits: float = Field(
+        _TH.min_bits,
+        ge=0,
+        description="information (bits, under the benchmark's own language model) a match "
+        "must carry to count as evidence",
     )
 
     def to_thresholds(self) -> Thresholds:

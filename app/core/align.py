@@ -37,8 +37,9 @@ class Alignment:
     blocks: list[tuple[int, int, int]]
 
 
-def align(item_ids: Sequence[int], region_ids: Sequence[int], whole: np.ndarray | None = None,
-          min_block: int = MIN_BLOCK) -> Alignment:
+def align(
+    item_ids: Sequence[int], region_ids: Sequence[int], whole: np.ndarray | None = None, min_block: int = MIN_BLOCK
+) -> Alignment:
     """Align item tokens with region tokens (longest common subsequence of token ids).
 
     whole: bool per item token, true where the token is a one-token field on its own; such a

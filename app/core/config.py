@@ -100,3 +100,20 @@ class SignatureConfig:
         a = {**{k: v for k, v in mine.items() if k != "libraries"}, **mine["libraries"]}
         b = {**{k: v for k, v in theirs.items() if k != "libraries"}, **theirs["libraries"]}
         return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Decision thresholds (request parameters); sources and calibration in the README."""
+
+    contaminated_coverage: float = 0.8  # Llama 2's "dirty" bound, applied to the item's own text
+    suspicious_coverage: float = 0.4  # the null stays under this (bench/calibrate.py, README)
+    longest_match: int = 13  # GPT-3 (Brown et al. 2020): a shared 13-token run
+    max_df: int = 10  # GPT-3: n-grams in more than ~10 documents are boilerplate
+    template_min_items: int = 2  # text in this many items of the benchmark is shared, not the item's own
+    passage_tokens: int = 20  # a shared run this long found alone is a passage
+    passage_max_items: int = 10  # text in more items than this is a template, not a passage
+    min_bits: float = 16.0  # information a match must carry to be evidence (app.core.surprise)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)

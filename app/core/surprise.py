@@ -60,8 +60,9 @@ def _own(keys: np.ndarray) -> np.ndarray:
     return counts[inv]
 
 
-def token_bits(ids: Sequence[np.ndarray], fields: Sequence[Sequence[tuple[int, int, int]]],
-               groups: Sequence[int]) -> list[np.ndarray]:
+def token_bits(
+    ids: Sequence[np.ndarray], fields: Sequence[Sequence[tuple[int, int, int]]], groups: Sequence[int]
+) -> list[np.ndarray]:
     """Surprisal in bits of every token of every item (see the module doc).
 
     ids: per item, its token ids; fields: per item, (start, end, role) of each field;
@@ -90,7 +91,7 @@ def token_bits(ids: Sequence[np.ndarray], fields: Sequence[Sequence[tuple[int, i
     for i, a in enumerate(ids):
         c1, c2 = ctx[i]
         b1, b2 = _mix(c1, a), _mix(c2, a)
-        leave = int(first[int(groups[i])] == i)  # the counted member removes its own counts
+        leave = 1  # every member of a group holds the counted text: it is left out for each
         n = total - leave * len(a)
         cu = uni.get(a) - leave * _own(a)
         p_uni = (cu + _ALPHA) / (n + _ALPHA * vocab)

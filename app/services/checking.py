@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from app.core.scoring import Thresholds
+from app.core.config import Thresholds
 from app.core.types import BenchmarkItem
 from app.errors import InputError
 from app.readers.benchmark import read_benchmark

@@ -17,9 +17,9 @@ from app.errors import InputError
 from app.readers.benchmark import detect_format, read_records
 
 CSV_COLUMNS = [
-    "item_id", "row", "status", "score", "reason", "tokens", "ngram_overlap", "coverage", "best_doc_coverage",
-    "longest_match", "near_similarity", "question_found", "answer_found", "answer_with_question", "best_document",
-    "best_corpus",
+    "item_id", "row", "status", "score", "reason", "tokens", "own_tokens", "own_coverage", "coverage",
+    "longest_match", "own_bits", "ngram_overlap", "question_found", "answer_found", "answer_with_question",
+    "best_document", "best_corpus",
 ]  # fmt: skip
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
 
@@ -27,9 +27,10 @@ MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
 def _csv_row(item: dict[str, Any]) -> list[Any]:
     m, ev = item["metrics"], (item["evidence"][0] if item["evidence"] else {})
     return [
-        item["item_id"], item["idx"], item["status"], item["score"], item["reason"], m["tokens"], m["ngram_overlap"],
-        m["coverage"], m["best_doc_coverage"], m["longest_match"], m["near_similarity"], item["question_found"],
-        item["answer_found"], item["answer_with_question"], ev.get("document_id", ""), ev.get("corpus", ""),
+        item["item_id"], item["idx"], item["status"], item["score"], item["reason"], m["tokens"], m["own_tokens"],
+        m["own_coverage"], m["coverage"], m["longest_match"], m["own_bits"], m["ngram_overlap"],
+        item["question_found"], item["answer_found"], item["answer_with_question"], ev.get("document_id", ""),
+        ev.get("corpus", ""),
     ]  # fmt: skip
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from app import __version__
-from app.core.scoring import Thresholds
+from app.core.config import Thresholds
 from app.core.types import Status
 from app.core.units import as_mib
 from app.errors import InputError, NotFoundError

@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from app.core.scoring import Thresholds
+from app.core.config import Thresholds
 from app.core.types import Status
 from app.services.scanning import ItemResult
 
-LONGEST_EDGES = [0, 8, 13, 20, 30, 50, 100]  # tokens; 13 is GPT-3's rule, 8 the n-gram size
+LONGEST_EDGES = [0, 6, 13, 20, 30, 50, 100]  # tokens; 13 is GPT-3's rule, 6 the shortest partial match counted
 
 
 def _share(k: int, n: int) -> float:
@@ -36,16 +36,17 @@ def summarize(results: list[ItemResult], th: Thresholds) -> dict[str, Any]:
 
 
 def _histograms(results: list[ItemResult]) -> dict[str, Any]:
-    """Best-document coverage in tenths and the longest match by LONGEST_EDGES (too-short items left out)."""
+    """Own text found in the best document, in tenths, and the longest own run by LONGEST_EDGES
+    (too-short items left out)."""
     cov_bins = [0] * 10
     longest_bins = [0] * len(LONGEST_EDGES)
     for r in results:
         if r.score.status == Status.TOO_SHORT:
             continue
-        cov_bins[min(9, int(r.score.best_doc_coverage * 10))] += 1
+        cov_bins[min(9, int(r.score.own_coverage * 10))] += 1
         longest_bins[max(i for i, e in enumerate(LONGEST_EDGES) if r.score.longest_match >= e)] += 1
     return {
-        "best_doc_coverage": {"edges": [round(i / 10, 1) for i in range(11)], "counts": cov_bins},
+        "own_coverage": {"edges": [round(i / 10, 1) for i in range(11)], "counts": cov_bins},
         "longest_match": {"edges": LONGEST_EDGES, "counts": longest_bins},
     }
 
@@ -56,7 +57,7 @@ def _per_field(results: list[ItemResult], th: Thresholds) -> dict[str, Any]:
         for role, rs in r.score.roles.items():
             c = by_role.setdefault(role, Counter())
             c["items"] += 1
-            c["found"] += int(rs.found(th))
+            c["found"] += int(rs.found)
     return {
         role: {"items": c["items"], "found": c["found"], "found_share": _share(c["found"], c["items"])}
         for role, c in sorted(by_role.items())
@@ -66,7 +67,7 @@ def _per_field(results: list[ItemResult], th: Thresholds) -> dict[str, Any]:
 def _per_corpus(results: list[ItemResult]) -> dict[str, Any]:
     by_corpus: dict[str, Counter[Status]] = {}
     for r in results:
-        for corpus in {e["corpus"] for e in r.evidence}:
+        for corpus in {e.corpus for e in r.evidence}:
             by_corpus.setdefault(corpus, Counter())[Status(r.score.status)] += 1
     n = len(results)
     return {
@@ -83,8 +84,8 @@ def item_row(r: ItemResult, th: Thresholds) -> dict[str, Any]:
     """The stored row of one item: the columns the item list filters and sorts on, and `data`,
     the rest of its result (with the item's own text) for the store to keep as JSON."""
     d = r.as_dict()
-    roles = [role for role, rs in r.score.roles.items() if rs.found(th)]
-    corpora = sorted({e["corpus"] for e in r.evidence})
+    roles = [role for role, rs in r.score.roles.items() if rs.found]
+    corpora = sorted({e.corpus for e in r.evidence})
     data = {k: v for k, v in d.items() if k not in ("item_id", "row", "status", "score")}
     data["item"] = {
         "question": r.item.question,

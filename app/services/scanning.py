@@ -3,6 +3,7 @@ alignment on bounded regions, scores and evidence (the maths is in app.core.scor
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -13,23 +14,11 @@ import numpy as np
 import zstandard
 from sqlalchemy import Engine
 
-from app.core.config import SignatureConfig, library_versions
-from app.core.scoring import (
-    DocMatch,
-    DocTokens,
-    ItemScore,
-    ItemStats,
-    PreparedItem,
-    SharedText,
-    Thresholds,
-    assess,
-    item_stats,
-    match_document,
-    prepare,
-    rank,
-)
+from app.core.config import SignatureConfig, Thresholds, library_versions
+from app.core.items import ItemStats, PreparedItem, SharedText, prepare
+from app.core.matching import DocMatch, DocTokens
+from app.core.scoring import ItemScore, benchmark_stats, judge
 from app.core.signatures import band_keys, token_hashes, window_minhashes, window_starts
-from app.core.surprise import token_bits
 from app.core.text import Tokens, tokenize_spans
 from app.core.types import BenchmarkItem
 from app.errors import FingerprintMismatch, NotFoundError
@@ -42,11 +31,34 @@ NEAR_CANDIDATES = 2  # and from the near-duplicate channel (most band keys in co
 DOC_CACHE = 4096  # tokenised documents kept between items
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """One training document an item was found in: where, and the matched text."""
+
+    corpus: str
+    document_id: str  # the document's id in its source file
+    document: int  # the index's own document id
+    source_file: str
+    position: int  # line or row in the source file
+    char_start: int  # the matched region, in the document's characters
+    char_end: int
+    excerpt_start: int  # where `excerpt` starts in the document
+    excerpt: str  # the matched region with EXCERPT_PAD characters either side
+    highlights: list[list[int]]  # [start, end) spans of `excerpt` that match the item
+    own_coverage: float  # share of the item's own text this document holds
+    coverage: float  # share of all the item's tokens it holds
+    longest_match: int  # longest run of own tokens held contiguously
+    near_window: int | None  # the near-duplicate window that nominated it, if that channel did
+
+
 @dataclass
 class ItemResult:
+    """An item's result: the one record every transport and the store read, and its one
+    serialisation, `as_dict()`."""
+
     item: BenchmarkItem
     score: ItemScore
-    evidence: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         s = self.score
@@ -66,8 +78,7 @@ class ItemResult:
                 "ngram_overlap": round(s.ngram_overlap, 4),
                 "own_bits": round(s.own_bits, 1),
                 "matched_bits": round(s.matched_bits, 1),
-                "own_bits_total": round(s.own_bits_total, 1),
-                "bits_total": round(s.bits_total, 1),
+                "item_bits": round(s.bits_total, 1),
                 "shared_match": s.shared_match,
                 "shared_items": s.shared_items,
             },
@@ -76,7 +87,7 @@ class ItemResult:
             "answer_with_question": s.answer_with_question,
             "passage_found": s.passage_found,
             "fields": {role: rs.as_dict() for role, rs in s.roles.items()},
-            "evidence": self.evidence,
+            "evidence": [dataclasses.asdict(e) for e in self.evidence],
         }
 
 
@@ -91,8 +102,13 @@ class _Doc:
 class Scanner:
     """Scores items against one or more corpora indexed with one set of signature settings."""
 
-    def __init__(self, engine: Engine, corpora: Sequence[str] | None = None,
-                 thresholds: Thresholds | None = None, evidence_k: int = 3) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        corpora: Sequence[str] | None = None,
+        thresholds: Thresholds | None = None,
+        evidence_k: int = 3,
+    ) -> None:
         self.engine = engine
         self.th = thresholds or Thresholds()
         self.k = evidence_k
@@ -113,16 +129,23 @@ class Scanner:
             )
         self.corpora = rows
         self.cfg = SignatureConfig.from_dict(rows[0]["config"])
-        here = SignatureConfig(**{**self.cfg.to_dict(), "libraries": library_versions(),
-                                  "normalizer_version": SignatureConfig().normalizer_version,
-                                  "hash_scheme": SignatureConfig().hash_scheme,
-                                  "minhash_scheme": SignatureConfig().minhash_scheme})
+        here = SignatureConfig(
+            **{
+                **self.cfg.to_dict(),
+                "libraries": library_versions(),
+                "normalizer_version": SignatureConfig().normalizer_version,
+                "hash_scheme": SignatureConfig().hash_scheme,
+                "minhash_scheme": SignatureConfig().minhash_scheme,
+            }
+        )
         diffs = self.cfg.differences(here)
         if diffs:
             listing = "; ".join(f"{k}: index has {a!r}, this scorer has {b!r}" for k, (a, b) in diffs.items())
             raise FingerprintMismatch(
                 f"corpus {rows[0]['name']!r} was indexed with settings this scorer cannot reproduce ({listing}); "
-                "re-index it with this version", {k: list(v) for k, v in diffs.items()})
+                "re-index it with this version",
+                {k: list(v) for k, v in diffs.items()},
+            )
         self.fingerprint = rows[0]["fingerprint"]
         # no corpus filter (and no join) when every corpus is selected
         self.corpus_ids: list[int] | None = None if len(rows) == len(all_rows) else [int(r["id"]) for r in rows]
@@ -142,8 +165,12 @@ class Scanner:
         else:
             text = self._text_from_source(meta)
         toks = tokenize_spans(text)
-        doc = _Doc({k: v for k, v in meta.items() if k != "text"}, text, toks,
-                   DocTokens.of(token_hashes(toks.tokens), self.cfg.ngram_n))
+        doc = _Doc(
+            {k: v for k, v in meta.items() if k != "text"},
+            text,
+            toks,
+            DocTokens.of(token_hashes(toks.tokens), self.cfg.ngram_n),
+        )
         self._docs[doc_id] = doc
         if len(self._docs) > DOC_CACHE:
             self._docs.popitem(last=False)
@@ -168,8 +195,9 @@ class Scanner:
 
     # ------------------------------------------------------------ scanning
 
-    def scan(self, items: Sequence[BenchmarkItem],
-             progress: Callable[[int, int], None] | None = None) -> list[ItemResult]:
+    def scan(
+        self, items: Sequence[BenchmarkItem], progress: Callable[[int, int], None] | None = None
+    ) -> list[ItemResult]:
         cfg, th, n = self.cfg, self.th, self.cfg.ngram_n
         prepared = [prepare(it, n) for it in items]
         shared = SharedText(prepared)
@@ -182,17 +210,17 @@ class Scanner:
             rare = [h for h, c in df.items() if c <= th.max_df]
             postings = repo.ngram_postings(conn, rare, self.corpus_ids)
             hits = repo.band_hits(conn, sorted({k for ks in near_keys for k, _ in ks}), self.corpus_ids)
-            bits = token_bits([p.ids for p in prepared], [p.fields for p in prepared], shared.group.tolist())
-            stats = [item_stats(p, g, shared, df, n, th, b)
-                     for p, g, b in zip(prepared, shared.group.tolist(), bits, strict=True)]
-            candidates = [self._candidates(p, s, postings, near_keys[i], hits)
-                          for i, (p, s) in enumerate(zip(prepared, stats, strict=True))]
+            stats = benchmark_stats(prepared, shared, df, n, th)
+            candidates = [
+                self._candidates(p, s, postings, near_keys[i], hits)
+                for i, (p, s) in enumerate(zip(prepared, stats, strict=True))
+            ]
             results = []
             step = 256
             for lo in range(0, len(prepared), step):
                 self._load(conn, {d for c in candidates[lo : lo + step] for d in c})
                 for i in range(lo, min(lo + step, len(prepared))):
-                    results.append(self._score_one(i, prepared, stats[i], shared, candidates[i]))
+                    results.append(self._score_one(i, prepared, stats, shared, candidates[i]))
                 if progress:
                     progress(len(results), len(prepared))
         return results
@@ -208,8 +236,14 @@ class Scanner:
         keys = band_keys(window_minhashes(th, self.cfg, starts), self.cfg)
         return [(int(k), int(w)) for w in range(len(starts)) for k in keys[w]]
 
-    def _candidates(self, p: PreparedItem, s: ItemStats, postings: dict[int, list[int]],
-                    keys: list[tuple[int, int]], hits: dict[int, list[tuple[int, int]]]) -> dict[int, int | None]:
+    def _candidates(
+        self,
+        p: PreparedItem,
+        s: ItemStats,
+        postings: dict[int, list[int]],
+        keys: list[tuple[int, int]],
+        hits: dict[int, list[tuple[int, int]]],
+    ) -> dict[int, int | None]:
         """Documents to align: those holding most of the item's rare n-grams (an n-gram shared by
         f items weighs 1/f, so a template's copies rank below the item's own text), then those
         sharing most near-duplicate band keys, with the window they matched in."""
@@ -230,60 +264,60 @@ class Scanner:
             out.setdefault(d, w)
         return out
 
-    def _score_one(self, i: int, prepared: list[PreparedItem], stats: ItemStats, shared: SharedText,
-                   candidates: dict[int, int | None]) -> ItemResult:
-        cfg, n = self.cfg, self.cfg.ngram_n
-        p = prepared[i]
-        matches: list[DocMatch] = []
-        docs: dict[int, _Doc] = {}
+    def _score_one(
+        self,
+        i: int,
+        prepared: list[PreparedItem],
+        stats: list[ItemStats],
+        shared: SharedText,
+        candidates: dict[int, int | None],
+    ) -> ItemResult:
+        docs: dict[int, tuple[DocTokens, tuple[int, int] | None]] = {}
         for d, win in candidates.items():
             doc = self._docs.get(d)
             if doc is None:
                 continue
-            docs[d] = doc
             window = None
             if win is not None:
-                starts = window_starts(len(doc.tokens.ids), cfg)
+                starts = window_starts(len(doc.tokens.ids), self.cfg)
                 if win < len(starts):
-                    window = (int(starts[win]), int(starts[win]) + cfg.window)
-            matches.append(match_document(i, prepared, stats, shared, d, doc.tokens, n, self.th, window))
-        tells = shared.stem_answer_tells(p)
-        score = assess(p, stats, matches, n, self.th, tells)
-        ranked = [m for m, _status, _reason in rank(p, matches, n, self.th, tells)]
-        evidence = [self._evidence(docs[m.doc], m) for m in ranked[: self.k] if m.matched.any()]
-        return ItemResult(p.item, score, evidence)
+                    window = (int(starts[win]), int(starts[win]) + self.cfg.window)
+            docs[d] = (doc.tokens, window)
+        score, ranked = judge(i, prepared, stats, shared, docs, self.cfg.ngram_n, self.th)
+        evidence = [self._evidence(self._docs[m.doc], m) for m in ranked[: self.k] if m.matched.any()]
+        return ItemResult(prepared[i].item, score, evidence)
 
     @staticmethod
-    def _evidence(doc: _Doc, m: DocMatch) -> dict[str, Any]:
+    def _evidence(doc: _Doc, m: DocMatch) -> Evidence:
         """The aligned part of the training text, its matched tokens highlighted."""
-        toks, T = doc.toks, len(doc.toks)
-        used = [(b, s) for _a, b, s in m.blocks]
+        toks, n_tok = doc.toks, len(doc.toks)
+        used = [(b, size) for _a, b, size in m.blocks]
         lo = min((b for b, _s in used), default=m.region[0])
-        hi = max((b + s for b, s in used), default=min(m.region[1], lo + 1))
-        c_lo = toks.starts[lo] if lo < T else len(doc.text)
-        c_hi = toks.ends[min(hi, T) - 1] if T and hi > 0 else c_lo
+        hi = max((b + size for b, size in used), default=min(m.region[1], lo + 1))
+        c_lo = toks.starts[lo] if lo < n_tok else len(doc.text)
+        c_hi = toks.ends[min(hi, n_tok) - 1] if n_tok and hi > 0 else c_lo
         x_lo, x_hi = max(0, c_lo - EXCERPT_PAD), min(len(doc.text), c_hi + EXCERPT_PAD)
         spans: list[list[int]] = []
-        for b, s in sorted(used):
-            a, e = toks.starts[b] - x_lo, toks.ends[b + s - 1] - x_lo
+        for b, size in sorted(used):
+            a, e = toks.starts[b] - x_lo, toks.ends[b + size - 1] - x_lo
             if spans and a <= spans[-1][1] + 1:
                 spans[-1][1] = max(spans[-1][1], e)
             else:
                 spans.append([a, e])
         meta = doc.meta
-        return {
-            "corpus": meta["corpus"],
-            "document_id": meta["external_id"],
-            "document": int(meta["id"]),
-            "source_file": meta["source_file"],
-            "position": int(meta["position"]),
-            "char_start": int(c_lo),
-            "char_end": int(c_hi),
-            "excerpt_start": int(x_lo),
-            "excerpt": doc.text[x_lo:x_hi],
-            "highlights": spans,
-            "own_coverage": round(m.own_coverage, 4),
-            "coverage": round(m.coverage, 4),
-            "longest_match": m.longest_own,
-            "near_window": m.near_window,
-        }
+        return Evidence(
+            corpus=meta["corpus"],
+            document_id=meta["external_id"],
+            document=int(meta["id"]),
+            source_file=meta["source_file"],
+            position=int(meta["position"]),
+            char_start=int(c_lo),
+            char_end=int(c_hi),
+            excerpt_start=int(x_lo),
+            excerpt=doc.text[x_lo:x_hi],
+            highlights=spans,
+            own_coverage=round(m.own_coverage, 4),
+            coverage=round(m.coverage, 4),
+            longest_match=m.longest_own,
+            near_window=m.near_window,
+        )

@@ -70,7 +70,7 @@ def _chart_labels(rep: dict[str, Any]) -> dict[str, list[Any]]:
     """Axis labels for the report charts (the counts come from the stored summary)."""
     s = rep.get("summary") or {}
     hist = s.get("histograms") or {}
-    cov = hist.get("best_doc_coverage", {}).get("edges", [])
+    cov = hist.get("own_coverage", {}).get("edges", [])
     longest = hist.get("longest_match", {}).get("edges", [])
     return {
         "statuses": [st.replace("_", " ") for st in STATUSES],
@@ -147,21 +147,21 @@ def items_page(
 def item_page(request: Request, report_id: str, item_id: str, svc: ReportServiceDep) -> HTMLResponse:
     rep = svc.get(report_id)
     it = svc.item(report_id, item_id)
-    return render(request, "item.html", r=rep, it=it, **_highlighted(it, int(rep["config"]["ngram_n"])))
+    return render(request, "item.html", r=rep, it=it, **_highlighted(it))
 
 
-def _highlighted(it: dict[str, Any], n: int) -> dict[str, Any]:
+def _highlighted(it: dict[str, Any]) -> dict[str, Any]:
     """The item's fields and its evidence cut into (text, highlighted) pieces: on the training
     text the matched spans, on the item what it shares with the evidence shown."""
     fields = it.get("item") or {}
     evidence = [{**ev, "pieces": split_marked(ev["excerpt"], ev["highlights"])} for ev in it["evidence"]]
     joined = " ".join(e["excerpt"] for e in it["evidence"])
     item_fields = [
-        (role, split_marked(text, shared_spans(text, joined, n)))
+        (role, split_marked(text, shared_spans(text, joined)))
         for role in ("passage", "question", "answer")
         if (text := fields.get(role) or "")
     ]
-    choices = [split_marked(c, shared_spans(c, joined, n)) for c in fields.get("choices") or []]
+    choices = [split_marked(c, shared_spans(c, joined)) for c in fields.get("choices") or []]
     return {"item_fields": item_fields, "choices": choices, "evidence": evidence}
 
 

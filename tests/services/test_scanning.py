@@ -10,8 +10,7 @@ import pytest
 from conftest import IndexCorpus
 from sqlalchemy import Engine, func, select
 
-from app.core.config import SignatureConfig
-from app.core.scoring import Thresholds
+from app.core.config import SignatureConfig, Thresholds
 from app.core.types import BenchmarkItem
 from app.errors import FingerprintMismatch, NotFoundError
 from app.services.scanning import Scanner
@@ -72,23 +71,23 @@ def test_annotated_cases(scanner: Scanner) -> None:
     s = {k: r.score for k, r in res.items()}
     # verbatim: everything found, answer with the question
     assert s["verbatim"].status == "contaminated"
-    assert s["verbatim"].best_doc_coverage == 1.0 and s["verbatim"].answer_with_question
+    assert s["verbatim"].own_coverage == 1.0 and s["verbatim"].answer_with_question
     # embedded in a 9,000-token page and wrapped in markup: containment, not Jaccard
     assert s["embedded"].status == "contaminated" and s["embedded"].longest_match >= 19
     assert s["embedded"].answer_found is False
     ev = res["embedded"].evidence[0]
-    assert ev["document_id"] == "embedded" and ev["corpus"] == "web"
-    marked = "".join(ev["excerpt"][a:b] for a, b in ev["highlights"])
+    assert ev.document_id == "embedded" and ev.corpus == "web"
+    marked = "".join(ev.excerpt[a:b] for a, b in ev.highlights)
     assert "Which" not in marked and "photosynthesis" not in marked and "green plants convert" in marked
-    assert ev["excerpt_start"] + ev["excerpt"].find("What is") == CORPUS[1]["text"].find("What is")
-    # two words changed: not everything matches, still flagged, near-duplicate similarity high
+    assert ev.excerpt_start + ev.excerpt.find("What is") == CORPUS[1]["text"].find("What is")
+    # two words changed: not everything matches, still found
     assert s["edited"].status in ("suspicious", "contaminated")
-    assert 0.4 < s["edited"].best_doc_coverage < 1.0 and s["edited"].near_similarity > 0.9
+    assert 0.8 < s["edited"].own_coverage < 1.0
     # question without its answer
     assert s["qonly"].question_found and s["qonly"].answer_found is False and not s["qonly"].answer_with_question
     assert s["qonly"].status == "suspicious"
-    # too short for n=8: never called clean
-    assert s["short"].status == "too_short" and "fewer than n=8" in res["short"].score.reason
+    # too short for n=5: never called clean
+    assert s["short"].status == "too_short" and "fewer than n=5" in res["short"].score.reason
     # CJK: one token per ideograph, found
     assert s["cjk"].status == "contaminated"
     # code re-indented and re-spaced still matches
@@ -110,12 +109,10 @@ def test_template_shared_by_items_is_left_out(scanner: Scanner) -> None:
 def test_thresholds_are_parameters(scanner: Scanner, engine) -> None:  # type: ignore[no-untyped-def]
     strict = Scanner(
         engine,
-        thresholds=Thresholds(
-            contaminated_coverage=1.01, suspicious_coverage=1.01, longest_match=10_000, near_similarity=1.01
-        ),
+        thresholds=Thresholds(contaminated_coverage=1.01, suspicious_coverage=1.01, longest_match=10_000),
     )
     r = strict.scan([ITEMS[0]])[0]
-    assert r.score.status == "clean" and r.score.best_doc_coverage == 1.0
+    assert r.score.status == "clean" and r.score.own_coverage == 1.0
 
 
 def test_unknown_corpus_and_mismatched_settings(scanner: Scanner, engine: Engine, index_corpus: IndexCorpus) -> None:
@@ -130,7 +127,7 @@ def test_unknown_corpus_and_mismatched_settings(scanner: Scanner, engine: Engine
 def test_pointer_only_corpus_reads_evidence_from_source(engine: Engine, index_corpus: IndexCorpus) -> None:
     index_corpus(engine, CORPUS, "ptr", store_text=False)
     r = Scanner(engine, ["ptr"]).scan([ITEMS[0]])[0]
-    assert r.score.status == "contaminated" and Q_VERBATIM[:30] in r.evidence[0]["excerpt"]
+    assert r.score.status == "contaminated" and Q_VERBATIM[:30] in r.evidence[0].excerpt
 
 
 def test_engine_fixture_is_real(migrated_url: str) -> None:
@@ -151,12 +148,14 @@ def test_widespread_copy_is_contaminated_not_boilerplate(engine: Engine, index_c
     assert r.score.status == "contaminated" and "widespread" in r.score.reason
 
 
-def test_duplicate_items_are_capped_at_suspicious(scanner: Scanner) -> None:
-    """Two identical items share all their text: found, but it may be the other's copy."""
+def test_duplicate_items_keep_their_exact_match(scanner: Scanner) -> None:
+    """Identical items in one benchmark are one item: a verbatim copy contaminates both, and a
+    short duplicate found verbatim is not cleared either."""
     twins = [BenchmarkItem(f"twin{i}", i, question=Q_VERBATIM, answer=A_VERBATIM) for i in range(2)]
+    twins += [BenchmarkItem(f"cjk{i}", 2 + i, question=CJK) for i in range(2)]
     for r in scanner.scan(twins):
-        assert r.score.status == "suspicious", r.score.reason
-        assert "shared with other items" in r.score.reason and r.evidence[0]["document_id"] == "verbatim"
+        assert r.score.status == "contaminated", r.score.reason
+        assert r.score.own_coverage == 1.0 and r.evidence[0].document_id in ("verbatim", "cjk")
 
 
 def test_short_document_is_not_a_near_duplicate_of_a_long_item(engine: Engine, index_corpus: IndexCorpus) -> None:
@@ -168,8 +167,8 @@ def test_short_document_is_not_a_near_duplicate_of_a_long_item(engine: Engine, i
     )
     index_corpus(engine, [{"id": "fragment", "text": "A farmer plants forty rows of corn and each row"}])
     r = Scanner(engine).scan([BenchmarkItem("q", 0, question=item)])[0]
-    assert r.evidence and r.evidence[0]["document_id"] == "fragment"
-    assert r.score.near_similarity < 0.6
+    assert r.evidence and r.evidence[0].document_id == "fragment"
+    assert r.score.status == "clean" and r.score.own_coverage < 0.4
 
 
 def test_many_segments_score_like_one(engine: Engine, tmp_path: Path, index_corpus: IndexCorpus) -> None:
@@ -200,8 +199,8 @@ def test_many_segments_score_like_one(engine: Engine, tmp_path: Path, index_corp
     def results(name: str) -> list:
         out = []
         for r in Scanner(engine, [name]).scan(items):
-            assert all(e["corpus"] == name for e in r.evidence)
-            evidence = [{**e, "corpus": None, "document": ext[e["document"]]} for e in r.evidence]
+            assert all(e.corpus == name for e in r.evidence)
+            evidence = [{**asdict(e), "corpus": None, "document": ext[e.document]} for e in r.evidence]
             score = asdict(r.score)
             score["best_doc"] = ext.get(score["best_doc"])
             score["doc_ranking"] = [(ext[d], *rest) for d, *rest in score["doc_ranking"]]

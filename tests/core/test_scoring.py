@@ -1,0 +1,263 @@
+"""The detection principles on small annotated cases, without a database.
+
+`scan` runs the same pure pipeline as the Scanner (prepare, share, stats, judge), with document
+frequencies counted over the documents given and every document a candidate.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from app.core.align import align, densest, find_sequence
+from app.core.config import Thresholds
+from app.core.items import SharedText, prepare
+from app.core.matching import DocTokens
+from app.core.scoring import ItemScore, benchmark_stats, judge, shared_spans, split_marked
+from app.core.signatures import token_hashes
+from app.core.surprise import token_bits
+from app.core.text import tokenize
+from app.core.types import BenchmarkItem, Status
+
+N = 5
+FILLER = " ".join(f"alpha{i} beta{i % 7} gamma{i % 13}" for i in range(400))  # unrelated text
+
+
+def scan(items: Sequence[BenchmarkItem], docs: Mapping[str, str], th: Thresholds | None = None) -> dict[str, ItemScore]:
+    th = th or Thresholds()
+    prepared = [prepare(it, N) for it in items]
+    shared = SharedText(prepared)
+    names = list(docs)
+    tokens = {k: DocTokens.of(token_hashes(tokenize(docs[names[k]])), N) for k in range(len(names))}
+    df = Counter(h for d in tokens.values() for h in set(d.grams.tolist()))
+    stats = benchmark_stats(prepared, shared, df, N, th)
+    out = {}
+    for i, p in enumerate(prepared):
+        cands = {k: (d, None) for k, d in tokens.items() if np.isin(p.grams, d.grams).any()}
+        out[p.item.item_id] = judge(i, prepared, stats, shared, cands, N, th)[0]
+    return out
+
+
+def flagged(s: ItemScore) -> bool:
+    return s.status in (Status.SUSPICIOUS, Status.CONTAMINATED)
+
+
+CLAIMS = [
+    "the river thames flooded the lower town twice during the cold spring of that year",
+    "a committee of nine farmers voted to plant barley instead of wheat on the northern fields",
+    "the old lighthouse keeper recorded every passing ship in a green leather notebook",
+    "three bakers on the high street agreed to sell bread at the same price all winter",
+]
+
+
+def templated(i: int, claim: str) -> BenchmarkItem:
+    return BenchmarkItem(
+        f"claim{i}",
+        i,
+        question=f"On June 2017, the following claim was made: {claim}. Q: Was this claim true or false?",
+        choices=("True", "False"),
+        answer="True",
+    )
+
+
+def test_a_template_only_match_is_clean() -> None:
+    """Every item shares the frame; a planted copy of claim 0 holds the frame too. The other
+    claims match it only through the frame, which is not their own text: clean."""
+    items = [templated(i, c) for i, c in enumerate(CLAIMS)]
+    planted = (
+        f"{FILLER} On June 2017, the following claim was made: {CLAIMS[0]}. Q: Was this claim true or "
+        f"false? A. True B. False Answer: True {FILLER}"
+    )
+    s = scan(items, {"page": planted})
+    assert s["claim0"].status == Status.CONTAMINATED  # its own claim is there
+    for k in ("claim1", "claim2", "claim3"):
+        assert s[k].status == Status.CLEAN, s[k].reason  # the frame alone is not evidence
+        assert s[k].own_coverage < 0.2
+
+
+PASSAGE = (
+    "The expedition left the coastal village at dawn with eleven mules, four guides and enough salted fish "
+    "for a month. After crossing the salt flats they reached the ruined monastery on the ninth day, where "
+    "two guides fell ill and the party rested until the rains stopped."
+)
+
+
+def test_a_shared_passage_with_the_items_own_question_is_contaminated() -> None:
+    """Two questions on one passage. The document holds the passage and question 1: item 1 is
+    contaminated, item 2 (its sibling) is at most suspicious, and the reason says why."""
+    q1 = BenchmarkItem(
+        "q1", 0, question=f"{PASSAGE} Question: How many mules did the expedition take with it?", answer="eleven"
+    )
+    q2 = BenchmarkItem(
+        "q2", 1, question=f"{PASSAGE} Question: On which day did the party reach the monastery?", answer="the ninth"
+    )
+    s = scan([q1, q2], {"page": f"{FILLER} {q1.question} Answer: eleven. {FILLER}"})
+    assert s["q1"].status == Status.CONTAMINATED
+    assert s["q2"].status != Status.CONTAMINATED
+
+
+def test_the_passage_alone_makes_each_sibling_at_most_suspicious() -> None:
+    q1 = BenchmarkItem("q1", 0, question=f"{PASSAGE} Question: How many mules did the expedition take with it?")
+    q2 = BenchmarkItem("q2", 1, question=f"{PASSAGE} Question: On which day did the party reach the monastery?")
+    s = scan([q1, q2], {"page": f"{FILLER} {PASSAGE} {FILLER}"})
+    for k in ("q1", "q2"):
+        assert s[k].status == Status.SUSPICIOUS and "passage" in s[k].reason and s[k].passage_found
+
+
+SPORTS = [
+    "Juan Soto did a double stepover",
+    "Jamal Murray beat the buzzer",
+    "Kyle Pitts caught the screen pass",
+    "Mookie Betts stole second base",
+    "Joel Embiid hit the corner three",
+]
+
+
+def sports(sentences: Sequence[str]) -> list[BenchmarkItem]:
+    return [
+        BenchmarkItem(f"s{i}", i, question=t, choices=("plausible", "implausible"), answer="implausible")
+        for i, t in enumerate(sentences)
+    ]
+
+
+def test_a_six_word_item_embedded_verbatim_is_found() -> None:
+    s = scan(sports(SPORTS), {"page": f"{FILLER} Q: {SPORTS[0]}\nA: implausible\n{FILLER}"})
+    assert s["s0"].status == Status.CONTAMINATED and s["s0"].tokens < 10
+    assert all(s[f"s{i}"].status == Status.CLEAN for i in range(1, 5))
+
+
+def test_the_same_words_common_across_the_corpus_are_not_a_copy() -> None:
+    """A six-word phrase in more than max_df documents is a common phrase, not a copied item."""
+    phrase = "the quarterback threw the ball away"
+    docs = {f"news{i}": f"match report {i} {FILLER[:300]} {phrase} in the fourth quarter" for i in range(15)}
+    s = scan(sports([phrase, *SPORTS[1:]]), docs)
+    assert not flagged(s["s0"]) and s["s0"].status == Status.TOO_SHORT
+    assert "common" in s["s0"].reason
+
+
+EDIT_SRC = (
+    "In the novel the old fisherman sails far out into the gulf stream and hooks a giant marlin that drags "
+    "his small skiff for three days and nights before he finally kills it and lashes it to the boat"
+)
+
+
+def test_an_edited_copy_is_found() -> None:
+    light = EDIT_SRC.replace("hooks", "catches").replace("drags", "pulls")
+    heavy = (
+        "In a novel the old fisherman sails far out into the gulf and hooks one huge marlin which drags his tiny "
+        "boat for three whole days before he at last kills it and ties it to the side"
+    )
+    item = [BenchmarkItem("e", 0, question=EDIT_SRC)]
+    assert scan(item, {"light": f"{FILLER} {light} {FILLER}"})["e"].status == Status.CONTAMINATED
+    s = scan(item, {"heavy": f"{FILLER} {heavy} {FILLER}"})["e"]
+    assert s.status == Status.SUSPICIOUS and 0.4 <= s.own_coverage < 0.8
+
+
+def test_a_half_copied_item_is_suspicious() -> None:
+    half = EDIT_SRC[: len(EDIT_SRC) // 2]
+    s = scan([BenchmarkItem("e", 0, question=EDIT_SRC)], {"half": f"{FILLER} {half} {FILLER}"})["e"]
+    assert s.status == Status.SUSPICIOUS
+
+
+TWIN = "Andrew preferred the pain of getting hit with the tomato rather than the brick because the _ was {}."
+
+
+def test_twins_are_told_apart_by_the_word_that_differs() -> None:
+    twins = [
+        BenchmarkItem("hard", 0, question=TWIN.format("hard"), answer="brick"),
+        BenchmarkItem("soft", 1, question=TWIN.format("soft"), answer="tomato"),
+    ]
+    s = scan(twins, {"page": f"{FILLER} {TWIN.format('hard')} Answer: brick {FILLER}"})
+    assert s["hard"].status == Status.CONTAMINATED
+    assert s["soft"].status != Status.CONTAMINATED
+
+
+def test_duplicate_items_are_the_same_item() -> None:
+    """Identical items in one benchmark count once: both are contaminated by a copy."""
+    dups = [BenchmarkItem(f"d{i}", i, question=EDIT_SRC, answer="the marlin") for i in range(2)]
+    s = scan(dups, {"page": f"{FILLER} {EDIT_SRC} Answer: the marlin {FILLER}"})
+    assert s["d0"].status == s["d1"].status == Status.CONTAMINATED
+
+
+def test_a_siblings_copy_does_not_flag_a_low_information_item() -> None:
+    """Instructions built from a few frames ("Take 3 steps.") share most of their text with any
+    other item: a document holding another item's copy is that item's evidence."""
+    texts = [
+        "Take 9 steps. Turn around. Take 9 steps. Turn around.",
+        "Take 3 steps. Take 6 steps. Turn around. Take 9 steps. Turn left.",
+        "Always face forward. Take 2 steps left. Take 4 steps right.",
+        "Take 1 step. Take 8 steps. Turn right. Take 5 steps.",
+    ]
+    items = [
+        BenchmarkItem(f"n{i}", i, question=t, choices=("True", "False"), answer="True") for i, t in enumerate(texts)
+    ]
+    s = scan(items, {"page": f"{FILLER} Q: {texts[1]} A: True {FILLER}"})
+    assert s["n1"].status == Status.CONTAMINATED
+    assert s["n0"].status == Status.CLEAN, s["n0"].reason
+
+
+def test_question_and_answer_together_identify_items_asking_the_same_question() -> None:
+    """Five questions on one puzzle, rendered as the puzzle and one answer: that item is
+    contaminated, the others share only the puzzle."""
+    puzzle = (
+        "On a shelf, there are five books: a gray book, a red book, a purple book, a blue book, and a black "
+        "book. The red book is to the right of the gray book. The black book is to the left of the blue "
+        "book. The blue book is to the left of the gray book. The purple book is the second from the right."
+    )
+    asks = ["the leftmost", "the rightmost", "the second from the left", "the third from the left"]
+    answers = [
+        "The black book is the leftmost.",
+        "The red book is the rightmost.",
+        "The blue book is the second from the left.",
+        "The gray book is the third from the left.",
+    ]
+    books = ["gray", "red", "purple", "blue", "black"]
+    items = [
+        BenchmarkItem(
+            f"p{k}", k, question=puzzle, choices=tuple(f"The {b} book is {a}." for b in books), answer=answers[k]
+        )
+        for k, a in enumerate(asks)
+    ]
+    s = scan(items, {"page": f"{FILLER} Q: {puzzle}\nA: {answers[0]}\n{FILLER}"})
+    assert s["p0"].status == Status.CONTAMINATED and s["p0"].answer_with_question
+    assert all(s[f"p{k}"].status != Status.CONTAMINATED for k in (1, 2, 3))
+
+
+def test_thresholds_decide() -> None:
+    items = [BenchmarkItem("e", 0, question=EDIT_SRC)]
+    strict = Thresholds(contaminated_coverage=1.01, suspicious_coverage=1.01, longest_match=10_000)
+    s = scan(items, {"page": f"{FILLER} {EDIT_SRC} {FILLER}"}, strict)["e"]
+    assert s.status == Status.CLEAN and s.own_coverage == 1.0
+
+
+def test_too_short_to_judge() -> None:
+    s = scan([BenchmarkItem("x", 0, question="Is ice cold?", answer="Yes")], {"page": "Is ice cold? Yes"})["x"]
+    assert s.status == Status.TOO_SHORT and "fewer than n=5" in s.reason
+
+
+def test_template_text_carries_few_bits() -> None:
+    items = [templated(i, c) for i, c in enumerate(CLAIMS)]
+    prepared = [prepare(it, N) for it in items]
+    bits = token_bits([p.ids for p in prepared], [p.fields for p in prepared], SharedText(prepared).group.tolist())
+    frame = len(tokenize("On June 2017, the following claim was made:"))
+    claim = len(tokenize(CLAIMS[0]))
+    assert bits[0][1:frame].mean() < 1.0  # predictable from the other items
+    assert bits[0][frame : frame + claim].mean() > 4.0  # only this item has it
+
+
+def test_alignment_counts_blocks_not_stray_tokens() -> None:
+    item = [1, 2, 3, 4, 5, 6]
+    region = [9, 1, 2, 8, 3, 7, 4, 5, 6, 0]
+    al = align(item, region)
+    assert al.matched.tolist() == [True, True, False, True, True, True]  # "3" alone is chance
+    assert find_sequence(np.array(region), np.array([4, 5, 6])) == 6
+    assert densest(np.array([1, 2, 50, 51, 52, 90]), 10) == (50, 52)
+
+
+def test_highlights_on_the_item_side() -> None:
+    text = "Which river flows through Baghdad?"
+    spans = shared_spans(text, "we know the river flows through Baghdad today")
+    assert [text[a:b] for a, b in spans] == ["river flows through Baghdad"]
+    assert split_marked("abcdef", [[1, 3]]) == [("a", False), ("bc", True), ("def", False)]
