@@ -114,5 +114,5 @@ def test_config_checks_and_fingerprint() -> None:
     a, b = SignatureConfig(), SignatureConfig(ngram_n=13)
     assert a.fingerprint() == SignatureConfig().fingerprint()
     assert a.fingerprint() != b.fingerprint()
-    assert a.differences(b) == {"ngram_n": (8, 13)}
+    assert a.differences(b) == {"ngram_n": (5, 13)}
     assert "datasketch" in a.to_dict()["libraries"]
