@@ -163,7 +163,7 @@ def test_corpora_indexed_with_other_settings_are_a_conflict(
     client: TestClient, migrated_url: str, index_corpus: IndexCorpus
 ) -> None:
     """Checking corpora indexed with different signature settings together is a 409, not a 422."""
-    index_corpus(migrated_url, [{"id": "x", "text": Q2}], "other", cfg=SignatureConfig(ngram_n=5))
+    index_corpus(migrated_url, [{"id": "x", "text": Q2}], "other", cfg=SignatureConfig(ngram_n=7))
     data = _payloads()["b.jsonl"]
     r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"corpora": "web,other"})
     assert r.status_code == 409 and "different signature settings" in r.json()["error"]

@@ -117,7 +117,7 @@ def test_domain_errors_are_one_line_and_exit_code_2(migrated_url: str, tmp_path:
         (["corpora", "nope", *base], "error: no corpus named 'nope'"),
         (["scan", str(tmp_path / "c.jsonl"), "--format", "xml", *base], "error: unknown format 'xml'"),
         (["scan", str(tmp_path / "c.jsonl"), "--corpus", "nope", *base], "error: no corpus named 'nope'"),
-        (["index", "--corpus", "web", "--ngram", "5", *base, str(tmp_path)], "error: corpus 'web' was indexed"),
+        (["index", "--corpus", "web", "--ngram", "7", *base, str(tmp_path)], "error: corpus 'web' was indexed"),
         (["index", "--corpus", "web", "--no-store-text", *base, str(tmp_path)], "store_text=True; keep it the same"),
         (["index", "--corpus", "web", *base, str(tmp_path / "missing")], "error: no such file or directory"),
         (["db", "upgrade", "--db", "mysql://nowhere/x"], "error: unsupported database URL"),

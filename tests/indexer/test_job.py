@@ -82,7 +82,7 @@ def test_mismatched_settings_are_refused(migrated_url: str, tmp_path: Path, inde
     f = write_jsonl(tmp_path / "a.jsonl", make_docs(3, 50, 1, "a"))
     index_corpus(migrated_url, [f], "c")
     g = write_jsonl(tmp_path / "b.jsonl", make_docs(3, 50, 2, "b"))
-    with pytest.raises(FingerprintMismatch, match="ngram_n: index has 8, requested 13"):
+    with pytest.raises(FingerprintMismatch, match="ngram_n: index has 5, requested 13"):
         index_corpus(migrated_url, [g], "c", cfg=SignatureConfig(ngram_n=13))
     # a different corpus name may use other settings
     assert index_corpus(migrated_url, [g], "other", cfg=SignatureConfig(ngram_n=13)).as_dict()["documents"] == 3

@@ -27,6 +27,6 @@ def test_one_health_view_for_one_corpus_and_for_all(engine: Engine, index_corpus
     overview = svc.overview()
     assert [row["name"] for row, _ in overview] == ["a", "b"] == svc.names()
     assert [view for _, view in overview] == [svc.health("a"), svc.health("b")]
-    assert svc.health("a")["config"]["ngram_n"] == 8  # settings decoded by the store
+    assert svc.health("a")["config"]["ngram_n"] == 5  # settings decoded by the store
     with pytest.raises(NotFoundError, match="no corpus named 'zz'"):
         svc.health("zz")

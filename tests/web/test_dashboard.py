@@ -35,7 +35,7 @@ BENCH = [
 
 CORPUS = [
     {"id": "quiz-page", "text": f"Quiz night!\n{Q1}\nA. Nile\nB. Tigris\nAnswer: Tigris"},
-    {"id": "forum<b>", "text": f"Someone asked: {EVIL} Nobody knew."},  # a hostile document id too
+    {"id": "forum<b>", "text": f"Someone asked: {EVIL} The answer: nothing. Nobody believed it."},  # hostile id too
 ]
 
 
@@ -78,7 +78,7 @@ def test_pages_render_and_escape(migrated_url: str, tmp_path: Path, index_corpus
 def test_domain_errors_are_pages_never_500(migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus) -> None:
     """Every dashboard path answers a domain error with a page and the status from one table."""
     index_corpus(migrated_url, CORPUS)
-    index_corpus(migrated_url, [{"id": "x", "text": Q3}], "other", cfg=SignatureConfig(ngram_n=5))
+    index_corpus(migrated_url, [{"id": "x", "text": Q3}], "other", cfg=SignatureConfig(ngram_n=7))
     bench = _bench_file(tmp_path).read_bytes()
     with TestClient(create_app(Settings(database_url=migrated_url)), raise_server_exceptions=False) as c:
         rid = c.post("/upload", files={"file": ("q.jsonl", bench)}, data={"corpora": ["web"]}, follow_redirects=False)
