@@ -215,13 +215,13 @@ def item_stats(
     p: PreparedItem,
     group: int,
     shared: SharedText,
-    df: Mapping[int, int],
+    dfs: np.ndarray,
     n: int,
     th: Thresholds,
     bits: np.ndarray | None = None,
 ) -> ItemStats:
+    """dfs: corpus document frequency of each of the item's n-grams (p.grams order)."""
     freq = shared.freq(p.grams)
-    dfs = np.fromiter((df.get(h, 0) for h in p.grams.tolist()), dtype=np.int64, count=len(p.grams))
     common = (dfs > th.max_df) | p.weak
     mfreq = shared.mgrams.freq(p.mgrams)
     passage_tok = _passage_tokens(p, group, shared, freq, n, th)
@@ -230,6 +230,18 @@ def item_stats(
     if bits is None:
         bits = np.full(p.n_tokens, np.inf)
     return ItemStats(freq, dfs, common, mfreq, passage_tok, common_tok, bits)
+
+
+def lookup(keys: np.ndarray, table: Mapping[int, int]) -> np.ndarray:
+    """table[key] for every key (0 where absent), for many keys at once."""
+    if not table or len(keys) == 0:
+        return np.zeros(len(keys), dtype=np.int64)
+    known = np.fromiter(table.keys(), dtype=np.int64, count=len(table))
+    values = np.fromiter(table.values(), dtype=np.int64, count=len(table))
+    order = np.argsort(known)
+    known, values = known[order], values[order]
+    idx = np.minimum(np.searchsorted(known, keys), len(known) - 1)
+    return np.where(known[idx] == keys, values[idx], 0)
 
 
 def _passage_tokens(

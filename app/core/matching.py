@@ -33,6 +33,7 @@ from app.core.signatures import rolling_hashes
 
 COMPETITOR_CANDIDATES = 8
 PRESENCE_MAX_ITEMS = 64  # grams in at most this many items say which item a region holds
+SHARE_SLACK = 0.25  # a candidate's share of grams held bounds its share of tokens held to within this
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
 
 
@@ -91,16 +92,36 @@ class DocMatch:
 
 @dataclass
 class DocTokens:
-    """A document as the scorer sees it: token ids and gram hashes by position."""
+    """A document as the scorer sees it: token ids and gram hashes by position, and the
+    n-grams sorted once, so finding an item's n-grams in it costs a binary search each."""
 
     ids: np.ndarray  # int64
     grams: np.ndarray  # int64 index n-grams, len(ids) - n + 1 values
     mgrams: np.ndarray  # int64 MATCH_N-grams
+    order: np.ndarray  # positions of `grams` in ascending order of hash
 
     @classmethod
     def of(cls, ids: np.ndarray, n: int) -> DocTokens:
         u = ids.view(np.uint64)
-        return cls(ids.view(np.int64), rolling_hashes(u, n).view(np.int64), rolling_hashes(u, MATCH_N).view(np.int64))
+        grams = rolling_hashes(u, n).view(np.int64)
+        return cls(
+            ids.view(np.int64), grams, rolling_hashes(u, MATCH_N).view(np.int64), np.argsort(grams, kind="stable")
+        )
+
+    def positions(self, grams: np.ndarray) -> np.ndarray:
+        """Sorted positions where any of `grams` occurs."""
+        if len(grams) == 0 or len(self.grams) == 0:
+            return np.zeros(0, dtype=np.int64)
+        ranked = self.grams[self.order]
+        lo = np.searchsorted(ranked, grams, side="left")
+        hi = np.searchsorted(ranked, grams, side="right")
+        hit = hi > lo
+        if not hit.any():
+            return np.zeros(0, dtype=np.int64)
+        lo, hi = lo[hit], hi[hit]
+        counts = hi - lo
+        idx = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts) + np.arange(counts.sum())
+        return np.unique(self.order[idx])
 
 
 def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] | None) -> tuple[int, int]:
@@ -108,7 +129,7 @@ def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] 
     near-duplicate window), padded by the item's length on both sides."""
     length = max(p.n_tokens, n)
     grams = np.concatenate([p.grams, p.passage_grams]) if len(p.passage_grams) else p.grams
-    pos = np.flatnonzero(np.isin(doc.grams, grams)) if len(grams) and len(doc.grams) else np.zeros(0, np.int64)
+    pos = doc.positions(grams)
     if len(pos):
         lo, hi = densest(pos, 2 * length)
         hi += n
@@ -119,6 +140,14 @@ def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] 
     return max(0, lo - length), min(len(doc.ids), hi + length)
 
 
+def member(x: np.ndarray, sorted_unique: np.ndarray) -> np.ndarray:
+    """bool per value of x: in `sorted_unique` (a sorted array without repeats)."""
+    if len(sorted_unique) == 0 or len(x) == 0:
+        return np.zeros(len(x), dtype=bool)
+    idx = np.minimum(np.searchsorted(sorted_unique, x), len(sorted_unique) - 1)
+    return sorted_unique[idx] == x
+
+
 def held(
     p: PreparedItem,
     region_ids: np.ndarray,
@@ -127,8 +156,9 @@ def held(
     tiny_select: Sequence[bool] | None = None,
 ) -> np.ndarray:
     """bool per item token: inside one of the item's MATCH_N-grams (those `select`ed) that the
-    region holds; a field shorter than MATCH_N counts when the region holds it whole."""
-    present = np.isin(p.mgrams, region_mgrams)
+    region holds (`region_mgrams` sorted, without repeats); a field shorter than MATCH_N counts
+    when the region holds it whole."""
+    present = member(p.mgrams, region_mgrams)
     if select is not None:
         present &= select
     out = tokens_of(p, p.mgram_pos[present], MATCH_N)
@@ -152,13 +182,17 @@ def match_document(
     """What one document holds of item `i`, and which of that is the item's own text there."""
     p = items[i]
     lo, hi = region_for(p, doc, n, window)
-    region = Region(doc.ids[lo:hi], doc.grams[lo : max(lo, hi - n + 1)], doc.mgrams[lo : max(lo, hi - MATCH_N + 1)])
+    region = Region(
+        doc.ids[lo:hi],
+        np.unique(doc.grams[lo : max(lo, hi - n + 1)]),
+        np.unique(doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]),
+    )
     al = align(p.ids.tolist(), region.ids.tolist(), p.whole)
     matched = held(p, region.ids, region.mgrams) & al.matched  # in the item's order, not recombined pieces
     own, own_hit, competitor, competitor_found = _own_text(i, items, stats, shared, region, matched, al, th)
     passage = 0.0
     if len(p.passage_grams) and p.passage_tokens:
-        passage = float(covered(np.isin(p.passage_grams, region.grams), n, p.passage_tokens).mean())
+        passage = float(covered(member(p.passage_grams, region.grams), n, p.passage_tokens).mean())
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
     return DocMatch(
         doc=doc_id,
@@ -183,7 +217,8 @@ def match_document(
 
 @dataclass(frozen=True)
 class Region:
-    """The aligned range of a document: token ids, index n-grams and MATCH_N-grams."""
+    """The aligned range of a document: token ids, and its index n-grams and MATCH_N-grams
+    (sorted, without repeats)."""
 
     ids: np.ndarray
     grams: np.ndarray
@@ -208,21 +243,28 @@ def _own_text(
     p = items[i]
     own = ~stats.passage_tok & ~stats.common_tok
     own_hit = matched & own
-    competitor, found_other = None, False
-    best_share = float(matched.mean()) if p.n_tokens else 0.0
-    for j in _competitors(i, items, stats, shared, region.mgrams, th):
-        other = items[j]
-        if not other.n_tokens:
-            continue
+    candidates = _competitors(i, items, stats, shared, region.mgrams, th) if matched.sum() >= 2 else []
+    if not candidates:
+        return own, own_hit, None, False
+    grams = [np.unique(items[j].mgrams) for j in candidates]
+    label = np.concatenate([np.full(len(g), k) for k, g in enumerate(grams)])
+    flat = np.concatenate(grams)
+    in_region = member(flat, region.mgrams)
+    theirs_only = ~member(flat, np.unique(p.mgrams))
+    found_other = bool((in_region & theirs_only).any())
+    bag_share = np.bincount(label[in_region], minlength=len(grams)) / np.maximum([len(g) for g in grams], 1)
+    competitor, best_share = None, float(matched.mean()) if p.n_tokens else 0.0
+    for k in np.argsort(-bag_share, kind="stable").tolist():
+        if bag_share[k] + SHARE_SLACK < best_share:
+            break  # the rest hold even less of themselves
+        other = items[candidates[k]]
         in_theirs = align(other.ids.tolist(), region.ids.tolist(), other.whole).matched
-        theirs_g = ~np.isin(other.mgrams, p.mgrams)
-        found_other |= bool((held(other, region.ids, region.mgrams, theirs_g) & in_theirs).any())
-        share = float((held(other, region.ids, region.mgrams) & in_theirs).mean())
+        share = float((held(other, region.ids, region.mgrams) & in_theirs).mean()) if other.n_tokens else 0.0
         if share >= best_share:  # holds at least as large a share of that item as of item i
-            competitor, best_share = j, share
+            competitor, best_share = candidates[k], share
     if competitor is not None:
         other = items[competitor]
-        own_g = ~np.isin(p.mgrams, other.mgrams)
+        own_g = ~member(p.mgrams, np.unique(other.mgrams))
         their_fields = {key for *_se, key in other.tiny_fields}
         own_tiny = [key not in their_fields for *_se, key in p.tiny_fields]
         own = tokens_of(p, p.mgram_pos[own_g], MATCH_N)
@@ -251,7 +293,7 @@ def _competitors(
     and its own text is all but what it shares word for word with another item as a passage."""
     p = items[i]
     me = int(shared.group[i])
-    sharing = np.isin(p.mgrams, region_mgrams) & (stats.mfreq >= th.template_min_items)
+    sharing = member(p.mgrams, region_mgrams) & (stats.mfreq >= th.template_min_items)
     if not sharing.any():
         return []
     overlap = shared.mgrams.groups_of(p.mgrams[sharing], COMPETITOR_MAX_ITEMS)

@@ -40,7 +40,7 @@ import numpy as np
 
 from app.core.align import align, covered
 from app.core.config import Thresholds
-from app.core.items import QUESTION, SCORED_ROLES, ItemStats, PreparedItem, SharedText, item_stats
+from app.core.items import QUESTION, SCORED_ROLES, ItemStats, PreparedItem, SharedText, item_stats, lookup
 from app.core.matching import DocMatch, DocTokens, match_document
 from app.core.signatures import token_hashes
 from app.core.surprise import token_bits
@@ -274,7 +274,7 @@ def shared_spans(text: str, other: str) -> list[tuple[int, int]]:
     )
     spans: list[tuple[int, int]] = []
     for i in np.flatnonzero(al.matched).tolist():
-        s, e = toks.starts[i], toks.ends[i]
+        s, e = int(toks.starts[i]), int(toks.ends[i])
         if spans and s - spans[-1][1] <= 3 and not text[spans[-1][1] : s].strip(" \t,.;:!?\"'()[]*-"):
             spans[-1] = (spans[-1][0], e)
         else:
@@ -307,7 +307,9 @@ def benchmark_stats(
     frequencies, passages, boilerplate, and each token's information (app.core.surprise)."""
     groups = shared.group.tolist()
     bits = token_bits([p.ids for p in prepared], [p.fields for p in prepared], groups)
-    return [item_stats(p, g, shared, df, n, th, b) for p, g, b in zip(prepared, groups, bits, strict=True)]
+    sizes = np.cumsum([len(p.grams) for p in prepared])[:-1]
+    dfs = np.split(lookup(np.concatenate([p.grams for p in prepared]), df), sizes) if prepared else []
+    return [item_stats(p, g, shared, d, n, th, b) for p, g, d, b in zip(prepared, groups, dfs, bits, strict=True)]
 
 
 def judge(

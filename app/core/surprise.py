@@ -31,16 +31,15 @@ def _mix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return (h * _M).view(np.int64)
 
 
-def _contexts(ids: np.ndarray, fields: Sequence[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Per token: the previous token and the previous two (hashed), restarting at each field."""
-    p1 = np.empty(len(ids), dtype=np.int64)
-    p2 = np.empty(len(ids), dtype=np.int64)
-    for s, e, _code in fields:
-        seg = ids[s:e]
-        p1[s:e] = np.concatenate(([_BOS1], seg[:-1]))
-        before = np.concatenate(([_BOS2, _BOS1], seg[:-1]))[: e - s]
-        p2[s:e] = _mix(before, p1[s:e])
-    return p1, p2
+def _contexts(ids: np.ndarray, field_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per token: the previous token and the previous two (hashed); `field_pos` is each token's
+    position in its field, so contexts restart at every field."""
+    p1 = np.concatenate(([_BOS1], ids[:-1]))
+    p1[field_pos == 0] = _BOS1
+    before = np.concatenate(([_BOS2, _BOS1], ids[:-2]))[: len(ids)]
+    before[field_pos == 0] = _BOS2
+    before[field_pos == 1] = _BOS1
+    return p1, _mix(before, p1)
 
 
 class _Counts:
@@ -54,9 +53,9 @@ class _Counts:
         return np.where(self.keys[idx] == keys, self.n[idx], 0)
 
 
-def _own(keys: np.ndarray) -> np.ndarray:
-    """How often each key occurs within the same array."""
-    _, inv, counts = np.unique(keys, return_inverse=True, return_counts=True)
+def _own(item: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """How often each key occurs within its own item."""
+    _, inv, counts = np.unique(_mix(item, keys), return_inverse=True, return_counts=True)
     return counts[inv]
 
 
@@ -66,39 +65,31 @@ def token_bits(
     """Surprisal in bits of every token of every item (see the module doc).
 
     ids: per item, its token ids; fields: per item, (start, end, role) of each field;
-    groups: per item, its duplicate group (items of one group are counted once).
+    groups: per item, its duplicate group (items of one group are counted once, and every item
+    leaves its group's text out of the model it is scored with).
     """
-    ctx = [_contexts(a, f) for a, f in zip(ids, fields, strict=True)]
-    first: dict[int, int] = {}
-    for i, g in enumerate(groups):
-        first.setdefault(int(g), i)
-    counted = sorted(first.values())
-    if not counted:
+    if not len(ids):
         return []
-
-    def cat(parts: list[np.ndarray]) -> np.ndarray:
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-
-    u = cat([ids[i] for i in counted])
-    p1 = cat([ctx[i][0] for i in counted])
-    p2 = cat([ctx[i][1] for i in counted])
-    uni, total, vocab = _Counts(u), len(u), len(np.unique(u)) + 1
-    big, h1 = _Counts(_mix(p1, u)), _Counts(p1)
-    tri, h2 = _Counts(_mix(p2, u)), _Counts(p2)
-    t1 = _Counts(p1[np.unique(_mix(p1, u), return_index=True)[1]])  # T(h): distinct words after h
-    t2 = _Counts(p2[np.unique(_mix(p2, u), return_index=True)[1]])
-    out = []
-    for i, a in enumerate(ids):
-        c1, c2 = ctx[i]
-        b1, b2 = _mix(c1, a), _mix(c2, a)
-        leave = 1  # every member of a group holds the counted text: it is left out for each
-        n = total - leave * len(a)
-        cu = uni.get(a) - leave * _own(a)
-        p_uni = (cu + _ALPHA) / (n + _ALPHA * vocab)
-        p = _interpolate(big.get(b1) - leave * _own(b1), h1.get(c1) - leave * _own(c1), t1.get(c1), p_uni)
-        p = _interpolate(tri.get(b2) - leave * _own(b2), h2.get(c2) - leave * _own(c2), t2.get(c2), p)
-        out.append(-np.log2(p))
-    return out
+    lengths = np.array([len(a) for a in ids], dtype=np.int64)
+    a = np.concatenate(ids).astype(np.int64, copy=False)
+    item = np.repeat(np.arange(len(ids), dtype=np.int64), lengths)
+    field_pos = np.concatenate(
+        [np.concatenate([np.arange(e - s) for s, e, _c in f]) if f else np.zeros(0, np.int64) for f in fields]
+    )
+    p1, p2 = _contexts(a, field_pos)
+    b1, b2 = _mix(p1, a), _mix(p2, a)
+    first = np.zeros(len(ids), dtype=bool)
+    first[np.unique(np.asarray(groups), return_index=True)[1]] = True
+    counted = first[item]
+    uni, total, vocab = _Counts(a[counted]), int(counted.sum()), len(np.unique(a[counted])) + 1
+    big, h1, tri, h2 = _Counts(b1[counted]), _Counts(p1[counted]), _Counts(b2[counted]), _Counts(p2[counted])
+    t1 = _Counts(p1[counted][np.unique(b1[counted], return_index=True)[1]])  # T(h): distinct words after h
+    t2 = _Counts(p2[counted][np.unique(b2[counted], return_index=True)[1]])
+    n = total - lengths[item]
+    p_uni = (uni.get(a) - _own(item, a) + _ALPHA) / (n + _ALPHA * vocab)
+    p = _interpolate(big.get(b1) - _own(item, b1), h1.get(p1) - _own(item, p1), t1.get(p1), p_uni)
+    p = _interpolate(tri.get(b2) - _own(item, b2), h2.get(p2) - _own(item, p2), t2.get(p2), p)
+    return np.split(-np.log2(p), np.cumsum(lengths)[:-1])
 
 
 def _interpolate(pair: np.ndarray, context: np.ndarray, kinds: np.ndarray, lower: np.ndarray) -> np.ndarray:

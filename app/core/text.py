@@ -16,6 +16,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+import numpy as np
+
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 _MARKUP = re.compile(
@@ -41,11 +43,17 @@ def _norm(token: str) -> str:
     return unicodedata.normalize("NFKC", token).casefold()
 
 
+# ASCII text, byte for byte: letters lower-cased, digits kept, everything else a separator. The
+# same tokens as _TOKEN on lower-cased ASCII ("_" separates), found by bytes.translate and split
+# in C instead of one regex match object per token (about 10x faster; a test holds them equal).
+_ASCII_WORDS = bytes(c + 32 if 65 <= c <= 90 else c if 48 <= c <= 57 or 97 <= c <= 122 else 32 for c in range(256))
+
+
 def tokenize(text: str) -> list[str]:
     """Normalised tokens of `text` (the fast path used when offsets are not needed)."""
     clean = strip_markup(text)
     if clean.isascii():
-        return _TOKEN.findall(clean.lower())
+        return clean.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
     return [_norm(t) for t in _TOKEN.findall(clean)]
 
 
@@ -54,8 +62,8 @@ class Tokens:
     """Tokens with the [start, end) character span of each in the original text."""
 
     tokens: list[str]
-    starts: list[int]
-    ends: list[int]
+    starts: np.ndarray  # int64
+    ends: np.ndarray
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -64,8 +72,13 @@ class Tokens:
 def tokenize_spans(text: str) -> Tokens:
     """Like :func:`tokenize` (same tokens, always), keeping character offsets."""
     clean = strip_markup(text)
-    ascii_text = clean.isascii()
-    source = clean.lower() if ascii_text else clean
+    if clean.isascii():
+        b = clean.encode("ascii").translate(_ASCII_WORDS)
+        word = np.frombuffer(b, dtype=np.uint8) != 32
+        edges = np.flatnonzero(np.diff(np.concatenate(([False], word, [False])).astype(np.int8)))
+        return Tokens(b.decode("ascii").split(), edges[0::2].astype(np.int64), edges[1::2].astype(np.int64))
+    ascii_text = False
+    source = clean
     tokens: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
@@ -73,4 +86,4 @@ def tokenize_spans(text: str) -> Tokens:
         tokens.append(m.group() if ascii_text else _norm(m.group()))
         starts.append(m.start())
         ends.append(m.end())
-    return Tokens(tokens, starts, ends)
+    return Tokens(tokens, np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64))

@@ -26,6 +26,7 @@ from app.readers.corpus import read_documents
 from app.store import repo
 
 EXCERPT_PAD = 200  # characters of context either side of a matched region
+MIN_GRAMS = 2  # rare n-grams a document must share with an item to be aligned with it
 CANDIDATES = 4  # documents aligned per item from the exact channel (most shared n-grams, rarest first)
 NEAR_CANDIDATES = 2  # and from the near-duplicate channel (most band keys in common)
 DOC_CACHE = 4096  # tokenised documents kept between items
@@ -242,23 +243,30 @@ class Scanner:
         s: ItemStats,
         postings: dict[int, list[int]],
         keys: list[tuple[int, int]],
-        hits: dict[int, list[tuple[int, int]]],
+        bands: dict[int, list[tuple[int, int]]],
     ) -> dict[int, int | None]:
         """Documents to align: those holding most of the item's rare n-grams (an n-gram shared by
         f items weighs 1/f, so a template's copies rank below the item's own text), then those
         sharing most near-duplicate band keys, with the window they matched in."""
         votes: dict[int, float] = defaultdict(float)
-        for h, f in zip(p.grams.tolist(), s.freq.tolist(), strict=True):
+        hits: Counter[int] = Counter()
+        for h, f in dict(zip(p.grams.tolist(), s.freq.tolist(), strict=True)).items():
             for d in postings.get(h, ()):
                 votes[d] += 1.0 / max(f, 1)
-        for h in set(p.passage_grams.tolist()):
+                hits[d] += 1
+        for h in set(p.passage_grams.tolist()) - set(p.grams.tolist()):
             for d in postings.get(h, ()):
                 votes[d] += 0.01
-        ranked = sorted(votes.items(), key=lambda x: (-x[1], x[0]))[:CANDIDATES]
+                hits[d] += 1
+        # a document holding one n-gram of a longer item cannot show a run of n + 1 tokens, nor
+        # most of the item: not worth aligning (bench/scan_speed.py measures what this saves)
+        need = min(MIN_GRAMS, len(set(p.grams.tolist()) | set(p.passage_grams.tolist())))
+        ranked = sorted(((d, v) for d, v in votes.items() if hits[d] >= need), key=lambda x: (-x[1], x[0]))
+        ranked = ranked[:CANDIDATES]
         out: dict[int, int | None] = {d: None for d, _v in ranked}
         near: dict[tuple[int, int], int] = defaultdict(int)
         for k, _w in keys:
-            for dw in hits.get(k, ()):
+            for dw in bands.get(k, ()):
                 near[dw] += 1
         for (d, w), _v in sorted(near.items(), key=lambda x: (-x[1], x[0]))[:NEAR_CANDIDATES]:
             out.setdefault(d, w)
@@ -294,12 +302,12 @@ class Scanner:
         used = [(b, size) for _a, b, size in m.blocks]
         lo = min((b for b, _s in used), default=m.region[0])
         hi = max((b + size for b, size in used), default=min(m.region[1], lo + 1))
-        c_lo = toks.starts[lo] if lo < n_tok else len(doc.text)
-        c_hi = toks.ends[min(hi, n_tok) - 1] if n_tok and hi > 0 else c_lo
+        c_lo = int(toks.starts[lo]) if lo < n_tok else len(doc.text)
+        c_hi = int(toks.ends[min(hi, n_tok) - 1]) if n_tok and hi > 0 else c_lo
         x_lo, x_hi = max(0, c_lo - EXCERPT_PAD), min(len(doc.text), c_hi + EXCERPT_PAD)
         spans: list[list[int]] = []
         for b, size in sorted(used):
-            a, e = toks.starts[b] - x_lo, toks.ends[b + size - 1] - x_lo
+            a, e = int(toks.starts[b]) - x_lo, int(toks.ends[b + size - 1]) - x_lo
             if spans and a <= spans[-1][1] + 1:
                 spans[-1][1] = max(spans[-1][1], e)
             else:
