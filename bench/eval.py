@@ -98,7 +98,7 @@ def main() -> None:
         print(f"indexed {summary['documents']} documents ({summary['text_mb']} MB) in {t_index:.1f} s")
     lines = (args.eval_dir / "labels.jsonl").read_text().splitlines()
     labels = {(r["benchmark"], r["id"]): r for r in map(json.loads, lines)}
-    scanner = Scanner(engine)
+    scanner = Scanner(engine, workers=args.workers)
     rows: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
     answers: Counter[str] = Counter()
     out = args.items_out.open("w") if args.items_out else None

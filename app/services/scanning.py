@@ -4,8 +4,10 @@ alignment on bounded regions, scores and evidence (the maths is in app.core.scor
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
+import os
 from collections import Counter, OrderedDict, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,8 @@ MIN_GRAMS = 2  # rare n-grams a document must share with an item to be aligned w
 CANDIDATES = 4  # documents aligned per item from the exact channel (most shared n-grams, rarest first)
 NEAR_CANDIDATES = 2  # and from the near-duplicate channel (most band keys in common)
 DOC_CACHE = 4096  # tokenised documents kept between items
+CHUNK = 500  # items scored together: their documents are loaded in one go
+WORKER_NICENESS = 5  # scan worker processes yield the CPU to the serving process
 
 
 @dataclass(frozen=True)
@@ -109,10 +113,13 @@ class Scanner:
         corpora: Sequence[str] | None = None,
         thresholds: Thresholds | None = None,
         evidence_k: int = 3,
+        workers: int = 1,
     ) -> None:
+        """workers: processes that score a benchmark's chunks (0: one per core)."""
         self.engine = engine
         self.th = thresholds or Thresholds()
         self.k = evidence_k
+        self.workers = workers or os.cpu_count() or 1
         with engine.connect() as conn:
             rows = all_rows = repo.list_corpora(conn)
         if corpora:
@@ -197,8 +204,13 @@ class Scanner:
     # ------------------------------------------------------------ scanning
 
     def scan(
-        self, items: Sequence[BenchmarkItem], progress: Callable[[int, int], None] | None = None
+        self,
+        items: Sequence[BenchmarkItem],
+        progress: Callable[[int, int], None] | None = None,
+        workers: int | None = None,
     ) -> list[ItemResult]:
+        """Score every item, in input order. Items are scored in chunks of CHUNK, by `workers`
+        processes (default: the scanner's own setting); results are the same for any number."""
         cfg, th, n = self.cfg, self.th, self.cfg.ngram_n
         prepared = [prepare(it, n) for it in items]
         shared = SharedText(prepared)
@@ -211,20 +223,25 @@ class Scanner:
             rare = [h for h, c in df.items() if c <= th.max_df]
             postings = repo.ngram_postings(conn, rare, self.corpus_ids)
             hits = repo.band_hits(conn, sorted({k for ks in near_keys for k, _ in ks}), self.corpus_ids)
-            stats = benchmark_stats(prepared, shared, df, n, th)
-            candidates = [
-                self._candidates(p, s, postings, near_keys[i], hits)
-                for i, (p, s) in enumerate(zip(prepared, stats, strict=True))
-            ]
-            results = []
-            step = 256
-            for lo in range(0, len(prepared), step):
-                self._load(conn, {d for c in candidates[lo : lo + step] for d in c})
-                for i in range(lo, min(lo + step, len(prepared))):
-                    results.append(self._score_one(i, prepared, stats, shared, candidates[i]))
-                if progress:
-                    progress(len(results), len(prepared))
+        stats = benchmark_stats(prepared, shared, df, n, th)
+        candidates = [
+            self._candidates(p, s, postings, near_keys[i], hits)
+            for i, (p, s) in enumerate(zip(prepared, stats, strict=True))
+        ]
+        work = _Work(self, prepared, stats, shared, candidates)
+        chunks = [(lo, min(lo + CHUNK, len(prepared))) for lo in range(0, len(prepared), CHUNK)]
+        results: list[ItemResult] = []
+        for part in _run(work, chunks, min(workers if workers is not None else self.workers, len(chunks))):
+            results.extend(part)
+            if progress:
+                progress(len(results), len(prepared))
         return results
+
+    def _scan_chunk(self, work: _Work, lo: int, hi: int) -> list[ItemResult]:
+        """Items lo..hi-1: load their candidate documents, then score each."""
+        with self.engine.connect() as conn:
+            self._load(conn, {d for c in work.candidates[lo:hi] for d in c})
+        return [self._score_one(i, work.prepared, work.stats, work.shared, work.candidates[i]) for i in range(lo, hi)]
 
     def _near_keys(self, p: PreparedItem) -> list[tuple[int, int]]:
         """(band key, query window) of the item's scored text, windows at half the index stride."""
@@ -329,3 +346,43 @@ class Scanner:
             longest_match=m.longest_own,
             near_window=m.near_window,
         )
+
+
+@dataclass
+class _Work:
+    """What every chunk of a scan reads: the prepared benchmark and each item's candidates."""
+
+    scanner: Scanner
+    prepared: list[PreparedItem]
+    stats: list[ItemStats]
+    shared: SharedText
+    candidates: list[dict[int, int | None]]
+
+
+_FORKED: list[_Work] = []  # the scan a forked worker process inherits
+
+
+def _run(work: _Work, chunks: list[tuple[int, int]], workers: int) -> Iterator[list[ItemResult]]:
+    """Chunk results in order: here, or in `workers` forked processes that inherit `work` (the
+    benchmark is prepared once, in this process) and run at lower priority than this one, so a
+    server answering /api/v1/check beside a report job stays interactive."""
+    if workers <= 1:
+        for lo, hi in chunks:
+            yield work.scanner._scan_chunk(work, lo, hi)
+        return
+    _FORKED[:] = [work]
+    try:
+        with multiprocessing.get_context("fork").Pool(workers, initializer=_forked_init) as pool:
+            yield from pool.imap(_forked_chunk, chunks)
+    finally:
+        _FORKED.clear()
+
+
+def _forked_init() -> None:
+    os.nice(WORKER_NICENESS)
+    _FORKED[0].scanner.engine.dispose(close=False)  # the parent's pooled connections are not ours
+
+
+def _forked_chunk(bounds: tuple[int, int]) -> list[ItemResult]:
+    work = _FORKED[0]
+    return work.scanner._scan_chunk(work, *bounds)
