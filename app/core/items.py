@@ -55,6 +55,7 @@ class PreparedItem:
     short_fields: list[tuple[int, int, int]]  # (start, end, key) of fields shorter than n
     mgrams: np.ndarray  # int64 MATCH_N-gram hashes, field by field: what a document must hold
     mgram_pos: np.ndarray
+    umgrams: np.ndarray  # the MATCH_N-grams sorted, without repeats
     tiny_fields: list[tuple[int, int, int]]  # (start, end, key) of fields shorter than MATCH_N
     fields: list[tuple[int, int, int]]  # (start, end, role code) of every field
     stem: int  # the question's text, hashed: items asking the same question share it
@@ -119,6 +120,7 @@ def prepare(item: BenchmarkItem, n: int) -> PreparedItem:
         short_fields=short,
         mgrams=cat(mgrams, np.int64),
         mgram_pos=cat(mgram_pos, np.int64),
+        umgrams=np.unique(cat(mgrams, np.int64)),
         tiny_fields=tiny,
         fields=spans,
         answer_ids=a_ids,
@@ -198,17 +200,30 @@ class SharedText:
 class ItemStats:
     """What the benchmark and the corpus say about an item's grams, before any document."""
 
+    item: PreparedItem
+    group: int
+    shared: SharedText
     freq: np.ndarray  # groups of the benchmark holding each index n-gram
     df: np.ndarray  # corpus documents holding each index n-gram
     common: np.ndarray  # bool per n-gram: boilerplate or low information
     mfreq: np.ndarray  # groups holding each MATCH_N-gram
-    passage_tok: np.ndarray  # bool per token: inside a run of >= passage_tokens shared verbatim with one other item
     common_tok: np.ndarray  # bool per token: covered by common n-grams only
     bits: np.ndarray  # surprisal of each token under the rest of the benchmark (app.core.surprise)
+    n: int
+    th: Thresholds
+    _passage_tok: np.ndarray | None = None
 
     @property
     def eligible(self) -> np.ndarray:
         return ~self.common
+
+    @property
+    def passage_tok(self) -> np.ndarray:
+        """bool per token: inside a run of >= passage_tokens shared verbatim with one other item
+        (computed when first asked: only documents that hold no other item's text need it)."""
+        if self._passage_tok is None:
+            self._passage_tok = _passage_tokens(self.item, self.group, self.shared, self.freq, self.n, self.th)
+        return self._passage_tok
 
 
 def item_stats(
@@ -224,12 +239,11 @@ def item_stats(
     freq = shared.freq(p.grams)
     common = (dfs > th.max_df) | p.weak
     mfreq = shared.mgrams.freq(p.mgrams)
-    passage_tok = _passage_tokens(p, group, shared, freq, n, th)
     in_gram = tokens_of(p, p.gram_pos, n)
     common_tok = in_gram & ~tokens_of(p, p.gram_pos[~common], n)
     if bits is None:
         bits = np.full(p.n_tokens, np.inf)
-    return ItemStats(freq, dfs, common, mfreq, passage_tok, common_tok, bits)
+    return ItemStats(p, group, shared, freq, dfs, common, mfreq, common_tok, bits, n, th)
 
 
 def lookup(keys: np.ndarray, table: Mapping[int, int]) -> np.ndarray:

@@ -33,6 +33,7 @@ from app.core.signatures import rolling_hashes
 
 COMPETITOR_CANDIDATES = 8
 PRESENCE_MAX_ITEMS = 64  # grams in at most this many items say which item a region holds
+COMPETITORS_ALIGNED = 3  # candidates aligned in full, those holding the largest share of their grams
 SHARE_SLACK = 0.25  # a candidate's share of grams held bounds its share of tokens held to within this
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
 
@@ -241,20 +242,19 @@ def _own_text(
     copy: item i is credited only with what it does not share with the one holding the largest
     share. Otherwise, all but the passages item i shares word for word with another item."""
     p = items[i]
-    own = ~stats.passage_tok & ~stats.common_tok
-    own_hit = matched & own
     candidates = _competitors(i, items, stats, shared, region.mgrams, th) if matched.sum() >= 2 else []
-    if not candidates:
-        return own, own_hit, None, False
-    grams = [np.unique(items[j].mgrams) for j in candidates]
+    if not candidates:  # (too little held for a verdict: the passages need not be worked out)
+        own = ~stats.passage_tok & ~stats.common_tok if matched.sum() > stats.n else ~stats.common_tok
+        return own, matched & own, None, False
+    grams = [items[j].umgrams for j in candidates]
     label = np.concatenate([np.full(len(g), k) for k, g in enumerate(grams)])
     flat = np.concatenate(grams)
     in_region = member(flat, region.mgrams)
-    theirs_only = ~member(flat, np.unique(p.mgrams))
+    theirs_only = ~member(flat, p.umgrams)
     found_other = bool((in_region & theirs_only).any())
     bag_share = np.bincount(label[in_region], minlength=len(grams)) / np.maximum([len(g) for g in grams], 1)
     competitor, best_share = None, float(matched.mean()) if p.n_tokens else 0.0
-    for k in np.argsort(-bag_share, kind="stable").tolist():
+    for k in np.argsort(-bag_share, kind="stable")[:COMPETITORS_ALIGNED].tolist():
         if bag_share[k] + SHARE_SLACK < best_share:
             break  # the rest hold even less of themselves
         other = items[candidates[k]]
@@ -262,16 +262,18 @@ def _own_text(
         share = float((held(other, region.ids, region.mgrams) & in_theirs).mean()) if other.n_tokens else 0.0
         if share >= best_share:  # holds at least as large a share of that item as of item i
             competitor, best_share = candidates[k], share
-    if competitor is not None:
-        other = items[competitor]
-        own_g = ~member(p.mgrams, np.unique(other.mgrams))
-        their_fields = {key for *_se, key in other.tiny_fields}
-        own_tiny = [key not in their_fields for *_se, key in p.tiny_fields]
-        own = tokens_of(p, p.mgram_pos[own_g], MATCH_N)
-        for (s, e, _key), flag in zip(p.tiny_fields, own_tiny, strict=True):
-            own[s:e] = flag
-        own &= ~stats.common_tok
-        own_hit = held(p, region.ids, region.mgrams, own_g, own_tiny) & own & al.matched
+    if competitor is None:
+        own = ~stats.passage_tok & ~stats.common_tok
+        return own, matched & own, None, found_other
+    other = items[competitor]
+    own_g = ~member(p.mgrams, other.umgrams)
+    their_fields = {key for *_se, key in other.tiny_fields}
+    own_tiny = [key not in their_fields for *_se, key in p.tiny_fields]
+    own = tokens_of(p, p.mgram_pos[own_g], MATCH_N)
+    for (s, e, _key), flag in zip(p.tiny_fields, own_tiny, strict=True):
+        own[s:e] = flag
+    own &= ~stats.common_tok
+    own_hit = held(p, region.ids, region.mgrams, own_g, own_tiny) & own & al.matched
     return own, own_hit, competitor, found_other
 
 
@@ -302,7 +304,7 @@ def _competitors(
         return []  # only template grams are shared: no one item explains them
     groups, counts = np.unique(overlap, return_counts=True)
     candidates = groups[np.argsort(-counts, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
-    present = shared.mgrams.groups_of(np.unique(region_mgrams), PRESENCE_MAX_ITEMS)
+    present = shared.mgrams.groups_of(region_mgrams, PRESENCE_MAX_ITEMS)  # region_mgrams: unique already
     present = present[present != me]
     if len(present):
         pg, pc = np.unique(present, return_counts=True)
