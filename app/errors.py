@@ -34,3 +34,12 @@ class FingerprintMismatch(SettingsConflict):
 
 class CorruptFileError(InputError):
     """A corpus file cannot be read to its end (truncated or corrupt compression, bad Parquet)."""
+
+
+class StateError(ContamError):
+    """The stored state does not allow what was asked: a corpus without documents, a corpus a
+    job is using."""
+
+
+class DatabaseUnavailable(ContamError):
+    """The database cannot be reached (wrong host, port, name or credentials, or it is down)."""

@@ -9,6 +9,7 @@ CorruptFileError, so the caller can record it as failed and roll back what it re
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
@@ -56,6 +57,16 @@ def corpus_format(path: Path) -> str | None:
     return None
 
 
+_READS = ".jsonl, .json, .ndjson, .parquet or .txt, optionally .gz or .zst"
+
+
+def _files_in(folder: Path) -> list[Path]:
+    """The corpus files under a folder (recursive), resolved."""
+    return [
+        (Path(root) / f).resolve() for root, _dirs, files in os.walk(folder) for f in files if corpus_format(Path(f))
+    ]
+
+
 def find_files(paths: list[Path]) -> list[Path]:
     """Corpus files under the given files and directories (recursive), sorted, de-duplicated."""
     found: dict[str, Path] = {}
@@ -63,15 +74,14 @@ def find_files(paths: list[Path]) -> list[Path]:
         if not p.exists():
             raise InputError(f"no such file or directory: {p}")
         if p.is_dir():
-            for root, _dirs, files in os.walk(p):
-                for f in files:
-                    fp = Path(root) / f
-                    if corpus_format(fp):
-                        found[str(fp.resolve())] = fp.resolve()
+            in_dir = _files_in(p)
+            if not in_dir:
+                raise InputError(f"{p}: no corpus files in this folder (reads {_READS})")
+            found.update((str(fp), fp) for fp in in_dir)
         elif corpus_format(p):
             found[str(p.resolve())] = p.resolve()
         else:
-            raise InputError(f"{p}: unsupported file type (use .jsonl, .jsonl.gz, .jsonl.zst, .parquet or .txt)")
+            raise InputError(f"{p}: unsupported file type (use {_READS})")
     return [found[k] for k in sorted(found)]
 
 
@@ -193,6 +203,46 @@ def read_parquet(path: Path, text_field: str, id_field: str, skipped: Counter[st
                 row += 1
     except (pa.ArrowException, OSError) as exc:
         raise CorruptFileError(f"{path}: corrupt Parquet data after row {row} ({exc})") from exc
+
+
+def _jsonl_fields(path: Path, records: int) -> list[str]:
+    """The keys of the first `records` JSON objects of a JSON-lines file, in order of appearance."""
+    seen: dict[str, None] = {}
+    with contextlib.suppress(*_COMPRESSION_ERRORS), open_binary(path) as stream:
+        for n, (_lineno, line) in enumerate(_read_lines(stream, Counter(), MAX_RECORD_BYTES)):
+            if n >= records:
+                break
+            with contextlib.suppress(orjson.JSONDecodeError):
+                obj = orjson.loads(line)
+                if isinstance(obj, dict):
+                    seen.update(dict.fromkeys(map(str, obj)))
+    return list(seen)
+
+
+def fields_seen(path: Path, records: int = 100) -> list[str]:
+    """The field names a corpus file holds (JSON lines: those of its first records; Parquet: its
+    columns; a text file has none): what a message about a wrong --text-field shows."""
+    fmt = corpus_format(path)
+    if fmt == "parquet":
+        with contextlib.suppress(pa.ArrowException, OSError):
+            return list(pq.ParquetFile(path).schema_arrow.names)
+        return []
+    return _jsonl_fields(path, records) if fmt == "jsonl" else []
+
+
+def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
+    """Why a corpus file gave no documents, naming the likely cause: a missing text field (with
+    the fields it does hold), records that were all skipped, or no records at all."""
+    fields = fields_seen(path)
+    if fields and text_field not in fields:
+        return (
+            f"no documents: no field {text_field!r}; fields seen: {', '.join(fields)} "
+            "(choose the text field with --text-field)"
+        )
+    if skipped:
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items()))
+        return f"no documents: every record was skipped ({reasons})"
+    return "no documents: the file holds no records"
 
 
 def read_documents(

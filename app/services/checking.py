@@ -12,6 +12,7 @@ from app.core.config import Thresholds
 from app.core.types import BenchmarkItem
 from app.errors import InputError
 from app.readers.benchmark import read_benchmark
+from app.services.corpora import select_corpora
 from app.services.results import summarize
 from app.services.scanning import ItemResult, Scanner
 
@@ -51,6 +52,6 @@ class CheckService:
     def _scan(
         self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None, thresholds: Thresholds | None
     ) -> CheckResult:
-        scanner = Scanner(self.engine, corpora or None, thresholds)
+        scanner = Scanner(self.engine, select_corpora(self.engine, list(corpora or [])), thresholds)
         results = scanner.scan(items)
         return CheckResult(scanner.fingerprint, results, summarize(results, scanner.th))

@@ -18,6 +18,7 @@ from app.core.types import Status
 from app.core.units import as_mib
 from app.errors import InputError, NotFoundError
 from app.readers.benchmark import read_benchmark
+from app.services.corpora import select_corpora
 from app.services.exports import export_items, without_items
 from app.services.results import item_row, summarize
 from app.services.scanning import Scanner
@@ -58,7 +59,8 @@ class ReportService:
             )
         items, used = read_benchmark(data, filename, mapping)
         th = thresholds or Thresholds()
-        scanner = Scanner(self.engine, corpora, th)  # refuses unknown corpora or mismatched settings now
+        # refuses unknown or empty corpora, or mismatched settings, now
+        scanner = Scanner(self.engine, select_corpora(self.engine, corpora), th)
         report_id = uuid.uuid4().hex
         with self.engine.begin() as conn:
             rrepo.create(

@@ -157,6 +157,15 @@ def delete_file(conn: Connection, file_id: int) -> None:
     conn.execute(delete(corpus_file).where(corpus_file.c.id == file_id))
 
 
+def delete_failed_files_at(conn: Connection, corpus_id: int, path: str) -> None:
+    """Forget the failed records of a path (a run with other settings has read it since)."""
+    conn.execute(
+        delete(corpus_file).where(
+            corpus_file.c.corpus_id == corpus_id, corpus_file.c.path == path, corpus_file.c.status == "failed"
+        )
+    )
+
+
 def insert_file(
     conn: Connection,
     corpus_id: int,

@@ -304,3 +304,41 @@ def test_killed_run_resumes_to_the_same_index(
     assert resumed["grams"] == fresh["grams"]
     assert resumed["bands"] == fresh["bands"]
     assert resumed["files"] == fresh["files"]
+
+
+# ---------------------------------------------------------------- zero is never silent
+
+
+def test_a_file_without_documents_fails_naming_the_fields_it_holds(
+    migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """A wrong --text-field once indexed 0 documents and exited 0; then the right one skipped the
+    file as "already indexed". Now the file fails, naming its fields, and the rerun indexes it."""
+    data = write_jsonl(tmp_path / "d.jsonl", make_docs(3, 40, 1, "d"))
+    wrong = index_corpus(migrated_url, [data], "c", text_field="txt")
+    assert [f.status for f in wrong.files] == ["failed"]
+    assert "no field 'txt'; fields seen: id, text" in str(wrong.files[0].error)
+    right = index_corpus(migrated_url, [data], "c", text_field="text")
+    assert [f.status for f in right.files] == ["done"] and right.as_dict()["documents"] == 3
+    eng = make_engine(migrated_url)
+    with eng.connect() as conn:  # the stale failure of the same path is forgotten
+        assert conn.execute(select(corpus_file.c.status)).scalars().all() == ["done"]
+    eng.dispose()
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text(json.dumps({"id": "x", "text": "  "}) + "\n")
+    empty = index_corpus(migrated_url, [blank], "c")
+    assert "every record was skipped (empty_text: 1)" in str(empty.files[0].error)
+
+
+def test_index_command_exits_non_zero_when_nothing_was_indexed(migrated_url: str, tmp_path: Path) -> None:
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "m.py").write_text("print('hello')\n")
+    run = CliRunner()
+    r = run.invoke(cli, ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", str(code)])
+    assert r.exit_code == 2 and "no corpus files in this folder" in r.output
+    data = write_jsonl(tmp_path / "d.jsonl", make_docs(2, 40, 1, "d"))
+    args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none"]
+    r = run.invoke(cli, [*args, "--text-field", "body", str(data)])
+    assert r.exit_code == 1 and "no field 'body'; fields seen: id, text" in r.output
+    assert run.invoke(cli, [*args, str(data)]).exit_code == 0

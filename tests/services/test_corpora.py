@@ -7,8 +7,11 @@ from conftest import IndexCorpus
 from helpers import make_docs
 from sqlalchemy import Engine
 
-from app.errors import NotFoundError
-from app.services.corpora import CorpusService
+from app.core.config import SignatureConfig
+from app.core.types import BenchmarkItem
+from app.errors import NotFoundError, SettingsConflict, StateError
+from app.services.checking import CheckService
+from app.services.corpora import CorpusService, select_corpora
 
 
 def test_health_reports_duplicates_and_lengths(engine: Engine, index_corpus: IndexCorpus) -> None:
@@ -30,3 +33,28 @@ def test_one_health_view_for_one_corpus_and_for_all(engine: Engine, index_corpus
     assert svc.health("a")["config"]["ngram_n"] == 5  # settings decoded by the store
     with pytest.raises(NotFoundError, match="no corpus named 'zz'"):
         svc.health("zz")
+
+
+def test_a_scan_of_an_empty_corpus_refuses(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A corpus whose files all failed once made every item "clean" and passed any gate."""
+    index_corpus(engine, make_docs(2, 30, 1, "a"), "empty", text_field="body")
+    items = [BenchmarkItem("q", 0, question="what is the capital of France and why is it Paris")]
+    with pytest.raises(StateError, match="corpus 'empty' holds 0 documents"):
+        CheckService(engine).items(items)
+    with pytest.raises(StateError, match="corpus 'empty' holds 0 documents"):
+        CheckService(engine).items(items, ["empty"])
+    index_corpus(engine, make_docs(2, 30, 2, "b"), "full")
+    assert select_corpora(engine) == ["full"]  # by default, the corpora holding documents
+    assert CheckService(engine).items(items).summary["counts"]["clean"] == 1
+
+
+def test_default_scan_uses_the_corpora_whose_settings_match(engine: Engine, index_corpus: IndexCorpus) -> None:
+    index_corpus(engine, make_docs(2, 30, 1, "a"), "a")
+    index_corpus(engine, make_docs(2, 30, 2, "b"), "wide", cfg=SignatureConfig(ngram_n=13))
+    assert select_corpora(engine) == ["a"]  # the default settings win
+    index_corpus(engine, make_docs(2, 30, 3, "c"), "wider", cfg=SignatureConfig(ngram_n=9))
+    assert select_corpora(engine, ["wide"]) == ["wide"]
+    with pytest.raises(SettingsConflict, match=r"wide \(ngram_n=13\); wider \(ngram_n=9\)"):
+        select_corpora(engine, ["wide", "wider"])
+    with pytest.raises(SettingsConflict, match=r"a \(the default settings\); wide \(ngram_n=13\)"):
+        select_corpora(engine, ["a", "wide"])  # corpora named are never dropped silently
