@@ -25,7 +25,9 @@ from indexer.progress import BarProgress, LogProgress, NoProgress
 SIG = SignatureConfig()  # the defaults the options show
 OPTS = IndexOptions()
 
-app = typer.Typer(cls=ContamGroup, help="Benchmark contamination detector.", no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    cls=ContamGroup, callback=service_cli.options, no_args_is_help=True, add_completion=False, rich_markup_mode=None
+)
 
 
 def _progress(mode: str) -> NoProgress:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine
@@ -24,6 +24,9 @@ class CheckResult:
     fingerprint: str  # of the signature settings the corpora were indexed with
     results: list[ItemResult]
     summary: dict[str, Any]
+    thresholds: Thresholds
+    corpora: list[str]
+    mapping: dict[str, Any] = field(default_factory=dict)  # role -> field, as read from a benchmark file
 
 
 class CheckService:
@@ -43,15 +46,23 @@ class CheckService:
         return self._scan(items, corpora, thresholds)
 
     def benchmark(
-        self, data: bytes, filename: str, mapping: Mapping[str, Any] | None = None, corpora: Sequence[str] | None = None
+        self,
+        data: bytes,
+        filename: str,
+        mapping: Mapping[str, Any] | None = None,
+        corpora: Sequence[str] | None = None,
+        thresholds: Thresholds | None = None,
     ) -> CheckResult:
         """Every item of a benchmark file (any format the reader knows)."""
-        items, _used = read_benchmark(data, filename, mapping)
-        return self._scan(items, corpora, None)
+        items, used = read_benchmark(data, filename, mapping)
+        checked = self._scan(items, corpora, thresholds)
+        checked.mapping = used
+        return checked
 
     def _scan(
         self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None, thresholds: Thresholds | None
     ) -> CheckResult:
-        scanner = Scanner(self.engine, select_corpora(self.engine, list(corpora or [])), thresholds)
+        names = select_corpora(self.engine, list(corpora or []))
+        scanner = Scanner(self.engine, names, thresholds)
         results = scanner.scan(items)
-        return CheckResult(scanner.fingerprint, results, summarize(results, scanner.th))
+        return CheckResult(scanner.fingerprint, results, summarize(results, scanner.th), scanner.th, names)

@@ -33,11 +33,11 @@ def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
     table = run.invoke(cli, ["scan", str(bench), "--db", migrated_url])
     assert table.exit_code == 0 and "contaminated" in table.output and "2 items: 1 contaminated" in table.output
     js = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
-    assert json.loads(js.output)["summary"]["contaminated_share"] == 0.5
+    assert json.loads(js.stdout)["summary"]["contaminated_share"] == 0.5
     jl = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "jsonl", "--corpus", "web"])
-    assert [json.loads(x)["status"] for x in jl.output.splitlines()] == ["contaminated", "clean"]
+    assert [json.loads(x)["status"] for x in jl.stdout.splitlines()] == ["contaminated", "clean"]
     csv_out = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "csv"])
-    assert csv_out.output.splitlines()[0].startswith("item_id,status")
+    assert csv_out.stdout.splitlines()[0].startswith("item_id,status")
     assert run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--fail-above", "0.6"]).exit_code == 0
     gated = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--fail-above", "0.4"])
     assert gated.exit_code == 1 and "exceeds" in gated.output
@@ -150,3 +150,54 @@ def test_an_index_run_finds_its_files_once(migrated_url: str, tmp_path: Path, mo
     monkeypatch.setattr(job_module, "find_files", counted)
     assert index_cli(migrated_url, "web", "--progress", "log", str(tmp_path)).exit_code == 0
     assert len(calls) == 1
+
+
+def test_exit_codes_and_one_line_errors(migrated_url: str, tmp_path: Path) -> None:
+    """0 clean, 1 gate tripped, 2 usage error, 3 runtime error; one line each, no traceback."""
+    run = CliRunner()
+    unreachable = "postgresql://postgres@127.0.0.1:1/nodb"
+    r = run.invoke(cli, ["corpora", "--db", unreachable])
+    assert r.exit_code == 3 and r.output.count("\n") == 1 and "Traceback" not in r.output
+    assert r.output.startswith("error: cannot open the database postgresql://postgres@127.0.0.1:1/nodb")
+    no_db = run.invoke(cli, ["corpora", "--db", "postgresql://postgres@127.0.0.1:5432/contam_no_such_db"])
+    assert no_db.exit_code == 3 and 'database "contam_no_such_db" does not exist' in no_db.output
+    debug = run.invoke(cli, ["--debug", "corpora", "--db", unreachable])
+    assert debug.exit_code == 1 and type(debug.exception).__name__ == "DatabaseUnavailable"  # the traceback shows
+    folder = run.invoke(cli, ["scan", str(tmp_path), "--db", migrated_url])
+    assert folder.exit_code == 2 and "is a folder: give a benchmark file" in folder.output
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"id": "a", "question": Q1}) + "\n")
+    empty = run.invoke(cli, ["scan", str(bench), "--db", migrated_url])
+    assert empty.exit_code == 2 and "no corpus is indexed yet" in empty.output
+    assert run.invoke(cli, ["scan", "--bogus"]).exit_code == 2  # click's usage errors
+    version = run.invoke(cli, ["--version"])
+    assert version.exit_code == 0 and version.output.startswith("contam 0.")
+
+
+def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"id": "a", "question": Q1}) + "\n" + json.dumps({"id": "b", "question": Q2}) + "\n")
+    run = CliRunner()
+
+    def scan(*args: str) -> Result:
+        return run.invoke(cli, ["scan", str(bench), "--db", migrated_url, *args])
+
+    percent = scan("--fail-above", "10")
+    assert percent.exit_code == 2 and "a fraction between 0 and 1" in percent.output and "use 0.1" in percent.output
+    assert scan("--fail-above", "-1").exit_code == 2
+    assert scan("--fail-above", "0.1").exit_code == 1  # half the items are contaminated
+    typo = scan("--thresholds", "longest_mach=20")
+    assert typo.exit_code == 2 and "unknown threshold 'longest_mach' (did you mean longest_match?)" in typo.output
+    assert "contaminated_coverage: " in scan("--thresholds", '{"contaminated_coverage": 3}').output
+    strict = scan(
+        "--thresholds", "contaminated_coverage=1.0,suspicious_coverage=1.0,passage_tokens=500", "--format", "json"
+    )
+    loose = scan("--format", "json")
+    assert strict.exit_code == 0 and loose.exit_code == 0
+    assert json.loads(loose.stdout)["summary"]["counts"]["contaminated"] == 1
+    assert json.loads(loose.stdout)["mapping"] == {"question": "question", "id": "id"}
+    assert "fields: question=question, id=id; corpora: web" in loose.stderr
+    assert json.loads(strict.stdout)["thresholds"]["passage_tokens"] == 500
