@@ -114,18 +114,34 @@ def db_upgrade(db: DbOpt = None, revision: str = "head") -> None:
     typer.echo(f"database at {revision}: {url}")
 
 
-@app.command("corpora")
+class CorporaGroup(ContamGroup):
+    """`contam corpora` lists; `contam corpora NAME` is short for `contam corpora show NAME`."""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["show", *args]
+        return super().resolve_command(ctx, args)
+
+
+corpora_app = typer.Typer(cls=CorporaGroup, invoke_without_command=True, help="List, show, rename and delete corpora.")
+app.add_typer(corpora_app, name="corpora")
+
+
+def _corpora(ctx: typer.Context, db: str | None) -> CorpusService:
+    """The service on --db given here or to `contam corpora` itself."""
+    return CorpusService(open_database(database_url(db or (ctx.parent.params.get("db") if ctx.parent else None))))
+
+
+@corpora_app.callback()
 def corpora(
-    name: Annotated[str | None, typer.Argument(help="a corpus to show in detail (its health)")] = None,
+    ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     db: DbOpt = None,
 ) -> None:
-    """List indexed corpora, or show one corpus's health."""
-    service = CorpusService(open_database(database_url(db)))
-    if name is not None:
-        typer.echo(json.dumps(service.health(name), indent=2, default=str))
+    """List indexed corpora (`contam corpora NAME` shows one corpus's health)."""
+    if ctx.invoked_subcommand is not None:
         return
-    rows = service.list_corpora()
+    rows = CorpusService(open_database(database_url(db))).list_corpora()
     if as_json:
         typer.echo(json.dumps(rows, default=str, indent=2))
         return
@@ -139,6 +155,45 @@ def corpora(
             f"(n={c['ngram_n']}, sample={c['sample_mod']}, window={c['window']}/{c['stride']}, "
             f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']})"
         )
+
+
+@corpora_app.command("show")
+def corpora_show(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="the corpus")],
+    _json: Annotated[bool, typer.Option("--json", help="print JSON (the only format)")] = True,
+    db: DbOpt = None,
+) -> None:
+    """One corpus's health: documents, skipped records, failed files and why, settings."""
+    typer.echo(json.dumps(_corpora(ctx, db).health(name), indent=2, default=str))
+
+
+@corpora_app.command("delete")
+def corpora_delete(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="the corpus")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
+    db: DbOpt = None,
+) -> None:
+    """Delete a corpus and everything indexed into it (refused while a report job uses it)."""
+    service = _corpora(ctx, db)
+    health = service.health(name)
+    if not yes:
+        typer.confirm(f"delete corpus {name!r} ({health['documents']} documents)?", abort=True)
+    service.delete(name)
+    typer.echo(f"deleted corpus {name!r} ({health['documents']} documents, {health['files']} files)")
+
+
+@corpora_app.command("rename")
+def corpora_rename(
+    ctx: typer.Context,
+    old: Annotated[str, typer.Argument(help="the corpus")],
+    new: Annotated[str, typer.Argument(help="its new name")],
+    db: DbOpt = None,
+) -> None:
+    """Give a corpus another name (refused while a report job uses it)."""
+    _corpora(ctx, db).rename(old, new)
+    typer.echo(f"renamed corpus {old!r} to {new!r}")
 
 
 def _mapping(fields: list[str] | None) -> dict[str, str] | None:

@@ -8,12 +8,14 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from app.core.config import SignatureConfig
-from app.errors import NotFoundError, SettingsConflict, StateError
+from app.errors import InputError, NotFoundError, SettingsConflict, StateError
 from app.store import repo
+from app.store import reports as reports_repo
 
 
 class CorpusService:
-    """Reads corpora and their health. The health view is assembled here and nowhere else."""
+    """Reads corpora and their health (the health view is assembled here and nowhere else);
+    deletes and renames them."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -34,6 +36,31 @@ class CorpusService:
             if row is None:
                 raise NotFoundError(f"no corpus named {name!r}")
             return _health_view(conn, row)
+
+    def delete(self, name: str) -> None:
+        """Remove a corpus and everything indexed into it; refused while a report job uses it."""
+        with self.engine.begin() as conn:
+            row = self._unused(conn, name, "delete")
+            repo.delete_corpus(conn, int(row["id"]))
+
+    def rename(self, name: str, new_name: str) -> None:
+        """Give a corpus another name; refused while a report job uses it, or if the name is taken."""
+        if not new_name.strip():
+            raise InputError("a corpus name cannot be empty")
+        with self.engine.begin() as conn:
+            row = self._unused(conn, name, "rename")
+            if repo.get_corpus(conn, new_name) is not None:
+                raise SettingsConflict(f"there is already a corpus named {new_name!r}")
+            repo.rename_corpus(conn, int(row["id"]), new_name)
+
+    @staticmethod
+    def _unused(conn: Connection, name: str, verb: str) -> dict[str, Any]:
+        row = repo.get_corpus(conn, name)
+        if row is None:
+            raise NotFoundError(f"no corpus named {name!r}")
+        if name in reports_repo.corpora_in_use(conn):
+            raise StateError(f"cannot {verb} corpus {name!r} while a report job uses it; try again when it is done")
+        return row
 
     def overview(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """Every corpus's listing row beside its health view."""

@@ -170,6 +170,22 @@ def corpora_page(request: Request, corpora: CorpusServiceDep) -> HTMLResponse:
     return render(request, "corpora.html", corpora=corpora.overview())
 
 
+@signed_in.get("/corpora/{name}/delete")
+def corpus_delete_form(request: Request, name: str, corpora: CorpusServiceDep) -> HTMLResponse:
+    """The confirmation: what deleting the corpus removes."""
+    return render(request, "corpus_delete.html", health=corpora.health(name), error=None)
+
+
+@signed_in.post("/corpora/{name}/delete")
+def corpus_delete(request: Request, name: str, corpora: CorpusServiceDep) -> Response:
+    try:
+        corpora.delete(name)
+    except ContamError as exc:  # the confirmation again, with the reason (a job uses the corpus)
+        code, _title = page_status(exc)
+        return render(request, "corpus_delete.html", code, health=corpora.health(name), error=exc.message)
+    return RedirectResponse("/corpora", status_code=303)
+
+
 @signed_in.get("/upload")
 def upload_form(request: Request, corpora: CorpusServiceDep) -> HTMLResponse:
     return render(request, "upload.html", corpora=corpora.names(), error=None)

@@ -233,3 +233,25 @@ def test_openapi_lists_every_route(client: TestClient) -> None:
         "/health",
     ]:
         assert p in paths, p
+
+
+def test_delete_a_corpus(client: TestClient, migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """Once a corpus with other settings blocked every default upload; now it can go, except
+    while a job uses it (409)."""
+    index_corpus(migrated_url, [{"id": "x", "text": Q2}], "other", cfg=SignatureConfig(ngram_n=7))
+    data = _payloads()["b.jsonl"]
+    rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}).json()["id"]
+    assert _wait(client, rid)["corpora"] == ["web"]  # by default the corpora with the default settings
+    engine = make_engine(migrated_url)
+    with engine.begin() as conn:
+        rrepo.set_status(conn, rid, "running")
+    busy = client.delete("/api/v1/corpora/web")
+    assert busy.status_code == 409 and "while a report job uses it" in busy.json()["error"]
+    with engine.begin() as conn:
+        rrepo.set_status(conn, rid, "done")
+    engine.dispose()
+    assert client.delete("/api/v1/corpora/web").status_code == 204
+    assert client.delete("/api/v1/corpora/web").status_code == 404
+    assert [c["name"] for c in client.get("/api/v1/corpora").json()] == ["other"]
+    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)})
+    assert r.status_code == 202 and _wait(client, r.json()["id"])["corpora"] == ["other"]

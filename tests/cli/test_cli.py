@@ -201,3 +201,21 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
     assert json.loads(loose.stdout)["mapping"] == {"question": "question", "id": "id"}
     assert "fields: question=question, id=id; corpora: web" in loose.stderr
     assert json.loads(strict.stdout)["thresholds"]["passage_tokens"] == 500
+
+
+def test_corpora_delete_and_rename(migrated_url: str, tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    run = CliRunner()
+    renamed = run.invoke(cli, ["corpora", "rename", "web", "books", "--db", migrated_url])
+    assert renamed.exit_code == 0 and "renamed corpus 'web' to 'books'" in renamed.output
+    shown = run.invoke(cli, ["corpora", "books", "--db", migrated_url])  # short for `corpora show books`
+    assert shown.exit_code == 0 and json.loads(shown.output)["documents"] == 1
+    kept = run.invoke(cli, ["corpora", "delete", "books", "--db", migrated_url], input="n\n")
+    assert kept.exit_code == 1 and "books: 1 files" in run.invoke(cli, ["corpora", "--db", migrated_url]).output
+    gone = run.invoke(cli, ["corpora", "--db", migrated_url, "delete", "books", "--yes"])
+    assert gone.exit_code == 0 and "deleted corpus 'books' (1 documents, 1 files)" in gone.output
+    assert "no corpora indexed yet" in run.invoke(cli, ["corpora", "--db", migrated_url]).output
+    missing = run.invoke(cli, ["corpora", "delete", "books", "--yes", "--db", migrated_url])
+    assert missing.exit_code == 2 and "no corpus named 'books'" in missing.output

@@ -109,6 +109,20 @@ def test_dashboard_requires_login_when_keys_are_set(migrated_url: str, index_cor
         assert c.get("/items").status_code == 200  # the cookie is kept
 
 
+def test_delete_a_corpus_after_confirming(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    index_corpus(migrated_url, CORPUS)
+    index_corpus(migrated_url, [{"id": "x", "text": Q3}], "other", cfg=SignatureConfig(ngram_n=7))
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        assert 'href="/corpora/other/delete"' in c.get("/corpora").text
+        confirm = c.get("/corpora/other/delete")  # the button leads to a confirmation, not the deed
+        assert confirm.status_code == 200 and "Delete corpus other?" in confirm.text and "1 documents" in confirm.text
+        assert [x["name"] for x in c.get("/api/v1/corpora").json()] == ["other", "web"]
+        done = c.post("/corpora/other/delete", follow_redirects=False)
+        assert done.status_code == 303 and done.headers["location"] == "/corpora"
+        assert [x["name"] for x in c.get("/api/v1/corpora").json()] == ["web"]
+        assert c.get("/corpora/other/delete").status_code == 404
+
+
 # ---------------------------------------------------------------- a real browser
 
 
