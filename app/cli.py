@@ -289,7 +289,10 @@ def _gate(fail_above: float | None) -> None:
 
 @app.command("scan")
 def scan(
-    file: Annotated[Path, typer.Argument(help="benchmark file (JSONL, JSON, CSV/TSV, Parquet; .gz/.zst)")],
+    file: Annotated[
+        Path,
+        typer.Argument(help="benchmark file (JSONL, JSON, CSV/TSV, Parquet, Arrow; .gz/.zst) or save_to_disk folder"),
+    ],
     corpus: Annotated[
         list[str] | None,
         typer.Option("--corpus", help="corpus (repeatable; default: those with matching settings)"),
@@ -310,12 +313,7 @@ def scan(
     _gate(fail_above)
     th = _thresholds(thresholds)
     mapping = _mapping(fields)
-    if not file.exists():
-        raise InputError(f"no such file: {file}")
-    if file.is_dir():
-        raise InputError(f"{file} is a folder: give a benchmark file (JSONL, JSON, CSV/TSV or Parquet)")
-    service = CheckService(open_database(database_url(db)))
-    checked = service.benchmark(file.read_bytes(), file.name, mapping, corpus, th)
+    checked = CheckService(open_database(database_url(db))).path(file, mapping, corpus, th)
     used = ", ".join(f"{role}={f}" for role, f in checked.mapping.items())
     typer.echo(f"fields: {used}; corpora: {', '.join(checked.corpora)}", err=True)
     FORMATS[fmt](checked)

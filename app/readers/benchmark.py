@@ -1,18 +1,22 @@
 """Benchmark files -> BenchmarkItem, with fields mapped to roles.
 
-Formats: JSONL, JSON (an array, or an object holding one), CSV/TSV, Parquet; optionally .gz
-or .zst compressed. Roles are detected from common field names (MMLU, GSM8K, HumanEval, ARC,
-HellaSwag, TruthfulQA, SQuAD, BIG-bench); a mapping {role: field} overrides detection.
+Formats: JSONL, JSON (an array, an object holding one, or JSON lines), CSV/TSV (list columns
+parsed; MMLU's header-less layout), Parquet, Arrow; optionally .gz or .zst compressed. The
+original ARC JSONL and lm-evaluation-harness --log_samples records are flattened first.
+Roles are detected from common field names (MMLU, GSM8K, HumanEval, ARC, HellaSwag,
+TruthfulQA, SQuAD, BIG-bench); a mapping {role: field} overrides detection.
 Errors name the problem and, where there is one, the line or row.
 """
 
 from __future__ import annotations
 
+import ast
 import csv
 import gzip
 import io
 import zlib
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -66,11 +70,12 @@ def detect_format(filename: str) -> tuple[str, str | None]:
         ("csv", (".csv",)),
         ("tsv", (".tsv",)),
         ("parquet", (".parquet",)),
+        ("arrow", (".arrow",)),
     ):
         if name.endswith(exts):
             return fmt, comp
     raise InputError(
-        f"{filename}: unsupported benchmark file type (use .jsonl, .json, .csv, .tsv or .parquet, "
+        f"{filename}: unsupported benchmark file type (use .jsonl, .json, .csv, .tsv, .parquet or .arrow, "
         "optionally .gz or .zst)"
     )
 
@@ -102,6 +107,10 @@ def read_records(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, An
     data = decompress(data, comp, filename)
     if not data.strip():
         raise InputError(f"{filename}: the file is empty")
+    fmt = sniff_json_lines(fmt, data)
+    if fmt == "arrow":
+        yield from read_arrow_records(data, filename)
+        return
     if fmt == "jsonl":
         for lineno, line in enumerate(_text(data, filename).splitlines(), 1):
             if not line.strip():
@@ -131,13 +140,15 @@ def read_records(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, An
             yield i, rec
     elif fmt in ("csv", "tsv"):
         text = _text(data, filename)
-        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t" if fmt == "tsv" else ",")
+        delimiter = "\t" if fmt == "tsv" else ","
+        header = headerless_columns(text, delimiter)
+        reader = csv.DictReader(io.StringIO(text, newline=""), header, delimiter=delimiter)
         if not reader.fieldnames:
             raise InputError(f"{filename}: no header row")
-        for i, rec in enumerate(reader, 2):
+        for i, rec in enumerate(reader, 1 if header else 2):
             if None in rec:
                 raise InputError(f"{filename}: row {i} has more columns than the header")
-            yield i, dict(rec)
+            yield i, csv_values(rec)
     else:
         try:
             table = pq.read_table(io.BytesIO(data))
@@ -287,7 +298,8 @@ def read_benchmark(
             f"unknown role(s) in field mapping: {', '.join(sorted(unknown))} "
             "(roles: question, passage, choices, answer, id)"
         )
-    for row, rec in read_records(data, filename):
+    for row, raw in read_records(data, filename):
+        rec = known_layout(raw)
         if used is None or "question" not in used:
             detected = detect_mapping(rec)
             used = {**detected, **(used or {})}
@@ -306,3 +318,141 @@ def read_benchmark(
     if not items:
         raise InputError(f"{filename}: no items in the file")
     return items, used or {}
+
+
+# ---------------------------------------------------------------- the layouts ML teams hold
+# Each a function of its own, called from read_records / read_benchmark: JSON lines in a
+# .json file (`Dataset.to_json()`), Arrow files (`save_to_disk`), list columns in CSV (as
+# `datasets` writes them), header-less MMLU CSV, the original ARC JSONL and
+# lm-evaluation-harness --log_samples output.
+
+MMLU_COLUMNS = ["question", "A", "B", "C", "D", "answer"]
+
+
+def sniff_json_lines(fmt: str, data: bytes) -> str:
+    """'jsonl' for a .json file that holds one JSON object a line (`Dataset.to_json()`'s default)."""
+    if fmt != "json":
+        return fmt
+    lines = [line for line in data.lstrip().splitlines()[:2] if line.strip()]
+    if len(lines) < 2 or not lines[0].lstrip().startswith(b"{"):
+        return fmt
+    try:
+        return "jsonl" if isinstance(orjson.loads(lines[0]), dict) else fmt
+    except orjson.JSONDecodeError:  # an object spread over lines: plain JSON
+        return fmt
+
+
+def _arrow_table(data: bytes) -> pa.Table | None:
+    for opener in (pa.ipc.open_stream, pa.ipc.open_file):
+        try:
+            return opener(pa.BufferReader(data)).read_all()
+        except (pa.ArrowException, OSError):
+            continue
+    return None
+
+
+def read_arrow_records(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of an Arrow IPC file, stream format (Hugging Face `save_to_disk`) or file format."""
+    table = _arrow_table(data)
+    if table is None:
+        raise InputError(f"{filename}: not a readable Arrow file")
+    yield from enumerate(table.to_pylist(), 1)
+
+
+def read_path(path: Path) -> tuple[bytes, str]:
+    """A benchmark on disk as (bytes, file name) for read_benchmark: a file, or a Hugging Face
+    `save_to_disk` folder of one split (its Arrow files joined into one)."""
+    if not path.exists():
+        raise InputError(f"no such file: {path}")
+    if not path.is_dir():
+        return path.read_bytes(), path.name
+    if (path / "dataset_dict.json").exists():
+        splits = sorted(p.name for p in path.iterdir() if (p / "state.json").exists())
+        raise InputError(
+            f"{path} holds several splits ({', '.join(splits)}): give one, e.g. {path / (splits or ['test'])[0]}"
+        )
+    if not (path / "state.json").exists():
+        raise InputError(
+            f"{path} is a folder: give a benchmark file (JSONL, JSON, CSV/TSV, Parquet, Arrow) "
+            "or a Hugging Face save_to_disk folder"
+        )
+    state = orjson.loads((path / "state.json").read_bytes())
+    tables = [_arrow_table((path / f["filename"]).read_bytes()) for f in state.get("_data_files", [])]
+    if not tables or any(t is None for t in tables):
+        raise InputError(f"{path}: a save_to_disk folder whose Arrow files cannot be read")
+    sink = io.BytesIO()
+    table = pa.concat_tables([t for t in tables if t is not None])
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue(), f"{path.name}.arrow"
+
+
+def headerless_columns(text: str, delimiter: str) -> list[str] | None:
+    """MMLU's column names for a CSV without a header (question, four choices, answer letter),
+    else None (the first row is the header)."""
+    first = next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])
+    named = {c.strip().lower() for c in first} & {k.lower() for k in QUESTION_KEYS + ANSWER_KEYS + ID_KEYS}
+    if len(first) == 6 and first[5].strip() in ("A", "B", "C", "D") and not named:
+        return MMLU_COLUMNS
+    return None
+
+
+def _literal(value: str) -> Any:
+    """A list or dict written by Python's repr or as JSON ("['a', 'b']"), else the string."""
+    s = value.strip()
+    if len(s) < 2 or (s[0], s[-1]) not in (("[", "]"), ("{", "}")) or len(s) > 1 << 20:
+        return value
+    try:
+        parsed = ast.literal_eval(s)  # literals only: never evaluates code
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return value
+    return parsed if isinstance(parsed, (list, dict)) else value
+
+
+def csv_values(rec: dict[str, Any]) -> dict[str, Any]:
+    """A CSV row with list and dict columns parsed (HellaSwag's endings as `datasets` writes them)."""
+    return {k: _literal(v) if isinstance(v, str) else v for k, v in rec.items()}
+
+
+def _arc(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """The original ARC JSONL: question.stem and question.choices [{label, text}], answerKey."""
+    q = rec.get("question")
+    if not (isinstance(q, dict) and isinstance(q.get("stem"), str) and isinstance(q.get("choices"), list)):
+        return None
+    choices = [c for c in q["choices"] if isinstance(c, dict)]
+    flat = {k: v for k, v in rec.items() if k != "question"}
+    texts = [_as_text(c.get("text")) for c in choices]
+    return flat | {"question": q["stem"], "choices": {"text": texts, "label": [c.get("label") for c in choices]}}
+
+
+def _harness_arguments(args: Any) -> list[list[Any]]:
+    """lm-evaluation-harness request arguments as [context, continuation] pairs, from both the
+    list layout ([[ctx, cont], ...]) and the dict one ({"gen_args_0": {"arg_0": ctx, "arg_1": cont}})."""
+    if isinstance(args, dict):
+        return [[a.get("arg_0"), a.get("arg_1")] for a in args.values() if isinstance(a, dict)]
+    if isinstance(args, list):
+        return [list(a) if isinstance(a, (list, tuple)) else [a, None] for a in args]
+    return []
+
+
+def _harness(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """An lm-evaluation-harness --log_samples record: the prompt the model saw (the context,
+    few-shot examples included), the continuations it scored as choices, and the target."""
+    if not ("doc_id" in rec and "arguments" in rec and isinstance(rec.get("doc"), dict)):
+        return None
+    pairs = _harness_arguments(rec["arguments"])
+    if not pairs or not isinstance(pairs[0][0], str):
+        return None
+    conts = [c for _, c in pairs if isinstance(c, str)]
+    out: dict[str, Any] = {"id": rec["doc_id"], "prompt": pairs[0][0], "target": rec.get("target")}
+    return out | ({"choices": conts} if len(conts) > 1 else {})
+
+
+def known_layout(rec: dict[str, Any]) -> dict[str, Any]:
+    """A record in a layout whose roles field names alone cannot tell (ARC, the harness's
+    samples), flattened to plain fields; any other record as it is."""
+    for flatten in (_harness, _arc):
+        flat = flatten(rec)
+        if flat is not None:
+            return flat
+    return rec

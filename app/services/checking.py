@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
@@ -11,7 +12,7 @@ from sqlalchemy import Engine
 from app.core.config import Thresholds
 from app.core.types import BenchmarkItem
 from app.errors import InputError
-from app.readers.benchmark import read_benchmark
+from app.readers.benchmark import read_benchmark, read_path
 from app.services.corpora import select_corpora
 from app.services.results import summarize
 from app.services.scanning import ItemResult, Scanner
@@ -58,6 +59,17 @@ class CheckService:
         checked = self._scan(items, corpora, thresholds)
         checked.mapping = used
         return checked
+
+    def path(
+        self,
+        path: Path,
+        mapping: Mapping[str, Any] | None = None,
+        corpora: Sequence[str] | None = None,
+        thresholds: Thresholds | None = None,
+    ) -> CheckResult:
+        """A benchmark on disk: a file or a Hugging Face save_to_disk folder."""
+        data, filename = read_path(path)
+        return self.benchmark(data, filename, mapping, corpora, thresholds)
 
     def _scan(
         self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None, thresholds: Thresholds | None
