@@ -30,7 +30,7 @@ from app.core.types import Status
 from app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict
 from app.services.checking import CheckResult, CheckService
 from app.services.corpora import CorpusService
-from app.services.database import migrate, open_database
+from app.services.database import migrate, open_database, shown_url
 from app.settings import get_settings
 
 # Exit codes (README, "Command line"): 0 clean, 1 the gate tripped (a contaminated share above
@@ -329,6 +329,23 @@ def _is_loopback(host: str) -> bool:
     return host == "localhost"
 
 
+PLACEHOLDER_KEYS = {"change-me", "changeme", "changeit"}  # keys from examples, known to everyone
+
+
+def serve_banner(database_url: str, host: str, port: int, keys: bool) -> str:
+    """What `contam serve` (and so `make run`) says first: where everything is, what to do next."""
+    shown = "localhost" if _is_loopback(host) else host
+    return "\n".join(
+        [
+            f"contam {__version__}",
+            f"  dashboard:  http://{shown}:{port}/" + ("  (sign in with one of CONTAM_API_KEYS)" if keys else ""),
+            f"  API docs:   http://{shown}:{port}/docs",
+            f"  database:   {shown_url(database_url)}  (CONTAM_DATABASE_URL)",
+            "  your data:  contam index --corpus NAME PATH...   then   contam scan BENCHMARK.jsonl",
+        ]
+    )
+
+
 @app.command("serve")
 def serve(
     host: Annotated[str | None, typer.Option(help="address (default CONTAM_HOST, 127.0.0.1)")] = None,
@@ -348,4 +365,7 @@ def serve(
         raise ConfigError(
             f"refusing to listen on {host} without API keys: set CONTAM_API_KEYS, or pass --allow-insecure"
         )
+    if settings.key_set() & PLACEHOLDER_KEYS:
+        raise ConfigError("CONTAM_API_KEYS holds a placeholder key anyone can guess: use a secret one")
+    typer.echo(serve_banner(settings.database_url, host, port or settings.port, bool(settings.key_set())), err=True)
     uvicorn.run(create_app(settings), host=host, port=port or settings.port)

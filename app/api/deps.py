@@ -40,14 +40,21 @@ CorpusServiceDep = Annotated[CorpusService, Depends(get_corpus_service)]
 CheckServiceDep = Annotated[CheckService, Depends(get_check_service)]
 
 _bearer = HTTPBearer(auto_error=False)
+SIGN_IN_COOKIE = "contam_key"  # the dashboard's sign-in: the key, in an HttpOnly SameSite=Strict cookie
+SAFE_METHODS = ("GET", "HEAD")
 
 
 def require_api_key(
-    settings: SettingsDep, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    request: Request, settings: SettingsDep, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> None:
-    """With CONTAM_API_KEYS set, a request needs `Authorization: Bearer <one of them>`."""
+    """With CONTAM_API_KEYS set, a request needs `Authorization: Bearer <one of them>`; a read
+    (GET) from a user signed in to the dashboard, such as its downloads, may carry the sign-in
+    cookie instead. Writes always need the header, so no other site can make a browser write."""
     keys = settings.key_set()
-    if keys and (creds is None or creds.credentials not in keys):
+    given = creds.credentials if creds is not None else None
+    if given is None and request.method in SAFE_METHODS:
+        given = request.cookies.get(SIGN_IN_COOKIE)
+    if keys and given not in keys:
         raise HTTPException(
             401, "a valid API key is required (Authorization: Bearer <key>)", headers={"WWW-Authenticate": "Bearer"}
         )

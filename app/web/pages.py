@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import CorpusServiceDep, ReportServiceDep, SettingsDep
+from app.api.deps import SIGN_IN_COOKIE, CorpusServiceDep, ReportServiceDep, SettingsDep
 from app.core.scoring import shared_spans, split_marked
 from app.core.types import Status
 from app.errors import ContamError, InputError
@@ -18,7 +18,7 @@ from app.web.rendering import STATIC_URL, STATUSES, render, static_files
 
 __all__ = ["STATIC_URL", "router", "static_files"]
 
-COOKIE = "contam_key"
+COOKIE = SIGN_IN_COOKIE
 FLAGGED = [s for s in Status if s.flagged]
 REPORTS_PER_PAGE = 50
 ITEMS_PER_PAGE = 25

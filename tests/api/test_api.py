@@ -255,3 +255,28 @@ def test_delete_a_corpus(client: TestClient, migrated_url: str, index_corpus: In
     assert [c["name"] for c in client.get("/api/v1/corpora").json()] == ["other"]
     r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)})
     assert r.status_code == 202 and _wait(client, r.json()["id"])["corpora"] == ["other"]
+
+
+def test_dashboard_downloads_work_for_a_signed_in_user(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """With API keys on, the report page's download links (API GETs) once answered 401 to a
+    user signed in to the dashboard; the sign-in cookie now serves reads, never writes."""
+    index_corpus(migrated_url, CORPUS)
+    with TestClient(create_app(Settings(database_url=migrated_url, api_keys="k1"))) as c:
+        auth = {"Authorization": "Bearer k1"}
+        created = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}, headers=auth)
+        assert created.status_code == 202
+        rid = created.json()["id"]
+        assert created.headers["location"] == f"/api/v1/reports/{rid}"  # a 202 says where to follow it
+        for _ in range(200):
+            if c.get(f"/api/v1/reports/{rid}", headers=auth).json()["status"] == "done":
+                break
+            time.sleep(0.05)
+        links = [f"/api/v1/reports/{rid}/export?format=jsonl", f"/api/v1/reports/{rid}/export?format=csv"]
+        links += [f"/api/v1/reports/{rid}/clean", f"/api/v1/reports/{rid}/clean?drop_suspicious=true"]
+        assert all(c.get(u).status_code == 401 for u in links)  # not signed in
+        assert c.post("/login", data={"key": "k1", "next": f"/reports/{rid}"}).status_code == 200
+        page = c.get(f"/reports/{rid}").text
+        assert all(u.replace("&", "&amp;") in page or u in page for u in links)
+        assert [c.get(u).status_code for u in links] == [200, 200, 200, 200]
+        write = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])})
+        assert write.status_code == 401 and c.delete(f"/api/v1/reports/{rid}").status_code == 401

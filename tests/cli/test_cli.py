@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 import indexer.job as job_module
+from app.cli import serve_banner
 from app.settings import Settings, get_settings
 from indexer.cli import app as cli
 from indexer.options import IndexOptions, index_options
@@ -219,3 +220,30 @@ def test_corpora_delete_and_rename(migrated_url: str, tmp_path: Path) -> None:
     assert "no corpora indexed yet" in run.invoke(cli, ["corpora", "--db", migrated_url]).output
     missing = run.invoke(cli, ["corpora", "delete", "books", "--yes", "--db", migrated_url])
     assert missing.exit_code == 2 and "no corpus named 'books'" in missing.output
+
+
+def test_default_database_does_not_depend_on_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`contam` run from another folder once opened a second, empty ./data/contam.db."""
+    monkeypatch.delenv("CONTAM_DATABASE_URL", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    urls = set()
+    for here in (tmp_path / "a", tmp_path / "b"):
+        here.mkdir()
+        monkeypatch.chdir(here)
+        urls.add(Settings().database_url)
+    assert urls == {f"sqlite:///{tmp_path / 'share' / 'contam' / 'contam.db'}"}
+
+
+def test_serve_says_where_things_are_and_refuses_placeholder_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    banner = serve_banner("postgresql://u:pw@db/contam", "127.0.0.1", 8000, keys=False)
+    assert "dashboard:  http://localhost:8000/" in banner and "contam index --corpus NAME PATH" in banner
+    assert "postgresql://u:***@db/contam" in banner  # the password never shown
+    monkeypatch.setenv("CONTAM_API_KEYS", "change-me")
+    get_settings.cache_clear()
+    r = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0"])
+    assert r.exit_code == 2 and "placeholder key" in r.output
+    get_settings.cache_clear()
+    compose = (Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text()
+    assert "change-me" not in compose and "${CONTAM_API_KEYS:?" in compose
