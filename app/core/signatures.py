@@ -117,6 +117,17 @@ def window_starts(n_tokens: int, cfg: SignatureConfig) -> np.ndarray:
     return starts
 
 
+def window_span(n_tokens: int, index: int, cfg: SignatureConfig) -> tuple[int, int] | None:
+    """Token span [start, end) of window `index` of a text of n_tokens tokens, as the signer
+    placed it (the last window ends at the text's end, not at index * stride); None if there is
+    no such window."""
+    starts = window_starts(n_tokens, cfg)
+    if not 0 <= index < len(starts):
+        return None
+    start = int(starts[index])
+    return start, min(start + cfg.window, n_tokens)
+
+
 def window_minhashes(th: np.ndarray, cfg: SignatureConfig, starts: np.ndarray | None = None) -> np.ndarray:
     """MinHash signature (num_perm uint32) of each window of a token-hash array.
 
