@@ -367,5 +367,6 @@ def serve(
         )
     if settings.key_set() & PLACEHOLDER_KEYS:
         raise ConfigError("CONTAM_API_KEYS holds a placeholder key anyone can guess: use a secret one")
+    migrate(settings.database_url)  # the app does it too; here a database out of reach is one line
     typer.echo(serve_banner(settings.database_url, host, port or settings.port, bool(settings.key_set())), err=True)
     uvicorn.run(create_app(settings), host=host, port=port or settings.port)

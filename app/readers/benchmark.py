@@ -371,20 +371,41 @@ def read_path(path: Path) -> tuple[bytes, str]:
         raise InputError(
             f"{path} holds several splits ({', '.join(splits)}): give one, e.g. {path / (splits or ['test'])[0]}"
         )
-    if not (path / "state.json").exists():
-        raise InputError(
-            f"{path} is a folder: give a benchmark file (JSONL, JSON, CSV/TSV, Parquet, Arrow) "
-            "or a Hugging Face save_to_disk folder"
-        )
-    state = orjson.loads((path / "state.json").read_bytes())
-    tables = [_arrow_table((path / f["filename"]).read_bytes()) for f in state.get("_data_files", [])]
-    if not tables or any(t is None for t in tables):
-        raise InputError(f"{path}: a save_to_disk folder whose Arrow files cannot be read")
+    if (path / "state.json").exists():
+        state = orjson.loads((path / "state.json").read_bytes())
+        tables = [_arrow_table((path / f["filename"]).read_bytes()) for f in state.get("_data_files", [])]
+        if not tables or any(t is None for t in tables):
+            raise InputError(f"{path}: a save_to_disk folder whose Arrow files cannot be read")
+        return _as_arrow([t for t in tables if t is not None]), f"{path.name}.arrow"
+    return _parquet_folder(path)
+
+
+def _as_arrow(tables: list[pa.Table]) -> bytes:
+    """Tables joined into one Arrow stream (what read_arrow_records reads)."""
     sink = io.BytesIO()
-    table = pa.concat_tables([t for t in tables if t is not None])
+    table = pa.concat_tables(tables, promote_options="default")
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
-    return sink.getvalue(), f"{path.name}.arrow"
+    return sink.getvalue()
+
+
+def _parquet_folder(path: Path) -> tuple[bytes, str]:
+    """The Parquet shards of one split under a folder, as the Hugging Face Hub lays them out
+    (data/test-00000-of-00002.parquet, ...; or config/test/0000.parquet), joined."""
+    shards = sorted(path.rglob("*.parquet"))
+    if not shards:
+        raise InputError(
+            f"{path} is a folder: give a benchmark file (JSONL, JSON, CSV/TSV, Parquet, Arrow), "
+            "a Hugging Face save_to_disk folder, or a folder of one split's Parquet shards"
+        )
+    splits = {str(s.parent.relative_to(path) / s.name.split("-")[0].removesuffix(".parquet")) for s in shards}
+    if len(shards) > 1 and len(splits) > 1:
+        raise InputError(f"{path} holds several splits ({', '.join(sorted(splits))}): give one file or folder")
+    try:
+        tables = [pq.read_table(s) for s in shards]
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{path}: a Parquet shard cannot be read ({exc})") from exc
+    return _as_arrow(tables), f"{path.name}.arrow"
 
 
 def headerless_columns(text: str, delimiter: str) -> list[str] | None:

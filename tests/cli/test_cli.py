@@ -244,6 +244,15 @@ def test_serve_says_where_things_are_and_refuses_placeholder_keys(monkeypatch: p
     get_settings.cache_clear()
     r = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0"])
     assert r.exit_code == 2 and "placeholder key" in r.output
+    monkeypatch.delenv("CONTAM_API_KEYS")
+    monkeypatch.setenv("CONTAM_DATABASE_URL", "postgresql://postgres@127.0.0.1:1/contam")
+    get_settings.cache_clear()
+    down = CliRunner().invoke(cli, ["serve"])
+    assert (
+        down.exit_code == 3
+        and down.output.startswith("error: cannot open the database")
+        and "Traceback" not in down.output
+    )
     get_settings.cache_clear()
     compose = (Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text()
     assert "change-me" not in compose and "${CONTAM_API_KEYS:?" in compose

@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from app.errors import InputError
@@ -129,3 +130,18 @@ def test_save_to_disk_folder_as_a_corpus(tmp_path: Path) -> None:
     assert [f.name for f in files] == ["data-00000-of-00001.arrow"]  # state.json and dataset_info.json left out
     docs = list(read_documents(files[0], Counter()))
     assert [(d.external_id, d.text) for d in docs][2] == ("d2", "document number 2")
+
+
+def test_hub_parquet_layout(tmp_path: Path) -> None:
+    """A dataset downloaded from the Hub: one split's shards are joined; several splits must be chosen."""
+    data = tmp_path / "mmlu" / "data"
+    data.mkdir(parents=True)
+    for i in range(2):
+        rows = [{"question": f"Question {i} about the capital of France?", "choices": ["a", "b"], "answer": 1}]
+        pq.write_table(pa.Table.from_pylist(rows), data / f"test-0000{i}-of-00002.parquet")
+    bytes_, name = read_path(data)
+    assert [i.question for i in read_benchmark(bytes_, name)[0]][1] == "Question 1 about the capital of France?"
+    pq.write_table(pa.Table.from_pylist(rows), data / "validation-00000-of-00001.parquet")
+    with pytest.raises(InputError, match=r"holds several splits \(data/test, data/validation\)"):
+        read_path(tmp_path / "mmlu")
+    assert len(read_benchmark(*read_path(data / "validation-00000-of-00001.parquet"))[0]) == 1
