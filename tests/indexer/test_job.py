@@ -26,6 +26,8 @@ from app.store import repo
 from app.store.db import make_engine, upgrade
 from app.store.schema import band, corpus_file, document, ngram
 from indexer.cli import app as cli
+from indexer.progress import BarProgress
+from indexer.summary import FileReport
 
 
 def snapshot(url: str) -> dict:
@@ -342,3 +344,21 @@ def test_index_command_exits_non_zero_when_nothing_was_indexed(migrated_url: str
     r = run.invoke(cli, [*args, "--text-field", "body", str(data)])
     assert r.exit_code == 1 and "no field 'body'; fields seen: id, text" in r.output
     assert run.invoke(cli, [*args, str(data)]).exit_code == 0
+
+
+def test_the_progress_bar_moves_before_a_file_commits(tmp_path: Path) -> None:
+    """Files commit in groups, so the bar once sat at 0% until the end of the run."""
+    a = write_jsonl(tmp_path / "a.jsonl", make_docs(40, 100, 1, "a"))
+    bar = BarProgress()
+    try:
+        bar.run_started([a])
+        bar.file_started(str(a), a.stat().st_size)
+        bar.advanced(20, a.stat().st_size // 2)  # half the file read and signed, nothing committed
+        half = bar.bar.tasks[0].completed / bar.bar.tasks[0].total
+        assert 0.4 < half < 0.6
+        bar.advanced(20, a.stat().st_size)  # more text than the file holds on disk (compression): capped
+        assert bar.bar.tasks[0].completed == pytest.approx(a.stat().st_size / 1e6)
+        bar.file_finished(FileReport(str(a), "done", documents=40, bytes=a.stat().st_size, text_bytes=a.stat().st_size))
+        assert bar.bar.tasks[0].completed == pytest.approx(bar.bar.tasks[0].total)
+    finally:
+        bar.close()
