@@ -14,7 +14,7 @@ import difflib
 import ipaddress
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -287,6 +287,26 @@ def _gate(fail_above: float | None) -> None:
         raise InputError(f"--fail-above is a fraction between 0 and 1, e.g. 0.10 for 10%; got {fail_above:g}{hint}")
 
 
+@contextlib.contextmanager
+def scan_progress(mode: str) -> Iterator[Callable[[int, int], None] | None]:
+    """The scan's progress on stderr: a bar (on a terminal, by default), log lines, or nothing."""
+    if mode not in ("auto", "bar", "log", "none"):
+        raise InputError(f"--progress is auto, bar, log or none, not {mode!r}")
+    if mode == "auto":
+        mode = "bar" if sys.stderr.isatty() else "none"
+    if mode == "none":
+        yield None
+    elif mode == "log":
+        yield lambda done, total: typer.echo(f"scanned {done}/{total} items", err=True)
+    else:
+        from rich.console import Console
+        from rich.progress import Progress
+
+        with Progress(console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task("scanning", total=None)
+            yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
 @app.command("scan")
 def scan(
     file: Annotated[
@@ -305,6 +325,7 @@ def scan(
     thresholds: Annotated[
         str | None, typer.Option(help='decision thresholds: JSON or name=value, e.g. "longest_match=20,min_bits=8"')
     ] = None,
+    progress: Annotated[str, typer.Option(help="on stderr: auto (a bar on a terminal) | bar | log | none")] = "auto",
     db: DbOpt = None,
 ) -> None:
     """Check a benchmark file without a server; exits 1 above --fail-above."""
@@ -313,7 +334,8 @@ def scan(
     _gate(fail_above)
     th = _thresholds(thresholds)
     mapping = _mapping(fields)
-    checked = CheckService(open_database(database_url(db))).path(file, mapping, corpus, th)
+    with scan_progress(progress) as report:
+        checked = CheckService(open_database(database_url(db))).path(file, mapping, corpus, th, report)
     used = ", ".join(f"{role}={f}" for role, f in checked.mapping.items())
     typer.echo(f"fields: {used}; corpora: {', '.join(checked.corpora)}", err=True)
     FORMATS[fmt](checked)

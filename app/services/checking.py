@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from app.services.corpora import select_corpora
 from app.services.results import summarize
 from app.services.scanning import ItemResult, Scanner
 
+Progress = Callable[[int, int], None]  # (items scored, items in all)
 MAX_CHECK_ITEMS = 1000  # answered within the request; larger sets go through a report
 
 
@@ -53,10 +54,12 @@ class CheckService:
         mapping: Mapping[str, Any] | None = None,
         corpora: Sequence[str] | None = None,
         thresholds: Thresholds | None = None,
+        progress: Progress | None = None,
     ) -> CheckResult:
-        """Every item of a benchmark file (any format the reader knows)."""
+        """Every item of a benchmark file (any format the reader knows); `progress(done, total)`
+        is called as chunks of items are scored."""
         items, used = read_benchmark(data, filename, mapping)
-        checked = self._scan(items, corpora, thresholds)
+        checked = self._scan(items, corpora, thresholds, progress)
         checked.mapping = used
         return checked
 
@@ -66,15 +69,22 @@ class CheckService:
         mapping: Mapping[str, Any] | None = None,
         corpora: Sequence[str] | None = None,
         thresholds: Thresholds | None = None,
+        progress: Progress | None = None,
     ) -> CheckResult:
         """A benchmark on disk: a file or a Hugging Face save_to_disk folder."""
         data, filename = read_path(path)
-        return self.benchmark(data, filename, mapping, corpora, thresholds)
+        return self.benchmark(data, filename, mapping, corpora, thresholds, progress)
 
     def _scan(
-        self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None, thresholds: Thresholds | None
+        self,
+        items: Sequence[BenchmarkItem],
+        corpora: Sequence[str] | None,
+        thresholds: Thresholds | None,
+        progress: Progress | None = None,
     ) -> CheckResult:
         names = select_corpora(self.engine, list(corpora or []))
         scanner = Scanner(self.engine, names, thresholds)
-        results = scanner.scan(items)
+        if progress is not None:
+            progress(0, len(items))
+        results = scanner.scan(items, progress)
         return CheckResult(scanner.fingerprint, results, summarize(results, scanner.th), scanner.th, names)
