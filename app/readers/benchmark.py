@@ -392,7 +392,7 @@ def _as_arrow(tables: list[pa.Table]) -> bytes:
 def _parquet_folder(path: Path) -> tuple[bytes, str]:
     """The Parquet shards of one split under a folder, as the Hugging Face Hub lays them out
     (data/test-00000-of-00002.parquet, ...; or config/test/0000.parquet), joined."""
-    shards = sorted(path.rglob("*.parquet"))
+    shards = sorted(p for depth in ("*", "*/*", "*/*/*") for p in path.glob(depth + ".parquet"))  # not a whole disk
     if not shards:
         raise InputError(
             f"{path} is a folder: give a benchmark file (JSONL, JSON, CSV/TSV, Parquet, Arrow), "
