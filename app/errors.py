@@ -41,5 +41,5 @@ class StateError(ContamError):
     job is using."""
 
 
-class DatabaseUnavailable(ContamError):
+class UnavailableError(ContamError):
     """The database cannot be reached (wrong host, port, name or credentials, or it is down)."""

@@ -44,6 +44,12 @@ SIGN_IN_COOKIE = "contam_key"  # the dashboard's sign-in: the key, in an HttpOnl
 SAFE_METHODS = ("GET", "HEAD")
 
 
+def has_sign_in(request: Request, keys: set[str]) -> bool:
+    """Whether the request carries the dashboard's sign-in: the one check the pages and the
+    API's reads (the dashboard's downloads) share."""
+    return request.cookies.get(SIGN_IN_COOKIE) in keys
+
+
 def require_api_key(
     request: Request, settings: SettingsDep, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> None:
@@ -51,13 +57,13 @@ def require_api_key(
     (GET) from a user signed in to the dashboard, such as its downloads, may carry the sign-in
     cookie instead. Writes always need the header, so no other site can make a browser write."""
     keys = settings.key_set()
-    given = creds.credentials if creds is not None else None
-    if given is None and request.method in SAFE_METHODS:
-        given = request.cookies.get(SIGN_IN_COOKIE)
-    if keys and given not in keys:
-        raise HTTPException(
-            401, "a valid API key is required (Authorization: Bearer <key>)", headers={"WWW-Authenticate": "Bearer"}
-        )
+    if not keys or (creds is not None and creds.credentials in keys):
+        return
+    if creds is None and request.method in SAFE_METHODS and has_sign_in(request, keys):
+        return
+    raise HTTPException(
+        401, "a valid API key is required (Authorization: Bearer <key>)", headers={"WWW-Authenticate": "Bearer"}
+    )
 
 
 AuthDep = Depends(require_api_key)  # a router's dependency: every route under it needs a key

@@ -1,5 +1,5 @@
 """Opening the database: the schema through Alembic, and an engine for a migrated database.
-A database that cannot be reached is a DatabaseUnavailable naming it (its password hidden)."""
+A database that cannot be reached is a UnavailableError naming it (its password hidden)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
-from app.errors import ConfigError, DatabaseUnavailable
+from app.errors import ConfigError, UnavailableError
 from app.store import db
 
 
@@ -29,7 +29,7 @@ def reaching(url: str) -> Iterator[None]:
         yield
     except DBAPIError as exc:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
-        raise DatabaseUnavailable(f"cannot open the database {shown_url(url)}: {reason}") from exc
+        raise UnavailableError(f"cannot open the database {shown_url(url)}: {reason}") from exc
 
 
 def migrate(url: str, revision: str = "head") -> None:

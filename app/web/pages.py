@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import SIGN_IN_COOKIE, CorpusServiceDep, ReportServiceDep, SettingsDep
+from app.api.deps import SIGN_IN_COOKIE, CorpusServiceDep, ReportServiceDep, SettingsDep, has_sign_in
 from app.core.scoring import shared_spans, split_marked
 from app.core.types import Status
 from app.errors import ContamError, InputError
@@ -26,7 +26,7 @@ ITEMS_PER_PAGE = 25
 
 def require_login(request: Request, settings: SettingsDep) -> None:
     keys = settings.key_set()
-    if keys and request.cookies.get(COOKIE) not in keys:
+    if keys and not has_sign_in(request, keys):
         raise LoginRequired()
 
 

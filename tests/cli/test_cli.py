@@ -163,7 +163,7 @@ def test_exit_codes_and_one_line_errors(migrated_url: str, tmp_path: Path) -> No
     no_db = run.invoke(cli, ["corpora", "--db", "postgresql://postgres@127.0.0.1:5432/contam_no_such_db"])
     assert no_db.exit_code == 3 and 'database "contam_no_such_db" does not exist' in no_db.output
     debug = run.invoke(cli, ["--debug", "corpora", "--db", unreachable])
-    assert debug.exit_code == 1 and type(debug.exception).__name__ == "DatabaseUnavailable"  # the traceback shows
+    assert debug.exit_code == 1 and type(debug.exception).__name__ == "UnavailableError"  # the traceback shows
     folder = run.invoke(cli, ["scan", str(tmp_path), "--db", migrated_url])
     assert folder.exit_code == 2 and "is a folder: give a benchmark file" in folder.output
     bench = tmp_path / "b.jsonl"
