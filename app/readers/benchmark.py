@@ -70,12 +70,11 @@ def detect_format(filename: str) -> tuple[str, str | None]:
         ("csv", (".csv",)),
         ("tsv", (".tsv",)),
         ("parquet", (".parquet",)),
-        ("arrow", (".arrow",)),
     ):
         if name.endswith(exts):
             return fmt, comp
     raise InputError(
-        f"{filename}: unsupported benchmark file type (use .jsonl, .json, .csv, .tsv, .parquet or .arrow, "
+        f"{filename}: unsupported benchmark file type (use .jsonl, .json, .csv, .tsv or .parquet, "
         "optionally .gz or .zst)"
     )
 
@@ -107,10 +106,6 @@ def read_records(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, An
     data = decompress(data, comp, filename)
     if not data.strip():
         raise InputError(f"{filename}: the file is empty")
-    fmt = sniff_json_lines(fmt, data)
-    if fmt == "arrow":
-        yield from read_arrow_records(data, filename)
-        return
     if fmt == "jsonl":
         for lineno, line in enumerate(_text(data, filename).splitlines(), 1):
             if not line.strip():
@@ -140,15 +135,13 @@ def read_records(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, An
             yield i, rec
     elif fmt in ("csv", "tsv"):
         text = _text(data, filename)
-        delimiter = "\t" if fmt == "tsv" else ","
-        header = headerless_columns(text, delimiter)
-        reader = csv.DictReader(io.StringIO(text, newline=""), header, delimiter=delimiter)
+        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t" if fmt == "tsv" else ",")
         if not reader.fieldnames:
             raise InputError(f"{filename}: no header row")
-        for i, rec in enumerate(reader, 1 if header else 2):
+        for i, rec in enumerate(reader, 2):
             if None in rec:
                 raise InputError(f"{filename}: row {i} has more columns than the header")
-            yield i, csv_values(rec)
+            yield i, dict(rec)
     else:
         try:
             table = pq.read_table(io.BytesIO(data))
@@ -298,7 +291,7 @@ def read_benchmark(
             f"unknown role(s) in field mapping: {', '.join(sorted(unknown))} "
             "(roles: question, passage, choices, answer, id)"
         )
-    for row, raw in read_records(data, filename):
+    for row, raw in benchmark_records(data, filename):
         rec = known_layout(raw)
         if used is None or "question" not in used:
             detected = detect_mapping(rec)
@@ -321,7 +314,8 @@ def read_benchmark(
 
 
 # ---------------------------------------------------------------- the layouts ML teams hold
-# Each a function of its own, called from read_records / read_benchmark: JSON lines in a
+# Each a function of its own, around read_records (benchmark_records) and in read_benchmark
+# (known_layout): JSON lines in a
 # .json file (`Dataset.to_json()`), Arrow files (`save_to_disk`), list columns in CSV (as
 # `datasets` writes them), header-less MMLU CSV, the original ARC JSONL and
 # lm-evaluation-harness --log_samples output.
@@ -329,17 +323,48 @@ def read_benchmark(
 MMLU_COLUMNS = ["question", "A", "B", "C", "D", "answer"]
 
 
-def sniff_json_lines(fmt: str, data: bytes) -> str:
-    """'jsonl' for a .json file that holds one JSON object a line (`Dataset.to_json()`'s default)."""
-    if fmt != "json":
-        return fmt
+def benchmark_format(filename: str) -> tuple[str, str | None]:
+    """detect_format, and 'arrow' for an Arrow file (uncompressed)."""
+    if filename.lower().endswith(".arrow"):
+        return "arrow", None
+    return detect_format(filename)
+
+
+def benchmark_records(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """read_records, and the layouts it cannot tell by the file name: Arrow, JSON lines in a
+    .json file, a CSV without a header (MMLU's); CSV list columns parsed."""
+    fmt, comp = benchmark_format(filename)
+    if fmt == "arrow":
+        yield from read_arrow_records(data, filename)
+        return
+    if fmt not in ("json", "csv", "tsv"):
+        yield from read_records(data, filename)
+        return
+    plain = decompress(data, comp, filename)
+    stem = filename.rsplit(".", 1)[0] if comp else filename  # the name of the decompressed content
+    if fmt == "json" and is_json_lines(plain):
+        yield from read_records(plain, stem.removesuffix(".json").removesuffix(".JSON") + ".jsonl")
+        return
+    header = headerless_columns(plain, "\t" if fmt == "tsv" else ",") if fmt != "json" else None
+    records: Iterator[tuple[int, dict[str, Any]]]
+    if header is not None:  # rows numbered as in the file, which has no header line
+        named = ("\t" if fmt == "tsv" else ",").join(header).encode() + b"\n" + plain
+        records = ((row - 1, rec) for row, rec in read_records(named, stem))
+    else:
+        records = read_records(plain, stem)
+    for row, rec in records:
+        yield row, csv_values(rec) if fmt != "json" else rec
+
+
+def is_json_lines(data: bytes) -> bool:
+    """Whether a .json file holds one JSON object a line (`Dataset.to_json()`'s default)."""
     lines = [line for line in data.lstrip().splitlines()[:2] if line.strip()]
     if len(lines) < 2 or not lines[0].lstrip().startswith(b"{"):
-        return fmt
+        return False
     try:
-        return "jsonl" if isinstance(orjson.loads(lines[0]), dict) else fmt
+        return isinstance(orjson.loads(lines[0]), dict)
     except orjson.JSONDecodeError:  # an object spread over lines: plain JSON
-        return fmt
+        return False
 
 
 def _arrow_table(data: bytes) -> pa.Table | None:
@@ -408,10 +433,11 @@ def _parquet_folder(path: Path) -> tuple[bytes, str]:
     return _as_arrow(tables), f"{path.name}.arrow"
 
 
-def headerless_columns(text: str, delimiter: str) -> list[str] | None:
+def headerless_columns(data: bytes, delimiter: str) -> list[str] | None:
     """MMLU's column names for a CSV without a header (question, four choices, answer letter),
     else None (the first row is the header)."""
-    first = next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])
+    head = data[: 1 << 16].decode("utf-8-sig", "replace")
+    first = next(csv.reader(io.StringIO(head, newline=""), delimiter=delimiter), [])
     named = {c.strip().lower() for c in first} & {k.lower() for k in QUESTION_KEYS + ANSWER_KEYS + ID_KEYS}
     if len(first) == 6 and first[5].strip() in ("A", "B", "C", "D") and not named:
         return MMLU_COLUMNS

@@ -5,6 +5,7 @@ header-less MMLU CSV, the original ARC JSONL and lm-evaluation-harness --log_sam
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 from collections import Counter
@@ -14,9 +15,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from app.core.types import Status
 from app.errors import InputError
 from app.readers.benchmark import read_benchmark, read_path
 from app.readers.corpus import find_files, read_documents
+from app.services.exports import without_items
+
+FLAGGED = [s for s in Status if s.flagged]
 
 HELLASWAG = {
     "ind": 24,
@@ -145,3 +150,17 @@ def test_hub_parquet_layout(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"holds several splits \(data/test, data/validation\)"):
         read_path(tmp_path / "mmlu")
     assert len(read_benchmark(*read_path(data / "validation-00000-of-00001.parquet"))[0]) == 1
+
+
+def test_compressed_layouts_and_their_clean_subsets() -> None:
+    """The layouts are told by content, compressed too; the clean subset keeps the records as read."""
+    mmlu = '"What is the capital of France?",Berlin,Paris,Rome,Madrid,B\n"Which is a prime number?",4,6,7,9,C\n'
+    items, _ = read_benchmark(gzip.compress(mmlu.encode()), "geography_test.csv.gz")
+    assert items[1].answer == "7"
+    lines = "".join(json.dumps(r) + "\n" for r in (HELLASWAG, {**HELLASWAG, "ind": 25})).encode()
+    assert len(read_benchmark(gzip.compress(lines), "hellaswag.json.gz")[0]) == 2
+    data, name = without_items(gzip.compress(mmlu.encode()), "geography_test.csv.gz", {0: "contaminated"}, FLAGGED)
+    assert name == "geography_test.clean.csv" and data.decode().splitlines()[1].startswith("Which is a prime")
+    rows = [{"id": "a", "question": "q one here"}, {"id": "b", "question": "q two here"}]
+    data, name = without_items(_arrow_stream(rows), "test.arrow", {1: "contaminated"}, FLAGGED)
+    assert name == "test.clean.arrow" and [i.item_id for i in read_benchmark(data, name)[0]] == ["a"]
