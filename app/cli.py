@@ -27,7 +27,7 @@ from app import __version__
 from app.api.schemas import ThresholdsIn
 from app.core.config import Thresholds
 from app.core.types import Status
-from app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict
+from app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict, StateError
 from app.services.checking import CheckResult, CheckService
 from app.services.corpora import CorpusService
 from app.services.database import migrate, open_database, shown_url
@@ -44,6 +44,7 @@ EXIT_CODES: dict[type[ContamError], int] = {
     ConfigError: EXIT_USAGE,
     NotFoundError: EXIT_USAGE,
     SettingsConflict: EXIT_USAGE,
+    StateError: EXIT_RUNTIME,
 }
 DEBUG = "contam.debug"  # in the click context's meta: show tracebacks
 

@@ -36,9 +36,9 @@ class CorruptFileError(InputError):
     """A corpus file cannot be read to its end (truncated or corrupt compression, bad Parquet)."""
 
 
-class StateError(ContamError):
+class StateError(SettingsConflict):
     """The stored state does not allow what was asked: a corpus without documents, a corpus a
-    job is using."""
+    job is using (a 409 like any conflict; the CLI's runtime error, 3)."""
 
 
 class UnavailableError(ContamError):

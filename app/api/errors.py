@@ -10,13 +10,12 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api.schemas import ErrorRead
-from app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict, StateError
+from app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict
 
 # The nearest class in an error's ancestry decides; anything else in the tree is a 400.
 STATUS: dict[type[ContamError], int] = {
     NotFoundError: 404,
     SettingsConflict: 409,  # also FingerprintMismatch: the index holds other signature settings
-    StateError: 409,  # an empty corpus, a corpus a job is using
     InputError: 422,
     ConfigError: 422,
 }
