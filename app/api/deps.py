@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from app.limits import Limits
 from app.services.checking import CheckService
 from app.services.corpora import CorpusService
 from app.services.reports import ReportService
@@ -34,6 +35,12 @@ def get_check_service(request: Request) -> CheckService:
     return service
 
 
+def get_limits(request: Request) -> Limits:
+    limits: Limits = request.app.state.limits
+    return limits
+
+
+LimitsDep = Annotated[Limits, Depends(get_limits)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 ReportServiceDep = Annotated[ReportService, Depends(get_report_service)]
 CorpusServiceDep = Annotated[CorpusService, Depends(get_corpus_service)]

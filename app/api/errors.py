@@ -10,12 +10,13 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api.schemas import ErrorRead
-from app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict
+from app.errors import ConfigError, ContamError, InputError, LimitError, NotFoundError, SettingsConflict
 
 # The nearest class in an error's ancestry decides; anything else in the tree is a 400.
 STATUS: dict[type[ContamError], int] = {
     NotFoundError: 404,
     SettingsConflict: 409,  # also FingerprintMismatch: the index holds other signature settings
+    LimitError: 413,  # the message names the setting (CONTAM_MAX_...)
     InputError: 422,
     ConfigError: 422,
 }
@@ -36,9 +37,18 @@ async def domain_error(_req: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body(exc.message, exc.detail), status_code=status_of(exc))
 
 
+def _problems(exc: RequestValidationError) -> list[dict[str, Any]]:
+    """Where and what, without echoing the input: it may be huge, bytes, or a float JSON
+    cannot carry (1e999, NaN), and the answer must always be JSON."""
+    return [
+        {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")), "type": e.get("type")}
+        for e in exc.errors()
+    ]
+
+
 async def validation_error(_req: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    return JSONResponse(error_body("invalid request", exc.errors()), status_code=422)
+    return JSONResponse(error_body("invalid request", _problems(exc)), status_code=422)
 
 
 async def http_error(_req: Request, exc: Exception) -> JSONResponse:

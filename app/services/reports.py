@@ -15,8 +15,8 @@ from sqlalchemy import Engine
 from app import __version__
 from app.core.config import Thresholds
 from app.core.types import Status
-from app.core.units import as_mib
 from app.errors import InputError, NotFoundError
+from app.limits import Limits, exceeded
 from app.readers.benchmark import read_benchmark
 from app.services.exports import export_items, without_items
 from app.services.results import item_row, summarize
@@ -30,10 +30,12 @@ class ReportService:
     """Submits and runs reports. Jobs run on one background thread; state lives in the database,
     so a restart resumes queued or interrupted jobs (`resume_pending`)."""
 
-    def __init__(self, engine: Engine, max_upload_bytes: int) -> None:
-        """`max_upload_bytes`: the largest benchmark `submit` takes (CONTAM_MAX_UPLOAD_MB, in MiB)."""
+    def __init__(self, engine: Engine, max_upload_bytes: int, limits: Limits | None = None) -> None:
+        """`max_upload_bytes`: the largest benchmark `submit` takes (CONTAM_MAX_UPLOAD_MB, in MiB);
+        `limits`: what reading it may take (decompressed size, items, characters per field)."""
         self.engine = engine
         self.max_upload = max_upload_bytes
+        self.limits = limits or Limits()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="contam-job")
 
     def shutdown(self) -> None:
@@ -53,10 +55,10 @@ class ReportService:
     ) -> str:
         """Validate the upload now (errors are the caller's 4xx), store it, then check it."""
         if len(data) > self.max_upload:
-            raise InputError(
-                f"{filename}: upload of {as_mib(len(data))} exceeds the limit of {as_mib(self.max_upload)}"
-            )
-        items, used = read_benchmark(data, filename, mapping)
+            raise exceeded("upload_bytes", self.max_upload, f"{filename}: the upload")
+        if name is not None and len(name) > rrepo.NAME_CHARS:
+            raise InputError(f"report name of {len(name)} characters: at most {rrepo.NAME_CHARS}")
+        items, used = read_benchmark(data, filename, mapping, self.limits)
         th = thresholds or Thresholds()
         scanner = Scanner(self.engine, corpora, th)  # refuses unknown corpora or mismatched settings now
         report_id = uuid.uuid4().hex
@@ -65,7 +67,7 @@ class ReportService:
                 conn,
                 {
                     "id": report_id,
-                    "name": name or filename,
+                    "name": name or filename[: rrepo.NAME_CHARS],
                     "filename": filename,
                     "file_hash": hashlib.sha256(data).hexdigest(),
                     "status": "queued",
@@ -103,7 +105,7 @@ class ReportService:
         with self.engine.begin() as conn:
             rrepo.set_status(conn, report_id, "running", error=None)
         try:
-            items, _ = read_benchmark(data, rep["filename"], rep["mapping"])
+            items, _ = read_benchmark(data, rep["filename"], rep["mapping"], self.limits)
             th = Thresholds(**rep["thresholds"])
             scanner = Scanner(self.engine, rep["corpora"], th)
 

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.api.deps import CorpusServiceDep, ReportServiceDep, SettingsDep
+from app.api.schemas import MAX_PAGE
 from app.core.scoring import shared_spans, split_marked
 from app.core.types import Status
 from app.errors import ContamError, InputError
@@ -53,7 +54,7 @@ def login(
 
 @signed_in.get("/")
 def reports_page(
-    request: Request, svc: ReportServiceDep, page_no: Annotated[int, Query(alias="page", ge=1)] = 1
+    request: Request, svc: ReportServiceDep, page_no: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1
 ) -> HTMLResponse:
     total, reports = svc.list_reports(REPORTS_PER_PAGE, (page_no - 1) * REPORTS_PER_PAGE)
     pages = max(1, math.ceil(total / REPORTS_PER_PAGE))
@@ -87,9 +88,12 @@ def _min_score(value: str | None) -> float | None:
     if value in (None, ""):
         return None
     try:
-        return float(value)
+        score = float(value)
     except ValueError:
-        raise InputError(f"minimum score must be a number between 0 and 1, not {value!r}") from None
+        score = math.nan
+    if not 0 <= score <= 1:  # also NaN
+        raise InputError(f"minimum score must be a number between 0 and 1, not {value!r}")
+    return score
 
 
 @signed_in.get("/items")
@@ -105,7 +109,7 @@ def items_page(
     min_score: str | None = None,
     sort: Annotated[str, Query(pattern="^(score|row|item_id|status)$")] = "score",
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
-    page_no: Annotated[int, Query(alias="page", ge=1)] = 1,
+    page_no: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
 ) -> HTMLResponse:
     statuses = [s for s in (status or FLAGGED) if s in STATUSES]
     total, items = svc.items(
