@@ -21,6 +21,9 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="address `contam serve` listens on")
     port: int = Field(8000, description="port `contam serve` listens on")
     api_keys: str = Field("", description="comma-separated API keys; empty means no authentication")
+    session_secret: str = Field(
+        "", description="secret the dashboard's sign-in cookies are signed with; empty: a random one per start"
+    )
     allow_insecure_bind: bool = Field(False, description="allow a non-loopback host without API keys")
     max_upload_mb: float = Field(200.0, description="largest benchmark upload accepted, in MiB")
     max_decompressed_mb: float = Field(

@@ -13,6 +13,7 @@ from app.api import errors
 from app.api.bodies import BodyLimit
 from app.api.deps import AuthDep
 from app.api.routes import check, corpora, docs, health, reports
+from app.api.security import SameOrigin, SecurityHeaders, Sessions
 from app.services.checking import CheckService
 from app.services.corpora import CorpusService
 from app.services.database import connect, migrate
@@ -46,7 +47,9 @@ def api_router() -> APIRouter:
 
 def create_app(settings: Settings) -> FastAPI:
     engine = connect(settings.database_url)
-    app = FastAPI(title="contam", version=__version__, lifespan=lifespan, docs_url=None, description=DESCRIPTION)
+    app = FastAPI(
+        title="contam", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, description=DESCRIPTION
+    )
     app.state.settings = settings
     app.state.engine = engine
     app.state.limits = limits = settings.limits()
@@ -54,7 +57,10 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.corpora = CorpusService(engine)
     app.state.checks = CheckService(engine, limits)
     errors.install(app)
+    app.state.sessions = Sessions(settings.session_secret)
     app.add_middleware(BodyLimit, upload_bytes=settings.max_upload_bytes, limits=limits)
+    app.add_middleware(SameOrigin)  # before the body is read: a cross-site write is refused unread
+    app.add_middleware(SecurityHeaders)  # outermost: every response, refusals included
     app.include_router(health.router)
     app.include_router(api_router())
     app.mount(docs.ASSETS, docs.assets(), name="swagger")  # before /static, which would shadow it

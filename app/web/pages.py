@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import CorpusServiceDep, ReportServiceDep, SettingsDep
+from app.api.deps import CorpusServiceDep, ReportServiceDep, SessionsDep, SettingsDep
 from app.api.schemas import MAX_PAGE
 from app.core.scoring import shared_spans, split_marked
 from app.core.types import Status
@@ -19,15 +19,15 @@ from app.web.rendering import STATIC_URL, STATUSES, render, static_files
 
 __all__ = ["STATIC_URL", "router", "static_files"]
 
-COOKIE = "contam_key"
+COOKIE = "contam_session"  # a token signed by the server (Sessions), never the key itself
 FLAGGED = [s for s in Status if s.flagged]
 REPORTS_PER_PAGE = 50
 ITEMS_PER_PAGE = 25
 
 
-def require_login(request: Request, settings: SettingsDep) -> None:
+def require_login(request: Request, settings: SettingsDep, sessions: SessionsDep) -> None:
     keys = settings.key_set()
-    if keys and request.cookies.get(COOKIE) not in keys:
+    if keys and not sessions.valid(request.cookies.get(COOKIE), keys):
         raise LoginRequired()
 
 
@@ -42,13 +42,18 @@ def login_form(request: Request, next: str = "/") -> HTMLResponse:
 
 @public.post("/login")
 def login(
-    request: Request, settings: SettingsDep, key: Annotated[str, Form()], next: Annotated[str, Form()] = "/"
+    request: Request,
+    settings: SettingsDep,
+    sessions: SessionsDep,
+    key: Annotated[str, Form()],
+    next: Annotated[str, Form()] = "/",
 ) -> Response:
-    if key not in settings.key_set():
+    if not sessions.valid(sessions.token(key), settings.key_set()):
         return render(request, "login.html", 401, next=next, failed=True)
     target = next if next.startswith("/") and not next.startswith("//") else "/"
     resp = RedirectResponse(target, status_code=303)
-    resp.set_cookie(COOKIE, key, httponly=True, samesite="strict")
+    secure = request.url.scheme == "https"  # behind a TLS proxy: uvicorn's --proxy-headers sets it
+    resp.set_cookie(COOKIE, sessions.token(key), httponly=True, samesite="lax", secure=secure)
     return resp
 
 
