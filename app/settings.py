@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core.units import MiB, mib_to_bytes
 from app.limits import Limits
+from app.services.database import RETRY_SECONDS
 
 _LIMITS = Limits()  # the defaults, defined once in app.limits
 
@@ -35,6 +36,9 @@ class Settings(BaseSettings):
     max_json_depth: int = Field(_LIMITS.json_depth, gt=0, description="deepest nesting of a JSON request body")
     max_csv_field_chars: int = Field(
         _LIMITS.csv_field_chars, gt=0, description="most characters in one field of a CSV/TSV benchmark"
+    )
+    job_retry_seconds: float = Field(
+        RETRY_SECONDS, ge=0, description="how long a report job retries an unreachable database before failing"
     )
     workers: int = Field(0, description="indexer worker processes; 0 means one per core")
     # The indexer's knobs below default to None: the job's own default (indexer.options.IndexOptions).
