@@ -100,8 +100,13 @@ class CorpusWriter:
 
     # ---------------------------------------------------------------- files and documents
 
-    def start_file(self, path: str, size: int, content_hash: str) -> int:
-        """Record a file as indexed (in the group: it counts once the group commits)."""
+    def start_file(self, path: str, size: int, content_hash: str) -> int | None:
+        """Record a file as indexed (in the group: it counts once the group commits); None when
+        another indexer committed the same file while this one waited for it (skip it)."""
+        repo.claim_file(self.conn, self.corpus_id, content_hash)
+        existing = repo.find_file(self.conn, self.corpus_id, content_hash)
+        if existing is not None and existing["status"] == "done":
+            return None
         return self._replace_file(path, size, content_hash, "done", None, None)
 
     def finish_file(
