@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from sqlalchemy.exc import OperationalError
 from typer.core import TyperGroup
 
 from app.core.types import Status
-from app.errors import ConfigError, ContamError, InputError
+from app.errors import ConfigError, ContamError, InputError, UnavailableError
 from app.services.checking import CheckResult, CheckService
 from app.services.corpora import CorpusService
-from app.services.database import migrate, open_database
+from app.services.database import migrate, open_database, unavailable_reason
 from app.settings import get_settings
 
 # Domain error -> exit code; the nearest class in an error's ancestry decides. Every domain
@@ -45,6 +46,9 @@ class ContamGroup(TyperGroup):
         except ContamError as exc:
             typer.echo("error: " + " ".join(exc.message.split()), err=True)
             raise typer.Exit(exit_code(exc)) from None
+        except OperationalError as exc:  # the database is away: one line, not a traceback
+            typer.echo(f"error: the database is unavailable: {unavailable_reason(exc)}", err=True)
+            raise typer.Exit(exit_code(UnavailableError(""))) from None
 
 
 app = typer.Typer(cls=ContamGroup, help="Benchmark contamination detector.", no_args_is_help=True, add_completion=False)

@@ -34,3 +34,11 @@ class FingerprintMismatch(SettingsConflict):
 
 class CorruptFileError(InputError):
     """A corpus file cannot be read to its end (truncated or corrupt compression, bad Parquet)."""
+
+
+class LimitError(InputError):
+    """An upload or request larger than a configured limit; `detail` names the setting."""
+
+
+class UnavailableError(ContamError):
+    """The database cannot be reached (or refuses work) right now; retrying later may succeed."""

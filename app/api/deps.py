@@ -3,11 +3,14 @@ and keeps them on the application; these hand them to the routes."""
 
 from __future__ import annotations
 
+import hmac
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from app.api.security import Sessions
+from app.limits import Limits
 from app.services.checking import CheckService
 from app.services.corpora import CorpusService
 from app.services.reports import ReportService
@@ -34,7 +37,19 @@ def get_check_service(request: Request) -> CheckService:
     return service
 
 
+def get_sessions(request: Request) -> Sessions:
+    sessions: Sessions = request.app.state.sessions
+    return sessions
+
+
+def get_limits(request: Request) -> Limits:
+    limits: Limits = request.app.state.limits
+    return limits
+
+
+LimitsDep = Annotated[Limits, Depends(get_limits)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+SessionsDep = Annotated[Sessions, Depends(get_sessions)]
 ReportServiceDep = Annotated[ReportService, Depends(get_report_service)]
 CorpusServiceDep = Annotated[CorpusService, Depends(get_corpus_service)]
 CheckServiceDep = Annotated[CheckService, Depends(get_check_service)]
@@ -47,7 +62,7 @@ def require_api_key(
 ) -> None:
     """With CONTAM_API_KEYS set, a request needs `Authorization: Bearer <one of them>`."""
     keys = settings.key_set()
-    if keys and (creds is None or creds.credentials not in keys):
+    if keys and (creds is None or not any(hmac.compare_digest(creds.credentials, k) for k in keys)):
         raise HTTPException(
             401, "a valid API key is required (Authorization: Bearer <key>)", headers={"WWW-Authenticate": "Bearer"}
         )

@@ -2,10 +2,44 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Engine
+import logging
+import time
+from collections.abc import Callable
+from typing import TypeVar
 
-from app.errors import ConfigError
+from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
+
+from app.errors import ConfigError, UnavailableError
 from app.store import db
+
+T = TypeVar("T")
+RETRY_SECONDS = 60.0  # how long background work retries a database it cannot reach (CONTAM_JOB_RETRY_SECONDS)
+log = logging.getLogger("contam.database")
+
+
+def unavailable_reason(exc: OperationalError) -> str:
+    """The driver's own first line (connection refused, server closed the connection, database
+    is locked), without the statement."""
+    return (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
+
+
+def retrying(what: str, work: Callable[[], T], seconds: float = RETRY_SECONDS) -> T:
+    """`work()`, tried again with backoff (0.05 s doubling to 5 s) while the database cannot be
+    reached, for up to `seconds`; then an UnavailableError naming `what` and the reason."""
+    delay, waited = 0.05, 0.0
+    while True:
+        try:
+            return work()
+        except OperationalError as exc:
+            if waited >= seconds:
+                raise UnavailableError(
+                    f"the database was unavailable for {waited:.1f} s while {what}: {unavailable_reason(exc)}"
+                ) from exc
+            log.warning("database unavailable while %s (%s); retrying in %.2f s", what, unavailable_reason(exc), delay)
+            time.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 5.0)
 
 
 def migrate(url: str, revision: str = "head") -> None:

@@ -151,6 +151,14 @@ def find_file(conn: Connection, corpus_id: int, content_hash: str) -> dict[str, 
     return dict(row) if row else None
 
 
+def claim_file(conn: Connection, corpus_id: int, content_hash: str) -> None:
+    """Hold a file of a corpus until the transaction ends, so two indexers never write it at
+    once (PostgreSQL: a transaction-level advisory lock; SQLite: the writer already holds the
+    database's write lock, taken at BEGIN IMMEDIATE)."""
+    if db.dialect(conn) == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:c, hashtext(:h))"), {"c": corpus_id, "h": content_hash})
+
+
 def delete_file(conn: Connection, file_id: int) -> None:
     """Forget a file record. Only used for failed files, which own no documents."""
     conn.execute(delete(corpus_file).where(corpus_file.c.id == file_id))

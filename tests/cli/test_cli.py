@@ -150,3 +150,14 @@ def test_an_index_run_finds_its_files_once(migrated_url: str, tmp_path: Path, mo
     monkeypatch.setattr(job_module, "find_files", counted)
     assert index_cli(migrated_url, "web", "--progress", "log", str(tmp_path)).exit_code == 0
     assert len(calls) == 1
+
+
+def test_a_lost_database_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """No server listens on port 1: the indexer and the other commands say so in one line."""
+    url = "postgresql+psycopg://postgres@127.0.0.1:1/nowhere?connect_timeout=2"
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": Q1}) + "\n")
+    for r in (index_cli(url, "web", str(corpus)), CliRunner().invoke(cli, ["corpora", "--db", url])):
+        assert r.exit_code == 2, r.output
+        assert r.output.startswith("error: the database is unavailable: ") and "Traceback" not in r.output
+        assert len(r.output.strip().splitlines()) == 1

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from app.api.bodies import JsonRoute
 from app.api.deps import CheckServiceDep
 from app.api.schemas import CheckRequest, CheckResponse, ItemResultRead
 
-router = APIRouter(tags=["check"])
+router = APIRouter(tags=["check"], route_class=JsonRoute)
 
 
 @router.post("/check", response_model=CheckResponse)
