@@ -20,6 +20,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from pydantic import ValidationError
+from sqlalchemy.exc import OperationalError
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
@@ -27,10 +28,18 @@ from app import __version__
 from app.api.schemas import ThresholdsIn
 from app.core.config import Thresholds
 from app.core.types import Status
-from app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict, StateError
+from app.errors import (
+    ConfigError,
+    ContamError,
+    InputError,
+    NotFoundError,
+    SettingsConflict,
+    StateError,
+    UnavailableError,
+)
 from app.services.checking import CheckResult, CheckService
 from app.services.corpora import CorpusService
-from app.services.database import migrate, open_database, shown_url
+from app.services.database import migrate, open_database, shown_url, unavailable_reason
 from app.settings import get_settings
 
 # Exit codes (README, "Command line"): 0 clean, 1 the gate tripped (a contaminated share above
@@ -71,6 +80,10 @@ class ContamGroup(TyperGroup):
             _fail(exc.message, exit_code(exc))
         except (typer.Exit, typer.Abort, TyperException):  # click's own: usage errors (2), exits
             raise
+        except OperationalError as exc:  # the database went away mid-command: one line, not a traceback
+            if ctx.meta.get(DEBUG):
+                raise
+            _fail(f"the database is unavailable: {unavailable_reason(exc)}", exit_code(UnavailableError("")))
         except Exception as exc:
             if ctx.meta.get(DEBUG):
                 raise

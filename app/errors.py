@@ -41,5 +41,9 @@ class StateError(SettingsConflict):
     job is using (a 409 like any conflict; the CLI's runtime error, 3)."""
 
 
+class LimitError(InputError):
+    """An upload or request larger than a configured limit; `detail` names the setting."""
+
+
 class UnavailableError(ContamError):
-    """The database cannot be reached (wrong host, port, name or credentials, or it is down)."""
+    """The database cannot be reached (or refuses work) right now; retrying later may succeed."""

@@ -9,7 +9,11 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.core.units import mib_to_bytes
+from app.core.units import MiB, mib_to_bytes
+from app.limits import Limits
+from app.services.database import RETRY_SECONDS
+
+_LIMITS = Limits()  # the defaults, defined once in app.limits
 
 
 def default_database_url() -> str:
@@ -29,8 +33,24 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="address `contam serve` listens on")
     port: int = Field(8000, description="port `contam serve` listens on")
     api_keys: str = Field("", description="comma-separated API keys; empty means no authentication")
+    session_secret: str = Field(
+        "", description="secret the dashboard's sign-in cookies are signed with; empty: a random one per start"
+    )
     allow_insecure_bind: bool = Field(False, description="allow a non-loopback host without API keys")
     max_upload_mb: float = Field(200.0, description="largest benchmark upload accepted, in MiB")
+    max_decompressed_mb: float = Field(
+        _LIMITS.decompressed_bytes / MiB, gt=0, description="largest benchmark after decompression, in MiB"
+    )
+    max_items: int = Field(_LIMITS.items, gt=0, description="most items in one benchmark")
+    max_item_chars: int = Field(_LIMITS.item_chars, gt=0, description="most characters in one field of an item")
+    max_check_chars: int = Field(_LIMITS.check_chars, gt=0, description="most characters in one /check request")
+    max_json_depth: int = Field(_LIMITS.json_depth, gt=0, description="deepest nesting of a JSON request body")
+    max_csv_field_chars: int = Field(
+        _LIMITS.csv_field_chars, gt=0, description="most characters in one field of a CSV/TSV benchmark"
+    )
+    job_retry_seconds: float = Field(
+        RETRY_SECONDS, ge=0, description="how long a report job retries an unreachable database before failing"
+    )
     workers: int = Field(0, description="indexer worker processes; 0 means one per core")
     # The indexer's knobs below default to None: the job's own default (indexer.options.IndexOptions).
     batch_size: int | None = Field(None, description="documents per indexing batch")
@@ -44,6 +64,16 @@ class Settings(BaseSettings):
     @property
     def max_upload_bytes(self) -> int:
         return mib_to_bytes(self.max_upload_mb)
+
+    def limits(self) -> Limits:
+        return Limits(
+            decompressed_bytes=mib_to_bytes(self.max_decompressed_mb),
+            items=self.max_items,
+            item_chars=self.max_item_chars,
+            check_chars=self.max_check_chars,
+            json_depth=self.max_json_depth,
+            csv_field_chars=self.max_csv_field_chars,
+        )
 
     def key_set(self) -> set[str]:
         return {k.strip() for k in self.api_keys.split(",") if k.strip()}

@@ -16,6 +16,7 @@ a run tells); the store is reached only through app.services.indexing.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
@@ -33,7 +34,7 @@ from app.services.indexing import file_indexed, open_corpus
 from indexer.options import IndexOptions as IndexOptions  # re-exported: bench/eval.py imports it here
 from indexer.progress import NoProgress, Progress
 from indexer.protocol import Batch, FileEnd, FileStart
-from indexer.signing import SignedBatch, sign_batch
+from indexer.signing import SignedBatch, exit_with, sign_batch
 from indexer.summary import FileReport, IndexSummary
 from indexer.writing import Writer
 
@@ -83,7 +84,9 @@ class IndexJob:
 
     def __enter__(self) -> IndexJob:
         if self.opts.workers > 1:
-            self.pool = ProcessPoolExecutor(self.opts.workers, mp_context=get_context("forkserver"))
+            self.pool = ProcessPoolExecutor(
+                self.opts.workers, get_context("forkserver"), initializer=exit_with, initargs=(os.getpid(),)
+            )
         return self
 
     def __exit__(self, *exc: object) -> None:

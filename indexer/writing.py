@@ -137,6 +137,9 @@ class Writer(threading.Thread):
             self.store.begin()
             self.group.started = t0
         file_id = self.store.start_file(str(start.path), start.size, start.content_hash)
+        if file_id is None:  # another indexer committed this file meanwhile
+            self._skip(report)
+            return
         end = self._batches(file_id, report)
         report.skipped = dict(sorted(end.skipped.items()))
         if end.error is not None:
@@ -157,6 +160,15 @@ class Writer(threading.Thread):
             self._commit()
             self.store.checkpoint()
             self._merge()
+
+    def _skip(self, report: FileReport) -> None:
+        """Drop a file's batches unwritten: it is indexed already."""
+        while not isinstance(msg := self.inbox.get(), FileEnd):
+            if msg is STOP:
+                raise Stopped
+        report.status = "unchanged"
+        self.reports.append(report)
+        self.progress.file_finished(report)
 
     def _batches(self, file_id: int, report: FileReport) -> FileEnd:
         """Write the file's batches as they come; its FileEnd."""

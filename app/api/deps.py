@@ -3,11 +3,14 @@ and keeps them on the application; these hand them to the routes."""
 
 from __future__ import annotations
 
+import hmac
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from app.api.security import Sessions
+from app.limits import Limits
 from app.services.checking import CheckService
 from app.services.corpora import CorpusService
 from app.services.reports import ReportService
@@ -34,20 +37,36 @@ def get_check_service(request: Request) -> CheckService:
     return service
 
 
+def get_sessions(request: Request) -> Sessions:
+    sessions: Sessions = request.app.state.sessions
+    return sessions
+
+
+def get_limits(request: Request) -> Limits:
+    limits: Limits = request.app.state.limits
+    return limits
+
+
+LimitsDep = Annotated[Limits, Depends(get_limits)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+SessionsDep = Annotated[Sessions, Depends(get_sessions)]
 ReportServiceDep = Annotated[ReportService, Depends(get_report_service)]
 CorpusServiceDep = Annotated[CorpusService, Depends(get_corpus_service)]
 CheckServiceDep = Annotated[CheckService, Depends(get_check_service)]
 
 _bearer = HTTPBearer(auto_error=False)
-SIGN_IN_COOKIE = "contam_key"  # the dashboard's sign-in: the key, in an HttpOnly SameSite=Strict cookie
+SIGN_IN_COOKIE = "contam_session"  # a token signed by the server (Sessions), never the key itself
 SAFE_METHODS = ("GET", "HEAD")
 
 
 def has_sign_in(request: Request, keys: set[str]) -> bool:
     """Whether the request carries the dashboard's sign-in: the one check the pages and the
     API's reads (the dashboard's downloads) share."""
-    return request.cookies.get(SIGN_IN_COOKIE) in keys
+    return get_sessions(request).valid(request.cookies.get(SIGN_IN_COOKIE), keys)
+
+
+def _valid_key(given: str, keys: set[str]) -> bool:
+    return any(hmac.compare_digest(given, k) for k in keys)
 
 
 def require_api_key(
@@ -57,7 +76,7 @@ def require_api_key(
     (GET) from a user signed in to the dashboard, such as its downloads, may carry the sign-in
     cookie instead. Writes always need the header, so no other site can make a browser write."""
     keys = settings.key_set()
-    if not keys or (creds is not None and creds.credentials in keys):
+    if not keys or (creds is not None and _valid_key(creds.credentials, keys)):
         return
     if creds is None and request.method in SAFE_METHODS and has_sign_in(request, keys):
         return

@@ -3,17 +3,17 @@ error handlers wired together; the routes themselves live in app/api/routes and 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, FastAPI
 
 from app import __version__
 from app.api import errors
+from app.api.bodies import BodyLimit
 from app.api.deps import AuthDep
 from app.api.routes import check, corpora, docs, health, reports
-from app.core.units import MiB, as_mib
+from app.api.security import SameOrigin, SecurityHeaders, Sessions
 from app.services.checking import CheckService
 from app.services.corpora import CorpusService
 from app.services.database import connect, migrate
@@ -37,16 +37,6 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.engine.dispose()
 
 
-async def limit_upload(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-    """Refuse a body far over the upload limit before reading it (the service checks exactly)."""
-    length = request.headers.get("content-length")
-    limit: int = request.app.state.reports.max_upload
-    if length and length.isdigit() and int(length) > limit + MiB:  # room for the form around the file
-        message = f"upload exceeds the limit of {as_mib(limit)}"
-        return JSONResponse(errors.error_body(message), status_code=413)
-    return await call_next(request)
-
-
 def api_router() -> APIRouter:
     """Every /api/v1 route, behind the API key when keys are set."""
     api = APIRouter(prefix="/api/v1", dependencies=[AuthDep], responses=errors.RESPONSES)
@@ -57,14 +47,20 @@ def api_router() -> APIRouter:
 
 def create_app(settings: Settings) -> FastAPI:
     engine = connect(settings.database_url)
-    app = FastAPI(title="contam", version=__version__, lifespan=lifespan, docs_url=None, description=DESCRIPTION)
+    app = FastAPI(
+        title="contam", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, description=DESCRIPTION
+    )
     app.state.settings = settings
     app.state.engine = engine
-    app.state.reports = ReportService(engine, settings.max_upload_bytes)
+    app.state.limits = limits = settings.limits()
+    app.state.reports = ReportService(engine, settings.max_upload_bytes, limits, settings.job_retry_seconds)
     app.state.corpora = CorpusService(engine)
-    app.state.checks = CheckService(engine)
+    app.state.checks = CheckService(engine, limits)
     errors.install(app)
-    app.middleware("http")(limit_upload)
+    app.state.sessions = Sessions(settings.session_secret)
+    app.add_middleware(BodyLimit, upload_bytes=settings.max_upload_bytes, limits=limits)
+    app.add_middleware(SameOrigin)  # before the body is read: a cross-site write is refused unread
+    app.add_middleware(SecurityHeaders)  # outermost: every response, refusals included
     app.include_router(health.router)
     app.include_router(api_router())
     app.mount(docs.ASSETS, docs.assets(), name="swagger")  # before /static, which would shadow it

@@ -21,7 +21,7 @@ _TH = Thresholds()  # the defaults, defined once in core.config
 class ThresholdsIn(BaseModel):
     """Decision thresholds; omitted ones take their defaults. Unknown names are refused."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     contaminated_coverage: float = Field(
         _TH.contaminated_coverage,
@@ -59,6 +59,10 @@ class ThresholdsIn(BaseModel):
 
     def to_thresholds(self) -> Thresholds:
         return Thresholds(**self.model_dump())
+
+
+MAX_PAGE = 1_000_000  # pages and offsets past these are refused (422), not sent to the database
+MAX_OFFSET = 1_000_000_000
 
 
 class CheckItemIn(BaseModel):

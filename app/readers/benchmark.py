@@ -11,13 +11,15 @@ Errors name the problem and, where there is one, the line or row.
 from __future__ import annotations
 
 import ast
+import bz2
 import csv
 import gzip
 import io
+import lzma
 import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Protocol
 
 import orjson
 import pyarrow as pa
@@ -26,6 +28,9 @@ import zstandard
 
 from app.core.types import BenchmarkItem
 from app.errors import InputError
+from app.limits import Limits, exceeded
+
+DEFAULT_LIMITS = Limits()
 
 QUESTION_KEYS = ("question", "prompt", "input", "problem", "ctx", "goal", "query", "instruction", "sentence", "text")
 PASSAGE_KEYS = ("passage", "context", "paragraph", "article", "story")
@@ -56,11 +61,15 @@ LETTER_COLUMNS = [
 ]
 
 
+COMPRESSIONS = ((".gz", "gzip"), (".zst", "zstd"), (".zstd", "zstd"), (".bz2", "bz2"), (".xz", "xz"))
+_DECOMPRESS_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError)
+
+
 def detect_format(filename: str) -> tuple[str, str | None]:
     """(format, compression) from the file name."""
     name = filename.lower()
     comp = None
-    for suffix, kind in ((".gz", "gzip"), (".zst", "zstd"), (".zstd", "zstd")):
+    for suffix, kind in COMPRESSIONS:
         if name.endswith(suffix):
             name, comp = name[: -len(suffix)], kind
             break
@@ -75,19 +84,56 @@ def detect_format(filename: str) -> tuple[str, str | None]:
             return fmt, comp
     raise InputError(
         f"{filename}: unsupported benchmark file type (use .jsonl, .json, .csv, .tsv or .parquet, "
-        "optionally .gz or .zst)"
+        "optionally .gz, .zst, .bz2 or .xz)"
     )
 
 
-def decompress(data: bytes, comp: str | None, filename: str) -> bytes:
-    try:
-        if comp == "gzip":
-            return gzip.decompress(data)
-        if comp == "zstd":
-            return zstandard.ZstdDecompressor().decompressobj().decompress(data)
-    except (OSError, EOFError, zlib.error, Exception) as exc:
-        raise InputError(f"{filename}: cannot decompress ({type(exc).__name__}: {exc})") from exc
-    return data
+class _ReadsInto(Protocol):
+    def readinto(self, buf: Any, /) -> int | None: ...
+
+
+class _Bounded(io.RawIOBase):
+    """A (decompressing) stream that refuses to give more than `limit` bytes: the size is
+    counted as the content is inflated, so a small bomb stops at the limit, never in memory."""
+
+    def __init__(self, inner: _ReadsInto, limit: int, filename: str) -> None:
+        self.inner, self.limit, self.filename, self.count = inner, limit, filename, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        try:
+            n = self.inner.readinto(buf)
+        except _DECOMPRESS_ERRORS as exc:
+            raise InputError(f"{self.filename}: cannot decompress ({type(exc).__name__}: {exc})") from exc
+        self.count += n or 0
+        if self.count > self.limit:
+            raise exceeded("decompressed_bytes", self.limit, f"{self.filename}: the decompressed content")
+        return n or 0
+
+
+def open_content(data: bytes, filename: str, max_bytes: int) -> io.BufferedReader:
+    """The file's content as a stream, decompressed on the fly, at most `max_bytes` of it."""
+    _fmt, comp = detect_format(filename)
+    raw = io.BytesIO(data)
+    inner: _ReadsInto
+    if comp == "gzip":
+        inner = gzip.GzipFile(fileobj=raw)
+    elif comp == "zstd":
+        inner = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+    elif comp == "bz2":
+        inner = bz2.BZ2File(raw)
+    elif comp == "xz":
+        inner = lzma.LZMAFile(raw)  # noqa: SIM115 - read to its end by the caller
+    else:
+        inner = raw
+    return io.BufferedReader(_Bounded(inner, max_bytes, filename), buffer_size=1 << 20)
+
+
+def decompress(data: bytes, comp: str | None, filename: str, max_bytes: int = Limits.decompressed_bytes) -> bytes:
+    """The whole content of a (compressed) file, at most `max_bytes` of it."""
+    return open_content(data, filename, max_bytes).read()
 
 
 def _text(data: bytes, filename: str) -> str:
@@ -100,55 +146,94 @@ def _text(data: bytes, filename: str) -> str:
         ) from exc
 
 
-def read_records(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(row number from 1, record) of a benchmark file."""
-    fmt, comp = detect_format(filename)
-    data = decompress(data, comp, filename)
-    if not data.strip():
-        raise InputError(f"{filename}: the file is empty")
-    if fmt == "jsonl":
-        for lineno, line in enumerate(_text(data, filename).splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise InputError(f"{filename}: line {lineno} is not valid JSON ({exc})") from exc
-            if not isinstance(obj, dict):
-                raise InputError(f"{filename}: line {lineno} is not a JSON object")
-            yield lineno, obj
-    elif fmt == "json":
+def _jsonl(stream: BinaryIO, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    for lineno, line in enumerate(stream, 1):
+        if not line.strip():
+            continue
+        text = _text(line, filename) if lineno > 1 else _text(line, filename).lstrip("\ufeff")
         try:
-            obj = orjson.loads(_text(data, filename))
+            obj = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
-            raise InputError(f"{filename}: not valid JSON ({exc})") from exc
-        if isinstance(obj, dict):
-            arrays = [v for v in obj.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
-            if len(arrays) != 1:
-                raise InputError(f"{filename}: a JSON object must hold exactly one array of items")
-            obj = arrays[0]
-        if not isinstance(obj, list):
-            raise InputError(f"{filename}: JSON must be an array of objects")
-        for i, rec in enumerate(obj, 1):
-            if not isinstance(rec, dict):
-                raise InputError(f"{filename}: item {i} is not a JSON object")
-            yield i, rec
-    elif fmt in ("csv", "tsv"):
-        text = _text(data, filename)
-        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t" if fmt == "tsv" else ",")
+            raise InputError(f"{filename}: line {lineno} is not valid JSON ({exc})") from exc
+        if not isinstance(obj, dict):
+            raise InputError(f"{filename}: line {lineno} is not a JSON object")
+        yield lineno, obj
+
+
+def _json(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        obj = orjson.loads(_text(data, filename))
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{filename}: not valid JSON ({exc})") from exc
+    if isinstance(obj, dict):
+        arrays = [v for v in obj.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
+        if len(arrays) != 1:
+            raise InputError(f"{filename}: a JSON object must hold exactly one array of items")
+        obj = arrays[0]
+    if not isinstance(obj, list):
+        raise InputError(f"{filename}: JSON must be an array of objects")
+    for i, rec in enumerate(obj, 1):
+        if not isinstance(rec, dict):
+            raise InputError(f"{filename}: item {i} is not a JSON object")
+        yield i, rec
+
+
+def _csv(stream: BinaryIO, filename: str, delimiter: str, max_field: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a CSV/TSV file; a field over `max_field` characters is refused naming the limit."""
+    csv.field_size_limit(max_field)  # process-wide, and every reader sets it before reading
+    text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
+    reader = csv.DictReader(text, delimiter=delimiter)
+    i = 1
+    try:
         if not reader.fieldnames:
             raise InputError(f"{filename}: no header row")
         for i, rec in enumerate(reader, 2):
             if None in rec:
                 raise InputError(f"{filename}: row {i} has more columns than the header")
             yield i, dict(rec)
+    except csv.Error as exc:
+        if "field limit" in str(exc):
+            raise exceeded("csv_field_chars", max_field, f"{filename}: a field of row {i + 1}") from exc
+        raise InputError(f"{filename}: row {i + 1} is not valid CSV ({exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{filename}: not UTF-8 text (near row {i + 1}); re-encode the file as UTF-8") from exc
+
+
+def _parquet(data: bytes, filename: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a Parquet file; its own (uncompressed) size is checked before the rows are read."""
+    try:
+        meta = pq.ParquetFile(io.BytesIO(data)).metadata
+        size = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
+        if size > limits.decompressed_bytes:
+            raise exceeded("decompressed_bytes", limits.decompressed_bytes, f"{filename}: the uncompressed table")
+        if meta.num_rows > limits.items:
+            raise exceeded("items", limits.items, f"{filename}: {meta.num_rows:,} rows")
+        table = pq.read_table(io.BytesIO(data))
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{filename}: not a readable Parquet file ({exc})") from exc
+    yield from enumerate(table.to_pylist(), 1)
+
+
+def read_records(data: bytes, filename: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row number from 1, record) of a benchmark file, decompressed and parsed as a stream:
+    reading stops at the first limit passed (decompressed bytes, items, CSV field size)."""
+    fmt, _comp = detect_format(filename)
+    stream = open_content(data, filename, limits.decompressed_bytes)
+    if fmt in ("json", "parquet"):
+        whole = stream.read()
+        if not whole.strip():
+            raise InputError(f"{filename}: the file is empty")
+        records = _json(whole, filename) if fmt == "json" else _parquet(whole, filename, limits)
+    elif not stream.peek(1):
+        raise InputError(f"{filename}: the file is empty")
+    elif fmt == "jsonl":
+        records = _jsonl(stream, filename)
     else:
-        try:
-            table = pq.read_table(io.BytesIO(data))
-        except (pa.ArrowException, OSError) as exc:
-            raise InputError(f"{filename}: not a readable Parquet file ({exc})") from exc
-        for i, rec in enumerate(table.to_pylist(), 1):
-            yield i, rec
+        records = _csv(stream, filename, "\t" if fmt == "tsv" else ",", limits.csv_field_chars)
+    for n, (row, rec) in enumerate(records, 1):
+        if n > limits.items:
+            raise exceeded("items", limits.items, f"{filename}: more items than allowed")
+        yield row, rec
 
 
 def _as_text(value: Any) -> str:
@@ -279,35 +364,80 @@ def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any]) -> Benchm
     )
 
 
-def read_benchmark(
-    data: bytes, filename: str, mapping: Mapping[str, Any] | None = None, max_items: int | None = None
-) -> tuple[list[BenchmarkItem], dict[str, Any]]:
-    """Items of a benchmark file and the role mapping used."""
-    items: list[BenchmarkItem] = []
-    used: dict[str, Any] | None = dict(mapping) if mapping else None
-    unknown = set(used or {}) - {"question", "passage", "choices", "answer", "id"}
+ROLES = ("question", "passage", "choices", "answer", "id")
+
+
+def _given_mapping(mapping: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A user's role -> field mapping, checked: known roles, each naming a field (or a list of
+    fields, as for lettered choice columns)."""
+    given = dict(mapping or {})
+    unknown = set(given) - set(ROLES)
     if unknown:
         raise InputError(
-            f"unknown role(s) in field mapping: {', '.join(sorted(unknown))} "
+            f"unknown role(s) in field mapping: {', '.join(sorted(map(str, unknown)))} "
             "(roles: question, passage, choices, answer, id)"
         )
-    for row, raw in benchmark_records(data, filename):
+    for role, f in given.items():
+        names = f if isinstance(f, list) else [f]
+        if not names or not all(isinstance(x, str) and x for x in names):
+            raise InputError(
+                f"field mapping: {role} must name a field (a string), or a list of fields, not {json_type(f)}"
+            )
+    return given
+
+
+def json_type(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(type(value), "a number")
+
+
+def _fields(f: Any) -> list[Any]:
+    return f if isinstance(f, list) else [f]
+
+
+def _mapping_for(rec: Mapping[str, Any], given: dict[str, Any], filename: str, row: int) -> dict[str, Any]:
+    """The roles detected on the first record, under those the user gave: a partial mapping
+    leaves detection of the other roles on (a detected role never reuses a given field)."""
+    taken = {x for f in given.values() for x in _fields(f)}
+    detected = detect_mapping(rec)
+    used = {r: f for r, f in detected.items() if r not in given and not taken & set(_fields(f))}
+    used.update(given)
+    if "question" not in used:
+        raise InputError(
+            f"{filename}: row {row}: no question field found among {sorted(rec)}; "
+            "give a field mapping such as question=<field>"
+        )
+    return used
+
+
+def _check_item(item: BenchmarkItem, filename: str, row: int, limits: Limits) -> None:
+    """Refuse an item with a field over the per-item limit or holding a NUL character (which
+    PostgreSQL cannot store), naming the item and the field."""
+    texts = [("id", item.item_id), ("question", item.question), ("passage", item.passage), ("answer", item.answer)]
+    texts += [(f"choice {i + 1}", c) for i, c in enumerate(item.choices)]
+    where = f"{filename}: item {item.item_id[:80]!r} (row {row}), field {{}}"
+    for field, text in texts:
+        if len(text) > limits.item_chars:
+            raise exceeded("item_chars", limits.item_chars, where.format(field) + f" ({len(text):,} characters)")
+        if "\x00" in text:
+            raise InputError(where.format(field) + " holds a NUL character; remove it and upload again")
+
+
+def read_benchmark(
+    data: bytes, filename: str, mapping: Mapping[str, Any] | None = None, limits: Limits = DEFAULT_LIMITS
+) -> tuple[list[BenchmarkItem], dict[str, Any]]:
+    """Items of a benchmark file and the role mapping used; `limits` bound what is read."""
+    items: list[BenchmarkItem] = []
+    given = _given_mapping(mapping)
+    used: dict[str, Any] | None = None
+    for row, raw in benchmark_records(data, filename, limits):
         rec = known_layout(raw)
-        if used is None or "question" not in used:
-            detected = detect_mapping(rec)
-            used = {**detected, **(used or {})}
-            if "question" not in used:
-                raise InputError(
-                    f"{filename}: row {row}: no question field found among {sorted(rec)}; "
-                    "give a field mapping such as question=<field>"
-                )
-        for role, f in used.items():
-            fields = f if isinstance(f, list) else [f]
-            if role in ("question",) and not any(x in rec for x in fields):
-                raise InputError(f"{filename}: row {row} has no field {f!r} (mapped to {role})")
-        items.append(to_item(len(items), rec, used))
-        if max_items is not None and len(items) > max_items:
-            raise InputError(f"{filename}: more than {max_items} items")
+        if used is None:
+            used = _mapping_for(rec, given, filename, row)
+        if not any(x in rec for x in _fields(used["question"])):
+            raise InputError(f"{filename}: row {row} has no field {used['question']!r} (mapped to question)")
+        item = to_item(len(items), rec, used)
+        _check_item(item, filename, row, limits)
+        items.append(item)
     if not items:
         raise InputError(f"{filename}: no items in the file")
     return items, used or {}
@@ -330,28 +460,30 @@ def benchmark_format(filename: str) -> tuple[str, str | None]:
     return detect_format(filename)
 
 
-def benchmark_records(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def benchmark_records(
+    data: bytes, filename: str, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """read_records, and the layouts it cannot tell by the file name: Arrow, JSON lines in a
     .json file, a CSV without a header (MMLU's); CSV list columns parsed."""
     fmt, comp = benchmark_format(filename)
     if fmt == "arrow":
-        yield from read_arrow_records(data, filename)
+        yield from read_arrow_records(data, filename, limits)
         return
     if fmt not in ("json", "csv", "tsv"):
-        yield from read_records(data, filename)
+        yield from read_records(data, filename, limits)
         return
-    plain = decompress(data, comp, filename)
+    plain = decompress(data, comp, filename, limits.decompressed_bytes)
     stem = filename.rsplit(".", 1)[0] if comp else filename  # the name of the decompressed content
     if fmt == "json" and is_json_lines(plain):
-        yield from read_records(plain, stem.removesuffix(".json").removesuffix(".JSON") + ".jsonl")
+        yield from read_records(plain, stem.removesuffix(".json").removesuffix(".JSON") + ".jsonl", limits)
         return
     header = headerless_columns(plain, "\t" if fmt == "tsv" else ",") if fmt != "json" else None
     records: Iterator[tuple[int, dict[str, Any]]]
     if header is not None:  # rows numbered as in the file, which has no header line
         named = ("\t" if fmt == "tsv" else ",").join(header).encode() + b"\n" + plain
-        records = ((row - 1, rec) for row, rec in read_records(named, stem))
+        records = ((row - 1, rec) for row, rec in read_records(named, stem, limits))
     else:
-        records = read_records(plain, stem)
+        records = read_records(plain, stem, limits)
     for row, rec in records:
         yield row, csv_values(rec) if fmt != "json" else rec
 
@@ -376,11 +508,15 @@ def _arrow_table(data: bytes) -> pa.Table | None:
     return None
 
 
-def read_arrow_records(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_arrow_records(
+    data: bytes, filename: str, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows of an Arrow IPC file, stream format (Hugging Face `save_to_disk`) or file format."""
     table = _arrow_table(data)
     if table is None:
         raise InputError(f"{filename}: not a readable Arrow file")
+    if table.num_rows > limits.items:
+        raise exceeded("items", limits.items, f"{filename}: {table.num_rows:,} rows")
     yield from enumerate(table.to_pylist(), 1)
 
 

@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 from app.core.config import Thresholds
 from app.core.types import BenchmarkItem
 from app.errors import InputError
+from app.limits import Limits, exceeded
 from app.readers.benchmark import read_benchmark, read_path
 from app.services.corpora import select_corpora
 from app.services.results import summarize
@@ -34,8 +35,9 @@ class CheckResult:
 class CheckService:
     """Scores items against the indexed corpora and hands the results back (nothing is stored)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, limits: Limits | None = None) -> None:
         self.engine = engine
+        self.limits = limits or Limits()
 
     def items(
         self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None = None, thresholds: Thresholds | None = None
@@ -45,6 +47,7 @@ class CheckService:
             raise InputError("give at least one text or item")
         if len(items) > MAX_CHECK_ITEMS:
             raise InputError(f"at most {MAX_CHECK_ITEMS} items per check; upload a benchmark for more")
+        self._check_size(items)
         return self._scan(items, corpora, thresholds)
 
     def benchmark(
@@ -58,7 +61,7 @@ class CheckService:
     ) -> CheckResult:
         """Every item of a benchmark file (any format the reader knows); `progress(done, total)`
         is called as chunks of items are scored."""
-        items, used = read_benchmark(data, filename, mapping)
+        items, used = read_benchmark(data, filename, mapping, self.limits)
         checked = self._scan(items, corpora, thresholds, progress)
         checked.mapping = used
         return checked
@@ -74,6 +77,18 @@ class CheckService:
         """A benchmark on disk: a file or a Hugging Face save_to_disk folder."""
         data, filename = read_path(path)
         return self.benchmark(data, filename, mapping, corpora, thresholds, progress)
+
+    def _check_size(self, items: Sequence[BenchmarkItem]) -> None:
+        """Refuse a field over the per-item limit, or more text in all than one check may hold."""
+        total = 0
+        for it in items:
+            for role, text in (("question", it.question), ("passage", it.passage), ("answer", it.answer)):
+                if len(text) > self.limits.item_chars:
+                    raise exceeded("item_chars", self.limits.item_chars, f"item {it.item_id[:80]!r}, field {role}")
+                total += len(text)
+            total += sum(len(c) for c in it.choices)
+        if total > self.limits.check_chars:
+            raise exceeded("check_chars", self.limits.check_chars, f"the check's {total:,} characters")
 
     def _scan(
         self,

@@ -3,15 +3,46 @@ A database that cannot be reached is a UnavailableError naming it (its password 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
 from app.errors import ConfigError, UnavailableError
 from app.store import db
+
+T = TypeVar("T")
+RETRY_SECONDS = 60.0  # how long background work retries a database it cannot reach (CONTAM_JOB_RETRY_SECONDS)
+log = logging.getLogger("contam.database")
+
+
+def unavailable_reason(exc: DBAPIError) -> str:
+    """The driver's own first line (connection refused, server closed the connection, database
+    is locked), without the statement."""
+    return (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
+
+
+def retrying(what: str, work: Callable[[], T], seconds: float = RETRY_SECONDS) -> T:
+    """`work()`, tried again with backoff (0.05 s doubling to 5 s) while the database cannot be
+    reached, for up to `seconds`; then an UnavailableError naming `what` and the reason."""
+    delay, waited = 0.05, 0.0
+    while True:
+        try:
+            return work()
+        except OperationalError as exc:
+            if waited >= seconds:
+                raise UnavailableError(
+                    f"the database was unavailable for {waited:.1f} s while {what}: {unavailable_reason(exc)}"
+                ) from exc
+            log.warning("database unavailable while %s (%s); retrying in %.2f s", what, unavailable_reason(exc), delay)
+            time.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 5.0)
 
 
 def shown_url(url: str) -> str:
@@ -28,8 +59,8 @@ def reaching(url: str) -> Iterator[None]:
     try:
         yield
     except DBAPIError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
-        raise UnavailableError(f"cannot open the database {shown_url(url)}: {reason}") from exc
+        reason = unavailable_reason(exc)
+        raise UnavailableError(f"the database is unavailable: {reason} ({shown_url(url)})") from exc
 
 
 def migrate(url: str, revision: str = "head") -> None:

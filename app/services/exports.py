@@ -24,14 +24,23 @@ CSV_COLUMNS = [
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: Any) -> Any:
+    """A text a spreadsheet would run as a formula (=, +, -, @, tab, CR first) gets a leading
+    apostrophe (OWASP's CSV injection advice); numbers and other text are written as they are."""
+    return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
 def _csv_row(item: dict[str, Any]) -> list[Any]:
     m, ev = item["metrics"], (item["evidence"][0] if item["evidence"] else {})
-    return [
+    return [_cell(v) for v in [
         item["item_id"], item["idx"], item["status"], item["score"], item["reason"], m["tokens"], m["own_tokens"],
         m["own_coverage"], m["coverage"], m["longest_match"], m["own_bits"], m["ngram_overlap"],
         item["question_found"], item["answer_found"], item["answer_with_question"], ev.get("document_id", ""),
         ev.get("corpus", ""),
-    ]  # fmt: skip
+    ]]  # fmt: skip
 
 
 def export_items(items: list[dict[str, Any]], fmt: str) -> tuple[bytes, str]:

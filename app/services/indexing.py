@@ -5,9 +5,11 @@ postings on one connection whose transactions the job begins, commits and rolls 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 
 import numpy as np
 from sqlalchemy import Connection, Engine, RootTransaction
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.core.config import SignatureConfig
 from app.errors import FingerprintMismatch, SettingsConflict
@@ -18,7 +20,7 @@ from app.store import db, repo
 
 def open_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: bool) -> int:
     """The corpus id, creating the corpus; refuses settings that differ from the stored ones."""
-    with engine.begin() as conn:
+    with db.writing(engine) as conn:  # reads, then may write: two indexers wait for each other
         row = repo.get_corpus(conn, name)
         if row is None:
             return repo.create_corpus(conn, name, cfg, store_text)
@@ -56,14 +58,21 @@ class CorpusWriter:
         self._group: RootTransaction | None = None
 
     def __enter__(self) -> CorpusWriter:
-        conn = self._conn = self.engine.connect()
+        conn = self._conn = self.engine.connect().execution_options(**db.WRITE)
+        db.claim_cache(conn)
         if conn.dialect.name == "sqlite":
             conn.exec_driver_sql("PRAGMA wal_autocheckpoint=0")  # checkpoint() runs after each group
             conn.commit()  # (the statement began SQLAlchemy's implicit transaction)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.conn.close()
+        try:
+            with suppress(SQLAlchemyError):  # a lost database: closing is all there is to do
+                self.conn.rollback()  # what close() would do with an unfinished group
+                db.claim_cache(self.conn, whole=False)  # the pool's other users keep their share
+                self.conn.commit()
+        finally:
+            self.conn.close()
 
     @property
     def conn(self) -> Connection:
@@ -91,8 +100,13 @@ class CorpusWriter:
 
     # ---------------------------------------------------------------- files and documents
 
-    def start_file(self, path: str, size: int, content_hash: str) -> int:
-        """Record a file as indexed (in the group: it counts once the group commits)."""
+    def start_file(self, path: str, size: int, content_hash: str) -> int | None:
+        """Record a file as indexed (in the group: it counts once the group commits); None when
+        another indexer committed the same file while this one waited for it (skip it)."""
+        repo.claim_file(self.conn, self.corpus_id, content_hash)
+        existing = repo.find_file(self.conn, self.corpus_id, content_hash)
+        if existing is not None and existing["status"] == "done":
+            return None
         return self._replace_file(path, size, content_hash, "done", None, None)
 
     def finish_file(

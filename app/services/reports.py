@@ -6,19 +6,23 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import OperationalError
 
 from app import __version__
 from app.core.config import Thresholds
 from app.core.types import Status
-from app.core.units import as_mib
-from app.errors import InputError, NotFoundError
+from app.errors import ContamError, InputError, NotFoundError, UnavailableError
+from app.limits import Limits, exceeded
 from app.readers.benchmark import read_benchmark
 from app.services.corpora import select_corpora
+from app.services.database import RETRY_SECONDS, retrying, unavailable_reason
 from app.services.exports import export_items, without_items
 from app.services.results import item_row, summarize
 from app.services.scanning import Scanner
@@ -27,17 +31,51 @@ from app.store import reports as rrepo
 log = logging.getLogger("contam.reports")
 
 
+class JobStranded(Exception):
+    """A job failed and the database stayed away too long to record it: it is still 'running'."""
+
+
+def failure_reason(exc: Exception) -> str:
+    if isinstance(exc, OperationalError):
+        return f"database unavailable: {unavailable_reason(exc)}"
+    return exc.message if isinstance(exc, ContamError) else f"{type(exc).__name__}: {exc}"
+
+
+def _save(conn: Connection, report_id: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+    rrepo.delete_items(conn, report_id)
+    for i in range(0, len(rows), 2000):
+        rrepo.insert_items(conn, report_id, rows[i : i + 2000])
+    rrepo.set_status(conn, report_id, "done", summary=summary, done_items=len(rows))
+
+
+def _fail(conn: Connection, report_id: str, reason: str) -> None:
+    rrepo.delete_items(conn, report_id)
+    rrepo.set_status(conn, report_id, "failed", error=reason)
+
+
 class ReportService:
     """Submits and runs reports. Jobs run on one background thread; state lives in the database,
     so a restart resumes queued or interrupted jobs (`resume_pending`)."""
 
-    def __init__(self, engine: Engine, max_upload_bytes: int) -> None:
-        """`max_upload_bytes`: the largest benchmark `submit` takes (CONTAM_MAX_UPLOAD_MB, in MiB)."""
+    def __init__(
+        self,
+        engine: Engine,
+        max_upload_bytes: int,
+        limits: Limits | None = None,
+        retry_seconds: float = RETRY_SECONDS,
+    ) -> None:
+        """`max_upload_bytes`: the largest benchmark `submit` takes (CONTAM_MAX_UPLOAD_MB, in MiB);
+        `limits`: what reading it may take (decompressed size, items, characters per field);
+        `retry_seconds`: how long a job retries a database it cannot reach."""
         self.engine = engine
         self.max_upload = max_upload_bytes
+        self.limits = limits or Limits()
+        self.retry_seconds = retry_seconds
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="contam-job")
+        self._stopping = threading.Event()
 
     def shutdown(self) -> None:
+        self._stopping.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     # ---------------------------------------------------------------- submit and run
@@ -54,10 +92,10 @@ class ReportService:
     ) -> str:
         """Validate the upload now (errors are the caller's 4xx), store it, then check it."""
         if len(data) > self.max_upload:
-            raise InputError(
-                f"{filename}: upload of {as_mib(len(data))} exceeds the limit of {as_mib(self.max_upload)}"
-            )
-        items, used = read_benchmark(data, filename, mapping)
+            raise exceeded("upload_bytes", self.max_upload, f"{filename}: the upload")
+        if name is not None and len(name) > rrepo.NAME_CHARS:
+            raise InputError(f"report name of {len(name)} characters: at most {rrepo.NAME_CHARS}")
+        items, used = read_benchmark(data, filename, mapping, self.limits)
         th = thresholds or Thresholds()
         # refuses unknown or empty corpora, or mismatched settings, now
         scanner = Scanner(self.engine, select_corpora(self.engine, corpora), th)
@@ -67,7 +105,7 @@ class ReportService:
                 conn,
                 {
                     "id": report_id,
-                    "name": name or filename,
+                    "name": name or filename[: rrepo.NAME_CHARS],
                     "filename": filename,
                     "file_hash": hashlib.sha256(data).hexdigest(),
                     "status": "queued",
@@ -92,38 +130,63 @@ class ReportService:
     def _run_logged(self, report_id: str) -> None:
         try:
             self.run(report_id)
+        except JobStranded as exc:  # the database stayed away: run the job again once it may be back
+            log.error("report %s: %s; trying it again in %.0f s", report_id, exc, self.retry_seconds)
+            if not self._stopping.is_set():
+                timer = threading.Timer(self.retry_seconds, self._requeue, (report_id,))
+                timer.daemon = True
+                timer.start()
         except Exception:  # the job records its own failure; this only keeps the thread alive
             log.exception("report %s failed", report_id)
 
-    def run(self, report_id: str) -> None:
-        """Score every item of a stored report; on any error mark it failed with the reason."""
+    def _requeue(self, report_id: str) -> None:
+        if not self._stopping.is_set():
+            self._pool.submit(self._run_logged, report_id)
+
+    def _write(self, what: str, work: Callable[[Connection], None]) -> None:
+        """One transaction of the job, retried with backoff while the database is unreachable."""
+
+        def attempt() -> None:
+            with self.engine.begin() as conn:
+                work(conn)
+
+        retrying(what, attempt, self.retry_seconds)
+
+    def _load(self, report_id: str) -> tuple[dict[str, Any], bytes]:
         with self.engine.connect() as conn:
             rep = rrepo.get(conn, report_id)
             data = rrepo.upload(conn, report_id)
         if rep is None or data is None:
             raise NotFoundError(f"no report {report_id}")
-        with self.engine.begin() as conn:
-            rrepo.set_status(conn, report_id, "running", error=None)
+        return rep, data
+
+    def run(self, report_id: str) -> None:
+        """Score every item of a stored report; on any error mark it failed with the reason. Its
+        writes are retried while the database is away (`retry_seconds`); if even the failure
+        cannot be recorded, JobStranded: the report stays running, to be picked up again."""
         try:
-            items, _ = read_benchmark(data, rep["filename"], rep["mapping"])
+            rep, data = retrying("reading the report", lambda: self._load(report_id), self.retry_seconds)
+            self._write("starting the job", lambda c: rrepo.set_status(c, report_id, "running", error=None))
+        except UnavailableError as lost:
+            raise JobStranded(lost.message) from lost
+        try:
+            items, _ = read_benchmark(data, rep["filename"], rep["mapping"], self.limits)
             th = Thresholds(**rep["thresholds"])
             scanner = Scanner(self.engine, rep["corpora"], th)
 
             def progress(done: int, total: int) -> None:
-                with self.engine.begin() as c:
-                    rrepo.set_progress(c, report_id, done)
+                self._write("recording progress", lambda c: rrepo.set_progress(c, report_id, done))
 
             results = scanner.scan(items, progress)
-            with self.engine.begin() as conn:
-                rrepo.delete_items(conn, report_id)
-                rows = [item_row(r, th) for r in results]
-                for i in range(0, len(rows), 2000):
-                    rrepo.insert_items(conn, report_id, rows[i : i + 2000])
-                rrepo.set_status(conn, report_id, "done", summary=summarize(results, th), done_items=len(results))
+            rows = [item_row(r, th) for r in results]
+            summary = summarize(results, th)
+            self._write("saving the results", lambda c: _save(c, report_id, rows, summary))
         except Exception as exc:
-            with self.engine.begin() as conn:
-                rrepo.delete_items(conn, report_id)
-                rrepo.set_status(conn, report_id, "failed", error=f"{type(exc).__name__}: {exc}")
+            reason = failure_reason(exc)
+            try:
+                self._write("recording the failure", lambda c: _fail(c, report_id, reason))
+            except UnavailableError as lost:
+                raise JobStranded(lost.message) from exc
             raise
 
     def resume_pending(self) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import struct
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,45 +21,84 @@ from app.errors import ConfigError
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
+SQLITE_CACHE_MIB = 256  # the page cache one process may hold, all its connections together (README)
+SQLITE_CONNECTIONS = 8  # a process's pooled connections to one SQLite file; more requests wait for one
+SQLITE_BUSY_MS = 60_000  # a writer waits this long for another's write lock before giving up
+WRITE = {"sqlite_begin": "IMMEDIATE"}  # execution options of a connection that reads before it writes
+
+
 def make_engine(url: str) -> Engine:
-    """An engine for `url`; SQLite files get WAL, 64 KiB pages, a large cache and explicit BEGINs."""
+    """An engine for `url`; SQLite files get WAL, 64 KiB pages, a page cache bounded per process
+    and transactions begun explicitly (see `writing`)."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False})
-
-        @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-            # Let SQLAlchemy, not the sqlite3 module, decide when transactions begin.
-            dbapi_conn.isolation_level = None
-            cur = dbapi_conn.cursor()
-            for pragma in (
-                # Only takes effect when the file is created (before WAL is switched on). Large
-                # pages make bulk inserts into the posting B-trees faster (README, "Where the time goes").
-                "page_size=65536",
-                "journal_mode=WAL",
-                "synchronous=NORMAL",
-                "foreign_keys=ON",
-                "cache_size=-262144",  # 256 MiB: bounds memory whatever the corpus size
-                "temp_store=MEMORY",
-                "busy_timeout=60000",
-            ):
-                cur.execute(f"PRAGMA {pragma}")
-            cur.close()
-
-        @event.listens_for(engine, "begin")
-        def _sqlite_begin(conn: Connection) -> None:
-            # Deferred: readers never take the write lock; a writer takes it at its first write
-            # (the indexer's first statement in a file transaction is an INSERT).
-            conn.exec_driver_sql("BEGIN")
-
-        return engine
+        return _sqlite_engine(url, parsed.database)
     if parsed.get_backend_name() == "postgresql":
         if parsed.drivername in ("postgresql", "postgres"):
             parsed = parsed.set(drivername="postgresql+psycopg")
         return create_engine(parsed, pool_pre_ping=True)
     raise ConfigError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql://...")
+
+
+def _sqlite_engine(url: str, database: str | None) -> Engine:
+    if database and database != ":memory:":
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(
+        url,
+        connect_args={"timeout": SQLITE_BUSY_MS / 1000, "check_same_thread": False},
+        # Each connection has a page cache of its own: a bounded pool shares SQLITE_CACHE_MIB.
+        pool_size=SQLITE_CONNECTIONS,
+        max_overflow=0,
+        pool_timeout=SQLITE_BUSY_MS / 1000,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not the sqlite3 module, decide when transactions begin.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        for pragma in (
+            # Only takes effect when the file is created (before WAL is switched on). Large
+            # pages make bulk inserts into the posting B-trees faster (README, "Where the time goes").
+            "page_size=65536",
+            "journal_mode=WAL",
+            "synchronous=NORMAL",
+            "foreign_keys=ON",
+            f"cache_size=-{SQLITE_CACHE_MIB * 1024 // SQLITE_CONNECTIONS}",  # KiB: the process's share
+            "temp_store=MEMORY",
+            f"busy_timeout={SQLITE_BUSY_MS}",
+        ):
+            cur.execute(f"PRAGMA {pragma}")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _sqlite_begin(conn: Connection) -> None:
+        # Deferred: readers never take the write lock. A connection marked WRITE takes it at
+        # BEGIN, waiting for another writer up to the busy timeout: a deferred transaction that
+        # has read cannot wait for the lock (SQLite answers "database is locked" at once).
+        immediate = conn.get_execution_options().get("sqlite_begin") == "IMMEDIATE"
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def claim_cache(conn: Connection, whole: bool = True) -> None:
+    """Give a SQLite connection that bulk-writes the whole page cache of its process (the
+    indexer's one writing connection), or (`whole=False`, before it goes back to the pool) its
+    share again."""
+    if dialect(conn) == "sqlite":
+        kib = SQLITE_CACHE_MIB * 1024 // (1 if whole else SQLITE_CONNECTIONS)
+        conn.exec_driver_sql(f"PRAGMA cache_size=-{kib}")
+
+
+@contextmanager
+def writing(engine: Engine) -> Iterator[Connection]:
+    """A transaction for work that reads, then writes: on SQLite it takes the write lock at
+    BEGIN, so two writers wait for each other instead of failing."""
+    with engine.connect() as conn:
+        conn.execution_options(**WRITE)
+        with conn.begin():
+            yield conn
 
 
 def alembic_config(url: str) -> Config:

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 from app.store.repo import now
 from app.store.schema import report, report_item
 
+NAME_CHARS: int = report.c.name.type.length  # type: ignore[attr-defined]
 REPORT_COLUMNS = [c for c in report.c if c.name != "upload"]
 SORTS = {
     "score": report_item.c.score,

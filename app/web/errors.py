@@ -10,8 +10,10 @@ from urllib.parse import urlencode
 from fastapi import Request, Response
 from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
+from sqlalchemy.exc import OperationalError
 
-from app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict
+from app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict, UnavailableError
+from app.services.database import unavailable_reason
 from app.web.rendering import render
 
 # The nearest class in an error's ancestry decides: (HTTP status, page title).
@@ -20,6 +22,7 @@ PAGES: dict[type[ContamError], tuple[int, str]] = {
     SettingsConflict: (409, "Settings conflict"),
     InputError: (422, "Not accepted"),
     ConfigError: (422, "Not accepted"),
+    UnavailableError: (503, "Database unavailable"),
 }
 OTHER = (400, "Cannot do that")
 
@@ -50,5 +53,8 @@ class PageRoute(APIRoute):
                 return RedirectResponse(f"/login?{urlencode({'next': request.url.path})}", status_code=303)
             except ContamError as exc:
                 return error_page(request, exc)
+            except OperationalError as exc:  # the database is away: say so, never a 500
+                reason = f"the database is unavailable; try again shortly ({unavailable_reason(exc)})"
+                return error_page(request, UnavailableError(reason))
 
         return page

@@ -9,7 +9,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import SIGN_IN_COOKIE, CorpusServiceDep, ReportServiceDep, SettingsDep, has_sign_in
+from app.api.deps import SIGN_IN_COOKIE, CorpusServiceDep, ReportServiceDep, SessionsDep, SettingsDep, has_sign_in
+from app.api.schemas import MAX_PAGE
 from app.core.scoring import shared_spans, split_marked
 from app.core.types import Status
 from app.errors import ContamError, InputError
@@ -18,7 +19,7 @@ from app.web.rendering import STATIC_URL, STATUSES, render, static_files
 
 __all__ = ["STATIC_URL", "router", "static_files"]
 
-COOKIE = SIGN_IN_COOKIE
+COOKIE = SIGN_IN_COOKIE  # a token signed by the server (Sessions), never the key itself
 FLAGGED = [s for s in Status if s.flagged]
 REPORTS_PER_PAGE = 50
 ITEMS_PER_PAGE = 25
@@ -41,19 +42,24 @@ def login_form(request: Request, next: str = "/") -> HTMLResponse:
 
 @public.post("/login")
 def login(
-    request: Request, settings: SettingsDep, key: Annotated[str, Form()], next: Annotated[str, Form()] = "/"
+    request: Request,
+    settings: SettingsDep,
+    sessions: SessionsDep,
+    key: Annotated[str, Form()],
+    next: Annotated[str, Form()] = "/",
 ) -> Response:
-    if key not in settings.key_set():
+    if not sessions.valid(sessions.token(key), settings.key_set()):
         return render(request, "login.html", 401, next=next, failed=True)
     target = next if next.startswith("/") and not next.startswith("//") else "/"
     resp = RedirectResponse(target, status_code=303)
-    resp.set_cookie(COOKIE, key, httponly=True, samesite="strict")
+    secure = request.url.scheme == "https"  # behind a TLS proxy: uvicorn's --proxy-headers sets it
+    resp.set_cookie(COOKIE, sessions.token(key), httponly=True, samesite="lax", secure=secure)
     return resp
 
 
 @signed_in.get("/")
 def reports_page(
-    request: Request, svc: ReportServiceDep, page_no: Annotated[int, Query(alias="page", ge=1)] = 1
+    request: Request, svc: ReportServiceDep, page_no: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1
 ) -> HTMLResponse:
     total, reports = svc.list_reports(REPORTS_PER_PAGE, (page_no - 1) * REPORTS_PER_PAGE)
     pages = max(1, math.ceil(total / REPORTS_PER_PAGE))
@@ -87,9 +93,12 @@ def _min_score(value: str | None) -> float | None:
     if value in (None, ""):
         return None
     try:
-        return float(value)
+        score = float(value)
     except ValueError:
-        raise InputError(f"minimum score must be a number between 0 and 1, not {value!r}") from None
+        score = math.nan
+    if not 0 <= score <= 1:  # also NaN
+        raise InputError(f"minimum score must be a number between 0 and 1, not {value!r}")
+    return score
 
 
 @signed_in.get("/items")
@@ -105,7 +114,7 @@ def items_page(
     min_score: str | None = None,
     sort: Annotated[str, Query(pattern="^(score|row|item_id|status)$")] = "score",
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
-    page_no: Annotated[int, Query(alias="page", ge=1)] = 1,
+    page_no: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
 ) -> HTMLResponse:
     statuses = [s for s in (status or FLAGGED) if s in STATUSES]
     total, items = svc.items(

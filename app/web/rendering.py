@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
@@ -26,8 +27,15 @@ def tojson_pretty(value: Any) -> str:
     return json.dumps(value, indent=1, default=str)
 
 
+def url_part(value: Any) -> str:
+    """One path segment of a link, every reserved character percent-encoded ('/' too: the
+    route takes the whole rest of the path, and '..' or '?' in an id must not move the link)."""
+    return quote(str(value), safe="")
+
+
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 templates.env.filters["pct"] = pct
+templates.env.filters["url_part"] = url_part
 templates.env.filters["tojson_pretty"] = tojson_pretty
 
 

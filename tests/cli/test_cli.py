@@ -159,7 +159,10 @@ def test_exit_codes_and_one_line_errors(migrated_url: str, tmp_path: Path) -> No
     unreachable = "postgresql://postgres@127.0.0.1:1/nodb"
     r = run.invoke(cli, ["corpora", "--db", unreachable])
     assert r.exit_code == 3 and r.output.count("\n") == 1 and "Traceback" not in r.output
-    assert r.output.startswith("error: cannot open the database postgresql://postgres@127.0.0.1:1/nodb")
+    assert (
+        r.output.startswith("error: the database is unavailable: ")
+        and "(postgresql://postgres@127.0.0.1:1/nodb)" in r.output
+    )
     no_db = run.invoke(cli, ["corpora", "--db", "postgresql://postgres@127.0.0.1:5432/contam_no_such_db"])
     assert no_db.exit_code == 3 and 'database "contam_no_such_db" does not exist' in no_db.output
     debug = run.invoke(cli, ["--debug", "corpora", "--db", unreachable])
@@ -258,9 +261,21 @@ def test_serve_says_where_things_are_and_refuses_placeholder_keys(monkeypatch: p
     down = CliRunner().invoke(cli, ["serve"])
     assert (
         down.exit_code == 3
-        and down.output.startswith("error: cannot open the database")
+        and down.output.startswith("error: the database is unavailable: ")
         and "Traceback" not in down.output
     )
     get_settings.cache_clear()
     compose = (Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text()
     assert "change-me" not in compose and "${CONTAM_API_KEYS:?" in compose
+
+
+def test_a_lost_database_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    """No server listens on port 1: the indexer and the other commands say so in one line (a
+    runtime error: exit 3)."""
+    url = "postgresql+psycopg://postgres@127.0.0.1:1/nowhere?connect_timeout=2"
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": Q1}) + "\n")
+    for r in (index_cli(url, "web", str(corpus)), CliRunner().invoke(cli, ["corpora", "--db", url])):
+        assert r.exit_code == 3, r.output
+        assert r.output.startswith("error: the database is unavailable: ") and "Traceback" not in r.output
+        assert len(r.output.strip().splitlines()) == 1

@@ -6,10 +6,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body
 
+from app.api.bodies import JsonRoute
 from app.api.deps import CheckServiceDep
 from app.api.schemas import CheckRequest, CheckResponse, ItemResultRead
 
-router = APIRouter(tags=["check"])
+router = APIRouter(tags=["check"], route_class=JsonRoute)
 
 
 # Swagger UI's "Try it out" body: without it, the generated one names a corpus "string" (a 404)

@@ -6,9 +6,10 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
+from app.api.bodies import JsonRoute
 from app.api.deps import CorpusServiceDep
 
-router = APIRouter(tags=["corpora"])
+router = APIRouter(tags=["corpora"], route_class=JsonRoute)
 
 
 @router.get("/corpora")

@@ -3,22 +3,43 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile
+from pydantic import ValidationError
 
-from app.api.deps import ReportServiceDep
-from app.api.schemas import ItemList, ItemResultRead, ReportCreated, ReportList, ReportRead, ThresholdsIn
+from app.api.bodies import JsonRoute
+from app.api.deps import LimitsDep, ReportServiceDep
+from app.api.schemas import (
+    MAX_OFFSET,
+    MAX_PAGE,
+    ItemList,
+    ItemResultRead,
+    ReportCreated,
+    ReportList,
+    ReportRead,
+    ThresholdsIn,
+)
 from app.errors import InputError
+from app.limits import Limits, check_json_depth
 
-router = APIRouter(tags=["reports"])
+router = APIRouter(tags=["reports"], route_class=JsonRoute)
 
 
-def _form_json(mapping: str | None, thresholds: str | None) -> tuple[dict[str, Any] | None, ThresholdsIn]:
-    """The upload form's JSON fields, parsed."""
+def _form_json(
+    mapping: str | None, thresholds: str | None, limits: Limits
+) -> tuple[dict[str, Any] | None, ThresholdsIn]:
+    """The upload form's JSON fields, parsed (their nesting checked first: parsers recurse)."""
+    for what, raw in (("mapping", mapping), ("thresholds", thresholds)):
+        check_json_depth(raw or "", limits.json_depth, what)
     try:
         fields = json.loads(mapping) if mapping else None
-        th = ThresholdsIn(**json.loads(thresholds)) if thresholds else ThresholdsIn()
+        th = ThresholdsIn.model_validate_json(thresholds) if thresholds else ThresholdsIn()
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise InputError(f"thresholds: {problems or exc}") from exc
     except (ValueError, TypeError) as exc:
         raise InputError(f"mapping and thresholds must be JSON objects ({exc})") from exc
     if fields is not None and not isinstance(fields, dict):
@@ -30,6 +51,7 @@ def _form_json(mapping: str | None, thresholds: str | None) -> tuple[dict[str, A
 def upload_benchmark(
     svc: ReportServiceDep,
     response: Response,
+    limits: LimitsDep,
     file: Annotated[UploadFile, File(description="JSONL, JSON, CSV/TSV or Parquet; .gz/.zst allowed")],
     name: Annotated[str | None, Form(description="report name (default: the file name)")] = None,
     mapping: Annotated[str | None, Form(description='JSON {"question": field, "answer": field, ...}')] = None,
@@ -38,7 +60,7 @@ def upload_benchmark(
 ) -> ReportCreated:
     """Upload a benchmark; returns 202 and the report id while the check runs."""
     data = file.file.read(svc.max_upload + 1)
-    fields, th = _form_json(mapping, thresholds)
+    fields, th = _form_json(mapping, thresholds, limits)
     names = [c.strip() for c in corpora.split(",") if c.strip()] if corpora else None
     rid = svc.submit(data, file.filename or "upload.jsonl", name, fields, names, th.to_thresholds())
     response.headers["Location"] = f"/api/v1/reports/{rid}"  # where the 202's job can be followed
@@ -47,7 +69,7 @@ def upload_benchmark(
 
 @router.get("/reports", response_model=ReportList)
 def list_reports(
-    svc: ReportServiceDep, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)
+    svc: ReportServiceDep, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0, le=MAX_OFFSET)
 ) -> dict[str, Any]:
     """All reports, newest first, with progress and counts."""
     total, rows = svc.list_reports(limit, offset)
@@ -72,13 +94,13 @@ def list_items(
     report_id: str,
     svc: ReportServiceDep,
     status: Annotated[list[str] | None, Query(description="repeatable: contaminated, suspicious, ...")] = None,
-    min_score: Annotated[float | None, Query(ge=0, le=1)] = None,
+    min_score: Annotated[float | None, Query(ge=0, le=1, allow_inf_nan=False)] = None,
     field: Annotated[str | None, Query(description="only items whose FIELD was found")] = None,
     corpus: Annotated[str | None, Query(description="only items with evidence in this corpus")] = None,
     q: Annotated[str | None, Query(description="text search in the item")] = None,
     sort: Annotated[str, Query(pattern="^(score|row|item_id|status)$")] = "score",
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
     page_size: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> dict[str, Any]:
     """Items of a report, filtered, sorted and paginated."""
@@ -107,8 +129,7 @@ def get_item(report_id: str, item_id: str, svc: ReportServiceDep) -> dict[str, A
 def export(report_id: str, svc: ReportServiceDep, format: str = Query("jsonl", pattern="^(jsonl|csv)$")) -> Response:
     """Every item's result as JSONL or CSV."""
     body, media = svc.export(report_id, format)
-    disposition = f'attachment; filename="report-{report_id}.{format}"'
-    return Response(body, media_type=media, headers={"Content-Disposition": disposition})
+    return Response(body, media_type=media, headers={"Content-Disposition": attachment(f"report-{report_id}.{format}")})
 
 
 @router.get("/reports/{report_id}/clean", responses={200: {"content": {"application/octet-stream": {}}}})
@@ -119,5 +140,11 @@ def clean_subset(
 ) -> Response:
     """The uploaded benchmark without its contaminated items, in its original format."""
     body, name = svc.clean_subset(report_id, drop_suspicious)
-    disposition = f'attachment; filename="{name}"'
-    return Response(body, media_type="application/octet-stream", headers={"Content-Disposition": disposition})
+    return Response(body, media_type="application/octet-stream", headers={"Content-Disposition": attachment(name)})
+
+
+def attachment(filename: str) -> str:
+    """A Content-Disposition for any file name: an ASCII stand-in in `filename` (quotes, controls
+    and non-ASCII replaced) and the name itself, percent-encoded, in `filename*` (RFC 6266/5987)."""
+    fallback = re.sub(r"[^A-Za-z0-9._ -]", "_", filename) or "download"
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"

@@ -1,0 +1,248 @@
+"""Limits under hostile input: bombs, huge texts and bodies, deep JSON, and the inputs that once
+answered 500. Every refusal is a 413 or 422 that names what was refused."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import json
+import lzma
+import time
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import zstandard
+from conftest import IndexCorpus
+from fastapi.testclient import TestClient
+
+from app.api.main import create_app
+from app.api.routes.reports import attachment
+from app.errors import LimitError
+from app.limits import Limits
+from app.readers.benchmark import read_benchmark, read_records
+from app.settings import Settings
+
+Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
+ROW = {"id": "q1", "question": Q1, "answer": "Tigris"}
+JSONL = (json.dumps(ROW) + "\n").encode()
+COMPRESS = {
+    ".gz": gzip.compress,
+    ".zst": lambda b: zstandard.ZstdCompressor(level=19).compress(b),
+    ".bz2": bz2.compress,
+    ".xz": lzma.compress,
+}
+
+
+def _app(tmp_path: Path, **limits: object) -> TestClient:
+    return TestClient(create_app(Settings(database_url=f"sqlite:///{tmp_path / 'c.db'}", **limits)))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Iterator[TestClient]:
+    """A server with small limits (no corpus: every limit is checked before the corpora are)."""
+    settings = {"max_decompressed_mb": 1, "max_items": 3, "max_item_chars": 500, "max_check_chars": 2000}
+    with _app(tmp_path, **settings, max_csv_field_chars=1000, max_json_depth=8, max_upload_mb=1) as c:
+        yield c
+
+
+def _upload(c: TestClient, filename: str, data: bytes, **form: str) -> tuple[int, str]:
+    r = c.post("/api/v1/benchmarks", files={"file": (filename, data)}, data=form)
+    return r.status_code, r.json()["error"]
+
+
+def _bomb(size: int) -> bytes:
+    """`size` bytes of JSONL that compress to almost nothing: one item, then blank lines."""
+    return JSONL + b" " * size
+
+
+@pytest.mark.parametrize("suffix", list(COMPRESS))
+def test_compressed_bomb_is_refused_at_the_decompressed_limit(small: TestClient, suffix: str) -> None:
+    packed = COMPRESS[suffix](_bomb(8 << 20))
+    assert len(packed) < 64 << 10  # a small upload, far under the upload limit
+    code, error = _upload(small, f"b.jsonl{suffix}", packed)
+    assert code == 413 and "CONTAM_MAX_DECOMPRESSED_MB" in error and "1.0 MiB" in error
+
+
+def test_a_bomb_is_counted_while_inflating_never_inflated_first() -> None:
+    """A 256 MiB gzip bomb refused at a 4 MiB limit keeps Python's memory to a few MiB."""
+    packed = gzip.compress(_bomb(256 << 20), compresslevel=1)
+    tracemalloc.start()
+    try:
+        with pytest.raises(LimitError, match="CONTAM_MAX_DECOMPRESSED_MB"):
+            list(read_records(packed, "b.jsonl.gz", Limits(decompressed_bytes=4 << 20)))
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak
+
+
+def test_item_count_is_limited(small: TestClient) -> None:
+    code, error = _upload(small, "b.jsonl.gz", gzip.compress(JSONL * 4))
+    assert code == 413 and "CONTAM_MAX_ITEMS" in error
+
+
+def test_text_per_item_is_limited_naming_item_and_field(small: TestClient) -> None:
+    rows = JSONL + (json.dumps({"id": "big", "question": "x " * 400}) + "\n").encode()
+    code, error = _upload(small, "b.jsonl", rows)
+    assert code == 413 and "CONTAM_MAX_ITEM_CHARS" in error and "'big'" in error and "question" in error
+    r = small.post("/api/v1/check", json={"items": [{"question": Q1, "answer": "y" * 501}]})
+    assert r.status_code == 413 and "CONTAM_MAX_ITEM_CHARS" in r.json()["error"] and "answer" in r.json()["error"]
+
+
+def test_text_per_check_request_is_limited(small: TestClient) -> None:
+    r = small.post("/api/v1/check", json={"texts": ["word " * 90] * 5})
+    assert r.status_code == 413 and "CONTAM_MAX_CHECK_CHARS" in r.json()["error"]
+
+
+def test_bodies_are_counted_as_they_arrive_even_without_content_length(small: TestClient) -> None:
+    """A chunked body (no Content-Length) over the limit is refused while it streams in."""
+
+    def chunks(total: int) -> Iterator[bytes]:
+        yield b'{"texts": ["'
+        for _ in range(total // 65536):
+            yield b"a" * 65536
+        yield b'"]}'
+
+    r = small.post("/api/v1/check", content=chunks(16 << 20), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "CONTAM_MAX_CHECK_CHARS" in r.json()["error"]
+    boundary = "b0undary"
+    head = f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="b.jsonl"\r\n\r\n'.encode()
+
+    def upload() -> Iterator[bytes]:
+        yield head
+        for _ in range(64):
+            yield b" " * 65536
+        yield f"\r\n--{boundary}--\r\n".encode()
+
+    r = small.post(
+        "/api/v1/benchmarks", content=upload(), headers={"content-type": f"multipart/form-data; boundary={boundary}"}
+    )
+    assert r.status_code == 413 and "CONTAM_MAX_UPLOAD_MB" in r.json()["error"] and "1.0 MiB" in r.json()["error"]
+
+
+def test_csv_fields_are_limited_and_bad_text_is_a_422(small: TestClient) -> None:
+    code, error = _upload(small, "b.csv", b"id,question\n1," + b"x" * 200_000 + b"\n")
+    assert code == 413 and "CONTAM_MAX_CSV_FIELD_CHARS" in error and "row 2" in error
+    code, error = _upload(small, "b.csv", b"id,question\n1,caf\xe9\n")
+    assert code == 422 and "not UTF-8" in error
+
+
+def test_a_large_csv_field_under_the_limit_is_read() -> None:
+    """Python's csv module stops at 128 KiB by default; the configured limit replaces that."""
+    rows = b"id,question\n1," + b"x" * 200_000 + b"\n"
+    items, _ = read_benchmark(rows, "b.csv", limits=Limits(item_chars=300_000, csv_field_chars=300_000))
+    assert len(items[0].question) == 200_000
+
+
+DEEP = "[" * 5000 + "]" * 5000
+
+
+@pytest.mark.parametrize(
+    ("form", "named"),
+    [
+        ({"mapping": json.dumps({"question": {"field": "question"}})}, "must name a field"),
+        ({"mapping": '{"question": ["question", 3]}'}, "must name a field"),
+        ({"mapping": DEEP}, "CONTAM_MAX_JSON_DEPTH"),
+        ({"thresholds": '{"max_df": ' + DEEP + "}"}, "CONTAM_MAX_JSON_DEPTH"),
+        ({"thresholds": '{"min_bits": 1e999}'}, "min_bits"),
+        ({"thresholds": '{"min_bits": NaN}'}, "thresholds"),
+        ({"name": "n" * 201}, "at most 200"),
+    ],
+)
+def test_bad_upload_forms_are_named_not_500(small: TestClient, form: dict[str, str], named: str) -> None:
+    code, error = _upload(small, "b.jsonl", JSONL, **form)
+    assert code in (413, 422) and named in error
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status"),
+    [
+        (b"1e999", "application/json", 422),
+        (b"NaN", "application/json", 422),
+        (b'{"texts": ["a b c"], "thresholds": {"min_bits": 1e999}}', "application/json", 422),
+        (b'{"texts": ["a b c"], "thresholds": {"max_df": NaN}}', "application/json", 422),
+        (b"hello", "text/plain", 415),
+        (b"texts=hello", "application/x-www-form-urlencoded", 415),
+        (('{"texts": ' + DEEP + "}").encode(), "application/json", 413),
+    ],
+)
+def test_bad_check_bodies_are_refused_not_500(small: TestClient, body: bytes, content_type: str, status: int) -> None:
+    r = small.post("/api/v1/check", content=body, headers={"content-type": content_type})
+    assert r.status_code == status, r.text
+    assert r.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/reports?offset=100000000000000000000000",
+        "/api/v1/reports/x/items?page=100000000000000000000000",
+        "/api/v1/reports/x/items?min_score=abc",
+        "/api/v1/reports/x/items?min_score=nan",
+        "/?page=100000000000000000000000",
+        "/items?page=100000000000000000000000",
+        "/items?min_score=abc",
+        "/items?min_score=nan",
+    ],
+)
+def test_huge_pages_and_bad_scores_are_422(small: TestClient, url: str) -> None:
+    assert small.get(url).status_code == 422
+
+
+def test_nul_in_a_benchmark_is_refused_naming_item_and_field(
+    migrated_url: str, index_corpus: IndexCorpus, tmp_path: Path
+) -> None:
+    index_corpus(migrated_url, [{"id": "p", "text": f"Quiz night! {Q1}"}])
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rows = JSONL + (json.dumps({"id": "q2", "question": Q1, "answer": "Tig\x00ris"}) + "\n").encode()
+        code, error = _upload(c, "b.jsonl", rows)
+        assert code == 422 and "'q2'" in error and "answer" in error and "NUL" in error
+        assert c.get("/api/v1/reports").json()["total"] == 0
+
+
+def test_long_names_and_non_ascii_file_names(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """On both databases: a name over 200 characters is a 422; a file named in any script
+    comes back from /clean under its own name (RFC 5987), its ASCII stand-in escaped."""
+    index_corpus(migrated_url, [{"id": "p", "text": f"Quiz night! {Q1}"}])
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        code, error = _upload(c, "b.jsonl", JSONL, name="n" * 201)
+        assert code == 422 and "at most 200" in error
+        name = "Prüfung β " + "x" * 250 + ".jsonl"
+        r = c.post("/api/v1/benchmarks", files={"file": (name, JSONL + JSONL.replace(b"q1", b"q2"))})
+        assert r.status_code == 202, r.text
+        rid = r.json()["id"]
+        for _ in range(200):
+            if c.get(f"/api/v1/reports/{rid}").json()["status"] in ("done", "failed"):
+                break
+            time.sleep(0.05)
+        clean = c.get(f"/api/v1/reports/{rid}/clean")
+        assert clean.status_code == 200, clean.text
+        disposition = clean.headers["content-disposition"]
+        assert "filename*=UTF-8''Pr%C3%BCfung%20%CE%B2%20xxx" in disposition
+        assert disposition.isascii() and 'filename="Pr_fung _ xxx' in disposition
+    quoted = attachment('a"b\\c\r\nSet-Cookie: x.jsonl')
+    assert quoted.startswith("attachment; filename=\"a_b_c__Set-Cookie_ x.jsonl\"; filename*=UTF-8''a%22b%5Cc%0D%0A")
+
+
+def test_a_partial_mapping_keeps_detecting_the_other_fields() -> None:
+    """HumanEval mapped with only question=prompt keeps its ids and answers."""
+    rec = {"task_id": "HumanEval/0", "prompt": "def f(x):\n", "canonical_solution": "    return x\n", "test": "t"}
+    items, used = read_benchmark((json.dumps(rec) + "\n").encode(), "h.jsonl", {"question": "prompt"})
+    assert used == {"question": "prompt", "answer": "canonical_solution", "id": "task_id"}
+    assert items[0].item_id == "HumanEval/0" and items[0].answer == "    return x\n"
+    # a detected role never takes a field the user gave to another role
+    rec2 = {"question": "Q?", "answer": "A"}
+    _, used2 = read_benchmark((json.dumps(rec2) + "\n").encode(), "q.jsonl", {"passage": "answer"})
+    assert used2 == {"question": "question", "passage": "answer"}
+
+
+def test_every_compression_the_reader_knows_reads_back() -> None:
+    for suffix, pack in COMPRESS.items():
+        items, _ = read_benchmark(pack(JSONL * 2), f"b.jsonl{suffix}")
+        assert [i.question for i in items] == [Q1, Q1], suffix
+    multi = zstandard.ZstdCompressor().compress(JSONL) + zstandard.ZstdCompressor().compress(JSONL)
+    assert len(read_benchmark(multi, "b.jsonl.zst")[0]) == 2  # every frame, not the first only
+    assert len(read_benchmark(io.BytesIO(gzip.compress(JSONL) * 2).getvalue(), "b.jsonl.gz")[0]) == 2

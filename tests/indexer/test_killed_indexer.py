@@ -1,0 +1,71 @@
+"""An indexer killed with -9 leaves no worker processes behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def _descendants(pid: int) -> set[int]:
+    tree, found, todo = _children(), set(), [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path(f"/proc/{pid}") / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_workers_end_when_the_indexer_is_killed(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for f in range(40):
+        docs = [{"id": f"{f}-{d}", "text": f"document {d} of file {f} " * 200} for d in range(400)]
+        (corpus / f"{f}.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    db = f"sqlite:///{tmp_path / 'c.db'}"
+    env = {**os.environ, "CONTAM_DATABASE_URL": db}
+    subprocess.run([sys.executable, "-m", "indexer.cli", "db", "upgrade"], cwd=ROOT, env=env, check=True)
+    cmd = [sys.executable, "-m", "indexer.cli", "index", "--corpus", "web", "--workers", "2", "--progress", "none"]
+    proc = subprocess.Popen([*cmd, str(corpus)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    workers: set[int] = set()
+    for _ in range(300):  # the forkserver and its two workers
+        workers = _descendants(proc.pid)
+        if len(workers) >= 4 or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None and len(workers) >= 3, "the indexer finished before its workers were seen"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_alive(p) for p in workers):
+        time.sleep(0.2)
+    left = [p for p in workers if _alive(p)]
+    for p in left:  # do not leave them to the next test
+        os.kill(p, signal.SIGKILL)
+    assert left == []

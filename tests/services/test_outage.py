@@ -1,0 +1,110 @@
+"""Report jobs and the server while the database goes away: a fault injected at the connection
+(every statement fails as a lost server's would), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+from conftest import IndexCorpus
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, event
+
+from app.api.main import create_app
+from app.services.reports import ReportService
+from app.settings import Settings
+
+Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
+Q2 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"
+BENCH = "".join(json.dumps({"id": i, "question": q}) + "\n" for i, q in (("q1", Q1), ("q2", Q2))).encode()
+
+
+class Outage:
+    """While on, every statement on the engine fails with the driver's own OperationalError;
+    `at` starts an outage of `seconds` the first time a statement containing it runs."""
+
+    def __init__(self, engine: Engine, at: str | None = None, seconds: float = 0.0) -> None:
+        self.until, self.at, self.seconds = 0.0, at, seconds
+        event.listen(engine, "before_cursor_execute", self._statement)
+
+    def start(self, seconds: float) -> None:
+        self.until = time.monotonic() + seconds
+
+    def _statement(self, conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if self.at is not None and self.at in statement:
+            self.at = None
+            self.start(self.seconds)
+        if time.monotonic() < self.until:
+            raise conn.dialect.loaded_dbapi.OperationalError("server closed the connection unexpectedly")
+
+
+@pytest.fixture
+def indexed(engine: Engine, index_corpus: IndexCorpus) -> Engine:
+    index_corpus(engine, [{"id": "page", "text": f"Quiz night! {Q1}"}])
+    return engine
+
+
+def _service(engine: Engine, retry_seconds: float) -> ReportService:
+    return ReportService(engine, Settings().max_upload_bytes, retry_seconds=retry_seconds)
+
+
+def _wait(svc: ReportService, rid: str, seconds: float = 20) -> dict[str, Any]:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            rep = svc.get(rid)
+        except Exception:  # the database may still be away
+            rep = {"status": "?"}
+        if rep["status"] in ("done", "failed"):
+            return rep
+        time.sleep(0.05)
+    raise AssertionError("the report did not finish")
+
+
+def test_a_job_rides_out_a_short_outage(indexed: Engine) -> None:
+    Outage(indexed, at="SET done_items", seconds=0.5)  # the database goes away at the first progress write
+    svc = _service(indexed, retry_seconds=10)
+    rid = svc.submit(BENCH, "b.jsonl", background=False)
+    rep = svc.get(rid)
+    assert rep["status"] == "done" and rep["error"] is None and rep["done_items"] == 2
+    svc.shutdown()
+
+
+def test_a_job_fails_with_the_reason_when_the_outage_outlasts_its_retries(indexed: Engine) -> None:
+    Outage(indexed, at="SET done_items", seconds=0.6)
+    svc = _service(indexed, retry_seconds=0.3)  # progress gives up before the database is back
+    rid = svc.submit(BENCH, "b.jsonl")
+    rep = _wait(svc, rid)
+    assert rep["status"] == "failed"
+    assert "database was unavailable" in rep["error"] and "recording progress" in rep["error"]
+    assert "server closed the connection" in rep["error"]
+    svc.shutdown()
+
+
+def test_a_job_stranded_by_a_long_outage_is_picked_up_again(indexed: Engine) -> None:
+    """Not even the failure can be recorded: the report stays running and is run again."""
+    Outage(indexed, at="SET done_items", seconds=2.0)
+    svc = _service(indexed, retry_seconds=0.2)
+    rid = svc.submit(BENCH, "b.jsonl")
+    rep = _wait(svc, rid)
+    assert rep["status"] == "done" and rep["done_items"] == 2
+    svc.shutdown()
+
+
+def test_the_server_answers_503_with_the_reason_while_the_database_is_away(
+    migrated_url: str, index_corpus: IndexCorpus
+) -> None:
+    index_corpus(migrated_url, [{"id": "page", "text": f"Quiz night! {Q1}"}])
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        outage = Outage(c.app.state.engine)  # type: ignore[attr-defined]
+        outage.start(60)
+        for r in (c.get("/api/v1/reports"), c.post("/api/v1/check", json={"texts": [Q1]})):
+            assert r.status_code == 503 and r.headers["retry-after"] == "5"
+            assert r.json()["error"].startswith("the database is unavailable")
+            assert "server closed the connection" in r.json()["detail"]
+        page = c.get("/")
+        assert page.status_code == 503 and "Database unavailable" in page.text
+        outage.start(0)
+        assert c.get("/api/v1/reports").status_code == 200

