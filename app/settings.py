@@ -48,6 +48,7 @@ class Settings(BaseSettings):
     max_csv_field_chars: int = Field(
         _LIMITS.csv_field_chars, gt=0, description="most characters in one field of a CSV/TSV benchmark"
     )
+    job_workers: int = Field(2, ge=1, description="report jobs the server runs at once")
     job_retry_seconds: float = Field(
         RETRY_SECONDS, ge=0, description="how long a report job retries an unreachable database before failing"
     )
