@@ -27,15 +27,18 @@ def unavailable_reason(exc: DBAPIError) -> str:
     return (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
 
 
-def retrying(what: str, work: Callable[[], T], seconds: float = RETRY_SECONDS) -> T:
+def retrying(
+    what: str, work: Callable[[], T], seconds: float = RETRY_SECONDS, stop: Callable[[], bool] = lambda: False
+) -> T:
     """`work()`, tried again with backoff (0.05 s doubling to 5 s) while the database cannot be
-    reached, for up to `seconds`; then an UnavailableError naming `what` and the reason."""
+    reached, for up to `seconds` (or until `stop()`, a server shutting down); then an
+    UnavailableError naming `what` and the reason."""
     delay, waited = 0.05, 0.0
     while True:
         try:
             return work()
         except OperationalError as exc:
-            if waited >= seconds:
+            if waited >= seconds or stop():
                 raise UnavailableError(
                     f"the database was unavailable for {waited:.1f} s while {what}: {unavailable_reason(exc)}"
                 ) from exc

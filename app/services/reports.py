@@ -157,7 +157,7 @@ class ReportService:
             with self.engine.begin() as conn:
                 work(conn)
 
-        retrying(what, attempt, self.retry_seconds)
+        retrying(what, attempt, self.retry_seconds, self._stopping.is_set)  # a stopping server: resumed later
 
     def _load(self, report_id: str) -> tuple[dict[str, Any], bytes]:
         with self.engine.connect() as conn:
@@ -172,7 +172,9 @@ class ReportService:
         writes are retried while the database is away (`retry_seconds`); if even the failure
         cannot be recorded, JobStranded: the report stays running, to be picked up again."""
         try:
-            rep, data = retrying("reading the report", lambda: self._load(report_id), self.retry_seconds)
+            rep, data = retrying(
+                "reading the report", lambda: self._load(report_id), self.retry_seconds, self._stopping.is_set
+            )
             self._write("starting the job", lambda c: rrepo.set_status(c, report_id, "running", error=None))
         except UnavailableError as lost:
             raise JobStranded(lost.message) from lost
