@@ -21,6 +21,7 @@ from app.core.types import Status
 from app.errors import ContamError, InputError, NotFoundError, UnavailableError
 from app.limits import Limits, exceeded
 from app.readers.benchmark import read_benchmark
+from app.services.corpora import select_corpora
 from app.services.database import RETRY_SECONDS, retrying, unavailable_reason
 from app.services.exports import export_items, without_items
 from app.services.results import item_row, summarize
@@ -96,7 +97,8 @@ class ReportService:
             raise InputError(f"report name of {len(name)} characters: at most {rrepo.NAME_CHARS}")
         items, used = read_benchmark(data, filename, mapping, self.limits)
         th = thresholds or Thresholds()
-        scanner = Scanner(self.engine, corpora, th)  # refuses unknown corpora or mismatched settings now
+        # refuses unknown or empty corpora, or mismatched settings, now
+        scanner = Scanner(self.engine, select_corpora(self.engine, corpora), th)
         report_id = uuid.uuid4().hex
         with self.engine.begin() as conn:
             rrepo.create(

@@ -51,6 +51,22 @@ def create_corpus(conn: Connection, name: str, cfg: SignatureConfig, store_text:
     return int(pk[0])
 
 
+def delete_corpus(conn: Connection, corpus_id: int) -> None:
+    """A corpus and everything indexed into it: postings (by its segments, which the posting
+    tables do not reference by key), segments, documents, files and the corpus row."""
+    segs = select(segment.c.id).where(segment.c.corpus_id == corpus_id).scalar_subquery()
+    conn.execute(delete(ngram).where(ngram.c.seg.in_(segs)))
+    conn.execute(delete(band).where(band.c.seg.in_(segs)))
+    conn.execute(delete(segment).where(segment.c.corpus_id == corpus_id))
+    conn.execute(delete(document).where(document.c.corpus_id == corpus_id))
+    conn.execute(delete(corpus_file).where(corpus_file.c.corpus_id == corpus_id))
+    conn.execute(delete(corpus).where(corpus.c.id == corpus_id))
+
+
+def rename_corpus(conn: Connection, corpus_id: int, new_name: str) -> None:
+    conn.execute(update(corpus).where(corpus.c.id == corpus_id).values(name=new_name))
+
+
 def corpus_config(row: dict[str, Any]) -> SignatureConfig:
     return SignatureConfig.from_dict(row["config"])
 
@@ -162,6 +178,15 @@ def claim_file(conn: Connection, corpus_id: int, content_hash: str) -> None:
 def delete_file(conn: Connection, file_id: int) -> None:
     """Forget a file record. Only used for failed files, which own no documents."""
     conn.execute(delete(corpus_file).where(corpus_file.c.id == file_id))
+
+
+def delete_failed_files_at(conn: Connection, corpus_id: int, path: str) -> None:
+    """Forget the failed records of a path (a run with other settings has read it since)."""
+    conn.execute(
+        delete(corpus_file).where(
+            corpus_file.c.corpus_id == corpus_id, corpus_file.c.path == path, corpus_file.c.status == "failed"
+        )
+    )
 
 
 def insert_file(

@@ -40,6 +40,12 @@ def create(conn: Connection, values: dict[str, Any]) -> None:
     conn.execute(insert(report).values(**values, created_at=now(), done_items=0))
 
 
+def corpora_in_use(conn: Connection) -> set[str]:
+    """The corpora of reports that are queued or running (their jobs read those corpora)."""
+    rows = conn.execute(select(report.c.corpora).where(report.c.status.in_(("queued", "running")))).scalars()
+    return {name for names in rows for name in json.loads(names)}
+
+
 def _decode(row: Any) -> dict[str, Any]:
     d = dict(row)
     for k in JSON_COLUMNS:

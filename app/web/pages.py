@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import CorpusServiceDep, ReportServiceDep, SessionsDep, SettingsDep
+from app.api.deps import SIGN_IN_COOKIE, CorpusServiceDep, ReportServiceDep, SessionsDep, SettingsDep, has_sign_in
 from app.api.schemas import MAX_PAGE
 from app.core.scoring import shared_spans, split_marked
 from app.core.types import Status
@@ -19,15 +19,15 @@ from app.web.rendering import STATIC_URL, STATUSES, render, static_files
 
 __all__ = ["STATIC_URL", "router", "static_files"]
 
-COOKIE = "contam_session"  # a token signed by the server (Sessions), never the key itself
+COOKIE = SIGN_IN_COOKIE
 FLAGGED = [s for s in Status if s.flagged]
 REPORTS_PER_PAGE = 50
 ITEMS_PER_PAGE = 25
 
 
-def require_login(request: Request, settings: SettingsDep, sessions: SessionsDep) -> None:
+def require_login(request: Request, settings: SettingsDep) -> None:
     keys = settings.key_set()
-    if keys and not sessions.valid(request.cookies.get(COOKIE), keys):
+    if keys and not has_sign_in(request, keys):
         raise LoginRequired()
 
 
@@ -177,6 +177,22 @@ def _highlighted(it: dict[str, Any]) -> dict[str, Any]:
 @signed_in.get("/corpora")
 def corpora_page(request: Request, corpora: CorpusServiceDep) -> HTMLResponse:
     return render(request, "corpora.html", corpora=corpora.overview())
+
+
+@signed_in.get("/corpora/{name}/delete")
+def corpus_delete_form(request: Request, name: str, corpora: CorpusServiceDep) -> HTMLResponse:
+    """The confirmation: what deleting the corpus removes."""
+    return render(request, "corpus_delete.html", health=corpora.health(name), error=None)
+
+
+@signed_in.post("/corpora/{name}/delete")
+def corpus_delete(request: Request, name: str, corpora: CorpusServiceDep) -> Response:
+    try:
+        corpora.delete(name)
+    except ContamError as exc:  # the confirmation again, with the reason (a job uses the corpus)
+        code, _title = page_status(exc)
+        return render(request, "corpus_delete.html", code, health=corpora.health(name), error=exc.message)
+    return RedirectResponse("/corpora", status_code=303)
 
 
 @signed_in.get("/upload")
