@@ -28,15 +28,7 @@ from app import __version__
 from app.api.schemas import ThresholdsIn
 from app.core.config import Thresholds
 from app.core.types import Status
-from app.errors import (
-    ConfigError,
-    ContamError,
-    InputError,
-    NotFoundError,
-    SettingsConflict,
-    StateError,
-    UnavailableError,
-)
+from app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict
 from app.services.checking import CheckResult, CheckService
 from app.services.corpora import CorpusService
 from app.services.database import migrate, open_database, shown_url, unavailable_reason
@@ -53,7 +45,6 @@ EXIT_CODES: dict[type[ContamError], int] = {
     ConfigError: EXIT_USAGE,
     NotFoundError: EXIT_USAGE,
     SettingsConflict: EXIT_USAGE,
-    StateError: EXIT_RUNTIME,
 }
 DEBUG = "contam.debug"  # in the click context's meta: show tracebacks
 
@@ -78,12 +69,12 @@ class ContamGroup(TyperGroup):
             if ctx.meta.get(DEBUG):
                 raise
             _fail(exc.message, exit_code(exc))
-        except (typer.Exit, typer.Abort, TyperException):  # click's own: usage errors (2), exits
-            raise
         except OperationalError as exc:  # the database went away mid-command: one line, not a traceback
             if ctx.meta.get(DEBUG):
                 raise
-            _fail(f"the database is unavailable: {unavailable_reason(exc)}", exit_code(UnavailableError("")))
+            _fail(f"the database is unavailable: {unavailable_reason(exc)}", EXIT_RUNTIME)
+        except (typer.Exit, typer.Abort, TyperException):  # click's own: usage errors (2), exits
+            raise
         except Exception as exc:
             if ctx.meta.get(DEBUG):
                 raise

@@ -55,18 +55,15 @@ CorpusServiceDep = Annotated[CorpusService, Depends(get_corpus_service)]
 CheckServiceDep = Annotated[CheckService, Depends(get_check_service)]
 
 _bearer = HTTPBearer(auto_error=False)
-SIGN_IN_COOKIE = "contam_session"  # a token signed by the server (Sessions), never the key itself
+SIGN_IN_COOKIE = "contam_session"  # the dashboard's sign-in: a token signed by the server (Sessions), never the key
 SAFE_METHODS = ("GET", "HEAD")
 
 
 def has_sign_in(request: Request, keys: set[str]) -> bool:
     """Whether the request carries the dashboard's sign-in: the one check the pages and the
     API's reads (the dashboard's downloads) share."""
-    return get_sessions(request).valid(request.cookies.get(SIGN_IN_COOKIE), keys)
-
-
-def _valid_key(given: str, keys: set[str]) -> bool:
-    return any(hmac.compare_digest(given, k) for k in keys)
+    sessions: Sessions = request.app.state.sessions
+    return sessions.valid(request.cookies.get(SIGN_IN_COOKIE), keys)
 
 
 def require_api_key(
@@ -76,7 +73,7 @@ def require_api_key(
     (GET) from a user signed in to the dashboard, such as its downloads, may carry the sign-in
     cookie instead. Writes always need the header, so no other site can make a browser write."""
     keys = settings.key_set()
-    if not keys or (creds is not None and _valid_key(creds.credentials, keys)):
+    if not keys or (creds is not None and any(hmac.compare_digest(creds.credentials, k) for k in keys)):
         return
     if creds is None and request.method in SAFE_METHODS and has_sign_in(request, keys):
         return

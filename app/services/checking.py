@@ -82,9 +82,9 @@ class CheckService:
         """Refuse a field over the per-item limit, or more text in all than one check may hold."""
         total = 0
         for it in items:
-            for role, text in (("question", it.question), ("passage", it.passage), ("answer", it.answer)):
+            for name, text in (("question", it.question), ("passage", it.passage), ("answer", it.answer)):
                 if len(text) > self.limits.item_chars:
-                    raise exceeded("item_chars", self.limits.item_chars, f"item {it.item_id[:80]!r}, field {role}")
+                    raise exceeded("item_chars", self.limits.item_chars, f"item {it.item_id[:80]!r}, field {name}")
                 total += len(text)
             total += sum(len(c) for c in it.choices)
         if total > self.limits.check_chars:

@@ -50,8 +50,8 @@ def _form_json(
 @router.post("/benchmarks", status_code=202, response_model=ReportCreated)
 def upload_benchmark(
     svc: ReportServiceDep,
-    response: Response,
     limits: LimitsDep,
+    response: Response,
     file: Annotated[UploadFile, File(description="JSONL, JSON, CSV/TSV or Parquet; .gz/.zst allowed")],
     name: Annotated[str | None, Form(description="report name (default: the file name)")] = None,
     mapping: Annotated[str | None, Form(description='JSON {"question": field, "answer": field, ...}')] = None,
