@@ -279,3 +279,27 @@ def test_a_lost_database_is_one_line_and_exit_3(tmp_path: Path) -> None:
         assert r.exit_code == 3, r.output
         assert r.output.startswith("error: the database is unavailable: ") and "Traceback" not in r.output
         assert len(r.output.strip().splitlines()) == 1
+
+
+def test_scan_workers_give_the_same_output(migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`scan --workers 2` splits the benchmark over two processes (chunks of one item here) and
+    prints what one process prints, in the same order."""
+    import app.services.scanning as scanning
+
+    monkeypatch.setattr(scanning, "CHUNK", 1)
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    bench = tmp_path / "b.jsonl"
+    rows = [{"task_id": f"t{i}", "prompt": q} for i, q in enumerate([Q1, Q2, Q1 + " Why?", Q2 + " Explain."])]
+    bench.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    outs = []
+    for workers in ("1", "2"):
+        r = CliRunner().invoke(
+            cli,
+            ["scan", str(bench), "--db", migrated_url, "--format", "jsonl", "--workers", workers, "--progress", "none"],
+        )
+        assert r.exit_code == 0, r.output
+        outs.append(r.stdout)
+    assert outs[0] == outs[1]
+    assert [json.loads(x)["item_id"] for x in outs[1].splitlines()] == ["t0", "t1", "t2", "t3"]
