@@ -69,11 +69,15 @@ class ReportService:
         limits: Limits | None = None,
         retry_seconds: float = RETRY_SECONDS,
         job_workers: int = 1,
+        scan_workers: int = 1,
     ) -> None:
         """`max_upload_bytes`: the largest benchmark `submit` takes (CONTAM_MAX_UPLOAD_MB, in MiB);
         `limits`: what reading it may take (decompressed size, items, characters per field);
         `retry_seconds`: how long a job retries a database it cannot reach; `job_workers`: jobs
-        run at once (CONTAM_JOB_WORKERS), so one large benchmark does not hold up the rest."""
+        run at once (CONTAM_JOB_WORKERS), so one large benchmark does not hold up the rest;
+        `scan_workers`: processes each job scores its chunks in (CONTAM_SCAN_WORKERS, 0: one per
+        core)."""
+        self.scan_workers = scan_workers
         self.engine = engine
         self.max_upload = max_upload_bytes
         self.limits = limits or Limits()
@@ -181,7 +185,7 @@ class ReportService:
         try:
             items, _ = read_benchmark(data, rep["filename"], rep["mapping"], self.limits)
             th = Thresholds(**rep["thresholds"])
-            scanner = Scanner(self.engine, rep["corpora"], th)
+            scanner = Scanner(self.engine, rep["corpora"], th, workers=self.scan_workers)
 
             def progress(done: int, total: int) -> None:
                 kept: list[bool] = []

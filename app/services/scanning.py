@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import os
+import threading
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from app.core.types import BenchmarkItem
 from app.errors import FingerprintMismatch, NotFoundError
 from app.readers.corpus import read_documents
 from app.store import repo
+from app.store.db import make_engine
 
 EXCERPT_PAD = 200  # characters of context either side of a matched region
 MIN_GRAMS = 2  # rare n-grams a document must share with an item to be aligned with it
@@ -183,6 +185,20 @@ class Scanner:
         )
         self._keep({doc_id: doc})
         return doc
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For a worker process that was not forked: no engine (it opens its own from the URL),
+        no document cache, no decompressor."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("engine", "_docs", "_dctx")}
+        state["engine_url"] = self.engine.url.render_as_string(hide_password=False)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        url = state.pop("engine_url")
+        self.__dict__.update(state)
+        self.engine = make_engine(url)
+        self._docs = OrderedDict()
+        self._dctx = zstandard.ZstdDecompressor()
 
     def _keep(self, docs: dict[int, _Doc]) -> None:
         for doc_id, doc in docs.items():
@@ -366,30 +382,41 @@ class _Work:
     candidates: list[dict[int, int | None]]
 
 
-_FORKED: list[_Work] = []  # the scan a forked worker process inherits
+_FORKED: list[_Work] = []  # the scan a worker process scores chunks of
 
 
 def _run(
     work: _Work, chunks: list[tuple[int, int]], workers: int
 ) -> Iterator[tuple[list[ItemResult], dict[int, _Doc]]]:
-    """Chunk results in order: here, or in `workers` forked processes that inherit `work` (the
-    benchmark is prepared once, in this process) and run at lower priority than this one, so a
-    server answering /api/v1/check beside a report job stays interactive."""
+    """Chunk results in order: here, or in `workers` processes at lower priority than this one,
+    so a server answering /api/v1/check beside a report job stays interactive. The benchmark is
+    prepared once, in this process. A single-threaded process (the CLI) forks its workers, which
+    inherit `work`; one that runs threads (the server) must not fork (a lock another thread
+    holds would stay held in the child), so its workers start from a fork server and receive
+    `work` pickled, the scanner without its engine and cache (Scanner.__getstate__)."""
     if workers <= 1:
         for lo, hi in chunks:
             yield work.scanner._scan_chunk(work, lo, hi)
         return
-    _FORKED[:] = [work]
+    if threading.active_count() > 1:
+        ctx = multiprocessing.get_context("forkserver")
+        pool = ctx.Pool(workers, initializer=_worker_init, initargs=(work,))
+    else:
+        _FORKED[:] = [work]
+        pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_init)
     try:
-        with multiprocessing.get_context("fork").Pool(workers, initializer=_forked_init) as pool:
+        with pool:
             yield from pool.imap(_forked_chunk, chunks)
     finally:
         _FORKED.clear()
 
 
-def _forked_init() -> None:
+def _worker_init(work: _Work | None = None) -> None:
     os.nice(WORKER_NICENESS)
-    _FORKED[0].scanner.engine.dispose(close=False)  # the parent's pooled connections are not ours
+    if work is not None:  # started by the fork server: the scan arrives pickled
+        _FORKED[:] = [work]
+    else:  # forked: the parent's pooled connections are not ours
+        _FORKED[0].scanner.engine.dispose(close=False)
 
 
 def _forked_chunk(bounds: tuple[int, int]) -> tuple[list[ItemResult], dict[int, _Doc]]:

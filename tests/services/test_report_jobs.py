@@ -67,3 +67,39 @@ def test_several_jobs_run_at_once(engine: Engine, index_corpus: IndexCorpus, mon
         time.sleep(0.05)
     svc.shutdown()
     assert sorted(ran) == sorted(ids)
+
+
+def test_a_job_scored_by_worker_processes_gives_the_same_report(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report job splits its benchmark over `scan_workers` processes. The server runs threads,
+    so they start from a fork server and receive the scan pickled (a fork could inherit a lock
+    another thread holds); the report is the one a single process writes, row for row."""
+    docs = make_docs(6, 80, 2, "d")
+    index_corpus(engine, docs, "web")
+    monkeypatch.setattr(scanning, "CHUNK", 3)
+    rows = [{"id": f"c{i}", "question": " ".join(d["text"].split()[10:40])} for i, d in enumerate(docs)]
+    rows += [{"id": f"n{i}", "question": f"question number {i} about rivers and their deltas"} for i in range(5)]
+    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    started: list[str] = []
+    real_context = scanning.multiprocessing.get_context
+
+    def context(method: str):  # type: ignore[no-untyped-def]
+        started.append(method)
+        return real_context(method)
+
+    monkeypatch.setattr(scanning.multiprocessing, "get_context", context)
+    exports = []
+    for workers in (1, 2):
+        svc = ReportService(engine, 1 << 20, scan_workers=workers)
+        keep_alive = threading.Event()  # a second thread, as in the server
+        threading.Thread(target=keep_alive.wait, daemon=True).start()
+        rid = svc.submit(data, "b.jsonl", name=f"w{workers}", background=False)
+        keep_alive.set()
+        lines = [json.loads(x) for x in svc.export(rid, "jsonl")[0].decode().splitlines()]
+        exports.append([{k: v for k, v in row.items() if k not in ("report_id", "report_name")} for row in lines])
+        svc.shutdown()
+    assert exports[0] == exports[1]
+    statuses = [row["status"] for row in exports[1]]
+    assert statuses[:6] == ["contaminated"] * 6 and len(statuses) == 11
+    assert started == ["forkserver"]  # one pool, for the job with two workers
