@@ -307,9 +307,11 @@ def scan_progress(mode: str) -> Iterator[Callable[[int, int], None] | None]:
         from rich.console import Console
         from rich.progress import Progress
 
-        with Progress(console=Console(stderr=True), transient=True) as bar:
+        # drawn on each update, not by a refresh thread: a process without threads may fork its
+        # scan workers (a process with threads starts them from a fork server, more slowly)
+        with Progress(console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
             task = bar.add_task("scanning", total=None)
-            yield lambda done, total: bar.update(task, completed=done, total=total)
+            yield lambda done, total: bar.update(task, completed=done, total=total, refresh=True)
 
 
 @app.command("scan")

@@ -9,6 +9,7 @@ import os
 import threading
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,7 +123,7 @@ class Scanner:
         self.engine = engine
         self.th = thresholds or Thresholds()
         self.k = evidence_k
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = workers or len(os.sched_getaffinity(0))  # the cores this process may use
         with engine.connect() as conn:
             rows = all_rows = repo.list_corpora(conn)
         if corpora:
@@ -165,10 +166,8 @@ class Scanner:
 
     # ------------------------------------------------------------ documents
 
-    def _doc(self, doc_id: int, meta: dict[str, Any] | None) -> _Doc | None:
-        if doc_id in self._docs:
-            self._docs.move_to_end(doc_id)
-            return self._docs[doc_id]
+    def _read(self, meta: dict[str, Any] | None) -> _Doc | None:
+        """A document read and tokenised (None if it is gone)."""
         if meta is None:
             return None
         if meta["text"] is not None:
@@ -183,7 +182,6 @@ class Scanner:
             toks.ends,
             DocTokens.of(token_hashes(toks.tokens), self.cfg.ngram_n),
         )
-        self._keep({doc_id: doc})
         return doc
 
     def __getstate__(self) -> dict[str, Any]:
@@ -208,11 +206,13 @@ class Scanner:
             self._docs.popitem(last=False)
 
     def _load(self, conn: Any, doc_ids: set[int]) -> dict[int, _Doc]:
-        """The documents, read and tokenised unless cached; returns those it had to read."""
+        """The documents that exist, read and tokenised unless cached. The caller holds them
+        while it scores, so the cache evicting one meanwhile cannot drop it from a verdict."""
         missing = [d for d in doc_ids if d not in self._docs]
         metas = repo.documents_meta(conn, missing) if missing else {}
-        loaded = {d: doc for d in missing if (doc := self._doc(d, metas.get(d))) is not None}
-        return loaded
+        docs = {d: doc for d in doc_ids if (doc := self._docs.get(d) or self._read(metas.get(d))) is not None}
+        self._keep(docs)
+        return docs
 
     @staticmethod
     def _text_from_source(meta: dict[str, Any]) -> str:
@@ -255,20 +255,17 @@ class Scanner:
         work = _Work(self, prepared, stats, shared, candidates)
         chunks = [(lo, min(lo + CHUNK, len(prepared))) for lo in range(0, len(prepared), CHUNK)]
         results: list[ItemResult] = []
-        for part, loaded in _run(work, chunks, min(workers if workers is not None else self.workers, len(chunks))):
+        for part in _run(work, chunks, min(workers if workers is not None else self.workers, len(chunks))):
             results.extend(part)
-            self._keep(loaded)
             if progress:
                 progress(len(results), len(prepared))
         return results
 
-    def _scan_chunk(self, work: _Work, lo: int, hi: int) -> tuple[list[ItemResult], dict[int, _Doc]]:
-        """Items lo..hi-1: load their candidate documents, then score each. Returns the results
-        and the documents it had to read (a worker hands them back for the next scans)."""
+    def _scan_chunk(self, work: _Work, lo: int, hi: int) -> list[ItemResult]:
+        """Items lo..hi-1: load their candidate documents, then score each."""
         with self.engine.connect() as conn:
-            loaded = self._load(conn, {d for c in work.candidates[lo:hi] for d in c})
-        scored = [self._score_one(i, work.prepared, work.stats, work.shared, work.candidates[i]) for i in range(lo, hi)]
-        return scored, loaded
+            docs = self._load(conn, {d for c in work.candidates[lo:hi] for d in c})
+        return [self._score_one(i, work, docs) for i in range(lo, hi)]
 
     def _near_keys(self, p: PreparedItem) -> list[tuple[int, int]]:
         """(band key, query window) of the item's scored text, windows at half the index stride."""
@@ -316,24 +313,17 @@ class Scanner:
             out.setdefault(d, w)
         return out
 
-    def _score_one(
-        self,
-        i: int,
-        prepared: list[PreparedItem],
-        stats: list[ItemStats],
-        shared: SharedText,
-        candidates: dict[int, int | None],
-    ) -> ItemResult:
-        docs: dict[int, tuple[DocTokens, tuple[int, int] | None]] = {}
-        for d, win in candidates.items():
-            doc = self._docs.get(d)
-            if doc is None:
+    def _score_one(self, i: int, work: _Work, docs: dict[int, _Doc]) -> ItemResult:
+        aligned: dict[int, tuple[DocTokens, tuple[int, int] | None]] = {}
+        for d, win in work.candidates[i].items():
+            doc = docs.get(d)
+            if doc is None:  # deleted since the look-up
                 continue
             window = window_span(len(doc.tokens.ids), win, self.cfg) if win is not None else None
-            docs[d] = (doc.tokens, window)
-        score, ranked = judge(i, prepared, stats, shared, docs, self.cfg.ngram_n, self.th)
-        evidence = [self._evidence(self._docs[m.doc], m) for m in ranked[: self.k] if m.matched.any()]
-        return ItemResult(prepared[i].item, score, evidence)
+            aligned[d] = (doc.tokens, window)
+        score, ranked = judge(i, work.prepared, work.stats, work.shared, aligned, self.cfg.ngram_n, self.th)
+        evidence = [self._evidence(docs[m.doc], m) for m in ranked[: self.k] if m.matched.any()]
+        return ItemResult(work.prepared[i].item, score, evidence)
 
     @staticmethod
     def _evidence(doc: _Doc, m: DocMatch) -> Evidence:
@@ -385,9 +375,7 @@ class _Work:
 _FORKED: list[_Work] = []  # the scan a worker process scores chunks of
 
 
-def _run(
-    work: _Work, chunks: list[tuple[int, int]], workers: int
-) -> Iterator[tuple[list[ItemResult], dict[int, _Doc]]]:
+def _run(work: _Work, chunks: list[tuple[int, int]], workers: int) -> Iterator[list[ItemResult]]:
     """Chunk results in order: here, or in `workers` processes at lower priority than this one,
     so a server answering /api/v1/check beside a report job stays interactive. The benchmark is
     prepared once, in this process. A single-threaded process (the CLI) forks its workers, which
@@ -399,14 +387,15 @@ def _run(
             yield work.scanner._scan_chunk(work, lo, hi)
         return
     if threading.active_count() > 1:
-        ctx = multiprocessing.get_context("forkserver")
-        pool = ctx.Pool(workers, initializer=_worker_init, initargs=(work,))
+        pool = ProcessPoolExecutor(
+            workers, multiprocessing.get_context("forkserver"), initializer=_worker_init, initargs=(work,)
+        )
     else:
         _FORKED[:] = [work]
-        pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_init)
-    try:
+        pool = ProcessPoolExecutor(workers, multiprocessing.get_context("fork"), initializer=_worker_init)
+    try:  # a worker that dies (killed, out of memory) fails the scan with BrokenProcessPool, never hangs it
         with pool:
-            yield from pool.imap(_forked_chunk, chunks)
+            yield from pool.map(_forked_chunk, chunks)
     finally:
         _FORKED.clear()
 
@@ -419,6 +408,6 @@ def _worker_init(work: _Work | None = None) -> None:
         _FORKED[0].scanner.engine.dispose(close=False)
 
 
-def _forked_chunk(bounds: tuple[int, int]) -> tuple[list[ItemResult], dict[int, _Doc]]:
+def _forked_chunk(bounds: tuple[int, int]) -> list[ItemResult]:
     work = _FORKED[0]
     return work.scanner._scan_chunk(work, *bounds)

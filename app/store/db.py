@@ -169,18 +169,18 @@ def bulk_insert_arrays(
             arrays = (np.full(len(arrays[0]), fixed[1], dtype=np.int32), *arrays)
         _pg_copy_binary(conn, table, columns, arrays)
         return
-    raw = conn.connection.driver_connection
-    assert raw is not None
     # Statements of many rows each: SQLite's per-statement work is then shared by up to 1000
     # rows (README, "Where the time goes", has the rates).
     ncols, n = len(columns), len(arrays[0])
-    per_stmt = min(_ROWS_PER_STATEMENT, raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // ncols)
+    per_stmt = min(_ROWS_PER_STATEMENT, sqlite_variables(conn) // ncols)
     marks = ["?"] * ncols
     if fixed is not None:
         columns, marks = (fixed[0], *columns), [str(int(fixed[1])), *marks]
     row = f"({', '.join(marks)})"
     head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
     full = n - n % per_stmt
+    raw = conn.connection.driver_connection
+    assert raw is not None
     cur = raw.cursor()
     if full:
         sql = head + ",".join([row] * per_stmt)
@@ -206,6 +206,13 @@ def bulk_insert_rows(conn: Connection, table: str, columns: Sequence[str], rows:
     cur = raw.cursor()
     cur.executemany(sql, list(rows))
     cur.close()
+
+
+def sqlite_variables(conn: Connection) -> int:
+    """How many values one statement may bind on this SQLite connection (999 before 3.32)."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    return int(raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
 
 
 def chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

@@ -396,7 +396,7 @@ def segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int]:
 # ---------------------------------------------------------------- look-ups for scoring
 
 _IN_BATCH = {"sqlite": 900, "postgresql": 50_000}
-_KEYS_BATCH = {"sqlite": 8_000, "postgresql": 50_000}  # SQLite allows 32,766 bound values
+_KEYS_BATCH = {"sqlite": 8_000, "postgresql": 50_000}  # at most; SQLite's own limit may be lower
 
 
 _COUNT = object()  # a column of _lookup: count(*)
@@ -426,7 +426,8 @@ def _lookup(
     tail = f" GROUP BY {k}" if group else ""
     pg = db.dialect(conn) == "postgresql"
     rows: list[Any] = []
-    for chunk in db.chunks(sorted(set(keys)), _KEYS_BATCH["postgresql" if pg else "sqlite"]):
+    batch = _KEYS_BATCH["postgresql"] if pg else min(_KEYS_BATCH["sqlite"], db.sqlite_variables(conn))
+    for chunk in db.chunks(sorted(set(keys)), batch):
         if pg:
             rows.extend(conn.exec_driver_sql(f"{head} = ANY(%s::bigint[]){tail}", (list(chunk),)).fetchall())
         else:
