@@ -30,7 +30,7 @@ from sqlalchemy import Engine
 from app.core.config import SignatureConfig
 from app.errors import CorruptFileError
 from app.readers.corpus import RawDocument, find_files, read_documents, why_no_documents
-from app.services.indexing import file_indexed, open_corpus
+from app.services.indexing import file_indexed, forget_failures, open_corpus
 from indexer.options import IndexOptions as IndexOptions  # re-exported: bench/eval.py imports it here
 from indexer.progress import NoProgress, Progress
 from indexer.protocol import Batch, FileEnd, FileStart
@@ -129,6 +129,8 @@ class IndexJob:
         size = path.stat().st_size
         chash = file_identity(path, self.opts)
         if chash in queued or file_indexed(self.engine, corpus_id, chash):
+            if chash not in queued:
+                forget_failures(self.engine, corpus_id, str(path))
             report = FileReport(str(path), "unchanged", bytes=size)
             unchanged.append(report)
             self.progress.file_finished(report)

@@ -46,6 +46,13 @@ def file_indexed(engine: Engine, corpus_id: int, content_hash: str) -> bool:
     return existing is not None and existing["status"] == "done"
 
 
+def forget_failures(engine: Engine, corpus_id: int, path: str) -> None:
+    """Drop the failed records of a path whose content is indexed (an earlier run with other
+    settings, e.g. a wrong --text-field, failed on it): the corpus's health no longer lists it."""
+    with engine.begin() as conn:
+        repo.delete_failed_files_at(conn, corpus_id, path)
+
+
 class CorpusWriter:
     """One connection writing into one corpus. Writes join the group transaction the caller
     opened with `begin` and end with `commit` or `rollback`; nothing here commits on its own
