@@ -21,6 +21,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
+from typer._click.exceptions import UsageError
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
@@ -73,7 +74,9 @@ class ContamGroup(TyperGroup):
             if ctx.meta.get(DEBUG):
                 raise
             _fail(f"the database is unavailable: {unavailable_reason(exc)}", EXIT_RUNTIME)
-        except (typer.Exit, typer.Abort, TyperException):  # click's own: usage errors (2), exits
+        except UsageError as exc:  # click's bad option or value: one line too, exit 2
+            _fail(f"{exc.format_message()} (see contam {ctx.invoked_subcommand or ''} --help)", EXIT_USAGE)
+        except (typer.Exit, typer.Abort, TyperException):  # click's own exits
             raise
         except Exception as exc:
             if ctx.meta.get(DEBUG):

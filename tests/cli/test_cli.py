@@ -303,3 +303,10 @@ def test_scan_workers_give_the_same_output(migrated_url: str, tmp_path: Path, mo
         outs.append(r.stdout)
     assert outs[0] == outs[1]
     assert [json.loads(x)["item_id"] for x in outs[1].splitlines()] == ["t0", "t1", "t2", "t3"]
+
+
+def test_bad_option_values_are_one_line_usage_errors(migrated_url: str) -> None:
+    for args in (["--fail-above", "1%"], ["--workers", "-1"]):
+        r = CliRunner().invoke(cli, ["scan", "b.jsonl", "--db", migrated_url, *args])
+        assert r.exit_code == 2 and r.output.startswith("error: Invalid value for '--")
+        assert len(r.output.strip().splitlines()) == 1 and "Usage:" not in r.output
