@@ -23,8 +23,8 @@ run: install
 	$(BIN)/contam serve
 
 lint: install
-	$(BIN)/ruff check app indexer tests bench migrations
-	$(BIN)/ruff format --check app indexer tests bench migrations
+	$(BIN)/ruff check app indexer contam tests bench migrations
+	$(BIN)/ruff format --check app indexer contam tests bench migrations
 	$(BIN)/mypy
 
 test: lint

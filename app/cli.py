@@ -9,46 +9,95 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
+import difflib
 import ipaddress
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
+from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
 from typer.core import TyperGroup
+from typer.exceptions import TyperException
 
+from app import __version__
+from app.api.schemas import ThresholdsIn
+from app.core.config import Thresholds
 from app.core.types import Status
-from app.errors import ConfigError, ContamError, InputError, UnavailableError
+from app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict
 from app.services.checking import CheckResult, CheckService
 from app.services.corpora import CorpusService
-from app.services.database import migrate, open_database, unavailable_reason
+from app.services.database import migrate, open_database, shown_url, unavailable_reason
 from app.settings import get_settings
 
-# Domain error -> exit code; the nearest class in an error's ancestry decides. Every domain
-# error means "could not do as asked" (2); 1 is the commands' own verdict (files that failed,
-# a contaminated share above --fail-above).
-EXIT_CODES: dict[type[ContamError], int] = {ContamError: 2}
+# Exit codes (README, "Command line"): 0 clean, 1 the gate tripped (a contaminated share above
+# --fail-above, or corpus files that failed), 2 a usage error (bad options, files, names), 3 a
+# runtime error (the database cannot be reached, an empty corpus, anything unexpected).
+EXIT_GATE, EXIT_USAGE, EXIT_RUNTIME = 1, 2, 3
+# Domain error -> exit code; the nearest class in an error's ancestry decides.
+EXIT_CODES: dict[type[ContamError], int] = {
+    ContamError: EXIT_RUNTIME,
+    InputError: EXIT_USAGE,
+    ConfigError: EXIT_USAGE,
+    NotFoundError: EXIT_USAGE,
+    SettingsConflict: EXIT_USAGE,
+}
+DEBUG = "contam.debug"  # in the click context's meta: show tracebacks
 
 
 def exit_code(exc: ContamError) -> int:
     return next(EXIT_CODES[c] for c in type(exc).__mro__ if c in EXIT_CODES)
 
 
+def _fail(message: str, code: int) -> NoReturn:
+    typer.echo("error: " + " ".join(message.split()), err=True)
+    raise typer.Exit(code)
+
+
 class ContamGroup(TyperGroup):
-    """The command group: turns a domain error raised by any command into its exit code."""
+    """The command group: ends any command that raises with one line on stderr and its exit
+    code (a domain error's from EXIT_CODES, anything else 3); --debug shows the traceback."""
 
     def invoke(self, ctx: Any) -> Any:  # a click Context (typer vendors its own click)
         try:
             return super().invoke(ctx)
         except ContamError as exc:
-            typer.echo("error: " + " ".join(exc.message.split()), err=True)
-            raise typer.Exit(exit_code(exc)) from None
-        except OperationalError as exc:  # the database is away: one line, not a traceback
-            typer.echo(f"error: the database is unavailable: {unavailable_reason(exc)}", err=True)
-            raise typer.Exit(exit_code(UnavailableError(""))) from None
+            if ctx.meta.get(DEBUG):
+                raise
+            _fail(exc.message, exit_code(exc))
+        except OperationalError as exc:  # the database went away mid-command: one line, not a traceback
+            if ctx.meta.get(DEBUG):
+                raise
+            _fail(f"the database is unavailable: {unavailable_reason(exc)}", EXIT_RUNTIME)
+        except (typer.Exit, typer.Abort, TyperException):  # click's own: usage errors (2), exits
+            raise
+        except Exception as exc:
+            if ctx.meta.get(DEBUG):
+                raise
+            first = (str(exc).strip().splitlines() or [""])[0]
+            _fail(f"{type(exc).__name__}: {first} (run with --debug for the traceback)", EXIT_RUNTIME)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"contam {__version__}")
+        raise typer.Exit()
+
+
+def options(
+    ctx: typer.Context,
+    debug: Annotated[bool, typer.Option("--debug", help="show the traceback of an error")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
+    ] = False,
+) -> None:
+    """Benchmark contamination detector. Exit codes: 0 clean, 1 gate tripped (--fail-above, or
+    files that failed to index), 2 usage error, 3 runtime error."""
+    ctx.meta[DEBUG] = debug
 
 
 app = typer.Typer(cls=ContamGroup, help="Benchmark contamination detector.", no_args_is_help=True, add_completion=False)
@@ -70,18 +119,34 @@ def db_upgrade(db: DbOpt = None, revision: str = "head") -> None:
     typer.echo(f"database at {revision}: {url}")
 
 
-@app.command("corpora")
+class CorporaGroup(ContamGroup):
+    """`contam corpora` lists; `contam corpora NAME` is short for `contam corpora show NAME`."""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["show", *args]
+        return super().resolve_command(ctx, args)
+
+
+corpora_app = typer.Typer(cls=CorporaGroup, invoke_without_command=True, help="List, show, rename and delete corpora.")
+app.add_typer(corpora_app, name="corpora")
+
+
+def _corpora(ctx: typer.Context, db: str | None) -> CorpusService:
+    """The service on --db given here or to `contam corpora` itself."""
+    return CorpusService(open_database(database_url(db or (ctx.parent.params.get("db") if ctx.parent else None))))
+
+
+@corpora_app.callback()
 def corpora(
-    name: Annotated[str | None, typer.Argument(help="a corpus to show in detail (its health)")] = None,
+    ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     db: DbOpt = None,
 ) -> None:
-    """List indexed corpora, or show one corpus's health."""
-    service = CorpusService(open_database(database_url(db)))
-    if name is not None:
-        typer.echo(json.dumps(service.health(name), indent=2, default=str))
+    """List indexed corpora (`contam corpora NAME` shows one corpus's health)."""
+    if ctx.invoked_subcommand is not None:
         return
-    rows = service.list_corpora()
+    rows = CorpusService(open_database(database_url(db))).list_corpora()
     if as_json:
         typer.echo(json.dumps(rows, default=str, indent=2))
         return
@@ -97,6 +162,45 @@ def corpora(
         )
 
 
+@corpora_app.command("show")
+def corpora_show(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="the corpus")],
+    _json: Annotated[bool, typer.Option("--json", help="print JSON (the only format)")] = True,
+    db: DbOpt = None,
+) -> None:
+    """One corpus's health: documents, skipped records, failed files and why, settings."""
+    typer.echo(json.dumps(_corpora(ctx, db).health(name), indent=2, default=str))
+
+
+@corpora_app.command("delete")
+def corpora_delete(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="the corpus")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
+    db: DbOpt = None,
+) -> None:
+    """Delete a corpus and everything indexed into it (refused while a report job uses it)."""
+    service = _corpora(ctx, db)
+    health = service.health(name)
+    if not yes:
+        typer.confirm(f"delete corpus {name!r} ({health['documents']} documents)?", abort=True)
+    service.delete(name)
+    typer.echo(f"deleted corpus {name!r} ({health['documents']} documents, {health['files']} files)")
+
+
+@corpora_app.command("rename")
+def corpora_rename(
+    ctx: typer.Context,
+    old: Annotated[str, typer.Argument(help="the corpus")],
+    new: Annotated[str, typer.Argument(help="its new name")],
+    db: DbOpt = None,
+) -> None:
+    """Give a corpus another name (refused while a report job uses it)."""
+    _corpora(ctx, db).rename(old, new)
+    typer.echo(f"renamed corpus {old!r} to {new!r}")
+
+
 def _mapping(fields: list[str] | None) -> dict[str, str] | None:
     """--fields role=field, repeated, as a mapping (None: detect the fields)."""
     mapping = {}
@@ -109,8 +213,9 @@ def _mapping(fields: list[str] | None) -> dict[str, str] | None:
 
 
 def _print_json(checked: CheckResult) -> None:
-    items = [r.as_dict() for r in checked.results]
-    json.dump({"fingerprint": checked.fingerprint, "summary": checked.summary, "items": items}, sys.stdout, indent=1)
+    head = {"fingerprint": checked.fingerprint, "corpora": checked.corpora, "mapping": checked.mapping}
+    head |= {"thresholds": checked.thresholds.as_dict(), "summary": checked.summary}
+    json.dump(head | {"items": [r.as_dict() for r in checked.results]}, sys.stdout, indent=1)
     sys.stdout.write("\n")
 
 
@@ -151,33 +256,124 @@ FORMATS: dict[str, Callable[[CheckResult], None]] = {
 }
 
 
+def _thresholds(text: str | None) -> Thresholds | None:
+    """--thresholds as JSON ({"longest_match": 20}) or key=value pairs (longest_match=20,
+    min_bits=8), checked against the thresholds there are: an unknown name or a value out of
+    range is an error, never ignored."""
+    if text is None:
+        return None
+    if text.lstrip().startswith("{"):
+        try:
+            given = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"--thresholds is not valid JSON ({exc.msg})") from exc
+    else:
+        pairs = [p.partition("=") for p in text.replace(",", " ").split()]
+        if any(not sep for _, sep, _ in pairs):
+            raise InputError(f"--thresholds takes JSON or name=value pairs, got {text!r}")
+        given = {k.strip(): v.strip() for k, _, v in pairs}
+    known = [f.name for f in dataclasses.fields(Thresholds)]
+    for name in given:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, 1)
+            hint = f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(known)})"
+            raise InputError(f"unknown threshold {name!r}{hint}")
+    try:
+        return ThresholdsIn.model_validate(given).to_thresholds()
+    except ValidationError as exc:
+        problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in exc.errors())
+        raise InputError(f"--thresholds: {problems}") from exc
+
+
+def _gate(fail_above: float | None) -> None:
+    """--fail-above is a share: a fraction in [0, 1] (10 meant as percent would never trip)."""
+    if fail_above is not None and not 0 <= fail_above <= 1:
+        hint = f" (for {fail_above:g}% use {fail_above / 100:g})" if 1 < fail_above <= 100 else ""
+        raise InputError(f"--fail-above is a fraction between 0 and 1, e.g. 0.10 for 10%; got {fail_above:g}{hint}")
+
+
+@contextlib.contextmanager
+def scan_progress(mode: str) -> Iterator[Callable[[int, int], None] | None]:
+    """The scan's progress on stderr: a bar (on a terminal, by default), log lines, or nothing."""
+    if mode not in ("auto", "bar", "log", "none"):
+        raise InputError(f"--progress is auto, bar, log or none, not {mode!r}")
+    if mode == "auto":
+        mode = "bar" if sys.stderr.isatty() else "none"
+    if mode == "none":
+        yield None
+    elif mode == "log":
+        yield lambda done, total: typer.echo(f"scanned {done}/{total} items", err=True)
+    else:
+        from rich.console import Console
+        from rich.progress import Progress
+
+        with Progress(console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task("scanning", total=None)
+            yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
 @app.command("scan")
 def scan(
-    file: Annotated[Path, typer.Argument(help="benchmark file (JSONL, JSON, CSV/TSV, Parquet; .gz/.zst)")],
-    corpus: Annotated[list[str] | None, typer.Option("--corpus", help="corpus name (repeatable; default all)")] = None,
+    file: Annotated[
+        Path,
+        typer.Argument(help="benchmark file (JSONL, JSON, CSV/TSV, Parquet, Arrow; .gz/.zst) or save_to_disk folder"),
+    ],
+    corpus: Annotated[
+        list[str] | None,
+        typer.Option("--corpus", help="corpus (repeatable; default: those with matching settings)"),
+    ] = None,
     fields: Annotated[list[str] | None, typer.Option("--fields", help="role=field, e.g. question=prompt")] = None,
     fmt: Annotated[str, typer.Option("--format", help="table | json | jsonl | csv")] = "table",
-    fail_above: Annotated[float | None, typer.Option(help="exit 1 when the contaminated share exceeds RATE")] = None,
+    fail_above: Annotated[
+        float | None, typer.Option(help="exit 1 when the contaminated share exceeds this fraction (0.10: 10%)")
+    ] = None,
+    thresholds: Annotated[
+        str | None, typer.Option(help='decision thresholds: JSON or name=value, e.g. "longest_match=20,min_bits=8"')
+    ] = None,
+    progress: Annotated[str, typer.Option(help="on stderr: auto (a bar on a terminal) | bar | log | none")] = "auto",
+    workers: Annotated[
+        int, typer.Option(min=0, help="processes scoring chunks of 500 items (0: one per core); same results")
+    ] = 0,
     db: DbOpt = None,
 ) -> None:
     """Check a benchmark file without a server; exits 1 above --fail-above."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (table, json, jsonl or csv)")
+    _gate(fail_above)
+    th = _thresholds(thresholds)
     mapping = _mapping(fields)
-    if not file.exists():
-        raise InputError(f"no such file: {file}")
-    checked = CheckService(open_database(database_url(db))).benchmark(file.read_bytes(), file.name, mapping, corpus)
+    with scan_progress(progress) as report:
+        checked = CheckService(open_database(database_url(db)), workers=workers).path(file, mapping, corpus, th, report)
+    used = ", ".join(f"{role}={f}" for role, f in checked.mapping.items())
+    typer.echo(f"fields: {used}; corpora: {', '.join(checked.corpora)}", err=True)
     FORMATS[fmt](checked)
     share = checked.summary["contaminated_share"]
     if fail_above is not None and share > fail_above:
         typer.echo(f"contaminated share {share:.2%} exceeds {fail_above:.2%}", err=True)
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_GATE)
 
 
 def _is_loopback(host: str) -> bool:
     with contextlib.suppress(ValueError):  # a host name, not an address
         return ipaddress.ip_address(host).is_loopback
     return host == "localhost"
+
+
+PLACEHOLDER_KEYS = {"change-me", "changeme", "changeit"}  # keys from examples, known to everyone
+
+
+def serve_banner(database_url: str, host: str, port: int, keys: bool) -> str:
+    """What `contam serve` (and so `make run`) says first: where everything is, what to do next."""
+    shown = "localhost" if _is_loopback(host) else host
+    return "\n".join(
+        [
+            f"contam {__version__}",
+            f"  dashboard:  http://{shown}:{port}/" + ("  (sign in with one of CONTAM_API_KEYS)" if keys else ""),
+            f"  API docs:   http://{shown}:{port}/docs",
+            f"  database:   {shown_url(database_url)}  (CONTAM_DATABASE_URL)",
+            "  your data:  contam index --corpus NAME PATH...   then   contam scan BENCHMARK.jsonl",
+        ]
+    )
 
 
 @app.command("serve")
@@ -199,4 +395,8 @@ def serve(
         raise ConfigError(
             f"refusing to listen on {host} without API keys: set CONTAM_API_KEYS, or pass --allow-insecure"
         )
+    if settings.key_set() & PLACEHOLDER_KEYS:
+        raise ConfigError("CONTAM_API_KEYS holds a placeholder key anyone can guess: use a secret one")
+    migrate(settings.database_url)  # the app does it too; here a database out of reach is one line
+    typer.echo(serve_banner(settings.database_url, host, port or settings.port, bool(settings.key_set())), err=True)
     uvicorn.run(create_app(settings), host=host, port=port or settings.port)

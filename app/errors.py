@@ -40,5 +40,11 @@ class LimitError(InputError):
     """An upload or request larger than a configured limit; `detail` names the setting."""
 
 
+class StateError(ContamError):
+    """The stored state does not allow what was asked: a corpus without documents, a corpus a
+    job is using."""
+
+
 class UnavailableError(ContamError):
-    """The database cannot be reached (or refuses work) right now; retrying later may succeed."""
+    """The database cannot be reached (wrong host, port, name or credentials, or it is down, or
+    refuses work right now); retrying later may succeed."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
+from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -15,10 +16,20 @@ from app.services.database import RETRY_SECONDS
 _LIMITS = Limits()  # the defaults, defined once in app.limits
 
 
+def default_database_url() -> str:
+    """SQLite under the user's data folder ($XDG_DATA_HOME/contam, else ~/.local/share/contam), so
+    that `contam` run from any folder opens the same database (CONTAM_DATABASE_URL overrides it)."""
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return f"sqlite:///{base / 'contam' / 'contam.db'}"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CONTAM_", extra="ignore")
 
-    database_url: str = Field("sqlite:///./data/contam.db", description="SQLAlchemy URL of the index database")
+    database_url: str = Field(
+        default_factory=default_database_url,
+        description="SQLAlchemy URL of the index database (default: contam.db under the user's data folder)",
+    )
     host: str = Field("127.0.0.1", description="address `contam serve` listens on")
     port: int = Field(8000, description="port `contam serve` listens on")
     api_keys: str = Field("", description="comma-separated API keys; empty means no authentication")
@@ -37,6 +48,7 @@ class Settings(BaseSettings):
     max_csv_field_chars: int = Field(
         _LIMITS.csv_field_chars, gt=0, description="most characters in one field of a CSV/TSV benchmark"
     )
+    job_workers: int = Field(2, ge=1, description="report jobs the server runs at once")
     job_retry_seconds: float = Field(
         RETRY_SECONDS, ge=0, description="how long a report job retries an unreachable database before failing"
     )

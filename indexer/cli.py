@@ -25,7 +25,9 @@ from indexer.progress import BarProgress, LogProgress, NoProgress
 SIG = SignatureConfig()  # the defaults the options show
 OPTS = IndexOptions()
 
-app = typer.Typer(cls=ContamGroup, help="Benchmark contamination detector.", no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    cls=ContamGroup, callback=service_cli.options, no_args_is_help=True, add_completion=False, rich_markup_mode=None
+)
 
 
 def _progress(mode: str) -> NoProgress:
@@ -108,8 +110,9 @@ def index(
     typer.echo(json.dumps(summary.as_dict(), indent=2))
     if summary.failed:
         typer.echo(f"{len(summary.failed)} file(s) failed:", err=True)
-        for f in summary.failed:
-            typer.echo(f"  {f.path}: {f.error}", err=True)
+        for f in summary.failed:  # the errors of unreadable files name their path already
+            error = str(f.error)
+            typer.echo("  " + (error if error.startswith(f.path) else f"{f.path}: {error}"), err=True)
         raise typer.Exit(1)
 
 

@@ -15,6 +15,7 @@ a run tells); the store is reached only through app.services.indexing.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import Counter, deque
@@ -28,7 +29,7 @@ from sqlalchemy import Engine
 
 from app.core.config import SignatureConfig
 from app.errors import CorruptFileError
-from app.readers.corpus import RawDocument, find_files, read_documents
+from app.readers.corpus import RawDocument, find_files, read_documents, why_no_documents
 from app.services.indexing import file_indexed, open_corpus
 from indexer.options import IndexOptions as IndexOptions  # re-exported: bench/eval.py imports it here
 from indexer.progress import NoProgress, Progress
@@ -38,11 +39,17 @@ from indexer.summary import FileReport, IndexSummary
 from indexer.writing import Writer
 
 
-def file_content_hash(path: Path) -> str:
+def file_identity(path: Path, opts: IndexOptions) -> str:
+    """A file's identity in a corpus: the hash (xxh3-128) of its content and, when they are not
+    the defaults, of the settings that pick its documents (text field, id field, limit), so the
+    same file indexed again with another --text-field is a new file, not "unchanged"."""
     h = xxhash.xxh3_128()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 22):
             h.update(chunk)
+    extraction = opts.extraction()
+    if extraction != IndexOptions().extraction():  # the default keeps the plain content hash
+        h.update(b"\0" + json.dumps(extraction, sort_keys=True).encode())
     return h.hexdigest()
 
 
@@ -120,7 +127,7 @@ class IndexJob:
     def _send(self, path: Path, writer: Writer, corpus_id: int, queued: set[str], unchanged: list[FileReport]) -> None:
         """Hand one file to the writer (its batches signed by the workers), unless already indexed."""
         size = path.stat().st_size
-        chash = file_content_hash(path)
+        chash = file_identity(path, self.opts)
         if chash in queued or file_indexed(self.engine, corpus_id, chash):
             report = FileReport(str(path), "unchanged", bytes=size)
             unchanged.append(report)
@@ -130,12 +137,16 @@ class IndexJob:
         writer.inbox.put(FileStart(path, size, chash))
         skipped: Counter[str] = Counter()
         error = None
+        documents = 0
         try:
             docs = read_documents(path, skipped, self.opts.text_field, self.opts.id_field, self.opts.limit)
             for batch in batches(docs, self.opts):
+                documents += len(batch)
                 writer.inbox.put(Batch(batch, self._submit([d.text for d in batch])))
         except CorruptFileError as exc:
             error = exc.message
+        if error is None and documents == 0:  # zero is never silent: a file without documents failed
+            error = f"{path}: {why_no_documents(path, self.opts.text_field, skipped)}"
         writer.inbox.put(FileEnd(skipped, error))
 
     def _submit(self, texts: list[str]) -> Future[SignedBatch]:

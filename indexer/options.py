@@ -30,6 +30,10 @@ class IndexOptions:
     commit_bytes: int = 256 << 20  # text per transaction (256 MiB): small files are committed in groups
     commit_seconds: float = 30.0  # or this long: other writers (report jobs) wait at most ~this
 
+    def extraction(self) -> dict[str, Any]:
+        """The settings that decide which documents a file gives (part of a file's identity)."""
+        return {"text_field": self.text_field, "id_field": self.id_field, "limit": self.limit}
+
 
 def index_options(
     settings: Settings,

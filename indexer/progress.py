@@ -83,6 +83,8 @@ class BarProgress(NoProgress):
         )
         self.task: TaskID | None = None
         self.total_files, self.files, self.docs, self.text_bytes = 0, 0, 0, 0
+        # MB on disk: of the files finished, and started; text read of files not yet finished
+        self.finished_mb, self.started_mb, self.finished_text = 0.0, 0.0, 0
         self.t0 = time.perf_counter()
 
     def close(self) -> None:
@@ -96,21 +98,41 @@ class BarProgress(NoProgress):
         )
         self.bar.start()
 
+    def file_started(self, path: str, size: int) -> None:
+        self.started_mb += size / 1e6
+
     def advanced(self, documents: int, nbytes: int) -> None:
         self.docs += documents
         self.text_bytes += nbytes
-        self._update(0.0)
+        self._update()
 
     def file_finished(self, report: FileReport) -> None:
         self.files += 1
         if report.status == "failed":
             self.bar.console.print(f"[red]failed[/red] {report.path}: {report.error}")
-        self._update(report.bytes / 1e6)
+        self.finished_mb += report.bytes / 1e6
+        self.started_mb = max(self.started_mb, self.finished_mb)  # unchanged files never start
+        self.finished_text += report.text_bytes
+        self._update()
 
-    def _update(self, mb: float) -> None:
+    def completed_mb(self) -> float:
+        """MB on disk done: the finished files, and of the files in progress (which commit in
+        groups, so a file may be read long before it counts as finished) as much as their text
+        read so far, at most their size: the bar moves from the first batch on."""
+        in_flight = max(self.text_bytes - self.finished_text, 0) / 1e6
+        return min(self.finished_mb + in_flight, self.started_mb)
+
+    def _update(self) -> None:
         if self.task is None:
             return
         elapsed = time.perf_counter() - self.t0
         rate = self.text_bytes / 1e6 / elapsed if elapsed else 0.0
         files = f"{self.files}/{self.total_files}"
-        self.bar.update(self.task, advance=mb, files=files, docs=self.docs, text_mb=self.text_bytes / 1e6, rate=rate)
+        self.bar.update(
+            self.task,
+            completed=self.completed_mb(),
+            files=files,
+            docs=self.docs,
+            text_mb=self.text_bytes / 1e6,
+            rate=rate,
+        )

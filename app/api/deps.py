@@ -55,17 +55,31 @@ CorpusServiceDep = Annotated[CorpusService, Depends(get_corpus_service)]
 CheckServiceDep = Annotated[CheckService, Depends(get_check_service)]
 
 _bearer = HTTPBearer(auto_error=False)
+SIGN_IN_COOKIE = "contam_session"  # the dashboard's sign-in: a token signed by the server (Sessions), never the key
+SAFE_METHODS = ("GET", "HEAD")
+
+
+def has_sign_in(request: Request, keys: set[str]) -> bool:
+    """Whether the request carries the dashboard's sign-in: the one check the pages and the
+    API's reads (the dashboard's downloads) share."""
+    sessions: Sessions = request.app.state.sessions
+    return sessions.valid(request.cookies.get(SIGN_IN_COOKIE), keys)
 
 
 def require_api_key(
-    settings: SettingsDep, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    request: Request, settings: SettingsDep, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> None:
-    """With CONTAM_API_KEYS set, a request needs `Authorization: Bearer <one of them>`."""
+    """With CONTAM_API_KEYS set, a request needs `Authorization: Bearer <one of them>`; a read
+    (GET) from a user signed in to the dashboard, such as its downloads, may carry the sign-in
+    cookie instead. Writes always need the header, so no other site can make a browser write."""
     keys = settings.key_set()
-    if keys and (creds is None or not any(hmac.compare_digest(creds.credentials, k) for k in keys)):
-        raise HTTPException(
-            401, "a valid API key is required (Authorization: Bearer <key>)", headers={"WWW-Authenticate": "Bearer"}
-        )
+    if not keys or (creds is not None and any(hmac.compare_digest(creds.credentials, k) for k in keys)):
+        return
+    if creds is None and request.method in SAFE_METHODS and has_sign_in(request, keys):
+        return
+    raise HTTPException(
+        401, "a valid API key is required (Authorization: Bearer <key>)", headers={"WWW-Authenticate": "Bearer"}
+    )
 
 
 AuthDep = Depends(require_api_key)  # a router's dependency: every route under it needs a key

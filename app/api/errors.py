@@ -18,6 +18,7 @@ from app.errors import (
     LimitError,
     NotFoundError,
     SettingsConflict,
+    StateError,
     UnavailableError,
 )
 from app.services.database import unavailable_reason
@@ -27,6 +28,7 @@ STATUS: dict[type[ContamError], int] = {
     NotFoundError: 404,
     SettingsConflict: 409,  # also FingerprintMismatch: the index holds other signature settings
     LimitError: 413,  # the message names the setting (CONTAM_MAX_...)
+    StateError: 409,  # an empty corpus, a corpus a job is using
     InputError: 422,
     ConfigError: 422,
     UnavailableError: 503,

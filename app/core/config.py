@@ -9,9 +9,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import unicodedata
 from dataclasses import dataclass, field
-from importlib import metadata
+from functools import lru_cache
 from typing import Any
 
 from app.errors import ConfigError
@@ -21,20 +20,22 @@ HASH_SCHEME = "xxh3_64-tokens/poly64-splitmix-v1"
 MINHASH_SCHEME = "datasketch-affine32"
 
 
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:  # pragma: no cover - installed with the project
-        return "missing"
+@lru_cache(maxsize=1)
+def _known_answers() -> tuple[tuple[str, str], ...]:
+    from app.core.signatures import known_answers as compute  # signatures imports this module
+
+    return tuple(sorted(compute().items()))
 
 
-def library_versions() -> dict[str, str]:
-    """Versions of everything whose output feeds a stored hash."""
-    return {
-        "unicodedata": unicodedata.unidata_version,
-        "xxhash": _version("xxhash"),
-        "datasketch": _version("datasketch"),
-    }
+def known_answers() -> dict[str, str]:
+    """What this process's libraries answer for fixed texts (app.core.signatures.known_answers),
+    computed once per process. An index stores them in its settings (`libraries`); a scorer or
+    indexer whose answers differ refuses it, while any library version that gives the same
+    answers is accepted: the fingerprint pins behaviour, not versions."""
+    return dict(_known_answers())
+
+
+library_versions = known_answers  # the name app.services.scanning imports
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,8 @@ class SignatureConfig:
     normalizer_version: str = NORMALIZER_VERSION
     hash_scheme: str = HASH_SCHEME
     minhash_scheme: str = MINHASH_SCHEME
-    libraries: dict[str, str] = field(default_factory=library_versions, compare=True, hash=False)
+    # what the libraries compute, as known answers (not their versions); see known_answers
+    libraries: dict[str, str] = field(default_factory=known_answers, compare=True, hash=False)
 
     def __post_init__(self) -> None:
         checks = [

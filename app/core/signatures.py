@@ -12,6 +12,7 @@ LSH band keys: the r values of each band rolled into 64 bits together with the b
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -20,6 +21,7 @@ import numpy as np
 import xxhash
 
 from app.core.config import SignatureConfig
+from app.core.text import tokenize
 
 _P = np.uint64(0x9E3779B97F4A7C15)
 _U64 = np.uint64
@@ -115,6 +117,17 @@ def window_starts(n_tokens: int, cfg: SignatureConfig) -> np.ndarray:
     return starts
 
 
+def window_span(n_tokens: int, index: int, cfg: SignatureConfig) -> tuple[int, int] | None:
+    """Token span [start, end) of window `index` of a text of n_tokens tokens, as the signer
+    placed it (the last window ends at the text's end, not at index * stride); None if there is
+    no such window."""
+    starts = window_starts(n_tokens, cfg)
+    if not 0 <= index < len(starts):
+        return None
+    start = int(starts[index])
+    return start, min(start + cfg.window, n_tokens)
+
+
 def window_minhashes(th: np.ndarray, cfg: SignatureConfig, starts: np.ndarray | None = None) -> np.ndarray:
     """MinHash signature (num_perm uint32) of each window of a token-hash array.
 
@@ -156,6 +169,33 @@ def band_keys(sigs: np.ndarray, cfg: SignatureConfig) -> np.ndarray:
             acc *= _P
             acc += vals[:, :, j]
         return to_signed(_fmix64(acc))
+
+
+# Fixed texts whose tokens, n-gram hashes and MinHash band keys pin what the libraries do
+# (xxhash, unicodedata's normalisation, numpy's arithmetic and random permutations).
+KNOWN_TEXTS = (
+    "The quick brown fox jumps over the lazy dog, and the dog sleeps on in the afternoon sun while "
+    "the fox runs off across the field to the river where the herons stand in the shallow water",
+    "Ünïcödé: ﬁnancial ｆｕｌｌｗｉｄｔｈ Ⅻ café naïve ß İstanbul 東京 タワー — “quotes” and ½ of ² à la carte",
+    "def add_numbers(first_value, second_value):\n    return first_value + second_value  # x_1 + y_2\n"
+    "print(add_numbers(40, 2)) if __name__ == '__main__' else None; assert add_numbers(1, 1) == 2",
+)
+
+
+def known_answers() -> dict[str, str]:
+    """Digests of the tokens, n-gram hashes and MinHash band keys of KNOWN_TEXTS (small windows,
+    so each text has several). Stored with an index and recomputed by each process: an index is
+    usable exactly when these agree, whatever the library versions (README, "Fingerprint")."""
+    cfg = SignatureConfig(window=16, stride=8, libraries={})
+    digests = {"known_tokens": hashlib.sha256(), "known_ngrams": hashlib.sha256(), "known_minhash": hashlib.sha256()}
+    for t in KNOWN_TEXTS:
+        toks = tokenize(t)
+        digests["known_tokens"].update("\x1f".join(toks).encode("utf-8", "surrogatepass") + b"\x1e")
+        # hashed here, not through token_hashes' cache, so that the library itself answers
+        th = np.array([xxhash.xxh3_64_intdigest(x.encode("utf-8", "surrogatepass")) for x in toks], dtype=_U64)
+        digests["known_ngrams"].update(rolling_hashes(th, cfg.ngram_n).astype("<u8").tobytes())
+        digests["known_minhash"].update(band_keys(window_minhashes(th, cfg), cfg).astype("<i8").tobytes())
+    return {k: h.hexdigest()[:16] for k, h in digests.items()}
 
 
 @dataclass(frozen=True, slots=True)

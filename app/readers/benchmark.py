@@ -1,13 +1,16 @@
 """Benchmark files -> BenchmarkItem, with fields mapped to roles.
 
-Formats: JSONL, JSON (an array, or an object holding one), CSV/TSV, Parquet; optionally .gz
-or .zst compressed. Roles are detected from common field names (MMLU, GSM8K, HumanEval, ARC,
-HellaSwag, TruthfulQA, SQuAD, BIG-bench); a mapping {role: field} overrides detection.
+Formats: JSONL, JSON (an array, an object holding one, or JSON lines), CSV/TSV (list columns
+parsed; MMLU's header-less layout), Parquet, Arrow; optionally .gz or .zst compressed. The
+original ARC JSONL and lm-evaluation-harness --log_samples records are flattened first.
+Roles are detected from common field names (MMLU, GSM8K, HumanEval, ARC, HellaSwag,
+TruthfulQA, SQuAD, BIG-bench); a mapping {role: field} overrides detection.
 Errors name the problem and, where there is one, the line or row.
 """
 
 from __future__ import annotations
 
+import ast
 import bz2
 import csv
 import gzip
@@ -15,6 +18,7 @@ import io
 import lzma
 import zlib
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 import orjson
@@ -425,7 +429,8 @@ def read_benchmark(
     items: list[BenchmarkItem] = []
     given = _given_mapping(mapping)
     used: dict[str, Any] | None = None
-    for row, rec in read_records(data, filename, limits):
+    for row, raw in benchmark_records(data, filename, limits):
+        rec = known_layout(raw)
         if used is None:
             used = _mapping_for(rec, given, filename, row)
         if not any(x in rec for x in _fields(used["question"])):
@@ -436,3 +441,201 @@ def read_benchmark(
     if not items:
         raise InputError(f"{filename}: no items in the file")
     return items, used or {}
+
+
+# ---------------------------------------------------------------- the layouts ML teams hold
+# Each a function of its own, around read_records (benchmark_records) and in read_benchmark
+# (known_layout): JSON lines in a
+# .json file (`Dataset.to_json()`), Arrow files (`save_to_disk`), list columns in CSV (as
+# `datasets` writes them), header-less MMLU CSV, the original ARC JSONL and
+# lm-evaluation-harness --log_samples output.
+
+MMLU_COLUMNS = ["question", "A", "B", "C", "D", "answer"]
+
+
+def benchmark_format(filename: str) -> tuple[str, str | None]:
+    """detect_format, and 'arrow' for an Arrow file (uncompressed)."""
+    if filename.lower().endswith(".arrow"):
+        return "arrow", None
+    return detect_format(filename)
+
+
+def benchmark_records(
+    data: bytes, filename: str, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """read_records, and the layouts it cannot tell by the file name: Arrow, JSON lines in a
+    .json file, a CSV without a header (MMLU's); CSV list columns parsed."""
+    fmt, comp = benchmark_format(filename)
+    if fmt == "arrow":
+        yield from read_arrow_records(data, filename, limits)
+        return
+    if fmt not in ("json", "csv", "tsv"):
+        yield from read_records(data, filename, limits)
+        return
+    plain = decompress(data, comp, filename, limits.decompressed_bytes)
+    stem = filename.rsplit(".", 1)[0] if comp else filename  # the name of the decompressed content
+    if fmt == "json" and is_json_lines(plain):
+        yield from read_records(plain, stem.removesuffix(".json").removesuffix(".JSON") + ".jsonl", limits)
+        return
+    header = headerless_columns(plain, "\t" if fmt == "tsv" else ",") if fmt != "json" else None
+    records: Iterator[tuple[int, dict[str, Any]]]
+    if header is not None:  # rows numbered as in the file, which has no header line
+        named = ("\t" if fmt == "tsv" else ",").join(header).encode() + b"\n" + plain
+        records = ((row - 1, rec) for row, rec in read_records(named, stem, limits))
+    else:
+        records = read_records(plain, stem, limits)
+    for row, rec in records:
+        yield row, csv_values(rec) if fmt != "json" else rec
+
+
+def is_json_lines(data: bytes) -> bool:
+    """Whether a .json file holds one JSON object a line (`Dataset.to_json()`'s default)."""
+    lines = [line for line in data.lstrip().splitlines()[:2] if line.strip()]
+    if len(lines) < 2 or not lines[0].lstrip().startswith(b"{"):
+        return False
+    try:
+        return isinstance(orjson.loads(lines[0]), dict)
+    except orjson.JSONDecodeError:  # an object spread over lines: plain JSON
+        return False
+
+
+def _arrow_table(data: bytes) -> pa.Table | None:
+    for opener in (pa.ipc.open_stream, pa.ipc.open_file):
+        try:
+            return opener(pa.BufferReader(data)).read_all()
+        except (pa.ArrowException, OSError):
+            continue
+    return None
+
+
+def read_arrow_records(
+    data: bytes, filename: str, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of an Arrow IPC file, stream format (Hugging Face `save_to_disk`) or file format."""
+    table = _arrow_table(data)
+    if table is None:
+        raise InputError(f"{filename}: not a readable Arrow file")
+    if table.num_rows > limits.items:
+        raise exceeded("items", limits.items, f"{filename}: {table.num_rows:,} rows")
+    yield from enumerate(table.to_pylist(), 1)
+
+
+def read_path(path: Path) -> tuple[bytes, str]:
+    """A benchmark on disk as (bytes, file name) for read_benchmark: a file, or a Hugging Face
+    `save_to_disk` folder of one split (its Arrow files joined into one)."""
+    if not path.exists():
+        raise InputError(f"no such file: {path}")
+    if not path.is_dir():
+        return path.read_bytes(), path.name
+    if (path / "dataset_dict.json").exists():
+        splits = sorted(p.name for p in path.iterdir() if (p / "state.json").exists())
+        raise InputError(
+            f"{path} holds several splits ({', '.join(splits)}): give one, e.g. {path / (splits or ['test'])[0]}"
+        )
+    if (path / "state.json").exists():
+        state = orjson.loads((path / "state.json").read_bytes())
+        tables = [_arrow_table((path / f["filename"]).read_bytes()) for f in state.get("_data_files", [])]
+        if not tables or any(t is None for t in tables):
+            raise InputError(f"{path}: a save_to_disk folder whose Arrow files cannot be read")
+        return _as_arrow([t for t in tables if t is not None]), f"{path.name}.arrow"
+    return _parquet_folder(path)
+
+
+def _as_arrow(tables: list[pa.Table]) -> bytes:
+    """Tables joined into one Arrow stream (what read_arrow_records reads)."""
+    sink = io.BytesIO()
+    table = pa.concat_tables(tables, promote_options="default")
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
+
+
+def _parquet_folder(path: Path) -> tuple[bytes, str]:
+    """The Parquet shards of one split under a folder, as the Hugging Face Hub lays them out
+    (data/test-00000-of-00002.parquet, ...; or config/test/0000.parquet), joined."""
+    shards = sorted(p for depth in ("*", "*/*", "*/*/*") for p in path.glob(depth + ".parquet"))  # not a whole disk
+    if not shards:
+        raise InputError(
+            f"{path} is a folder: give a benchmark file (JSONL, JSON, CSV/TSV, Parquet, Arrow), "
+            "a Hugging Face save_to_disk folder, or a folder of one split's Parquet shards"
+        )
+    splits = {str(s.parent.relative_to(path) / s.name.split("-")[0].removesuffix(".parquet")) for s in shards}
+    if len(shards) > 1 and len(splits) > 1:
+        raise InputError(f"{path} holds several splits ({', '.join(sorted(splits))}): give one file or folder")
+    try:
+        tables = [pq.read_table(s) for s in shards]
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{path}: a Parquet shard cannot be read ({exc})") from exc
+    return _as_arrow(tables), f"{path.name}.arrow"
+
+
+def headerless_columns(data: bytes, delimiter: str) -> list[str] | None:
+    """MMLU's column names for a CSV without a header (question, four choices, answer letter),
+    else None (the first row is the header)."""
+    head = data[: 1 << 16].decode("utf-8-sig", "replace")
+    first = next(csv.reader(io.StringIO(head, newline=""), delimiter=delimiter), [])
+    named = {c.strip().lower() for c in first} & {k.lower() for k in QUESTION_KEYS + ANSWER_KEYS + ID_KEYS}
+    if len(first) == 6 and first[5].strip() in ("A", "B", "C", "D") and not named:
+        return MMLU_COLUMNS
+    return None
+
+
+def _literal(value: str) -> Any:
+    """A list or dict written by Python's repr or as JSON ("['a', 'b']"), else the string."""
+    s = value.strip()
+    if len(s) < 2 or (s[0], s[-1]) not in (("[", "]"), ("{", "}")) or len(s) > 1 << 20:
+        return value
+    try:
+        parsed = ast.literal_eval(s)  # literals only: never evaluates code
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return value
+    return parsed if isinstance(parsed, (list, dict)) else value
+
+
+def csv_values(rec: dict[str, Any]) -> dict[str, Any]:
+    """A CSV row with list and dict columns parsed (HellaSwag's endings as `datasets` writes them)."""
+    return {k: _literal(v) if isinstance(v, str) else v for k, v in rec.items()}
+
+
+def _arc(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """The original ARC JSONL: question.stem and question.choices [{label, text}], answerKey."""
+    q = rec.get("question")
+    if not (isinstance(q, dict) and isinstance(q.get("stem"), str) and isinstance(q.get("choices"), list)):
+        return None
+    choices = [c for c in q["choices"] if isinstance(c, dict)]
+    flat = {k: v for k, v in rec.items() if k != "question"}
+    texts = [_as_text(c.get("text")) for c in choices]
+    return flat | {"question": q["stem"], "choices": {"text": texts, "label": [c.get("label") for c in choices]}}
+
+
+def _harness_arguments(args: Any) -> list[list[Any]]:
+    """lm-evaluation-harness request arguments as [context, continuation] pairs, from both the
+    list layout ([[ctx, cont], ...]) and the dict one ({"gen_args_0": {"arg_0": ctx, "arg_1": cont}})."""
+    if isinstance(args, dict):
+        return [[a.get("arg_0"), a.get("arg_1")] for a in args.values() if isinstance(a, dict)]
+    if isinstance(args, list):
+        return [list(a) if isinstance(a, (list, tuple)) else [a, None] for a in args]
+    return []
+
+
+def _harness(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """An lm-evaluation-harness --log_samples record: the prompt the model saw (the context,
+    few-shot examples included), the continuations it scored as choices, and the target."""
+    if not ("doc_id" in rec and "arguments" in rec and isinstance(rec.get("doc"), dict)):
+        return None
+    pairs = _harness_arguments(rec["arguments"])
+    if not pairs or not isinstance(pairs[0][0], str):
+        return None
+    conts = [c for _, c in pairs if isinstance(c, str)]
+    out: dict[str, Any] = {"id": rec["doc_id"], "prompt": pairs[0][0], "target": rec.get("target")}
+    return out | ({"choices": conts} if len(conts) > 1 else {})
+
+
+def known_layout(rec: dict[str, Any]) -> dict[str, Any]:
+    """A record in a layout whose roles field names alone cannot tell (ARC, the harness's
+    samples), flattened to plain fields; any other record as it is."""
+    for flatten in (_harness, _arc):
+        flat = flatten(rec)
+        if flat is not None:
+            return flat
+    return rec

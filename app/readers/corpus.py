@@ -1,7 +1,9 @@
 """Corpus files -> iterator of RawDocument, counting every skipped record by reason.
 
 Formats, by file name: *.jsonl / *.ndjson / *.json (one JSON object a line), optionally
-.gz or .zst compressed; *.parquet; *.txt (optionally .gz/.zst; the whole file is one document).
+.gz or .zst compressed; *.parquet; *.arrow (Arrow IPC, as Hugging Face save_to_disk writes;
+the folder's state.json and dataset_info.json are left out); *.txt (optionally .gz/.zst; the
+whole file is one document).
 Bad records never stop a file: each is counted in `skipped` under a reason. A file that cannot
 be read to its end (truncated or corrupt compression, unreadable Parquet) raises
 CorruptFileError, so the caller can record it as failed and roll back what it read.
@@ -9,6 +11,7 @@ CorruptFileError, so the caller can record it as failed and roll back what it re
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
@@ -41,7 +44,7 @@ class RawDocument:
 
 
 def corpus_format(path: Path) -> str | None:
-    """'jsonl', 'parquet' or 'txt' by the file name, or None for a file we do not read."""
+    """'jsonl', 'parquet', 'arrow' or 'txt' by the file name, or None for a file we do not read."""
     name = path.name.lower()
     for comp in _COMPRESSIONS:
         if name.endswith(comp):
@@ -53,7 +56,24 @@ def corpus_format(path: Path) -> str | None:
         return "parquet"
     if name.endswith(".txt"):
         return "txt"
+    if name.endswith(".arrow") and name == path.name.lower():
+        return "arrow"
     return None
+
+
+_READS = ".jsonl, .json, .ndjson, .parquet, .arrow or .txt, optionally .gz or .zst"
+# A Hugging Face save_to_disk folder's own files, beside its Arrow data: not corpus text.
+HF_METADATA = ("state.json", "dataset_info.json", "dataset_dict.json")
+
+
+def _files_in(folder: Path) -> list[Path]:
+    """The corpus files under a folder (recursive), resolved; save_to_disk metadata left out."""
+    return [
+        (Path(root) / f).resolve()
+        for root, _dirs, files in os.walk(folder)
+        for f in files
+        if corpus_format(Path(f)) and f not in HF_METADATA
+    ]
 
 
 def find_files(paths: list[Path]) -> list[Path]:
@@ -63,15 +83,14 @@ def find_files(paths: list[Path]) -> list[Path]:
         if not p.exists():
             raise InputError(f"no such file or directory: {p}")
         if p.is_dir():
-            for root, _dirs, files in os.walk(p):
-                for f in files:
-                    fp = Path(root) / f
-                    if corpus_format(fp):
-                        found[str(fp.resolve())] = fp.resolve()
+            in_dir = _files_in(p)
+            if not in_dir:
+                raise InputError(f"{p}: no corpus files in this folder (reads {_READS})")
+            found.update((str(fp), fp) for fp in in_dir)
         elif corpus_format(p):
             found[str(p.resolve())] = p.resolve()
         else:
-            raise InputError(f"{p}: unsupported file type (use .jsonl, .jsonl.gz, .jsonl.zst, .parquet or .txt)")
+            raise InputError(f"{p}: unsupported file type (use {_READS})")
     return [found[k] for k in sorted(found)]
 
 
@@ -195,6 +214,83 @@ def read_parquet(path: Path, text_field: str, id_field: str, skipped: Counter[st
         raise CorruptFileError(f"{path}: corrupt Parquet data after row {row} ({exc})") from exc
 
 
+def _jsonl_fields(path: Path, records: int) -> list[str]:
+    """The keys of the first `records` JSON objects of a JSON-lines file, in order of appearance."""
+    seen: dict[str, None] = {}
+    with contextlib.suppress(*_COMPRESSION_ERRORS), open_binary(path) as stream:
+        for n, (_lineno, line) in enumerate(_read_lines(stream, Counter(), MAX_RECORD_BYTES)):
+            if n >= records:
+                break
+            with contextlib.suppress(orjson.JSONDecodeError):
+                obj = orjson.loads(line)
+                if isinstance(obj, dict):
+                    seen.update(dict.fromkeys(map(str, obj)))
+    return list(seen)
+
+
+def fields_seen(path: Path, records: int = 100) -> list[str]:
+    """The field names a corpus file holds (JSON lines: those of its first records; Parquet: its
+    columns; a text file has none): what a message about a wrong --text-field shows."""
+    fmt = corpus_format(path)
+    if fmt == "parquet":
+        with contextlib.suppress(pa.ArrowException, OSError):
+            return list(pq.ParquetFile(path).schema_arrow.names)
+        return []
+    if fmt == "arrow":
+        with contextlib.suppress(pa.ArrowException, OSError, CorruptFileError):
+            return list(next(_arrow_batches(path)).schema.names)
+        return []
+    return _jsonl_fields(path, records) if fmt == "jsonl" else []
+
+
+def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
+    """Why a corpus file gave no documents, naming the likely cause: a missing text field (with
+    the fields it does hold), records that were all skipped, or no records at all."""
+    fields = fields_seen(path)
+    if fields and text_field not in fields:
+        return (
+            f"no documents: no field {text_field!r}; fields seen: {', '.join(fields)} "
+            "(choose the text field with --text-field)"
+        )
+    if skipped:
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items()))
+        return f"no documents: every record was skipped ({reasons})"
+    return "no documents: the file holds no records"
+
+
+def _arrow_batches(path: Path) -> Iterator[pa.RecordBatch]:
+    """The record batches of an Arrow IPC file (stream format, as save_to_disk writes, or file format)."""
+    try:
+        reader: Any = pa.ipc.open_stream(pa.memory_map(str(path)))
+    except (pa.ArrowException, OSError):
+        try:
+            reader = pa.ipc.open_file(pa.memory_map(str(path)))
+        except (pa.ArrowException, OSError) as exc:
+            raise CorruptFileError(f"{path}: not a readable Arrow file ({exc})") from exc
+        yield from (reader.get_batch(i) for i in range(reader.num_record_batches))
+        return
+    yield from reader
+
+
+def read_arrow(path: Path, text_field: str, id_field: str, skipped: Counter[str]) -> Iterator[RawDocument]:
+    """Documents of an Arrow file, batch by batch (memory-mapped: bounded memory)."""
+    row = 0
+    try:
+        for batch in _arrow_batches(path):
+            names = batch.schema.names
+            if text_field not in names:
+                raise CorruptFileError(f"{path}: no column {text_field!r} (columns: {', '.join(names)})")
+            texts = batch.column(text_field).to_pylist()
+            ids = batch.column(id_field).to_pylist() if id_field in names else [None] * len(texts)
+            for value, ident in zip(texts, ids, strict=True):
+                text = _text_of(value, skipped)
+                if text is not None:
+                    yield RawDocument(_id_of(ident, f"{path.name}:{row}"), row, text)
+                row += 1
+    except (pa.ArrowException, OSError) as exc:
+        raise CorruptFileError(f"{path}: corrupt Arrow data after row {row} ({exc})") from exc
+
+
 def read_documents(
     path: Path, skipped: Counter[str], text_field: str = "text", id_field: str = "id", limit: int | None = None
 ) -> Iterator[RawDocument]:
@@ -206,6 +302,8 @@ def read_documents(
         it = read_parquet(path, text_field, id_field, skipped)
     elif fmt == "txt":
         it = read_txt(path, skipped)
+    elif fmt == "arrow":
+        it = read_arrow(path, text_field, id_field, skipped)
     else:
         raise InputError(f"{path}: unsupported file type")
     for count, doc in enumerate(it, 1):

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from app.core.types import Status
 from app.errors import InputError
-from app.readers.benchmark import detect_format, read_records
+from app.readers.benchmark import benchmark_format, benchmark_records
 
 CSV_COLUMNS = [
     "item_id", "row", "status", "score", "reason", "tokens", "own_tokens", "own_coverage", "coverage",
@@ -61,8 +61,8 @@ def without_items(
 ) -> tuple[bytes, str]:
     """The benchmark file `data` without the records whose status (by record index) is in
     `drop`, in its own format (compression dropped); the bytes and a file name for them."""
-    fmt, comp = detect_format(filename)
-    keep = [rec for i, (_row, rec) in enumerate(read_records(data, filename)) if statuses.get(i) not in drop]
+    fmt, comp = benchmark_format(filename)
+    keep = [rec for i, (_row, rec) in enumerate(benchmark_records(data, filename)) if statuses.get(i) not in drop]
     out_name = f"{filename.rsplit('.', 2 if comp else 1)[0]}.clean.{fmt}"
     if fmt == "jsonl":
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep).encode(), out_name
@@ -70,11 +70,16 @@ def without_items(
         return json.dumps(keep, ensure_ascii=False, indent=1).encode(), out_name
     if fmt in ("csv", "tsv"):
         buf = io.StringIO()
-        cols = list(keep[0]) if keep else list(next(iter(read_records(data, filename)))[1])
+        cols = list(keep[0]) if keep else list(next(iter(benchmark_records(data, filename)))[1])
         w = csv.DictWriter(buf, fieldnames=cols, delimiter="\t" if fmt == "tsv" else ",")
         w.writeheader()
         w.writerows(keep)
         return buf.getvalue().encode(), out_name
     sink = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(keep), sink)
+    table = pa.Table.from_pylist(keep)
+    if fmt == "arrow":  # an Arrow stream, as save_to_disk writes
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+    else:
+        pq.write_table(table, sink)
     return sink.getvalue(), out_name

@@ -143,6 +143,8 @@ class CorpusWriter:
         existing = repo.find_file(self.conn, self.corpus_id, content_hash)
         if existing is not None:  # failed before: forget it
             repo.delete_file(self.conn, existing["id"])
+        if status == "done":  # failed before with other settings (another --text-field): forget it
+            repo.delete_failed_files_at(self.conn, self.corpus_id, path)
         return repo.insert_file(self.conn, self.corpus_id, path, size, content_hash, status, error, skipped)
 
     def add_documents(

@@ -20,8 +20,8 @@ from app.core.config import SignatureConfig, Thresholds, library_versions
 from app.core.items import ItemStats, PreparedItem, SharedText, prepare
 from app.core.matching import DocMatch, DocTokens
 from app.core.scoring import ItemScore, benchmark_stats, judge
-from app.core.signatures import band_keys, token_hashes, window_minhashes, window_starts
-from app.core.text import Tokens, tokenize_spans
+from app.core.signatures import band_keys, token_hashes, window_minhashes, window_span
+from app.core.text import tokenize_spans
 from app.core.types import BenchmarkItem
 from app.errors import FingerprintMismatch, NotFoundError
 from app.readers.corpus import read_documents
@@ -100,7 +100,8 @@ class ItemResult:
 class _Doc:
     meta: dict[str, Any]
     text: str
-    toks: Tokens
+    starts: np.ndarray  # character span of each token
+    ends: np.ndarray
     tokens: DocTokens
 
 
@@ -176,19 +177,26 @@ class Scanner:
         doc = _Doc(
             {k: v for k, v in meta.items() if k != "text"},
             text,
-            toks,
+            toks.starts,
+            toks.ends,
             DocTokens.of(token_hashes(toks.tokens), self.cfg.ngram_n),
         )
-        self._docs[doc_id] = doc
-        if len(self._docs) > DOC_CACHE:
-            self._docs.popitem(last=False)
+        self._keep({doc_id: doc})
         return doc
 
-    def _load(self, conn: Any, doc_ids: set[int]) -> None:
+    def _keep(self, docs: dict[int, _Doc]) -> None:
+        for doc_id, doc in docs.items():
+            self._docs[doc_id] = doc
+            self._docs.move_to_end(doc_id)
+        while len(self._docs) > DOC_CACHE:
+            self._docs.popitem(last=False)
+
+    def _load(self, conn: Any, doc_ids: set[int]) -> dict[int, _Doc]:
+        """The documents, read and tokenised unless cached; returns those it had to read."""
         missing = [d for d in doc_ids if d not in self._docs]
         metas = repo.documents_meta(conn, missing) if missing else {}
-        for d in missing:
-            self._doc(d, metas.get(d))
+        loaded = {d: doc for d in missing if (doc := self._doc(d, metas.get(d))) is not None}
+        return loaded
 
     @staticmethod
     def _text_from_source(meta: dict[str, Any]) -> str:
@@ -231,17 +239,20 @@ class Scanner:
         work = _Work(self, prepared, stats, shared, candidates)
         chunks = [(lo, min(lo + CHUNK, len(prepared))) for lo in range(0, len(prepared), CHUNK)]
         results: list[ItemResult] = []
-        for part in _run(work, chunks, min(workers if workers is not None else self.workers, len(chunks))):
+        for part, loaded in _run(work, chunks, min(workers if workers is not None else self.workers, len(chunks))):
             results.extend(part)
+            self._keep(loaded)
             if progress:
                 progress(len(results), len(prepared))
         return results
 
-    def _scan_chunk(self, work: _Work, lo: int, hi: int) -> list[ItemResult]:
-        """Items lo..hi-1: load their candidate documents, then score each."""
+    def _scan_chunk(self, work: _Work, lo: int, hi: int) -> tuple[list[ItemResult], dict[int, _Doc]]:
+        """Items lo..hi-1: load their candidate documents, then score each. Returns the results
+        and the documents it had to read (a worker hands them back for the next scans)."""
         with self.engine.connect() as conn:
-            self._load(conn, {d for c in work.candidates[lo:hi] for d in c})
-        return [self._score_one(i, work.prepared, work.stats, work.shared, work.candidates[i]) for i in range(lo, hi)]
+            loaded = self._load(conn, {d for c in work.candidates[lo:hi] for d in c})
+        scored = [self._score_one(i, work.prepared, work.stats, work.shared, work.candidates[i]) for i in range(lo, hi)]
+        return scored, loaded
 
     def _near_keys(self, p: PreparedItem) -> list[tuple[int, int]]:
         """(band key, query window) of the item's scored text, windows at half the index stride."""
@@ -302,11 +313,7 @@ class Scanner:
             doc = self._docs.get(d)
             if doc is None:
                 continue
-            window = None
-            if win is not None:
-                starts = window_starts(len(doc.tokens.ids), self.cfg)
-                if win < len(starts):
-                    window = (int(starts[win]), int(starts[win]) + self.cfg.window)
+            window = window_span(len(doc.tokens.ids), win, self.cfg) if win is not None else None
             docs[d] = (doc.tokens, window)
         score, ranked = judge(i, prepared, stats, shared, docs, self.cfg.ngram_n, self.th)
         evidence = [self._evidence(self._docs[m.doc], m) for m in ranked[: self.k] if m.matched.any()]
@@ -315,16 +322,16 @@ class Scanner:
     @staticmethod
     def _evidence(doc: _Doc, m: DocMatch) -> Evidence:
         """The aligned part of the training text, its matched tokens highlighted."""
-        toks, n_tok = doc.toks, len(doc.toks)
+        n_tok = len(doc.starts)
         used = [(b, size) for _a, b, size in m.blocks]
         lo = min((b for b, _s in used), default=m.region[0])
         hi = max((b + size for b, size in used), default=min(m.region[1], lo + 1))
-        c_lo = int(toks.starts[lo]) if lo < n_tok else len(doc.text)
-        c_hi = int(toks.ends[min(hi, n_tok) - 1]) if n_tok and hi > 0 else c_lo
+        c_lo = int(doc.starts[lo]) if lo < n_tok else len(doc.text)
+        c_hi = int(doc.ends[min(hi, n_tok) - 1]) if n_tok and hi > 0 else c_lo
         x_lo, x_hi = max(0, c_lo - EXCERPT_PAD), min(len(doc.text), c_hi + EXCERPT_PAD)
         spans: list[list[int]] = []
         for b, size in sorted(used):
-            a, e = int(toks.starts[b]) - x_lo, int(toks.ends[b + size - 1]) - x_lo
+            a, e = int(doc.starts[b]) - x_lo, int(doc.ends[b + size - 1]) - x_lo
             if spans and a <= spans[-1][1] + 1:
                 spans[-1][1] = max(spans[-1][1], e)
             else:
@@ -362,7 +369,9 @@ class _Work:
 _FORKED: list[_Work] = []  # the scan a forked worker process inherits
 
 
-def _run(work: _Work, chunks: list[tuple[int, int]], workers: int) -> Iterator[list[ItemResult]]:
+def _run(
+    work: _Work, chunks: list[tuple[int, int]], workers: int
+) -> Iterator[tuple[list[ItemResult], dict[int, _Doc]]]:
     """Chunk results in order: here, or in `workers` forked processes that inherit `work` (the
     benchmark is prepared once, in this process) and run at lower priority than this one, so a
     server answering /api/v1/check beside a report job stays interactive."""
@@ -383,6 +392,6 @@ def _forked_init() -> None:
     _FORKED[0].scanner.engine.dispose(close=False)  # the parent's pooled connections are not ours
 
 
-def _forked_chunk(bounds: tuple[int, int]) -> list[ItemResult]:
+def _forked_chunk(bounds: tuple[int, int]) -> tuple[list[ItemResult], dict[int, _Doc]]:
     work = _FORKED[0]
     return work.scanner._scan_chunk(work, *bounds)

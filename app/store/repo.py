@@ -9,8 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import BigInteger, any_, bindparam, delete, func, insert, select, text, update
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
 from app.core.config import SignatureConfig
@@ -50,6 +49,22 @@ def create_corpus(conn: Connection, name: str, cfg: SignatureConfig, store_text:
     pk = result.inserted_primary_key
     assert pk is not None
     return int(pk[0])
+
+
+def delete_corpus(conn: Connection, corpus_id: int) -> None:
+    """A corpus and everything indexed into it: postings (by its segments, which the posting
+    tables do not reference by key), segments, documents, files and the corpus row."""
+    segs = select(segment.c.id).where(segment.c.corpus_id == corpus_id).scalar_subquery()
+    conn.execute(delete(ngram).where(ngram.c.seg.in_(segs)))
+    conn.execute(delete(band).where(band.c.seg.in_(segs)))
+    conn.execute(delete(segment).where(segment.c.corpus_id == corpus_id))
+    conn.execute(delete(document).where(document.c.corpus_id == corpus_id))
+    conn.execute(delete(corpus_file).where(corpus_file.c.corpus_id == corpus_id))
+    conn.execute(delete(corpus).where(corpus.c.id == corpus_id))
+
+
+def rename_corpus(conn: Connection, corpus_id: int, new_name: str) -> None:
+    conn.execute(update(corpus).where(corpus.c.id == corpus_id).values(name=new_name))
 
 
 def corpus_config(row: dict[str, Any]) -> SignatureConfig:
@@ -163,6 +178,15 @@ def claim_file(conn: Connection, corpus_id: int, content_hash: str) -> None:
 def delete_file(conn: Connection, file_id: int) -> None:
     """Forget a file record. Only used for failed files, which own no documents."""
     conn.execute(delete(corpus_file).where(corpus_file.c.id == file_id))
+
+
+def delete_failed_files_at(conn: Connection, corpus_id: int, path: str) -> None:
+    """Forget the failed records of a path (a run with other settings has read it since)."""
+    conn.execute(
+        delete(corpus_file).where(
+            corpus_file.c.corpus_id == corpus_id, corpus_file.c.path == path, corpus_file.c.status == "failed"
+        )
+    )
 
 
 def insert_file(
@@ -372,50 +396,55 @@ def segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int]:
 # ---------------------------------------------------------------- look-ups for scoring
 
 _IN_BATCH = {"sqlite": 900, "postgresql": 50_000}
+_KEYS_BATCH = {"sqlite": 8_000, "postgresql": 50_000}  # SQLite allows 32,766 bound values
 
 
-def _where_in(conn: Connection, column: Any, chunk: Sequence[int]) -> Any:
-    """`column IN chunk`: one array parameter on PostgreSQL (= ANY), bound values on SQLite."""
-    if db.dialect(conn) == "postgresql":
-        return column == any_(bindparam("keys", list(chunk), type_=ARRAY(BigInteger)))
-    return column.in_(chunk)
+_COUNT = object()  # a column of _lookup: count(*)
 
 
 def _lookup(
     conn: Connection,
     columns: Sequence[Any],
     key: Any,
-    seg: Any,
     keys: Sequence[int],
     corpus_ids: Sequence[int] | None,
     group: bool = False,
 ) -> list[Any]:
-    """Rows of `columns` whose `key` is in `keys` (de-duplicated, sorted, batched), in the
-    segments of the given corpora (or all): one index range per (segment, key)."""
+    """Rows of `columns` (of key's table) whose `key` is in `keys` (de-duplicated, sorted,
+    batched), in the segments of the given corpora (or all): one index range per (segment, key).
+
+    Written as driver SQL, not a SQLAlchemy select: a scan sends hundreds of these, and compiling
+    an expanding IN of thousands of values cost more than running it (bench/scan_speed.py)."""
     segs = segments(conn, corpus_ids)
     if not segs:
         return []
-    in_segs = seg.in_(bindparam("segs", segs, expanding=True, literal_execute=True))  # not bound: no limit
+    quote = conn.dialect.identifier_preparer.quote
+    table = quote(key.table.name)
+    cols = ", ".join("count(*)" if c is _COUNT else quote(c.name) for c in columns)
+    k = quote(key.name)
+    head = f"SELECT {cols} FROM {table} WHERE seg IN ({','.join(str(int(s)) for s in segs)}) AND {k}"
+    tail = f" GROUP BY {k}" if group else ""
+    pg = db.dialect(conn) == "postgresql"
     rows: list[Any] = []
-    size = _IN_BATCH.get(db.dialect(conn), 900)
-    for chunk in db.chunks(sorted(set(keys)), size):
-        q = select(*columns).where(in_segs, _where_in(conn, key, chunk))
-        if group:
-            q = q.group_by(key)
-        rows.extend(conn.execute(q).all())
+    for chunk in db.chunks(sorted(set(keys)), _KEYS_BATCH["postgresql" if pg else "sqlite"]):
+        if pg:
+            rows.extend(conn.exec_driver_sql(f"{head} = ANY(%s::bigint[]){tail}", (list(chunk),)).fetchall())
+        else:
+            marks = ",".join("?" * len(chunk))
+            rows.extend(conn.exec_driver_sql(f"{head} IN ({marks}){tail}", tuple(chunk)).fetchall())
     return rows
 
 
 def ngram_df(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, int]:
     """hash -> number of documents (of the given corpora, or all) holding it; absent if none."""
-    rows = _lookup(conn, (ngram.c.hash, func.count()), ngram.c.hash, ngram.c.seg, hashes, corpus_ids, group=True)
+    rows = _lookup(conn, (ngram.c.hash, _COUNT), ngram.c.hash, hashes, corpus_ids, group=True)
     return {int(h): int(c) for h, c in rows}
 
 
 def ngram_postings(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, list[int]]:
     """hash -> documents holding it (call only for hashes known to be rare)."""
     out: dict[int, list[int]] = {}
-    for h, d in _lookup(conn, (ngram.c.hash, ngram.c.doc_id), ngram.c.hash, ngram.c.seg, hashes, corpus_ids):
+    for h, d in _lookup(conn, (ngram.c.hash, ngram.c.doc_id), ngram.c.hash, hashes, corpus_ids):
         out.setdefault(int(h), []).append(int(d))
     return out
 
@@ -426,7 +455,7 @@ def band_hits(
     """band key -> [(document, window)], dropping keys shared by more than max_per_key windows
     (a band value that common is boilerplate, not a near duplicate)."""
     out: dict[int, list[tuple[int, int]]] = {}
-    for k, d, w in _lookup(conn, (band.c.key, band.c.doc_id, band.c.win), band.c.key, band.c.seg, keys, corpus_ids):
+    for k, d, w in _lookup(conn, (band.c.key, band.c.doc_id, band.c.win), band.c.key, keys, corpus_ids):
         out.setdefault(int(k), []).append((int(d), int(w)))
     return {k: v for k, v in out.items() if len(v) <= max_per_key}
 

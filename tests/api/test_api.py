@@ -233,3 +233,60 @@ def test_openapi_lists_every_route(client: TestClient) -> None:
         "/health",
     ]:
         assert p in paths, p
+
+
+def test_delete_a_corpus(client: TestClient, migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """Once a corpus with other settings blocked every default upload; now it can go, except
+    while a job uses it (409)."""
+    index_corpus(migrated_url, [{"id": "x", "text": Q2}], "other", cfg=SignatureConfig(ngram_n=7))
+    data = _payloads()["b.jsonl"]
+    rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}).json()["id"]
+    assert _wait(client, rid)["corpora"] == ["web"]  # by default the corpora with the default settings
+    engine = make_engine(migrated_url)
+    with engine.begin() as conn:
+        rrepo.set_status(conn, rid, "running")
+    busy = client.delete("/api/v1/corpora/web")
+    assert busy.status_code == 409 and "while a report job uses it" in busy.json()["error"]
+    with engine.begin() as conn:
+        rrepo.set_status(conn, rid, "done")
+    engine.dispose()
+    assert client.delete("/api/v1/corpora/web").status_code == 204
+    assert client.delete("/api/v1/corpora/web").status_code == 404
+    assert [c["name"] for c in client.get("/api/v1/corpora").json()] == ["other"]
+    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)})
+    assert r.status_code == 202 and _wait(client, r.json()["id"])["corpora"] == ["other"]
+
+
+def test_dashboard_downloads_work_for_a_signed_in_user(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """With API keys on, the report page's download links (API GETs) once answered 401 to a
+    user signed in to the dashboard; the sign-in cookie now serves reads, never writes."""
+    index_corpus(migrated_url, CORPUS)
+    with TestClient(create_app(Settings(database_url=migrated_url, api_keys="k1"))) as c:
+        auth = {"Authorization": "Bearer k1"}
+        created = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}, headers=auth)
+        assert created.status_code == 202
+        rid = created.json()["id"]
+        assert created.headers["location"] == f"/api/v1/reports/{rid}"  # a 202 says where to follow it
+        for _ in range(200):
+            if c.get(f"/api/v1/reports/{rid}", headers=auth).json()["status"] == "done":
+                break
+            time.sleep(0.05)
+        links = [f"/api/v1/reports/{rid}/export?format=jsonl", f"/api/v1/reports/{rid}/export?format=csv"]
+        links += [f"/api/v1/reports/{rid}/clean", f"/api/v1/reports/{rid}/clean?drop_suspicious=true"]
+        assert all(c.get(u).status_code == 401 for u in links)  # not signed in
+        assert c.post("/login", data={"key": "k1", "next": f"/reports/{rid}"}).status_code == 200
+        page = c.get(f"/reports/{rid}").text
+        assert all(u.replace("&", "&amp;") in page or u in page for u in links)
+        assert [c.get(u).status_code for u in links] == [200, 200, 200, 200]
+        write = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])})
+        assert write.status_code == 401 and c.delete(f"/api/v1/reports/{rid}").status_code == 401
+
+
+def test_swagger_example_bodies_work(client: TestClient) -> None:
+    """Swagger UI's "Try it out" body once named a corpus "string" and answered 404."""
+    spec = client.get("/openapi.json").json()
+    examples = spec["paths"]["/api/v1/check"]["post"]["requestBody"]["content"]["application/json"]["examples"]
+    assert set(examples) == {"texts", "items"}
+    for ex in examples.values():
+        r = client.post("/api/v1/check", json=ex["value"])
+        assert r.status_code == 200, r.text

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 import indexer.job as job_module
+from app.cli import serve_banner
 from app.settings import Settings, get_settings
 from indexer.cli import app as cli
 from indexer.options import IndexOptions, index_options
@@ -33,11 +34,11 @@ def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
     table = run.invoke(cli, ["scan", str(bench), "--db", migrated_url])
     assert table.exit_code == 0 and "contaminated" in table.output and "2 items: 1 contaminated" in table.output
     js = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
-    assert json.loads(js.output)["summary"]["contaminated_share"] == 0.5
+    assert json.loads(js.stdout)["summary"]["contaminated_share"] == 0.5
     jl = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "jsonl", "--corpus", "web"])
-    assert [json.loads(x)["status"] for x in jl.output.splitlines()] == ["contaminated", "clean"]
+    assert [json.loads(x)["status"] for x in jl.stdout.splitlines()] == ["contaminated", "clean"]
     csv_out = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "csv"])
-    assert csv_out.output.splitlines()[0].startswith("item_id,status")
+    assert csv_out.stdout.splitlines()[0].startswith("item_id,status")
     assert run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--fail-above", "0.6"]).exit_code == 0
     gated = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--fail-above", "0.4"])
     assert gated.exit_code == 1 and "exceeds" in gated.output
@@ -152,12 +153,153 @@ def test_an_index_run_finds_its_files_once(migrated_url: str, tmp_path: Path, mo
     assert len(calls) == 1
 
 
-def test_a_lost_database_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    """No server listens on port 1: the indexer and the other commands say so in one line."""
+def test_exit_codes_and_one_line_errors(migrated_url: str, tmp_path: Path) -> None:
+    """0 clean, 1 gate tripped, 2 usage error, 3 runtime error; one line each, no traceback."""
+    run = CliRunner()
+    unreachable = "postgresql://postgres@127.0.0.1:1/nodb"
+    r = run.invoke(cli, ["corpora", "--db", unreachable])
+    assert r.exit_code == 3 and r.output.count("\n") == 1 and "Traceback" not in r.output
+    assert (
+        r.output.startswith("error: the database is unavailable: ")
+        and "(postgresql://postgres@127.0.0.1:1/nodb)" in r.output
+    )
+    no_db = run.invoke(cli, ["corpora", "--db", "postgresql://postgres@127.0.0.1:5432/contam_no_such_db"])
+    assert no_db.exit_code == 3 and 'database "contam_no_such_db" does not exist' in no_db.output
+    debug = run.invoke(cli, ["--debug", "corpora", "--db", unreachable])
+    assert debug.exit_code == 1 and type(debug.exception).__name__ == "UnavailableError"  # the traceback shows
+    folder = run.invoke(cli, ["scan", str(tmp_path), "--db", migrated_url])
+    assert folder.exit_code == 2 and "is a folder: give a benchmark file" in folder.output
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"id": "a", "question": Q1}) + "\n")
+    empty = run.invoke(cli, ["scan", str(bench), "--db", migrated_url])
+    assert empty.exit_code == 2 and "no corpus is indexed yet" in empty.output
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "body": Q1}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 1  # no field 'text'
+    hollow = run.invoke(cli, ["scan", str(bench), "--db", migrated_url])
+    assert hollow.exit_code == 3 and "corpus 'web' holds 0 documents" in hollow.output
+    assert run.invoke(cli, ["scan", "--bogus"]).exit_code == 2  # click's usage errors
+    version = run.invoke(cli, ["--version"])
+    assert version.exit_code == 0 and version.output.startswith("contam 0.")
+
+
+def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"id": "a", "question": Q1}) + "\n" + json.dumps({"id": "b", "question": Q2}) + "\n")
+    run = CliRunner()
+
+    def scan(*args: str) -> Result:
+        return run.invoke(cli, ["scan", str(bench), "--db", migrated_url, *args])
+
+    percent = scan("--fail-above", "10")
+    assert percent.exit_code == 2 and "a fraction between 0 and 1" in percent.output and "use 0.1" in percent.output
+    assert scan("--fail-above", "-1").exit_code == 2
+    assert scan("--fail-above", "0.1").exit_code == 1  # half the items are contaminated
+    typo = scan("--thresholds", "longest_mach=20")
+    assert typo.exit_code == 2 and "unknown threshold 'longest_mach' (did you mean longest_match?)" in typo.output
+    assert "contaminated_coverage: " in scan("--thresholds", '{"contaminated_coverage": 3}').output
+    strict = scan(
+        "--thresholds", "contaminated_coverage=1.0,suspicious_coverage=1.0,passage_tokens=500", "--format", "json"
+    )
+    loose = scan("--format", "json")
+    assert strict.exit_code == 0 and loose.exit_code == 0
+    assert json.loads(loose.stdout)["summary"]["counts"]["contaminated"] == 1
+    assert json.loads(loose.stdout)["mapping"] == {"question": "question", "id": "id"}
+    assert "fields: question=question, id=id; corpora: web" in loose.stderr
+    logged = scan("--progress", "log")
+    assert "scanned 0/2 items" in logged.stderr and "scanned 2/2 items" in logged.stderr
+    assert scan("--progress", "bar").exit_code == 0 and scan("--progress", "dots").exit_code == 2
+    assert json.loads(strict.stdout)["thresholds"]["passage_tokens"] == 500
+
+
+def test_corpora_delete_and_rename(migrated_url: str, tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    run = CliRunner()
+    renamed = run.invoke(cli, ["corpora", "rename", "web", "books", "--db", migrated_url])
+    assert renamed.exit_code == 0 and "renamed corpus 'web' to 'books'" in renamed.output
+    shown = run.invoke(cli, ["corpora", "books", "--db", migrated_url])  # short for `corpora show books`
+    assert shown.exit_code == 0 and json.loads(shown.output)["documents"] == 1
+    kept = run.invoke(cli, ["corpora", "delete", "books", "--db", migrated_url], input="n\n")
+    assert kept.exit_code == 1 and "books: 1 files" in run.invoke(cli, ["corpora", "--db", migrated_url]).output
+    gone = run.invoke(cli, ["corpora", "--db", migrated_url, "delete", "books", "--yes"])
+    assert gone.exit_code == 0 and "deleted corpus 'books' (1 documents, 1 files)" in gone.output
+    assert "no corpora indexed yet" in run.invoke(cli, ["corpora", "--db", migrated_url]).output
+    missing = run.invoke(cli, ["corpora", "delete", "books", "--yes", "--db", migrated_url])
+    assert missing.exit_code == 2 and "no corpus named 'books'" in missing.output
+
+
+def test_default_database_does_not_depend_on_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`contam` run from another folder once opened a second, empty ./data/contam.db."""
+    monkeypatch.delenv("CONTAM_DATABASE_URL", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    urls = set()
+    for here in (tmp_path / "a", tmp_path / "b"):
+        here.mkdir()
+        monkeypatch.chdir(here)
+        urls.add(Settings().database_url)
+    assert urls == {f"sqlite:///{tmp_path / 'share' / 'contam' / 'contam.db'}"}
+
+
+def test_serve_says_where_things_are_and_refuses_placeholder_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    banner = serve_banner("postgresql://u:pw@db/contam", "127.0.0.1", 8000, keys=False)
+    assert "dashboard:  http://localhost:8000/" in banner and "contam index --corpus NAME PATH" in banner
+    assert "postgresql://u:***@db/contam" in banner  # the password never shown
+    monkeypatch.setenv("CONTAM_API_KEYS", "change-me")
+    get_settings.cache_clear()
+    r = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0"])
+    assert r.exit_code == 2 and "placeholder key" in r.output
+    monkeypatch.delenv("CONTAM_API_KEYS")
+    monkeypatch.setenv("CONTAM_DATABASE_URL", "postgresql://postgres@127.0.0.1:1/contam")
+    get_settings.cache_clear()
+    down = CliRunner().invoke(cli, ["serve"])
+    assert (
+        down.exit_code == 3
+        and down.output.startswith("error: the database is unavailable: ")
+        and "Traceback" not in down.output
+    )
+    get_settings.cache_clear()
+    compose = (Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text()
+    assert "change-me" not in compose and "${CONTAM_API_KEYS:?" in compose
+
+
+def test_a_lost_database_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    """No server listens on port 1: the indexer and the other commands say so in one line (a
+    runtime error: exit 3)."""
     url = "postgresql+psycopg://postgres@127.0.0.1:1/nowhere?connect_timeout=2"
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "p", "text": Q1}) + "\n")
     for r in (index_cli(url, "web", str(corpus)), CliRunner().invoke(cli, ["corpora", "--db", url])):
-        assert r.exit_code == 2, r.output
+        assert r.exit_code == 3, r.output
         assert r.output.startswith("error: the database is unavailable: ") and "Traceback" not in r.output
         assert len(r.output.strip().splitlines()) == 1
+
+
+def test_scan_workers_give_the_same_output(migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`scan --workers 2` splits the benchmark over two processes (chunks of one item here) and
+    prints what one process prints, in the same order."""
+    import app.services.scanning as scanning
+
+    monkeypatch.setattr(scanning, "CHUNK", 1)
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    bench = tmp_path / "b.jsonl"
+    rows = [{"task_id": f"t{i}", "prompt": q} for i, q in enumerate([Q1, Q2, Q1 + " Why?", Q2 + " Explain."])]
+    bench.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    outs = []
+    for workers in ("1", "2"):
+        r = CliRunner().invoke(
+            cli,
+            ["scan", str(bench), "--db", migrated_url, "--format", "jsonl", "--workers", workers, "--progress", "none"],
+        )
+        assert r.exit_code == 0, r.output
+        outs.append(r.stdout)
+    assert outs[0] == outs[1]
+    assert [json.loads(x)["item_id"] for x in outs[1].splitlines()] == ["t0", "t1", "t2", "t3"]

@@ -115,4 +115,20 @@ def test_config_checks_and_fingerprint() -> None:
     assert a.fingerprint() == SignatureConfig().fingerprint()
     assert a.fingerprint() != b.fingerprint()
     assert a.differences(b) == {"ngram_n": (5, 13)}
-    assert "datasketch" in a.to_dict()["libraries"]
+    assert set(a.to_dict()["libraries"]) == {"known_tokens", "known_ngrams", "known_minhash"}
+
+
+@pytest.mark.parametrize("n_tokens", [64, 65, 100, 130, 500])
+def test_window_span_matches_the_signers_windows(n_tokens: int) -> None:
+    """The scanner maps a band hit (document, window index) back to tokens with window_span; the
+    last window must be where the signer put it, ending at the text's end (not index * stride)."""
+    cfg = SignatureConfig()
+    starts = S.window_starts(n_tokens, cfg)
+    for j, s in enumerate(starts):
+        assert S.window_span(n_tokens, j, cfg) == (int(s), min(int(s) + cfg.window, n_tokens))
+    last = S.window_span(n_tokens, len(starts) - 1, cfg)
+    assert last is not None and last[1] == n_tokens
+    if n_tokens == 100:  # starts 0, 32, 36: the last is not 2 * stride
+        assert last == (36, 100)
+    assert S.window_span(n_tokens, len(starts), cfg) is None
+    assert S.window_span(n_tokens, -1, cfg) is None

@@ -26,6 +26,8 @@ from app.store import repo
 from app.store.db import make_engine, upgrade
 from app.store.schema import band, corpus_file, document, ngram
 from indexer.cli import app as cli
+from indexer.progress import BarProgress
+from indexer.summary import FileReport
 
 
 def snapshot(url: str) -> dict:
@@ -304,3 +306,59 @@ def test_killed_run_resumes_to_the_same_index(
     assert resumed["grams"] == fresh["grams"]
     assert resumed["bands"] == fresh["bands"]
     assert resumed["files"] == fresh["files"]
+
+
+# ---------------------------------------------------------------- zero is never silent
+
+
+def test_a_file_without_documents_fails_naming_the_fields_it_holds(
+    migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """A wrong --text-field once indexed 0 documents and exited 0; then the right one skipped the
+    file as "already indexed". Now the file fails, naming its fields, and the rerun indexes it."""
+    data = write_jsonl(tmp_path / "d.jsonl", make_docs(3, 40, 1, "d"))
+    wrong = index_corpus(migrated_url, [data], "c", text_field="txt")
+    assert [f.status for f in wrong.files] == ["failed"]
+    assert "no field 'txt'; fields seen: id, text" in str(wrong.files[0].error)
+    right = index_corpus(migrated_url, [data], "c", text_field="text")
+    assert [f.status for f in right.files] == ["done"] and right.as_dict()["documents"] == 3
+    eng = make_engine(migrated_url)
+    with eng.connect() as conn:  # the stale failure of the same path is forgotten
+        assert conn.execute(select(corpus_file.c.status)).scalars().all() == ["done"]
+    eng.dispose()
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text(json.dumps({"id": "x", "text": "  "}) + "\n")
+    empty = index_corpus(migrated_url, [blank], "c")
+    assert "every record was skipped (empty_text: 1)" in str(empty.files[0].error)
+
+
+def test_index_command_exits_non_zero_when_nothing_was_indexed(migrated_url: str, tmp_path: Path) -> None:
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "m.py").write_text("print('hello')\n")
+    run = CliRunner()
+    r = run.invoke(cli, ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", str(code)])
+    assert r.exit_code == 2 and "no corpus files in this folder" in r.output
+    data = write_jsonl(tmp_path / "d.jsonl", make_docs(2, 40, 1, "d"))
+    args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none"]
+    r = run.invoke(cli, [*args, "--text-field", "body", str(data)])
+    assert r.exit_code == 1 and "no field 'body'; fields seen: id, text" in r.output
+    assert run.invoke(cli, [*args, str(data)]).exit_code == 0
+
+
+def test_the_progress_bar_moves_before_a_file_commits(tmp_path: Path) -> None:
+    """Files commit in groups, so the bar once sat at 0% until the end of the run."""
+    a = write_jsonl(tmp_path / "a.jsonl", make_docs(40, 100, 1, "a"))
+    bar = BarProgress()
+    try:
+        bar.run_started([a])
+        bar.file_started(str(a), a.stat().st_size)
+        bar.advanced(20, a.stat().st_size // 2)  # half the file read and signed, nothing committed
+        half = bar.bar.tasks[0].completed / bar.bar.tasks[0].total
+        assert 0.4 < half < 0.6
+        bar.advanced(20, a.stat().st_size)  # more text than the file holds on disk (compression): capped
+        assert bar.bar.tasks[0].completed == pytest.approx(a.stat().st_size / 1e6)
+        bar.file_finished(FileReport(str(a), "done", documents=40, bytes=a.stat().st_size, text_bytes=a.stat().st_size))
+        assert bar.bar.tasks[0].completed == pytest.approx(bar.bar.tasks[0].total)
+    finally:
+        bar.close()

@@ -5,10 +5,18 @@ from __future__ import annotations
 import pytest
 from conftest import IndexCorpus
 from helpers import make_docs
-from sqlalchemy import Engine
+from sqlalchemy import Engine, func, select
 
-from app.errors import NotFoundError
-from app.services.corpora import CorpusService
+from app.core.config import SignatureConfig
+from app.core.types import BenchmarkItem
+from app.errors import NotFoundError, SettingsConflict, StateError
+from app.services.checking import CheckService
+from app.services.corpora import CorpusService, select_corpora
+from app.services.reports import ReportService
+from app.store import reports as rrepo
+from app.store.schema import band, corpus, corpus_file, document, ngram, segment
+
+TABLES = (corpus, corpus_file, document, segment, ngram, band)
 
 
 def test_health_reports_duplicates_and_lengths(engine: Engine, index_corpus: IndexCorpus) -> None:
@@ -30,3 +38,69 @@ def test_one_health_view_for_one_corpus_and_for_all(engine: Engine, index_corpus
     assert svc.health("a")["config"]["ngram_n"] == 5  # settings decoded by the store
     with pytest.raises(NotFoundError, match="no corpus named 'zz'"):
         svc.health("zz")
+
+
+def test_a_scan_of_an_empty_corpus_refuses(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A corpus whose files all failed once made every item "clean" and passed any gate."""
+    index_corpus(engine, make_docs(2, 30, 1, "a"), "empty", text_field="body")
+    items = [BenchmarkItem("q", 0, question="what is the capital of France and why is it Paris")]
+    with pytest.raises(StateError, match="corpus 'empty' holds 0 documents"):
+        CheckService(engine).items(items)
+    with pytest.raises(StateError, match="corpus 'empty' holds 0 documents"):
+        CheckService(engine).items(items, ["empty"])
+    index_corpus(engine, make_docs(2, 30, 2, "b"), "full")
+    assert select_corpora(engine) == ["full"]  # by default, the corpora holding documents
+    assert CheckService(engine).items(items).summary["counts"]["clean"] == 1
+
+
+def test_default_scan_uses_the_corpora_whose_settings_match(engine: Engine, index_corpus: IndexCorpus) -> None:
+    index_corpus(engine, make_docs(2, 30, 1, "a"), "a")
+    index_corpus(engine, make_docs(2, 30, 2, "b"), "wide", cfg=SignatureConfig(ngram_n=13))
+    assert select_corpora(engine) == ["a"]  # the default settings win
+    index_corpus(engine, make_docs(2, 30, 3, "c"), "wider", cfg=SignatureConfig(ngram_n=9))
+    assert select_corpora(engine, ["wide"]) == ["wide"]
+    with pytest.raises(SettingsConflict, match=r"wide \(ngram_n=13\); wider \(ngram_n=9\)"):
+        select_corpora(engine, ["wide", "wider"])
+    with pytest.raises(SettingsConflict, match=r"a \(the default settings\); wide \(ngram_n=13\)"):
+        select_corpora(engine, ["a", "wide"])  # corpora named are never dropped silently
+
+
+def _rows(engine: Engine) -> dict[str, int]:
+    with engine.connect() as conn:
+        return {t.name: conn.execute(select(func.count()).select_from(t)).scalar_one() for t in TABLES}
+
+
+def test_delete_and_rename_a_corpus(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """Deleting removes the corpus's postings, documents, segments and files, and nothing of
+    another corpus (SQLite and PostgreSQL); renaming keeps all of it under the new name."""
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "keep")
+    alone = _rows(engine)
+    index_corpus(engine, make_docs(4, 60, 2, "b"), "drop")
+    grown = _rows(engine)
+    assert all(grown[t] > alone[t] for t in alone)  # each table holds some of "drop"
+    svc = CorpusService(engine)
+    svc.delete("drop")
+    assert _rows(engine) == alone and svc.names() == ["keep"]
+    with pytest.raises(NotFoundError):
+        svc.delete("drop")
+    svc.rename("keep", "web")
+    assert svc.names() == ["web"] and svc.health("web")["documents"] == 3
+    index_corpus(engine, make_docs(1, 60, 3, "c"), "other")
+    with pytest.raises(SettingsConflict, match="already a corpus named 'other'"):
+        svc.rename("web", "other")
+
+
+def test_a_corpus_a_job_uses_cannot_be_deleted(engine: Engine, index_corpus: IndexCorpus) -> None:
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    data = b'{"id": "q", "question": "what is the capital of France and why is it Paris"}\n'
+    rid = ReportService(engine, 1 << 20).submit(data, "b.jsonl", background=False)
+    with engine.begin() as conn:  # as while its job runs
+        rrepo.set_status(conn, rid, "running")
+    svc = CorpusService(engine)
+    for act in (lambda: svc.delete("web"), lambda: svc.rename("web", "w2")):
+        with pytest.raises(StateError, match="while a report job uses it"):
+            act()
+    with engine.begin() as conn:
+        rrepo.set_status(conn, rid, "done")
+    svc.delete("web")
+    assert svc.names() == []

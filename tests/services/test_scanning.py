@@ -210,3 +210,23 @@ def test_many_segments_score_like_one(engine: Engine, tmp_path: Path, index_corp
     many = results("many")
     assert many == results("one") == results("merged")
     assert {i: s["status"] for i, s, _ in many}["w"] == "contaminated"
+
+
+def test_workers_give_the_same_results_in_input_order(scanner: Scanner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A benchmark split over forked worker processes (chunks of 2 items here) gives the same
+    report as one process, in input order, and the workers hand the documents they read back to
+    the parent so the next scan does not read them again."""
+    import app.services.scanning as scanning
+
+    monkeypatch.setattr(scanning, "CHUNK", 2)
+    items = [*ITEMS, *(BenchmarkItem(f"copy{i}", 9 + i, question=Q_VERBATIM, answer=A_VERBATIM) for i in range(4))]
+    scanner._docs.clear()
+    progress: list[tuple[int, int]] = []
+    forked = scanner.scan(items, progress=lambda done, total: progress.append((done, total)), workers=2)
+    assert scanner._docs, "documents read by the workers are kept by the parent"
+    scanner._docs.clear()
+    alone = scanner.scan(items, workers=1)
+    assert [r.item.item_id for r in forked] == [it.item_id for it in items]
+    assert [r.as_dict() for r in forked] == [r.as_dict() for r in alone]
+    assert progress[-1] == (len(items), len(items)) and len(progress) == -(-len(items) // 2)
+    assert {r.item.item_id: r.score.status for r in forked}["verbatim"] == "contaminated"

@@ -20,6 +20,7 @@ from app.api.main import create_app
 from app.core.config import SignatureConfig
 from app.settings import Settings
 from app.store.db import upgrade
+from app.web.pages import _marked
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"  # tests/artifacts
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -107,6 +108,20 @@ def test_dashboard_requires_login_when_keys_are_set(migrated_url: str, index_cor
         ok = c.post("/login", data={"key": "secret", "next": "/items"}, follow_redirects=False)
         assert ok.status_code == 303 and ok.headers["location"] == "/items"
         assert c.get("/items").status_code == 200  # the cookie is kept
+
+
+def test_delete_a_corpus_after_confirming(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    index_corpus(migrated_url, CORPUS)
+    index_corpus(migrated_url, [{"id": "x", "text": Q3}], "other", cfg=SignatureConfig(ngram_n=7))
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        assert 'href="/corpora/other/delete"' in c.get("/corpora").text
+        confirm = c.get("/corpora/other/delete")  # the button leads to a confirmation, not the deed
+        assert confirm.status_code == 200 and "Delete corpus other?" in confirm.text and "1 documents" in confirm.text
+        assert [x["name"] for x in c.get("/api/v1/corpora").json()] == ["other", "web"]
+        done = c.post("/corpora/other/delete", follow_redirects=False)
+        assert done.status_code == 303 and done.headers["location"] == "/corpora"
+        assert [x["name"] for x in c.get("/api/v1/corpora").json()] == ["web"]
+        assert c.get("/corpora/other/delete").status_code == 404
 
 
 # ---------------------------------------------------------------- a real browser
@@ -226,3 +241,59 @@ def test_browser_upload_filter_and_evidence(live_server: str, browser, tmp_path:
     docs.wait_for_selector(".opblock", timeout=15_000)
     assert docs.locator(".opblock").count() >= 10
     docs.screenshot(path=str(ARTIFACTS / "09-api-docs.png"))
+
+
+def test_browser_items_table_keeps_its_text_column_wide(live_server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Long unbreakable ids (file paths as document ids) once squeezed the text column and made
+    the flagged-items table thousands of pixels tall."""
+    long_id = "/usr/lib/python3.11/site-packages/a_rather_long_package_name/with/a_deep/module_path.py"
+    rows = [{"id": f"{long_id}#item{i}", "question": q} for i, q in enumerate((Q1, EVIL, Q3))]
+    bench = tmp_path / "long_ids_benchmark_with_a_long_file_name_too.jsonl"
+    bench.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(live_server + "/upload")
+    page.set_input_files("input[name=file]", str(bench))
+    page.click("button[type=submit]")
+    page.wait_for_selector("#summary", timeout=30_000)
+    page.goto(live_server + "/items")
+    text_cell = page.locator("table.items tbody td.snippet").first.bounding_box()
+    table = page.locator("table.items").bounding_box()
+    assert text_cell and table
+    assert text_cell["width"] > 0.3 * table["width"], (text_cell, table)
+    rows_shown = page.locator("table.items tbody tr").count()
+    assert table["height"] / rows_shown < 200, table
+    page.screenshot(path=str(ARTIFACTS / "09-items-long-ids.png"), full_page=True)
+
+
+def test_browser_underscores_show_inside_highlighted_text(live_server: str, browser) -> None:  # type: ignore[no-untyped-def]
+    """The highlight's outline was drawn over the text's bottom edge, so `has_close_elements`
+    read `has close elements` inside highlighted code: the underscores must change the pixels."""
+    page = browser.new_page(viewport={"width": 800, "height": 600})
+    page.goto(live_server + "/corpora")
+    shots = []
+    for text in ("has_close_elements(numbers_list)", "has close elements(numbers list)"):
+        page.evaluate(
+            """t => { const d = document.createElement('div'); d.className = 'text'; d.id = 'probe';
+                      const m = document.createElement('mark'); m.textContent = t; d.appendChild(m);
+                      document.querySelector('main').prepend(d); }""",
+            text,
+        )
+        shots.append(page.locator("#probe mark").screenshot())
+        page.evaluate("document.getElementById('probe').remove()")
+    assert shots[0] != shots[1]
+
+
+def test_a_name_is_highlighted_whole_across_its_underscores() -> None:
+    """Tokens stop at underscores, so `has_close_elements` came out as three highlights with bare
+    underscores between them, which the highlight frames covered."""
+    text = "def has_close_elements(numbers_list): x_"
+    words = [(4, 7), (8, 13), (14, 22), (23, 30), (31, 35), (38, 39)]
+    assert _marked(text, words) == [
+        ("def ", False),
+        ("has_close_elements", True),
+        ("(", False),
+        ("numbers_list", True),
+        ("): ", False),
+        ("x", True),
+        ("_", False),
+    ]

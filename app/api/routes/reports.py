@@ -51,6 +51,7 @@ def _form_json(
 def upload_benchmark(
     svc: ReportServiceDep,
     limits: LimitsDep,
+    response: Response,
     file: Annotated[UploadFile, File(description="JSONL, JSON, CSV/TSV or Parquet; .gz/.zst allowed")],
     name: Annotated[str | None, Form(description="report name (default: the file name)")] = None,
     mapping: Annotated[str | None, Form(description='JSON {"question": field, "answer": field, ...}')] = None,
@@ -62,6 +63,7 @@ def upload_benchmark(
     fields, th = _form_json(mapping, thresholds, limits)
     names = [c.strip() for c in corpora.split(",") if c.strip()] if corpora else None
     rid = svc.submit(data, file.filename or "upload.jsonl", name, fields, names, th.to_thresholds())
+    response.headers["Location"] = f"/api/v1/reports/{rid}"  # where the 202's job can be followed
     return ReportCreated(id=rid, status="queued", url=f"/api/v1/reports/{rid}")
 
 

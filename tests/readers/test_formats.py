@@ -1,0 +1,166 @@
+"""The layouts ML teams hold their data in, each read as the roles it means: JSON lines in a
+.json file, CSV list columns, Arrow and save_to_disk folders (benchmarks and corpora),
+header-less MMLU CSV, the original ARC JSONL and lm-evaluation-harness --log_samples."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from app.core.types import Status
+from app.errors import InputError
+from app.readers.benchmark import read_benchmark, read_path
+from app.readers.corpus import find_files, read_documents
+from app.services.exports import without_items
+
+FLAGGED = [s for s in Status if s.flagged]
+
+HELLASWAG = {
+    "ind": 24,
+    "ctx": "A man is sitting on a roof. he",
+    "endings": ["is using wrap to wrap a pair of skis.", "is ripping level tiles off.", "starts pulling up roofing."],
+    "label": "2",
+}
+ARC = {
+    "id": "Mercury_7175875",
+    "question": {
+        "stem": "An astronomer observes that a planet rotates faster after a meteorite impact. Which is the most "
+        "likely effect of this increase in rotation?",
+        "choices": [
+            {"text": "Planetary density will decrease.", "label": "A"},
+            {"text": "Planetary years will become longer.", "label": "B"},
+            {"text": "Planetary days will become shorter.", "label": "C"},
+        ],
+    },
+    "answerKey": "C",
+}
+
+
+def _arrow_stream(rows: list[dict]) -> bytes:
+    table = pa.Table.from_pylist(rows)
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue()
+
+
+def _save_to_disk(folder: Path, rows: list[dict]) -> Path:
+    """The layout `Dataset.save_to_disk` writes: Arrow stream data, state.json, dataset_info.json."""
+    folder.mkdir(parents=True)
+    (folder / "data-00000-of-00001.arrow").write_bytes(_arrow_stream(rows))
+    (folder / "state.json").write_text(
+        json.dumps({"_data_files": [{"filename": "data-00000-of-00001.arrow"}], "_fingerprint": "x"}, indent=2)
+    )
+    (folder / "dataset_info.json").write_text(json.dumps({"features": {"text": {"dtype": "string"}}}, indent=2))
+    return folder
+
+
+def test_json_lines_in_a_json_file() -> None:
+    data = "".join(json.dumps(r) + "\n" for r in (HELLASWAG, {**HELLASWAG, "ind": 25})).encode()
+    items, used = read_benchmark(data, "hellaswag.json")  # what Dataset.to_json() writes
+    assert len(items) == 2 and used["question"] == "ctx"
+
+
+def test_csv_list_columns_are_parsed() -> None:
+    """`datasets` writes list columns as Python reprs; HellaSwag from CSV once lost its endings."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, list(HELLASWAG))
+    w.writeheader()
+    w.writerow({**HELLASWAG, "endings": str(HELLASWAG["endings"])})
+    w.writerow({**HELLASWAG, "endings": "[__import__('os').system('true')]"})  # never evaluated
+    items, _ = read_benchmark(buf.getvalue().encode(), "hellaswag.csv")
+    assert items[0].choices == tuple(HELLASWAG["endings"]) and items[0].answer == "starts pulling up roofing."
+    assert items[1].choices == ("[__import__('os').system('true')]",)
+
+
+def test_headerless_mmlu_csv() -> None:
+    text = '"What is the capital of France?",Berlin,Paris,Rome,Madrid,B\n"Which is a prime number?",4,6,7,9,C\n'
+    items, used = read_benchmark(text.encode(), "geography_test.csv")
+    assert len(items) == 2 and used == {"question": "question", "choices": ["A", "B", "C", "D"], "answer": "answer"}
+    assert items[0].question == "What is the capital of France?" and items[0].answer == "Paris"
+    assert items[1].choices == ("4", "6", "7", "9") and items[1].answer == "7"
+
+
+def test_original_arc_jsonl() -> None:
+    items, used = read_benchmark((json.dumps(ARC) + "\n").encode(), "ARC-Challenge-Test.jsonl")
+    it = items[0]
+    assert it.question.startswith("An astronomer observes") and it.item_id == "Mercury_7175875"
+    assert it.choices[2] == "Planetary days will become shorter." and it.answer == it.choices[2]
+    assert used["answer"] == "answerKey"
+
+
+def test_lm_evaluation_harness_samples_check_the_prompt_the_model_saw() -> None:
+    prompt = "Question: What is 2+2?\nAnswer: 4\n\nQuestion: Which river flows through Baghdad?\nAnswer:"
+    mc = {
+        "doc_id": 7,
+        "doc": {"question": "Which river flows through Baghdad?", "choices": ["Nile", "Tigris"], "answer": 1},
+        "target": 1,
+        "arguments": {
+            "gen_args_0": {"arg_0": prompt, "arg_1": " Nile"},
+            "gen_args_1": {"arg_0": prompt, "arg_1": " Tigris"},
+        },
+        "resps": [[[-3.2, False]], [[-0.4, True]]],
+    }
+    gen = {"doc_id": 8, "doc": {"question": "q"}, "target": "4", "arguments": [[prompt, {"until": ["\n"]}]]}
+    data = (json.dumps(mc) + "\n" + json.dumps(gen) + "\n").encode()
+    items, used = read_benchmark(data, "samples_arc.jsonl")
+    assert used == {"question": "prompt", "choices": "choices", "answer": "target", "id": "id"}
+    assert items[0].question == prompt and items[0].choices == (" Nile", " Tigris") and items[0].answer == " Tigris"
+    assert items[1].question == prompt and items[1].answer == "4" and items[1].item_id == "8"
+
+
+def test_arrow_file_and_save_to_disk_folder(tmp_path: Path) -> None:
+    rows = [{"id": "a", "question": "What is the capital of France?", "answer": "Paris"}] * 2
+    items, _ = read_benchmark(_arrow_stream(rows), "test.arrow")
+    assert [i.answer for i in items] == ["Paris", "Paris"]
+    folder = _save_to_disk(tmp_path / "bench" / "test", rows)
+    data, name = read_path(folder)
+    assert name == "test.arrow" and len(read_benchmark(data, name)[0]) == 2
+    (tmp_path / "bench" / "dataset_dict.json").write_text('{"splits": ["test"]}')
+    with pytest.raises(InputError, match="holds several splits \\(test\\): give one"):
+        read_path(tmp_path / "bench")
+
+
+def test_save_to_disk_folder_as_a_corpus(tmp_path: Path) -> None:
+    folder = _save_to_disk(tmp_path / "corpus", [{"id": f"d{i}", "text": f"document number {i}"} for i in range(3)])
+    files = find_files([folder])
+    assert [f.name for f in files] == ["data-00000-of-00001.arrow"]  # state.json and dataset_info.json left out
+    docs = list(read_documents(files[0], Counter()))
+    assert [(d.external_id, d.text) for d in docs][2] == ("d2", "document number 2")
+
+
+def test_hub_parquet_layout(tmp_path: Path) -> None:
+    """A dataset downloaded from the Hub: one split's shards are joined; several splits must be chosen."""
+    data = tmp_path / "mmlu" / "data"
+    data.mkdir(parents=True)
+    for i in range(2):
+        rows = [{"question": f"Question {i} about the capital of France?", "choices": ["a", "b"], "answer": 1}]
+        pq.write_table(pa.Table.from_pylist(rows), data / f"test-0000{i}-of-00002.parquet")
+    bytes_, name = read_path(data)
+    assert [i.question for i in read_benchmark(bytes_, name)[0]][1] == "Question 1 about the capital of France?"
+    pq.write_table(pa.Table.from_pylist(rows), data / "validation-00000-of-00001.parquet")
+    with pytest.raises(InputError, match=r"holds several splits \(data/test, data/validation\)"):
+        read_path(tmp_path / "mmlu")
+    assert len(read_benchmark(*read_path(data / "validation-00000-of-00001.parquet"))[0]) == 1
+
+
+def test_compressed_layouts_and_their_clean_subsets() -> None:
+    """The layouts are told by content, compressed too; the clean subset keeps the records as read."""
+    mmlu = '"What is the capital of France?",Berlin,Paris,Rome,Madrid,B\n"Which is a prime number?",4,6,7,9,C\n'
+    items, _ = read_benchmark(gzip.compress(mmlu.encode()), "geography_test.csv.gz")
+    assert items[1].answer == "7"
+    lines = "".join(json.dumps(r) + "\n" for r in (HELLASWAG, {**HELLASWAG, "ind": 25})).encode()
+    assert len(read_benchmark(gzip.compress(lines), "hellaswag.json.gz")[0]) == 2
+    data, name = without_items(gzip.compress(mmlu.encode()), "geography_test.csv.gz", {0: "contaminated"}, FLAGGED)
+    assert name == "geography_test.clean.csv" and data.decode().splitlines()[1].startswith("Which is a prime")
+    rows = [{"id": "a", "question": "q one here"}, {"id": "b", "question": "q two here"}]
+    data, name = without_items(_arrow_stream(rows), "test.arrow", {1: "contaminated"}, FLAGGED)
+    assert name == "test.clean.arrow" and [i.item_id for i in read_benchmark(data, name)[0]] == ["a"]

@@ -1,0 +1,37 @@
+"""`import contam`: the README's Python example runs as written, and the facade's parts work."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import contam
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_python_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    assert len(blocks) == 1
+    exec(compile(blocks[0], "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "0 contaminated" in out and "contaminated share: 50%" in out
+
+
+def test_index_facade(db_url: str, tmp_path: Path) -> None:
+    q = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "body": f"Quiz: {q}"}) + "\n")
+    (tmp_path / "b.jsonl").write_text(json.dumps({"id": "a", "question": q}) + "\n")
+    with contam.Index(db_url) as index:
+        assert index.add("web", [tmp_path / "c.jsonl"], text_field="body").as_dict()["documents"] == 1
+        assert index.corpora() == ["web"]
+        item = contam.BenchmarkItem("x", 0, question=q)
+        assert index.scan([item], corpora=["web"]).results[0].score.status == "contaminated"
+        result = index.scan_file(tmp_path / "b.jsonl", thresholds=contam.Thresholds(longest_match=20))
+        assert result.mapping["question"] == "question" and result.thresholds.longest_match == 20
+        index.delete("web")
+        with pytest.raises(contam.ContamError, match="no corpus is indexed yet"):
+            index.scan([q])
