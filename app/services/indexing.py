@@ -204,5 +204,8 @@ class CorpusWriter:
     def merge_segments(self, segment_rows: int, fanout: int, stop: Callable[[], bool]) -> None:
         merge_segments(self.conn, self.corpus_id, segment_rows, fanout, stop)
 
+    def statistics_stale(self) -> bool:
+        return db.statistics_stale(self.conn)
+
     def refresh_statistics(self) -> None:
         db.refresh_statistics(self.conn)

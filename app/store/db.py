@@ -229,6 +229,22 @@ def checkpoint(conn: Connection, mode: str = "PASSIVE") -> None:
         raw.execute(f"PRAGMA wal_checkpoint({mode})")
 
 
+STATISTICS_TABLES = ("ngram", "band", "document", "corpus_file", "corpus")
+
+
+def statistics_stale(conn: Connection) -> bool:
+    """PostgreSQL: rows changed since the tables were last analysed (say, by a run killed
+    between its last commit and its ANALYZE). SQLite: False (its statistics are advisory)."""
+    if dialect(conn) != "postgresql":
+        return False
+    changed = conn.exec_driver_sql(
+        "SELECT coalesce(sum(n_mod_since_analyze), 0) FROM pg_stat_user_tables WHERE relname = ANY(%(t)s)",
+        {"t": list(STATISTICS_TABLES)},
+    ).scalar_one()
+    conn.commit()
+    return int(changed) > 0
+
+
 def refresh_statistics(conn: Connection) -> None:
     """Give the query planner fresh statistics after a bulk load (outside a transaction).
 
@@ -238,7 +254,7 @@ def refresh_statistics(conn: Connection) -> None:
     The indexer calls it on its writing connection, whose page cache is already warm.
     """
     if dialect(conn) == "postgresql":
-        conn.exec_driver_sql("ANALYZE ngram, band, document, corpus_file, corpus")
+        conn.exec_driver_sql(f"ANALYZE {', '.join(STATISTICS_TABLES)}")
         conn.commit()
         return
     conn.exec_driver_sql("PRAGMA analysis_limit=1000")
