@@ -12,6 +12,7 @@ import indexer.job as job_module
 from app.cli import serve_banner
 from app.settings import Settings, get_settings
 from indexer.cli import app as cli
+from indexer.cli import demo_workdir
 from indexer.options import IndexOptions, index_options
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
@@ -303,3 +304,8 @@ def test_scan_workers_give_the_same_output(migrated_url: str, tmp_path: Path, mo
         outs.append(r.stdout)
     assert outs[0] == outs[1]
     assert [json.loads(x)["item_id"] for x in outs[1].splitlines()] == ["t0", "t1", "t2", "t3"]
+
+
+def test_the_demo_corpus_goes_beside_sqlite_or_into_data_never_into_a_url_path(tmp_path: Path) -> None:
+    assert demo_workdir(f"sqlite:///{tmp_path}/x/contam.db") == tmp_path / "x" / "demo"
+    assert demo_workdir("postgresql+psycopg://postgres@127.0.0.1:5432/contam") == Path("data") / "demo"
