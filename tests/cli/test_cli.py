@@ -12,6 +12,7 @@ import indexer.job as job_module
 from app.cli import serve_banner
 from app.settings import Settings, get_settings
 from indexer.cli import app as cli
+from indexer.cli import demo_workdir
 from indexer.options import IndexOptions, index_options
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
@@ -310,3 +311,8 @@ def test_bad_option_values_are_one_line_usage_errors(migrated_url: str) -> None:
         r = CliRunner().invoke(cli, ["scan", "b.jsonl", "--db", migrated_url, *args])
         assert r.exit_code == 2 and r.output.startswith("error: Invalid value for '--")
         assert len(r.output.strip().splitlines()) == 1 and "Usage:" not in r.output
+
+
+def test_the_demo_corpus_goes_beside_sqlite_or_into_data_never_into_a_url_path(tmp_path: Path) -> None:
+    assert demo_workdir(f"sqlite:///{tmp_path}/x/contam.db") == tmp_path / "x" / "demo"
+    assert demo_workdir("postgresql+psycopg://postgres@127.0.0.1:5432/contam") == Path("data") / "demo"
