@@ -129,8 +129,9 @@ def verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: bo
         and m.coverage >= th.contaminated_coverage
         and m.matched_bits >= th.min_bits
     ):
+        missing = " (its answer was not found with it)" if p.item.answer and not m.answer_found else ""
         return Status.CONTAMINATED, (
-            f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens)"
+            f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens){missing}"
         )
     q_asked = (q_own is not None and q_own >= th.contaminated_coverage) or (
         stem_tells and m.role_coverage(p, QUESTION) >= th.contaminated_coverage

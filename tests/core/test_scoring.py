@@ -280,3 +280,12 @@ def test_common_ngrams_scattered_over_an_item_are_not_a_widespread_copy() -> Non
     s = scan([item], scattered)["q"]
     assert s.status != Status.CONTAMINATED, s.reason
     assert "widespread" not in s.reason
+
+
+def test_a_contaminated_reason_says_when_the_answer_was_missing() -> None:
+    q = "which river flows through the ancient city of baghdad and joins the euphrates near basra"
+    item = BenchmarkItem("q", 0, question=q, answer="Tigris")
+    asked = scan([item], {"page": f"{FILLER} {q} {FILLER}"})["q"]
+    answered = scan([item], {"page": f"{FILLER} {q} answer: Tigris {FILLER}"})["q"]
+    assert asked.status == answered.status == Status.CONTAMINATED
+    assert "answer was not found" in asked.reason and "answer" not in answered.reason
