@@ -147,6 +147,14 @@ def _pg_copy_binary(conn: Connection, table: str, columns: Sequence[str], arrays
         cp.write(_PG_TRAILER)
 
 
+def copy_in(conn: Connection, table: str, columns: Sequence[str], payload: bytes) -> None:
+    """PostgreSQL: COPY a whole binary COPY stream (header and trailer included) into `table`."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    with raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as cp:
+        cp.write(payload)
+
+
 def bulk_insert_arrays(
     conn: Connection,
     table: str,
@@ -231,7 +239,7 @@ def refresh_statistics(conn: Connection) -> None:
     The indexer calls it on its writing connection, whose page cache is already warm.
     """
     if dialect(conn) == "postgresql":
-        conn.exec_driver_sql("ANALYZE ngram, band, document, corpus_file, corpus")
+        conn.exec_driver_sql("ANALYZE ngram_block, band_block, ngram, band, document, corpus_file, corpus")
         conn.commit()
         return
     conn.exec_driver_sql("PRAGMA analysis_limit=1000")

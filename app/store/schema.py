@@ -122,6 +122,26 @@ band = Table(
     sqlite_with_rowid=False,
 )
 
+# PostgreSQL's posting tables: a segment's postings in blocks of about 20, one row per block
+# (app.store.blocks says why and how). SQLite leaves them empty.
+ngram_block = Table(
+    "ngram_block",
+    metadata,
+    Column("seg", Integer, nullable=False),
+    Column("bucket", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),  # packed (key int64, doc int32) records, sorted
+    Index("ix_ngram_block_seg_bucket", "seg", "bucket", postgresql_with={"fillfactor": 100}),
+)
+
+band_block = Table(
+    "band_block",
+    metadata,
+    Column("seg", Integer, nullable=False),
+    Column("bucket", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),  # packed (key int64, doc int32, win int32) records
+    Index("ix_band_block_seg_bucket", "seg", "bucket", postgresql_with={"fillfactor": 100}),
+)
+
 report = Table(
     "report",
     metadata,

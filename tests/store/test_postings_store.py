@@ -7,12 +7,11 @@ from pathlib import Path
 
 import numpy as np
 from conftest import drop_pg_database, make_pg_database
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
 from app.core.config import SignatureConfig
 from app.store import repo
 from app.store.db import make_engine, upgrade
-from app.store.schema import band, ngram
 
 
 def _bulk_insert_round_trip(url: str, param_limit: int | None = None) -> None:
@@ -28,8 +27,8 @@ def _bulk_insert_round_trip(url: str, param_limit: int | None = None) -> None:
         repo.insert_ngrams(conn, 3, h, d)
         repo.insert_bands(conn, 3, keys, np.full(1001, 7, np.int32), np.arange(1001, dtype=np.int32))
     with eng.connect() as conn:
-        got = sorted(conn.execute(select(ngram.c.seg, ngram.c.hash, ngram.c.doc_id)).all())
-        bands = sorted(conn.execute(select(band.c.seg, band.c.key, band.c.doc_id, band.c.win)).all())
+        got = repo.postings(conn, "ngram")
+        bands = repo.postings(conn, "band")
     eng.dispose()
     assert got == sorted((3, a, b) for a, b in zip(h.tolist(), d.tolist(), strict=True))
     assert bands == [(3, k, 7, w) for w, k in enumerate(keys.tolist())]
