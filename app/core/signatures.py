@@ -150,8 +150,12 @@ def window_minhashes(th: np.ndarray, cfg: SignatureConfig, starts: np.ndarray | 
         for g in range(0, len(starts), group):
             s, e = starts[g : g + group], ends[g : g + group]
             lo, hi = int(s[0]), int(e.max())
-            phv = mixed[lo:hi] * a + b  # (num_perm, hi-lo), wraps mod 2^32 as datasketch
-            phv = np.concatenate([phv, phv[:, :1]], axis=1)  # reduceat needs idx < len
+            # (num_perm, hi-lo) permuted hashes, wrapping mod 2^32 as datasketch, computed in
+            # place with one spare column past the end (reduceat needs every index < len; the
+            # spare only ever ends a discarded between-windows span): no temporaries, no copy.
+            phv = np.empty((len(a), hi - lo + 1), dtype=np.uint32)
+            np.multiply(mixed[lo : hi + 1] if hi < m else np.append(mixed[lo:hi], mixed[lo]), a, out=phv)
+            phv += b
             idx = np.empty(2 * len(s), dtype=np.int64)
             idx[0::2] = s - lo
             idx[1::2] = e - lo
