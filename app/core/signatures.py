@@ -35,17 +35,14 @@ def token_hashes(tokens: Sequence[str]) -> np.ndarray:
     cache = _token_cache
     if len(cache) > _CACHE_LIMIT:
         cache.clear()
-    vals = list(map(cache.get, tokens))
-    if None in vals:
+    try:  # most tokens are cached: straight into the array, no list of Python ints between
+        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+    except KeyError:
         h64 = xxhash.xxh3_64_intdigest
-        for i, v in enumerate(vals):
-            if v is None:
-                tok = tokens[i]
-                v = cache.get(tok)
-                if v is None:
-                    v = cache[tok] = h64(tok.encode("utf-8", "surrogatepass"))
-                vals[i] = v
-    return np.array(vals, dtype=np.uint64)
+        for tok in tokens:
+            if tok not in cache:
+                cache[tok] = h64(tok.encode("utf-8", "surrogatepass"))
+        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
 
 
 def _fmix64(h: np.ndarray) -> np.ndarray:
