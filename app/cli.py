@@ -21,6 +21,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
+from typer._click.exceptions import UsageError
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
@@ -73,7 +74,9 @@ class ContamGroup(TyperGroup):
             if ctx.meta.get(DEBUG):
                 raise
             _fail(f"the database is unavailable: {unavailable_reason(exc)}", EXIT_RUNTIME)
-        except (typer.Exit, typer.Abort, TyperException):  # click's own: usage errors (2), exits
+        except UsageError as exc:  # click's bad option or value: one line too, exit 2
+            _fail(f"{exc.format_message()} (see contam {ctx.invoked_subcommand or ''} --help)", EXIT_USAGE)
+        except (typer.Exit, typer.Abort, TyperException):  # click's own exits
             raise
         except Exception as exc:
             if ctx.meta.get(DEBUG):
@@ -307,9 +310,11 @@ def scan_progress(mode: str) -> Iterator[Callable[[int, int], None] | None]:
         from rich.console import Console
         from rich.progress import Progress
 
-        with Progress(console=Console(stderr=True), transient=True) as bar:
+        # drawn on each update, not by a refresh thread: a process without threads may fork its
+        # scan workers (a process with threads starts them from a fork server, more slowly)
+        with Progress(console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
             task = bar.add_task("scanning", total=None)
-            yield lambda done, total: bar.update(task, completed=done, total=total)
+            yield lambda done, total: bar.update(task, completed=done, total=total, refresh=True)
 
 
 @app.command("scan")
@@ -331,6 +336,9 @@ def scan(
         str | None, typer.Option(help='decision thresholds: JSON or name=value, e.g. "longest_match=20,min_bits=8"')
     ] = None,
     progress: Annotated[str, typer.Option(help="on stderr: auto (a bar on a terminal) | bar | log | none")] = "auto",
+    workers: Annotated[
+        int, typer.Option(min=0, help="processes scoring chunks of 500 items (0: one per core); same results")
+    ] = 0,
     db: DbOpt = None,
 ) -> None:
     """Check a benchmark file without a server; exits 1 above --fail-above."""
@@ -340,7 +348,7 @@ def scan(
     th = _thresholds(thresholds)
     mapping = _mapping(fields)
     with scan_progress(progress) as report:
-        checked = CheckService(open_database(database_url(db))).path(file, mapping, corpus, th, report)
+        checked = CheckService(open_database(database_url(db)), workers=workers).path(file, mapping, corpus, th, report)
     used = ", ".join(f"{role}={f}" for role, f in checked.mapping.items())
     typer.echo(f"fields: {used}; corpora: {', '.join(checked.corpora)}", err=True)
     FORMATS[fmt](checked)

@@ -48,6 +48,10 @@ class Settings(BaseSettings):
     max_csv_field_chars: int = Field(
         _LIMITS.csv_field_chars, gt=0, description="most characters in one field of a CSV/TSV benchmark"
     )
+    job_workers: int = Field(2, ge=1, description="report jobs the server runs at once")
+    scan_workers: int = Field(
+        0, ge=0, description="processes a report job scores its chunks of 500 items in; 0 means one per core"
+    )
     job_retry_seconds: float = Field(
         RETRY_SECONDS, ge=0, description="how long a report job retries an unreachable database before failing"
     )

@@ -126,8 +126,16 @@ def demo(db: DbOpt = None, force: bool = False) -> None:
     if not settings.demo and not force:
         typer.echo("demo disabled (CONTAM_DEMO=false)")
         return
-    workdir = Path(settings.database_url.split("///")[-1]).parent / "demo"
-    typer.echo(run_demo(open_database(database_url(db)), workdir, settings.max_upload_bytes, force))
+    url = database_url(db)
+    typer.echo(run_demo(open_database(url), demo_workdir(url), settings.max_upload_bytes, force))
+
+
+def demo_workdir(url: str) -> Path:
+    """Where the demo corpus is written: beside a SQLite file, else ./data/demo (a PostgreSQL URL
+    is no path: it made a directory named after the URL)."""
+    if url.startswith("sqlite:///") and not url.endswith(":memory:"):
+        return Path(url.removeprefix("sqlite:///")).parent / "demo"
+    return Path("data") / "demo"
 
 
 def main() -> None:

@@ -58,6 +58,7 @@ class Inbox:
     def __init__(self, depth: int) -> None:
         self.queue: queue.Queue[object] = queue.Queue(maxsize=depth)
         self.error: BaseException | None = None
+        self.stopped = False  # the writer has taken STOP
 
     def put(self, msg: object) -> None:
         while True:
@@ -78,7 +79,10 @@ class Inbox:
                 raise self.error
 
     def get(self) -> object:
-        return self.queue.get()
+        msg = self.queue.get()
+        if msg is STOP:
+            self.stopped = True
+        return msg
 
     def stop(self) -> None:
         self.queue.put(STOP)
@@ -86,7 +90,7 @@ class Inbox:
     def fail(self, exc: BaseException) -> None:
         """The writer died of `exc`: keep draining so the producer never blocks, until STOP."""
         self.error = exc
-        while True:
+        while not self.stopped:  # a writer failing after STOP (its last commit, ANALYZE) has no one to drain for
             try:
                 if self.queue.get(timeout=0.5) is STOP:
                     return

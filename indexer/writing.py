@@ -115,7 +115,8 @@ class Writer(threading.Thread):
     def _finish(self) -> None:
         self._commit()
         self._merge()
-        if any(r.status == "done" for r in self.reports):
+        # Also when this run wrote nothing but an earlier one was killed before its ANALYZE.
+        if any(r.status == "done" for r in self.reports) or self.store.statistics_stale():
             self.store.refresh_statistics()
 
     def _commit(self) -> None:

@@ -53,7 +53,14 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.limits = limits = settings.limits()
-    app.state.reports = ReportService(engine, settings.max_upload_bytes, limits, settings.job_retry_seconds)
+    app.state.reports = ReportService(
+        engine,
+        settings.max_upload_bytes,
+        limits,
+        settings.job_retry_seconds,
+        settings.job_workers,
+        settings.scan_workers,
+    )
     app.state.corpora = CorpusService(engine)
     app.state.checks = CheckService(engine, limits)
     errors.install(app)

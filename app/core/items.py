@@ -154,8 +154,13 @@ class _GramTable:
             return np.zeros(0, dtype=np.int64)
         idx = np.clip(np.searchsorted(self.keys, grams), 0, len(self.keys) - 1)
         ok = (self.keys[idx] == grams) & (self.count[idx] <= max_items)
-        parts = [self.groups_by_gram[s : s + c] for s, c in zip(self.start[idx[ok]], self.count[idx[ok]], strict=True)]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        starts, counts = self.start[idx[ok]], self.count[idx[ok]]
+        if len(counts) == 0:
+            return np.zeros(0, dtype=np.int64)
+        # the rows start..start+count-1 of each gram, concatenated, without a slice per gram
+        ends = np.cumsum(counts)
+        rows = np.arange(int(ends[-1])) + np.repeat(starts - (ends - counts), counts)
+        return self.groups_by_gram[rows]
 
 
 class SharedText:

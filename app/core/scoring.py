@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from app.core.align import align, covered
+from app.core.align import align, covered, longest_run
 from app.core.config import Thresholds
 from app.core.items import QUESTION, SCORED_ROLES, ItemStats, PreparedItem, SharedText, item_stats, lookup
 from app.core.matching import DocMatch, DocTokens, match_document
@@ -157,6 +157,11 @@ def verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: bo
         )
     if m.competitor is not None and m.own_total == 0 and m.coverage >= 0.5:
         return Status.CLEAN, "only text shared with other items of the benchmark was found"
+    if m.coverage >= th.suspicious_coverage:
+        return Status.CLEAN, (
+            f"one document holds {m.coverage:.0%} of the item but only {m.own_coverage:.0%} of its own "
+            "text: the rest is text it shares with other items of the benchmark or common text"
+        )
     return Status.CLEAN, "no substantial overlap found"
 
 
@@ -224,10 +229,13 @@ def assess(
 
 
 def _widespread(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> bool:
-    """The item's own text (at least longest_match tokens, so not a phrase) is found in the
-    corpus, much of it in more than max_df documents: a widely copied item, not boilerplate."""
+    """The item's own text is found in the corpus, and an unbroken run of at least
+    longest_match of its tokens (not a phrase) is made of n-grams each in more than max_df
+    documents: a widely copied item, not boilerplate. Common n-grams scattered over the item do
+    not make one: the chain must be unbroken, as a copy's is."""
     own = (stats.freq < th.template_min_items) & ~p.weak
-    if not own.any() or not (stats.df[own] > th.max_df).any():
+    common = own & (stats.df > th.max_df)
+    if not common.any():
         return False
 
     def tokens_of(gram_mask: np.ndarray) -> np.ndarray:
@@ -238,7 +246,12 @@ def _widespread(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> bo
     own_tok = tokens_of(own)
     found = tokens_of(own & (stats.df > 0))
     total = int(own_tok.sum())
-    return total >= th.longest_match and found.sum() >= th.contaminated_coverage * total
+    if total < th.longest_match or found.sum() < th.contaminated_coverage * total:
+        return False
+    # n-grams at consecutive positions of one field, each common: their tokens form one run
+    pos = np.zeros(p.n_tokens, dtype=bool)
+    pos[p.gram_pos[common]] = True
+    return longest_run(pos) + n - 1 >= th.longest_match
 
 
 def _roles(p: PreparedItem, stats: ItemStats, best: DocMatch | None, th: Thresholds) -> dict[str, RoleScore]:

@@ -438,8 +438,6 @@ def read_benchmark(
         item = to_item(len(items), rec, used)
         _check_item(item, filename, row, limits)
         items.append(item)
-        if len(items) > limits.items:  # read_records counts too; Arrow files are read whole
-            raise exceeded("items", limits.items, f"{filename}: more items than allowed")
     if not items:
         raise InputError(f"{filename}: no items in the file")
     return items, used or {}
@@ -469,7 +467,7 @@ def benchmark_records(
     .json file, a CSV without a header (MMLU's); CSV list columns parsed."""
     fmt, comp = benchmark_format(filename)
     if fmt == "arrow":
-        yield from read_arrow_records(data, filename)
+        yield from read_arrow_records(data, filename, limits)
         return
     if fmt not in ("json", "csv", "tsv"):
         yield from read_records(data, filename, limits)
@@ -510,11 +508,15 @@ def _arrow_table(data: bytes) -> pa.Table | None:
     return None
 
 
-def read_arrow_records(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_arrow_records(
+    data: bytes, filename: str, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows of an Arrow IPC file, stream format (Hugging Face `save_to_disk`) or file format."""
     table = _arrow_table(data)
     if table is None:
         raise InputError(f"{filename}: not a readable Arrow file")
+    if table.num_rows > limits.items:
+        raise exceeded("items", limits.items, f"{filename}: {table.num_rows:,} rows")
     yield from enumerate(table.to_pylist(), 1)
 
 

@@ -205,11 +205,8 @@ def read_parquet(path: Path, text_field: str, id_field: str, skipped: Counter[st
         for batch in pf.iter_batches(batch_size=2048, columns=cols):
             texts = batch.column(text_field).to_pylist()
             ids = batch.column(id_field).to_pylist() if id_field in cols[1:] else [None] * len(texts)
-            for value, ident in zip(texts, ids, strict=True):
-                text = _text_of(value, skipped)
-                if text is not None:
-                    yield RawDocument(_id_of(ident, f"{path.name}:{row}"), row, text)
-                row += 1
+            yield from _batch_documents(path, texts, ids, row, skipped)
+            row += len(texts)
     except (pa.ArrowException, OSError) as exc:
         raise CorruptFileError(f"{path}: corrupt Parquet data after row {row} ({exc})") from exc
 
@@ -282,13 +279,20 @@ def read_arrow(path: Path, text_field: str, id_field: str, skipped: Counter[str]
                 raise CorruptFileError(f"{path}: no column {text_field!r} (columns: {', '.join(names)})")
             texts = batch.column(text_field).to_pylist()
             ids = batch.column(id_field).to_pylist() if id_field in names else [None] * len(texts)
-            for value, ident in zip(texts, ids, strict=True):
-                text = _text_of(value, skipped)
-                if text is not None:
-                    yield RawDocument(_id_of(ident, f"{path.name}:{row}"), row, text)
-                row += 1
+            yield from _batch_documents(path, texts, ids, row, skipped)
+            row += len(texts)
     except (pa.ArrowException, OSError) as exc:
         raise CorruptFileError(f"{path}: corrupt Arrow data after row {row} ({exc})") from exc
+
+
+def _batch_documents(
+    path: Path, texts: list[Any], ids: list[Any], first_row: int, skipped: Counter[str]
+) -> Iterator[RawDocument]:
+    """The documents of one column batch (Parquet or Arrow) whose rows start at first_row."""
+    for row, (value, ident) in enumerate(zip(texts, ids, strict=True), first_row):
+        text = _text_of(value, skipped)
+        if text is not None:
+            yield RawDocument(_id_of(ident, f"{path.name}:{row}"), row, text)
 
 
 def read_documents(

@@ -35,9 +35,12 @@ class CheckResult:
 class CheckService:
     """Scores items against the indexed corpora and hands the results back (nothing is stored)."""
 
-    def __init__(self, engine: Engine, limits: Limits | None = None) -> None:
+    def __init__(self, engine: Engine, limits: Limits | None = None, workers: int = 1) -> None:
+        """`workers`: processes that score a benchmark file's chunks (0: one per core); a few
+        items (`items`) are always scored in this process."""
         self.engine = engine
         self.limits = limits or Limits()
+        self.workers = workers
 
     def items(
         self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None = None, thresholds: Thresholds | None = None
@@ -48,7 +51,7 @@ class CheckService:
         if len(items) > MAX_CHECK_ITEMS:
             raise InputError(f"at most {MAX_CHECK_ITEMS} items per check; upload a benchmark for more")
         self._check_size(items)
-        return self._scan(items, corpora, thresholds)
+        return self._scan(items, corpora, thresholds, workers=1)
 
     def benchmark(
         self,
@@ -96,10 +99,12 @@ class CheckService:
         corpora: Sequence[str] | None,
         thresholds: Thresholds | None,
         progress: Progress | None = None,
+        workers: int | None = None,
     ) -> CheckResult:
+        """workers: scoring processes (default: the service's own setting)."""
         names = select_corpora(self.engine, list(corpora or []))
-        scanner = Scanner(self.engine, names, thresholds)
+        scanner = Scanner(self.engine, names, thresholds, workers=self.workers)
         if progress is not None:
             progress(0, len(items))
-        results = scanner.scan(items, progress)
+        results = scanner.scan(items, progress, workers=workers)
         return CheckResult(scanner.fingerprint, results, summarize(results, scanner.th), scanner.th, names)

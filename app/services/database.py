@@ -21,21 +21,24 @@ RETRY_SECONDS = 60.0  # how long background work retries a database it cannot re
 log = logging.getLogger("contam.database")
 
 
-def unavailable_reason(exc: OperationalError) -> str:
+def unavailable_reason(exc: DBAPIError) -> str:
     """The driver's own first line (connection refused, server closed the connection, database
     is locked), without the statement."""
     return (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
 
 
-def retrying(what: str, work: Callable[[], T], seconds: float = RETRY_SECONDS) -> T:
+def retrying(
+    what: str, work: Callable[[], T], seconds: float = RETRY_SECONDS, stop: Callable[[], bool] = lambda: False
+) -> T:
     """`work()`, tried again with backoff (0.05 s doubling to 5 s) while the database cannot be
-    reached, for up to `seconds`; then an UnavailableError naming `what` and the reason."""
+    reached, for up to `seconds` (or until `stop()`, a server shutting down); then an
+    UnavailableError naming `what` and the reason."""
     delay, waited = 0.05, 0.0
     while True:
         try:
             return work()
         except OperationalError as exc:
-            if waited >= seconds:
+            if waited >= seconds or stop():
                 raise UnavailableError(
                     f"the database was unavailable for {waited:.1f} s while {what}: {unavailable_reason(exc)}"
                 ) from exc
@@ -59,8 +62,8 @@ def reaching(url: str) -> Iterator[None]:
     try:
         yield
     except DBAPIError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
-        raise UnavailableError(f"cannot open the database {shown_url(url)}: {reason}") from exc
+        reason = unavailable_reason(exc)
+        raise UnavailableError(f"the database is unavailable: {reason} ({shown_url(url)})") from exc
 
 
 def migrate(url: str, revision: str = "head") -> None:

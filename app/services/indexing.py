@@ -46,6 +46,15 @@ def file_indexed(engine: Engine, corpus_id: int, content_hash: str) -> bool:
     return existing is not None and existing["status"] == "done"
 
 
+def forget_failures(engine: Engine, corpus_id: int, path: str) -> None:
+    """Drop the failed records of a path whose content is indexed (an earlier run with other
+    settings, e.g. a wrong --text-field, failed on it): the corpus's health no longer lists it.
+    A writing transaction: on SQLite a deferred one that reads, then deletes, fails at once
+    ("database is locked") while another indexer writes, instead of waiting for the lock."""
+    with db.writing(engine) as conn:
+        repo.delete_failed_files_at(conn, corpus_id, path)
+
+
 class CorpusWriter:
     """One connection writing into one corpus. Writes join the group transaction the caller
     opened with `begin` and end with `commit` or `rollback`; nothing here commits on its own
@@ -196,6 +205,9 @@ class CorpusWriter:
 
     def merge_segments(self, segment_rows: int, fanout: int, stop: Callable[[], bool]) -> None:
         merge_segments(self.conn, self.corpus_id, segment_rows, fanout, stop)
+
+    def statistics_stale(self) -> bool:
+        return db.statistics_stale(self.conn)
 
     def refresh_statistics(self) -> None:
         db.refresh_statistics(self.conn)

@@ -41,11 +41,16 @@ def failure_reason(exc: Exception) -> str:
     return exc.message if isinstance(exc, ContamError) else f"{type(exc).__name__}: {exc}"
 
 
+class JobCancelled(Exception):
+    """The report was deleted while its job ran: the job stops and records nothing."""
+
+
 def _save(conn: Connection, report_id: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+    if not rrepo.set_status(conn, report_id, "done", summary=summary, done_items=len(rows)):
+        raise JobCancelled(report_id)  # deleted since the last progress: no orphan items
     rrepo.delete_items(conn, report_id)
     for i in range(0, len(rows), 2000):
         rrepo.insert_items(conn, report_id, rows[i : i + 2000])
-    rrepo.set_status(conn, report_id, "done", summary=summary, done_items=len(rows))
 
 
 def _fail(conn: Connection, report_id: str, reason: str) -> None:
@@ -54,7 +59,7 @@ def _fail(conn: Connection, report_id: str, reason: str) -> None:
 
 
 class ReportService:
-    """Submits and runs reports. Jobs run on one background thread; state lives in the database,
+    """Submits and runs reports. Jobs run on `job_workers` background threads; state lives in the database,
     so a restart resumes queued or interrupted jobs (`resume_pending`)."""
 
     def __init__(
@@ -63,15 +68,21 @@ class ReportService:
         max_upload_bytes: int,
         limits: Limits | None = None,
         retry_seconds: float = RETRY_SECONDS,
+        job_workers: int = 1,
+        scan_workers: int = 1,
     ) -> None:
         """`max_upload_bytes`: the largest benchmark `submit` takes (CONTAM_MAX_UPLOAD_MB, in MiB);
         `limits`: what reading it may take (decompressed size, items, characters per field);
-        `retry_seconds`: how long a job retries a database it cannot reach."""
+        `retry_seconds`: how long a job retries a database it cannot reach; `job_workers`: jobs
+        run at once (CONTAM_JOB_WORKERS), so one large benchmark does not hold up the rest;
+        `scan_workers`: processes each job scores its chunks in (CONTAM_SCAN_WORKERS, 0: one per
+        core)."""
+        self.scan_workers = scan_workers
         self.engine = engine
         self.max_upload = max_upload_bytes
         self.limits = limits or Limits()
         self.retry_seconds = retry_seconds
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="contam-job")
+        self._pool = ThreadPoolExecutor(max(1, job_workers), thread_name_prefix="contam-job")
         self._stopping = threading.Event()
 
     def shutdown(self) -> None:
@@ -143,14 +154,14 @@ class ReportService:
         if not self._stopping.is_set():
             self._pool.submit(self._run_logged, report_id)
 
-    def _write(self, what: str, work: Callable[[Connection], None]) -> None:
+    def _write(self, what: str, work: Callable[[Connection], object]) -> None:
         """One transaction of the job, retried with backoff while the database is unreachable."""
 
         def attempt() -> None:
             with self.engine.begin() as conn:
                 work(conn)
 
-        retrying(what, attempt, self.retry_seconds)
+        retrying(what, attempt, self.retry_seconds, self._stopping.is_set)  # a stopping server: resumed later
 
     def _load(self, report_id: str) -> tuple[dict[str, Any], bytes]:
         with self.engine.connect() as conn:
@@ -165,22 +176,29 @@ class ReportService:
         writes are retried while the database is away (`retry_seconds`); if even the failure
         cannot be recorded, JobStranded: the report stays running, to be picked up again."""
         try:
-            rep, data = retrying("reading the report", lambda: self._load(report_id), self.retry_seconds)
+            rep, data = retrying(
+                "reading the report", lambda: self._load(report_id), self.retry_seconds, self._stopping.is_set
+            )
             self._write("starting the job", lambda c: rrepo.set_status(c, report_id, "running", error=None))
         except UnavailableError as lost:
             raise JobStranded(lost.message) from lost
         try:
             items, _ = read_benchmark(data, rep["filename"], rep["mapping"], self.limits)
             th = Thresholds(**rep["thresholds"])
-            scanner = Scanner(self.engine, rep["corpora"], th)
+            scanner = Scanner(self.engine, rep["corpora"], th, workers=self.scan_workers)
 
             def progress(done: int, total: int) -> None:
-                self._write("recording progress", lambda c: rrepo.set_progress(c, report_id, done))
+                kept: list[bool] = []
+                self._write("recording progress", lambda c: kept.append(rrepo.set_progress(c, report_id, done)))
+                if not kept[-1]:  # deleted (DELETE /api/v1/reports/{id}): stop scoring
+                    raise JobCancelled(report_id)
 
             results = scanner.scan(items, progress)
             rows = [item_row(r, th) for r in results]
             summary = summarize(results, th)
             self._write("saving the results", lambda c: _save(c, report_id, rows, summary))
+        except JobCancelled:
+            log.info("report %s was deleted: its job stopped", report_id)
         except Exception as exc:
             reason = failure_reason(exc)
             try:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import os
+import threading
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from app.core.types import BenchmarkItem
 from app.errors import FingerprintMismatch, NotFoundError
 from app.readers.corpus import read_documents
 from app.store import repo
+from app.store.db import make_engine
 
 EXCERPT_PAD = 200  # characters of context either side of a matched region
 MIN_GRAMS = 2  # rare n-grams a document must share with an item to be aligned with it
@@ -120,7 +123,7 @@ class Scanner:
         self.engine = engine
         self.th = thresholds or Thresholds()
         self.k = evidence_k
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = workers or len(os.sched_getaffinity(0))  # the cores this process may use
         with engine.connect() as conn:
             rows = all_rows = repo.list_corpora(conn)
         if corpora:
@@ -163,10 +166,8 @@ class Scanner:
 
     # ------------------------------------------------------------ documents
 
-    def _doc(self, doc_id: int, meta: dict[str, Any] | None) -> _Doc | None:
-        if doc_id in self._docs:
-            self._docs.move_to_end(doc_id)
-            return self._docs[doc_id]
+    def _read(self, meta: dict[str, Any] | None) -> _Doc | None:
+        """A document read and tokenised (None if it is gone)."""
         if meta is None:
             return None
         if meta["text"] is not None:
@@ -181,8 +182,21 @@ class Scanner:
             toks.ends,
             DocTokens.of(token_hashes(toks.tokens), self.cfg.ngram_n),
         )
-        self._keep({doc_id: doc})
         return doc
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For a worker process that was not forked: no engine (it opens its own from the URL),
+        no document cache, no decompressor."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("engine", "_docs", "_dctx")}
+        state["engine_url"] = self.engine.url.render_as_string(hide_password=False)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        url = state.pop("engine_url")
+        self.__dict__.update(state)
+        self.engine = make_engine(url)
+        self._docs = OrderedDict()
+        self._dctx = zstandard.ZstdDecompressor()
 
     def _keep(self, docs: dict[int, _Doc]) -> None:
         for doc_id, doc in docs.items():
@@ -192,11 +206,13 @@ class Scanner:
             self._docs.popitem(last=False)
 
     def _load(self, conn: Any, doc_ids: set[int]) -> dict[int, _Doc]:
-        """The documents, read and tokenised unless cached; returns those it had to read."""
+        """The documents that exist, read and tokenised unless cached. The caller holds them
+        while it scores, so the cache evicting one meanwhile cannot drop it from a verdict."""
         missing = [d for d in doc_ids if d not in self._docs]
         metas = repo.documents_meta(conn, missing) if missing else {}
-        loaded = {d: doc for d in missing if (doc := self._doc(d, metas.get(d))) is not None}
-        return loaded
+        docs = {d: doc for d in doc_ids if (doc := self._docs.get(d) or self._read(metas.get(d))) is not None}
+        self._keep(docs)
+        return docs
 
     @staticmethod
     def _text_from_source(meta: dict[str, Any]) -> str:
@@ -239,20 +255,17 @@ class Scanner:
         work = _Work(self, prepared, stats, shared, candidates)
         chunks = [(lo, min(lo + CHUNK, len(prepared))) for lo in range(0, len(prepared), CHUNK)]
         results: list[ItemResult] = []
-        for part, loaded in _run(work, chunks, min(workers if workers is not None else self.workers, len(chunks))):
+        for part in _run(work, chunks, min(workers if workers is not None else self.workers, len(chunks))):
             results.extend(part)
-            self._keep(loaded)
             if progress:
                 progress(len(results), len(prepared))
         return results
 
-    def _scan_chunk(self, work: _Work, lo: int, hi: int) -> tuple[list[ItemResult], dict[int, _Doc]]:
-        """Items lo..hi-1: load their candidate documents, then score each. Returns the results
-        and the documents it had to read (a worker hands them back for the next scans)."""
+    def _scan_chunk(self, work: _Work, lo: int, hi: int) -> list[ItemResult]:
+        """Items lo..hi-1: load their candidate documents, then score each."""
         with self.engine.connect() as conn:
-            loaded = self._load(conn, {d for c in work.candidates[lo:hi] for d in c})
-        scored = [self._score_one(i, work.prepared, work.stats, work.shared, work.candidates[i]) for i in range(lo, hi)]
-        return scored, loaded
+            docs = self._load(conn, {d for c in work.candidates[lo:hi] for d in c})
+        return [self._score_one(i, work, docs) for i in range(lo, hi)]
 
     def _near_keys(self, p: PreparedItem) -> list[tuple[int, int]]:
         """(band key, query window) of the item's scored text, windows at half the index stride."""
@@ -300,24 +313,17 @@ class Scanner:
             out.setdefault(d, w)
         return out
 
-    def _score_one(
-        self,
-        i: int,
-        prepared: list[PreparedItem],
-        stats: list[ItemStats],
-        shared: SharedText,
-        candidates: dict[int, int | None],
-    ) -> ItemResult:
-        docs: dict[int, tuple[DocTokens, tuple[int, int] | None]] = {}
-        for d, win in candidates.items():
-            doc = self._docs.get(d)
-            if doc is None:
+    def _score_one(self, i: int, work: _Work, docs: dict[int, _Doc]) -> ItemResult:
+        aligned: dict[int, tuple[DocTokens, tuple[int, int] | None]] = {}
+        for d, win in work.candidates[i].items():
+            doc = docs.get(d)
+            if doc is None:  # deleted since the look-up
                 continue
             window = window_span(len(doc.tokens.ids), win, self.cfg) if win is not None else None
-            docs[d] = (doc.tokens, window)
-        score, ranked = judge(i, prepared, stats, shared, docs, self.cfg.ngram_n, self.th)
-        evidence = [self._evidence(self._docs[m.doc], m) for m in ranked[: self.k] if m.matched.any()]
-        return ItemResult(prepared[i].item, score, evidence)
+            aligned[d] = (doc.tokens, window)
+        score, ranked = judge(i, work.prepared, work.stats, work.shared, aligned, self.cfg.ngram_n, self.th)
+        evidence = [self._evidence(docs[m.doc], m) for m in ranked[: self.k] if m.matched.any()]
+        return ItemResult(work.prepared[i].item, score, evidence)
 
     @staticmethod
     def _evidence(doc: _Doc, m: DocMatch) -> Evidence:
@@ -366,32 +372,42 @@ class _Work:
     candidates: list[dict[int, int | None]]
 
 
-_FORKED: list[_Work] = []  # the scan a forked worker process inherits
+_FORKED: list[_Work] = []  # the scan a worker process scores chunks of
 
 
-def _run(
-    work: _Work, chunks: list[tuple[int, int]], workers: int
-) -> Iterator[tuple[list[ItemResult], dict[int, _Doc]]]:
-    """Chunk results in order: here, or in `workers` forked processes that inherit `work` (the
-    benchmark is prepared once, in this process) and run at lower priority than this one, so a
-    server answering /api/v1/check beside a report job stays interactive."""
+def _run(work: _Work, chunks: list[tuple[int, int]], workers: int) -> Iterator[list[ItemResult]]:
+    """Chunk results in order: here, or in `workers` processes at lower priority than this one,
+    so a server answering /api/v1/check beside a report job stays interactive. The benchmark is
+    prepared once, in this process. A single-threaded process (the CLI) forks its workers, which
+    inherit `work`; one that runs threads (the server) must not fork (a lock another thread
+    holds would stay held in the child), so its workers start from a fork server and receive
+    `work` pickled, the scanner without its engine and cache (Scanner.__getstate__)."""
     if workers <= 1:
         for lo, hi in chunks:
             yield work.scanner._scan_chunk(work, lo, hi)
         return
-    _FORKED[:] = [work]
-    try:
-        with multiprocessing.get_context("fork").Pool(workers, initializer=_forked_init) as pool:
-            yield from pool.imap(_forked_chunk, chunks)
+    if threading.active_count() > 1:
+        pool = ProcessPoolExecutor(
+            workers, multiprocessing.get_context("forkserver"), initializer=_worker_init, initargs=(work,)
+        )
+    else:
+        _FORKED[:] = [work]
+        pool = ProcessPoolExecutor(workers, multiprocessing.get_context("fork"), initializer=_worker_init)
+    try:  # a worker that dies (killed, out of memory) fails the scan with BrokenProcessPool, never hangs it
+        with pool:
+            yield from pool.map(_forked_chunk, chunks)
     finally:
         _FORKED.clear()
 
 
-def _forked_init() -> None:
+def _worker_init(work: _Work | None = None) -> None:
     os.nice(WORKER_NICENESS)
-    _FORKED[0].scanner.engine.dispose(close=False)  # the parent's pooled connections are not ours
+    if work is not None:  # started by the fork server: the scan arrives pickled
+        _FORKED[:] = [work]
+    else:  # forked: the parent's pooled connections are not ours
+        _FORKED[0].scanner.engine.dispose(close=False)
 
 
-def _forked_chunk(bounds: tuple[int, int]) -> tuple[list[ItemResult], dict[int, _Doc]]:
+def _forked_chunk(bounds: tuple[int, int]) -> list[ItemResult]:
     work = _FORKED[0]
     return work.scanner._scan_chunk(work, *bounds)

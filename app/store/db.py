@@ -177,18 +177,18 @@ def bulk_insert_arrays(
             arrays = (np.full(len(arrays[0]), fixed[1], dtype=np.int32), *arrays)
         _pg_copy_binary(conn, table, columns, arrays)
         return
-    raw = conn.connection.driver_connection
-    assert raw is not None
     # Statements of many rows each: SQLite's per-statement work is then shared by up to 1000
     # rows (README, "Where the time goes", has the rates).
     ncols, n = len(columns), len(arrays[0])
-    per_stmt = min(_ROWS_PER_STATEMENT, raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // ncols)
+    per_stmt = min(_ROWS_PER_STATEMENT, sqlite_variables(conn) // ncols)
     marks = ["?"] * ncols
     if fixed is not None:
         columns, marks = (fixed[0], *columns), [str(int(fixed[1])), *marks]
     row = f"({', '.join(marks)})"
     head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
     full = n - n % per_stmt
+    raw = conn.connection.driver_connection
+    assert raw is not None
     cur = raw.cursor()
     if full:
         sql = head + ",".join([row] * per_stmt)
@@ -216,6 +216,13 @@ def bulk_insert_rows(conn: Connection, table: str, columns: Sequence[str], rows:
     cur.close()
 
 
+def sqlite_variables(conn: Connection) -> int:
+    """How many values one statement may bind on this SQLite connection (999 before 3.32)."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    return int(raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+
+
 def chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for i in range(0, len(values), size):
         yield values[i : i + size]
@@ -230,6 +237,23 @@ def checkpoint(conn: Connection, mode: str = "PASSIVE") -> None:
         raw.execute(f"PRAGMA wal_checkpoint({mode})")
 
 
+# ngram_block and band_block hold PostgreSQL's postings (app.store.blocks); ngram and band SQLite's
+STATISTICS_TABLES = ("ngram_block", "band_block", "ngram", "band", "document", "corpus_file", "corpus")
+
+
+def statistics_stale(conn: Connection) -> bool:
+    """PostgreSQL: rows changed since the tables were last analysed (say, by a run killed
+    between its last commit and its ANALYZE). SQLite: False (its statistics are advisory)."""
+    if dialect(conn) != "postgresql":
+        return False
+    changed = conn.exec_driver_sql(
+        "SELECT coalesce(sum(n_mod_since_analyze), 0) FROM pg_stat_user_tables WHERE relname = ANY(%(t)s)",
+        {"t": list(STATISTICS_TABLES)},
+    ).scalar_one()
+    conn.commit()
+    return int(changed) > 0
+
+
 def refresh_statistics(conn: Connection) -> None:
     """Give the query planner fresh statistics after a bulk load (outside a transaction).
 
@@ -239,7 +263,7 @@ def refresh_statistics(conn: Connection) -> None:
     The indexer calls it on its writing connection, whose page cache is already warm.
     """
     if dialect(conn) == "postgresql":
-        conn.exec_driver_sql("ANALYZE ngram_block, band_block, ngram, band, document, corpus_file, corpus")
+        conn.exec_driver_sql(f"ANALYZE {', '.join(STATISTICS_TABLES)}")
         conn.commit()
         return
     conn.exec_driver_sql("PRAGMA analysis_limit=1000")

@@ -361,6 +361,14 @@ def postings(conn: Connection, table: str, segs: Sequence[int] | None = None) ->
     return sorted(tuple(int(v) for v in r) for r in conn.execute(q).all())
 
 
+def posting_count(conn: Connection, table: str) -> int:
+    """How many postings `table` ("ngram" or "band") holds, whichever way the backend stores them."""
+    if db.dialect(conn) == "postgresql":
+        n = conn.exec_driver_sql(f"SELECT coalesce(sum(length(data)), 0) FROM {table}_block").scalar_one()
+        return int(n) // blocks.RECORDS[table].itemsize
+    return int(conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one())
+
+
 def segment_sizes(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
     """(segment id, rows) of a corpus, oldest first."""
     q = select(segment.c.id, segment.c.rows).where(segment.c.corpus_id == corpus_id).order_by(segment.c.id)
@@ -473,7 +481,7 @@ def segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int]:
 # ---------------------------------------------------------------- look-ups for scoring
 
 _IN_BATCH = {"sqlite": 900, "postgresql": 50_000}
-_KEYS_BATCH = {"sqlite": 8_000, "postgresql": 50_000}  # SQLite allows 32,766 bound values
+_KEYS_BATCH = {"sqlite": 8_000, "postgresql": 50_000}  # at most; SQLite's own limit may be lower
 
 
 _COUNT = object()  # a column of _lookup: count(*)
@@ -503,7 +511,8 @@ def _lookup(
     tail = f" GROUP BY {k}" if group else ""
     pg = db.dialect(conn) == "postgresql"
     rows: list[Any] = []
-    for chunk in db.chunks(sorted(set(keys)), _KEYS_BATCH["postgresql" if pg else "sqlite"]):
+    batch = _KEYS_BATCH["postgresql"] if pg else min(_KEYS_BATCH["sqlite"], db.sqlite_variables(conn))
+    for chunk in db.chunks(sorted(set(keys)), batch):
         if pg:
             rows.extend(conn.exec_driver_sql(f"{head} = ANY(%s::bigint[]){tail}", (list(chunk),)).fetchall())
         else:

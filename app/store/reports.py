@@ -77,15 +77,17 @@ def with_status(conn: Connection, statuses: Sequence[str]) -> list[str]:
     return list(conn.execute(select(report.c.id).where(report.c.status.in_(statuses))).scalars())
 
 
-def set_status(conn: Connection, report_id: str, status: str, **values: Any) -> None:
+def set_status(conn: Connection, report_id: str, status: str, **values: Any) -> bool:
+    """Whether the report is still there to take it (a deleted one is not)."""
     values = _encode(values)
     if status in ("done", "failed"):
         values["finished_at"] = now()
-    conn.execute(update(report).where(report.c.id == report_id).values(status=status, **values))
+    return conn.execute(update(report).where(report.c.id == report_id).values(status=status, **values)).rowcount > 0
 
 
-def set_progress(conn: Connection, report_id: str, done: int) -> None:
-    conn.execute(update(report).where(report.c.id == report_id).values(done_items=done))
+def set_progress(conn: Connection, report_id: str, done: int) -> bool:
+    """Whether the report is still there to take it (a deleted one is not)."""
+    return conn.execute(update(report).where(report.c.id == report_id).values(done_items=done)).rowcount > 0
 
 
 def delete_items(conn: Connection, report_id: str) -> None:

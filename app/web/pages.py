@@ -19,7 +19,7 @@ from app.web.rendering import STATIC_URL, STATUSES, render, static_files
 
 __all__ = ["STATIC_URL", "router", "static_files"]
 
-COOKIE = SIGN_IN_COOKIE
+COOKIE = SIGN_IN_COOKIE  # a token signed by the server (Sessions), never the key itself
 FLAGGED = [s for s in Status if s.flagged]
 REPORTS_PER_PAGE = 50
 ITEMS_PER_PAGE = 25
@@ -159,18 +159,39 @@ def item_page(request: Request, report_id: str, item_id: str, svc: ReportService
     return render(request, "item.html", r=rep, it=it, **_highlighted(it))
 
 
+def _marked(text: str, spans: Any) -> list[tuple[str, bool]]:
+    """split_marked, with a highlight kept whole across the underscores that join a name
+    (`has_close_elements` is one highlight, not three with bare underscores between)."""
+    merged: list[tuple[str, bool]] = []
+    for piece, hit in split_marked(text, spans):
+        if merged and merged[-1][1] and (hit or not piece.strip("_")):
+            merged[-1] = (merged[-1][0] + piece, True)
+        else:
+            merged.append((piece, hit))
+    out: list[tuple[str, bool]] = []
+    for piece, hit in merged:  # underscores a highlight took in at its end are plain text again
+        core = piece.rstrip("_") if hit else piece
+        if hit and core and core != piece:
+            out += [(core, True), (piece[len(core) :], False)]
+        elif out and not hit and not out[-1][1]:
+            out[-1] = (out[-1][0] + piece, False)
+        else:
+            out.append((piece, hit))
+    return out
+
+
 def _highlighted(it: dict[str, Any]) -> dict[str, Any]:
     """The item's fields and its evidence cut into (text, highlighted) pieces: on the training
     text the matched spans, on the item what it shares with the evidence shown."""
     fields = it.get("item") or {}
-    evidence = [{**ev, "pieces": split_marked(ev["excerpt"], ev["highlights"])} for ev in it["evidence"]]
+    evidence = [{**ev, "pieces": _marked(ev["excerpt"], ev["highlights"])} for ev in it["evidence"]]
     joined = " ".join(e["excerpt"] for e in it["evidence"])
     item_fields = [
-        (role, split_marked(text, shared_spans(text, joined)))
+        (role, _marked(text, shared_spans(text, joined)))
         for role in ("passage", "question", "answer")
         if (text := fields.get(role) or "")
     ]
-    choices = [split_marked(c, shared_spans(c, joined)) for c in fields.get("choices") or []]
+    choices = [_marked(c, shared_spans(c, joined)) for c in fields.get("choices") or []]
     return {"item_fields": item_fields, "choices": choices, "evidence": evidence}
 
 

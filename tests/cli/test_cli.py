@@ -12,6 +12,7 @@ import indexer.job as job_module
 from app.cli import serve_banner
 from app.settings import Settings, get_settings
 from indexer.cli import app as cli
+from indexer.cli import demo_workdir
 from indexer.options import IndexOptions, index_options
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
@@ -153,24 +154,16 @@ def test_an_index_run_finds_its_files_once(migrated_url: str, tmp_path: Path, mo
     assert len(calls) == 1
 
 
-def test_a_lost_database_is_one_line_and_exit_3(tmp_path: Path) -> None:
-    """No server listens on port 1: the indexer and the other commands say so in one line."""
-    url = "postgresql+psycopg://postgres@127.0.0.1:1/nowhere?connect_timeout=2"
-    corpus = tmp_path / "c.jsonl"
-    corpus.write_text(json.dumps({"id": "p", "text": Q1}) + "\n")
-    for r in (index_cli(url, "web", str(corpus)), CliRunner().invoke(cli, ["corpora", "--db", url])):
-        assert r.exit_code == 3, r.output
-        assert r.output.startswith("error: ") and "database" in r.output and "Traceback" not in r.output
-        assert len(r.output.strip().splitlines()) == 1
-
-
 def test_exit_codes_and_one_line_errors(migrated_url: str, tmp_path: Path) -> None:
     """0 clean, 1 gate tripped, 2 usage error, 3 runtime error; one line each, no traceback."""
     run = CliRunner()
     unreachable = "postgresql://postgres@127.0.0.1:1/nodb"
     r = run.invoke(cli, ["corpora", "--db", unreachable])
     assert r.exit_code == 3 and r.output.count("\n") == 1 and "Traceback" not in r.output
-    assert r.output.startswith("error: cannot open the database postgresql://postgres@127.0.0.1:1/nodb")
+    assert (
+        r.output.startswith("error: the database is unavailable: ")
+        and "(postgresql://postgres@127.0.0.1:1/nodb)" in r.output
+    )
     no_db = run.invoke(cli, ["corpora", "--db", "postgresql://postgres@127.0.0.1:5432/contam_no_such_db"])
     assert no_db.exit_code == 3 and 'database "contam_no_such_db" does not exist' in no_db.output
     debug = run.invoke(cli, ["--debug", "corpora", "--db", unreachable])
@@ -181,6 +174,11 @@ def test_exit_codes_and_one_line_errors(migrated_url: str, tmp_path: Path) -> No
     bench.write_text(json.dumps({"id": "a", "question": Q1}) + "\n")
     empty = run.invoke(cli, ["scan", str(bench), "--db", migrated_url])
     assert empty.exit_code == 2 and "no corpus is indexed yet" in empty.output
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "body": Q1}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 1  # no field 'text'
+    hollow = run.invoke(cli, ["scan", str(bench), "--db", migrated_url])
+    assert hollow.exit_code == 3 and "corpus 'web' holds 0 documents" in hollow.output
     assert run.invoke(cli, ["scan", "--bogus"]).exit_code == 2  # click's usage errors
     version = run.invoke(cli, ["--version"])
     assert version.exit_code == 0 and version.output.startswith("contam 0.")
@@ -264,9 +262,57 @@ def test_serve_says_where_things_are_and_refuses_placeholder_keys(monkeypatch: p
     down = CliRunner().invoke(cli, ["serve"])
     assert (
         down.exit_code == 3
-        and down.output.startswith("error: cannot open the database")
+        and down.output.startswith("error: the database is unavailable: ")
         and "Traceback" not in down.output
     )
     get_settings.cache_clear()
     compose = (Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text()
     assert "change-me" not in compose and "${CONTAM_API_KEYS:?" in compose
+
+
+def test_a_lost_database_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    """No server listens on port 1: the indexer and the other commands say so in one line (a
+    runtime error: exit 3)."""
+    url = "postgresql+psycopg://postgres@127.0.0.1:1/nowhere?connect_timeout=2"
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": Q1}) + "\n")
+    for r in (index_cli(url, "web", str(corpus)), CliRunner().invoke(cli, ["corpora", "--db", url])):
+        assert r.exit_code == 3, r.output
+        assert r.output.startswith("error: the database is unavailable: ") and "Traceback" not in r.output
+        assert len(r.output.strip().splitlines()) == 1
+
+
+def test_scan_workers_give_the_same_output(migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`scan --workers 2` splits the benchmark over two processes (chunks of one item here) and
+    prints what one process prints, in the same order."""
+    import app.services.scanning as scanning
+
+    monkeypatch.setattr(scanning, "CHUNK", 1)
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    bench = tmp_path / "b.jsonl"
+    rows = [{"task_id": f"t{i}", "prompt": q} for i, q in enumerate([Q1, Q2, Q1 + " Why?", Q2 + " Explain."])]
+    bench.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    outs = []
+    for workers in ("1", "2"):
+        r = CliRunner().invoke(
+            cli,
+            ["scan", str(bench), "--db", migrated_url, "--format", "jsonl", "--workers", workers, "--progress", "none"],
+        )
+        assert r.exit_code == 0, r.output
+        outs.append(r.stdout)
+    assert outs[0] == outs[1]
+    assert [json.loads(x)["item_id"] for x in outs[1].splitlines()] == ["t0", "t1", "t2", "t3"]
+
+
+def test_bad_option_values_are_one_line_usage_errors(migrated_url: str) -> None:
+    for args in (["--fail-above", "1%"], ["--workers", "-1"]):
+        r = CliRunner().invoke(cli, ["scan", "b.jsonl", "--db", migrated_url, *args])
+        assert r.exit_code == 2 and r.output.startswith("error: Invalid value for '--")
+        assert len(r.output.strip().splitlines()) == 1 and "Usage:" not in r.output
+
+
+def test_the_demo_corpus_goes_beside_sqlite_or_into_data_never_into_a_url_path(tmp_path: Path) -> None:
+    assert demo_workdir(f"sqlite:///{tmp_path}/x/contam.db") == tmp_path / "x" / "demo"
+    assert demo_workdir("postgresql+psycopg://postgres@127.0.0.1:5432/contam") == Path("data") / "demo"

@@ -261,3 +261,22 @@ def test_highlights_on_the_item_side() -> None:
     spans = shared_spans(text, "we know the river flows through Baghdad today")
     assert [text[a:b] for a, b in spans] == ["river flows through Baghdad"]
     assert split_marked("abcdef", [[1, 3]]) == [("a", False), ("bc", True), ("def", False)]
+
+
+def test_common_ngrams_scattered_over_an_item_are_not_a_widespread_copy() -> None:
+    """An item copied into many documents is contaminated even though its n-grams are too common
+    to look up one by one; an item whose pieces are merely each somewhere (one common phrase,
+    the rest scattered over unrelated pages) is not."""
+    question = (
+        "which famous admiral sailed around the cape of good hope with four ships and a crew of "
+        "one hundred and seventy men"
+    )
+    words = question.split(" ")
+    item = BenchmarkItem("q", 0, question=question)
+    copies = {f"mirror{i}": f"{FILLER} {' '.join(words)} {FILLER}" for i in range(12)}
+    assert scan([item], copies)["q"].status == Status.CONTAMINATED
+    scattered = {f"page{i}": f"{FILLER} {' '.join(words[i * 6 : i * 6 + 6])} {FILLER}" for i in range(4)}
+    scattered |= {f"phrase{i}": f"{FILLER} {' '.join(words[:5])} {FILLER}" for i in range(12)}
+    s = scan([item], scattered)["q"]
+    assert s.status != Status.CONTAMINATED, s.reason
+    assert "widespread" not in s.reason

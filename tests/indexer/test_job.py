@@ -325,6 +325,12 @@ def test_a_file_without_documents_fails_naming_the_fields_it_holds(
     eng = make_engine(migrated_url)
     with eng.connect() as conn:  # the stale failure of the same path is forgotten
         assert conn.execute(select(corpus_file.c.status)).scalars().all() == ["done"]
+    again_wrong = index_corpus(migrated_url, [data], "c", text_field="txt")
+    assert [f.status for f in again_wrong.files] == ["failed"]
+    unchanged = index_corpus(migrated_url, [data], "c", text_field="text")
+    assert [f.status for f in unchanged.files] == ["unchanged"]
+    with eng.connect() as conn:  # indexed whole already: the newer failure is forgotten too
+        assert conn.execute(select(corpus_file.c.status)).scalars().all() == ["done"]
     eng.dispose()
     blank = tmp_path / "blank.jsonl"
     blank.write_text(json.dumps({"id": "x", "text": "  "}) + "\n")

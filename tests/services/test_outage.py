@@ -108,3 +108,18 @@ def test_the_server_answers_503_with_the_reason_while_the_database_is_away(
         assert page.status_code == 503 and "Database unavailable" in page.text
         outage.start(0)
         assert c.get("/api/v1/reports").status_code == 200
+
+
+def test_a_stopping_server_does_not_wait_out_a_jobs_retries(indexed: Engine) -> None:
+    """A job retrying an unreachable database once kept the process alive for its whole retry
+    time after the server stopped; now it gives up at once and is resumed at the next start."""
+    outage = Outage(indexed, at="SET done_items", seconds=120)
+    svc = _service(indexed, retry_seconds=120)
+    rid = svc.submit(BENCH, "b.jsonl")
+    time.sleep(0.5)  # the job is retrying its progress write
+    t0 = time.monotonic()
+    svc.shutdown()
+    svc._pool.shutdown(wait=True)  # the job thread ends (it held the interpreter at exit)
+    assert time.monotonic() - t0 < 10
+    outage.start(0)
+    assert svc.get(rid)["status"] == "running"  # stranded: resume_pending runs it again

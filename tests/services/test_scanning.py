@@ -214,19 +214,47 @@ def test_many_segments_score_like_one(engine: Engine, tmp_path: Path, index_corp
 
 def test_workers_give_the_same_results_in_input_order(scanner: Scanner, monkeypatch: pytest.MonkeyPatch) -> None:
     """A benchmark split over forked worker processes (chunks of 2 items here) gives the same
-    report as one process, in input order, and the workers hand the documents they read back to
-    the parent so the next scan does not read them again."""
+    report as one process, in input order, with progress after each chunk."""
     import app.services.scanning as scanning
 
     monkeypatch.setattr(scanning, "CHUNK", 2)
     items = [*ITEMS, *(BenchmarkItem(f"copy{i}", 9 + i, question=Q_VERBATIM, answer=A_VERBATIM) for i in range(4))]
-    scanner._docs.clear()
     progress: list[tuple[int, int]] = []
     forked = scanner.scan(items, progress=lambda done, total: progress.append((done, total)), workers=2)
-    assert scanner._docs, "documents read by the workers are kept by the parent"
-    scanner._docs.clear()
     alone = scanner.scan(items, workers=1)
     assert [r.item.item_id for r in forked] == [it.item_id for it in items]
     assert [r.as_dict() for r in forked] == [r.as_dict() for r in alone]
     assert progress[-1] == (len(items), len(items)) and len(progress) == -(-len(items) // 2)
     assert {r.item.item_id: r.score.status for r in forked}["verbatim"] == "contaminated"
+
+
+def test_a_small_document_cache_changes_nothing(scanner: Scanner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk holds the documents it scores: a cache too small for them once evicted one in the
+    middle of a chunk, and its item was scored without it (clean, no evidence)."""
+    import app.services.scanning as scanning
+
+    full = [r.as_dict() for r in scanner.scan(ITEMS)]
+    monkeypatch.setattr(scanning, "DOC_CACHE", 1)
+    monkeypatch.setattr(scanning, "CHUNK", 3)
+    assert [r.as_dict() for r in Scanner(scanner.engine).scan(ITEMS)] == full
+
+
+def test_a_worker_that_dies_fails_the_scan_instead_of_hanging_it(
+    scanner: Scanner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    from concurrent.futures.process import BrokenProcessPool
+
+    import app.services.scanning as scanning
+
+    monkeypatch.setattr(scanning, "CHUNK", 2)
+    real = Scanner._scan_chunk
+
+    def dies_on_the_second_chunk(self, work, lo, hi):  # type: ignore[no-untyped-def]
+        if lo == 2:
+            os._exit(9)  # as if killed (out of memory, kill -9)
+        return real(self, work, lo, hi)
+
+    monkeypatch.setattr(Scanner, "_scan_chunk", dies_on_the_second_chunk)
+    with pytest.raises(BrokenProcessPool):
+        scanner.scan(ITEMS, workers=2)

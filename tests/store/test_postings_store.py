@@ -116,3 +116,24 @@ def test_a_merge_step_moves_exactly_its_key_range(db_url: str) -> None:
     moved = sum(1 for pairs in rows.values() for k, _ in pairs if lo <= k < hi)
     assert moved > 0 and sizes[target] == 2 * moved
     assert sum(sizes.values()) == 2 * sum(len(p) for p in rows.values())
+
+
+def test_sqlite_lookups_respect_the_bound_variable_limit(tmp_path: Path) -> None:
+    """SQLite before 3.32 binds at most 999 values a statement: look-ups batch under whatever
+    the connection allows."""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    upgrade(url)
+    eng = make_engine(url)
+    keys = np.arange(5000, dtype=np.int64)
+    with eng.begin() as conn:
+        cid = repo.create_corpus(conn, "c", SignatureConfig(), True)
+        seg = repo.open_segment(conn, cid, len(keys), 10**6)
+        repo.insert_ngrams(conn, seg, keys, np.zeros(len(keys), dtype=np.int32))
+    with eng.connect() as conn:
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        raw.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+        df = repo.ngram_df(conn, keys.tolist(), None)
+        assert len(df) == 5000 and set(df.values()) == {1}
+        assert repo.band_hits(conn, keys.tolist(), None) == {}
+    eng.dispose()

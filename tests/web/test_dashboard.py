@@ -20,6 +20,7 @@ from app.api.main import create_app
 from app.core.config import SignatureConfig
 from app.settings import Settings
 from app.store.db import upgrade
+from app.web.pages import _marked
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"  # tests/artifacts
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -262,3 +263,37 @@ def test_browser_items_table_keeps_its_text_column_wide(live_server: str, browse
     rows_shown = page.locator("table.items tbody tr").count()
     assert table["height"] / rows_shown < 200, table
     page.screenshot(path=str(ARTIFACTS / "09-items-long-ids.png"), full_page=True)
+
+
+def test_browser_underscores_show_inside_highlighted_text(live_server: str, browser) -> None:  # type: ignore[no-untyped-def]
+    """The highlight's outline was drawn over the text's bottom edge, so `has_close_elements`
+    read `has close elements` inside highlighted code: the underscores must change the pixels."""
+    page = browser.new_page(viewport={"width": 800, "height": 600})
+    page.goto(live_server + "/corpora")
+    shots = []
+    for text in ("has_close_elements(numbers_list)", "has close elements(numbers list)"):
+        page.evaluate(
+            """t => { const d = document.createElement('div'); d.className = 'text'; d.id = 'probe';
+                      const m = document.createElement('mark'); m.textContent = t; d.appendChild(m);
+                      document.querySelector('main').prepend(d); }""",
+            text,
+        )
+        shots.append(page.locator("#probe mark").screenshot())
+        page.evaluate("document.getElementById('probe').remove()")
+    assert shots[0] != shots[1]
+
+
+def test_a_name_is_highlighted_whole_across_its_underscores() -> None:
+    """Tokens stop at underscores, so `has_close_elements` came out as three highlights with bare
+    underscores between them, which the highlight frames covered."""
+    text = "def has_close_elements(numbers_list): x_"
+    words = [(4, 7), (8, 13), (14, 22), (23, 30), (31, 35), (38, 39)]
+    assert _marked(text, words) == [
+        ("def ", False),
+        ("has_close_elements", True),
+        ("(", False),
+        ("numbers_list", True),
+        ("): ", False),
+        ("x", True),
+        ("_", False),
+    ]
