@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 CONTAM = [sys.executable, "-m", "indexer.cli"]
 
+from app.store import repo  # noqa: E402
 from app.store.db import make_engine  # noqa: E402
 
 WORDS = [
@@ -71,8 +72,8 @@ def fingerprint(url: str) -> dict[str, object]:
     with engine.connect() as conn:
         docs = conn.execute(text("SELECT external_id, text_hash FROM document ORDER BY external_id")).all()
         files = conn.execute(text("SELECT count(*) FROM corpus_file WHERE status = 'done'")).scalar_one()
-        ngrams = conn.execute(text("SELECT count(*) FROM ngram")).scalar_one()
-        bands = conn.execute(text("SELECT count(*) FROM band")).scalar_one()
+        ngrams = repo.posting_count(conn, "ngram")  # rows on SQLite, records in blocks on PostgreSQL
+        bands = repo.posting_count(conn, "band")
     engine.dispose()
     digest = hashlib.sha256(repr([tuple(r) for r in docs]).encode()).hexdigest()[:16]
     return {"documents": len(docs), "documents_sha": digest, "files": files, "ngrams": ngrams, "bands": bands}

@@ -102,6 +102,7 @@ class IndexJob:
         writer = Writer(self.engine, corpus_id, self.opts, self.cfg.bands, self.progress, max(4, 3 * self.opts.workers))
         writer.start()
         unchanged: list[FileReport] = []
+        self._forget: list[str] = []  # unchanged files whose failed records of other runs go
         queued: set[str] = set()
         pending = deque(files)
         try:
@@ -120,6 +121,10 @@ class IndexJob:
             writer.join()
         if writer.error is not None:
             raise writer.error
+        # Not from _send: on SQLite this process's own writer may hold the write lock with its
+        # group open (a file another indexer committed first), and would wait for the next file.
+        for forgotten in self._forget:
+            forget_failures(self.engine, corpus_id, forgotten)
         order = {str(p): i for i, p in enumerate(files)}
         reports = sorted(writer.reports + unchanged, key=lambda r: order[r.path])
         return IndexSummary(self.corpus, reports, time.perf_counter() - t0)
@@ -129,8 +134,8 @@ class IndexJob:
         size = path.stat().st_size
         chash = file_identity(path, self.opts)
         if chash in queued or file_indexed(self.engine, corpus_id, chash):
-            if chash not in queued:
-                forget_failures(self.engine, corpus_id, str(path))
+            if chash not in queued:  # forgotten after the writer has stopped (see run)
+                self._forget.append(str(path))
             report = FileReport(str(path), "unchanged", bytes=size)
             unchanged.append(report)
             self.progress.file_finished(report)

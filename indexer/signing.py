@@ -76,14 +76,16 @@ def sign_batch(texts: list[str], cfg: SignatureConfig, store_text: bool) -> Sign
         return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(0, dtype=dtype)
 
     # Sorted here, in parallel, so that the single writer inserts B-tree keys in order; the
-    # same sort drops an n-gram's repeats within a document.
+    # same sort drops an n-gram's repeats within a document. The rows are concatenated in
+    # (doc, win) order already, so a stable sort on the key alone gives (key, doc[, win]) order:
+    # one sort where lexsort made one per column.
     ng_hash, ng_doc_ = cat(ng, np.int64), cat(ng_doc, np.int32)
-    order = np.lexsort((ng_doc_, ng_hash))
+    order = np.argsort(ng_hash, kind="stable")
     ng_hash, ng_doc_ = ng_hash[order], ng_doc_[order]
     keep = np.ones(len(ng_hash), dtype=bool)
     keep[1:] = (ng_hash[1:] != ng_hash[:-1]) | (ng_doc_[1:] != ng_doc_[:-1])
     band_key, band_doc, band_win = cat(bk, np.int64), cat(bk_doc, np.int32), cat(bk_win, np.int32)
-    order = np.lexsort((band_win, band_doc, band_key))
+    order = np.argsort(band_key, kind="stable")
     return SignedBatch(
         n_tokens=np.array(n_tok, dtype=np.int64),
         n_chars=[len(t) for t in texts],

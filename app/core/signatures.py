@@ -35,17 +35,14 @@ def token_hashes(tokens: Sequence[str]) -> np.ndarray:
     cache = _token_cache
     if len(cache) > _CACHE_LIMIT:
         cache.clear()
-    vals = list(map(cache.get, tokens))
-    if None in vals:
+    try:  # most tokens are cached: straight into the array, no list of Python ints between
+        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+    except KeyError:
         h64 = xxhash.xxh3_64_intdigest
-        for i, v in enumerate(vals):
-            if v is None:
-                tok = tokens[i]
-                v = cache.get(tok)
-                if v is None:
-                    v = cache[tok] = h64(tok.encode("utf-8", "surrogatepass"))
-                vals[i] = v
-    return np.array(vals, dtype=np.uint64)
+        for tok in tokens:
+            if tok not in cache:
+                cache[tok] = h64(tok.encode("utf-8", "surrogatepass"))
+        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
 
 
 def _fmix64(h: np.ndarray) -> np.ndarray:
@@ -150,8 +147,12 @@ def window_minhashes(th: np.ndarray, cfg: SignatureConfig, starts: np.ndarray | 
         for g in range(0, len(starts), group):
             s, e = starts[g : g + group], ends[g : g + group]
             lo, hi = int(s[0]), int(e.max())
-            phv = mixed[lo:hi] * a + b  # (num_perm, hi-lo), wraps mod 2^32 as datasketch
-            phv = np.concatenate([phv, phv[:, :1]], axis=1)  # reduceat needs idx < len
+            # (num_perm, hi-lo) permuted hashes, wrapping mod 2^32 as datasketch, computed in
+            # place with one spare column past the end (reduceat needs every index < len; the
+            # spare only ever ends a discarded between-windows span): no temporaries, no copy.
+            phv = np.empty((len(a), hi - lo + 1), dtype=np.uint32)
+            np.multiply(mixed[lo : hi + 1] if hi < m else np.append(mixed[lo:hi], mixed[lo]), a, out=phv)
+            phv += b
             idx = np.empty(2 * len(s), dtype=np.int64)
             idx[0::2] = s - lo
             idx[1::2] = e - lo

@@ -43,6 +43,26 @@ def _norm(token: str) -> str:
     return unicodedata.normalize("NFKC", token).casefold()
 
 
+# Normalised form of each raw token seen (a process's tokens repeat: the cache answers most
+# of them with one dict look-up instead of two Unicode passes); cleared when it grows large.
+_norm_cache: dict[str, str] = {}
+_NORM_CACHE_LIMIT = 1_000_000
+
+
+def _norms(raw: list[str]) -> list[str]:
+    """_norm of each token, through the cache."""
+    cache = _norm_cache
+    if len(cache) > _NORM_CACHE_LIMIT:
+        cache.clear()
+    out = list(map(cache.get, raw))
+    if None in out:
+        for i, v in enumerate(out):
+            if v is None:
+                tok = raw[i]
+                out[i] = cache[tok] = _norm(tok)
+    return out  # type: ignore[return-value]  # no None left
+
+
 # ASCII text, byte for byte: letters lower-cased, digits kept, everything else a separator. The
 # same tokens as _TOKEN on lower-cased ASCII ("_" separates), found by bytes.translate and split
 # in C instead of one regex match object per token (about 10x faster; a test holds them equal).
@@ -54,7 +74,7 @@ def tokenize(text: str) -> list[str]:
     clean = strip_markup(text)
     if clean.isascii():
         return clean.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
-    return [_norm(t) for t in _TOKEN.findall(clean)]
+    return _norms(_TOKEN.findall(clean))
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,8 +48,10 @@ def file_indexed(engine: Engine, corpus_id: int, content_hash: str) -> bool:
 
 def forget_failures(engine: Engine, corpus_id: int, path: str) -> None:
     """Drop the failed records of a path whose content is indexed (an earlier run with other
-    settings, e.g. a wrong --text-field, failed on it): the corpus's health no longer lists it."""
-    with engine.begin() as conn:
+    settings, e.g. a wrong --text-field, failed on it): the corpus's health no longer lists it.
+    A writing transaction: on SQLite a deferred one that reads, then deletes, fails at once
+    ("database is locked") while another indexer writes, instead of waiting for the lock."""
+    with db.writing(engine) as conn:
         repo.delete_failed_files_at(conn, corpus_id, path)
 
 

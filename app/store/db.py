@@ -147,6 +147,14 @@ def _pg_copy_binary(conn: Connection, table: str, columns: Sequence[str], arrays
         cp.write(_PG_TRAILER)
 
 
+def copy_in(conn: Connection, table: str, columns: Sequence[str], payload: bytes) -> None:
+    """PostgreSQL: COPY a whole binary COPY stream (header and trailer included) into `table`."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    with raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as cp:
+        cp.write(payload)
+
+
 def bulk_insert_arrays(
     conn: Connection,
     table: str,
@@ -229,7 +237,8 @@ def checkpoint(conn: Connection, mode: str = "PASSIVE") -> None:
         raw.execute(f"PRAGMA wal_checkpoint({mode})")
 
 
-STATISTICS_TABLES = ("ngram", "band", "document", "corpus_file", "corpus")
+# ngram_block and band_block hold PostgreSQL's postings (app.store.blocks); ngram and band SQLite's
+STATISTICS_TABLES = ("ngram_block", "band_block", "ngram", "band", "document", "corpus_file", "corpus")
 
 
 def statistics_stale(conn: Connection) -> bool:

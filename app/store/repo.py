@@ -13,8 +13,8 @@ from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
 from app.core.config import SignatureConfig
-from app.store import db
-from app.store.schema import band, corpus, corpus_file, document, ngram, segment
+from app.store import blocks, db
+from app.store.schema import band, band_block, corpus, corpus_file, document, ngram, ngram_block, segment
 
 
 def now() -> datetime:
@@ -57,6 +57,8 @@ def delete_corpus(conn: Connection, corpus_id: int) -> None:
     segs = select(segment.c.id).where(segment.c.corpus_id == corpus_id).scalar_subquery()
     conn.execute(delete(ngram).where(ngram.c.seg.in_(segs)))
     conn.execute(delete(band).where(band.c.seg.in_(segs)))
+    conn.execute(delete(ngram_block).where(ngram_block.c.seg.in_(segs)))
+    conn.execute(delete(band_block).where(band_block.c.seg.in_(segs)))
     conn.execute(delete(segment).where(segment.c.corpus_id == corpus_id))
     conn.execute(delete(document).where(document.c.corpus_id == corpus_id))
     conn.execute(delete(corpus_file).where(corpus_file.c.corpus_id == corpus_id))
@@ -294,6 +296,9 @@ def open_segment(conn: Connection, corpus_id: int, rows: int, segment_rows: int)
 
 def insert_ngrams(conn: Connection, seg: int, hashes: np.ndarray, doc_ids: np.ndarray) -> None:
     """Append (hash, doc_id) rows, sorted by both, to segment `seg`."""
+    if db.dialect(conn) == "postgresql":
+        _insert_blocks(conn, "ngram", seg, blocks.records("ngram", (hashes, doc_ids)))
+        return
     db.bulk_insert_arrays(
         conn,
         "ngram",
@@ -305,6 +310,9 @@ def insert_ngrams(conn: Connection, seg: int, hashes: np.ndarray, doc_ids: np.nd
 
 def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarray, wins: np.ndarray) -> None:
     """Append (key, doc_id, win) rows, sorted by all three, to segment `seg`."""
+    if db.dialect(conn) == "postgresql":
+        _insert_blocks(conn, "band", seg, blocks.records("band", (keys, doc_ids, wins)))
+        return
     db.bulk_insert_arrays(
         conn,
         "band",
@@ -312,6 +320,53 @@ def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarr
         (keys.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False), wins.astype(np.int32, copy=False)),
         ("seg", seg),
     )
+
+
+def _insert_blocks(conn: Connection, table: str, seg: int, rec: np.ndarray) -> None:
+    """PostgreSQL: append records sorted by key to segment `seg` as blocks (app.store.blocks)."""
+    if len(rec):
+        db.copy_in(conn, f"{table}_block", ("seg", "bucket", "data"), blocks.copy_payload(seg, rec))
+
+
+def _fetch_blocks(conn: Connection, table: str, segs: Sequence[int], bucket_ids: Sequence[int] | None) -> np.ndarray:
+    """PostgreSQL: the records of the blocks of `segs` in the given buckets (None: all)."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    head = f"SELECT data FROM {table}_block WHERE seg IN ({','.join(str(int(s)) for s in segs)})"
+    found: list[bytes] = []
+    with raw.cursor(binary=True) as cur:
+        if bucket_ids is None:
+            found.extend(r[0] for r in cur.execute(head).fetchall())
+        else:
+            for chunk in db.chunks(list(bucket_ids), _KEYS_BATCH["postgresql"]):
+                found.extend(
+                    r[0] for r in cur.execute(f"{head} AND bucket = ANY(%s::int[])", (list(chunk),)).fetchall()
+                )
+    return blocks.decode(table, found)
+
+
+def postings(conn: Connection, table: str, segs: Sequence[int] | None = None) -> list[tuple[int, ...]]:
+    """Every posting row (seg, key, doc[, win]) of `table` ("ngram" or "band"), of the given
+    segments or all, sorted, whichever way the backend stores them (for tests and checks)."""
+    if db.dialect(conn) == "postgresql":
+        if segs is None:
+            segs = [int(s) for s in conn.exec_driver_sql(f"SELECT DISTINCT seg FROM {table}_block").scalars()]
+        out: list[tuple[int, ...]] = []
+        for s in segs:
+            rec = blocks.in_order(_fetch_blocks(conn, table, [s], None))
+            out.extend((s, *map(int, r)) for r in rec.tolist())
+        return sorted(out)
+    t = ngram if table == "ngram" else band
+    q = select(*t.c) if segs is None else select(*t.c).where(t.c.seg.in_(segs))
+    return sorted(tuple(int(v) for v in r) for r in conn.execute(q).all())
+
+
+def posting_count(conn: Connection, table: str) -> int:
+    """How many postings `table` ("ngram" or "band") holds, whichever way the backend stores them."""
+    if db.dialect(conn) == "postgresql":
+        n = conn.exec_driver_sql(f"SELECT coalesce(sum(length(data)), 0) FROM {table}_block").scalar_one()
+        return int(n) // blocks.RECORDS[table].itemsize
+    return int(conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one())
 
 
 def segment_sizes(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
@@ -364,6 +419,9 @@ def move_postings(conn: Connection, target: int, sources: Sequence[int], lo: int
     the target or still in its source), and a step repeated after a crash moves nothing twice.
     Keys are uniform 64-bit hashes, so equal key ranges hold about equal numbers of rows."""
     conn.execute(select(segment.c.id).where(segment.c.id == target).with_for_update())  # one mover at a time
+    if db.dialect(conn) == "postgresql":
+        _move_blocks(conn, target, sources, lo, hi)
+        return
     olds = ", ".join(str(int(s)) for s in sources)
     moved = 0
     for table, key, cols in (("ngram", "hash", "hash, doc_id"), ("band", "key", "key, doc_id, win")):
@@ -376,6 +434,33 @@ def move_postings(conn: Connection, target: int, sources: Sequence[int], lo: int
             n = conn.exec_driver_sql(f"DELETE FROM {table} WHERE seg = {int(src)} AND {rng}").rowcount
             conn.execute(update(segment).where(segment.c.id == src).values(rows=segment.c.rows - n))
             moved += n
+    conn.execute(update(segment).where(segment.c.id == target).values(rows=segment.c.rows + moved))
+
+
+def _move_blocks(conn: Connection, target: int, sources: Sequence[int], lo: int, hi: int | None) -> None:
+    """move_postings on PostgreSQL: take the sources' blocks of the range's buckets, put their
+    rows in the range into `target` and the rest (edge buckets) back into their source."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    olds = ", ".join(str(int(s)) for s in sources)
+    rng = f"bucket >= {int(lo) >> blocks.SHIFT}" + (
+        f" AND bucket <= {(int(hi) - 1) >> blocks.SHIFT}" if hi is not None else ""
+    )
+    moved = 0
+    for table in ("ngram", "band"):
+        with raw.cursor(binary=True) as cur:
+            sql = f"DELETE FROM {table}_block WHERE seg IN ({olds}) AND {rng} RETURNING seg, data"
+            taken = cur.execute(sql).fetchall()
+        into: list[np.ndarray] = []
+        for src in sources:
+            rec = blocks.decode(table, (d for s, d in taken if s == src))
+            inside = (rec["key"] >= lo) & ((rec["key"] < hi) if hi is not None else True)
+            _insert_blocks(conn, table, int(src), blocks.in_order(rec[~inside]))
+            into.append(rec[inside])
+            n = int(inside.sum())
+            conn.execute(update(segment).where(segment.c.id == src).values(rows=segment.c.rows - n))
+            moved += n
+        _insert_blocks(conn, table, target, blocks.in_order(np.concatenate(into)))
     conn.execute(update(segment).where(segment.c.id == target).values(rows=segment.c.rows + moved))
 
 
@@ -436,8 +521,23 @@ def _lookup(
     return rows
 
 
+def _lookup_blocks(conn: Connection, table: str, keys: Sequence[int], corpus_ids: Sequence[int] | None) -> np.ndarray:
+    """PostgreSQL: the records (key, doc[, win]) whose key is in `keys`, in the segments of the
+    given corpora (or all), sorted by key, then doc[, then win]: the blocks of the keys' buckets,
+    filtered to the keys asked for (app.store.blocks)."""
+    segs = segments(conn, corpus_ids)
+    want = np.unique(np.asarray(keys, dtype=np.int64))
+    if not segs or not len(want):
+        return np.empty(0, dtype=blocks.RECORDS[table])
+    rec = _fetch_blocks(conn, table, segs, np.unique(blocks.buckets(want)).tolist())
+    return blocks.in_order(rec[np.isin(rec["key"], want)])
+
+
 def ngram_df(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, int]:
     """hash -> number of documents (of the given corpora, or all) holding it; absent if none."""
+    if db.dialect(conn) == "postgresql":
+        found, counts = np.unique(_lookup_blocks(conn, "ngram", hashes, corpus_ids)["key"], return_counts=True)
+        return dict(zip(found.tolist(), counts.tolist(), strict=True))
     rows = _lookup(conn, (ngram.c.hash, _COUNT), ngram.c.hash, hashes, corpus_ids, group=True)
     return {int(h): int(c) for h, c in rows}
 
@@ -445,7 +545,11 @@ def ngram_df(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] 
 def ngram_postings(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, list[int]]:
     """hash -> documents holding it (call only for hashes known to be rare)."""
     out: dict[int, list[int]] = {}
-    for h, d in _lookup(conn, (ngram.c.hash, ngram.c.doc_id), ngram.c.hash, hashes, corpus_ids):
+    if db.dialect(conn) == "postgresql":
+        rows: Iterable[Any] = _lookup_blocks(conn, "ngram", hashes, corpus_ids).tolist()
+    else:
+        rows = _lookup(conn, (ngram.c.hash, ngram.c.doc_id), ngram.c.hash, hashes, corpus_ids)
+    for h, d in rows:
         out.setdefault(int(h), []).append(int(d))
     return out
 
@@ -456,7 +560,11 @@ def band_hits(
     """band key -> [(document, window)], dropping keys shared by more than max_per_key windows
     (a band value that common is boilerplate, not a near duplicate)."""
     out: dict[int, list[tuple[int, int]]] = {}
-    for k, d, w in _lookup(conn, (band.c.key, band.c.doc_id, band.c.win), band.c.key, keys, corpus_ids):
+    if db.dialect(conn) == "postgresql":
+        rows: Iterable[Any] = _lookup_blocks(conn, "band", keys, corpus_ids).tolist()
+    else:
+        rows = _lookup(conn, (band.c.key, band.c.doc_id, band.c.win), band.c.key, keys, corpus_ids)
+    for k, d, w in rows:
         out.setdefault(int(k), []).append((int(d), int(w)))
     return {k: v for k, v in out.items() if len(v) <= max_per_key}
 

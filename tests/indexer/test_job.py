@@ -24,7 +24,7 @@ from app.core.config import SignatureConfig
 from app.errors import FingerprintMismatch, SettingsConflict
 from app.store import repo
 from app.store.db import make_engine, upgrade
-from app.store.schema import band, corpus_file, document, ngram
+from app.store.schema import corpus_file, document
 from indexer.cli import app as cli
 from indexer.progress import BarProgress
 from indexer.summary import FileReport
@@ -36,8 +36,8 @@ def snapshot(url: str) -> dict:
     with eng.connect() as conn:
         ext = dict(conn.execute(select(document.c.id, document.c.external_id)).all())
         docs = sorted(conn.execute(select(document.c.external_id, document.c.n_tokens, document.c.text_hash)).all())
-        grams = sorted((h, ext[d]) for h, d in conn.execute(select(ngram.c.hash, ngram.c.doc_id)).all())
-        bands = sorted((k, ext[d], w) for k, d, w in conn.execute(select(band.c.key, band.c.doc_id, band.c.win)).all())
+        grams = sorted((h, ext[d]) for _, h, d in repo.postings(conn, "ngram"))
+        bands = sorted((k, ext[d], w) for _, k, d, w in repo.postings(conn, "band"))
         files = sorted(conn.execute(select(corpus_file.c.path, corpus_file.c.status, corpus_file.c.n_docs)).all())
     eng.dispose()
     return {"docs": docs, "grams": grams, "bands": bands, "files": files}
@@ -55,7 +55,7 @@ def test_index_counts_and_rerun_is_idempotent(migrated_url: str, tmp_path: Path,
     if migrated_url.startswith("postgresql"):  # planner statistics refreshed after the bulk load
         eng = make_engine(migrated_url)
         with eng.connect() as conn:
-            analyzed = conn.execute(text("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = 'ngram'"))
+            analyzed = conn.execute(text("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = 'ngram_block'"))
             assert analyzed.scalar_one() is not None
         eng.dispose()
     again = index_corpus(migrated_url, [a, b], "c")

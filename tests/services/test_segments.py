@@ -11,7 +11,7 @@ from sqlalchemy import select
 from app.services.segments import plan_merge
 from app.store import repo
 from app.store.db import make_engine
-from app.store.schema import band, ngram, segment
+from app.store.schema import segment
 
 
 def test_plan_merge_is_size_tiered() -> None:
@@ -31,8 +31,8 @@ def test_interrupted_merge_keeps_every_row_once_and_is_finished_later(
     with eng.connect() as conn:
         cid = repo.get_corpus(conn, "c")["id"]  # type: ignore[index]
         sources = repo.segments(conn, [cid])
-        hashes = [h for (h,) in conn.execute(select(ngram.c.hash)).all()]
-        keys = [k for (k,) in conn.execute(select(band.c.key)).all()]
+        hashes = [r[1] for r in repo.postings(conn, "ngram")]
+        keys = [r[1] for r in repo.postings(conn, "band")]
         before = (
             repo.ngram_df(conn, hashes, [cid]),
             repo.ngram_postings(conn, hashes, [cid]),
@@ -66,7 +66,7 @@ def test_interrupted_merge_keeps_every_row_once_and_is_finished_later(
         segs = conn.execute(select(segment.c.id, segment.c.rows, segment.c.merging_into)).all()
         assert target in [s for s, _, _ in segs] and not set(sources) & {s for s, _, _ in segs}
         assert all(m is None for _, _, m in segs)
-        table_rows = len(conn.execute(select(ngram.c.seg)).all()) + len(conn.execute(select(band.c.seg)).all())
+        table_rows = len(repo.postings(conn, "ngram")) + len(repo.postings(conn, "band"))
         after = repo.ngram_df(conn, hashes, [cid])
     eng.dispose()
     assert after == before[0]

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import numpy as np
 from conftest import drop_pg_database, make_pg_database
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
 from app.core.config import SignatureConfig
 from app.store import repo
 from app.store.db import make_engine, upgrade
-from app.store.schema import band, ngram
 
 
 def _bulk_insert_round_trip(url: str, param_limit: int | None = None) -> None:
@@ -28,8 +27,8 @@ def _bulk_insert_round_trip(url: str, param_limit: int | None = None) -> None:
         repo.insert_ngrams(conn, 3, h, d)
         repo.insert_bands(conn, 3, keys, np.full(1001, 7, np.int32), np.arange(1001, dtype=np.int32))
     with eng.connect() as conn:
-        got = sorted(conn.execute(select(ngram.c.seg, ngram.c.hash, ngram.c.doc_id)).all())
-        bands = sorted(conn.execute(select(band.c.seg, band.c.key, band.c.doc_id, band.c.win)).all())
+        got = repo.postings(conn, "ngram")
+        bands = repo.postings(conn, "band")
     eng.dispose()
     assert got == sorted((3, a, b) for a, b in zip(h.tolist(), d.tolist(), strict=True))
     assert bands == [(3, k, 7, w) for w, k in enumerate(keys.tolist())]
@@ -81,6 +80,42 @@ def test_concurrent_postgresql_indexers_fill_separate_segments(pg_available: boo
     finally:
         eng.dispose()
         drop_pg_database(name)
+
+
+def test_a_merge_step_moves_exactly_its_key_range(db_url: str) -> None:
+    """move_postings with range bounds inside a block (PostgreSQL keeps postings in blocks by
+    the key's top bits): the range's rows go to the target, the rest of the edge blocks stay."""
+    upgrade(db_url)
+    rng = np.random.default_rng(5)
+    eng = make_engine(db_url)
+    rows: dict[int, list[tuple[int, ...]]] = {}
+    with eng.begin() as conn:
+        cid = repo.create_corpus(conn, "c", SignatureConfig(), True)
+        sources = [repo.open_segment(conn, cid, 1, 1) for _ in range(2)]
+        for i, seg in enumerate(sources):
+            h = np.sort(rng.integers(-(2**63), 2**63 - 1, 3000, dtype=np.int64))
+            h[:50] = np.arange(50) << 40  # many rows in the buckets around 0
+            h = np.sort(h)
+            d = np.full(len(h), i + 1, np.int32)
+            repo.insert_ngrams(conn, seg, h, d)
+            repo.insert_bands(conn, seg, h, d, np.arange(len(h), dtype=np.int32))
+            conn.exec_driver_sql(f"UPDATE segment SET rows = {2 * len(h)} WHERE id = {seg}")
+            rows[seg] = [(int(a), int(b)) for a, b in zip(h, d, strict=True)]
+        target = repo.start_merge(conn, cid, sources)
+    lo, hi = (7 << 40) + 3, (33 << 40) - 5  # not on a block boundary
+    with eng.begin() as conn:
+        repo.move_postings(conn, target, sources, lo, hi)
+    with eng.connect() as conn:
+        got = repo.postings(conn, "ngram")
+        bands = repo.postings(conn, "band")
+        sizes = dict(repo.segment_sizes(conn, cid))
+    eng.dispose()
+    expected = sorted((target if lo <= k < hi else seg, k, doc) for seg, pairs in rows.items() for k, doc in pairs)
+    assert got == expected
+    assert sorted((s, k, doc) for s, k, doc, _ in bands) == expected
+    moved = sum(1 for pairs in rows.values() for k, _ in pairs if lo <= k < hi)
+    assert moved > 0 and sizes[target] == 2 * moved
+    assert sum(sizes.values()) == 2 * sum(len(p) for p in rows.values())
 
 
 def test_sqlite_lookups_respect_the_bound_variable_limit(tmp_path: Path) -> None:
