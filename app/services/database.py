@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TypeVar
 
 from sqlalchemy import Engine
@@ -73,7 +74,15 @@ def migrate(url: str, revision: str = "head") -> None:
 
 
 def open_database(url: str) -> Engine:
-    """An engine for a migrated database; refuses one without the schema."""
+    """An engine for a migrated database; refuses one without the schema, and never creates an
+    SQLite file on the way (a read-only command given a wrong path would leave an empty one)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise ConfigError(f"not a database URL: {url!r} (use sqlite:///PATH or postgresql://...)") from exc
+    path = parsed.database if parsed.get_backend_name() == "sqlite" else None
+    if path not in (None, "", ":memory:") and not Path(str(path)).exists():
+        raise ConfigError(f"no database at {parsed.database}: run `contam db upgrade` first (or check the path)")
     try:
         engine = db.make_engine(url)
     except ArgumentError as exc:

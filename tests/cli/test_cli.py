@@ -52,6 +52,7 @@ def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
 def test_commands_need_a_migrated_database(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["corpora", "--db", f"sqlite:///{tmp_path / 'empty.db'}"])
     assert r.exit_code == 2 and "contam db upgrade" in r.output
+    assert not (tmp_path / "empty.db").exists()  # a read-only command creates no database file
 
 
 def test_serve_refuses_public_bind_without_keys(monkeypatch: pytest.MonkeyPatch) -> None:
