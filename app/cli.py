@@ -284,7 +284,7 @@ def _thresholds(text: str | None) -> Thresholds | None:
     try:
         return ThresholdsIn.model_validate(given).to_thresholds()
     except ValidationError as exc:
-        problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'thresholds'}: {e['msg']}" for e in exc.errors())
         raise InputError(f"--thresholds: {problems}") from exc
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.core.config import Thresholds
 from app.core.types import BenchmarkItem
@@ -56,6 +56,15 @@ class ThresholdsIn(BaseModel):
         description="information (bits, under the benchmark's own language model) a match "
         "must carry to count as evidence",
     )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ThresholdsIn:
+        if self.suspicious_coverage > self.contaminated_coverage:
+            raise ValueError(
+                f"suspicious_coverage ({self.suspicious_coverage}) is above contaminated_coverage "
+                f"({self.contaminated_coverage}): an item would be contaminated before it could be suspicious"
+            )
+        return self
 
     def to_thresholds(self) -> Thresholds:
         return Thresholds(**self.model_dump())

@@ -203,6 +203,10 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
     typo = scan("--thresholds", "longest_mach=20")
     assert typo.exit_code == 2 and "unknown threshold 'longest_mach' (did you mean longest_match?)" in typo.output
     assert "contaminated_coverage: " in scan("--thresholds", '{"contaminated_coverage": 3}').output
+    upside_down = scan("--thresholds", "suspicious_coverage=0.9")  # above contaminated_coverage (0.8)
+    assert (
+        upside_down.exit_code == 2 and "suspicious_coverage (0.9) is above contaminated_coverage" in upside_down.output
+    )
     strict = scan(
         "--thresholds", "contaminated_coverage=1.0,suspicious_coverage=1.0,passage_tokens=500", "--format", "json"
     )

@@ -38,7 +38,7 @@ def _form_json(
         fields = json.loads(mapping) if mapping else None
         th = ThresholdsIn.model_validate_json(thresholds) if thresholds else ThresholdsIn()
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(": ".join(filter(None, (".".join(map(str, e["loc"])), e["msg"]))) for e in exc.errors())
         raise InputError(f"thresholds: {problems or exc}") from exc
     except (ValueError, TypeError) as exc:
         raise InputError(f"mapping and thresholds must be JSON objects ({exc})") from exc
