@@ -23,10 +23,9 @@ from app.errors import ContamError
 from app.services.checking import CheckResult as ScanResult
 from app.services.checking import CheckService
 from app.services.corpora import CorpusService
-from app.services.database import migrate
+from app.services.database import connect, migrate
 from app.services.scanning import Evidence, ItemResult
 from app.settings import get_settings
-from app.store.db import make_engine
 from indexer.job import IndexJob
 from indexer.options import IndexOptions
 from indexer.summary import IndexSummary
@@ -74,7 +73,7 @@ class Index:
         The schema is created or migrated to the current version."""
         self.url = url or get_settings().database_url
         migrate(self.url)
-        self.engine = make_engine(self.url)
+        self.engine = connect(self.url)
 
     def __enter__(self) -> Index:
         return self
