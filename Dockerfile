@@ -4,6 +4,7 @@ COPY pyproject.toml README.md alembic.ini ./
 COPY app ./app
 COPY indexer ./indexer
 COPY migrations ./migrations
-RUN pip install --no-cache-dir -e .
+COPY contam ./contam
+RUN pip install --no-cache-dir .
 EXPOSE 8000
 CMD ["contam", "serve", "--host", "0.0.0.0", "--port", "8000"]

@@ -4,14 +4,17 @@ downwards through the layers, and no function is too long to read in one go."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import typer.main
 import yaml
 
-from app.settings import Settings
-from indexer.cli import app
+from contam.app.settings import Settings
+from contam.indexer.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,8 +56,14 @@ LAYERS = {"core": 0, "readers": 1, "store": 1, "services": 2, "api": 3, "web": 3
 TRANSPORTS = {"api", "web", "cli", "indexer", "contam"}  # they reach the store only through services
 
 
-def _area(module: str) -> str | None:
+def _short(module: str) -> str:
+    """`contam.app.core.x` -> `app.core.x`: the package's parts, named as the folders at the top."""
     parts = module.split(".")
+    return ".".join(parts[1:]) if parts[0] == "contam" and parts[1:2] in (["app"], ["indexer"]) else module
+
+
+def _area(module: str) -> str | None:
+    parts = _short(module).split(".")
     if parts[0] in ("indexer", "contam"):  # the batch job; the Python API
         return parts[0]
     if parts[0] == "app" and len(parts) > 1 and parts[1] in LAYERS:
@@ -83,11 +92,38 @@ def test_imports_only_flow_downwards() -> None:
                 bad.append(f"{module} imports {t}, a layer above it")
             if mine in TRANSPORTS and theirs == "store":
                 bad.append(f"{module} (a transport) imports {t}: go through a service")
-            if module.startswith("app.") and t.split(".")[0] == "indexer":
+            if module.startswith("app.") and _short(t).split(".")[0] == "indexer":
                 bad.append(f"{module} imports {t}: the indexer imports app, so app must not import it")
             if mine == "core" and t.split(".")[0] in ("sqlalchemy", "fastapi", "typer"):
                 bad.append(f"{module} (pure core) imports {t}")
     assert bad == []
+
+
+TOP_FOLDERS = ("app", "indexer", "migrations")  # installed as contam.app, contam.indexer, contam.migrations
+
+
+def test_code_imports_the_folders_through_the_one_package_name() -> None:
+    """`import app` would work from a checkout and nowhere else: the installed package has only `contam`."""
+    tops = [ROOT / t for t in (*TOP_FOLDERS, "tests", "bench")]
+    bad = [
+        f"{path.relative_to(ROOT)} imports {t}"
+        for path in [ROOT / "contam" / "__init__.py", *(p for top in tops for p in top.rglob("*.py"))]
+        for t in _imports(path)
+        if t.split(".")[0] in TOP_FOLDERS
+    ]
+    assert bad == []
+
+
+def test_the_wheel_installs_one_top_level_package(tmp_path: Path) -> None:
+    """A user's own `app` or `migrations` module must not be shadowed by ours (or shadow ours)."""
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(tmp_path), str(ROOT)]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    (wheel,) = tmp_path.glob("contam-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"contam"}
+    for needed in ("contam/app/api/main.py", "contam/migrations/env.py", "contam/app/web/templates/base.html"):
+        assert needed in names
+    assert any(n.startswith("contam/migrations/versions/") for n in names)
 
 
 MAX_FUNCTION_LINES = 60

@@ -1,0 +1,128 @@
+"""contam as a library: one import name, a small facade over the services.
+
+    import contam
+    index = contam.Index("sqlite:////tmp/contam.db")      # created and migrated if new
+    index.add("web", ["corpus.jsonl"])                      # index corpus files into a corpus
+    result = index.scan(["Which river flows through Baghdad?", {"question": "...", "answer": "..."}])
+    result.summary["contaminated_share"], [r.score.status for r in result.results]
+
+Results are the same typed records the CLI and the API print (ScanResult, ItemResult with its
+ItemScore and Evidence); errors are ContamError subclasses whose message names the problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from contam.app import __version__
+from contam.app.core.config import SignatureConfig, Thresholds
+from contam.app.core.types import BenchmarkItem
+from contam.app.errors import ContamError
+from contam.app.services.checking import CheckResult as ScanResult
+from contam.app.services.checking import CheckService
+from contam.app.services.corpora import CorpusService
+from contam.app.services.database import connect, migrate
+from contam.app.services.scanning import Evidence, ItemResult
+from contam.app.settings import get_settings
+from contam.indexer.job import IndexJob
+from contam.indexer.options import IndexOptions
+from contam.indexer.summary import IndexSummary
+
+__all__ = [
+    "BenchmarkItem",
+    "ContamError",
+    "Evidence",
+    "Index",
+    "IndexSummary",
+    "ItemResult",
+    "ScanResult",
+    "SignatureConfig",
+    "Thresholds",
+    "__version__",
+]
+
+ItemLike = str | Mapping[str, Any] | BenchmarkItem
+
+
+def as_item(row: int, item: ItemLike) -> BenchmarkItem:
+    """A text (a question alone), a mapping with question / passage / choices / answer / id, or
+    a BenchmarkItem, as a BenchmarkItem."""
+    if isinstance(item, BenchmarkItem):
+        return item
+    if isinstance(item, str):
+        return BenchmarkItem(str(row), row, question=item)
+    choices = tuple(str(c) for c in item.get("choices") or ())
+    ident = item.get("id")
+    return BenchmarkItem(
+        str(ident) if ident is not None else str(row),
+        row,
+        question=str(item.get("question") or ""),
+        passage=str(item.get("passage") or ""),
+        choices=choices,
+        answer=str(item.get("answer") or ""),
+    )
+
+
+class Index:
+    """An index database (SQLite file or PostgreSQL): add corpora, scan items and files."""
+
+    def __init__(self, url: str | None = None) -> None:
+        """`url`: an SQLAlchemy URL (default: CONTAM_DATABASE_URL, else the user's contam.db).
+        The schema is created or migrated to the current version."""
+        self.url = url or get_settings().database_url
+        migrate(self.url)
+        self.engine = connect(self.url)
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def add(
+        self,
+        corpus: str,
+        paths: Iterable[str | Path],
+        *,
+        text_field: str = "text",
+        id_field: str = "id",
+        settings: SignatureConfig | None = None,
+        workers: int = 1,
+    ) -> IndexSummary:
+        """Index corpus files or folders into `corpus` (created with `settings` if new)."""
+        opts = IndexOptions(text_field=text_field, id_field=id_field, workers=workers)
+        with IndexJob(self.engine, corpus, settings or SignatureConfig(), opts) as job:
+            return job.run([Path(p) for p in paths])
+
+    def corpora(self) -> list[str]:
+        return CorpusService(self.engine).names()
+
+    def delete(self, corpus: str) -> None:
+        CorpusService(self.engine).delete(corpus)
+
+    def scan(
+        self,
+        items: Iterable[ItemLike],
+        *,
+        corpora: Sequence[str] | None = None,
+        thresholds: Thresholds | None = None,
+    ) -> ScanResult:
+        """Score items (texts, mappings or BenchmarkItems) against the corpora (default: those
+        whose settings match); nothing is stored."""
+        return CheckService(self.engine).items([as_item(i, it) for i, it in enumerate(items)], corpora, thresholds)
+
+    def scan_file(
+        self,
+        path: str | Path,
+        *,
+        mapping: Mapping[str, Any] | None = None,
+        corpora: Sequence[str] | None = None,
+        thresholds: Thresholds | None = None,
+    ) -> ScanResult:
+        """Score every item of a benchmark file or save_to_disk folder (any format `contam scan` reads)."""
+        return CheckService(self.engine).path(Path(path), mapping, corpora, thresholds)

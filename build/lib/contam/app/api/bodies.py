@@ -1,0 +1,97 @@
+"""Request bodies, bounded before anything parses them: BodyLimit counts every body as it
+arrives (with or without Content-Length), JsonRoute lets only JSON reach a JSON route and
+refuses nesting deeper than the limit before the parser recurses into it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import Request, Response, params
+from fastapi.routing import APIRoute
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from contam.app.core.units import MiB
+from contam.app.limits import Limits, check_json_depth, exceeded
+
+FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
+
+
+def too_large(limit: str, value: int, what: str) -> HTTPException:
+    return HTTPException(413, exceeded(limit, value, what).message)
+
+
+class BodyLimit:
+    """Refuse a request body over its limit as it arrives: a form (an upload) may hold the
+    upload limit and a MiB for the form around the file, anything else a JSON request's size.
+    Nothing over the limit is read into memory or spooled to disk."""
+
+    def __init__(self, app: ASGIApp, upload_bytes: int, limits: Limits) -> None:
+        self.app, self.upload_bytes, self.json_bytes = app, upload_bytes, limits.json_body_bytes
+
+    def _limit(self, headers: Headers) -> tuple[HTTPException, int]:
+        """The refusal and the bytes allowed before it (a form: the file's limit and a MiB)."""
+        if headers.get("content-type", "").lower().startswith(FORM_TYPES):
+            return too_large("upload_bytes", self.upload_bytes, "the upload"), self.upload_bytes + MiB
+        return too_large("json_body_bytes", self.json_bytes, "the request body"), self.json_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        refusal, limit = self._limit(headers)
+        length = headers.get("content-length", "")
+        if length.isdigit() and int(length) > limit:
+            await _answer_413(send, refusal)
+            return
+        received = 0
+
+        async def counted() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > limit:  # an HTTPException passes FastAPI's body parsing unchanged
+                raise refusal
+            return message
+
+        await self.app(scope, counted, send)
+
+
+async def _answer_413(send: Send, exc: HTTPException) -> None:
+    body = b'{"error":' + _json_string(exc.detail) + b',"detail":null}'
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _json_string(text: str) -> bytes:
+    return json.dumps(text).encode()
+
+
+def is_json(content_type: str) -> bool:
+    main = content_type.split(";", 1)[0].strip().lower()
+    return main == "application/json" or (main.startswith("application/") and main.endswith("+json"))
+
+
+class JsonRoute(APIRoute):
+    """An API route: a JSON body must say so (form posts, which any web page can make, get 415)
+    and is refused over the nesting limit (CONTAM_MAX_JSON_DEPTH) before it is parsed."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        field = self.body_field
+        takes_json = field is not None and not isinstance(field.field_info, params.Form)
+
+        async def route(request: Request) -> Response:
+            if takes_json:
+                if not is_json(request.headers.get("content-type", "")):
+                    raise HTTPException(415, "send the request body as JSON (Content-Type: application/json)")
+                limits: Limits = request.app.state.limits
+                check_json_depth(await request.body(), limits.json_depth)
+            return await handler(request)
+
+        return route

@@ -1,0 +1,90 @@
+"""Domain errors -> HTTP, in one place: the table below is the API's whole error mapping."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from contam.app.api.schemas import ErrorRead
+from contam.app.errors import (
+    ConfigError,
+    ContamError,
+    InputError,
+    LimitError,
+    NotFoundError,
+    SettingsConflict,
+    StateError,
+    UnavailableError,
+)
+from contam.app.services.database import unavailable_reason
+
+# The nearest class in an error's ancestry decides; anything else in the tree is a 400.
+STATUS: dict[type[ContamError], int] = {
+    NotFoundError: 404,
+    SettingsConflict: 409,  # also FingerprintMismatch: the index holds other signature settings
+    LimitError: 413,  # the message names the setting (CONTAM_MAX_...)
+    StateError: 409,  # an empty corpus, a corpus a job is using
+    InputError: 422,
+    ConfigError: 422,
+    UnavailableError: 503,
+}
+RETRY_AFTER = {"Retry-After": "5"}  # with every 503: the database may be back in a few seconds
+# The error bodies every API route may answer with, for the OpenAPI document.
+RESPONSES: dict[int | str, dict[str, Any]] = {c: {"model": ErrorRead} for c in (400, 401, 404, 409, 413, 415, 422, 503)}
+
+
+def status_of(exc: ContamError) -> int:
+    return next((STATUS[c] for c in type(exc).__mro__ if c in STATUS), 400)
+
+
+def error_body(message: str, detail: Any = None) -> dict[str, Any]:
+    return {"error": message, "detail": detail}
+
+
+async def domain_error(_req: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ContamError)
+    code = status_of(exc)
+    return JSONResponse(error_body(exc.message, exc.detail), status_code=code, headers=_headers(code))
+
+
+def _headers(code: int) -> dict[str, str] | None:
+    return RETRY_AFTER if code == 503 else None
+
+
+async def database_error(_req: Request, exc: Exception) -> JSONResponse:
+    """The database cannot be reached (or is locked past the busy timeout): a 503 with the
+    driver's reason, never a 500."""
+    assert isinstance(exc, OperationalError)
+    body = error_body("the database is unavailable; try again shortly", unavailable_reason(exc))
+    return JSONResponse(body, status_code=503, headers=RETRY_AFTER)
+
+
+def _problems(exc: RequestValidationError) -> list[dict[str, Any]]:
+    """Where and what, without echoing the input: it may be huge, bytes, or a float JSON
+    cannot carry (1e999, NaN), and the answer must always be JSON."""
+    return [
+        {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")), "type": e.get("type")}
+        for e in exc.errors()
+    ]
+
+
+async def validation_error(_req: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return JSONResponse(error_body("invalid request", _problems(exc)), status_code=422)
+
+
+async def http_error(_req: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    return JSONResponse(error_body(str(exc.detail)), status_code=exc.status_code, headers=exc.headers)
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(ContamError, domain_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(OperationalError, database_error)

@@ -1,0 +1,77 @@
+"""The FastAPI application, built by create_app(settings): services, routers, middleware and
+error handlers wired together; the routes themselves live in app/api/routes and app/web."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+
+from contam.app import __version__
+from contam.app.api import errors
+from contam.app.api.bodies import BodyLimit
+from contam.app.api.deps import AuthDep
+from contam.app.api.routes import check, corpora, docs, health, reports
+from contam.app.api.security import SameOrigin, SecurityHeaders, Sessions
+from contam.app.services.checking import CheckService
+from contam.app.services.corpora import CorpusService
+from contam.app.services.database import connect, migrate
+from contam.app.services.reports import ReportService
+from contam.app.settings import Settings
+from contam.app.web import pages
+
+DESCRIPTION = (
+    "Benchmark contamination detector: which benchmark items are in the indexed training corpora, "
+    "how much of each, and where."
+)
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Migrate the database and resume report jobs a stopped server left; stop them at the end."""
+    migrate(app.state.settings.database_url)
+    app.state.reports.resume_pending()
+    yield
+    app.state.reports.shutdown()
+    app.state.engine.dispose()
+
+
+def api_router() -> APIRouter:
+    """Every /api/v1 route, behind the API key when keys are set."""
+    api = APIRouter(prefix="/api/v1", dependencies=[AuthDep], responses=errors.RESPONSES)
+    for module in (reports, check, corpora):
+        api.include_router(module.router)
+    return api
+
+
+def create_app(settings: Settings) -> FastAPI:
+    engine = connect(settings.database_url)
+    app = FastAPI(
+        title="contam", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, description=DESCRIPTION
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.limits = limits = settings.limits()
+    app.state.reports = ReportService(
+        engine,
+        settings.max_upload_bytes,
+        limits,
+        settings.job_retry_seconds,
+        settings.job_workers,
+        settings.scan_workers,
+    )
+    app.state.corpora = CorpusService(engine)
+    app.state.checks = CheckService(engine, limits)
+    errors.install(app)
+    app.state.sessions = Sessions(settings.session_secret)
+    app.add_middleware(BodyLimit, upload_bytes=settings.max_upload_bytes, limits=limits)
+    app.add_middleware(SameOrigin)  # before the body is read: a cross-site write is refused unread
+    app.add_middleware(SecurityHeaders)  # outermost: every response, refusals included
+    app.include_router(health.router)
+    app.include_router(api_router())
+    app.mount(docs.ASSETS, docs.assets(), name="swagger")  # before /static, which would shadow it
+    app.include_router(docs.router)
+    app.mount(pages.STATIC_URL, pages.static_files(), name="static")
+    app.include_router(pages.router)
+    return app

@@ -1,0 +1,37 @@
+"""Checking a few texts or items synchronously."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body
+
+from contam.app.api.bodies import JsonRoute
+from contam.app.api.deps import CheckServiceDep
+from contam.app.api.schemas import CheckRequest, CheckResponse, ItemResultRead
+
+router = APIRouter(tags=["check"], route_class=JsonRoute)
+
+
+# Swagger UI's "Try it out" body: without it, the generated one names a corpus "string" (a 404)
+EXAMPLES: dict[str, Any] = {
+    "texts": {
+        "summary": "texts, against the corpora whose settings match",
+        "value": {"texts": ["Which river flows through the ancient city of Baghdad and joins the Euphrates?"]},
+    },
+    "items": {
+        "summary": "items with fields and a threshold",
+        "value": {
+            "items": [{"id": "q1", "question": "Which river flows through Baghdad?", "choices": ["Nile", "Tigris"]}],
+            "thresholds": {"longest_match": 13},
+        },
+    },
+}
+
+
+@router.post("/check", response_model=CheckResponse)
+def check(body: Annotated[CheckRequest, Body(openapi_examples=EXAMPLES)], svc: CheckServiceDep) -> CheckResponse:
+    """Check a few texts or items synchronously."""
+    checked = svc.items(body.benchmark_items(), body.corpora, body.thresholds.to_thresholds())
+    results = [ItemResultRead(**r.as_dict()) for r in checked.results]
+    return CheckResponse(fingerprint=checked.fingerprint, results=results)

@@ -1,0 +1,150 @@
+"""Reports: upload a benchmark, read, filter and export its results, delete it."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, File, Form, Query, Response, UploadFile
+from pydantic import ValidationError
+
+from contam.app.api.bodies import JsonRoute
+from contam.app.api.deps import LimitsDep, ReportServiceDep
+from contam.app.api.schemas import (
+    MAX_OFFSET,
+    MAX_PAGE,
+    ItemList,
+    ItemResultRead,
+    ReportCreated,
+    ReportList,
+    ReportRead,
+    ThresholdsIn,
+)
+from contam.app.errors import InputError
+from contam.app.limits import Limits, check_json_depth
+
+router = APIRouter(tags=["reports"], route_class=JsonRoute)
+
+
+def _form_json(
+    mapping: str | None, thresholds: str | None, limits: Limits
+) -> tuple[dict[str, Any] | None, ThresholdsIn]:
+    """The upload form's JSON fields, parsed (their nesting checked first: parsers recurse)."""
+    for what, raw in (("mapping", mapping), ("thresholds", thresholds)):
+        check_json_depth(raw or "", limits.json_depth, what)
+    try:
+        fields = json.loads(mapping) if mapping else None
+        th = ThresholdsIn.model_validate_json(thresholds) if thresholds else ThresholdsIn()
+    except ValidationError as exc:
+        problems = "; ".join(": ".join(filter(None, (".".join(map(str, e["loc"])), e["msg"]))) for e in exc.errors())
+        raise InputError(f"thresholds: {problems or exc}") from exc
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"mapping and thresholds must be JSON objects ({exc})") from exc
+    if fields is not None and not isinstance(fields, dict):
+        raise InputError("mapping must be a JSON object of role -> field")
+    return fields, th
+
+
+@router.post("/benchmarks", status_code=202, response_model=ReportCreated)
+def upload_benchmark(
+    svc: ReportServiceDep,
+    limits: LimitsDep,
+    response: Response,
+    file: Annotated[UploadFile, File(description="JSONL, JSON, CSV/TSV or Parquet; .gz/.zst allowed")],
+    name: Annotated[str | None, Form(description="report name (default: the file name)")] = None,
+    mapping: Annotated[str | None, Form(description='JSON {"question": field, "answer": field, ...}')] = None,
+    corpora: Annotated[str | None, Form(description="comma-separated corpus names (default: all)")] = None,
+    thresholds: Annotated[str | None, Form(description="JSON object of threshold overrides")] = None,
+) -> ReportCreated:
+    """Upload a benchmark; returns 202 and the report id while the check runs."""
+    data = file.file.read(svc.max_upload + 1)
+    fields, th = _form_json(mapping, thresholds, limits)
+    names = [c.strip() for c in corpora.split(",") if c.strip()] if corpora else None
+    rid = svc.submit(data, file.filename or "upload.jsonl", name, fields, names, th.to_thresholds())
+    response.headers["Location"] = f"/api/v1/reports/{rid}"  # where the 202's job can be followed
+    return ReportCreated(id=rid, status="queued", url=f"/api/v1/reports/{rid}")
+
+
+@router.get("/reports", response_model=ReportList)
+def list_reports(
+    svc: ReportServiceDep, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0, le=MAX_OFFSET)
+) -> dict[str, Any]:
+    """All reports, newest first, with progress and counts."""
+    total, rows = svc.list_reports(limit, offset)
+    return {"total": total, "reports": rows}
+
+
+@router.get("/reports/{report_id}", response_model=ReportRead)
+def get_report(report_id: str, svc: ReportServiceDep) -> dict[str, Any]:
+    """One report: status, progress, summary, settings fingerprint and thresholds."""
+    return svc.get(report_id)
+
+
+@router.delete("/reports/{report_id}", status_code=204)
+def delete_report(report_id: str, svc: ReportServiceDep) -> Response:
+    """Delete a report and its items."""
+    svc.delete(report_id)
+    return Response(status_code=204)
+
+
+@router.get("/reports/{report_id}/items", response_model=ItemList)
+def list_items(
+    report_id: str,
+    svc: ReportServiceDep,
+    status: Annotated[list[str] | None, Query(description="repeatable: contaminated, suspicious, ...")] = None,
+    min_score: Annotated[float | None, Query(ge=0, le=1, allow_inf_nan=False)] = None,
+    field: Annotated[str | None, Query(description="only items whose FIELD was found")] = None,
+    corpus: Annotated[str | None, Query(description="only items with evidence in this corpus")] = None,
+    q: Annotated[str | None, Query(description="text search in the item")] = None,
+    sort: Annotated[str, Query(pattern="^(score|row|item_id|status)$")] = "score",
+    order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> dict[str, Any]:
+    """Items of a report, filtered, sorted and paginated."""
+    total, rows = svc.items(
+        report_id,
+        status=status,
+        min_score=min_score,
+        role=field,
+        corpus=corpus,
+        q=q,
+        sort=sort,
+        descending=order == "desc",
+        limit=page_size,
+        offset=(page - 1) * page_size,
+    )
+    return {"total": total, "page": page, "page_size": page_size, "items": rows}
+
+
+@router.get("/reports/{report_id}/items/{item_id:path}", response_model=ItemResultRead)
+def get_item(report_id: str, item_id: str, svc: ReportServiceDep) -> dict[str, Any]:
+    """One item with its metrics and every evidence match."""
+    return svc.item(report_id, item_id)
+
+
+@router.get("/reports/{report_id}/export", responses={200: {"content": {"application/x-ndjson": {}, "text/csv": {}}}})
+def export(report_id: str, svc: ReportServiceDep, format: str = Query("jsonl", pattern="^(jsonl|csv)$")) -> Response:
+    """Every item's result as JSONL or CSV."""
+    body, media = svc.export(report_id, format)
+    return Response(body, media_type=media, headers={"Content-Disposition": attachment(f"report-{report_id}.{format}")})
+
+
+@router.get("/reports/{report_id}/clean", responses={200: {"content": {"application/octet-stream": {}}}})
+def clean_subset(
+    report_id: str,
+    svc: ReportServiceDep,
+    drop_suspicious: bool = Query(False, description="also drop suspicious items"),
+) -> Response:
+    """The uploaded benchmark without its contaminated items, in its original format."""
+    body, name = svc.clean_subset(report_id, drop_suspicious)
+    return Response(body, media_type="application/octet-stream", headers={"Content-Disposition": attachment(name)})
+
+
+def attachment(filename: str) -> str:
+    """A Content-Disposition for any file name: an ASCII stand-in in `filename` (quotes, controls
+    and non-ASCII replaced) and the name itself, percent-encoded, in `filename*` (RFC 6266/5987)."""
+    fallback = re.sub(r"[^A-Za-z0-9._ -]", "_", filename) or "download"
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"

@@ -1,0 +1,159 @@
+"""Request and response schemas (Pydantic only at the edge)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from contam.app.core.config import Thresholds
+from contam.app.core.types import BenchmarkItem
+
+
+class ErrorRead(BaseModel):
+    error: str = Field(description="what went wrong, naming the problem")
+    detail: Any = Field(None, description="structured detail where there is some")
+
+
+_TH = Thresholds()  # the defaults, defined once in core.config
+
+
+class ThresholdsIn(BaseModel):
+    """Decision thresholds; omitted ones take their defaults. Unknown names are refused."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    contaminated_coverage: float = Field(
+        _TH.contaminated_coverage,
+        ge=0,
+        le=1,
+        description="share of the item's own text (and of the whole item) "
+        "one document must hold to call it contaminated (Llama 2's 'dirty' bound)",
+    )
+    suspicious_coverage: float = Field(
+        _TH.suspicious_coverage,
+        ge=0,
+        le=1,
+        description="share of the item's own text one document must hold to "
+        "call it suspicious (calibrated on unrelated text: bench/calibrate.py)",
+    )
+    longest_match: int = Field(
+        _TH.longest_match, ge=1, description="GPT-3: a run of this many own tokens in one document is suspicious"
+    )
+    max_df: int = Field(_TH.max_df, ge=1, description="GPT-3: n-grams in more documents are boilerplate")
+    template_min_items: int = Field(
+        _TH.template_min_items, ge=2, description="text in this many items of the benchmark is shared, not own"
+    )
+    passage_tokens: int = Field(
+        _TH.passage_tokens, ge=1, description="a shared run this long, found alone, is a passage (suspicious)"
+    )
+    passage_max_items: int = Field(
+        _TH.passage_max_items, ge=1, description="text in more items than this is a template, not a passage"
+    )
+    min_bits: float = Field(
+        _TH.min_bits,
+        ge=0,
+        description="information (bits, under the benchmark's own language model) a match "
+        "must carry to count as evidence",
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ThresholdsIn:
+        if self.suspicious_coverage > self.contaminated_coverage:
+            raise ValueError(
+                f"suspicious_coverage ({self.suspicious_coverage}) is above contaminated_coverage "
+                f"({self.contaminated_coverage}): an item would be contaminated before it could be suspicious"
+            )
+        return self
+
+    def to_thresholds(self) -> Thresholds:
+        return Thresholds(**self.model_dump())
+
+
+MAX_PAGE = 1_000_000  # pages and offsets past these are refused (422), not sent to the database
+MAX_OFFSET = 1_000_000_000
+
+
+class CheckItemIn(BaseModel):
+    id: str | None = None
+    question: str = ""
+    passage: str = ""
+    choices: list[str] = Field(default_factory=list)
+    answer: str = ""
+
+
+class CheckRequest(BaseModel):
+    texts: list[str] = Field(default_factory=list, description="plain texts, each checked as a question")
+    items: list[CheckItemIn] = Field(default_factory=list, description="items with fields")
+    corpora: list[str] | None = Field(None, description="corpus names (default: all)")
+    thresholds: ThresholdsIn = Field(default_factory=ThresholdsIn)
+
+    def benchmark_items(self) -> list[BenchmarkItem]:
+        """The texts (each a question), then the items, numbered in that order."""
+        items = [BenchmarkItem(str(i), i, question=t) for i, t in enumerate(self.texts)]
+        for i, it in enumerate(self.items, len(self.texts)):
+            choices = tuple(it.choices)
+            items.append(BenchmarkItem(it.id or str(i), i, it.question, it.passage, choices, it.answer))
+        return items
+
+
+class ItemResultRead(BaseModel):
+    item_id: str
+    row: int | None = None
+    idx: int | None = None
+    status: str = Field(description="clean | suspicious | contaminated | too_short")
+    reason: str
+    score: float
+    metrics: dict[str, Any]
+    question_found: bool
+    answer_found: bool | None
+    answer_with_question: bool
+    passage_found: bool
+    fields: dict[str, Any]
+    evidence: list[dict[str, Any]]
+    item: dict[str, Any] | None = None
+    report_id: str | None = None
+    report_name: str | None = None
+
+
+class CheckResponse(BaseModel):
+    fingerprint: str
+    results: list[ItemResultRead]
+
+
+class ReportRead(BaseModel):
+    id: str
+    name: str
+    filename: str
+    file_hash: str
+    status: str = Field(description="queued | running | done | failed")
+    error: str | None
+    total_items: int
+    done_items: int
+    corpora: list[str]
+    mapping: dict[str, Any]
+    thresholds: dict[str, Any]
+    fingerprint: str
+    config: dict[str, Any]
+    software_version: str
+    summary: dict[str, Any] | None
+    created_at: Any
+    finished_at: Any
+
+
+class ReportCreated(BaseModel):
+    id: str
+    status: str
+    url: str
+
+
+class ReportList(BaseModel):
+    total: int
+    reports: list[ReportRead]
+
+
+class ItemList(BaseModel):
+    total: int
+    page: int
+    page_size: int
+    items: list[ItemResultRead]

@@ -1,0 +1,99 @@
+"""Browser-facing safety, for every response: security headers, no state-changing request from
+another site, and sign-in cookies that are not the key."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+# Nothing is loaded from elsewhere: scripts only from this server (Swagger UI's bundle and its
+# start-up file; the dashboard has none), style attributes allowed (bar widths, Swagger UI).
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
+UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+class SecurityHeaders:
+    """Adds HEADERS to every HTTP response (pages, API, static files, errors)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in HEADERS.items():
+                    headers.setdefault(name, value)
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def foreign_origin(headers: Headers) -> str | None:
+    """The other site a browser says a request comes from (Origin, else Referer), or None when
+    it names this server's Host or names nothing (a client that is not a browser)."""
+    source = headers.get("origin") or headers.get("referer")
+    if not source:
+        return None
+    host = headers.get("host", "")
+    parts = urlsplit(source)
+    if source == "null" or not parts.netloc or parts.netloc.lower() != host.lower():
+        return source
+    return None
+
+
+class SameOrigin:
+    """Refuses (403) a POST, PUT, PATCH or DELETE a browser sends from another site: without it
+    any page the user visits could upload, check or delete through the user's browser."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] in UNSAFE_METHODS:
+            origin = foreign_origin(Headers(scope=scope))
+            if origin is not None:
+                await _refuse(send, f"cross-site request refused: {origin[:200]} is not this server")
+                return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send: Send, message: str) -> None:
+    body = json.dumps({"error": message, "detail": None}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 403, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class Sessions:
+    """Sign-in tokens for the dashboard's cookie: an HMAC of the key under a server secret, so
+    the cookie never holds the key itself (with no secret set, a random one per start)."""
+
+    def __init__(self, secret: str = "") -> None:
+        self._secret = secret.encode() if secret else secrets.token_bytes(32)
+
+    def token(self, key: str) -> str:
+        return hmac.new(self._secret, key.encode(), hashlib.sha256).hexdigest()
+
+    def valid(self, token: str | None, keys: Iterable[str]) -> bool:
+        return token is not None and any(hmac.compare_digest(token, self.token(k)) for k in keys)

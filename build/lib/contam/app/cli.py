@@ -1,0 +1,407 @@
+"""`contam`'s service commands: the schema, corpora, scan and serve. Thin: parse options, call
+one service, print. indexer/cli.py adds the batch job's commands (index, demo) and is the
+`contam` entry point, so that nothing in app imports the indexer.
+
+Errors are mapped once, by ContamGroup: a domain error ends any command with one line
+`error: <message>` on stderr and the exit code EXIT_CODES gives it."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import dataclasses
+import difflib
+import ipaddress
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from pydantic import ValidationError
+from sqlalchemy.exc import OperationalError
+from typer._click.exceptions import UsageError
+from typer.core import TyperGroup
+from typer.exceptions import TyperException
+
+from contam.app import __version__
+from contam.app.api.schemas import ThresholdsIn
+from contam.app.core.config import Thresholds
+from contam.app.core.types import Status
+from contam.app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict
+from contam.app.services.checking import CheckResult, CheckService
+from contam.app.services.corpora import CorpusService
+from contam.app.services.database import migrate, open_database, shown_url, unavailable_reason
+from contam.app.settings import get_settings
+
+# Exit codes (README, "Command line"): 0 clean, 1 the gate tripped (a contaminated share above
+# --fail-above, or corpus files that failed), 2 a usage error (bad options, files, names), 3 a
+# runtime error (the database cannot be reached, an empty corpus, anything unexpected).
+EXIT_GATE, EXIT_USAGE, EXIT_RUNTIME = 1, 2, 3
+# Domain error -> exit code; the nearest class in an error's ancestry decides.
+EXIT_CODES: dict[type[ContamError], int] = {
+    ContamError: EXIT_RUNTIME,
+    InputError: EXIT_USAGE,
+    ConfigError: EXIT_USAGE,
+    NotFoundError: EXIT_USAGE,
+    SettingsConflict: EXIT_USAGE,
+}
+DEBUG = "contam.debug"  # in the click context's meta: show tracebacks
+
+
+def exit_code(exc: ContamError) -> int:
+    return next(EXIT_CODES[c] for c in type(exc).__mro__ if c in EXIT_CODES)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    typer.echo("error: " + " ".join(message.split()), err=True)
+    raise typer.Exit(code)
+
+
+class ContamGroup(TyperGroup):
+    """The command group: ends any command that raises with one line on stderr and its exit
+    code (a domain error's from EXIT_CODES, anything else 3); --debug shows the traceback."""
+
+    def invoke(self, ctx: Any) -> Any:  # a click Context (typer vendors its own click)
+        try:
+            return super().invoke(ctx)
+        except ContamError as exc:
+            if ctx.meta.get(DEBUG):
+                raise
+            _fail(exc.message, exit_code(exc))
+        except OperationalError as exc:  # the database went away mid-command: one line, not a traceback
+            if ctx.meta.get(DEBUG):
+                raise
+            _fail(f"the database is unavailable: {unavailable_reason(exc)}", EXIT_RUNTIME)
+        except UsageError as exc:  # click's bad option or value: one line too, exit 2
+            _fail(f"{exc.format_message()} (see contam {ctx.invoked_subcommand or ''} --help)", EXIT_USAGE)
+        except (typer.Exit, typer.Abort, TyperException):  # click's own exits
+            raise
+        except Exception as exc:
+            if ctx.meta.get(DEBUG):
+                raise
+            first = (str(exc).strip().splitlines() or [""])[0]
+            _fail(f"{type(exc).__name__}: {first} (run with --debug for the traceback)", EXIT_RUNTIME)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"contam {__version__}")
+        raise typer.Exit()
+
+
+def options(
+    ctx: typer.Context,
+    debug: Annotated[bool, typer.Option("--debug", help="show the traceback of an error")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
+    ] = False,
+) -> None:
+    """Benchmark contamination detector. Exit codes: 0 clean, 1 gate tripped (--fail-above, or
+    files that failed to index), 2 usage error, 3 runtime error."""
+    ctx.meta[DEBUG] = debug
+
+
+app = typer.Typer(cls=ContamGroup, help="Benchmark contamination detector.", no_args_is_help=True, add_completion=False)
+db_app = typer.Typer(cls=ContamGroup, help="Database schema.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+DbOpt = Annotated[str | None, typer.Option("--db", help="database URL (default: CONTAM_DATABASE_URL)")]
+
+
+def database_url(db: str | None) -> str:
+    return db or get_settings().database_url
+
+
+@db_app.command("upgrade")
+def db_upgrade(db: DbOpt = None, revision: str = "head") -> None:
+    """Create or migrate the schema (Alembic)."""
+    url = database_url(db)
+    migrate(url, revision)
+    typer.echo(f"database at {revision}: {url}")
+
+
+class CorporaGroup(ContamGroup):
+    """`contam corpora` lists; `contam corpora NAME` is short for `contam corpora show NAME`."""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["show", *args]
+        return super().resolve_command(ctx, args)
+
+
+corpora_app = typer.Typer(cls=CorporaGroup, invoke_without_command=True, help="List, show, rename and delete corpora.")
+app.add_typer(corpora_app, name="corpora")
+
+
+def _corpora(ctx: typer.Context, db: str | None) -> CorpusService:
+    """The service on --db given here or to `contam corpora` itself."""
+    return CorpusService(open_database(database_url(db or (ctx.parent.params.get("db") if ctx.parent else None))))
+
+
+@corpora_app.callback()
+def corpora(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    db: DbOpt = None,
+) -> None:
+    """List indexed corpora (`contam corpora NAME` shows one corpus's health)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    rows = CorpusService(open_database(database_url(db))).list_corpora()
+    if as_json:
+        typer.echo(json.dumps(rows, default=str, indent=2))
+        return
+    if not rows:
+        typer.echo("no corpora indexed yet")
+    for r in rows:
+        c = r["config"]
+        typer.echo(
+            f"{r['name']}: {r['files']} files ({r['failed_files']} failed), {r['documents']} documents, "
+            f"{r['tokens']} tokens, {r['bytes'] / 1e6:.1f} MB; fingerprint {r['fingerprint']} "
+            f"(n={c['ngram_n']}, sample={c['sample_mod']}, window={c['window']}/{c['stride']}, "
+            f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']})"
+        )
+
+
+@corpora_app.command("show")
+def corpora_show(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="the corpus")],
+    _json: Annotated[bool, typer.Option("--json", help="print JSON (the only format)")] = True,
+    db: DbOpt = None,
+) -> None:
+    """One corpus's health: documents, skipped records, failed files and why, settings."""
+    typer.echo(json.dumps(_corpora(ctx, db).health(name), indent=2, default=str))
+
+
+@corpora_app.command("delete")
+def corpora_delete(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="the corpus")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
+    db: DbOpt = None,
+) -> None:
+    """Delete a corpus and everything indexed into it (refused while a report job uses it)."""
+    service = _corpora(ctx, db)
+    health = service.health(name)
+    if not yes:
+        typer.confirm(f"delete corpus {name!r} ({health['documents']} documents)?", abort=True)
+    service.delete(name)
+    typer.echo(f"deleted corpus {name!r} ({health['documents']} documents, {health['files']} files)")
+
+
+@corpora_app.command("rename")
+def corpora_rename(
+    ctx: typer.Context,
+    old: Annotated[str, typer.Argument(help="the corpus")],
+    new: Annotated[str, typer.Argument(help="its new name")],
+    db: DbOpt = None,
+) -> None:
+    """Give a corpus another name (refused while a report job uses it)."""
+    _corpora(ctx, db).rename(old, new)
+    typer.echo(f"renamed corpus {old!r} to {new!r}")
+
+
+def _mapping(fields: list[str] | None) -> dict[str, str] | None:
+    """--fields role=field, repeated, as a mapping (None: detect the fields)."""
+    mapping = {}
+    for f in fields or []:
+        role, sep, name = f.partition("=")
+        if not sep:
+            raise InputError(f"--fields takes role=field, got {f!r}")
+        mapping[role.strip()] = name.strip()
+    return mapping or None
+
+
+def _print_json(checked: CheckResult) -> None:
+    head = {"fingerprint": checked.fingerprint, "corpora": checked.corpora, "mapping": checked.mapping}
+    head |= {"thresholds": checked.thresholds.as_dict(), "summary": checked.summary}
+    json.dump(head | {"items": [r.as_dict() for r in checked.results]}, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+def _print_jsonl(checked: CheckResult) -> None:
+    for r in checked.results:
+        sys.stdout.write(json.dumps(r.as_dict()) + "\n")
+
+
+def _print_csv(checked: CheckResult) -> None:
+    w = csv.writer(sys.stdout)
+    w.writerow(["item_id", "status", "score", "own_coverage", "coverage", "longest_match", "own_bits", "document"])
+    for r in checked.results:
+        d = r.as_dict()
+        m = d["metrics"]
+        document = r.evidence[0].document_id if r.evidence else ""
+        w.writerow([d["item_id"], d["status"], d["score"], m["own_coverage"], m["coverage"], m["longest_match"],
+                    m["own_bits"], document])  # fmt: skip
+
+
+def _print_table(checked: CheckResult) -> None:
+    """Flagged items, highest score first, then the counts."""
+    flagged = [r for r in checked.results if Status(r.score.status).flagged]
+    for r in sorted(flagged, key=lambda r: -r.score.score):
+        where = f"{r.evidence[0].corpus}:{r.evidence[0].document_id}" if r.evidence else "-"
+        typer.echo(f"{r.score.status:13s} {r.score.score:5.2f}  {r.item.item_id:30s} {where}  {r.score.reason}")
+    c, share = checked.summary["counts"], checked.summary["contaminated_share"]
+    counts = ", ".join(f"{c[s]} {s.replace('_', ' ')}" for s in Status)
+    typer.echo(
+        f"{len(checked.results)} items: {counts}; contaminated share {share:.2%} (fingerprint {checked.fingerprint})"
+    )
+
+
+FORMATS: dict[str, Callable[[CheckResult], None]] = {
+    "table": _print_table,
+    "json": _print_json,
+    "jsonl": _print_jsonl,
+    "csv": _print_csv,
+}
+
+
+def _thresholds(text: str | None) -> Thresholds | None:
+    """--thresholds as JSON ({"longest_match": 20}) or key=value pairs (longest_match=20,
+    min_bits=8), checked against the thresholds there are: an unknown name or a value out of
+    range is an error, never ignored."""
+    if text is None:
+        return None
+    if text.lstrip().startswith("{"):
+        try:
+            given = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"--thresholds is not valid JSON ({exc.msg})") from exc
+    else:
+        pairs = [p.partition("=") for p in text.replace(",", " ").split()]
+        if any(not sep for _, sep, _ in pairs):
+            raise InputError(f"--thresholds takes JSON or name=value pairs, got {text!r}")
+        given = {k.strip(): v.strip() for k, _, v in pairs}
+    known = [f.name for f in dataclasses.fields(Thresholds)]
+    for name in given:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, 1)
+            hint = f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(known)})"
+            raise InputError(f"unknown threshold {name!r}{hint}")
+    try:
+        return ThresholdsIn.model_validate(given).to_thresholds()
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'thresholds'}: {e['msg']}" for e in exc.errors())
+        raise InputError(f"--thresholds: {problems}") from exc
+
+
+def _gate(fail_above: float | None) -> None:
+    """--fail-above is a share: a fraction in [0, 1] (10 meant as percent would never trip)."""
+    if fail_above is not None and not 0 <= fail_above <= 1:
+        hint = f" (for {fail_above:g}% use {fail_above / 100:g})" if 1 < fail_above <= 100 else ""
+        raise InputError(f"--fail-above is a fraction between 0 and 1, e.g. 0.10 for 10%; got {fail_above:g}{hint}")
+
+
+@contextlib.contextmanager
+def scan_progress(mode: str) -> Iterator[Callable[[int, int], None] | None]:
+    """The scan's progress on stderr: a bar (on a terminal, by default), log lines, or nothing."""
+    if mode not in ("auto", "bar", "log", "none"):
+        raise InputError(f"--progress is auto, bar, log or none, not {mode!r}")
+    if mode == "auto":
+        mode = "bar" if sys.stderr.isatty() else "none"
+    if mode == "none":
+        yield None
+    elif mode == "log":
+        yield lambda done, total: typer.echo(f"scanned {done}/{total} items", err=True)
+    else:
+        from rich.console import Console
+        from rich.progress import Progress
+
+        # drawn on each update, not by a refresh thread: a process without threads may fork its
+        # scan workers (a process with threads starts them from a fork server, more slowly)
+        with Progress(console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
+            task = bar.add_task("scanning", total=None)
+            yield lambda done, total: bar.update(task, completed=done, total=total, refresh=True)
+
+
+@app.command("scan")
+def scan(
+    file: Annotated[
+        Path,
+        typer.Argument(help="benchmark file (JSONL, JSON, CSV/TSV, Parquet, Arrow; .gz/.zst) or save_to_disk folder"),
+    ],
+    corpus: Annotated[
+        list[str] | None,
+        typer.Option("--corpus", help="corpus (repeatable; default: those with matching settings)"),
+    ] = None,
+    fields: Annotated[list[str] | None, typer.Option("--fields", help="role=field, e.g. question=prompt")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table | json | jsonl | csv")] = "table",
+    fail_above: Annotated[
+        float | None, typer.Option(help="exit 1 when the contaminated share exceeds this fraction (0.10: 10%)")
+    ] = None,
+    thresholds: Annotated[
+        str | None, typer.Option(help='decision thresholds: JSON or name=value, e.g. "longest_match=20,min_bits=8"')
+    ] = None,
+    progress: Annotated[str, typer.Option(help="on stderr: auto (a bar on a terminal) | bar | log | none")] = "auto",
+    workers: Annotated[
+        int, typer.Option(min=0, help="processes scoring chunks of 500 items (0: one per core); same results")
+    ] = 0,
+    db: DbOpt = None,
+) -> None:
+    """Check a benchmark file without a server; exits 1 above --fail-above."""
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r} (table, json, jsonl or csv)")
+    _gate(fail_above)
+    th = _thresholds(thresholds)
+    mapping = _mapping(fields)
+    with scan_progress(progress) as report:
+        checked = CheckService(open_database(database_url(db)), workers=workers).path(file, mapping, corpus, th, report)
+    used = ", ".join(f"{role}={f}" for role, f in checked.mapping.items())
+    typer.echo(f"fields: {used}; corpora: {', '.join(checked.corpora)}", err=True)
+    FORMATS[fmt](checked)
+    share = checked.summary["contaminated_share"]
+    if fail_above is not None and share > fail_above:
+        typer.echo(f"contaminated share {share:.2%} exceeds {fail_above:.2%}", err=True)
+        raise typer.Exit(EXIT_GATE)
+
+
+def _is_loopback(host: str) -> bool:
+    with contextlib.suppress(ValueError):  # a host name, not an address
+        return ipaddress.ip_address(host).is_loopback
+    return host == "localhost"
+
+
+PLACEHOLDER_KEYS = {"change-me", "changeme", "changeit"}  # keys from examples, known to everyone
+
+
+def serve_banner(database_url: str, host: str, port: int, keys: bool) -> str:
+    """What `contam serve` (and so `make run`) says first: where everything is, what to do next."""
+    shown = "localhost" if _is_loopback(host) else host
+    return "\n".join(
+        [
+            f"contam {__version__}",
+            f"  dashboard:  http://{shown}:{port}/" + ("  (sign in with one of CONTAM_API_KEYS)" if keys else ""),
+            f"  API docs:   http://{shown}:{port}/docs",
+            f"  database:   {shown_url(database_url)}  (CONTAM_DATABASE_URL)",
+            "  your data:  contam index --corpus NAME PATH...   then   contam scan BENCHMARK.jsonl",
+        ]
+    )
+
+
+@app.command("serve")
+def serve(
+    host: Annotated[str | None, typer.Option(help="address (default CONTAM_HOST, 127.0.0.1)")] = None,
+    port: Annotated[int | None, typer.Option(help="port (default CONTAM_PORT, 8000)")] = None,
+    allow_insecure: Annotated[bool, typer.Option(help="listen beyond loopback without API keys")] = False,
+) -> None:
+    """Run the API (and dashboard)."""
+    # Imported here: FastAPI and uvicorn take about a second to import, which every other
+    # command (a scan in a pipeline, say) would otherwise pay.
+    import uvicorn
+
+    from contam.app.api.main import create_app
+
+    settings = get_settings()
+    host = host or settings.host
+    if not _is_loopback(host) and not settings.key_set() and not (allow_insecure or settings.allow_insecure_bind):
+        raise ConfigError(
+            f"refusing to listen on {host} without API keys: set CONTAM_API_KEYS, or pass --allow-insecure"
+        )
+    if settings.key_set() & PLACEHOLDER_KEYS:
+        raise ConfigError("CONTAM_API_KEYS holds a placeholder key anyone can guess: use a secret one")
+    migrate(settings.database_url)  # the app does it too; here a database out of reach is one line
+    typer.echo(serve_banner(settings.database_url, host, port or settings.port, bool(settings.key_set())), err=True)
+    uvicorn.run(create_app(settings), host=host, port=port or settings.port)

@@ -1,0 +1,121 @@
+"""Every knob that changes what a signature is, in one frozen dataclass.
+
+The fingerprint of a :class:`SignatureConfig` is stored with each corpus and each report;
+an index is only ever queried with the settings it was built with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from contam.app.errors import ConfigError
+
+NORMALIZER_VERSION = "2"
+HASH_SCHEME = "xxh3_64-tokens/poly64-splitmix-v1"
+MINHASH_SCHEME = "datasketch-affine32"
+
+
+@lru_cache(maxsize=1)
+def _known_answers() -> tuple[tuple[str, str], ...]:
+    from contam.app.core.signatures import known_answers as compute  # signatures imports this module
+
+    return tuple(sorted(compute().items()))
+
+
+def known_answers() -> dict[str, str]:
+    """What this process's libraries answer for fixed texts (app.core.signatures.known_answers),
+    computed once per process. An index stores them in its settings (`libraries`); a scorer or
+    indexer whose answers differ refuses it, while any library version that gives the same
+    answers is accepted: the fingerprint pins behaviour, not versions."""
+    return dict(_known_answers())
+
+
+library_versions = known_answers  # the name app.services.scanning imports
+
+
+@dataclass(frozen=True)
+class SignatureConfig:
+    """Signature settings of an index.
+
+    ngram_n: words per exact-channel n-gram (8, as in PaLM's contamination rule).
+    sample_mod: keep only n-grams whose hash % sample_mod == 0 (1 keeps all). Any shared run
+        longer than about sample_mod + ngram_n tokens is still found.
+    window / stride: near channel windows of `window` tokens every `stride` tokens, so an
+        item inside a long document meets a window of about its own size.
+    shingle: words per MinHash shingle. num_perm = bands * rows permutations.
+    """
+
+    ngram_n: int = 5
+    sample_mod: int = 1
+    window: int = 64
+    stride: int = 32
+    shingle: int = 3
+    num_perm: int = 64
+    bands: int = 16
+    seed: int = 1
+    normalizer_version: str = NORMALIZER_VERSION
+    hash_scheme: str = HASH_SCHEME
+    minhash_scheme: str = MINHASH_SCHEME
+    # what the libraries compute, as known answers (not their versions); see known_answers
+    libraries: dict[str, str] = field(default_factory=known_answers, compare=True, hash=False)
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.ngram_n >= 1, "ngram_n must be at least 1"),
+            (self.sample_mod >= 1, "sample_mod must be at least 1"),
+            (self.shingle >= 1, "shingle must be at least 1"),
+            (self.window >= self.shingle, "window must be at least shingle"),
+            (1 <= self.stride <= self.window, "stride must be between 1 and window"),
+            (self.bands >= 1, "bands must be at least 1"),
+            (self.num_perm % self.bands == 0, "num_perm must be a multiple of bands"),
+            (self.seed >= 0, "seed must not be negative"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message)
+
+    @property
+    def rows(self) -> int:
+        return self.num_perm // self.bands
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SignatureConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def fingerprint(self) -> str:
+        """A short stable digest of every setting (sha256 of the canonical JSON)."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def differences(self, other: SignatureConfig) -> dict[str, tuple[Any, Any]]:
+        """Settings that differ between two configs, flattening library versions."""
+        mine, theirs = self.to_dict(), other.to_dict()
+        a = {**{k: v for k, v in mine.items() if k != "libraries"}, **mine["libraries"]}
+        b = {**{k: v for k, v in theirs.items() if k != "libraries"}, **theirs["libraries"]}
+        return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Decision thresholds (request parameters); sources and calibration in the README."""
+
+    contaminated_coverage: float = 0.8  # Llama 2's "dirty" bound, applied to the item's own text
+    suspicious_coverage: float = 0.4  # the null stays under this (bench/calibrate.py, README)
+    longest_match: int = 13  # GPT-3 (Brown et al. 2020): a shared 13-token run
+    max_df: int = 10  # GPT-3: n-grams in more than ~10 documents are boilerplate
+    template_min_items: int = 2  # text in this many items of the benchmark is shared, not the item's own
+    passage_tokens: int = 20  # a shared run this long found alone is a passage
+    passage_max_items: int = 10  # text in more items than this is a template, not a passage
+    min_bits: float = 16.0  # information a match must carry to be evidence (app.core.surprise)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)

@@ -1,0 +1,303 @@
+"""A benchmark's items as the scorer sees them (pure): token ids per field, n-grams for the
+index, MATCH_N-grams for matching, and what each item shares with the others.
+
+Each item is tokenised per field (question, each choice, a free-text answer); grams never cross
+fields. A multiple-choice answer that repeats a choice is kept apart: the document lists the
+choices anyway, so it is looked for again after the question (app.core.matching). Identical
+items form one group and count once: a duplicate is the same item, not a competitor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xxhash
+
+from contam.app.core.align import covered
+from contam.app.core.config import Thresholds
+from contam.app.core.signatures import rolling_hashes, token_hashes
+from contam.app.core.text import tokenize
+from contam.app.core.types import BenchmarkItem
+
+SCORED_ROLES = ("question", "choices", "answer")
+QUESTION, CHOICES, ANSWER = 0, 1, 2
+MATCH_N = 3  # tokens per gram when checking what a document holds of an item (edits break few)
+COMPETITOR_MAX_ITEMS = 256  # grams in more items are a template: they name no competitor
+
+
+def _ids(tokens: Sequence[str]) -> np.ndarray:
+    return token_hashes(tokens).view(np.int64)
+
+
+def weak_ngrams(tokens: Sequence[str], m: int) -> np.ndarray:
+    """Per n-gram position: fewer than half of its tokens are informative (2+ chars or non-ASCII)."""
+    if m <= 0:
+        return np.zeros(0, dtype=bool)
+    n = len(tokens) - m + 1
+    info = np.fromiter((len(t) >= 2 or not t.isascii() for t in tokens), dtype=np.int32, count=len(tokens))
+    return np.convolve(info, np.ones(n, dtype=np.int32), mode="valid")[:m] * 2 < n
+
+
+@dataclass
+class PreparedItem:
+    """An item's scored text as token ids, with its n-grams (see the module doc, step 1)."""
+
+    item: BenchmarkItem
+    ids: np.ndarray  # int64 token id per scored token
+    role: np.ndarray  # int8 role code per token: QUESTION, CHOICES or ANSWER
+    whole: np.ndarray  # bool: the token is a one-token field
+    grams: np.ndarray  # int64 n-gram hashes, field by field
+    gram_pos: np.ndarray  # token index where each n-gram starts
+    weak: np.ndarray  # bool per n-gram: low information
+    short_fields: list[tuple[int, int, int]]  # (start, end, key) of fields shorter than n
+    mgrams: np.ndarray  # int64 MATCH_N-gram hashes, field by field: what a document must hold
+    mgram_pos: np.ndarray
+    umgrams: np.ndarray  # the MATCH_N-grams sorted, without repeats
+    tiny_fields: list[tuple[int, int, int]]  # (start, end, key) of fields shorter than MATCH_N
+    fields: list[tuple[int, int, int]]  # (start, end, role code) of every field
+    stem: int  # the question's text, hashed: items asking the same question share it
+    answer_ids: np.ndarray  # a multiple-choice answer's tokens, searched after the question
+    passage_grams: np.ndarray
+    passage_tokens: int
+    key: int  # identical scored text, identical key
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.ids)
+
+
+def prepare(item: BenchmarkItem, n: int) -> PreparedItem:
+    fields: list[tuple[int, list[str]]] = [(QUESTION, tokenize(t)) for t in item.segments("question")]
+    choices = [tokenize(c) for c in item.segments("choices")]
+    fields += [(CHOICES, c) for c in choices]
+    answer = tokenize(item.answer) if item.answer else []
+    answer_is_choice = bool(answer) and answer in choices
+    if answer and not answer_is_choice:
+        fields.append((ANSWER, answer))
+    ids, role, whole, grams, gram_pos, weak, short = [], [], [], [], [], [], []
+    mgrams, mgram_pos, tiny, spans = [], [], [], []
+    start = 0
+    for code, toks in fields:
+        if not toks:
+            continue
+        tid = _ids(toks)
+        ids.append(tid)
+        role.append(np.full(len(toks), code, dtype=np.int8))
+        whole.append(np.full(len(toks), len(toks) == 1, dtype=bool))
+        g = rolling_hashes(tid.view(np.uint64), n).view(np.int64)
+        grams.append(g)
+        gram_pos.append(np.arange(start, start + len(g), dtype=np.int64))
+        weak.append(weak_ngrams(toks, len(g)))
+        key = xxhash.xxh3_64_intdigest(tid.tobytes())
+        if len(toks) < n:
+            short.append((start, start + len(toks), key))
+        mg = rolling_hashes(tid.view(np.uint64), MATCH_N).view(np.int64)
+        mgrams.append(mg)
+        mgram_pos.append(np.arange(start, start + len(mg), dtype=np.int64))
+        if len(toks) < MATCH_N:
+            tiny.append((start, start + len(toks), key))
+        spans.append((start, start + len(toks), code))
+        start += len(toks)
+
+    def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+
+    all_ids = cat(ids, np.int64)
+    a_ids = _ids(answer) if answer_is_choice else np.zeros(0, dtype=np.int64)
+    p_toks = tokenize(item.passage) if item.passage else []
+    p_grams = rolling_hashes(_ids(p_toks).view(np.uint64), n).view(np.int64) if p_toks else np.zeros(0, np.int64)
+    return PreparedItem(
+        item=item,
+        ids=all_ids,
+        role=cat(role, np.int8),
+        whole=cat(whole, bool),
+        grams=cat(grams, np.int64),
+        gram_pos=cat(gram_pos, np.int64),
+        weak=cat(weak, bool),
+        short_fields=short,
+        mgrams=cat(mgrams, np.int64),
+        mgram_pos=cat(mgram_pos, np.int64),
+        umgrams=np.unique(cat(mgrams, np.int64)),
+        tiny_fields=tiny,
+        fields=spans,
+        answer_ids=a_ids,
+        passage_grams=p_grams,
+        passage_tokens=len(p_toks),
+        key=xxhash.xxh3_64_intdigest(all_ids.tobytes() + b"|" + a_ids.tobytes()),
+        stem=xxhash.xxh3_64_intdigest(all_ids[cat(role, np.int8) == QUESTION].tobytes()),
+    )
+
+
+class _GramTable:
+    """gram hash -> the groups of items holding it."""
+
+    def __init__(self, grams: Sequence[np.ndarray], groups: Sequence[int]) -> None:
+        pairs = [np.stack([g, np.full(len(g), grp)], axis=1) for g, grp in zip(grams, groups, strict=True) if len(g)]
+        table = np.unique(np.concatenate(pairs), axis=0) if pairs else np.zeros((0, 2), dtype=np.int64)
+        self.keys, self.start, self.count = np.unique(table[:, 0], return_index=True, return_counts=True)
+        self.groups_by_gram = table[:, 1]
+
+    def freq(self, grams: np.ndarray) -> np.ndarray:
+        """Groups holding each gram (0 for grams not in the benchmark)."""
+        if len(self.keys) == 0 or len(grams) == 0:
+            return np.zeros(len(grams), dtype=np.int64)
+        idx = np.clip(np.searchsorted(self.keys, grams), 0, len(self.keys) - 1)
+        return np.where(self.keys[idx] == grams, self.count[idx], 0)
+
+    def groups_of(self, grams: np.ndarray, max_items: int) -> np.ndarray:
+        """Every group holding one of `grams` (with repeats, one per gram), skipping grams in
+        more than `max_items` groups."""
+        if len(self.keys) == 0 or len(grams) == 0:
+            return np.zeros(0, dtype=np.int64)
+        idx = np.clip(np.searchsorted(self.keys, grams), 0, len(self.keys) - 1)
+        ok = (self.keys[idx] == grams) & (self.count[idx] <= max_items)
+        starts, counts = self.start[idx[ok]], self.count[idx[ok]]
+        if len(counts) == 0:
+            return np.zeros(0, dtype=np.int64)
+        # the rows start..start+count-1 of each gram, concatenated, without a slice per gram
+        ends = np.cumsum(counts)
+        rows = np.arange(int(ends[-1])) + np.repeat(starts - (ends - counts), counts)
+        return self.groups_by_gram[rows]
+
+
+class SharedText:
+    """Which grams (and short fields) each item shares with other items of the benchmark, for
+    the index n-grams and for the MATCH_N-grams.
+
+    Identical items (same scored text) form one group and count once: a duplicate is the same
+    item, not a competitor.
+    """
+
+    def __init__(self, items: Sequence[PreparedItem]) -> None:
+        keys: dict[int, int] = {}
+        self.group = np.array([keys.setdefault(p.key, len(keys)) for p in items], dtype=np.int64)
+        self.members: dict[int, int] = {}  # group -> first item of it
+        for i, g in enumerate(self.group.tolist()):
+            self.members.setdefault(g, i)
+        groups = self.group.tolist()
+        self.ngrams = _GramTable([p.grams for p in items], groups)
+        self.mgrams = _GramTable([p.mgrams for p in items], groups)
+        fields: dict[int, set[int]] = {}
+        for p, g in zip(items, groups, strict=True):
+            for _s, _e, k in {*p.short_fields, *p.tiny_fields}:
+                fields.setdefault(k, set()).add(g)
+        self.field_count = {k: len(v) for k, v in fields.items()}
+        stems: dict[int, dict[int, set[int]]] = {}  # question -> answer -> groups
+        for p, g in zip(items, groups, strict=True):
+            stems.setdefault(p.stem, {}).setdefault(hash(answer_ids(p).tobytes()), set()).add(g)
+        self.stems = stems
+
+    def stem_answer_tells(self, p: PreparedItem) -> bool:
+        """Other items ask the same question, and only this one (and its duplicates) has this
+        answer: the question and answer together identify the item."""
+        answers = self.stems.get(p.stem, {})
+        mine = answers.get(hash(answer_ids(p).tobytes()), set())
+        return len(answers) > 1 and len(mine) == 1
+
+    def freq(self, grams: np.ndarray) -> np.ndarray:
+        return self.ngrams.freq(grams)
+
+
+@dataclass
+class ItemStats:
+    """What the benchmark and the corpus say about an item's grams, before any document."""
+
+    item: PreparedItem
+    group: int
+    shared: SharedText
+    freq: np.ndarray  # groups of the benchmark holding each index n-gram
+    df: np.ndarray  # corpus documents holding each index n-gram
+    common: np.ndarray  # bool per n-gram: boilerplate or low information
+    mfreq: np.ndarray  # groups holding each MATCH_N-gram
+    common_tok: np.ndarray  # bool per token: covered by common n-grams only
+    bits: np.ndarray  # surprisal of each token under the rest of the benchmark (app.core.surprise)
+    n: int
+    th: Thresholds
+    _passage_tok: np.ndarray | None = None
+
+    @property
+    def eligible(self) -> np.ndarray:
+        return ~self.common
+
+    @property
+    def passage_tok(self) -> np.ndarray:
+        """bool per token: inside a run of >= passage_tokens shared verbatim with one other item
+        (computed when first asked: only documents that hold no other item's text need it)."""
+        if self._passage_tok is None:
+            self._passage_tok = _passage_tokens(self.item, self.group, self.shared, self.freq, self.n, self.th)
+        return self._passage_tok
+
+
+def item_stats(
+    p: PreparedItem,
+    group: int,
+    shared: SharedText,
+    dfs: np.ndarray,
+    n: int,
+    th: Thresholds,
+    bits: np.ndarray | None = None,
+) -> ItemStats:
+    """dfs: corpus document frequency of each of the item's n-grams (p.grams order)."""
+    freq = shared.freq(p.grams)
+    common = (dfs > th.max_df) | p.weak
+    mfreq = shared.mgrams.freq(p.mgrams)
+    in_gram = tokens_of(p, p.gram_pos, n)
+    common_tok = in_gram & ~tokens_of(p, p.gram_pos[~common], n)
+    if bits is None:
+        bits = np.full(p.n_tokens, np.inf)
+    return ItemStats(p, group, shared, freq, dfs, common, mfreq, common_tok, bits, n, th)
+
+
+def lookup(keys: np.ndarray, table: Mapping[int, int]) -> np.ndarray:
+    """table[key] for every key (0 where absent), for many keys at once."""
+    if not table or len(keys) == 0:
+        return np.zeros(len(keys), dtype=np.int64)
+    known = np.fromiter(table.keys(), dtype=np.int64, count=len(table))
+    values = np.fromiter(table.values(), dtype=np.int64, count=len(table))
+    order = np.argsort(known)
+    known, values = known[order], values[order]
+    idx = np.minimum(np.searchsorted(known, keys), len(known) - 1)
+    return np.where(known[idx] == keys, values[idx], 0)
+
+
+def _passage_tokens(
+    p: PreparedItem, me: int, shared: SharedText, freq: np.ndarray, n: int, th: Thresholds
+) -> np.ndarray:
+    """bool per token: inside a span of at least passage_tokens tokens that the item shares,
+    word for word, with one other item (a passage, a schema, a shared preamble): such text says
+    which group of items a document holds, not which item."""
+    out = np.zeros(p.n_tokens, dtype=bool)
+    sel = (freq >= th.template_min_items) & (freq <= COMPETITOR_MAX_ITEMS)
+    if not sel.any():
+        return out
+    pos = p.gram_pos[sel]
+    idx = np.clip(np.searchsorted(shared.ngrams.keys, p.grams[sel]), 0, len(shared.ngrams.keys) - 1)
+    groups = [
+        shared.ngrams.groups_by_gram[s : s + c]
+        for s, c in zip(shared.ngrams.start[idx], shared.ngrams.count[idx], strict=True)
+    ]
+    pairs = np.concatenate(
+        [np.stack([g, np.full(len(g), q)], axis=1) for g, q in zip(groups, pos.tolist(), strict=True)]
+    )
+    pairs = pairs[pairs[:, 0] != me]
+    pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+    need = max(1, th.passage_tokens - n + 1)  # consecutive shared n-grams that span passage_tokens tokens
+    brk = np.flatnonzero((np.diff(pairs[:, 0]) != 0) | (np.diff(pairs[:, 1]) != 1)) + 1
+    for run in np.split(pairs[:, 1], brk):
+        if len(run) >= need:
+            out[run[0] : run[-1] + n] = True
+    return out
+
+
+def answer_ids(p: PreparedItem) -> np.ndarray:
+    return p.answer_ids if len(p.answer_ids) else p.ids[p.role == ANSWER]
+
+
+def tokens_of(p: PreparedItem, starts: np.ndarray, width: int) -> np.ndarray:
+    """bool per item token: inside a gram of `width` tokens starting at one of `starts`."""
+    pos = np.zeros(p.n_tokens, dtype=bool)
+    pos[starts] = True
+    return covered(pos, width, p.n_tokens)

@@ -1,0 +1,356 @@
+"""What one training document holds of one benchmark item (pure).
+
+The document is aligned with the item on a bounded region (the densest cluster of the item's
+n-grams, padded by the item's length; never the whole document): a token of the item is held
+when a MATCH_N-gram of the item around it occurs in the region and LCS aligns it in the item's
+order (app.core.align). Then the item's own text: if the region holds as large a share of some
+other item of the benchmark as of this one, it may be that item's copy, and only what this item
+does not share with it counts; otherwise all but the passages it shares word for word with
+another item. Common text (boilerplate n-grams) is never own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from contam.app.core.align import Alignment, align, covered, densest, find_sequence, longest_run, runs
+from contam.app.core.config import Thresholds
+from contam.app.core.items import (
+    ANSWER,
+    CHOICES,
+    COMPETITOR_MAX_ITEMS,
+    MATCH_N,
+    QUESTION,
+    ItemStats,
+    PreparedItem,
+    SharedText,
+    tokens_of,
+)
+from contam.app.core.signatures import rolling_hashes
+
+COMPETITOR_CANDIDATES = 8
+PRESENCE_MAX_ITEMS = 64  # grams in at most this many items say which item a region holds
+COMPETITORS_ALIGNED = 3  # candidates aligned in full, those holding the largest share of their grams
+SHARE_SLACK = 0.25  # a candidate's share of grams held bounds its share of tokens held to within this
+ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
+
+
+@dataclass
+class DocMatch:
+    """One candidate document aligned with one item."""
+
+    doc: int
+    matched: np.ndarray  # bool per item token: the region holds it (inside a MATCH_N-gram of the item)
+    own: np.ndarray  # bool per item token: the item's own text, given this document's competitor
+    own_hit: np.ndarray  # bool per item token: own text the region holds (inside an own MATCH_N-gram)
+    competitor: int | None  # index of the item that best explains the document, if another
+    region: tuple[int, int]  # document token range that was aligned
+    blocks: list[tuple[int, int, int]]  # (item start, document token start, size), in order
+    answer_found: bool
+    passage_coverage: float = 0.0
+    near_window: int | None = None
+    shared_run: int = 0  # longest verbatim run of text shared with other items
+    shared_items: int = 0  # how many items hold that run (this one included)
+    competitor_found: bool = False  # the region holds some other item's own text, in its order
+    matched_bits: float = 0.0  # information in what the region holds of the item
+    own_bits: float = 0.0  # information in the own text it holds
+    own_bits_total: float = 0.0  # information in all of the item's own text here
+    bits_total: float = 0.0
+
+    @property
+    def own_total(self) -> int:
+        return int(self.own.sum())
+
+    @property
+    def own_matched(self) -> int:
+        return int(self.own_hit.sum())
+
+    @property
+    def own_coverage(self) -> float:
+        return self.own_matched / self.own_total if self.own_total else 0.0
+
+    @property
+    def coverage(self) -> float:
+        return float(self.matched.mean()) if len(self.matched) else 0.0
+
+    @property
+    def longest_own(self) -> int:
+        return longest_run(self.own_hit)
+
+    def role_coverage(self, p: PreparedItem, code: int) -> float:
+        """Share of a field's tokens the document holds."""
+        sel = p.role == code
+        return float(self.matched[sel].mean()) if sel.any() else 0.0
+
+    def own_role_coverage(self, p: PreparedItem, code: int) -> float | None:
+        """Share of a field's own tokens the document holds (None: none of it is own here)."""
+        sel = (p.role == code) & self.own
+        return float(self.own_hit[sel].mean()) if sel.any() else None
+
+
+@dataclass
+class DocTokens:
+    """A document as the scorer sees it: token ids and gram hashes by position, and the
+    n-grams sorted once, so finding an item's n-grams in it costs a binary search each."""
+
+    ids: np.ndarray  # int64
+    grams: np.ndarray  # int64 index n-grams, len(ids) - n + 1 values
+    mgrams: np.ndarray  # int64 MATCH_N-grams
+    order: np.ndarray  # positions of `grams` in ascending order of hash
+
+    @classmethod
+    def of(cls, ids: np.ndarray, n: int) -> DocTokens:
+        u = ids.view(np.uint64)
+        grams = rolling_hashes(u, n).view(np.int64)
+        return cls(
+            ids.view(np.int64), grams, rolling_hashes(u, MATCH_N).view(np.int64), np.argsort(grams, kind="stable")
+        )
+
+    def positions(self, grams: np.ndarray) -> np.ndarray:
+        """Sorted positions where any of `grams` occurs."""
+        if len(grams) == 0 or len(self.grams) == 0:
+            return np.zeros(0, dtype=np.int64)
+        ranked = self.grams[self.order]
+        lo = np.searchsorted(ranked, grams, side="left")
+        hi = np.searchsorted(ranked, grams, side="right")
+        hit = hi > lo
+        if not hit.any():
+            return np.zeros(0, dtype=np.int64)
+        lo, hi = lo[hit], hi[hit]
+        counts = hi - lo
+        idx = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts) + np.arange(counts.sum())
+        return np.unique(self.order[idx])
+
+
+def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] | None) -> tuple[int, int]:
+    """The bounded document range to align: the densest cluster of the item's n-grams (or the
+    near-duplicate window), padded by the item's length on both sides."""
+    length = max(p.n_tokens, n)
+    grams = np.concatenate([p.grams, p.passage_grams]) if len(p.passage_grams) else p.grams
+    pos = doc.positions(grams)
+    if len(pos):
+        lo, hi = densest(pos, 2 * length)
+        hi += n
+    elif window is not None:
+        lo, hi = window
+    else:
+        lo, hi = 0, length
+    return max(0, lo - length), min(len(doc.ids), hi + length)
+
+
+def member(x: np.ndarray, sorted_unique: np.ndarray) -> np.ndarray:
+    """bool per value of x: in `sorted_unique` (a sorted array without repeats)."""
+    if len(sorted_unique) == 0 or len(x) == 0:
+        return np.zeros(len(x), dtype=bool)
+    idx = np.minimum(np.searchsorted(sorted_unique, x), len(sorted_unique) - 1)
+    return sorted_unique[idx] == x
+
+
+def held(
+    p: PreparedItem,
+    region_ids: np.ndarray,
+    region_mgrams: np.ndarray,
+    select: np.ndarray | None = None,
+    tiny_select: Sequence[bool] | None = None,
+) -> np.ndarray:
+    """bool per item token: inside one of the item's MATCH_N-grams (those `select`ed) that the
+    region holds (`region_mgrams` sorted, without repeats); a field shorter than MATCH_N counts
+    when the region holds it whole."""
+    present = member(p.mgrams, region_mgrams)
+    if select is not None:
+        present &= select
+    out = tokens_of(p, p.mgram_pos[present], MATCH_N)
+    for k, (s, e, _key) in enumerate(p.tiny_fields):
+        if (tiny_select is None or tiny_select[k]) and find_sequence(region_ids, p.ids[s:e]) >= 0:
+            out[s:e] = True
+    return out
+
+
+def match_document(
+    i: int,
+    items: Sequence[PreparedItem],
+    stats: ItemStats,
+    shared: SharedText,
+    doc_id: int,
+    doc: DocTokens,
+    n: int,
+    th: Thresholds,
+    window: tuple[int, int] | None = None,
+) -> DocMatch:
+    """What one document holds of item `i`, and which of that is the item's own text there."""
+    p = items[i]
+    lo, hi = region_for(p, doc, n, window)
+    region = Region(
+        doc.ids[lo:hi],
+        np.unique(doc.grams[lo : max(lo, hi - n + 1)]),
+        np.unique(doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]),
+    )
+    al = align(p.ids.tolist(), region.ids.tolist(), p.whole)
+    matched = held(p, region.ids, region.mgrams) & al.matched  # in the item's order, not recombined pieces
+    own, own_hit, competitor, competitor_found = _own_text(i, items, stats, shared, region, matched, al, th)
+    passage = 0.0
+    if len(p.passage_grams) and p.passage_tokens:
+        passage = float(covered(member(p.passage_grams, region.grams), n, p.passage_tokens).mean())
+    shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
+    return DocMatch(
+        doc=doc_id,
+        matched=matched,
+        own=own,
+        own_hit=own_hit,
+        competitor=competitor,
+        region=(lo, hi),
+        blocks=[(a, lo + b, size) for a, b, size in al.blocks],
+        answer_found=_answer_found(p, al, matched, region.ids),
+        passage_coverage=passage,
+        near_window=window[0] if window else None,
+        shared_run=shared_run,
+        shared_items=shared_items,
+        competitor_found=competitor_found,
+        matched_bits=float(stats.bits[matched].sum()),
+        own_bits=float(stats.bits[own_hit].sum()),
+        own_bits_total=float(stats.bits[own].sum()),
+        bits_total=float(stats.bits.sum()),
+    )
+
+
+@dataclass(frozen=True)
+class Region:
+    """The aligned range of a document: token ids, and its index n-grams and MATCH_N-grams
+    (sorted, without repeats)."""
+
+    ids: np.ndarray
+    grams: np.ndarray
+    mgrams: np.ndarray
+
+
+def _own_text(
+    i: int,
+    items: Sequence[PreparedItem],
+    stats: ItemStats,
+    shared: SharedText,
+    region: Region,
+    matched: np.ndarray,
+    al: Alignment,
+    th: Thresholds,
+) -> tuple[np.ndarray, np.ndarray, int | None, bool]:
+    """(own tokens, own tokens held, competitor, whether any other item's own text is held).
+
+    If the region holds as large a share of another item as of item i, it may be that item's
+    copy: item i is credited only with what it does not share with the one holding the largest
+    share. Otherwise, all but the passages item i shares word for word with another item."""
+    p = items[i]
+    candidates = _competitors(i, items, stats, shared, region.mgrams, th) if matched.sum() >= 2 else []
+    if not candidates:  # (too little held for a verdict: the passages need not be worked out)
+        own = ~stats.passage_tok & ~stats.common_tok if matched.sum() > stats.n else ~stats.common_tok
+        return own, matched & own, None, False
+    grams = [items[j].umgrams for j in candidates]
+    label = np.concatenate([np.full(len(g), k) for k, g in enumerate(grams)])
+    flat = np.concatenate(grams)
+    in_region = member(flat, region.mgrams)
+    theirs_only = ~member(flat, p.umgrams)
+    found_other = bool((in_region & theirs_only).any())
+    bag_share = np.bincount(label[in_region], minlength=len(grams)) / np.maximum([len(g) for g in grams], 1)
+    competitor, best_share = None, float(matched.mean()) if p.n_tokens else 0.0
+    for k in np.argsort(-bag_share, kind="stable")[:COMPETITORS_ALIGNED].tolist():
+        if bag_share[k] + SHARE_SLACK < best_share:
+            break  # the rest hold even less of themselves
+        other = items[candidates[k]]
+        in_theirs = align(other.ids.tolist(), region.ids.tolist(), other.whole).matched
+        share = float((held(other, region.ids, region.mgrams) & in_theirs).mean()) if other.n_tokens else 0.0
+        if share >= best_share:  # holds at least as large a share of that item as of item i
+            competitor, best_share = candidates[k], share
+    if competitor is None:
+        own = ~stats.passage_tok & ~stats.common_tok
+        return own, matched & own, None, found_other
+    other = items[competitor]
+    own_g = ~member(p.mgrams, other.umgrams)
+    their_fields = {key for *_se, key in other.tiny_fields}
+    own_tiny = [key not in their_fields for *_se, key in p.tiny_fields]
+    own = tokens_of(p, p.mgram_pos[own_g], MATCH_N)
+    for (s, e, _key), flag in zip(p.tiny_fields, own_tiny, strict=True):
+        own[s:e] = flag
+    own &= ~stats.common_tok
+    own_hit = held(p, region.ids, region.mgrams, own_g, own_tiny) & own & al.matched
+    return own, own_hit, competitor, found_other
+
+
+def _competitors(
+    i: int,
+    items: Sequence[PreparedItem],
+    stats: ItemStats,
+    shared: SharedText,
+    region_mgrams: np.ndarray,
+    th: Thresholds,
+) -> list[int]:
+    """Other items that could explain what the region holds of item i (module doc, step 4):
+    those sharing most of the MATCH_N-grams of item i that the region holds, and those most
+    present in the region (their grams in at most PRESENCE_MAX_ITEMS items).
+
+    The caller measures how much of each the region holds, as it does for item i: if one holds
+    at least as large a share of itself, the region is (at least as much) its copy, and item i
+    is credited only with the text that one lacks. Otherwise item i explains the region best,
+    and its own text is all but what it shares word for word with another item as a passage."""
+    p = items[i]
+    me = int(shared.group[i])
+    sharing = member(p.mgrams, region_mgrams) & (stats.mfreq >= th.template_min_items)
+    if not sharing.any():
+        return []
+    overlap = shared.mgrams.groups_of(p.mgrams[sharing], COMPETITOR_MAX_ITEMS)
+    overlap = overlap[overlap != me]
+    if not len(overlap):
+        return []  # only template grams are shared: no one item explains them
+    groups, counts = np.unique(overlap, return_counts=True)
+    candidates = groups[np.argsort(-counts, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
+    present = shared.mgrams.groups_of(region_mgrams, PRESENCE_MAX_ITEMS)  # region_mgrams: unique already
+    present = present[present != me]
+    if len(present):
+        pg, pc = np.unique(present, return_counts=True)
+        candidates += pg[np.argsort(-pc, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
+    return [shared.members[g] for g in dict.fromkeys(candidates)]
+
+
+def _answer_found(p: PreparedItem, al: Alignment, matched: np.ndarray, region: np.ndarray) -> bool:
+    """The answer follows the question in the document.
+
+    A long free-text answer must be at least half held. A short one (a number, a word, a
+    repeated choice) must appear exactly within a few tokens after the question (after the
+    choices, if they are listed); a repeated choice must appear twice when the other choices
+    are listed too, once as a choice and once as the answer.
+    """
+    answer_sel = p.role == ANSWER
+    if len(p.answer_ids) == 0 and not answer_sel.any():
+        return False
+    if answer_sel.sum() > 8:
+        return bool(matched[answer_sel].mean() >= 0.5)
+    asked = (p.role == QUESTION) & al.matched
+    if not asked.any():
+        return False
+    q_end = int(al.doc_pos[asked].max()) + 1
+    needle = p.answer_ids if len(p.answer_ids) else p.ids[answer_sel]
+    choices = [p.ids[s:e] for s, e, code in p.fields if code == CHOICES]
+    width = ANSWER_WINDOW + 2 * len(needle) + sum(len(c) + 2 for c in choices)
+    window = region[q_end : q_end + width]
+    hits, at = 0, 0
+    while (k := find_sequence(window[at:], needle)) >= 0:
+        hits, at = hits + 1, at + k + len(needle)
+    others = [c for c in choices if not np.array_equal(c, needle)]
+    listed = bool(others) and sum(find_sequence(window, c) >= 0 for c in others) * 2 >= len(others)
+    return hits >= (2 if listed and len(p.answer_ids) else 1)
+
+
+def _shared_run(
+    p: PreparedItem, stats: ItemStats, blocks: Sequence[tuple[int, int, int]], own: np.ndarray, n: int
+) -> tuple[int, int]:
+    """Longest verbatim run (one aligned block) of text the item shares with other items, and
+    how many items hold all of it."""
+    best, items = 0, 0
+    for a, _b, size in blocks:
+        for s, e in runs(~own[a : a + size]):
+            s, e = s + a, e + a
+            inside = (p.gram_pos >= s) & (p.gram_pos + n <= e)
+            if e - s > best and inside.any():
+                best, items = e - s, int(stats.freq[inside].min())
+    return best, items

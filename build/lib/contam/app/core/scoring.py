@@ -1,0 +1,344 @@
+"""Item-centric contamination scoring (pure: no database; look-up results come in as values).
+
+What decides is the item's *own* text, found in one document (DESIGN.md items 2-5, 11-13):
+
+1. An item is tokenised per field (question, each choice, a free-text answer); n-grams never
+   cross fields. A multiple-choice answer that repeats a choice is searched for separately,
+   right after the question, because the document lists the choices anyway.
+2. Look-ups give each n-gram its corpus document frequency (df). n-grams in more than
+   `max_df` documents, or made mostly of one-character tokens, are *common*: boilerplate or
+   maths identities, never evidence. An item with no other n-gram cannot be judged
+   (`too_short`).
+3. Candidate documents (rare n-grams and near-duplicate windows) are aligned with the item
+   token by token (app.core.align): a token is matched inside a block of two or more tokens
+   found in the same order in a bounded region of the document.
+4. Text the item shares with other items of its benchmark (a template, a frame, a passage,
+   shared choices) is not its own. Which part is shared depends on the document: the other
+   item that best explains what the document holds (most shared n-grams found there, then
+   most of its text present) is the *competitor*, and the item's own text is what the item
+   does not share with it. So a twin that differs by one word is told apart by that word; a
+   puzzle asked five ways by the words of its question; a templated claim by the claim. With
+   no competitor, own text is what no other item holds. Common text is never own.
+5. Status, from the best document (the highest share of own text found):
+     contaminated  own text >= contaminated_coverage found, and as much of the whole item;
+                   or the question's own text with its answer right after it
+     suspicious    own text >= suspicious_coverage, or a run of >= longest_match own tokens
+                   (GPT-3's 13-gram rule); or a passage shared with at most
+                   passage_max_items other items found as a run of >= passage_tokens tokens
+                   with none of the item's own text (the reason says so)
+     clean         otherwise
+   Thresholds come from the score distribution of unrelated text (bench/calibrate.py, README).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from contam.app.core.align import align, covered, longest_run
+from contam.app.core.config import Thresholds
+from contam.app.core.items import QUESTION, SCORED_ROLES, ItemStats, PreparedItem, SharedText, item_stats, lookup
+from contam.app.core.matching import DocMatch, DocTokens, match_document
+from contam.app.core.signatures import token_hashes
+from contam.app.core.surprise import token_bits
+from contam.app.core.text import tokenize, tokenize_spans
+from contam.app.core.types import Status
+
+__all__ = [
+    "ItemScore",
+    "RoleScore",
+    "Thresholds",
+    "assess",
+    "benchmark_stats",
+    "judge",
+    "rank",
+    "shared_spans",
+    "split_marked",
+    "verdict",
+]
+
+
+def _ids(tokens: Sequence[str]) -> np.ndarray:
+    return token_hashes(tokens).view(np.int64)
+
+
+@dataclass
+class RoleScore:
+    tokens: int = 0
+    ngrams: int = 0
+    eligible_ngrams: int = 0
+    found_ngrams: int = 0
+    shared_ngrams: int = 0
+    common_ngrams: int = 0
+    coverage: float = 0.0  # share of the role's tokens found in the best document
+    found: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "coverage": round(self.coverage, 4)}
+
+
+@dataclass
+class ItemScore:
+    status: Status
+    reason: str
+    tokens: int
+    own_tokens: int = 0  # the item's own text in the best document's terms
+    own_coverage: float = 0.0  # share of it found there: what decides
+    coverage: float = 0.0  # share of all the item's scored tokens found there
+    longest_match: int = 0  # longest run of own tokens found contiguously
+    own_bits: float = 0.0  # information (bits) in the own text found there
+    matched_bits: float = 0.0  # information in all that was found there
+    own_bits_total: float = 0.0
+    bits_total: float = 0.0
+    ngram_overlap: float = 0.0  # eligible n-grams found anywhere in the corpus
+    shared_match: int = 0  # longest run of shared text (template, passage) found
+    shared_items: int = 0
+    question_found: bool = False
+    answer_found: bool | None = None  # None: no answer field
+    answer_with_question: bool = False
+    passage_found: bool = False
+    best_doc: int | None = None
+    roles: dict[str, RoleScore] = field(default_factory=dict)
+    # per candidate document, best first: (doc, own coverage, coverage, own bits, matched bits, longest own run)
+    doc_ranking: list[tuple[int, float, float, float, float, int]] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        return 0.0 if self.status == Status.TOO_SHORT else self.own_coverage
+
+    @property
+    def longest_match_share(self) -> float:
+        return min(1.0, self.longest_match / self.tokens) if self.tokens else 0.0
+
+
+_SEVERITY = {Status.CONTAMINATED: 2, Status.SUSPICIOUS: 1, Status.CLEAN: 0}
+
+
+def verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: bool = False) -> tuple[Status, str]:
+    """What one document says about the item (module doc, step 5). stem_tells: the question is
+    shared word for word with other items whose answers differ (SharedText.stem_answer_tells).
+    A partial match must include a run of more than n own tokens in a row (two chained n-grams):
+    one n-gram of ordinary prose recurs by chance, two in a row rarely do (bench/calibrate.py)."""
+    q_own = m.own_role_coverage(p, QUESTION)
+    if (
+        m.own_total
+        and m.own_coverage >= th.contaminated_coverage
+        and m.coverage >= th.contaminated_coverage
+        and m.matched_bits >= th.min_bits
+    ):
+        missing = " (its answer was not found with it)" if p.item.answer and not m.answer_found else ""
+        return Status.CONTAMINATED, (
+            f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens){missing}"
+        )
+    q_asked = (q_own is not None and q_own >= th.contaminated_coverage) or (
+        stem_tells and m.role_coverage(p, QUESTION) >= th.contaminated_coverage
+    )
+    if q_asked and m.answer_found and m.matched_bits >= th.min_bits:
+        return Status.CONTAMINATED, "question and answer found together in one document"
+    if (q_own or 0.0) >= th.contaminated_coverage and m.own_bits >= th.min_bits:
+        return Status.SUSPICIOUS, "the question is in one document, without its answer"
+    if m.own_total and m.own_coverage >= th.suspicious_coverage and m.own_bits >= th.min_bits and m.longest_own > n:
+        return Status.SUSPICIOUS, (
+            f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens)"
+        )
+    if m.longest_own >= th.longest_match and m.own_bits >= th.min_bits:
+        return Status.SUSPICIOUS, f"a {m.longest_own}-token run of its own text matches one document"
+    if m.shared_run >= th.passage_tokens and not m.competitor_found and 0 < m.shared_items <= th.passage_max_items + 1:
+        return Status.SUSPICIOUS, (
+            f"a {m.shared_run}-token passage it shares with {m.shared_items - 1} other "
+            "item(s) was found, but not this item's own text"
+        )
+    if m.own_coverage >= th.suspicious_coverage:
+        return Status.CLEAN, (
+            f"one document holds {m.own_coverage:.0%} of its own text, but only "
+            f"{m.own_bits:.0f} bits: too little to tell from chance"
+        )
+    if m.competitor is not None and m.own_total == 0 and m.coverage >= 0.5:
+        return Status.CLEAN, "only text shared with other items of the benchmark was found"
+    if m.coverage >= th.suspicious_coverage:
+        return Status.CLEAN, (
+            f"one document holds {m.coverage:.0%} of the item but only {m.own_coverage:.0%} of its own "
+            "text: the rest is text it shares with other items of the benchmark or common text"
+        )
+    return Status.CLEAN, "no substantial overlap found"
+
+
+def rank(
+    p: PreparedItem, matches: Sequence[DocMatch], n: int, th: Thresholds, stem_tells: bool = False
+) -> list[tuple[DocMatch, Status, str]]:
+    """Documents with their verdicts, strongest first (then most own text, most text)."""
+    judged = [(m, *verdict(p, m, n, th, stem_tells)) for m in matches]
+    return sorted(judged, key=lambda x: (-_SEVERITY[x[1]], -x[0].own_coverage, -x[0].coverage, x[0].doc))
+
+
+def assess(
+    p: PreparedItem, stats: ItemStats, matches: Sequence[DocMatch], n: int, th: Thresholds, stem_tells: bool = False
+) -> ItemScore:
+    """Status and metrics of one item from its aligned candidate documents (module doc, step 5)."""
+    ranked = rank(p, matches, n, th, stem_tells)
+    best = ranked[0][0] if ranked else None
+    score = ItemScore(
+        status=Status.CLEAN,
+        reason="no substantial overlap found",
+        tokens=p.n_tokens,
+        roles=_roles(p, stats, best, th),
+        doc_ranking=[
+            (
+                m.doc,
+                round(m.own_coverage, 4),
+                round(m.coverage, 4),
+                round(m.own_bits, 1),
+                round(m.matched_bits, 1),
+                m.longest_own,
+            )
+            for m, _s, _r in ranked
+        ],
+    )
+    eligible = stats.eligible
+    score.ngram_overlap = float((stats.df[eligible] > 0).mean()) if eligible.any() else 0.0
+    score.answer_found = False if p.item.answer else None
+    if best is not None:
+        score.status, score.reason = ranked[0][1], ranked[0][2]
+        score.best_doc = best.doc
+        score.own_tokens, score.own_coverage, score.coverage = best.own_total, best.own_coverage, best.coverage
+        score.longest_match = best.longest_own
+        score.own_bits, score.matched_bits = best.own_bits, best.matched_bits
+        score.own_bits_total, score.bits_total = best.own_bits_total, best.bits_total
+        q_own = best.own_role_coverage(p, QUESTION)
+        q_cov = q_own if q_own is not None else best.role_coverage(p, QUESTION)
+        score.question_found = q_cov >= th.suspicious_coverage
+        score.answer_found = bool(best.answer_found) if p.item.answer else None
+        score.answer_with_question = bool(best.answer_found and score.question_found)
+        score.shared_match, score.shared_items = best.shared_run, best.shared_items
+        score.passage_found = (
+            any(m.passage_coverage >= th.suspicious_coverage for m in matches) or "passage" in score.reason
+        )
+    widespread = _widespread(p, stats, n, th)
+    if not eligible.any() and not widespread:
+        score.status = Status.TOO_SHORT
+        score.reason = (
+            f"{p.n_tokens} tokens: fewer than n={n}, so no n-gram can be looked up"
+            if len(p.grams) == 0
+            else "every n-gram is common in the corpus or low in information: chance cannot be ruled out"
+        )
+    elif widespread:  # most of its text is common only because it was copied so often
+        score.status, score.reason = Status.CONTAMINATED, "the item's own text is in many documents (widespread copy)"
+    return score
+
+
+def _widespread(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> bool:
+    """The item's own text is found in the corpus, and an unbroken run of at least
+    longest_match of its tokens (not a phrase) is made of n-grams each in more than max_df
+    documents: a widely copied item, not boilerplate. Common n-grams scattered over the item do
+    not make one: the chain must be unbroken, as a copy's is."""
+    own = (stats.freq < th.template_min_items) & ~p.weak
+    common = own & (stats.df > th.max_df)
+    if not common.any():
+        return False
+
+    def tokens_of(gram_mask: np.ndarray) -> np.ndarray:
+        pos = np.zeros(p.n_tokens, dtype=bool)
+        pos[p.gram_pos[gram_mask]] = True
+        return covered(pos, n, p.n_tokens)
+
+    own_tok = tokens_of(own)
+    found = tokens_of(own & (stats.df > 0))
+    total = int(own_tok.sum())
+    if total < th.longest_match or found.sum() < th.contaminated_coverage * total:
+        return False
+    # n-grams at consecutive positions of one field, each common: their tokens form one run
+    pos = np.zeros(p.n_tokens, dtype=bool)
+    pos[p.gram_pos[common]] = True
+    return longest_run(pos) + n - 1 >= th.longest_match
+
+
+def _roles(p: PreparedItem, stats: ItemStats, best: DocMatch | None, th: Thresholds) -> dict[str, RoleScore]:
+    out: dict[str, RoleScore] = {}
+    gram_role = p.role[p.gram_pos] if len(p.gram_pos) else np.zeros(0, np.int8)
+    for code, name in enumerate(SCORED_ROLES):
+        sel = p.role == code
+        if not sel.any():
+            continue
+        g = gram_role == code
+        rs = RoleScore(tokens=int(sel.sum()), ngrams=int(g.sum()))
+        rs.shared_ngrams = int((g & (stats.freq >= th.template_min_items)).sum())
+        rs.common_ngrams = int((g & stats.common).sum())
+        rs.eligible_ngrams = int((g & ~stats.common).sum())
+        rs.found_ngrams = int((g & ~stats.common & (stats.df > 0)).sum())
+        if best is not None:
+            rs.coverage = best.role_coverage(p, code)
+            rs.found = rs.coverage >= th.suspicious_coverage
+        out[name] = rs
+    return out
+
+
+def shared_spans(text: str, other: str) -> list[tuple[int, int]]:
+    """Character spans of `text` whose tokens align with `other` in blocks (merged).
+
+    Used to highlight, on the benchmark item's side, what the training text shares with it.
+    """
+    toks = tokenize_spans(text)
+    if not len(toks):
+        return []
+    al = align(
+        _ids(toks.tokens).tolist(), _ids(tokenize(other)).tolist(), np.full(len(toks), len(toks) == 1, dtype=bool)
+    )
+    spans: list[tuple[int, int]] = []
+    for i in np.flatnonzero(al.matched).tolist():
+        s, e = int(toks.starts[i]), int(toks.ends[i])
+        if spans and s - spans[-1][1] <= 3 and not text[spans[-1][1] : s].strip(" \t,.;:!?\"'()[]*-"):
+            spans[-1] = (spans[-1][0], e)
+        else:
+            spans.append((s, e))
+    return spans
+
+
+def split_marked(text: str, spans: Sequence[Sequence[int]]) -> list[tuple[str, bool]]:
+    """Text cut into (piece, highlighted) runs for rendering; spans are [start, end) offsets."""
+    out: list[tuple[str, bool]] = []
+    pos = 0
+    for s, e in sorted((max(0, int(a)), min(len(text), int(b))) for a, b in spans):
+        if s < pos:
+            s = pos
+        if s >= e:
+            continue
+        if s > pos:
+            out.append((text[pos:s], False))
+        out.append((text[s:e], True))
+        pos = e
+    if pos < len(text):
+        out.append((text[pos:], False))
+    return out
+
+
+def benchmark_stats(
+    prepared: Sequence[PreparedItem], shared: SharedText, df: Mapping[int, int], n: int, th: Thresholds
+) -> list[ItemStats]:
+    """What the benchmark and the corpus say about each item before any document: n-gram
+    frequencies, passages, boilerplate, and each token's information (app.core.surprise)."""
+    groups = shared.group.tolist()
+    bits = token_bits([p.ids for p in prepared], [p.fields for p in prepared], groups)
+    sizes = np.cumsum([len(p.grams) for p in prepared])[:-1]
+    dfs = np.split(lookup(np.concatenate([p.grams for p in prepared]), df), sizes) if prepared else []
+    return [item_stats(p, g, shared, d, n, th, b) for p, g, d, b in zip(prepared, groups, dfs, bits, strict=True)]
+
+
+def judge(
+    i: int,
+    prepared: Sequence[PreparedItem],
+    stats: Sequence[ItemStats],
+    shared: SharedText,
+    docs: Mapping[int, tuple[DocTokens, tuple[int, int] | None]],
+    n: int,
+    th: Thresholds,
+) -> tuple[ItemScore, list[DocMatch]]:
+    """Item i against its candidate documents (document id -> tokens and the near-duplicate
+    window that nominated it, if any): its score, and the documents best first."""
+    p = prepared[i]
+    matches = [match_document(i, prepared, stats[i], shared, d, doc, n, th, win) for d, (doc, win) in docs.items()]
+    tells = shared.stem_answer_tells(p)
+    score = assess(p, stats[i], matches, n, th, tells)
+    return score, [m for m, _status, _reason in rank(p, matches, n, th, tells)]

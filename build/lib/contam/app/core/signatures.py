@@ -1,0 +1,222 @@
+"""Exact-channel n-gram hashes and near-channel MinHash/LSH signatures, vectorised with numpy.
+
+Token hashes: xxh3_64 of each token's UTF-8 bytes, computed once per token (cached).
+n-gram hash: h = fmix64(sum_i t[i] * P^(n-1-i) mod 2^64), a polynomial roll of the token
+hashes finished with the MurmurHash3 64-bit finaliser so that `h % s` samples uniformly.
+MinHash: datasketch 2.0's default "affine32" scheme, bit for bit: each shingle hash (32 bits)
+is pre-mixed with fmix32 and permuted as a*h + b mod 2^32 with datasketch's (a, b) for the
+seed; a window's signature is the minimum over its shingles. `datasketch.MinHash(num_perm,
+seed, hashfunc=shingle_hash32)` fed the same shingles gives the same hash values.
+LSH band keys: the r values of each band rolled into 64 bits together with the band number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import xxhash
+
+from contam.app.core.config import SignatureConfig
+from contam.app.core.text import tokenize
+
+_P = np.uint64(0x9E3779B97F4A7C15)
+_U64 = np.uint64
+
+_token_cache: dict[str, int] = {}
+_CACHE_LIMIT = 2_000_000
+
+
+def token_hashes(tokens: Sequence[str]) -> np.ndarray:
+    """64-bit hash of every token (uint64 array), each distinct token hashed once."""
+    cache = _token_cache
+    if len(cache) > _CACHE_LIMIT:
+        cache.clear()
+    try:  # most tokens are cached: straight into the array, no list of Python ints between
+        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+    except KeyError:
+        h64 = xxhash.xxh3_64_intdigest
+        for tok in tokens:
+            if tok not in cache:
+                cache[tok] = h64(tok.encode("utf-8", "surrogatepass"))
+        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+
+
+def _fmix64(h: np.ndarray) -> np.ndarray:
+    h = h ^ (h >> _U64(33))
+    h = h * _U64(0xFF51AFD7ED558CCD)
+    h = h ^ (h >> _U64(33))
+    h = h * _U64(0xC4CEB9FE1A85EC53)
+    return h ^ (h >> _U64(33))
+
+
+def _fmix32(h: np.ndarray) -> np.ndarray:
+    u = np.uint32
+    h = h ^ (h >> u(16))
+    h = h * u(0x85EBCA6B)
+    h = h ^ (h >> u(13))
+    h = h * u(0xC2B2AE35)
+    return h ^ (h >> u(16))
+
+
+def rolling_hashes(th: np.ndarray, n: int) -> np.ndarray:
+    """Hash of every run of `n` consecutive token hashes (uint64, len(th) - n + 1 values)."""
+    m = len(th) - n + 1
+    if m <= 0:
+        return np.empty(0, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        acc = th[:m].copy()
+        for i in range(1, n):
+            acc *= _P
+            acc += th[i : i + m]
+        return _fmix64(acc)
+
+
+def ngram_hashes(tokens: Sequence[str], n: int) -> np.ndarray:
+    """uint64 hash of each word n-gram, in order (position i covers tokens i..i+n-1)."""
+    return rolling_hashes(token_hashes(tokens), n)
+
+
+def to_signed(h: np.ndarray) -> np.ndarray:
+    """uint64 -> int64 with the same bits: SQLite INTEGER and PostgreSQL BIGINT are signed."""
+    return h.view(np.int64)
+
+
+def shingle_hash32(shingle: bytes) -> int:
+    """The 32-bit hash of one shingle given as space-joined normalised tokens.
+
+    This is the `hashfunc` to give datasketch.MinHash to reproduce our signatures.
+    """
+    toks = shingle.decode("utf-8").split(" ")
+    return int(rolling_hashes(token_hashes(toks), len(toks))[0] & _U64(0xFFFFFFFF))
+
+
+@lru_cache(maxsize=8)
+def permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """datasketch 2.0 affine32 permutation parameters (a odd, b), as uint32 columns."""
+    gen = np.random.RandomState(seed)
+    a = gen.randint(0, 1 << 31, num_perm, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
+    b = gen.randint(0, 1 << 32, num_perm, dtype=np.uint32)
+    return a.reshape(-1, 1), b.reshape(-1, 1)
+
+
+def window_starts(n_tokens: int, cfg: SignatureConfig) -> np.ndarray:
+    """Token index where each near-channel window starts; the last one ends at the text's end."""
+    if n_tokens < cfg.shingle:
+        return np.empty(0, dtype=np.int64)
+    last = max(n_tokens - cfg.window, 0)
+    starts = np.arange(0, last + 1, cfg.stride, dtype=np.int64)
+    if starts[-1] != last:
+        starts = np.append(starts, last)
+    return starts
+
+
+def window_span(n_tokens: int, index: int, cfg: SignatureConfig) -> tuple[int, int] | None:
+    """Token span [start, end) of window `index` of a text of n_tokens tokens, as the signer
+    placed it (the last window ends at the text's end, not at index * stride); None if there is
+    no such window."""
+    starts = window_starts(n_tokens, cfg)
+    if not 0 <= index < len(starts):
+        return None
+    start = int(starts[index])
+    return start, min(start + cfg.window, n_tokens)
+
+
+def window_minhashes(th: np.ndarray, cfg: SignatureConfig, starts: np.ndarray | None = None) -> np.ndarray:
+    """MinHash signature (num_perm uint32) of each window of a token-hash array.
+
+    Window j covers tokens [starts[j], starts[j] + window); its shingles are the runs of
+    `shingle` tokens lying wholly inside it. Shingles are permuted once per text and the
+    minimum taken per window, instead of once per window.
+    """
+    if starts is None:
+        starts = window_starts(len(th), cfg)
+    if len(starts) == 0:
+        return np.empty((0, cfg.num_perm), dtype=np.uint32)
+    sh = (rolling_hashes(th, cfg.shingle) & _U64(0xFFFFFFFF)).astype(np.uint32)
+    m = len(sh)
+    a, b = permutations(cfg.num_perm, cfg.seed)
+    ends = np.minimum(starts + cfg.window - cfg.shingle + 1, m)
+    out = np.empty((len(starts), cfg.num_perm), dtype=np.uint32)
+    group = max(1, 65536 // max(cfg.window, 1))
+    with np.errstate(over="ignore"):
+        mixed = _fmix32(sh)
+        for g in range(0, len(starts), group):
+            s, e = starts[g : g + group], ends[g : g + group]
+            lo, hi = int(s[0]), int(e.max())
+            # (num_perm, hi-lo) permuted hashes, wrapping mod 2^32 as datasketch, computed in
+            # place with one spare column past the end (reduceat needs every index < len; the
+            # spare only ever ends a discarded between-windows span): no temporaries, no copy.
+            phv = np.empty((len(a), hi - lo + 1), dtype=np.uint32)
+            np.multiply(mixed[lo : hi + 1] if hi < m else np.append(mixed[lo:hi], mixed[lo]), a, out=phv)
+            phv += b
+            idx = np.empty(2 * len(s), dtype=np.int64)
+            idx[0::2] = s - lo
+            idx[1::2] = e - lo
+            out[g : g + len(s)] = np.minimum.reduceat(phv, idx, axis=1)[:, 0::2].T
+    return out
+
+
+def band_keys(sigs: np.ndarray, cfg: SignatureConfig) -> np.ndarray:
+    """LSH band keys, shape (windows, bands), int64: equal keys <=> equal band values."""
+    w = sigs.shape[0]
+    vals = sigs.reshape(w, cfg.bands, cfg.rows).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        acc = np.broadcast_to(np.arange(1, cfg.bands + 1, dtype=np.uint64) * _P, (w, cfg.bands)).copy()
+        for j in range(cfg.rows):
+            acc *= _P
+            acc += vals[:, :, j]
+        return to_signed(_fmix64(acc))
+
+
+# Fixed texts whose tokens, n-gram hashes and MinHash band keys pin what the libraries do
+# (xxhash, unicodedata's normalisation, numpy's arithmetic and random permutations).
+KNOWN_TEXTS = (
+    "The quick brown fox jumps over the lazy dog, and the dog sleeps on in the afternoon sun while "
+    "the fox runs off across the field to the river where the herons stand in the shallow water",
+    "Ünïcödé: ﬁnancial ｆｕｌｌｗｉｄｔｈ Ⅻ café naïve ß İstanbul 東京 タワー — “quotes” and ½ of ² à la carte",
+    "def add_numbers(first_value, second_value):\n    return first_value + second_value  # x_1 + y_2\n"
+    "print(add_numbers(40, 2)) if __name__ == '__main__' else None; assert add_numbers(1, 1) == 2",
+)
+
+
+def known_answers() -> dict[str, str]:
+    """Digests of the tokens, n-gram hashes and MinHash band keys of KNOWN_TEXTS (small windows,
+    so each text has several). Stored with an index and recomputed by each process: an index is
+    usable exactly when these agree, whatever the library versions (README, "Fingerprint")."""
+    cfg = SignatureConfig(window=16, stride=8, libraries={})
+    digests = {"known_tokens": hashlib.sha256(), "known_ngrams": hashlib.sha256(), "known_minhash": hashlib.sha256()}
+    for t in KNOWN_TEXTS:
+        toks = tokenize(t)
+        digests["known_tokens"].update("\x1f".join(toks).encode("utf-8", "surrogatepass") + b"\x1e")
+        # hashed here, not through token_hashes' cache, so that the library itself answers
+        th = np.array([xxhash.xxh3_64_intdigest(x.encode("utf-8", "surrogatepass")) for x in toks], dtype=_U64)
+        digests["known_ngrams"].update(rolling_hashes(th, cfg.ngram_n).astype("<u8").tobytes())
+        digests["known_minhash"].update(band_keys(window_minhashes(th, cfg), cfg).astype("<i8").tobytes())
+    return {k: h.hexdigest()[:16] for k, h in digests.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class DocSignatures:
+    """What the index stores for one text."""
+
+    n_tokens: int
+    ngrams: np.ndarray  # signed n-gram hashes kept by the sample (int64), distinct unless asked otherwise
+    bands: np.ndarray  # (windows, bands) int64 band keys
+
+
+def sign_text(tokens: Sequence[str], cfg: SignatureConfig, distinct: bool = True) -> DocSignatures:
+    """Signatures of one corpus text for both channels.
+
+    With distinct=False the n-grams come in text order with repeats (the indexer removes
+    repeats for a whole batch at once, see indexer.job.sign_batch).
+    """
+    th = token_hashes(tokens)
+    grams = rolling_hashes(th, cfg.ngram_n)
+    if cfg.sample_mod > 1:
+        grams = grams[grams % _U64(cfg.sample_mod) == 0]
+    sigs = window_minhashes(th, cfg)
+    return DocSignatures(len(tokens), to_signed(np.unique(grams) if distinct else grams), band_keys(sigs, cfg))

@@ -1,0 +1,52 @@
+"""Plain value types shared by readers, scoring and services."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+ROLES = ("question", "passage", "choices", "answer")
+
+
+class Status(StrEnum):
+    """An item's verdict. Members compare equal to their string values (stored and sent as such)."""
+
+    CONTAMINATED = "contaminated"
+    SUSPICIOUS = "suspicious"
+    CLEAN = "clean"
+    TOO_SHORT = "too_short"
+
+    @property
+    def flagged(self) -> bool:
+        return self in (Status.CONTAMINATED, Status.SUSPICIOUS)
+
+
+@dataclass(frozen=True)
+class BenchmarkItem:
+    """One benchmark item with its text split by role. `choices` holds one text per choice."""
+
+    item_id: str
+    row: int
+    question: str = ""
+    passage: str = ""
+    choices: tuple[str, ...] = ()
+    answer: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def segments(self, role: str) -> list[str]:
+        """The texts of a role; n-grams never cross from one segment to the next."""
+        if role == "choices":
+            return [c for c in self.choices if c]
+        value = getattr(self, role)
+        return [value] if value else []
+
+    def roles(self) -> list[str]:
+        return [r for r in ROLES if self.segments(r)]
+
+    def display_text(self) -> str:
+        parts = [self.passage, self.question]
+        parts += [f"{chr(65 + i)}. {c}" for i, c in enumerate(self.choices)] if len(self.choices) <= 26 else []
+        if self.answer:
+            parts.append(f"Answer: {self.answer}")
+        return "\n".join(p for p in parts if p)

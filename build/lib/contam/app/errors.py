@@ -1,0 +1,50 @@
+"""One exception tree for the whole project. No HTTP or CLI knowledge here: the transports map it."""
+
+from __future__ import annotations
+
+
+class ContamError(Exception):
+    """Base class: a problem the user can act on, with a message that names it."""
+
+    def __init__(self, message: str, detail: object | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
+
+
+class ConfigError(ContamError):
+    """Settings that cannot work (bad numbers, unknown options)."""
+
+
+class InputError(ContamError):
+    """A file or request the user gave us is unreadable or malformed."""
+
+
+class NotFoundError(ContamError):
+    """A named corpus, report or item does not exist."""
+
+
+class SettingsConflict(ContamError):
+    """What was asked for conflicts with settings already stored (a corpus, a report)."""
+
+
+class FingerprintMismatch(SettingsConflict):
+    """An index built with one set of signature settings was asked to work with another."""
+
+
+class CorruptFileError(InputError):
+    """A corpus file cannot be read to its end (truncated or corrupt compression, bad Parquet)."""
+
+
+class LimitError(InputError):
+    """An upload or request larger than a configured limit; `detail` names the setting."""
+
+
+class StateError(ContamError):
+    """The stored state does not allow what was asked: a corpus without documents, a corpus a
+    job is using."""
+
+
+class UnavailableError(ContamError):
+    """The database cannot be reached (wrong host, port, name or credentials, or it is down, or
+    refuses work right now); retrying later may succeed."""

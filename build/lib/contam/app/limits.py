@@ -1,0 +1,64 @@
+"""Limits on what one request or upload may make the server hold: defined once here (the
+settings take their defaults from `Limits`), enforced where input is read, each refusal naming
+the setting that bounds it (a LimitError, answered 413)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from contam.app.core.units import MiB, as_mib
+from contam.app.errors import LimitError
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one upload or request may hold. Each field has a CONTAM_MAX_... setting (README)."""
+
+    decompressed_bytes: int = 256 * MiB  # a benchmark's bytes after decompression (counted while inflating)
+    items: int = 100_000  # items in one benchmark
+    item_chars: int = 100_000  # characters in one field of one item
+    check_chars: int = 1_000_000  # characters in one /check request, all texts and items together
+    json_depth: int = 32  # nesting of a JSON request body or of the mapping/thresholds form fields
+    csv_field_chars: int = 1_000_000  # characters in one CSV/TSV field
+
+    @property
+    def json_body_bytes(self) -> int:
+        """The largest JSON request body: room for `check_chars` escaped characters (\\uXXXX is
+        six bytes) and the structure around them."""
+        return 6 * self.check_chars + MiB
+
+
+SETTING = {
+    "decompressed_bytes": "CONTAM_MAX_DECOMPRESSED_MB",
+    "items": "CONTAM_MAX_ITEMS",
+    "item_chars": "CONTAM_MAX_ITEM_CHARS",
+    "check_chars": "CONTAM_MAX_CHECK_CHARS",
+    "json_depth": "CONTAM_MAX_JSON_DEPTH",
+    "csv_field_chars": "CONTAM_MAX_CSV_FIELD_CHARS",
+    "upload_bytes": "CONTAM_MAX_UPLOAD_MB",
+    "json_body_bytes": "CONTAM_MAX_CHECK_CHARS",  # a JSON body may hold 6 bytes a character and a MiB
+}
+
+
+def exceeded(limit: str, value: int, what: str) -> LimitError:
+    """The error for `what` going over `limit` (a Limits field name, or upload_bytes)."""
+    shown = as_mib(value) if limit.endswith("_bytes") else f"{value:,}"
+    return LimitError(
+        f"{what} exceeds the limit of {shown} ({SETTING[limit]})",
+        {"limit": SETTING[limit], "value": value},
+    )
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def check_json_depth(raw: bytes | str, max_depth: int, what: str = "the JSON body") -> None:
+    """Refuse JSON nested deeper than `max_depth` before it is parsed (parsers recurse)."""
+    data = raw.encode() if isinstance(raw, str) else raw
+    depth = 0
+    for m in _BRACKET.finditer(_STRING.sub(b"", data)):
+        depth += 1 if m.group() in (b"[", b"{") else -1
+        if depth > max_depth:
+            raise exceeded("json_depth", max_depth, f"the nesting of {what}")

@@ -1,0 +1,641 @@
+"""Benchmark files -> BenchmarkItem, with fields mapped to roles.
+
+Formats: JSONL, JSON (an array, an object holding one, or JSON lines), CSV/TSV (list columns
+parsed; MMLU's header-less layout), Parquet, Arrow; optionally .gz or .zst compressed. The
+original ARC JSONL and lm-evaluation-harness --log_samples records are flattened first.
+Roles are detected from common field names (MMLU, GSM8K, HumanEval, ARC, HellaSwag,
+TruthfulQA, SQuAD, BIG-bench); a mapping {role: field} overrides detection.
+Errors name the problem and, where there is one, the line or row.
+"""
+
+from __future__ import annotations
+
+import ast
+import bz2
+import csv
+import gzip
+import io
+import lzma
+import zlib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import zstandard
+
+from contam.app.core.types import BenchmarkItem
+from contam.app.errors import InputError
+from contam.app.limits import Limits, exceeded
+
+DEFAULT_LIMITS = Limits()
+
+QUESTION_KEYS = ("question", "prompt", "input", "problem", "ctx", "goal", "query", "instruction", "sentence", "text")
+PASSAGE_KEYS = ("passage", "context", "paragraph", "article", "story")
+CHOICE_KEYS = ("choices", "options", "endings", "mc1_targets", "candidates")
+ANSWER_KEYS = (
+    "answer",
+    "canonical_solution",
+    "solution",
+    "target",
+    "best_answer",
+    "answers",
+    "label",
+    "answerKey",
+    "answer_key",
+    "expected_index",
+    "gold",
+    "correct_answer",
+    "output",
+)
+ID_KEYS = ("id", "task_id", "idx", "uid", "question_id", "qid")
+LETTER_COLUMNS = [
+    ("A", "B", "C", "D", "E"),
+    ("answer_a", "answer_b", "answer_c", "answer_d", "answer_e"),
+    ("option_a", "option_b", "option_c", "option_d", "option_e"),
+    ("choice_a", "choice_b", "choice_c", "choice_d", "choice_e"),
+    ("opa", "opb", "opc", "opd", "ope"),
+    ("ending0", "ending1", "ending2", "ending3"),
+]
+
+
+COMPRESSIONS = ((".gz", "gzip"), (".zst", "zstd"), (".zstd", "zstd"), (".bz2", "bz2"), (".xz", "xz"))
+_DECOMPRESS_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError)
+
+
+def detect_format(filename: str) -> tuple[str, str | None]:
+    """(format, compression) from the file name."""
+    name = filename.lower()
+    comp = None
+    for suffix, kind in COMPRESSIONS:
+        if name.endswith(suffix):
+            name, comp = name[: -len(suffix)], kind
+            break
+    for fmt, exts in (
+        ("jsonl", (".jsonl", ".ndjson")),
+        ("json", (".json",)),
+        ("csv", (".csv",)),
+        ("tsv", (".tsv",)),
+        ("parquet", (".parquet",)),
+    ):
+        if name.endswith(exts):
+            return fmt, comp
+    raise InputError(
+        f"{filename}: unsupported benchmark file type (use .jsonl, .json, .csv, .tsv or .parquet, "
+        "optionally .gz, .zst, .bz2 or .xz)"
+    )
+
+
+class _ReadsInto(Protocol):
+    def readinto(self, buf: Any, /) -> int | None: ...
+
+
+class _Bounded(io.RawIOBase):
+    """A (decompressing) stream that refuses to give more than `limit` bytes: the size is
+    counted as the content is inflated, so a small bomb stops at the limit, never in memory."""
+
+    def __init__(self, inner: _ReadsInto, limit: int, filename: str) -> None:
+        self.inner, self.limit, self.filename, self.count = inner, limit, filename, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        try:
+            n = self.inner.readinto(buf)
+        except _DECOMPRESS_ERRORS as exc:
+            raise InputError(f"{self.filename}: cannot decompress ({type(exc).__name__}: {exc})") from exc
+        self.count += n or 0
+        if self.count > self.limit:
+            raise exceeded("decompressed_bytes", self.limit, f"{self.filename}: the decompressed content")
+        return n or 0
+
+
+def open_content(data: bytes, filename: str, max_bytes: int) -> io.BufferedReader:
+    """The file's content as a stream, decompressed on the fly, at most `max_bytes` of it."""
+    _fmt, comp = detect_format(filename)
+    raw = io.BytesIO(data)
+    inner: _ReadsInto
+    if comp == "gzip":
+        inner = gzip.GzipFile(fileobj=raw)
+    elif comp == "zstd":
+        inner = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+    elif comp == "bz2":
+        inner = bz2.BZ2File(raw)
+    elif comp == "xz":
+        inner = lzma.LZMAFile(raw)  # noqa: SIM115 - read to its end by the caller
+    else:
+        inner = raw
+    return io.BufferedReader(_Bounded(inner, max_bytes, filename), buffer_size=1 << 20)
+
+
+def decompress(data: bytes, comp: str | None, filename: str, max_bytes: int = Limits.decompressed_bytes) -> bytes:
+    """The whole content of a (compressed) file, at most `max_bytes` of it."""
+    return open_content(data, filename, max_bytes).read()
+
+
+def _text(data: bytes, filename: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"{filename}: not UTF-8 text (invalid byte at line {line}); re-encode the file as UTF-8"
+        ) from exc
+
+
+def _jsonl(stream: BinaryIO, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    for lineno, line in enumerate(stream, 1):
+        if not line.strip():
+            continue
+        text = _text(line, filename) if lineno > 1 else _text(line, filename).lstrip("\ufeff")
+        try:
+            obj = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            raise InputError(f"{filename}: line {lineno} is not valid JSON ({exc})") from exc
+        if not isinstance(obj, dict):
+            raise InputError(f"{filename}: line {lineno} is not a JSON object")
+        yield lineno, obj
+
+
+def _json(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        obj = orjson.loads(_text(data, filename))
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{filename}: not valid JSON ({exc})") from exc
+    if isinstance(obj, dict):
+        arrays = [v for v in obj.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
+        if len(arrays) != 1:
+            raise InputError(f"{filename}: a JSON object must hold exactly one array of items")
+        obj = arrays[0]
+    if not isinstance(obj, list):
+        raise InputError(f"{filename}: JSON must be an array of objects")
+    for i, rec in enumerate(obj, 1):
+        if not isinstance(rec, dict):
+            raise InputError(f"{filename}: item {i} is not a JSON object")
+        yield i, rec
+
+
+def _csv(stream: BinaryIO, filename: str, delimiter: str, max_field: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a CSV/TSV file; a field over `max_field` characters is refused naming the limit."""
+    csv.field_size_limit(max_field)  # process-wide, and every reader sets it before reading
+    text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
+    reader = csv.DictReader(text, delimiter=delimiter)
+    i = 1
+    try:
+        if not reader.fieldnames:
+            raise InputError(f"{filename}: no header row")
+        for i, rec in enumerate(reader, 2):
+            if None in rec:
+                raise InputError(f"{filename}: row {i} has more columns than the header")
+            yield i, dict(rec)
+    except csv.Error as exc:
+        if "field limit" in str(exc):
+            raise exceeded("csv_field_chars", max_field, f"{filename}: a field of row {i + 1}") from exc
+        raise InputError(f"{filename}: row {i + 1} is not valid CSV ({exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{filename}: not UTF-8 text (near row {i + 1}); re-encode the file as UTF-8") from exc
+
+
+def _parquet(data: bytes, filename: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a Parquet file; its own (uncompressed) size is checked before the rows are read."""
+    try:
+        meta = pq.ParquetFile(io.BytesIO(data)).metadata
+        size = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
+        if size > limits.decompressed_bytes:
+            raise exceeded("decompressed_bytes", limits.decompressed_bytes, f"{filename}: the uncompressed table")
+        if meta.num_rows > limits.items:
+            raise exceeded("items", limits.items, f"{filename}: {meta.num_rows:,} rows")
+        table = pq.read_table(io.BytesIO(data))
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{filename}: not a readable Parquet file ({exc})") from exc
+    yield from enumerate(table.to_pylist(), 1)
+
+
+def read_records(data: bytes, filename: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row number from 1, record) of a benchmark file, decompressed and parsed as a stream:
+    reading stops at the first limit passed (decompressed bytes, items, CSV field size)."""
+    fmt, _comp = detect_format(filename)
+    stream = open_content(data, filename, limits.decompressed_bytes)
+    if fmt in ("json", "parquet"):
+        whole = stream.read()
+        if not whole.strip():
+            raise InputError(f"{filename}: the file is empty")
+        records = _json(whole, filename) if fmt == "json" else _parquet(whole, filename, limits)
+    elif not stream.peek(1):
+        raise InputError(f"{filename}: the file is empty")
+    elif fmt == "jsonl":
+        records = _jsonl(stream, filename)
+    else:
+        records = _csv(stream, filename, "\t" if fmt == "tsv" else ",", limits.csv_field_chars)
+    for n, (row, rec) in enumerate(records, 1):
+        if n > limits.items:
+            raise exceeded("items", limits.items, f"{filename}: more items than allowed")
+        yield row, rec
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, list):
+        return " ".join(_as_text(v) for v in value)
+    if isinstance(value, dict):
+        for k in ("text", "answer", "value"):
+            if k in value:
+                return _as_text(value[k])
+    return str(value)
+
+
+def _first(rec: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    lower = {k.lower(): k for k in rec}
+    for k in keys:
+        if k.lower() in lower and rec[lower[k.lower()]] not in (None, "", [], {}):
+            return lower[k.lower()]
+    return None
+
+
+def _choices(value: Any) -> tuple[list[str], list[Any]]:
+    """(choice texts, labels) from a list, ARC's {text, label}, TruthfulQA's {choices, labels} or
+    BIG-bench's {choice: score}."""
+    if isinstance(value, list):
+        return [_as_text(v) for v in value], []
+    if isinstance(value, dict):
+        if "text" in value and isinstance(value["text"], list):
+            return [_as_text(v) for v in value["text"]], list(value.get("label", []))
+        if "choices" in value and isinstance(value["choices"], list):
+            return [_as_text(v) for v in value["choices"]], list(value.get("labels", []))
+        return [str(k) for k in value], list(value.values())
+    if isinstance(value, str) and value.strip():
+        return [value], []
+    return [], []
+
+
+def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """Role -> field name (or list of field names for lettered choice columns)."""
+    mapping: dict[str, Any] = {}
+    q = _first(rec, QUESTION_KEYS)
+    if q:
+        mapping["question"] = q
+    p = _first(rec, PASSAGE_KEYS)
+    if p and p != q:
+        mapping["passage"] = p
+    c = _first(rec, CHOICE_KEYS)
+    if c:
+        mapping["choices"] = c
+    elif "target_scores" in rec:
+        mapping["choices"] = "target_scores"
+    else:
+        for cols in LETTER_COLUMNS:
+            present = [k for k in cols if k in rec]
+            if len(present) >= 2:
+                mapping["choices"] = present
+                break
+    a = _first(rec, tuple(k for k in ANSWER_KEYS if k not in (mapping.get("choices"), q, p)))
+    if a:
+        mapping["answer"] = a
+    elif "target_scores" in rec:
+        mapping["answer"] = "target_scores"
+    i = _first(rec, ID_KEYS)
+    if i:
+        mapping["id"] = i
+    return mapping
+
+
+def _answer(value: Any, choices: list[str], labels: list[Any]) -> str:
+    """The answer's text: an index or letter into the choices, a label, or text itself."""
+    if isinstance(value, dict) and choices and labels and all(isinstance(v, (int, float)) for v in value.values()):
+        best = max(value, key=lambda k: value[k])  # BIG-bench target_scores
+        return str(best)
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int) and choices:
+        if labels and value in labels and len(labels) == len(choices) and not all(isinstance(x, int) for x in labels):
+            return choices[labels.index(value)]
+        if 0 <= value < len(choices):
+            return choices[value]
+    if isinstance(value, str) and choices:
+        s = value.strip()
+        if labels and s in [str(x) for x in labels]:
+            return choices[[str(x) for x in labels].index(s)]
+        if len(s) == 1 and s.upper() in "ABCDEFGHIJ" and ord(s.upper()) - 65 < len(choices):
+            return choices[ord(s.upper()) - 65]
+        if s.isdigit() and int(s) < len(choices) and len(choices) > 1:
+            return choices[int(s)]
+    if isinstance(value, list) and labels and choices and len(value) == len(choices):
+        picked = [c for c, flag in zip(choices, value, strict=True) if flag]
+        return " ".join(picked)
+    return _as_text(value)
+
+
+def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any]) -> BenchmarkItem:
+    def get(field: Any) -> Any:
+        if isinstance(field, list):
+            return [rec.get(f) for f in field]
+        return rec.get(field)
+
+    choices: list[str] = []
+    labels: list[Any] = []
+    if "choices" in mapping:
+        choices, labels = _choices(get(mapping["choices"]))
+        if isinstance(mapping["choices"], list):
+            choices = [_as_text(v) for v in get(mapping["choices"]) if v not in (None, "")]
+    answer = ""
+    if "answer" in mapping:
+        value = get(mapping["answer"])
+        if mapping.get("answer") == "target_scores" and isinstance(value, dict):
+            answer = str(max(value, key=lambda k: value[k])) if value else ""
+        else:
+            answer = _answer(value, choices, labels)
+    ident = get(mapping["id"]) if "id" in mapping else None
+    return BenchmarkItem(
+        item_id=_as_text(ident) if ident not in (None, "") else str(row),
+        row=row,
+        question=_as_text(get(mapping["question"])) if "question" in mapping else "",
+        passage=_as_text(get(mapping["passage"])) if "passage" in mapping else "",
+        choices=tuple(choices),
+        answer=answer,
+        raw=rec,
+    )
+
+
+ROLES = ("question", "passage", "choices", "answer", "id")
+
+
+def _given_mapping(mapping: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A user's role -> field mapping, checked: known roles, each naming a field (or a list of
+    fields, as for lettered choice columns)."""
+    given = dict(mapping or {})
+    unknown = set(given) - set(ROLES)
+    if unknown:
+        raise InputError(
+            f"unknown role(s) in field mapping: {', '.join(sorted(map(str, unknown)))} "
+            "(roles: question, passage, choices, answer, id)"
+        )
+    for role, f in given.items():
+        names = f if isinstance(f, list) else [f]
+        if not names or not all(isinstance(x, str) and x for x in names):
+            raise InputError(
+                f"field mapping: {role} must name a field (a string), or a list of fields, not {json_type(f)}"
+            )
+    return given
+
+
+def json_type(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(type(value), "a number")
+
+
+def _fields(f: Any) -> list[Any]:
+    return f if isinstance(f, list) else [f]
+
+
+def _mapping_for(rec: Mapping[str, Any], given: dict[str, Any], filename: str, row: int) -> dict[str, Any]:
+    """The roles detected on the first record, under those the user gave: a partial mapping
+    leaves detection of the other roles on (a detected role never reuses a given field)."""
+    taken = {x for f in given.values() for x in _fields(f)}
+    detected = detect_mapping(rec)
+    used = {r: f for r, f in detected.items() if r not in given and not taken & set(_fields(f))}
+    used.update(given)
+    if "question" not in used:
+        raise InputError(
+            f"{filename}: row {row}: no question field found among {sorted(rec)}; "
+            "give a field mapping such as question=<field>"
+        )
+    return used
+
+
+def _check_item(item: BenchmarkItem, filename: str, row: int, limits: Limits) -> None:
+    """Refuse an item with a field over the per-item limit or holding a NUL character (which
+    PostgreSQL cannot store), naming the item and the field."""
+    texts = [("id", item.item_id), ("question", item.question), ("passage", item.passage), ("answer", item.answer)]
+    texts += [(f"choice {i + 1}", c) for i, c in enumerate(item.choices)]
+    where = f"{filename}: item {item.item_id[:80]!r} (row {row}), field {{}}"
+    for field, text in texts:
+        if len(text) > limits.item_chars:
+            raise exceeded("item_chars", limits.item_chars, where.format(field) + f" ({len(text):,} characters)")
+        if "\x00" in text:
+            raise InputError(where.format(field) + " holds a NUL character; remove it and upload again")
+
+
+def read_benchmark(
+    data: bytes, filename: str, mapping: Mapping[str, Any] | None = None, limits: Limits = DEFAULT_LIMITS
+) -> tuple[list[BenchmarkItem], dict[str, Any]]:
+    """Items of a benchmark file and the role mapping used; `limits` bound what is read."""
+    items: list[BenchmarkItem] = []
+    given = _given_mapping(mapping)
+    used: dict[str, Any] | None = None
+    for row, raw in benchmark_records(data, filename, limits):
+        rec = known_layout(raw)
+        if used is None:
+            used = _mapping_for(rec, given, filename, row)
+        if not any(x in rec for x in _fields(used["question"])):
+            raise InputError(f"{filename}: row {row} has no field {used['question']!r} (mapped to question)")
+        item = to_item(len(items), rec, used)
+        _check_item(item, filename, row, limits)
+        items.append(item)
+    if not items:
+        raise InputError(f"{filename}: no items in the file")
+    return items, used or {}
+
+
+# ---------------------------------------------------------------- the layouts ML teams hold
+# Each a function of its own, around read_records (benchmark_records) and in read_benchmark
+# (known_layout): JSON lines in a
+# .json file (`Dataset.to_json()`), Arrow files (`save_to_disk`), list columns in CSV (as
+# `datasets` writes them), header-less MMLU CSV, the original ARC JSONL and
+# lm-evaluation-harness --log_samples output.
+
+MMLU_COLUMNS = ["question", "A", "B", "C", "D", "answer"]
+
+
+def benchmark_format(filename: str) -> tuple[str, str | None]:
+    """detect_format, and 'arrow' for an Arrow file (uncompressed)."""
+    if filename.lower().endswith(".arrow"):
+        return "arrow", None
+    return detect_format(filename)
+
+
+def benchmark_records(
+    data: bytes, filename: str, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """read_records, and the layouts it cannot tell by the file name: Arrow, JSON lines in a
+    .json file, a CSV without a header (MMLU's); CSV list columns parsed."""
+    fmt, comp = benchmark_format(filename)
+    if fmt == "arrow":
+        yield from read_arrow_records(data, filename, limits)
+        return
+    if fmt not in ("json", "csv", "tsv"):
+        yield from read_records(data, filename, limits)
+        return
+    plain = decompress(data, comp, filename, limits.decompressed_bytes)
+    stem = filename.rsplit(".", 1)[0] if comp else filename  # the name of the decompressed content
+    if fmt == "json" and is_json_lines(plain):
+        yield from read_records(plain, stem.removesuffix(".json").removesuffix(".JSON") + ".jsonl", limits)
+        return
+    header = headerless_columns(plain, "\t" if fmt == "tsv" else ",") if fmt != "json" else None
+    records: Iterator[tuple[int, dict[str, Any]]]
+    if header is not None:  # rows numbered as in the file, which has no header line
+        named = ("\t" if fmt == "tsv" else ",").join(header).encode() + b"\n" + plain
+        records = ((row - 1, rec) for row, rec in read_records(named, stem, limits))
+    else:
+        records = read_records(plain, stem, limits)
+    for row, rec in records:
+        yield row, csv_values(rec) if fmt != "json" else rec
+
+
+def is_json_lines(data: bytes) -> bool:
+    """Whether a .json file holds one JSON object a line (`Dataset.to_json()`'s default)."""
+    lines = [line for line in data.lstrip().splitlines()[:2] if line.strip()]
+    if len(lines) < 2 or not lines[0].lstrip().startswith(b"{"):
+        return False
+    try:
+        return isinstance(orjson.loads(lines[0]), dict)
+    except orjson.JSONDecodeError:  # an object spread over lines: plain JSON
+        return False
+
+
+def _arrow_table(data: bytes) -> pa.Table | None:
+    for opener in (pa.ipc.open_stream, pa.ipc.open_file):
+        try:
+            return opener(pa.BufferReader(data)).read_all()
+        except (pa.ArrowException, OSError):
+            continue
+    return None
+
+
+def read_arrow_records(
+    data: bytes, filename: str, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of an Arrow IPC file, stream format (Hugging Face `save_to_disk`) or file format."""
+    table = _arrow_table(data)
+    if table is None:
+        raise InputError(f"{filename}: not a readable Arrow file")
+    if table.num_rows > limits.items:
+        raise exceeded("items", limits.items, f"{filename}: {table.num_rows:,} rows")
+    yield from enumerate(table.to_pylist(), 1)
+
+
+def read_path(path: Path) -> tuple[bytes, str]:
+    """A benchmark on disk as (bytes, file name) for read_benchmark: a file, or a Hugging Face
+    `save_to_disk` folder of one split (its Arrow files joined into one)."""
+    if not path.exists():
+        raise InputError(f"no such file: {path}")
+    if not path.is_dir():
+        return path.read_bytes(), path.name
+    if (path / "dataset_dict.json").exists():
+        splits = sorted(p.name for p in path.iterdir() if (p / "state.json").exists())
+        raise InputError(
+            f"{path} holds several splits ({', '.join(splits)}): give one, e.g. {path / (splits or ['test'])[0]}"
+        )
+    if (path / "state.json").exists():
+        state = orjson.loads((path / "state.json").read_bytes())
+        tables = [_arrow_table((path / f["filename"]).read_bytes()) for f in state.get("_data_files", [])]
+        if not tables or any(t is None for t in tables):
+            raise InputError(f"{path}: a save_to_disk folder whose Arrow files cannot be read")
+        return _as_arrow([t for t in tables if t is not None]), f"{path.name}.arrow"
+    return _parquet_folder(path)
+
+
+def _as_arrow(tables: list[pa.Table]) -> bytes:
+    """Tables joined into one Arrow stream (what read_arrow_records reads)."""
+    sink = io.BytesIO()
+    table = pa.concat_tables(tables, promote_options="default")
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
+
+
+def _parquet_folder(path: Path) -> tuple[bytes, str]:
+    """The Parquet shards of one split under a folder, as the Hugging Face Hub lays them out
+    (data/test-00000-of-00002.parquet, ...; or config/test/0000.parquet), joined."""
+    shards = sorted(p for depth in ("*", "*/*", "*/*/*") for p in path.glob(depth + ".parquet"))  # not a whole disk
+    if not shards:
+        raise InputError(
+            f"{path} is a folder: give a benchmark file (JSONL, JSON, CSV/TSV, Parquet, Arrow), "
+            "a Hugging Face save_to_disk folder, or a folder of one split's Parquet shards"
+        )
+    splits = {str(s.parent.relative_to(path) / s.name.split("-")[0].removesuffix(".parquet")) for s in shards}
+    if len(shards) > 1 and len(splits) > 1:
+        raise InputError(f"{path} holds several splits ({', '.join(sorted(splits))}): give one file or folder")
+    try:
+        tables = [pq.read_table(s) for s in shards]
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{path}: a Parquet shard cannot be read ({exc})") from exc
+    return _as_arrow(tables), f"{path.name}.arrow"
+
+
+def headerless_columns(data: bytes, delimiter: str) -> list[str] | None:
+    """MMLU's column names for a CSV without a header (question, four choices, answer letter),
+    else None (the first row is the header)."""
+    head = data[: 1 << 16].decode("utf-8-sig", "replace")
+    first = next(csv.reader(io.StringIO(head, newline=""), delimiter=delimiter), [])
+    named = {c.strip().lower() for c in first} & {k.lower() for k in QUESTION_KEYS + ANSWER_KEYS + ID_KEYS}
+    if len(first) == 6 and first[5].strip() in ("A", "B", "C", "D") and not named:
+        return MMLU_COLUMNS
+    return None
+
+
+def _literal(value: str) -> Any:
+    """A list or dict written by Python's repr or as JSON ("['a', 'b']"), else the string."""
+    s = value.strip()
+    if len(s) < 2 or (s[0], s[-1]) not in (("[", "]"), ("{", "}")) or len(s) > 1 << 20:
+        return value
+    try:
+        parsed = ast.literal_eval(s)  # literals only: never evaluates code
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return value
+    return parsed if isinstance(parsed, (list, dict)) else value
+
+
+def csv_values(rec: dict[str, Any]) -> dict[str, Any]:
+    """A CSV row with list and dict columns parsed (HellaSwag's endings as `datasets` writes them)."""
+    return {k: _literal(v) if isinstance(v, str) else v for k, v in rec.items()}
+
+
+def _arc(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """The original ARC JSONL: question.stem and question.choices [{label, text}], answerKey."""
+    q = rec.get("question")
+    if not (isinstance(q, dict) and isinstance(q.get("stem"), str) and isinstance(q.get("choices"), list)):
+        return None
+    choices = [c for c in q["choices"] if isinstance(c, dict)]
+    flat = {k: v for k, v in rec.items() if k != "question"}
+    texts = [_as_text(c.get("text")) for c in choices]
+    return flat | {"question": q["stem"], "choices": {"text": texts, "label": [c.get("label") for c in choices]}}
+
+
+def _harness_arguments(args: Any) -> list[list[Any]]:
+    """lm-evaluation-harness request arguments as [context, continuation] pairs, from both the
+    list layout ([[ctx, cont], ...]) and the dict one ({"gen_args_0": {"arg_0": ctx, "arg_1": cont}})."""
+    if isinstance(args, dict):
+        return [[a.get("arg_0"), a.get("arg_1")] for a in args.values() if isinstance(a, dict)]
+    if isinstance(args, list):
+        return [list(a) if isinstance(a, (list, tuple)) else [a, None] for a in args]
+    return []
+
+
+def _harness(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """An lm-evaluation-harness --log_samples record: the prompt the model saw (the context,
+    few-shot examples included), the continuations it scored as choices, and the target."""
+    if not ("doc_id" in rec and "arguments" in rec and isinstance(rec.get("doc"), dict)):
+        return None
+    pairs = _harness_arguments(rec["arguments"])
+    if not pairs or not isinstance(pairs[0][0], str):
+        return None
+    conts = [c for _, c in pairs if isinstance(c, str)]
+    out: dict[str, Any] = {"id": rec["doc_id"], "prompt": pairs[0][0], "target": rec.get("target")}
+    return out | ({"choices": conts} if len(conts) > 1 else {})
+
+
+def known_layout(rec: dict[str, Any]) -> dict[str, Any]:
+    """A record in a layout whose roles field names alone cannot tell (ARC, the harness's
+    samples), flattened to plain fields; any other record as it is."""
+    for flatten in (_harness, _arc):
+        flat = flatten(rec)
+        if flat is not None:
+            return flat
+    return rec

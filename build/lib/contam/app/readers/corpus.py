@@ -1,0 +1,316 @@
+"""Corpus files -> iterator of RawDocument, counting every skipped record by reason.
+
+Formats, by file name: *.jsonl / *.ndjson / *.json (one JSON object a line), optionally
+.gz or .zst compressed; *.parquet; *.arrow (Arrow IPC, as Hugging Face save_to_disk writes;
+the folder's state.json and dataset_info.json are left out); *.txt (optionally .gz/.zst; the
+whole file is one document).
+Bad records never stop a file: each is counted in `skipped` under a reason. A file that cannot
+be read to its end (truncated or corrupt compression, unreadable Parquet) raises
+CorruptFileError, so the caller can record it as failed and roll back what it read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import os
+import zlib
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, cast
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import zstandard
+
+from contam.app.errors import CorruptFileError, InputError
+
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+_JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
+_COMPRESSIONS = (".gz", ".zst", ".zstd")
+# What reading a truncated or corrupt compressed file raises.
+_COMPRESSION_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error, zstandard.ZstdError, OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class RawDocument:
+    external_id: str
+    position: int  # 1-based line number (JSONL), 0-based row (Parquet), 0 for a text file
+    text: str
+
+
+def corpus_format(path: Path) -> str | None:
+    """'jsonl', 'parquet', 'arrow' or 'txt' by the file name, or None for a file we do not read."""
+    name = path.name.lower()
+    for comp in _COMPRESSIONS:
+        if name.endswith(comp):
+            name = name[: -len(comp)]
+            break
+    if name.endswith(_JSON_SUFFIXES):
+        return "jsonl"
+    if name.endswith(".parquet") and name == path.name.lower():
+        return "parquet"
+    if name.endswith(".txt"):
+        return "txt"
+    if name.endswith(".arrow") and name == path.name.lower():
+        return "arrow"
+    return None
+
+
+_READS = ".jsonl, .json, .ndjson, .parquet, .arrow or .txt, optionally .gz or .zst"
+# A Hugging Face save_to_disk folder's own files, beside its Arrow data: not corpus text.
+HF_METADATA = ("state.json", "dataset_info.json", "dataset_dict.json")
+
+
+def _files_in(folder: Path) -> list[Path]:
+    """The corpus files under a folder (recursive), resolved; save_to_disk metadata left out."""
+    return [
+        (Path(root) / f).resolve()
+        for root, _dirs, files in os.walk(folder)
+        for f in files
+        if corpus_format(Path(f)) and f not in HF_METADATA
+    ]
+
+
+def find_files(paths: list[Path]) -> list[Path]:
+    """Corpus files under the given files and directories (recursive), sorted, de-duplicated."""
+    found: dict[str, Path] = {}
+    for p in paths:
+        if not p.exists():
+            raise InputError(f"no such file or directory: {p}")
+        if p.is_dir():
+            in_dir = _files_in(p)
+            if not in_dir:
+                raise InputError(f"{p}: no corpus files in this folder (reads {_READS})")
+            found.update((str(fp), fp) for fp in in_dir)
+        elif corpus_format(p):
+            found[str(p.resolve())] = p.resolve()
+        else:
+            raise InputError(f"{p}: unsupported file type (use {_READS})")
+    return [found[k] for k in sorted(found)]
+
+
+def open_binary(path: Path) -> IO[bytes]:
+    """The file's decompressed byte stream (gzip and zstd by name)."""
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        return cast(IO[bytes], gzip.open(path, "rb"))
+    if name.endswith((".zst", ".zstd")):
+        return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True, closefd=True)
+    return open(path, "rb")
+
+
+def _decode(raw: bytes, skipped: Counter[str]) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        skipped["invalid_utf8_replaced"] += 1
+        return raw.decode("utf-8", "replace")
+
+
+def _read_lines(stream: IO[bytes], skipped: Counter[str], max_bytes: int) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) pairs; over-long lines are skipped without holding them in memory."""
+    lineno = 0
+    buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(cast(Any, stream), 1 << 20)
+    while True:
+        line = buffered.readline(max_bytes + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > max_bytes and not line.endswith(b"\n"):
+            skipped["record_too_long"] += 1
+            while True:  # drain the rest of the line
+                rest = buffered.readline(1 << 20)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            continue
+        yield lineno, line
+
+
+def _text_of(value: Any, skipped: Counter[str]) -> str | None:
+    if value is None:
+        skipped["missing_text"] += 1
+        return None
+    if not isinstance(value, str):
+        skipped["non_string_text"] += 1
+        return None
+    if not value.strip():
+        skipped["empty_text"] += 1
+        return None
+    return value
+
+
+def _id_of(value: Any, fallback: str) -> str:
+    if value is None or isinstance(value, (dict, list)):
+        return fallback
+    return str(value)
+
+
+def read_jsonl(
+    path: Path, text_field: str, id_field: str, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTES
+) -> Iterator[RawDocument]:
+    try:
+        with open_binary(path) as stream:
+            for lineno, line in _read_lines(stream, skipped, max_bytes):
+                if not line.strip():
+                    continue
+                try:
+                    obj = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    try:  # orjson rejects invalid UTF-8: replace the bad bytes and count it
+                        obj = orjson.loads(_decode(line, skipped).encode("utf-8"))
+                    except orjson.JSONDecodeError:
+                        skipped["malformed_json"] += 1
+                        continue
+                if not isinstance(obj, dict):
+                    skipped["not_an_object"] += 1
+                    continue
+                text = _text_of(obj.get(text_field), skipped)
+                if text is None:
+                    continue
+                yield RawDocument(_id_of(obj.get(id_field), f"{path.name}:{lineno}"), lineno, text)
+    except _COMPRESSION_ERRORS as exc:
+        raise CorruptFileError(f"{path}: cannot read to the end ({type(exc).__name__}: {exc})") from exc
+
+
+def read_txt(path: Path, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTES) -> Iterator[RawDocument]:
+    try:
+        with open_binary(path) as stream:
+            raw = stream.read(max_bytes + 1)
+    except _COMPRESSION_ERRORS as exc:
+        raise CorruptFileError(f"{path}: cannot read to the end ({type(exc).__name__}: {exc})") from exc
+    if len(raw) > max_bytes:
+        skipped["record_too_long"] += 1
+        return
+    text = _text_of(_decode(raw, skipped), skipped)
+    if text is not None:
+        yield RawDocument(path.name, 0, text)
+
+
+def read_parquet(path: Path, text_field: str, id_field: str, skipped: Counter[str]) -> Iterator[RawDocument]:
+    try:
+        pf = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise CorruptFileError(f"{path}: not a readable Parquet file ({exc})") from exc
+    names = pf.schema_arrow.names
+    if text_field not in names:
+        raise CorruptFileError(f"{path}: no column {text_field!r} (columns: {', '.join(names)})")
+    cols = [text_field] + ([id_field] if id_field in names and id_field != text_field else [])
+    row = 0
+    try:
+        for batch in pf.iter_batches(batch_size=2048, columns=cols):
+            texts = batch.column(text_field).to_pylist()
+            ids = batch.column(id_field).to_pylist() if id_field in cols[1:] else [None] * len(texts)
+            yield from _batch_documents(path, texts, ids, row, skipped)
+            row += len(texts)
+    except (pa.ArrowException, OSError) as exc:
+        raise CorruptFileError(f"{path}: corrupt Parquet data after row {row} ({exc})") from exc
+
+
+def _jsonl_fields(path: Path, records: int) -> list[str]:
+    """The keys of the first `records` JSON objects of a JSON-lines file, in order of appearance."""
+    seen: dict[str, None] = {}
+    with contextlib.suppress(*_COMPRESSION_ERRORS), open_binary(path) as stream:
+        for n, (_lineno, line) in enumerate(_read_lines(stream, Counter(), MAX_RECORD_BYTES)):
+            if n >= records:
+                break
+            with contextlib.suppress(orjson.JSONDecodeError):
+                obj = orjson.loads(line)
+                if isinstance(obj, dict):
+                    seen.update(dict.fromkeys(map(str, obj)))
+    return list(seen)
+
+
+def fields_seen(path: Path, records: int = 100) -> list[str]:
+    """The field names a corpus file holds (JSON lines: those of its first records; Parquet: its
+    columns; a text file has none): what a message about a wrong --text-field shows."""
+    fmt = corpus_format(path)
+    if fmt == "parquet":
+        with contextlib.suppress(pa.ArrowException, OSError):
+            return list(pq.ParquetFile(path).schema_arrow.names)
+        return []
+    if fmt == "arrow":
+        with contextlib.suppress(pa.ArrowException, OSError, CorruptFileError):
+            return list(next(_arrow_batches(path)).schema.names)
+        return []
+    return _jsonl_fields(path, records) if fmt == "jsonl" else []
+
+
+def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
+    """Why a corpus file gave no documents, naming the likely cause: a missing text field (with
+    the fields it does hold), records that were all skipped, or no records at all."""
+    fields = fields_seen(path)
+    if fields and text_field not in fields:
+        return (
+            f"no documents: no field {text_field!r}; fields seen: {', '.join(fields)} "
+            "(choose the text field with --text-field)"
+        )
+    if skipped:
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items()))
+        return f"no documents: every record was skipped ({reasons})"
+    return "no documents: the file holds no records"
+
+
+def _arrow_batches(path: Path) -> Iterator[pa.RecordBatch]:
+    """The record batches of an Arrow IPC file (stream format, as save_to_disk writes, or file format)."""
+    try:
+        reader: Any = pa.ipc.open_stream(pa.memory_map(str(path)))
+    except (pa.ArrowException, OSError):
+        try:
+            reader = pa.ipc.open_file(pa.memory_map(str(path)))
+        except (pa.ArrowException, OSError) as exc:
+            raise CorruptFileError(f"{path}: not a readable Arrow file ({exc})") from exc
+        yield from (reader.get_batch(i) for i in range(reader.num_record_batches))
+        return
+    yield from reader
+
+
+def read_arrow(path: Path, text_field: str, id_field: str, skipped: Counter[str]) -> Iterator[RawDocument]:
+    """Documents of an Arrow file, batch by batch (memory-mapped: bounded memory)."""
+    row = 0
+    try:
+        for batch in _arrow_batches(path):
+            names = batch.schema.names
+            if text_field not in names:
+                raise CorruptFileError(f"{path}: no column {text_field!r} (columns: {', '.join(names)})")
+            texts = batch.column(text_field).to_pylist()
+            ids = batch.column(id_field).to_pylist() if id_field in names else [None] * len(texts)
+            yield from _batch_documents(path, texts, ids, row, skipped)
+            row += len(texts)
+    except (pa.ArrowException, OSError) as exc:
+        raise CorruptFileError(f"{path}: corrupt Arrow data after row {row} ({exc})") from exc
+
+
+def _batch_documents(
+    path: Path, texts: list[Any], ids: list[Any], first_row: int, skipped: Counter[str]
+) -> Iterator[RawDocument]:
+    """The documents of one column batch (Parquet or Arrow) whose rows start at first_row."""
+    for row, (value, ident) in enumerate(zip(texts, ids, strict=True), first_row):
+        text = _text_of(value, skipped)
+        if text is not None:
+            yield RawDocument(_id_of(ident, f"{path.name}:{row}"), row, text)
+
+
+def read_documents(
+    path: Path, skipped: Counter[str], text_field: str = "text", id_field: str = "id", limit: int | None = None
+) -> Iterator[RawDocument]:
+    """Documents of one corpus file (see module doc); stops after `limit` documents."""
+    fmt = corpus_format(path)
+    if fmt == "jsonl":
+        it = read_jsonl(path, text_field, id_field, skipped)
+    elif fmt == "parquet":
+        it = read_parquet(path, text_field, id_field, skipped)
+    elif fmt == "txt":
+        it = read_txt(path, skipped)
+    elif fmt == "arrow":
+        it = read_arrow(path, text_field, id_field, skipped)
+    else:
+        raise InputError(f"{path}: unsupported file type")
+    for count, doc in enumerate(it, 1):
+        yield doc
+        if limit is not None and count >= limit:
+            return

@@ -1,0 +1,110 @@
+"""Checking items without storing a report: a few items for the API, a benchmark file for the CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+
+from contam.app.core.config import Thresholds
+from contam.app.core.types import BenchmarkItem
+from contam.app.errors import InputError
+from contam.app.limits import Limits, exceeded
+from contam.app.readers.benchmark import read_benchmark, read_path
+from contam.app.services.corpora import select_corpora
+from contam.app.services.results import summarize
+from contam.app.services.scanning import ItemResult, Scanner
+
+Progress = Callable[[int, int], None]  # (items scored, items in all)
+MAX_CHECK_ITEMS = 1000  # answered within the request; larger sets go through a report
+
+
+@dataclass
+class CheckResult:
+    fingerprint: str  # of the signature settings the corpora were indexed with
+    results: list[ItemResult]
+    summary: dict[str, Any]
+    thresholds: Thresholds
+    corpora: list[str]
+    mapping: dict[str, Any] = field(default_factory=dict)  # role -> field, as read from a benchmark file
+
+
+class CheckService:
+    """Scores items against the indexed corpora and hands the results back (nothing is stored)."""
+
+    def __init__(self, engine: Engine, limits: Limits | None = None, workers: int = 1) -> None:
+        """`workers`: processes that score a benchmark file's chunks (0: one per core); a few
+        items (`items`) are always scored in this process."""
+        self.engine = engine
+        self.limits = limits or Limits()
+        self.workers = workers
+
+    def items(
+        self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None = None, thresholds: Thresholds | None = None
+    ) -> CheckResult:
+        """A few items, answered synchronously, against the given corpora (default: all)."""
+        if not items:
+            raise InputError("give at least one text or item")
+        if len(items) > MAX_CHECK_ITEMS:
+            raise InputError(f"at most {MAX_CHECK_ITEMS} items per check; upload a benchmark for more")
+        self._check_size(items)
+        return self._scan(items, corpora, thresholds, workers=1)
+
+    def benchmark(
+        self,
+        data: bytes,
+        filename: str,
+        mapping: Mapping[str, Any] | None = None,
+        corpora: Sequence[str] | None = None,
+        thresholds: Thresholds | None = None,
+        progress: Progress | None = None,
+    ) -> CheckResult:
+        """Every item of a benchmark file (any format the reader knows); `progress(done, total)`
+        is called as chunks of items are scored."""
+        items, used = read_benchmark(data, filename, mapping, self.limits)
+        checked = self._scan(items, corpora, thresholds, progress)
+        checked.mapping = used
+        return checked
+
+    def path(
+        self,
+        path: Path,
+        mapping: Mapping[str, Any] | None = None,
+        corpora: Sequence[str] | None = None,
+        thresholds: Thresholds | None = None,
+        progress: Progress | None = None,
+    ) -> CheckResult:
+        """A benchmark on disk: a file or a Hugging Face save_to_disk folder."""
+        data, filename = read_path(path)
+        return self.benchmark(data, filename, mapping, corpora, thresholds, progress)
+
+    def _check_size(self, items: Sequence[BenchmarkItem]) -> None:
+        """Refuse a field over the per-item limit, or more text in all than one check may hold."""
+        total = 0
+        for it in items:
+            for name, text in (("question", it.question), ("passage", it.passage), ("answer", it.answer)):
+                if len(text) > self.limits.item_chars:
+                    raise exceeded("item_chars", self.limits.item_chars, f"item {it.item_id[:80]!r}, field {name}")
+                total += len(text)
+            total += sum(len(c) for c in it.choices)
+        if total > self.limits.check_chars:
+            raise exceeded("check_chars", self.limits.check_chars, f"the check's {total:,} characters")
+
+    def _scan(
+        self,
+        items: Sequence[BenchmarkItem],
+        corpora: Sequence[str] | None,
+        thresholds: Thresholds | None,
+        progress: Progress | None = None,
+        workers: int | None = None,
+    ) -> CheckResult:
+        """workers: scoring processes (default: the service's own setting)."""
+        names = select_corpora(self.engine, list(corpora or []))
+        scanner = Scanner(self.engine, names, thresholds, workers=self.workers)
+        if progress is not None:
+            progress(0, len(items))
+        results = scanner.scan(items, progress, workers=workers)
+        return CheckResult(scanner.fingerprint, results, summarize(results, scanner.th), scanner.th, names)

@@ -1,0 +1,128 @@
+"""Use cases around indexed corpora: list them, each one's health, and which of them a scan
+uses (`select_corpora`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+
+from contam.app.core.config import SignatureConfig
+from contam.app.errors import InputError, NotFoundError, SettingsConflict, StateError
+from contam.app.store import repo
+from contam.app.store import reports as reports_repo
+
+
+class CorpusService:
+    """Reads corpora and their health (the health view is assembled here and nowhere else);
+    deletes and renames them."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def list_corpora(self) -> list[dict[str, Any]]:
+        """Every corpus with its size (files, documents, tokens, bytes) and signature settings."""
+        with self.engine.connect() as conn:
+            return repo.list_corpora(conn)
+
+    def names(self) -> list[str]:
+        return [c["name"] for c in self.list_corpora()]
+
+    def health(self, name: str) -> dict[str, Any]:
+        """One corpus's health: documents, tokens, skipped records, failed files, duplicates,
+        lengths and posting segments, with its settings."""
+        with self.engine.connect() as conn:
+            row = repo.get_corpus(conn, name)
+            if row is None:
+                raise NotFoundError(f"no corpus named {name!r}")
+            return _health_view(conn, row)
+
+    def delete(self, name: str) -> None:
+        """Remove a corpus and everything indexed into it; refused while a report job uses it."""
+        with self.engine.begin() as conn:
+            row = self._unused(conn, name, "delete")
+            repo.delete_corpus(conn, int(row["id"]))
+
+    def rename(self, name: str, new_name: str) -> None:
+        """Give a corpus another name; refused while a report job uses it, or if the name is taken."""
+        if not new_name.strip():
+            raise InputError("a corpus name cannot be empty")
+        with self.engine.begin() as conn:
+            row = self._unused(conn, name, "rename")
+            if repo.get_corpus(conn, new_name) is not None:
+                raise SettingsConflict(f"there is already a corpus named {new_name!r}")
+            repo.rename_corpus(conn, int(row["id"]), new_name)
+
+    @staticmethod
+    def _unused(conn: Connection, name: str, verb: str) -> dict[str, Any]:
+        row = repo.get_corpus(conn, name)
+        if row is None:
+            raise NotFoundError(f"no corpus named {name!r}")
+        if name in reports_repo.corpora_in_use(conn):
+            raise StateError(f"cannot {verb} corpus {name!r} while a report job uses it; try again when it is done")
+        return row
+
+    def overview(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Every corpus's listing row beside its health view."""
+        with self.engine.connect() as conn:
+            return [(row, _health_view(conn, row)) for row in repo.list_corpora(conn)]
+
+
+def _health_view(conn: Connection, row: dict[str, Any]) -> dict[str, Any]:
+    return {"name": row["name"], "fingerprint": row["fingerprint"], "config": row["config"]} | repo.corpus_health(
+        conn, int(row["id"])
+    )
+
+
+def _config_text(cfg: dict[str, Any], base: dict[str, Any]) -> str:
+    """The settings of `cfg` that differ from `base`, as k=v (or "the defaults")."""
+    diffs = SignatureConfig.from_dict(base).differences(SignatureConfig.from_dict(cfg))
+    return ", ".join(f"{k}={b!r}" for k, (_a, b) in diffs.items()) or "the default settings"
+
+
+def _one_setting(rows: list[dict[str, Any]], named: bool) -> list[dict[str, Any]]:
+    """The corpora sharing one set of signature settings: the only set there is, else (unless
+    the corpora were named) the default one; else a conflict that names every corpus and how
+    its settings differ from the defaults."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(r["fingerprint"], []).append(r)
+    if len(groups) == 1:
+        return rows
+    default = SignatureConfig()
+    if default.fingerprint() in groups and not named:
+        return groups[default.fingerprint()]
+    base = default.to_dict()
+    listing = "; ".join(f"{r['name']} ({_config_text(r['config'], base)})" for r in rows)
+    raise SettingsConflict(
+        f"the corpora were indexed with different signature settings: {listing}; "
+        "check corpora with the same settings together (--corpus, or `corpora` in the API)",
+        {r["name"]: r["fingerprint"] for r in rows},
+    )
+
+
+def select_corpora(engine: Engine, names: list[str] | None = None) -> list[str]:
+    """The corpora a scan uses: those named (each must exist and hold documents), or by default
+    every corpus holding documents whose settings match (the only settings there are, else the
+    default ones). Refuses when nothing would be checked against: a scan of an empty corpus
+    would call every item clean."""
+    with engine.connect() as conn:
+        rows = repo.list_corpora(conn)
+    if names:
+        missing = sorted(set(names) - {r["name"] for r in rows})
+        if missing:
+            raise NotFoundError(f"no corpus named {', '.join(map(repr, missing))}")
+        chosen = [r for r in rows if r["name"] in set(names)]
+        empty = [r for r in chosen if r["documents"] == 0]
+    else:
+        chosen = [r for r in rows if r["documents"] > 0]
+        empty = [r for r in rows if r["documents"] == 0] if not chosen else []
+    if not rows:
+        raise NotFoundError("no corpus is indexed yet: run `contam index` first")
+    if empty:
+        raise StateError(
+            "nothing to check against: "
+            + "; ".join(f"corpus {r['name']!r} holds 0 documents ({r['failed_files']} failed files)" for r in empty)
+            + ". Index documents into it first (`contam corpora NAME` shows why its files failed)"
+        )
+    return [r["name"] for r in _one_setting(chosen, bool(names))]

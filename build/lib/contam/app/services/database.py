@@ -1,0 +1,100 @@
+"""Opening the database: the schema through Alembic, and an engine for a migrated database.
+A database that cannot be reached is a UnavailableError naming it (its password hidden)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
+
+from contam.app.errors import ConfigError, UnavailableError
+from contam.app.store import db
+
+T = TypeVar("T")
+RETRY_SECONDS = 60.0  # how long background work retries a database it cannot reach (CONTAM_JOB_RETRY_SECONDS)
+log = logging.getLogger("contam.database")
+
+
+def unavailable_reason(exc: DBAPIError) -> str:
+    """The driver's own first line (connection refused, server closed the connection, database
+    is locked), without the statement."""
+    return (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
+
+
+def retrying(
+    what: str, work: Callable[[], T], seconds: float = RETRY_SECONDS, stop: Callable[[], bool] = lambda: False
+) -> T:
+    """`work()`, tried again with backoff (0.05 s doubling to 5 s) while the database cannot be
+    reached, for up to `seconds` (or until `stop()`, a server shutting down); then an
+    UnavailableError naming `what` and the reason."""
+    delay, waited = 0.05, 0.0
+    while True:
+        try:
+            return work()
+        except OperationalError as exc:
+            if waited >= seconds or stop():
+                raise UnavailableError(
+                    f"the database was unavailable for {waited:.1f} s while {what}: {unavailable_reason(exc)}"
+                ) from exc
+            log.warning("database unavailable while %s (%s); retrying in %.2f s", what, unavailable_reason(exc), delay)
+            time.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 5.0)
+
+
+def shown_url(url: str) -> str:
+    """The URL as messages show it: the password hidden."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+@contextmanager
+def reaching(url: str) -> Iterator[None]:
+    """Turn a connection failure into one line naming the database and the driver's reason."""
+    try:
+        yield
+    except DBAPIError as exc:
+        reason = unavailable_reason(exc)
+        raise UnavailableError(f"the database is unavailable: {reason} ({shown_url(url)})") from exc
+
+
+def migrate(url: str, revision: str = "head") -> None:
+    """Create or migrate the schema to `revision`."""
+    with reaching(url):
+        db.upgrade(url, revision)
+
+
+def open_database(url: str) -> Engine:
+    """An engine for a migrated database; refuses one without the schema, and never creates an
+    SQLite file on the way (a read-only command given a wrong path would leave an empty one)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise ConfigError(f"not a database URL: {url!r} (use sqlite:///PATH or postgresql://...)") from exc
+    path = parsed.database if parsed.get_backend_name() == "sqlite" else None
+    if path not in (None, "", ":memory:") and not Path(str(path)).exists():
+        raise ConfigError(f"no database at {parsed.database}: run `contam db upgrade` first (or check the path)")
+    try:
+        engine = db.make_engine(url)
+    except ArgumentError as exc:
+        raise ConfigError(f"not a database URL: {url!r} (use sqlite:///PATH or postgresql://...)") from exc
+    with reaching(url):
+        migrated = db.is_migrated(engine)
+    if not migrated:
+        engine.dispose()
+        raise ConfigError("the database has no schema yet: run `contam db upgrade` first")
+    return engine
+
+
+def connect(url: str) -> Engine:
+    """An engine for `url`, migrated or not (the server migrates it when it starts)."""
+    return db.make_engine(url)

@@ -1,0 +1,213 @@
+"""What the indexing batch job needs from the store, as use cases: open a corpus (refusing
+other settings), tell whether a file is indexed, and write one corpus's files, documents and
+postings on one connection whose transactions the job begins, commits and rolls back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+
+import numpy as np
+from sqlalchemy import Connection, Engine, RootTransaction
+from sqlalchemy.exc import SQLAlchemyError
+
+from contam.app.core.config import SignatureConfig
+from contam.app.errors import FingerprintMismatch, SettingsConflict
+from contam.app.readers.corpus import RawDocument
+from contam.app.services.segments import merge_segments
+from contam.app.store import db, repo
+
+
+def open_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: bool) -> int:
+    """The corpus id, creating the corpus; refuses settings that differ from the stored ones."""
+    with db.writing(engine) as conn:  # reads, then may write: two indexers wait for each other
+        row = repo.get_corpus(conn, name)
+        if row is None:
+            return repo.create_corpus(conn, name, cfg, store_text)
+        if row["fingerprint"] != cfg.fingerprint():
+            diffs = repo.corpus_config(row).differences(cfg)
+            listing = "; ".join(f"{k}: index has {a!r}, requested {b!r}" for k, (a, b) in diffs.items())
+            raise FingerprintMismatch(
+                f"corpus {name!r} was indexed with other signature settings ({listing}); "
+                "use the same settings or another corpus name",
+                {k: list(v) for k, v in diffs.items()},
+            )
+        if bool(row["store_text"]) != store_text:
+            raise SettingsConflict(
+                f"corpus {name!r} was indexed with store_text={bool(row['store_text'])}; keep it the same"
+            )
+        return int(row["id"])
+
+
+def file_indexed(engine: Engine, corpus_id: int, content_hash: str) -> bool:
+    """Whether a file with this content is indexed whole in the corpus (a failed one is not)."""
+    with engine.connect() as conn:
+        existing = repo.find_file(conn, corpus_id, content_hash)
+    return existing is not None and existing["status"] == "done"
+
+
+def forget_failures(engine: Engine, corpus_id: int, path: str) -> None:
+    """Drop the failed records of a path whose content is indexed (an earlier run with other
+    settings, e.g. a wrong --text-field, failed on it): the corpus's health no longer lists it.
+    A writing transaction: on SQLite a deferred one that reads, then deletes, fails at once
+    ("database is locked") while another indexer writes, instead of waiting for the lock."""
+    with db.writing(engine) as conn:
+        repo.delete_failed_files_at(conn, corpus_id, path)
+
+
+class CorpusWriter:
+    """One connection writing into one corpus. Writes join the group transaction the caller
+    opened with `begin` and end with `commit` or `rollback`; nothing here commits on its own
+    but `record_failure`, the maintenance steps, which run between groups, and the context
+    manager's exit, which closes the connection."""
+
+    def __init__(self, engine: Engine, corpus_id: int) -> None:
+        self.engine, self.corpus_id = engine, corpus_id
+        self._conn: Connection | None = None
+        self._group: RootTransaction | None = None
+
+    def __enter__(self) -> CorpusWriter:
+        conn = self._conn = self.engine.connect().execution_options(**db.WRITE)
+        db.claim_cache(conn)
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("PRAGMA wal_autocheckpoint=0")  # checkpoint() runs after each group
+            conn.commit()  # (the statement began SQLAlchemy's implicit transaction)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            with suppress(SQLAlchemyError):  # a lost database: closing is all there is to do
+                self.conn.rollback()  # what close() would do with an unfinished group
+                db.claim_cache(self.conn, whole=False)  # the pool's other users keep their share
+                self.conn.commit()
+        finally:
+            self.conn.close()
+
+    @property
+    def conn(self) -> Connection:
+        assert self._conn is not None, "use CorpusWriter as a context manager"
+        return self._conn
+
+    # ---------------------------------------------------------------- the group transaction
+
+    @property
+    def in_group(self) -> bool:
+        return self._group is not None
+
+    def begin(self) -> None:
+        self._group = self.conn.begin()
+
+    def commit(self) -> None:
+        if self._group is not None:
+            self._group.commit()
+        self._group = None
+
+    def rollback(self) -> None:
+        if self._group is not None:
+            self._group.rollback()
+        self._group = None
+
+    # ---------------------------------------------------------------- files and documents
+
+    def start_file(self, path: str, size: int, content_hash: str) -> int | None:
+        """Record a file as indexed (in the group: it counts once the group commits); None when
+        another indexer committed the same file while this one waited for it (skip it)."""
+        repo.claim_file(self.conn, self.corpus_id, content_hash)
+        existing = repo.find_file(self.conn, self.corpus_id, content_hash)
+        if existing is not None and existing["status"] == "done":
+            return None
+        return self._replace_file(path, size, content_hash, "done", None, None)
+
+    def finish_file(
+        self,
+        file_id: int,
+        *,
+        documents: int,
+        tokens: int,
+        ngrams: int,
+        windows: int,
+        skipped: dict[str, int],
+        seconds: float,
+    ) -> None:
+        repo.finish_file(
+            self.conn,
+            file_id,
+            n_docs=documents,
+            n_tokens=tokens,
+            n_ngrams=ngrams,
+            n_windows=windows,
+            skipped=skipped,
+            seconds=seconds,
+        )
+
+    def record_failure(self, path: str, size: int, content_hash: str, error: str, skipped: dict[str, int]) -> None:
+        """Record a file that could not be read to its end, in a transaction of its own (call
+        it after `rollback`): the next run tries the file again."""
+        with self.conn.begin():
+            self._replace_file(path, size, content_hash, "failed", error, skipped)
+
+    def _replace_file(
+        self, path: str, size: int, content_hash: str, status: str, error: str | None, skipped: dict[str, int] | None
+    ) -> int:
+        existing = repo.find_file(self.conn, self.corpus_id, content_hash)
+        if existing is not None:  # failed before: forget it
+            repo.delete_file(self.conn, existing["id"])
+        if status == "done":  # failed before with other settings (another --text-field): forget it
+            repo.delete_failed_files_at(self.conn, self.corpus_id, path)
+        return repo.insert_file(self.conn, self.corpus_id, path, size, content_hash, status, error, skipped)
+
+    def add_documents(
+        self,
+        file_id: int,
+        docs: Sequence[RawDocument],
+        n_chars: Sequence[int],
+        n_tokens: np.ndarray,
+        text_hash: np.ndarray,
+        blobs: Sequence[bytes] | None,
+    ) -> np.ndarray:
+        """Insert a batch's documents (text compressed in `blobs`, or None: pointers only); their ids."""
+        ids = repo.allocate_doc_ids(self.conn, len(docs))
+        texts: Sequence[bytes | None] = blobs if blobs is not None else [None] * len(docs)
+        rows = (
+            (
+                int(ids[i]),
+                self.corpus_id,
+                file_id,
+                d.external_id,
+                d.position,
+                n_chars[i],
+                int(n_tokens[i]),
+                int(text_hash[i]),
+                texts[i],
+            )
+            for i, d in enumerate(docs)
+        )
+        repo.insert_documents(self.conn, rows)
+        return ids
+
+    # ---------------------------------------------------------------- postings
+
+    def open_segment(self, rows: int, segment_rows: int) -> int:
+        """The segment that takes the next `rows` posting rows (see repo.open_segment)."""
+        return repo.open_segment(self.conn, self.corpus_id, rows, segment_rows)
+
+    def insert_ngrams(self, seg: int, hashes: np.ndarray, doc_ids: np.ndarray) -> None:
+        repo.insert_ngrams(self.conn, seg, hashes, doc_ids)
+
+    def insert_bands(self, seg: int, keys: np.ndarray, doc_ids: np.ndarray, wins: np.ndarray) -> None:
+        repo.insert_bands(self.conn, seg, keys, doc_ids, wins)
+
+    # ---------------------------------------------------------------- upkeep, between groups
+
+    def checkpoint(self) -> None:
+        """Copy SQLite's WAL into the database: keeps the WAL (and its disk) to about one group."""
+        db.checkpoint(self.conn)
+
+    def merge_segments(self, segment_rows: int, fanout: int, stop: Callable[[], bool]) -> None:
+        merge_segments(self.conn, self.corpus_id, segment_rows, fanout, stop)
+
+    def statistics_stale(self) -> bool:
+        return db.statistics_stale(self.conn)
+
+    def refresh_statistics(self) -> None:
+        db.refresh_statistics(self.conn)

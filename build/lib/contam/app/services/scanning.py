@@ -1,0 +1,413 @@
+"""Check benchmark items against indexed corpora: look-ups, candidate documents, token
+alignment on bounded regions, scores and evidence (the maths is in app.core.scoring)."""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import threading
+from collections import Counter, OrderedDict, defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zstandard
+from sqlalchemy import Engine
+
+from contam.app.core.config import SignatureConfig, Thresholds, library_versions
+from contam.app.core.items import ItemStats, PreparedItem, SharedText, prepare
+from contam.app.core.matching import DocMatch, DocTokens
+from contam.app.core.scoring import ItemScore, benchmark_stats, judge
+from contam.app.core.signatures import band_keys, token_hashes, window_minhashes, window_span
+from contam.app.core.text import tokenize_spans
+from contam.app.core.types import BenchmarkItem
+from contam.app.errors import FingerprintMismatch, NotFoundError
+from contam.app.readers.corpus import read_documents
+from contam.app.store import repo
+from contam.app.store.db import make_engine
+
+EXCERPT_PAD = 200  # characters of context either side of a matched region
+MIN_GRAMS = 2  # rare n-grams a document must share with an item to be aligned with it
+CANDIDATES = 4  # documents aligned per item from the exact channel (most shared n-grams, rarest first)
+NEAR_CANDIDATES = 2  # and from the near-duplicate channel (most band keys in common)
+DOC_CACHE = 4096  # tokenised documents kept between items
+CHUNK = 500  # items scored together: their documents are loaded in one go
+WORKER_NICENESS = 5  # scan worker processes yield the CPU to the serving process
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One training document an item was found in: where, and the matched text."""
+
+    corpus: str
+    document_id: str  # the document's id in its source file
+    document: int  # the index's own document id
+    source_file: str
+    position: int  # line or row in the source file
+    char_start: int  # the matched region, in the document's characters
+    char_end: int
+    excerpt_start: int  # where `excerpt` starts in the document
+    excerpt: str  # the matched region with EXCERPT_PAD characters either side
+    highlights: list[list[int]]  # [start, end) spans of `excerpt` that match the item
+    own_coverage: float  # share of the item's own text this document holds
+    coverage: float  # share of all the item's tokens it holds
+    longest_match: int  # longest run of own tokens held contiguously
+    near_window: int | None  # the near-duplicate window that nominated it, if that channel did
+
+
+@dataclass
+class ItemResult:
+    """An item's result: the one record every transport and the store read, and its one
+    serialisation, `as_dict()`."""
+
+    item: BenchmarkItem
+    score: ItemScore
+    evidence: list[Evidence] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        s = self.score
+        return {
+            "item_id": self.item.item_id,
+            "row": self.item.row,
+            "status": str(s.status),
+            "reason": s.reason,
+            "score": round(s.score, 4),
+            "metrics": {
+                "tokens": s.tokens,
+                "own_tokens": s.own_tokens,
+                "own_coverage": round(s.own_coverage, 4),
+                "coverage": round(s.coverage, 4),
+                "longest_match": s.longest_match,
+                "longest_match_share": round(s.longest_match_share, 4),
+                "ngram_overlap": round(s.ngram_overlap, 4),
+                "own_bits": round(s.own_bits, 1),
+                "matched_bits": round(s.matched_bits, 1),
+                "item_bits": round(s.bits_total, 1),
+                "shared_match": s.shared_match,
+                "shared_items": s.shared_items,
+            },
+            "question_found": s.question_found,
+            "answer_found": s.answer_found,
+            "answer_with_question": s.answer_with_question,
+            "passage_found": s.passage_found,
+            "fields": {role: rs.as_dict() for role, rs in s.roles.items()},
+            "evidence": [dataclasses.asdict(e) for e in self.evidence],
+        }
+
+
+@dataclass
+class _Doc:
+    meta: dict[str, Any]
+    text: str
+    starts: np.ndarray  # character span of each token
+    ends: np.ndarray
+    tokens: DocTokens
+
+
+class Scanner:
+    """Scores items against one or more corpora indexed with one set of signature settings."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        corpora: Sequence[str] | None = None,
+        thresholds: Thresholds | None = None,
+        evidence_k: int = 3,
+        workers: int = 1,
+    ) -> None:
+        """workers: processes that score a benchmark's chunks (0: one per core)."""
+        self.engine = engine
+        self.th = thresholds or Thresholds()
+        self.k = evidence_k
+        self.workers = workers or len(os.sched_getaffinity(0))  # the cores this process may use
+        with engine.connect() as conn:
+            rows = all_rows = repo.list_corpora(conn)
+        if corpora:
+            missing = sorted(set(corpora) - {r["name"] for r in rows})
+            if missing:
+                raise NotFoundError(f"no corpus named {', '.join(map(repr, missing))}")
+            rows = [r for r in rows if r["name"] in set(corpora)]
+        if not rows:
+            raise NotFoundError("no corpus is indexed yet: run `contam index` first")
+        prints = {r["fingerprint"] for r in rows}
+        if len(prints) > 1:
+            raise FingerprintMismatch(
+                "the selected corpora were indexed with different signature settings "
+                f"({', '.join(r['name'] + '=' + r['fingerprint'] for r in rows)}); check them separately"
+            )
+        self.corpora = rows
+        self.cfg = SignatureConfig.from_dict(rows[0]["config"])
+        here = SignatureConfig(
+            **{
+                **self.cfg.to_dict(),
+                "libraries": library_versions(),
+                "normalizer_version": SignatureConfig().normalizer_version,
+                "hash_scheme": SignatureConfig().hash_scheme,
+                "minhash_scheme": SignatureConfig().minhash_scheme,
+            }
+        )
+        diffs = self.cfg.differences(here)
+        if diffs:
+            listing = "; ".join(f"{k}: index has {a!r}, this scorer has {b!r}" for k, (a, b) in diffs.items())
+            raise FingerprintMismatch(
+                f"corpus {rows[0]['name']!r} was indexed with settings this scorer cannot reproduce ({listing}); "
+                "re-index it with this version",
+                {k: list(v) for k, v in diffs.items()},
+            )
+        self.fingerprint = rows[0]["fingerprint"]
+        # no corpus filter (and no join) when every corpus is selected
+        self.corpus_ids: list[int] | None = None if len(rows) == len(all_rows) else [int(r["id"]) for r in rows]
+        self._docs: OrderedDict[int, _Doc] = OrderedDict()
+        self._dctx = zstandard.ZstdDecompressor()
+
+    # ------------------------------------------------------------ documents
+
+    def _read(self, meta: dict[str, Any] | None) -> _Doc | None:
+        """A document read and tokenised (None if it is gone)."""
+        if meta is None:
+            return None
+        if meta["text"] is not None:
+            text = self._dctx.decompress(meta["text"]).decode("utf-8", "surrogatepass")
+        else:
+            text = self._text_from_source(meta)
+        toks = tokenize_spans(text)
+        doc = _Doc(
+            {k: v for k, v in meta.items() if k != "text"},
+            text,
+            toks.starts,
+            toks.ends,
+            DocTokens.of(token_hashes(toks.tokens), self.cfg.ngram_n),
+        )
+        return doc
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For a worker process that was not forked: no engine (it opens its own from the URL),
+        no document cache, no decompressor."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("engine", "_docs", "_dctx")}
+        state["engine_url"] = self.engine.url.render_as_string(hide_password=False)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        url = state.pop("engine_url")
+        self.__dict__.update(state)
+        self.engine = make_engine(url)
+        self._docs = OrderedDict()
+        self._dctx = zstandard.ZstdDecompressor()
+
+    def _keep(self, docs: dict[int, _Doc]) -> None:
+        for doc_id, doc in docs.items():
+            self._docs[doc_id] = doc
+            self._docs.move_to_end(doc_id)
+        while len(self._docs) > DOC_CACHE:
+            self._docs.popitem(last=False)
+
+    def _load(self, conn: Any, doc_ids: set[int]) -> dict[int, _Doc]:
+        """The documents that exist, read and tokenised unless cached. The caller holds them
+        while it scores, so the cache evicting one meanwhile cannot drop it from a verdict."""
+        missing = [d for d in doc_ids if d not in self._docs]
+        metas = repo.documents_meta(conn, missing) if missing else {}
+        docs = {d: doc for d in doc_ids if (doc := self._docs.get(d) or self._read(metas.get(d))) is not None}
+        self._keep(docs)
+        return docs
+
+    @staticmethod
+    def _text_from_source(meta: dict[str, Any]) -> str:
+        """Text of a pointer-only document, re-read from its source file."""
+        path = Path(meta["source_file"])
+        if not path.exists():
+            return ""
+        for d in read_documents(path, Counter()):
+            if d.position == meta["position"]:
+                return d.text
+        return ""
+
+    # ------------------------------------------------------------ scanning
+
+    def scan(
+        self,
+        items: Sequence[BenchmarkItem],
+        progress: Callable[[int, int], None] | None = None,
+        workers: int | None = None,
+    ) -> list[ItemResult]:
+        """Score every item, in input order. Items are scored in chunks of CHUNK, by `workers`
+        processes (default: the scanner's own setting); results are the same for any number."""
+        cfg, th, n = self.cfg, self.th, self.cfg.ngram_n
+        prepared = [prepare(it, n) for it in items]
+        shared = SharedText(prepared)
+        grams = {int(h) for p in prepared for g in (p.grams, p.passage_grams) for h in g.tolist()}
+        if cfg.sample_mod > 1:
+            grams = {h for h in grams if (h % (1 << 64)) % cfg.sample_mod == 0}
+        near_keys = [self._near_keys(p) for p in prepared]
+        with self.engine.connect() as conn:
+            df = repo.ngram_df(conn, list(grams), self.corpus_ids)
+            rare = [h for h, c in df.items() if c <= th.max_df]
+            postings = repo.ngram_postings(conn, rare, self.corpus_ids)
+            hits = repo.band_hits(conn, sorted({k for ks in near_keys for k, _ in ks}), self.corpus_ids)
+        stats = benchmark_stats(prepared, shared, df, n, th)
+        candidates = [
+            self._candidates(p, s, postings, near_keys[i], hits)
+            for i, (p, s) in enumerate(zip(prepared, stats, strict=True))
+        ]
+        work = _Work(self, prepared, stats, shared, candidates)
+        chunks = [(lo, min(lo + CHUNK, len(prepared))) for lo in range(0, len(prepared), CHUNK)]
+        results: list[ItemResult] = []
+        for part in _run(work, chunks, min(workers if workers is not None else self.workers, len(chunks))):
+            results.extend(part)
+            if progress:
+                progress(len(results), len(prepared))
+        return results
+
+    def _scan_chunk(self, work: _Work, lo: int, hi: int) -> list[ItemResult]:
+        """Items lo..hi-1: load their candidate documents, then score each."""
+        with self.engine.connect() as conn:
+            docs = self._load(conn, {d for c in work.candidates[lo:hi] for d in c})
+        return [self._score_one(i, work, docs) for i in range(lo, hi)]
+
+    def _near_keys(self, p: PreparedItem) -> list[tuple[int, int]]:
+        """(band key, query window) of the item's scored text, windows at half the index stride."""
+        if p.n_tokens < self.cfg.shingle:
+            return []
+        th = p.ids.view(np.uint64)
+        last = max(p.n_tokens - self.cfg.window, 0)
+        step = max(1, self.cfg.stride // 2)
+        starts = np.unique(np.append(np.arange(0, last + 1, step), last)).astype(np.int64)
+        keys = band_keys(window_minhashes(th, self.cfg, starts), self.cfg)
+        return [(int(k), int(w)) for w in range(len(starts)) for k in keys[w]]
+
+    def _candidates(
+        self,
+        p: PreparedItem,
+        s: ItemStats,
+        postings: dict[int, list[int]],
+        keys: list[tuple[int, int]],
+        bands: dict[int, list[tuple[int, int]]],
+    ) -> dict[int, int | None]:
+        """Documents to align: those holding most of the item's rare n-grams (an n-gram shared by
+        f items weighs 1/f, so a template's copies rank below the item's own text), then those
+        sharing most near-duplicate band keys, with the window they matched in."""
+        votes: dict[int, float] = defaultdict(float)
+        hits: Counter[int] = Counter()
+        for h, f in dict(zip(p.grams.tolist(), s.freq.tolist(), strict=True)).items():
+            for d in postings.get(h, ()):
+                votes[d] += 1.0 / max(f, 1)
+                hits[d] += 1
+        for h in set(p.passage_grams.tolist()) - set(p.grams.tolist()):
+            for d in postings.get(h, ()):
+                votes[d] += 0.01
+                hits[d] += 1
+        # a document holding one n-gram of a longer item cannot show a run of n + 1 tokens, nor
+        # most of the item: not worth aligning (bench/scan_speed.py measures what this saves)
+        need = min(MIN_GRAMS, len(set(p.grams.tolist()) | set(p.passage_grams.tolist())))
+        ranked = sorted(((d, v) for d, v in votes.items() if hits[d] >= need), key=lambda x: (-x[1], x[0]))
+        ranked = ranked[:CANDIDATES]
+        out: dict[int, int | None] = {d: None for d, _v in ranked}
+        near: dict[tuple[int, int], int] = defaultdict(int)
+        for k, _w in keys:
+            for dw in bands.get(k, ()):
+                near[dw] += 1
+        for (d, w), _v in sorted(near.items(), key=lambda x: (-x[1], x[0]))[:NEAR_CANDIDATES]:
+            out.setdefault(d, w)
+        return out
+
+    def _score_one(self, i: int, work: _Work, docs: dict[int, _Doc]) -> ItemResult:
+        aligned: dict[int, tuple[DocTokens, tuple[int, int] | None]] = {}
+        for d, win in work.candidates[i].items():
+            doc = docs.get(d)
+            if doc is None:  # deleted since the look-up
+                continue
+            window = window_span(len(doc.tokens.ids), win, self.cfg) if win is not None else None
+            aligned[d] = (doc.tokens, window)
+        score, ranked = judge(i, work.prepared, work.stats, work.shared, aligned, self.cfg.ngram_n, self.th)
+        evidence = [self._evidence(docs[m.doc], m) for m in ranked[: self.k] if m.matched.any()]
+        return ItemResult(work.prepared[i].item, score, evidence)
+
+    @staticmethod
+    def _evidence(doc: _Doc, m: DocMatch) -> Evidence:
+        """The aligned part of the training text, its matched tokens highlighted."""
+        n_tok = len(doc.starts)
+        used = [(b, size) for _a, b, size in m.blocks]
+        lo = min((b for b, _s in used), default=m.region[0])
+        hi = max((b + size for b, size in used), default=min(m.region[1], lo + 1))
+        c_lo = int(doc.starts[lo]) if lo < n_tok else len(doc.text)
+        c_hi = int(doc.ends[min(hi, n_tok) - 1]) if n_tok and hi > 0 else c_lo
+        x_lo, x_hi = max(0, c_lo - EXCERPT_PAD), min(len(doc.text), c_hi + EXCERPT_PAD)
+        spans: list[list[int]] = []
+        for b, size in sorted(used):
+            a, e = int(doc.starts[b]) - x_lo, int(doc.ends[b + size - 1]) - x_lo
+            if spans and a <= spans[-1][1] + 1:
+                spans[-1][1] = max(spans[-1][1], e)
+            else:
+                spans.append([a, e])
+        meta = doc.meta
+        return Evidence(
+            corpus=meta["corpus"],
+            document_id=meta["external_id"],
+            document=int(meta["id"]),
+            source_file=meta["source_file"],
+            position=int(meta["position"]),
+            char_start=int(c_lo),
+            char_end=int(c_hi),
+            excerpt_start=int(x_lo),
+            excerpt=doc.text[x_lo:x_hi],
+            highlights=spans,
+            own_coverage=round(m.own_coverage, 4),
+            coverage=round(m.coverage, 4),
+            longest_match=m.longest_own,
+            near_window=m.near_window,
+        )
+
+
+@dataclass
+class _Work:
+    """What every chunk of a scan reads: the prepared benchmark and each item's candidates."""
+
+    scanner: Scanner
+    prepared: list[PreparedItem]
+    stats: list[ItemStats]
+    shared: SharedText
+    candidates: list[dict[int, int | None]]
+
+
+_FORKED: list[_Work] = []  # the scan a worker process scores chunks of
+
+
+def _run(work: _Work, chunks: list[tuple[int, int]], workers: int) -> Iterator[list[ItemResult]]:
+    """Chunk results in order: here, or in `workers` processes at lower priority than this one,
+    so a server answering /api/v1/check beside a report job stays interactive. The benchmark is
+    prepared once, in this process. A single-threaded process (the CLI) forks its workers, which
+    inherit `work`; one that runs threads (the server) must not fork (a lock another thread
+    holds would stay held in the child), so its workers start from a fork server and receive
+    `work` pickled, the scanner without its engine and cache (Scanner.__getstate__)."""
+    if workers <= 1:
+        for lo, hi in chunks:
+            yield work.scanner._scan_chunk(work, lo, hi)
+        return
+    if threading.active_count() > 1:
+        pool = ProcessPoolExecutor(
+            workers, multiprocessing.get_context("forkserver"), initializer=_worker_init, initargs=(work,)
+        )
+    else:
+        _FORKED[:] = [work]
+        pool = ProcessPoolExecutor(workers, multiprocessing.get_context("fork"), initializer=_worker_init)
+    try:  # a worker that dies (killed, out of memory) fails the scan with BrokenProcessPool, never hangs it
+        with pool:
+            yield from pool.map(_forked_chunk, chunks)
+    finally:
+        _FORKED.clear()
+
+
+def _worker_init(work: _Work | None = None) -> None:
+    os.nice(WORKER_NICENESS)
+    if work is not None:  # started by the fork server: the scan arrives pickled
+        _FORKED[:] = [work]
+    else:  # forked: the parent's pooled connections are not ours
+        _FORKED[0].scanner.engine.dispose(close=False)
+
+
+def _forked_chunk(bounds: tuple[int, int]) -> list[ItemResult]:
+    work = _FORKED[0]
+    return work.scanner._scan_chunk(work, *bounds)

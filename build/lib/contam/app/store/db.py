@@ -1,0 +1,276 @@
+"""Engines, SQLite pragmas, migrations and the bulk-write/look-up primitives per dialect."""
+
+from __future__ import annotations
+
+import sqlite3
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy.engine import Connection
+from sqlalchemy.engine.url import make_url
+
+from contam.app.errors import ConfigError
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+
+SQLITE_CACHE_MIB = 256  # the page cache one process may hold, all its connections together (README)
+SQLITE_CONNECTIONS = 8  # a process's pooled connections to one SQLite file; more requests wait for one
+SQLITE_BUSY_MS = 60_000  # a writer waits this long for another's write lock before giving up
+WRITE = {"sqlite_begin": "IMMEDIATE"}  # execution options of a connection that reads before it writes
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`; SQLite files get WAL, 64 KiB pages, a page cache bounded per process
+    and transactions begun explicitly (see `writing`)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(url, parsed.database)
+    if parsed.get_backend_name() == "postgresql":
+        if parsed.drivername in ("postgresql", "postgres"):
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        return create_engine(parsed, pool_pre_ping=True)
+    raise ConfigError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql://...")
+
+
+def _sqlite_engine(url: str, database: str | None) -> Engine:
+    if database and database != ":memory:":
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(
+        url,
+        connect_args={"timeout": SQLITE_BUSY_MS / 1000, "check_same_thread": False},
+        # Each connection has a page cache of its own: a bounded pool shares SQLITE_CACHE_MIB.
+        pool_size=SQLITE_CONNECTIONS,
+        max_overflow=0,
+        pool_timeout=SQLITE_BUSY_MS / 1000,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not the sqlite3 module, decide when transactions begin.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        for pragma in (
+            # Only takes effect when the file is created (before WAL is switched on). Large
+            # pages make bulk inserts into the posting B-trees faster (README, "Where the time goes").
+            "page_size=65536",
+            "journal_mode=WAL",
+            "synchronous=NORMAL",
+            "foreign_keys=ON",
+            f"cache_size=-{SQLITE_CACHE_MIB * 1024 // SQLITE_CONNECTIONS}",  # KiB: the process's share
+            "temp_store=MEMORY",
+            f"busy_timeout={SQLITE_BUSY_MS}",
+        ):
+            cur.execute(f"PRAGMA {pragma}")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _sqlite_begin(conn: Connection) -> None:
+        # Deferred: readers never take the write lock. A connection marked WRITE takes it at
+        # BEGIN, waiting for another writer up to the busy timeout: a deferred transaction that
+        # has read cannot wait for the lock (SQLite answers "database is locked" at once).
+        immediate = conn.get_execution_options().get("sqlite_begin") == "IMMEDIATE"
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def claim_cache(conn: Connection, whole: bool = True) -> None:
+    """Give a SQLite connection that bulk-writes the whole page cache of its process (the
+    indexer's one writing connection), or (`whole=False`, before it goes back to the pool) its
+    share again."""
+    if dialect(conn) == "sqlite":
+        kib = SQLITE_CACHE_MIB * 1024 // (1 if whole else SQLITE_CONNECTIONS)
+        conn.exec_driver_sql(f"PRAGMA cache_size=-{kib}")
+
+
+@contextmanager
+def writing(engine: Engine) -> Iterator[Connection]:
+    """A transaction for work that reads, then writes: on SQLite it takes the write lock at
+    BEGIN, so two writers wait for each other instead of failing."""
+    with engine.connect() as conn:
+        conn.execution_options(**WRITE)
+        with conn.begin():
+            yield conn
+
+
+def alembic_config(url: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Bring the database schema to `revision` through Alembic."""
+    command.upgrade(alembic_config(url), revision)
+
+
+def is_migrated(engine: Engine) -> bool:
+    return inspect(engine).has_table("corpus")
+
+
+def dialect(conn: Connection) -> str:
+    return conn.dialect.name
+
+
+# ---------------------------------------------------------------- bulk writes
+
+_PG_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+_PG_TRAILER = struct.pack(">h", -1)
+
+
+def _pg_copy_binary(conn: Connection, table: str, columns: Sequence[str], arrays: Sequence[np.ndarray]) -> None:
+    """COPY rows given as column arrays (int64 -> BIGINT, int32 -> INTEGER) in binary format."""
+    n = len(arrays[0])
+    fields: list[tuple[str, str]] = [("nf", ">i2")]
+    for i, arr in enumerate(arrays):
+        width = 8 if arr.dtype == np.int64 else 4
+        fields += [(f"l{i}", ">i4"), (f"v{i}", ">i8" if width == 8 else ">i4")]
+    rec = np.empty(n, dtype=fields)
+    rec["nf"] = len(arrays)
+    for i, arr in enumerate(arrays):
+        rec[f"l{i}"] = 8 if arr.dtype == np.int64 else 4
+        rec[f"v{i}"] = arr
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    with raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as cp:
+        cp.write(_PG_HEADER)
+        cp.write(rec.tobytes())
+        cp.write(_PG_TRAILER)
+
+
+def copy_in(conn: Connection, table: str, columns: Sequence[str], payload: bytes) -> None:
+    """PostgreSQL: COPY a whole binary COPY stream (header and trailer included) into `table`."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    with raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as cp:
+        cp.write(payload)
+
+
+def bulk_insert_arrays(
+    conn: Connection,
+    table: str,
+    columns: Sequence[str],
+    arrays: Sequence[np.ndarray],
+    fixed: tuple[str, int] | None = None,
+) -> None:
+    """Insert rows given as parallel integer column arrays, in the order given; `fixed` is a
+    column with the same integer in every row (on SQLite written into the statement, not bound:
+    binding parameters is most of the insert's cost).
+
+    Callers pass rows sorted by the table's key: each row then lands on the page the previous
+    one used, where out-of-order rows make SQLite read and rewrite pages all over the B-tree.
+    """
+    if len(arrays[0]) == 0:
+        return
+    if dialect(conn) == "postgresql":
+        if fixed is not None:
+            columns = (fixed[0], *columns)
+            arrays = (np.full(len(arrays[0]), fixed[1], dtype=np.int32), *arrays)
+        _pg_copy_binary(conn, table, columns, arrays)
+        return
+    # Statements of many rows each: SQLite's per-statement work is then shared by up to 1000
+    # rows (README, "Where the time goes", has the rates).
+    ncols, n = len(columns), len(arrays[0])
+    per_stmt = min(_ROWS_PER_STATEMENT, sqlite_variables(conn) // ncols)
+    marks = ["?"] * ncols
+    if fixed is not None:
+        columns, marks = (fixed[0], *columns), [str(int(fixed[1])), *marks]
+    row = f"({', '.join(marks)})"
+    head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+    full = n - n % per_stmt
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    cur = raw.cursor()
+    if full:
+        sql = head + ",".join([row] * per_stmt)
+        step = per_stmt * 100  # rows per executemany; stacked a slice at a time to bound memory
+        for i in range(0, full, step):
+            j = min(i + step, full)
+            flat = np.column_stack([a[i:j] for a in arrays]).astype(np.int64, copy=False)
+            cur.executemany(sql, flat.reshape(-1, per_stmt * ncols).tolist())
+    if full < n:
+        cur.executemany(head + row, zip(*(a[full:].tolist() for a in arrays), strict=True))
+    cur.close()
+
+
+_ROWS_PER_STATEMENT = 1000  # fewer where SQLite binds fewer parameters (999 before 3.32)
+
+
+def bulk_insert_rows(conn: Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """Insert tuples with the driver's executemany (one round of parsing, no ORM)."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    mark = "%s" if dialect(conn) == "postgresql" else "?"
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
+    cur = raw.cursor()
+    cur.executemany(sql, list(rows))
+    cur.close()
+
+
+def sqlite_variables(conn: Connection) -> int:
+    """How many values one statement may bind on this SQLite connection (999 before 3.32)."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    return int(raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+
+
+def chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(values), size):
+        yield values[i : i + size]
+
+
+def checkpoint(conn: Connection, mode: str = "PASSIVE") -> None:
+    """Copy SQLite's WAL into the database (outside a transaction). PASSIVE never waits for
+    readers; TRUNCATE also empties the WAL file."""
+    if dialect(conn) == "sqlite":
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        raw.execute(f"PRAGMA wal_checkpoint({mode})")
+
+
+# ngram_block and band_block hold PostgreSQL's postings (app.store.blocks); ngram and band SQLite's
+STATISTICS_TABLES = ("ngram_block", "band_block", "ngram", "band", "document", "corpus_file", "corpus")
+
+
+def statistics_stale(conn: Connection) -> bool:
+    """PostgreSQL: rows changed since the tables were last analysed (say, by a run killed
+    between its last commit and its ANALYZE). SQLite: False (its statistics are advisory)."""
+    if dialect(conn) != "postgresql":
+        return False
+    changed = conn.exec_driver_sql(
+        "SELECT coalesce(sum(n_mod_since_analyze), 0) FROM pg_stat_user_tables WHERE relname = ANY(%(t)s)",
+        {"t": list(STATISTICS_TABLES)},
+    ).scalar_one()
+    conn.commit()
+    return int(changed) > 0
+
+
+def refresh_statistics(conn: Connection) -> None:
+    """Give the query planner fresh statistics after a bulk load (outside a transaction).
+
+    Without them PostgreSQL plans look-ups on a freshly COPYed table as if each key matched
+    a large share of the rows and scans slow down many times (README). ANALYZE samples, so it is
+    cheap; on SQLite `PRAGMA optimize` with an analysis limit does the same bounded work.
+    The indexer calls it on its writing connection, whose page cache is already warm.
+    """
+    if dialect(conn) == "postgresql":
+        conn.exec_driver_sql(f"ANALYZE {', '.join(STATISTICS_TABLES)}")
+        conn.commit()
+        return
+    conn.exec_driver_sql("PRAGMA analysis_limit=1000")
+    conn.exec_driver_sql("PRAGMA optimize")
+    conn.commit()
+    # The indexer turns automatic checkpoints off and checkpoints after each group of files;
+    # after the last one, empty the WAL and free the page cache.
+    checkpoint(conn, "TRUNCATE")
+    conn.exec_driver_sql("PRAGMA shrink_memory")
+    conn.commit()

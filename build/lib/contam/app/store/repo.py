@@ -1,0 +1,592 @@
+"""Repositories: all SQL lives here. Functions take a Connection and never commit;
+the caller (an indexer file, a request) owns the transaction."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy.engine import Connection
+
+from contam.app.core.config import SignatureConfig
+from contam.app.store import blocks, db
+from contam.app.store.schema import band, band_block, corpus, corpus_file, document, ngram, ngram_block, segment
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+# ---------------------------------------------------------------- corpora
+
+
+def _decode_corpus(row: Any) -> dict[str, Any]:
+    d = dict(row)
+    d["config"] = json.loads(d["config"])
+    return d
+
+
+def get_corpus(conn: Connection, name: str) -> dict[str, Any] | None:
+    """The corpus row, its signature settings decoded (a dict), or None."""
+    row = conn.execute(select(corpus).where(corpus.c.name == name)).mappings().first()
+    return _decode_corpus(row) if row else None
+
+
+def create_corpus(conn: Connection, name: str, cfg: SignatureConfig, store_text: bool) -> int:
+    result = conn.execute(
+        insert(corpus).values(
+            name=name,
+            fingerprint=cfg.fingerprint(),
+            config=json.dumps(cfg.to_dict(), sort_keys=True),
+            store_text=store_text,
+            created_at=now(),
+        )
+    )
+    pk = result.inserted_primary_key
+    assert pk is not None
+    return int(pk[0])
+
+
+def delete_corpus(conn: Connection, corpus_id: int) -> None:
+    """A corpus and everything indexed into it: postings (by its segments, which the posting
+    tables do not reference by key), segments, documents, files and the corpus row."""
+    segs = select(segment.c.id).where(segment.c.corpus_id == corpus_id).scalar_subquery()
+    conn.execute(delete(ngram).where(ngram.c.seg.in_(segs)))
+    conn.execute(delete(band).where(band.c.seg.in_(segs)))
+    conn.execute(delete(ngram_block).where(ngram_block.c.seg.in_(segs)))
+    conn.execute(delete(band_block).where(band_block.c.seg.in_(segs)))
+    conn.execute(delete(segment).where(segment.c.corpus_id == corpus_id))
+    conn.execute(delete(document).where(document.c.corpus_id == corpus_id))
+    conn.execute(delete(corpus_file).where(corpus_file.c.corpus_id == corpus_id))
+    conn.execute(delete(corpus).where(corpus.c.id == corpus_id))
+
+
+def rename_corpus(conn: Connection, corpus_id: int, new_name: str) -> None:
+    conn.execute(update(corpus).where(corpus.c.id == corpus_id).values(name=new_name))
+
+
+def corpus_config(row: dict[str, Any]) -> SignatureConfig:
+    return SignatureConfig.from_dict(row["config"])
+
+
+def list_corpora(conn: Connection) -> list[dict[str, Any]]:
+    """Every corpus with its file, document, token and byte totals."""
+    files = (
+        select(
+            corpus_file.c.corpus_id,
+            func.count().label("files"),
+            func.sum(corpus_file.c.size).label("bytes"),
+            func.sum(corpus_file.c.n_docs).label("documents"),
+            func.sum(corpus_file.c.n_tokens).label("tokens"),
+            func.sum(corpus_file.c.n_ngrams).label("ngrams"),
+            func.sum(corpus_file.c.n_windows).label("windows"),
+        )
+        .where(corpus_file.c.status == "done")
+        .group_by(corpus_file.c.corpus_id)
+        .subquery()
+    )
+    failed = (
+        select(corpus_file.c.corpus_id, func.count().label("failed_files"))
+        .where(corpus_file.c.status == "failed")
+        .group_by(corpus_file.c.corpus_id)
+        .subquery()
+    )
+    q = (
+        select(
+            corpus,
+            func.coalesce(files.c.files, 0).label("files"),
+            func.coalesce(failed.c.failed_files, 0).label("failed_files"),
+            func.coalesce(files.c.bytes, 0).label("bytes"),
+            func.coalesce(files.c.documents, 0).label("documents"),
+            func.coalesce(files.c.tokens, 0).label("tokens"),
+            func.coalesce(files.c.ngrams, 0).label("ngrams"),
+            func.coalesce(files.c.windows, 0).label("windows"),
+        )
+        .outerjoin(files, files.c.corpus_id == corpus.c.id)
+        .outerjoin(failed, failed.c.corpus_id == corpus.c.id)
+        .order_by(corpus.c.name)
+    )
+    out = []
+    for row in conn.execute(q).mappings():
+        d = _decode_corpus(row)
+        for k in ("files", "failed_files", "bytes", "documents", "tokens", "ngrams", "windows"):
+            d[k] = int(d[k])  # PostgreSQL's SUM(bigint) is numeric
+        out.append(d)
+    return out
+
+
+def corpus_health(conn: Connection, corpus_id: int) -> dict[str, Any]:
+    """Documents, tokens, skipped records by reason, failed files, duplicates, length spread."""
+    files = conn.execute(select(corpus_file).where(corpus_file.c.corpus_id == corpus_id)).mappings().all()
+    skipped: dict[str, int] = {}
+    for f in files:
+        for reason, n in json.loads(f["skipped"]).items():
+            skipped[reason] = skipped.get(reason, 0) + n
+    docs_q = select(func.count(), func.count(func.distinct(document.c.text_hash))).where(
+        document.c.corpus_id == corpus_id
+    )
+    n_docs, distinct = conn.execute(docs_q).one()
+    lengths = np.array(
+        conn.execute(select(document.c.n_tokens).where(document.c.corpus_id == corpus_id)).scalars().all(),
+        dtype=np.int64,
+    )
+    spread: dict[str, int] = {}
+    if len(lengths):
+        for name, q in (("min", 0), ("p10", 10), ("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)):
+            spread[name] = int(np.percentile(lengths, q))
+    done = [f for f in files if f["status"] == "done"]
+    return {
+        "files": len(done),
+        "documents": int(n_docs),
+        "tokens": int(sum(f["n_tokens"] for f in done)),
+        "ngrams": int(sum(f["n_ngrams"] for f in done)),
+        "windows": int(sum(f["n_windows"] for f in done)),
+        "bytes": int(sum(f["size"] for f in done)),
+        "skipped": dict(sorted(skipped.items())),
+        "failed_files": [{"path": f["path"], "error": f["error"]} for f in files if f["status"] == "failed"],
+        "duplicate_documents": int(n_docs - distinct),
+        "segments": len(segments(conn, [corpus_id])),
+        "tokens_per_document": spread,
+        "short_documents": int((lengths < 8).sum()) if len(lengths) else 0,
+    }
+
+
+# ---------------------------------------------------------------- files and documents
+
+
+def find_file(conn: Connection, corpus_id: int, content_hash: str) -> dict[str, Any] | None:
+    row = (
+        conn.execute(
+            select(corpus_file).where(corpus_file.c.corpus_id == corpus_id, corpus_file.c.content_hash == content_hash)
+        )
+        .mappings()
+        .first()
+    )
+    return dict(row) if row else None
+
+
+def claim_file(conn: Connection, corpus_id: int, content_hash: str) -> None:
+    """Hold a file of a corpus until the transaction ends, so two indexers never write it at
+    once (PostgreSQL: a transaction-level advisory lock; SQLite: the writer already holds the
+    database's write lock, taken at BEGIN IMMEDIATE)."""
+    if db.dialect(conn) == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:c, hashtext(:h))"), {"c": corpus_id, "h": content_hash})
+
+
+def delete_file(conn: Connection, file_id: int) -> None:
+    """Forget a file record. Only used for failed files, which own no documents."""
+    conn.execute(delete(corpus_file).where(corpus_file.c.id == file_id))
+
+
+def delete_failed_files_at(conn: Connection, corpus_id: int, path: str) -> None:
+    """Forget the failed records of a path (a run with other settings has read it since)."""
+    conn.execute(
+        delete(corpus_file).where(
+            corpus_file.c.corpus_id == corpus_id, corpus_file.c.path == path, corpus_file.c.status == "failed"
+        )
+    )
+
+
+def insert_file(
+    conn: Connection,
+    corpus_id: int,
+    path: str,
+    size: int,
+    content_hash: str,
+    status: str,
+    error: str | None = None,
+    skipped: dict[str, int] | None = None,
+) -> int:
+    result = conn.execute(
+        insert(corpus_file).values(
+            corpus_id=corpus_id,
+            path=path,
+            size=size,
+            content_hash=content_hash,
+            status=status,
+            error=error,
+            n_docs=0,
+            n_tokens=0,
+            n_ngrams=0,
+            n_windows=0,
+            skipped=json.dumps(skipped or {}, sort_keys=True),
+            seconds=0.0,
+            indexed_at=now(),
+        )
+    )
+    pk = result.inserted_primary_key
+    assert pk is not None
+    return int(pk[0])
+
+
+def finish_file(
+    conn: Connection,
+    file_id: int,
+    *,
+    n_docs: int,
+    n_tokens: int,
+    n_ngrams: int,
+    n_windows: int,
+    skipped: dict[str, int],
+    seconds: float,
+) -> None:
+    conn.execute(
+        update(corpus_file)
+        .where(corpus_file.c.id == file_id)
+        .values(
+            n_docs=n_docs,
+            n_tokens=n_tokens,
+            n_ngrams=n_ngrams,
+            n_windows=n_windows,
+            skipped=json.dumps(skipped, sort_keys=True),
+            seconds=seconds,
+            indexed_at=now(),
+        )
+    )
+
+
+def allocate_doc_ids(conn: Connection, n: int) -> np.ndarray:
+    """n fresh document ids. SQLite: after max(id), under the write lock the file transaction holds."""
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    if db.dialect(conn) == "postgresql":
+        ids = (
+            conn.execute(text("SELECT nextval('document_id_seq') FROM generate_series(1, :n)"), {"n": n})
+            .scalars()
+            .all()
+        )
+        return np.array(sorted(ids), dtype=np.int64)
+    start = conn.execute(select(func.coalesce(func.max(document.c.id), 0))).scalar_one()
+    return np.arange(start + 1, start + 1 + n, dtype=np.int64)
+
+
+DOC_COLUMNS = ("id", "corpus_id", "file_id", "external_id", "position", "n_chars", "n_tokens", "text_hash", "text")
+
+
+def insert_documents(conn: Connection, rows: Iterable[Sequence[Any]]) -> None:
+    db.bulk_insert_rows(conn, "document", DOC_COLUMNS, rows)
+
+
+def open_segment(conn: Connection, corpus_id: int, rows: int, segment_rows: int) -> int:
+    """The segment that takes the next `rows` posting rows of a corpus: the newest one with
+    room for them within `segment_rows`, else a new one (so a full buffer is always a sorted
+    append into an empty segment, and small writes fill the newest). On PostgreSQL a segment
+    another indexer is filling (its row is locked until that indexer commits) is skipped, so
+    indexers never wait for each other."""
+    row = conn.execute(
+        select(segment.c.id)
+        .where(
+            segment.c.corpus_id == corpus_id, segment.c.merging_into.is_(None), segment.c.rows + rows <= segment_rows
+        )
+        .order_by(segment.c.id.desc())
+        .limit(1)
+        .with_for_update(skip_locked=True)
+    ).first()
+    if row is None:
+        pk = conn.execute(insert(segment).values(corpus_id=corpus_id, rows=rows)).inserted_primary_key
+        assert pk is not None
+        return int(pk[0])
+    conn.execute(update(segment).where(segment.c.id == row[0]).values(rows=segment.c.rows + rows))
+    return int(row[0])
+
+
+def insert_ngrams(conn: Connection, seg: int, hashes: np.ndarray, doc_ids: np.ndarray) -> None:
+    """Append (hash, doc_id) rows, sorted by both, to segment `seg`."""
+    if db.dialect(conn) == "postgresql":
+        _insert_blocks(conn, "ngram", seg, blocks.records("ngram", (hashes, doc_ids)))
+        return
+    db.bulk_insert_arrays(
+        conn,
+        "ngram",
+        ("hash", "doc_id"),
+        (hashes.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False)),
+        ("seg", seg),
+    )
+
+
+def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarray, wins: np.ndarray) -> None:
+    """Append (key, doc_id, win) rows, sorted by all three, to segment `seg`."""
+    if db.dialect(conn) == "postgresql":
+        _insert_blocks(conn, "band", seg, blocks.records("band", (keys, doc_ids, wins)))
+        return
+    db.bulk_insert_arrays(
+        conn,
+        "band",
+        ("key", "doc_id", "win"),
+        (keys.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False), wins.astype(np.int32, copy=False)),
+        ("seg", seg),
+    )
+
+
+def _insert_blocks(conn: Connection, table: str, seg: int, rec: np.ndarray) -> None:
+    """PostgreSQL: append records sorted by key to segment `seg` as blocks (app.store.blocks)."""
+    if len(rec):
+        db.copy_in(conn, f"{table}_block", ("seg", "bucket", "data"), blocks.copy_payload(seg, rec))
+
+
+def _fetch_blocks(conn: Connection, table: str, segs: Sequence[int], bucket_ids: Sequence[int] | None) -> np.ndarray:
+    """PostgreSQL: the records of the blocks of `segs` in the given buckets (None: all)."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    head = f"SELECT data FROM {table}_block WHERE seg IN ({','.join(str(int(s)) for s in segs)})"
+    found: list[bytes] = []
+    with raw.cursor(binary=True) as cur:
+        if bucket_ids is None:
+            found.extend(r[0] for r in cur.execute(head).fetchall())
+        else:
+            for chunk in db.chunks(list(bucket_ids), _KEYS_BATCH["postgresql"]):
+                found.extend(
+                    r[0] for r in cur.execute(f"{head} AND bucket = ANY(%s::int[])", (list(chunk),)).fetchall()
+                )
+    return blocks.decode(table, found)
+
+
+def postings(conn: Connection, table: str, segs: Sequence[int] | None = None) -> list[tuple[int, ...]]:
+    """Every posting row (seg, key, doc[, win]) of `table` ("ngram" or "band"), of the given
+    segments or all, sorted, whichever way the backend stores them (for tests and checks)."""
+    if db.dialect(conn) == "postgresql":
+        if segs is None:
+            segs = [int(s) for s in conn.exec_driver_sql(f"SELECT DISTINCT seg FROM {table}_block").scalars()]
+        out: list[tuple[int, ...]] = []
+        for s in segs:
+            rec = blocks.in_order(_fetch_blocks(conn, table, [s], None))
+            out.extend((s, *map(int, r)) for r in rec.tolist())
+        return sorted(out)
+    t = ngram if table == "ngram" else band
+    q = select(*t.c) if segs is None else select(*t.c).where(t.c.seg.in_(segs))
+    return sorted(tuple(int(v) for v in r) for r in conn.execute(q).all())
+
+
+def posting_count(conn: Connection, table: str) -> int:
+    """How many postings `table` ("ngram" or "band") holds, whichever way the backend stores them."""
+    if db.dialect(conn) == "postgresql":
+        n = conn.exec_driver_sql(f"SELECT coalesce(sum(length(data)), 0) FROM {table}_block").scalar_one()
+        return int(n) // blocks.RECORDS[table].itemsize
+    return int(conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one())
+
+
+def segment_sizes(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
+    """(segment id, rows) of a corpus, oldest first."""
+    q = select(segment.c.id, segment.c.rows).where(segment.c.corpus_id == corpus_id).order_by(segment.c.id)
+    return [(int(i), int(n)) for i, n in conn.execute(q).all()]
+
+
+def lock_segments(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
+    """(segment id, rows) of a corpus's segments not in a merge, oldest first, locked until
+    the transaction ends. On PostgreSQL segments another indexer holds are left out."""
+    q = (
+        select(segment.c.id, segment.c.rows)
+        .where(segment.c.corpus_id == corpus_id, segment.c.merging_into.is_(None))
+        .order_by(segment.c.id)
+        .with_for_update(skip_locked=True)
+    )
+    return [(int(i), int(n)) for i, n in conn.execute(q).all()]
+
+
+def start_merge(conn: Connection, corpus_id: int, sources: Sequence[int]) -> int:
+    """Create the segment that `sources` merge into and mark all of them as merging."""
+    pk = conn.execute(insert(segment).values(corpus_id=corpus_id, rows=0)).inserted_primary_key
+    assert pk is not None
+    target = int(pk[0])
+    conn.execute(update(segment).where(segment.c.id.in_([*sources, target])).values(merging_into=target))
+    return target
+
+
+def unfinished_merges(conn: Connection, corpus_id: int) -> list[tuple[int, list[int]]]:
+    """(target, sources) of merges that were started and not finished (an interrupted run)."""
+    rows = conn.execute(
+        select(segment.c.id, segment.c.merging_into)
+        .where(segment.c.corpus_id == corpus_id, segment.c.merging_into.is_not(None))
+        .order_by(segment.c.id)
+    ).all()
+    merges: dict[int, list[int]] = {}
+    for seg, target in rows:
+        merges.setdefault(int(target), [])
+        if seg != target:
+            merges[int(target)].append(int(seg))
+    return sorted(merges.items())
+
+
+def move_postings(conn: Connection, target: int, sources: Sequence[int], lo: int, hi: int | None) -> None:
+    """Move the rows of `sources` whose key is in [lo, hi) (hi None: no upper bound) into
+    `target`, in key order.
+
+    One call is one step of a merge: a look-up between steps finds every row exactly once (in
+    the target or still in its source), and a step repeated after a crash moves nothing twice.
+    Keys are uniform 64-bit hashes, so equal key ranges hold about equal numbers of rows."""
+    conn.execute(select(segment.c.id).where(segment.c.id == target).with_for_update())  # one mover at a time
+    if db.dialect(conn) == "postgresql":
+        _move_blocks(conn, target, sources, lo, hi)
+        return
+    olds = ", ".join(str(int(s)) for s in sources)
+    moved = 0
+    for table, key, cols in (("ngram", "hash", "hash, doc_id"), ("band", "key", "key, doc_id, win")):
+        rng = f"{key} >= {int(lo)}" + (f" AND {key} < {int(hi)}" if hi is not None else "")
+        conn.exec_driver_sql(
+            f"INSERT INTO {table} (seg, {cols}) SELECT {int(target)}, {cols} FROM {table} "
+            f"WHERE seg IN ({olds}) AND {rng} ORDER BY {cols}"
+        )
+        for src in sources:
+            n = conn.exec_driver_sql(f"DELETE FROM {table} WHERE seg = {int(src)} AND {rng}").rowcount
+            conn.execute(update(segment).where(segment.c.id == src).values(rows=segment.c.rows - n))
+            moved += n
+    conn.execute(update(segment).where(segment.c.id == target).values(rows=segment.c.rows + moved))
+
+
+def _move_blocks(conn: Connection, target: int, sources: Sequence[int], lo: int, hi: int | None) -> None:
+    """move_postings on PostgreSQL: take the sources' blocks of the range's buckets, put their
+    rows in the range into `target` and the rest (edge buckets) back into their source."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    olds = ", ".join(str(int(s)) for s in sources)
+    rng = f"bucket >= {int(lo) >> blocks.SHIFT}" + (
+        f" AND bucket <= {(int(hi) - 1) >> blocks.SHIFT}" if hi is not None else ""
+    )
+    moved = 0
+    for table in ("ngram", "band"):
+        with raw.cursor(binary=True) as cur:
+            sql = f"DELETE FROM {table}_block WHERE seg IN ({olds}) AND {rng} RETURNING seg, data"
+            taken = cur.execute(sql).fetchall()
+        into: list[np.ndarray] = []
+        for src in sources:
+            rec = blocks.decode(table, (d for s, d in taken if s == src))
+            inside = (rec["key"] >= lo) & ((rec["key"] < hi) if hi is not None else True)
+            _insert_blocks(conn, table, int(src), blocks.in_order(rec[~inside]))
+            into.append(rec[inside])
+            n = int(inside.sum())
+            conn.execute(update(segment).where(segment.c.id == src).values(rows=segment.c.rows - n))
+            moved += n
+        _insert_blocks(conn, table, target, blocks.in_order(np.concatenate(into)))
+    conn.execute(update(segment).where(segment.c.id == target).values(rows=segment.c.rows + moved))
+
+
+def finish_merge(conn: Connection, target: int, sources: Sequence[int]) -> None:
+    """Drop the emptied source segments; the target takes new rows and merges again."""
+    conn.execute(delete(segment).where(segment.c.id.in_(sources)))
+    conn.execute(update(segment).where(segment.c.id == target).values(merging_into=None))
+
+
+def segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int]:
+    """Ids of the posting segments of the given corpora (or all)."""
+    q = select(segment.c.id).order_by(segment.c.id)
+    if corpus_ids is not None:
+        q = q.where(segment.c.corpus_id.in_(corpus_ids))
+    return [int(s) for s in conn.execute(q).scalars()]
+
+
+# ---------------------------------------------------------------- look-ups for scoring
+
+_IN_BATCH = {"sqlite": 900, "postgresql": 50_000}
+_KEYS_BATCH = {"sqlite": 8_000, "postgresql": 50_000}  # at most; SQLite's own limit may be lower
+
+
+_COUNT = object()  # a column of _lookup: count(*)
+
+
+def _lookup(
+    conn: Connection,
+    columns: Sequence[Any],
+    key: Any,
+    keys: Sequence[int],
+    corpus_ids: Sequence[int] | None,
+    group: bool = False,
+) -> list[Any]:
+    """Rows of `columns` (of key's table) whose `key` is in `keys` (de-duplicated, sorted,
+    batched), in the segments of the given corpora (or all): one index range per (segment, key).
+
+    Written as driver SQL, not a SQLAlchemy select: a scan sends hundreds of these, and compiling
+    an expanding IN of thousands of values cost more than running it (bench/scan_speed.py)."""
+    segs = segments(conn, corpus_ids)
+    if not segs:
+        return []
+    quote = conn.dialect.identifier_preparer.quote
+    table = quote(key.table.name)
+    cols = ", ".join("count(*)" if c is _COUNT else quote(c.name) for c in columns)
+    k = quote(key.name)
+    head = f"SELECT {cols} FROM {table} WHERE seg IN ({','.join(str(int(s)) for s in segs)}) AND {k}"
+    tail = f" GROUP BY {k}" if group else ""
+    pg = db.dialect(conn) == "postgresql"
+    rows: list[Any] = []
+    batch = _KEYS_BATCH["postgresql"] if pg else min(_KEYS_BATCH["sqlite"], db.sqlite_variables(conn))
+    for chunk in db.chunks(sorted(set(keys)), batch):
+        if pg:
+            rows.extend(conn.exec_driver_sql(f"{head} = ANY(%s::bigint[]){tail}", (list(chunk),)).fetchall())
+        else:
+            marks = ",".join("?" * len(chunk))
+            rows.extend(conn.exec_driver_sql(f"{head} IN ({marks}){tail}", tuple(chunk)).fetchall())
+    return rows
+
+
+def _lookup_blocks(conn: Connection, table: str, keys: Sequence[int], corpus_ids: Sequence[int] | None) -> np.ndarray:
+    """PostgreSQL: the records (key, doc[, win]) whose key is in `keys`, in the segments of the
+    given corpora (or all), sorted by key, then doc[, then win]: the blocks of the keys' buckets,
+    filtered to the keys asked for (app.store.blocks)."""
+    segs = segments(conn, corpus_ids)
+    want = np.unique(np.asarray(keys, dtype=np.int64))
+    if not segs or not len(want):
+        return np.empty(0, dtype=blocks.RECORDS[table])
+    rec = _fetch_blocks(conn, table, segs, np.unique(blocks.buckets(want)).tolist())
+    return blocks.in_order(rec[np.isin(rec["key"], want)])
+
+
+def ngram_df(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, int]:
+    """hash -> number of documents (of the given corpora, or all) holding it; absent if none."""
+    if db.dialect(conn) == "postgresql":
+        found, counts = np.unique(_lookup_blocks(conn, "ngram", hashes, corpus_ids)["key"], return_counts=True)
+        return dict(zip(found.tolist(), counts.tolist(), strict=True))
+    rows = _lookup(conn, (ngram.c.hash, _COUNT), ngram.c.hash, hashes, corpus_ids, group=True)
+    return {int(h): int(c) for h, c in rows}
+
+
+def ngram_postings(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, list[int]]:
+    """hash -> documents holding it (call only for hashes known to be rare)."""
+    out: dict[int, list[int]] = {}
+    if db.dialect(conn) == "postgresql":
+        rows: Iterable[Any] = _lookup_blocks(conn, "ngram", hashes, corpus_ids).tolist()
+    else:
+        rows = _lookup(conn, (ngram.c.hash, ngram.c.doc_id), ngram.c.hash, hashes, corpus_ids)
+    for h, d in rows:
+        out.setdefault(int(h), []).append(int(d))
+    return out
+
+
+def band_hits(
+    conn: Connection, keys: Sequence[int], corpus_ids: Sequence[int] | None, max_per_key: int = 50
+) -> dict[int, list[tuple[int, int]]]:
+    """band key -> [(document, window)], dropping keys shared by more than max_per_key windows
+    (a band value that common is boilerplate, not a near duplicate)."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    if db.dialect(conn) == "postgresql":
+        rows: Iterable[Any] = _lookup_blocks(conn, "band", keys, corpus_ids).tolist()
+    else:
+        rows = _lookup(conn, (band.c.key, band.c.doc_id, band.c.win), band.c.key, keys, corpus_ids)
+    for k, d, w in rows:
+        out.setdefault(int(k), []).append((int(d), int(w)))
+    return {k: v for k, v in out.items() if len(v) <= max_per_key}
+
+
+def documents_meta(conn: Connection, doc_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    size = _IN_BATCH.get(db.dialect(conn), 900)
+    for chunk in db.chunks(sorted(set(doc_ids)), size):
+        q = (
+            select(
+                document.c.id,
+                document.c.external_id,
+                document.c.position,
+                document.c.n_tokens,
+                document.c.text,
+                corpus.c.name.label("corpus"),
+                corpus_file.c.path.label("source_file"),
+            )
+            .join(corpus, corpus.c.id == document.c.corpus_id)
+            .join(corpus_file, corpus_file.c.id == document.c.file_id)
+            .where(document.c.id.in_(chunk))
+        )
+        for row in conn.execute(q).mappings():
+            out[int(row["id"])] = dict(row)
+    return out

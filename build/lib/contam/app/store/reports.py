@@ -1,0 +1,174 @@
+"""Report and report-item repository (never commits)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import zstandard
+from sqlalchemy import and_, delete, func, insert, select, true, update
+from sqlalchemy.engine import Connection
+
+from contam.app.store.repo import now
+from contam.app.store.schema import report, report_item
+
+NAME_CHARS: int = report.c.name.type.length  # type: ignore[attr-defined]
+REPORT_COLUMNS = [c for c in report.c if c.name != "upload"]
+SORTS = {
+    "score": report_item.c.score,
+    "row": report_item.c.idx,
+    "item_id": report_item.c.item_id,
+    "status": report_item.c.status,
+}
+
+
+JSON_COLUMNS = ("corpora", "mapping", "thresholds", "config", "summary")  # stored as JSON text
+
+
+def _encode(values: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: json.dumps(v, sort_keys=k == "config") if k in JSON_COLUMNS and v is not None else v
+        for k, v in values.items()
+    }
+
+
+def create(conn: Connection, values: dict[str, Any]) -> None:
+    """A new report; `values` hold its columns, JSON columns as Python values and `upload` as
+    the benchmark file's bytes (kept zstd-compressed)."""
+    values = {**_encode(values), "upload": zstandard.ZstdCompressor(level=3).compress(values["upload"])}
+    conn.execute(insert(report).values(**values, created_at=now(), done_items=0))
+
+
+def corpora_in_use(conn: Connection) -> set[str]:
+    """The corpora of reports that are queued or running (their jobs read those corpora)."""
+    rows = conn.execute(select(report.c.corpora).where(report.c.status.in_(("queued", "running")))).scalars()
+    return {name for names in rows for name in json.loads(names)}
+
+
+def _decode(row: Any) -> dict[str, Any]:
+    d = dict(row)
+    for k in JSON_COLUMNS:
+        if d.get(k) is not None:
+            d[k] = json.loads(d[k])
+    return d
+
+
+def get(conn: Connection, report_id: str) -> dict[str, Any] | None:
+    row = conn.execute(select(*REPORT_COLUMNS).where(report.c.id == report_id)).mappings().first()
+    return _decode(row) if row else None
+
+
+def upload(conn: Connection, report_id: str) -> bytes | None:
+    """The benchmark file a report was made from, as uploaded."""
+    blob = conn.execute(select(report.c.upload).where(report.c.id == report_id)).scalar_one_or_none()
+    return None if blob is None else zstandard.ZstdDecompressor().decompress(blob, max_output_size=1 << 34)
+
+
+def list_all(conn: Connection, limit: int = 100, offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
+    total = conn.execute(select(func.count()).select_from(report)).scalar_one()
+    rows = conn.execute(
+        select(*REPORT_COLUMNS).order_by(report.c.created_at.desc(), report.c.id).limit(limit).offset(offset)
+    ).mappings()
+    return int(total), [_decode(r) for r in rows]
+
+
+def with_status(conn: Connection, statuses: Sequence[str]) -> list[str]:
+    return list(conn.execute(select(report.c.id).where(report.c.status.in_(statuses))).scalars())
+
+
+def set_status(conn: Connection, report_id: str, status: str, **values: Any) -> bool:
+    """Whether the report is still there to take it (a deleted one is not)."""
+    values = _encode(values)
+    if status in ("done", "failed"):
+        values["finished_at"] = now()
+    return conn.execute(update(report).where(report.c.id == report_id).values(status=status, **values)).rowcount > 0
+
+
+def set_progress(conn: Connection, report_id: str, done: int) -> bool:
+    """Whether the report is still there to take it (a deleted one is not)."""
+    return conn.execute(update(report).where(report.c.id == report_id).values(done_items=done)).rowcount > 0
+
+
+def delete_items(conn: Connection, report_id: str) -> None:
+    conn.execute(delete(report_item).where(report_item.c.report_id == report_id))
+
+
+def delete_report(conn: Connection, report_id: str) -> bool:
+    conn.execute(delete(report_item).where(report_item.c.report_id == report_id))
+    return conn.execute(delete(report).where(report.c.id == report_id)).rowcount > 0
+
+
+def insert_items(conn: Connection, report_id: str, rows: list[dict[str, Any]]) -> None:
+    """Item rows; each row's `data` (the item's full result, a dict) is stored as JSON."""
+    if rows:
+        conn.execute(insert(report_item), [{"report_id": report_id, **r, "data": json.dumps(r["data"])} for r in rows])
+
+
+def query_items(
+    conn: Connection,
+    report_id: str | None,
+    *,
+    status: Sequence[str] | None = None,
+    min_score: float | None = None,
+    role: str | None = None,
+    corpus: str | None = None,
+    q: str | None = None,
+    sort: str = "score",
+    descending: bool = True,
+    limit: int = 50,
+    offset: int = 0,
+) -> tuple[int, list[dict[str, Any]]]:
+    """Items matching the filters (one report, or all when report_id is None), with the total."""
+    conds = []
+    if report_id is not None:
+        conds.append(report_item.c.report_id == report_id)
+    if status:
+        conds.append(report_item.c.status.in_(list(status)))
+    if min_score is not None:
+        conds.append(report_item.c.score >= min_score)
+    if role:
+        conds.append(report_item.c.roles_found.contains(f",{role},", autoescape=True))
+    if corpus:
+        conds.append(report_item.c.corpora_found.contains(f",{corpus},", autoescape=True))
+    if q:
+        conds.append(func.lower(report_item.c.text).contains(q.lower(), autoescape=True))
+    where = and_(true(), *conds)
+    total = conn.execute(select(func.count()).select_from(report_item).where(where)).scalar_one()
+    col = SORTS.get(sort, report_item.c.score)
+    order = [col.desc() if descending else col.asc(), report_item.c.report_id, report_item.c.idx]
+    rows = conn.execute(
+        select(report_item, report.c.name.label("report_name"))
+        .join(report, report.c.id == report_item.c.report_id)
+        .where(where)
+        .order_by(*order)
+        .limit(limit)
+        .offset(offset)
+    ).mappings()
+    return int(total), [_item(r) for r in rows]
+
+
+def _item(row: Any) -> dict[str, Any]:
+    d = dict(row)
+    data = json.loads(d.pop("data"))
+    d.pop("roles_found", None)
+    d.pop("corpora_found", None)
+    return {**d, **data}
+
+
+def get_item(conn: Connection, report_id: str, item_id: str) -> dict[str, Any] | None:
+    row = (
+        conn.execute(
+            select(report_item, report.c.name.label("report_name"))
+            .join(report, report.c.id == report_item.c.report_id)
+            .where(report_item.c.report_id == report_id, report_item.c.item_id == item_id)
+        )
+        .mappings()
+        .first()
+    )
+    return _item(row) if row else None
+
+
+def statuses_by_idx(conn: Connection, report_id: str) -> dict[int, str]:
+    rows = conn.execute(select(report_item.c.idx, report_item.c.status).where(report_item.c.report_id == report_id))
+    return {int(i): s for i, s in rows.all()}

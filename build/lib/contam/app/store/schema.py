@@ -1,0 +1,184 @@
+"""Tables. Schema changes go through Alembic (migrations/); a test checks they match this file.
+
+Hashes are stored as signed 64-bit integers (SQLite INTEGER, PostgreSQL BIGINT): the
+signatures module converts uint64 to int64 bit for bit.
+The two posting tables are keyed on (segment, hash, document) and, on SQLite, WITHOUT ROWID:
+one B-tree, about 20 bytes a row. A segment is a run of one corpus's postings that is only
+appended to until it holds `segment_rows` rows, then a new one starts: a bulk insert touches
+only the newest segment's pages, so the insert rate does not fall as the index outgrows the
+page cache (README, "How postings are stored"). A look-up by hash is one range scan per segment of the
+corpora asked for.
+On PostgreSQL, where a row costs a 24-byte header and a B-tree entry, the same postings go into
+ngram_block and band_block instead, about 20 to a row (app.store.blocks); ngram and band stay empty.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    Sequence,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+metadata = MetaData(naming_convention=NAMING)
+
+corpus = Table(
+    "corpus",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("fingerprint", String(32), nullable=False),
+    Column("config", Text, nullable=False),
+    Column("store_text", Boolean, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+corpus_file = Table(
+    "corpus_file",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("corpus_id", Integer, ForeignKey("corpus.id", ondelete="CASCADE"), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("content_hash", String(32), nullable=False),
+    Column("status", String(16), nullable=False),  # done | failed
+    Column("error", Text),
+    Column("n_docs", Integer, nullable=False, default=0),
+    Column("n_tokens", BigInteger, nullable=False, default=0),
+    Column("n_ngrams", BigInteger, nullable=False, default=0),
+    Column("n_windows", BigInteger, nullable=False, default=0),
+    Column("skipped", Text, nullable=False, default="{}"),
+    Column("seconds", Float, nullable=False, default=0.0),
+    Column("indexed_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("corpus_id", "content_hash", name="uq_corpus_file_corpus_id_content_hash"),
+)
+
+document = Table(
+    "document",
+    metadata,
+    # Ids come in blocks from allocate_doc_ids: max+1 under SQLite's write lock, a sequence on
+    # PostgreSQL so that indexers on several machines never collide.
+    Column("id", Integer, Sequence("document_id_seq"), primary_key=True, autoincrement=False),
+    Column("corpus_id", Integer, ForeignKey("corpus.id", ondelete="CASCADE"), nullable=False),
+    Column("file_id", Integer, ForeignKey("corpus_file.id", ondelete="CASCADE"), nullable=False),
+    Column("external_id", Text, nullable=False),
+    Column("position", BigInteger, nullable=False),  # line number, row number, or 0 for a .txt file
+    Column("n_chars", Integer, nullable=False),
+    Column("n_tokens", Integer, nullable=False),
+    Column("text_hash", BigInteger, nullable=False),
+    Column("text", LargeBinary),  # zstd-compressed UTF-8, or NULL when only the pointer is kept
+    Index("ix_document_file_id", "file_id"),
+    Index("ix_document_corpus_id_text_hash", "corpus_id", "text_hash"),
+)
+
+segment = Table(
+    "segment",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("corpus_id", Integer, ForeignKey("corpus.id", ondelete="CASCADE"), nullable=False),
+    Column("rows", BigInteger, nullable=False),  # n-gram plus band rows
+    # Set while a merge moves rows: on the segments being emptied, the id of the one being
+    # filled; on that one, its own id. Neither takes new rows nor joins another merge.
+    Column("merging_into", Integer),
+    Index("ix_segment_corpus_id", "corpus_id"),
+)
+
+ngram = Table(
+    "ngram",
+    metadata,
+    Column("seg", Integer, nullable=False),
+    Column("hash", BigInteger, nullable=False),
+    Column("doc_id", Integer, nullable=False),
+    PrimaryKeyConstraint("seg", "hash", "doc_id", name="pk_ngram"),
+    sqlite_with_rowid=False,
+)
+
+band = Table(
+    "band",
+    metadata,
+    Column("seg", Integer, nullable=False),
+    Column("key", BigInteger, nullable=False),
+    Column("doc_id", Integer, nullable=False),
+    Column("win", Integer, nullable=False),
+    PrimaryKeyConstraint("seg", "key", "doc_id", "win", name="pk_band"),
+    sqlite_with_rowid=False,
+)
+
+# PostgreSQL's posting tables: a segment's postings in blocks of about 20, one row per block
+# (app.store.blocks says why and how). SQLite leaves them empty.
+ngram_block = Table(
+    "ngram_block",
+    metadata,
+    Column("seg", Integer, nullable=False),
+    Column("bucket", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),  # packed (key int64, doc int32) records, sorted
+    Index("ix_ngram_block_seg_bucket", "seg", "bucket", postgresql_with={"fillfactor": 100}),
+)
+
+band_block = Table(
+    "band_block",
+    metadata,
+    Column("seg", Integer, nullable=False),
+    Column("bucket", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),  # packed (key int64, doc int32, win int32) records
+    Index("ix_band_block_seg_bucket", "seg", "bucket", postgresql_with={"fillfactor": 100}),
+)
+
+report = Table(
+    "report",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("name", String(200), nullable=False),
+    Column("filename", Text, nullable=False),
+    Column("file_hash", String(64), nullable=False),
+    Column("status", String(16), nullable=False),  # queued | running | done | failed
+    Column("error", Text),
+    Column("total_items", Integer, nullable=False),
+    Column("done_items", Integer, nullable=False),
+    Column("corpora", Text, nullable=False),  # JSON list of names
+    Column("mapping", Text, nullable=False),  # JSON role -> field
+    Column("thresholds", Text, nullable=False),  # JSON
+    Column("fingerprint", String(32), nullable=False),
+    Column("config", Text, nullable=False),  # JSON signature settings
+    Column("software_version", String(32), nullable=False),
+    Column("summary", Text),  # JSON, when done
+    Column("upload", LargeBinary, nullable=False),  # zstd of the uploaded file, for re-runs and the clean subset
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True)),
+)
+
+report_item = Table(
+    "report_item",
+    metadata,
+    Column("report_id", String(32), ForeignKey("report.id", ondelete="CASCADE"), nullable=False),
+    Column("idx", Integer, nullable=False),
+    Column("item_id", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("score", Float, nullable=False),
+    Column("text", Text, nullable=False),  # the item as shown, for text search
+    Column("roles_found", String(64), nullable=False),  # e.g. ",question,answer," for field filters
+    Column("corpora_found", Text, nullable=False),  # e.g. ",web,books,"
+    Column("data", Text, nullable=False),  # JSON: metrics, fields, evidence
+    PrimaryKeyConstraint("report_id", "idx", name="pk_report_item"),
+    Index("ix_report_item_report_id_status", "report_id", "status"),
+)

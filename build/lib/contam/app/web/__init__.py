@@ -1,0 +1,1 @@
+"""Server-rendered dashboard (Jinja2), calling the same services as the JSON API."""

@@ -1,0 +1,60 @@
+"""Domain errors -> dashboard pages, in one place: the table below, applied to every page by
+PageRoute, so no page answers 500 for an error the user can act on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import Request, Response
+from fastapi.responses import RedirectResponse
+from fastapi.routing import APIRoute
+from sqlalchemy.exc import OperationalError
+
+from contam.app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict, UnavailableError
+from contam.app.services.database import unavailable_reason
+from contam.app.web.rendering import render
+
+# The nearest class in an error's ancestry decides: (HTTP status, page title).
+PAGES: dict[type[ContamError], tuple[int, str]] = {
+    NotFoundError: (404, "Not found"),
+    SettingsConflict: (409, "Settings conflict"),
+    InputError: (422, "Not accepted"),
+    ConfigError: (422, "Not accepted"),
+    UnavailableError: (503, "Database unavailable"),
+}
+OTHER = (400, "Cannot do that")
+
+
+class LoginRequired(Exception):
+    """Raised by the sign-in dependency; the page answers with a redirect to /login."""
+
+
+def page_status(exc: ContamError) -> tuple[int, str]:
+    return next((PAGES[c] for c in type(exc).__mro__ if c in PAGES), OTHER)
+
+
+def error_page(request: Request, exc: ContamError) -> Response:
+    code, title = page_status(exc)
+    return render(request, "error.html", code, title=title, message=exc.message)
+
+
+class PageRoute(APIRoute):
+    """A dashboard route: domain errors become an error page, a missing sign-in a redirect."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def page(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except LoginRequired:
+                return RedirectResponse(f"/login?{urlencode({'next': request.url.path})}", status_code=303)
+            except ContamError as exc:
+                return error_page(request, exc)
+            except OperationalError as exc:  # the database is away: say so, never a 500
+                reason = f"the database is unavailable; try again shortly ({unavailable_reason(exc)})"
+                return error_page(request, UnavailableError(reason))
+
+        return page

@@ -1,0 +1,258 @@
+"""Dashboard pages. Thin: read the query, call a service, render a template."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from contam.app.api.deps import (
+    SIGN_IN_COOKIE,
+    CorpusServiceDep,
+    ReportServiceDep,
+    SessionsDep,
+    SettingsDep,
+    has_sign_in,
+)
+from contam.app.api.schemas import MAX_PAGE
+from contam.app.core.scoring import shared_spans, split_marked
+from contam.app.core.types import Status
+from contam.app.errors import ContamError, InputError
+from contam.app.web.errors import LoginRequired, PageRoute, page_status
+from contam.app.web.rendering import STATIC_URL, STATUSES, render, static_files
+
+__all__ = ["STATIC_URL", "router", "static_files"]
+
+COOKIE = SIGN_IN_COOKIE  # a token signed by the server (Sessions), never the key itself
+FLAGGED = [s for s in Status if s.flagged]
+REPORTS_PER_PAGE = 50
+ITEMS_PER_PAGE = 25
+
+
+def require_login(request: Request, settings: SettingsDep) -> None:
+    keys = settings.key_set()
+    if keys and not has_sign_in(request, keys):
+        raise LoginRequired()
+
+
+public = APIRouter(route_class=PageRoute)
+signed_in = APIRouter(route_class=PageRoute, dependencies=[Depends(require_login)])
+
+
+@public.get("/login")
+def login_form(request: Request, next: str = "/") -> HTMLResponse:
+    return render(request, "login.html", next=next, failed=False)
+
+
+@public.post("/login")
+def login(
+    request: Request,
+    settings: SettingsDep,
+    sessions: SessionsDep,
+    key: Annotated[str, Form()],
+    next: Annotated[str, Form()] = "/",
+) -> Response:
+    if not sessions.valid(sessions.token(key), settings.key_set()):
+        return render(request, "login.html", 401, next=next, failed=True)
+    target = next if next.startswith("/") and not next.startswith("//") else "/"
+    resp = RedirectResponse(target, status_code=303)
+    secure = request.url.scheme == "https"  # behind a TLS proxy: uvicorn's --proxy-headers sets it
+    resp.set_cookie(COOKIE, sessions.token(key), httponly=True, samesite="lax", secure=secure)
+    return resp
+
+
+@signed_in.get("/")
+def reports_page(
+    request: Request, svc: ReportServiceDep, page_no: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1
+) -> HTMLResponse:
+    total, reports = svc.list_reports(REPORTS_PER_PAGE, (page_no - 1) * REPORTS_PER_PAGE)
+    pages = max(1, math.ceil(total / REPORTS_PER_PAGE))
+    return render(request, "reports.html", reports=reports, total=total, page=page_no, pages=pages)
+
+
+@signed_in.get("/reports/{report_id}")
+def report_page(request: Request, report_id: str, svc: ReportServiceDep) -> HTMLResponse:
+    rep = svc.get(report_id)
+    return render(request, "report.html", r=rep, labels=_chart_labels(rep))
+
+
+def _chart_labels(rep: dict[str, Any]) -> dict[str, list[Any]]:
+    """Axis labels for the report charts (the counts come from the stored summary)."""
+    s = rep.get("summary") or {}
+    hist = s.get("histograms") or {}
+    cov = hist.get("own_coverage", {}).get("edges", [])
+    longest = hist.get("longest_match", {}).get("edges", [])
+    return {
+        "statuses": [st.replace("_", " ") for st in STATUSES],
+        "status_counts": [s.get("counts", {}).get(st, 0) for st in STATUSES],
+        "coverage": [f"{a:.0%}–{b:.0%}" for a, b in zip(cov, cov[1:], strict=False)],
+        "longest": [f"{a}–{b - 1}" for a, b in zip(longest, longest[1:], strict=False)] + [f"{longest[-1]}+"]
+        if longest
+        else [],
+    }
+
+
+def _min_score(value: str | None) -> float | None:
+    """The filter form sends an empty string for no minimum."""
+    if value in (None, ""):
+        return None
+    try:
+        score = float(value)
+    except ValueError:
+        score = math.nan
+    if not 0 <= score <= 1:  # also NaN
+        raise InputError(f"minimum score must be a number between 0 and 1, not {value!r}")
+    return score
+
+
+@signed_in.get("/items")
+def items_page(
+    request: Request,
+    svc: ReportServiceDep,
+    corpora: CorpusServiceDep,
+    report: str | None = None,
+    status: Annotated[list[str] | None, Query()] = None,
+    corpus: str | None = None,
+    field: str | None = None,
+    q: str | None = None,
+    min_score: str | None = None,
+    sort: Annotated[str, Query(pattern="^(score|row|item_id|status)$")] = "score",
+    order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
+    page_no: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
+) -> HTMLResponse:
+    statuses = [s for s in (status or FLAGGED) if s in STATUSES]
+    total, items = svc.items(
+        report or None,
+        status=statuses,
+        min_score=_min_score(min_score),
+        role=field or None,
+        corpus=corpus or None,
+        q=q or None,
+        sort=sort,
+        descending=order == "desc",
+        limit=ITEMS_PER_PAGE,
+        offset=(page_no - 1) * ITEMS_PER_PAGE,
+    )
+    _, reports = svc.list_reports(1000, 0)
+    params = {"report": report or "", "status": statuses, "corpus": corpus or "", "field": field or ""}
+    params |= {"q": q or "", "min_score": min_score or "", "sort": sort, "order": order}
+
+    def link(**over: Any) -> str:
+        merged = {**params, **over}
+        return "/items?" + urlencode({k: v for k, v in merged.items() if v not in ("", None, [])}, doseq=True)
+
+    pages = max(1, math.ceil(total / ITEMS_PER_PAGE))
+    return render(
+        request,
+        "items.html",
+        items=items,
+        total=total,
+        page=page_no,
+        pages=pages,
+        f=params,
+        reports=reports,
+        corpora=corpora.names(),
+        link=link,
+    )
+
+
+@signed_in.get("/reports/{report_id}/items/{item_id:path}")
+def item_page(request: Request, report_id: str, item_id: str, svc: ReportServiceDep) -> HTMLResponse:
+    rep = svc.get(report_id)
+    it = svc.item(report_id, item_id)
+    return render(request, "item.html", r=rep, it=it, **_highlighted(it))
+
+
+def _marked(text: str, spans: Any) -> list[tuple[str, bool]]:
+    """split_marked, with a highlight kept whole across the underscores that join a name
+    (`has_close_elements` is one highlight, not three with bare underscores between)."""
+    merged: list[tuple[str, bool]] = []
+    for piece, hit in split_marked(text, spans):
+        if merged and merged[-1][1] and (hit or not piece.strip("_")):
+            merged[-1] = (merged[-1][0] + piece, True)
+        else:
+            merged.append((piece, hit))
+    out: list[tuple[str, bool]] = []
+    for piece, hit in merged:  # underscores a highlight took in at its end are plain text again
+        core = piece.rstrip("_") if hit else piece
+        if hit and core and core != piece:
+            out += [(core, True), (piece[len(core) :], False)]
+        elif out and not hit and not out[-1][1]:
+            out[-1] = (out[-1][0] + piece, False)
+        else:
+            out.append((piece, hit))
+    return out
+
+
+def _highlighted(it: dict[str, Any]) -> dict[str, Any]:
+    """The item's fields and its evidence cut into (text, highlighted) pieces: on the training
+    text the matched spans, on the item what it shares with the evidence shown."""
+    fields = it.get("item") or {}
+    evidence = [{**ev, "pieces": _marked(ev["excerpt"], ev["highlights"])} for ev in it["evidence"]]
+    joined = " ".join(e["excerpt"] for e in it["evidence"])
+    item_fields = [
+        (role, _marked(text, shared_spans(text, joined)))
+        for role in ("passage", "question", "answer")
+        if (text := fields.get(role) or "")
+    ]
+    choices = [_marked(c, shared_spans(c, joined)) for c in fields.get("choices") or []]
+    return {"item_fields": item_fields, "choices": choices, "evidence": evidence}
+
+
+@signed_in.get("/corpora")
+def corpora_page(request: Request, corpora: CorpusServiceDep) -> HTMLResponse:
+    return render(request, "corpora.html", corpora=corpora.overview())
+
+
+@signed_in.get("/corpora/{name}/delete")
+def corpus_delete_form(request: Request, name: str, corpora: CorpusServiceDep) -> HTMLResponse:
+    """The confirmation: what deleting the corpus removes."""
+    return render(request, "corpus_delete.html", health=corpora.health(name), error=None)
+
+
+@signed_in.post("/corpora/{name}/delete")
+def corpus_delete(request: Request, name: str, corpora: CorpusServiceDep) -> Response:
+    try:
+        corpora.delete(name)
+    except ContamError as exc:  # the confirmation again, with the reason (a job uses the corpus)
+        code, _title = page_status(exc)
+        return render(request, "corpus_delete.html", code, health=corpora.health(name), error=exc.message)
+    return RedirectResponse("/corpora", status_code=303)
+
+
+@signed_in.get("/upload")
+def upload_form(request: Request, corpora: CorpusServiceDep) -> HTMLResponse:
+    return render(request, "upload.html", corpora=corpora.names(), error=None)
+
+
+@signed_in.post("/upload")
+def upload(
+    request: Request,
+    svc: ReportServiceDep,
+    corpora_svc: CorpusServiceDep,
+    file: Annotated[UploadFile, File()],
+    name: Annotated[str, Form()] = "",
+    corpora: Annotated[list[str] | None, Form()] = None,
+    question: Annotated[str, Form()] = "",
+    passage: Annotated[str, Form()] = "",
+    choices: Annotated[str, Form()] = "",
+    answer: Annotated[str, Form()] = "",
+    id_field: Annotated[str, Form(alias="id")] = "",
+) -> Response:
+    given = {"question": question, "passage": passage, "choices": choices, "answer": answer, "id": id_field}
+    mapping = {k: v.strip() for k, v in given.items() if v.strip()}
+    data = file.file.read(svc.max_upload + 1)
+    try:
+        rid = svc.submit(data, file.filename or "upload.jsonl", name or None, mapping or None, corpora or None)
+    except ContamError as exc:  # the form again, with the reason
+        code, _title = page_status(exc)
+        return render(request, "upload.html", code, corpora=corpora_svc.names(), error=exc.message)
+    return RedirectResponse(f"/reports/{rid}", status_code=303)
+
+
+router = APIRouter(include_in_schema=False)
+router.include_router(public)
+router.include_router(signed_in)

@@ -1,0 +1,146 @@
+"""The `contam` command: app/cli.py's service commands plus the batch job's (index, demo).
+
+It lives here, above both, because the indexer imports app and app must not import the
+indexer. Thin like the rest: parse options, run the job, print its summary."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from contam.app import cli as service_cli
+from contam.app.cli import ContamGroup, DbOpt, database_url
+from contam.app.core.config import SignatureConfig
+from contam.app.services.database import open_database
+from contam.app.settings import get_settings
+from contam.indexer.demo import run_demo
+from contam.indexer.job import IndexJob
+from contam.indexer.options import IndexOptions, index_options
+from contam.indexer.progress import BarProgress, LogProgress, NoProgress
+
+SIG = SignatureConfig()  # the defaults the options show
+OPTS = IndexOptions()
+
+app = typer.Typer(
+    cls=ContamGroup, callback=service_cli.options, no_args_is_help=True, add_completion=False, rich_markup_mode=None
+)
+
+
+def _progress(mode: str) -> NoProgress:
+    if mode == "auto":
+        mode = "bar" if sys.stderr.isatty() else "log"
+    return BarProgress() if mode == "bar" else LogProgress() if mode == "log" else NoProgress()
+
+
+# The options whose help names their environment variable and default.
+WorkersOpt = Annotated[int, typer.Option(help="worker processes (0: one per core) [CONTAM_WORKERS: 0]")]
+BatchSizeOpt = Annotated[
+    int | None, typer.Option(help=f"documents per worker batch [CONTAM_BATCH_SIZE: {OPTS.batch_size}]")
+]
+CommitMbOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="commit after this many MiB of text; small files share a transaction; 0: after each file "
+        f"[CONTAM_COMMIT_MB: {OPTS.commit_bytes >> 20}]"
+    ),
+]
+SegmentRowsOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="posting rows per index segment: larger means faster look-ups, smaller faster inserts "
+        f"[CONTAM_SEGMENT_ROWS: {OPTS.segment_rows}]"
+    ),
+]
+MergeFanoutOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="merge this many segments of one size into one, so look-ups visit few; 0: never "
+        f"[CONTAM_MERGE_FANOUT: {OPTS.merge_fanout}]"
+    ),
+]
+
+
+@app.command("index")
+def index(
+    paths: Annotated[list[Path], typer.Argument(help="corpus files or directories (recursive)")],
+    corpus: Annotated[str, typer.Option("--corpus", help="corpus name")],
+    text_field: str = OPTS.text_field,
+    id_field: str = OPTS.id_field,
+    limit: Annotated[int | None, typer.Option(help="at most this many documents per file")] = OPTS.limit,
+    workers: WorkersOpt = 0,
+    batch_size: BatchSizeOpt = None,
+    ngram: Annotated[int, typer.Option(help="words per exact-channel n-gram")] = SIG.ngram_n,
+    sample: Annotated[int, typer.Option(help="keep n-grams with hash %% SAMPLE == 0 (1: all)")] = SIG.sample_mod,
+    window: Annotated[int, typer.Option(help="near-channel window, tokens")] = SIG.window,
+    stride: Annotated[int, typer.Option(help="near-channel window stride, tokens")] = SIG.stride,
+    shingle: Annotated[int, typer.Option(help="words per MinHash shingle")] = SIG.shingle,
+    num_perm: Annotated[int, typer.Option(help="MinHash permutations")] = SIG.num_perm,
+    bands: Annotated[int, typer.Option(help="LSH bands")] = SIG.bands,
+    seed: Annotated[int, typer.Option(help="MinHash seed")] = SIG.seed,
+    store_text: Annotated[
+        bool, typer.Option(help="keep document text (else a pointer into the file)")
+    ] = OPTS.store_text,
+    commit_mb: CommitMbOpt = None,
+    segment_rows: SegmentRowsOpt = None,
+    merge_fanout: MergeFanoutOpt = None,
+    progress: Annotated[str, typer.Option(help="auto | bar | log | none")] = "auto",
+    db: DbOpt = None,
+) -> None:
+    """Index corpus files (JSONL, JSONL.gz/.zst, Parquet, .txt) into a named corpus."""
+    cfg = SignatureConfig(
+        ngram_n=ngram, sample_mod=sample, window=window, stride=stride, shingle=shingle, num_perm=num_perm,
+        bands=bands, seed=seed,
+    )  # fmt: skip
+    opts = index_options(
+        get_settings(), workers=workers, batch_size=batch_size, commit_mb=commit_mb, segment_rows=segment_rows,
+        merge_fanout=merge_fanout, text_field=text_field, id_field=id_field, limit=limit, store_text=store_text,
+    )  # fmt: skip
+    engine = open_database(database_url(db))
+    reporter = _progress(progress)
+    try:
+        with IndexJob(engine, corpus, cfg, opts, reporter) as job:
+            summary = job.run(paths)
+    finally:
+        if isinstance(reporter, BarProgress):
+            reporter.close()
+    typer.echo(json.dumps(summary.as_dict(), indent=2))
+    if summary.failed:
+        typer.echo(f"{len(summary.failed)} file(s) failed:", err=True)
+        for f in summary.failed:  # the errors of unreadable files name their path already
+            error = str(f.error)
+            typer.echo("  " + (error if error.startswith(f.path) else f"{f.path}: {error}"), err=True)
+        raise typer.Exit(1)
+
+
+app.add_typer(service_cli.app)  # corpora, scan, serve and db (listed after index and demo)
+
+
+@app.command("demo")
+def demo(db: DbOpt = None, force: bool = False) -> None:
+    """On an empty database: index part of Python's standard library, check HumanEval against it."""
+    settings = get_settings()
+    if not settings.demo and not force:
+        typer.echo("demo disabled (CONTAM_DEMO=false)")
+        return
+    url = database_url(db)
+    typer.echo(run_demo(open_database(url), demo_workdir(url), settings.max_upload_bytes, force))
+
+
+def demo_workdir(url: str) -> Path:
+    """Where the demo corpus is written: beside a SQLite file, else ./data/demo (a PostgreSQL URL
+    is no path: it made a directory named after the URL)."""
+    if url.startswith("sqlite:///") and not url.endswith(":memory:"):
+        return Path(url.removeprefix("sqlite:///")).parent / "demo"
+    return Path("data") / "demo"
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""The indexing batch job: find corpus files, sign documents in worker processes, write them
+from one writer thread, committing files whole and in groups.
+
+Exactly-once: a file is identified by its content hash (xxh3-128) within a corpus. Its
+documents and postings are written in the same transaction that records the file as done
+(with the other files of its group), so a run killed at any moment leaves each file either
+whole or absent, and the next run indexes exactly the files that are missing. A file that
+cannot be read to its end rolls its group back and is recorded as failed with the reason
+(the next run retries it); the group's other files are indexed again in this run.
+
+The pieces: options.py (the knobs), signing.py (the worker side), protocol.py (the queue to
+the writer), writing.py and postings.py (the writer thread), progress.py and summary.py (what
+a run tells); the store is reached only through app.services.indexing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter, deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+import xxhash
+from sqlalchemy import Engine
+
+from contam.app.core.config import SignatureConfig
+from contam.app.errors import CorruptFileError
+from contam.app.readers.corpus import RawDocument, find_files, read_documents, why_no_documents
+from contam.app.services.indexing import file_indexed, forget_failures, open_corpus
+from contam.indexer.options import IndexOptions as IndexOptions  # re-exported: bench/eval.py imports it here
+from contam.indexer.progress import NoProgress, Progress
+from contam.indexer.protocol import Batch, FileEnd, FileStart
+from contam.indexer.signing import SignedBatch, exit_with, sign_batch
+from contam.indexer.summary import FileReport, IndexSummary
+from contam.indexer.writing import Writer
+
+
+def file_identity(path: Path, opts: IndexOptions) -> str:
+    """A file's identity in a corpus: the hash (xxh3-128) of its content and, when they are not
+    the defaults, of the settings that pick its documents (text field, id field, limit), so the
+    same file indexed again with another --text-field is a new file, not "unchanged"."""
+    h = xxhash.xxh3_128()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    extraction = opts.extraction()
+    if extraction != IndexOptions().extraction():  # the default keeps the plain content hash
+        h.update(b"\0" + json.dumps(extraction, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def batches(docs: Iterator[RawDocument], opts: IndexOptions) -> Iterator[list[RawDocument]]:
+    """Documents in batches of `batch_size` documents or `batch_bytes` of text, whichever is first."""
+    batch: list[RawDocument] = []
+    size = 0
+    for d in docs:
+        batch.append(d)
+        size += len(d.text)
+        if len(batch) >= opts.batch_size or size >= opts.batch_bytes:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+class IndexJob:
+    """Index files into one corpus. Use as a context manager (it owns the worker pool)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        corpus: str,
+        cfg: SignatureConfig,
+        opts: IndexOptions,
+        progress: Progress | None = None,
+    ) -> None:
+        self.engine, self.corpus, self.cfg, self.opts = engine, corpus, cfg, opts
+        self.progress = progress or NoProgress()
+        self.pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> IndexJob:
+        if self.opts.workers > 1:
+            self.pool = ProcessPoolExecutor(
+                self.opts.workers, get_context("forkserver"), initializer=exit_with, initargs=(os.getpid(),)
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def run(self, paths: list[Path]) -> IndexSummary:
+        """Index the corpus files under `paths` (files and directories, recursive)."""
+        t0 = time.perf_counter()
+        files = find_files(paths)
+        self.progress.run_started(files)
+        corpus_id = open_corpus(self.engine, self.corpus, self.cfg, self.opts.store_text)
+        writer = Writer(self.engine, corpus_id, self.opts, self.cfg.bands, self.progress, max(4, 3 * self.opts.workers))
+        writer.start()
+        unchanged: list[FileReport] = []
+        self._forget: list[str] = []  # unchanged files whose failed records of other runs go
+        queued: set[str] = set()
+        pending = deque(files)
+        try:
+            while pending:
+                path = pending.popleft()
+                self._send(path, writer, corpus_id, queued, unchanged)
+                if not pending:  # files rolled back with a corrupt one go round again
+                    for again in writer.sync():
+                        queued.discard(again.content_hash)
+                        pending.append(again.path)
+        except BaseException:
+            writer.abort.set()
+            raise
+        finally:
+            writer.inbox.stop()
+            writer.join()
+        if writer.error is not None:
+            raise writer.error
+        # Not from _send: on SQLite this process's own writer may hold the write lock with its
+        # group open (a file another indexer committed first), and would wait for the next file.
+        for forgotten in self._forget:
+            forget_failures(self.engine, corpus_id, forgotten)
+        order = {str(p): i for i, p in enumerate(files)}
+        reports = sorted(writer.reports + unchanged, key=lambda r: order[r.path])
+        return IndexSummary(self.corpus, reports, time.perf_counter() - t0)
+
+    def _send(self, path: Path, writer: Writer, corpus_id: int, queued: set[str], unchanged: list[FileReport]) -> None:
+        """Hand one file to the writer (its batches signed by the workers), unless already indexed."""
+        size = path.stat().st_size
+        chash = file_identity(path, self.opts)
+        if chash in queued or file_indexed(self.engine, corpus_id, chash):
+            if chash not in queued:  # forgotten after the writer has stopped (see run)
+                self._forget.append(str(path))
+            report = FileReport(str(path), "unchanged", bytes=size)
+            unchanged.append(report)
+            self.progress.file_finished(report)
+            return
+        queued.add(chash)
+        writer.inbox.put(FileStart(path, size, chash))
+        skipped: Counter[str] = Counter()
+        error = None
+        documents = 0
+        try:
+            docs = read_documents(path, skipped, self.opts.text_field, self.opts.id_field, self.opts.limit)
+            for batch in batches(docs, self.opts):
+                documents += len(batch)
+                writer.inbox.put(Batch(batch, self._submit([d.text for d in batch])))
+        except CorruptFileError as exc:
+            error = exc.message
+        if error is None and documents == 0:  # zero is never silent: a file without documents failed
+            error = f"{path}: {why_no_documents(path, self.opts.text_field, skipped)}"
+        writer.inbox.put(FileEnd(skipped, error))
+
+    def _submit(self, texts: list[str]) -> Future[SignedBatch]:
+        if self.pool is None:
+            fut: Future[SignedBatch] = Future()
+            fut.set_result(sign_batch(texts, self.cfg, self.opts.store_text))
+            return fut
+        return self.pool.submit(sign_batch, texts, self.cfg, self.opts.store_text)

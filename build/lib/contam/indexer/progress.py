@@ -1,0 +1,138 @@
+"""Progress for the indexer: a live bar on a terminal, plain log lines otherwise, or nothing."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol, TextIO
+
+from rich.progress import BarColumn, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
+
+from contam.indexer.summary import FileReport
+
+
+class Progress(Protocol):
+    """What the job tells about its run. A file is reported finished when its transaction
+    commits (files are committed in groups), or when it is found unchanged or has failed."""
+
+    def run_started(self, files: Sequence[Path]) -> None: ...
+    def file_started(self, path: str, size: int) -> None: ...
+    def advanced(self, documents: int, nbytes: int) -> None: ...
+    def file_finished(self, report: FileReport) -> None: ...
+
+
+class NoProgress:
+    def run_started(self, files: Sequence[Path]) -> None:
+        pass
+
+    def file_started(self, path: str, size: int) -> None:
+        pass
+
+    def advanced(self, documents: int, nbytes: int) -> None:
+        pass
+
+    def file_finished(self, report: FileReport) -> None:
+        pass
+
+
+class LogProgress(NoProgress):
+    """One line per file event on a stream (what a log file or CI wants)."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.total, self.n, self.started = 0, 0, 0
+        self.stream = stream or sys.stderr  # looked up now: sys.stderr may have been replaced since import
+
+    def run_started(self, files: Sequence[Path]) -> None:
+        self.total = len(files)
+
+    def file_started(self, path: str, size: int) -> None:
+        self.started += 1
+        print(f"indexing [{self.started}/{self.total}] {path} ({size / 1e6:.1f} MB)", file=self.stream, flush=True)
+
+    def file_finished(self, report: FileReport) -> None:
+        self.n += 1
+        if report.status == "unchanged":
+            msg = "already indexed, skipped"
+        elif report.status == "failed":
+            msg = f"FAILED: {report.error}"
+        else:
+            rate = report.text_bytes / 1e6 / report.seconds if report.seconds else 0.0
+            msg = f"{report.documents} documents, {report.tokens} tokens, {rate:.1f} MB/s"
+        if report.skipped:
+            msg += " (skipped: " + ", ".join(f"{k}={v}" for k, v in report.skipped.items()) + ")"
+        print(f"{report.status} [{self.n}/{self.total}] {report.path}: {msg}", file=self.stream, flush=True)
+
+
+class BarProgress(NoProgress):
+    """A rich progress bar: files, documents, MB and MB/s. close() it at the end."""
+
+    def __init__(self) -> None:
+        self.bar = RichProgress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            TextColumn(
+                "{task.fields[files]} files, {task.fields[docs]} docs, {task.completed:.0f}/{task.total:.0f} MB on disk"
+            ),
+            TextColumn("{task.fields[text_mb]:.0f} MB text, {task.fields[rate]:.1f} MB/s"),
+            TimeElapsedColumn(),
+            transient=False,
+        )
+        self.task: TaskID | None = None
+        self.total_files, self.files, self.docs, self.text_bytes = 0, 0, 0, 0
+        # MB on disk: of the files finished, and started; text read of files not yet finished
+        self.finished_mb, self.started_mb, self.finished_text = 0.0, 0.0, 0
+        self.t0 = time.perf_counter()
+
+    def close(self) -> None:
+        self.bar.stop()
+
+    def run_started(self, files: Sequence[Path]) -> None:
+        total_mb = sum(f.stat().st_size for f in files) / 1e6
+        self.total_files, self.t0 = len(files), time.perf_counter()
+        self.task = self.bar.add_task(
+            "indexing", total=max(total_mb, 1e-6), files=f"0/{len(files)}", docs=0, rate=0.0, text_mb=0.0
+        )
+        self.bar.start()
+
+    def file_started(self, path: str, size: int) -> None:
+        self.started_mb += size / 1e6
+
+    def advanced(self, documents: int, nbytes: int) -> None:
+        self.docs += documents
+        self.text_bytes += nbytes
+        self._update()
+
+    def file_finished(self, report: FileReport) -> None:
+        self.files += 1
+        if report.status == "failed":
+            self.bar.console.print(f"[red]failed[/red] {report.path}: {report.error}")
+        self.finished_mb += report.bytes / 1e6
+        self.started_mb = max(self.started_mb, self.finished_mb)  # unchanged files never start
+        self.finished_text += report.text_bytes
+        self._update()
+
+    def completed_mb(self) -> float:
+        """MB on disk done: the finished files, and of the files in progress (which commit in
+        groups, so a file may be read long before it counts as finished) as much as their text
+        read so far, at most their size: the bar moves from the first batch on."""
+        in_flight = max(self.text_bytes - self.finished_text, 0) / 1e6
+        return min(self.finished_mb + in_flight, self.started_mb)
+
+    def _update(self) -> None:
+        if self.task is None:
+            return
+        elapsed = time.perf_counter() - self.t0
+        rate = self.text_bytes / 1e6 / elapsed if elapsed else 0.0
+        files = f"{self.files}/{self.total_files}"
+        self.bar.update(
+            self.task,
+            completed=self.completed_mb(),
+            files=files,
+            docs=self.docs,
+            text_mb=self.text_bytes / 1e6,
+            rate=rate,
+        )

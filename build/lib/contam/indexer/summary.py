@@ -1,0 +1,59 @@
+"""What an indexing run reports: one FileReport per file, and the run's IndexSummary."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class FileReport:
+    path: str
+    status: str  # done | unchanged | failed
+    documents: int = 0
+    tokens: int = 0
+    ngrams: int = 0
+    windows: int = 0
+    bytes: int = 0  # file size on disk
+    text_bytes: int = 0  # characters of document text read
+    skipped: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class IndexSummary:
+    corpus: str
+    files: list[FileReport]
+    seconds: float
+
+    def total(self, name: str) -> int:
+        return sum(getattr(f, name) for f in self.files if f.status == "done")
+
+    @property
+    def failed(self) -> list[FileReport]:
+        return [f for f in self.files if f.status == "failed"]
+
+    def skipped(self) -> dict[str, int]:
+        c: Counter[str] = Counter()
+        for f in self.files:
+            c.update(f.skipped)
+        return dict(sorted(c.items()))
+
+    def as_dict(self) -> dict[str, Any]:
+        mb = self.total("text_bytes") / 1e6
+        return {
+            "corpus": self.corpus,
+            "files_indexed": sum(f.status == "done" for f in self.files),
+            "files_unchanged": sum(f.status == "unchanged" for f in self.files),
+            "files_failed": len(self.failed),
+            "documents": self.total("documents"),
+            "tokens": self.total("tokens"),
+            "ngrams": self.total("ngrams"),
+            "windows": self.total("windows"),
+            "skipped": self.skipped(),
+            "seconds": round(self.seconds, 3),
+            "text_mb": round(mb, 3),
+            "mb_per_s": round(mb / self.seconds, 3) if self.seconds > 0 else 0.0,
+        }
