@@ -6,15 +6,17 @@ frequencies counted over the documents given and every document a candidate.
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pytest
 
 from contam.app.core.align import align, densest, find_sequence
 from contam.app.core.config import Thresholds
 from contam.app.core.items import SharedText, prepare
-from contam.app.core.matching import DocTokens
+from contam.app.core.matching import DocTokens, match_document
 from contam.app.core.scoring import ItemScore, benchmark_stats, judge, shared_spans, split_marked
 from contam.app.core.signatures import token_hashes
 from contam.app.core.surprise import token_bits
@@ -289,3 +291,39 @@ def test_a_contaminated_reason_says_when_the_answer_was_missing() -> None:
     answered = scan([item], {"page": f"{FILLER} {q} answer: Tigris {FILLER}"})["q"]
     assert asked.status == answered.status == Status.CONTAMINATED
     assert "answer was not found" in asked.reason and "answer" not in answered.reason
+
+
+def test_pieces_of_siblings_copies_do_not_assemble_a_clean_item() -> None:
+    """Instructions drawn from six frames: copies of 200 items give any other item's text in
+    pieces (a "Turn left." here, a "Take 7 steps." there). Each piece after the first costs the
+    bits of choosing where it starts, so a match assembled from pieces is not evidence; a copy,
+    in one piece, still is."""
+    rng = random.Random(1)
+    frames = ["Take {} steps.", "Take {} steps forward.", "Take {} steps backward.", "Turn left.", "Turn right."]
+    frames.append("Turn around.")
+    texts = [
+        " ".join(rng.choice(frames).format(rng.randint(1, 10)) for _ in range(rng.randint(3, 6))) for _ in range(300)
+    ]
+    items = [
+        BenchmarkItem(f"n{i}", i, question=t, choices=("True", "False"), answer="True") for i, t in enumerate(texts)
+    ]
+    pages = [" ".join(f"Q: {texts[j]} A: True" for j in range(100 + 25 * k, 125 + 25 * k)) for k in range(8)]
+    s = scan(items, {f"page{k}": f"{FILLER[:200]} {page} {FILLER[:200]}" for k, page in enumerate(pages)})
+    assert [(i, s[f"n{i}"].reason) for i in range(100) if flagged(s[f"n{i}"])] == []
+    assert sum(s[f"n{i}"].status == Status.CONTAMINATED for i in range(100, 300)) > 100
+
+
+def test_a_piece_after_the_first_costs_the_bits_of_placing_it() -> None:
+    item = BenchmarkItem("e", 0, question=EDIT_SRC)
+    p = prepare(item, N)
+    words = EDIT_SRC.split()
+    pieces = " ".join(" ".join(words[k : k + 6]) + " zulu" for k in range(0, len(words), 6))
+    doc = DocTokens.of(token_hashes(tokenize(f"{FILLER} {pieces} {FILLER}")), N)
+    stats = benchmark_stats([p], SharedText([p]), Counter(doc.grams.tolist()), N, Thresholds())
+
+    m = match_document(0, [p], stats[0], SharedText([p]), 0, doc, N, Thresholds())
+    assert m.coverage == 1.0
+    breaks = len(range(0, len(words), 6)) - 1
+    region = m.region[1] - m.region[0]
+    assert m.break_bits == pytest.approx(breaks * np.log2(region))
+    assert m.matched_bits == pytest.approx(float(stats[0].bits.sum()) - m.break_bits)
