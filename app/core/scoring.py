@@ -220,7 +220,8 @@ def assess(
     if not eligible.any() and not widespread:
         score.status = Status.TOO_SHORT
         score.reason = (
-            f"{p.n_tokens} tokens: fewer than n={n}, so no n-gram can be looked up"
+            f"no field has n={n} tokens (the longest has {max((e - s for s, e, _r in p.fields), default=0)}), "
+            "so no n-gram can be looked up"
             if len(p.grams) == 0
             else "every n-gram is common in the corpus or low in information: chance cannot be ruled out"
         )
