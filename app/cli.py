@@ -187,7 +187,13 @@ def corpora_delete(
     service = _corpora(ctx, db)
     health = service.health(name)
     if not yes:
-        typer.confirm(f"delete corpus {name!r} ({health['documents']} documents)?", abort=True)
+        try:
+            ok = typer.confirm(f"delete corpus {name!r} ({health['documents']} documents)?")
+        except typer.Abort:  # no answer: end of input (a script, a pipe) or Ctrl-C
+            _fail(f"corpus {name!r} kept: nothing answered the question; pass --yes to delete without asking", 2)
+        if not ok:
+            typer.echo(f"kept corpus {name!r}")
+            raise typer.Exit(1)
     service.delete(name)
     typer.echo(f"deleted corpus {name!r} ({health['documents']} documents, {health['files']} files)")
 
