@@ -1,6 +1,6 @@
 """Detection quality on a labelled evaluation set, through the real code path.
 
-Usage: python bench/eval.py EVAL_DIR [--db URL] [--reuse] [--workers N] [--ngram N] [--items-out FILE]
+Usage: python bench/eval.py EVAL_DIR [--db URL] [--reuse] [--workers N] [--ngram N] [--sample K] [--items-out FILE]
 Indexes EVAL_DIR/corpus into a fresh database (default: a temporary SQLite file; --reuse scans
 an index --db already holds), scans every benchmark in EVAL_DIR/benchmarks and prints, per
 benchmark and pooled:
@@ -81,6 +81,7 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true", help="scan the index --db already holds")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--ngram", type=int, default=None, help="n-gram size of a fresh index")
+    ap.add_argument("--sample", type=int, default=1, help="a fresh index keeps n-grams with hash %% K == 0")
     ap.add_argument("--items-out", type=Path, default=None)
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
@@ -90,7 +91,7 @@ def main() -> None:
     if engine is None:
         upgrade(url)
         engine = make_engine(url)
-        cfg = SignatureConfig(ngram_n=args.ngram) if args.ngram else SignatureConfig()
+        cfg = SignatureConfig(sample_mod=args.sample, **({"ngram_n": args.ngram} if args.ngram else {}))
         t0 = time.perf_counter()
         with IndexJob(engine, "eval", cfg, IndexOptions(workers=args.workers)) as job:
             summary = job.run([args.eval_dir / "corpus"]).as_dict()

@@ -42,9 +42,12 @@ library_versions = known_answers  # the name app.services.scanning imports
 class SignatureConfig:
     """Signature settings of an index.
 
-    ngram_n: words per exact-channel n-gram (8, as in PaLM's contamination rule).
-    sample_mod: keep only n-grams whose hash % sample_mod == 0 (1 keeps all). Any shared run
-        longer than about sample_mod + ngram_n tokens is still found.
+    ngram_n: words per exact-channel n-gram (5: a 6-9 word sentence keeps several).
+    sample_mod: keep only n-grams whose hash % sample_mod == 0 (1 keeps all): the index shrinks
+        k-fold and a look-up finds a shared run of L tokens unless none of its L - n + 1 n-grams
+        was kept, which happens with probability (1 - 1/k)^(L - n + 1) (the hash decides, the
+        same way for the item and the corpus): a bound in probability, not a sure span
+        (`sampling_miss`; README "Sampling"). The near-duplicate channel is not sampled.
     window / stride: near channel windows of `window` tokens every `stride` tokens, so an
         item inside a long document meets a window of about its own size.
     shingle: words per MinHash shingle. num_perm = bands * rows permutations.

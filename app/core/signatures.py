@@ -13,6 +13,7 @@ LSH band keys: the r values of each band rolled into 64 bits together with the b
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -206,6 +207,23 @@ class DocSignatures:
     n_tokens: int
     ngrams: np.ndarray  # signed n-gram hashes kept by the sample (int64), distinct unless asked otherwise
     bands: np.ndarray  # (windows, bands) int64 band keys
+
+
+def sampling_miss(run: int, n: int, k: int) -> float:
+    """Probability that an index keeping one n-gram hash in k (`SignatureConfig.sample_mod`)
+    holds none of the n-grams of a shared run of `run` tokens, so a look-up cannot find it.
+    Hashes are taken as independent and uniform: each n-gram is kept with probability 1/k."""
+    grams = run - n + 1
+    if grams <= 0:
+        return 1.0
+    return (1.0 - 1.0 / k) ** grams
+
+
+def sampling_span(n: int, k: int, miss: float = 1e-3) -> int:
+    """The shortest shared run a k-fold sampled index misses with probability at most `miss`."""
+    if k <= 1:
+        return n
+    return n - 1 + math.ceil(math.log(miss) / math.log(1.0 - 1.0 / k))
 
 
 def sign_text(tokens: Sequence[str], cfg: SignatureConfig, distinct: bool = True) -> DocSignatures:
