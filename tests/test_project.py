@@ -4,6 +4,7 @@ downwards through the layers, and no function is too long to read in one go."""
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -116,7 +117,13 @@ def test_code_imports_the_folders_through_the_one_package_name() -> None:
 
 def test_the_wheel_installs_one_top_level_package(tmp_path: Path) -> None:
     """A user's own `app` or `migrations` module must not be shadowed by ours (or shadow ours)."""
-    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(tmp_path), str(ROOT)]
+    src = tmp_path / "src"  # a copy: pip builds in the source tree and would leave build/ in the checkout
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    for name in (*TOP_FOLDERS, "contam"):
+        shutil.copytree(ROOT / name, src / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(tmp_path), str(src)]
     subprocess.run(cmd, check=True, capture_output=True, timeout=300)
     (wheel,) = tmp_path.glob("contam-*.whl")
     names = zipfile.ZipFile(wheel).namelist()

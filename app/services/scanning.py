@@ -300,8 +300,12 @@ class Scanner:
                 votes[d] += 0.01
                 hits[d] += 1
         # a document holding one n-gram of a longer item cannot show a run of n + 1 tokens, nor
-        # most of the item: not worth aligning (bench/scan_speed.py measures what this saves)
-        need = min(MIN_GRAMS, len(set(p.grams.tolist()) | set(p.passage_grams.tolist())))
+        # most of the item: not worth aligning (bench/scan_speed.py measures what this saves);
+        # unless the index keeps one n-gram in k (--sample), where one kept n-gram may stand for
+        # a whole copy
+        need = (
+            1 if self.cfg.sample_mod > 1 else min(MIN_GRAMS, len(set(p.grams.tolist()) | set(p.passage_grams.tolist())))
+        )
         ranked = sorted(((d, v) for d, v in votes.items() if hits[d] >= need), key=lambda x: (-x[1], x[0]))
         ranked = ranked[:CANDIDATES]
         out: dict[int, int | None] = {d: None for d, _v in ranked}

@@ -11,6 +11,8 @@ from conftest import IndexCorpus
 from sqlalchemy import Engine, func, select
 
 from contam.app.core.config import SignatureConfig, Thresholds
+from contam.app.core.signatures import sign_text
+from contam.app.core.text import tokenize
 from contam.app.core.types import BenchmarkItem
 from contam.app.errors import FingerprintMismatch, NotFoundError
 from contam.app.services.scanning import Scanner
@@ -258,3 +260,20 @@ def test_a_worker_that_dies_fails_the_scan_instead_of_hanging_it(
     monkeypatch.setattr(Scanner, "_scan_chunk", dies_on_the_second_chunk)
     with pytest.raises(BrokenProcessPool):
         scanner.scan(ITEMS, workers=2)
+
+
+def test_a_sampled_index_finds_a_short_item_by_its_one_kept_ngram(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """With --sample 4 a seven-word sentence keeps on average under one of its three n-grams in
+    the index: a document holding the one kept n-gram is aligned, and the copy is found."""
+    cfg = SignatureConfig(sample_mod=4)
+    sentences = [f"Striker{i} Velasquez{i} curled a free kick past keeper{i}" for i in range(200)]
+    one_kept = [s for s in sentences if len(sign_text(tokenize(s), cfg).ngrams) == 1][:3]
+    assert len(one_kept) == 3
+    index_corpus(
+        engine, [{"id": f"match{k}", "text": f"{FILLER} {s}. {FILLER}"} for k, s in enumerate(one_kept)], cfg=cfg
+    )
+    items = [
+        BenchmarkItem(f"s{k}", k, question=s, choices=("plausible", "implausible")) for k, s in enumerate(one_kept)
+    ]
+    results = Scanner(engine).scan(items)
+    assert [r.score.status for r in results] == ["contaminated"] * 3, [r.score.reason for r in results]

@@ -1,1 +1,0 @@
-"""Pure algorithms: text in, values out. Nothing here imports the database, web or CLI layers."""

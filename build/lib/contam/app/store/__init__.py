@@ -1,1 +1,0 @@
-"""Storage: the only package that imports SQLAlchemy."""
