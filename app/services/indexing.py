@@ -55,6 +55,27 @@ def forget_failures(engine: Engine, corpus_id: int, path: str) -> None:
         repo.delete_failed_files_at(conn, corpus_id, path)
 
 
+# ---------------------------------------------------------------- file claims (Ray executor)
+
+
+def take_claim(engine: Engine, corpus_id: int, content_hash: str, path: str, owner: str, lease: float) -> float:
+    """Claim a file for `owner` in a transaction of its own (so others see it at once): 0.0
+    when claimed, else the seconds left on the lease of the task that holds it."""
+    with engine.begin() as conn:
+        return repo.take_claim(conn, corpus_id, content_hash, path, owner, lease)
+
+
+def renew_claim(engine: Engine, corpus_id: int, content_hash: str, owner: str, lease: float) -> bool:
+    """The heartbeat: extend `owner`'s lease; False when another task has taken the file over."""
+    with engine.begin() as conn:
+        return repo.renew_claim(conn, corpus_id, content_hash, owner, lease)
+
+
+def drop_stale_claims(engine: Engine, corpus_id: int) -> int:
+    with engine.begin() as conn:
+        return repo.drop_stale_claims(conn, corpus_id)
+
+
 class CorpusWriter:
     """One connection writing into one corpus. Writes join the group transaction the caller
     opened with `begin` and end with `commit` or `rollback`; nothing here commits on its own
@@ -140,11 +161,23 @@ class CorpusWriter:
             seconds=seconds,
         )
 
-    def record_failure(self, path: str, size: int, content_hash: str, error: str, skipped: dict[str, int]) -> None:
+    def record_failure(
+        self, path: str, size: int, content_hash: str, error: str, skipped: dict[str, int], owner: str | None = None
+    ) -> bool:
         """Record a file that could not be read to its end, in a transaction of its own (call
-        it after `rollback`): the next run tries the file again."""
-        with self.conn.begin():
+        it after `rollback`): the next run tries the file again. With `owner`, the record is
+        written only if that task still holds the file's claim, which it releases (False if not)."""
+        with self.conn.begin() as tx:
+            if owner is not None and not repo.release_claim(self.conn, self.corpus_id, content_hash, owner):
+                tx.rollback()
+                return False
             self._replace_file(path, size, content_hash, "failed", error, skipped)
+        return True
+
+    def release_claim(self, content_hash: str, owner: str) -> bool:
+        """In the group: drop `owner`'s claim on the file, so that it is gone exactly when the
+        file commits; False if another task took the file over (then roll back)."""
+        return repo.release_claim(self.conn, self.corpus_id, content_hash, owner)
 
     def _replace_file(
         self, path: str, size: int, content_hash: str, status: str, error: str | None, skipped: dict[str, int] | None
