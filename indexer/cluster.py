@@ -252,7 +252,12 @@ class RayJob:
             try:
                 ray.init(address=self.address, logging_level=logging.WARNING, include_dashboard=False)
             except ConnectionError as exc:
-                raise ContamError(f"cannot reach the Ray cluster at {self.address or 'auto'}: {exc}") from exc
+                hint = (
+                    ""
+                    if os.environ.get("RAY_AUTH_MODE")
+                    else " (a cluster with token authentication: set RAY_AUTH_MODE=token)"
+                )
+                raise ContamError(f"cannot reach the Ray cluster at {self.address or 'auto'}: {exc}{hint}") from exc
             self._connected = True
         return self
 
