@@ -1,17 +1,17 @@
 """The Ray executor: `contam index --executor ray [--address ADDR]`.
 
-The driver (this process) lists the corpus files and hands each to a Ray task, at most
-`tasks` at once; it never reads a document. A task, on whichever machine of the cluster Ray
-puts it, hashes the file, claims it in the database (a lease it renews while it works), reads
-and signs its documents and writes them and their postings (binary COPY into the blocks)
-straight into PostgreSQL, in one transaction per file that also drops its claim. So:
+The driver (this process) lists the corpus files and hands them, in groups, to Ray tasks, at
+most `tasks` at once; it never reads a document. A task, on whichever machine of the cluster
+Ray puts it, hashes its files, claims them in the database (leases it renews while it works),
+reads and signs their documents and writes them and their postings (binary COPY into the
+blocks) straight into PostgreSQL, in one transaction per group that also drops the claims. So:
 
-- a file is indexed exactly once: the file's rows commit together with its record as done
-  (as with the local executor), and only while the task still holds the claim (the fence:
-  a task whose lease ran out and was taken over rolls back);
-- a worker killed mid-file leaves nothing: its transaction dies with its connection, its claim
-  lapses after `lease` seconds and the next task to try the file (Ray's retry of this run, or
-  another run) takes it over;
+- a file is indexed exactly once: its rows commit together with its record as done (as with
+  the local executor), and only while the task still holds its claim (the fence: a task whose
+  lease ran out and was taken over rolls back);
+- a worker killed mid-file leaves nothing: its transaction dies with its connection, its
+  claims lapse after `lease` seconds and the next task to try the files (the driver's retry in
+  this run, or another run) takes them over;
 - runs that overlap share the files: a file another run's task holds is tried again when that
   task's lease would end, and found indexed by then, or taken over.
 
@@ -46,7 +46,8 @@ from app.services.indexing import (
     file_indexed,
     forget_failures,
     open_corpus,
-    renew_claim,
+    release_claims,
+    renew_claims,
     take_claim,
 )
 from indexer.job import batches, file_identity
@@ -82,19 +83,18 @@ def _engine(url: str) -> Engine:
 
 
 class Heartbeat(threading.Thread):
-    """Renews a task's claim every lease/3 seconds; `lost` is set when another task took it over."""
+    """Renews a task's claims every lease/3 seconds; `lost` is set when another task took one over."""
 
-    def __init__(self, engine: Engine, corpus_id: int, content_hash: str, owner: str, lease: float) -> None:
+    def __init__(self, engine: Engine, corpus_id: int, owner: str, lease: float, claims: int) -> None:
         super().__init__(name="contam-claim-heartbeat", daemon=True)
-        self.args = (engine, corpus_id, content_hash, owner, lease)
-        self.every = lease / 3
+        self.engine, self.corpus_id, self.owner, self.lease, self.claims = engine, corpus_id, owner, lease, claims
         self.lost = threading.Event()
         self.done = threading.Event()
 
     def run(self) -> None:
-        while not self.done.wait(self.every):
+        while not self.done.wait(self.lease / 3):
             try:
-                if not renew_claim(*self.args):
+                if renew_claims(self.engine, self.corpus_id, self.owner, self.lease) < self.claims:
                     self.lost.set()
                     return
             except OperationalError:  # the database is away: the lease may lapse; the fence decides
@@ -102,64 +102,99 @@ class Heartbeat(threading.Thread):
 
     def stop(self) -> None:
         self.done.set()
-        self.join()
+        if self.is_alive():
+            self.join()
 
 
-def index_file(url: str, corpus_id: int, path: str, cfg: SignatureConfig, opts: IndexOptions, lease: float) -> Outcome:
-    """Index one corpus file into the corpus, exactly once (the Ray task; see the module doc)."""
-    engine, p = _engine(url), Path(path)
-    size = p.stat().st_size
-    chash = file_identity(p, opts)
-    if file_indexed(engine, corpus_id, chash):
-        return Outcome(FileReport(path, "unchanged", bytes=size), content_hash=chash)
-    owner = uuid.uuid4().hex
-    wait = take_claim(engine, corpus_id, chash, path, owner, lease)
-    if wait:
-        return Outcome(FileReport(path, "busy", bytes=size), busy=wait, content_hash=chash)
-    heartbeat = Heartbeat(engine, corpus_id, chash, owner, lease)
+@dataclass
+class Claimed:
+    path: Path
+    size: int
+    content_hash: str
+
+
+def index_files(
+    url: str, corpus_id: int, paths: list[str], cfg: SignatureConfig, opts: IndexOptions, lease: float
+) -> list[Outcome]:
+    """The Ray task: index a group of corpus files into the corpus in one transaction, exactly
+    once (see the module doc); an Outcome per file."""
+    engine, owner = _engine(url), uuid.uuid4().hex
+    out: list[Outcome] = []
+    mine: list[Claimed] = []
+    for path in paths:
+        p = Path(path)
+        size, chash = p.stat().st_size, file_identity(p, opts)
+        if file_indexed(engine, corpus_id, chash):
+            out.append(Outcome(FileReport(path, "unchanged", bytes=size), content_hash=chash))
+        elif wait := take_claim(engine, corpus_id, chash, path, owner, lease):
+            out.append(Outcome(FileReport(path, "busy", bytes=size), busy=wait, content_hash=chash))
+        else:
+            mine.append(Claimed(p, size, chash))
+    if not mine:
+        return out
+    heartbeat = Heartbeat(engine, corpus_id, owner, lease, len(mine))
     heartbeat.start()
     try:
         with CorpusWriter(engine, corpus_id) as store:
-            report = _write_file(store, p, size, chash, cfg, opts, heartbeat)
-            heartbeat.stop()
-            if report.status == "failed":
-                assert report.error is not None
-                store.rollback()
-                if not store.record_failure(path, size, chash, report.error, report.skipped, owner):
-                    return Outcome(FileReport(path, "busy", bytes=size), busy=0.01, content_hash=chash)
-            elif report.status == "busy" or not store.release_claim(chash, owner):  # lost: another task has it
-                store.rollback()
-                return Outcome(FileReport(path, "busy", bytes=size), busy=0.01, content_hash=chash)
-            store.commit()
-            if report.status == "done":  # failed records of this path with other settings go
-                forget_failures(engine, corpus_id, path)
-            return Outcome(report, content_hash=chash)
+            out += _write_group(store, mine, owner, cfg, opts, heartbeat)
     finally:
         heartbeat.stop()
+    for o in out:
+        if o.report.status == "done":  # failed records of the path with other settings go
+            forget_failures(engine, corpus_id, o.report.path)
+    return out
+
+
+def _write_group(
+    store: CorpusWriter, mine: list[Claimed], owner: str, cfg: SignatureConfig, opts: IndexOptions, hb: Heartbeat
+) -> list[Outcome]:
+    """Write the claimed files in one transaction, committed only while this task holds every
+    claim. A corrupt file rolls the group back and is recorded as failed; the others are handed
+    back (busy, no wait) to be tried again, as are all when a claim was lost."""
+    store.begin()
+    postings = PostingBuffer(store, opts.segment_rows)
+    reports = []
+    for c in mine:
+        report = _write_file(store, postings, c, cfg, opts, hb)
+        if report.status != "failed" and report.status != "busy":
+            reports.append(report)
+            continue
+        store.rollback()
+        hb.stop()
+        recorded = report.status == "failed" and store.record_failure(
+            str(c.path), c.size, c.content_hash, report.error or "", report.skipped, owner
+        )
+        release_claims(store.engine, store.corpus_id, owner)
+        again = [_again(o) for o in mine if not (recorded and o is c)]
+        return [Outcome(report, content_hash=c.content_hash)] * recorded + again
+    postings.flush()
+    hb.stop()
+    if not store.release_claims(owner, [c.content_hash for c in mine]):  # one was taken over
+        store.rollback()
+        release_claims(store.engine, store.corpus_id, owner)
+        return [_again(c) for c in mine]
+    store.commit()
+    return [Outcome(r, content_hash=c.content_hash) for r, c in zip(reports, mine, strict=True)]
+
+
+def _again(c: Claimed) -> Outcome:
+    return Outcome(FileReport(str(c.path), "busy", bytes=c.size), busy=0.01, content_hash=c.content_hash)
 
 
 def _write_file(
-    store: CorpusWriter,
-    path: Path,
-    size: int,
-    chash: str,
-    cfg: SignatureConfig,
-    opts: IndexOptions,
-    heartbeat: Heartbeat,
+    store: CorpusWriter, postings: PostingBuffer, c: Claimed, cfg: SignatureConfig, opts: IndexOptions, hb: Heartbeat
 ) -> FileReport:
     """Write a file's documents and postings in the store's open transaction; its report
-    ("done", "unchanged": committed meanwhile by another indexer, "failed", or "busy": claim lost)."""
-    report = FileReport(str(path), "done", bytes=size)
+    ("done", "unchanged": committed meanwhile by another indexer, "failed", or "busy": a claim lost)."""
+    report = FileReport(str(c.path), "done", bytes=c.size)
     t0 = time.perf_counter()
-    store.begin()
-    file_id = store.start_file(str(path), size, chash)
+    file_id = store.start_file(str(c.path), c.size, c.content_hash)
     if file_id is None:
         report.status = "unchanged"
         return report
-    postings = PostingBuffer(store, opts.segment_rows)
     skipped: Counter[str] = Counter()
     try:
-        docs = read_documents(path, skipped, opts.text_field, opts.id_field, opts.limit)
+        docs = read_documents(c.path, skipped, opts.text_field, opts.id_field, opts.limit)
         for batch in batches(docs, opts):
             sb = sign_batch([d.text for d in batch], cfg, opts.store_text)
             ids = store.add_documents(file_id, batch, sb.n_chars, sb.n_tokens, sb.text_hash, sb.blobs)
@@ -169,18 +204,17 @@ def _write_file(
             report.ngrams += len(sb.ng_hash)
             report.windows += len(sb.band_key) // cfg.bands
             report.text_bytes += sum(sb.n_chars)
-            _test_kill(str(path))
-            if heartbeat.lost.is_set():
+            _test_kill(str(c.path))
+            if hb.lost.is_set():
                 report.status = "busy"
                 return report
     except CorruptFileError as exc:
         report.status, report.error = "failed", exc.message
     report.skipped = dict(sorted(skipped.items()))
     if report.status == "done" and report.documents == 0:  # zero is never silent
-        report.status, report.error = "failed", f"{path}: {why_no_documents(path, opts.text_field, skipped)}"
+        report.status, report.error = "failed", f"{c.path}: {why_no_documents(c.path, opts.text_field, skipped)}"
     if report.status != "done":
         return report
-    postings.flush()
     report.seconds = time.perf_counter() - t0
     store.finish_file(
         file_id,
@@ -272,7 +306,7 @@ class RayJob:
         files = find_files(paths)
         self.progress.run_started(files)
         corpus_id = open_corpus(self.engine, self.corpus, self.cfg, self.opts.store_text)
-        reports = _Scheduler(self, corpus_id).run(files)
+        reports = _Scheduler(self, corpus_id, files).run(files)
         with CorpusWriter(self.engine, corpus_id) as store:  # what the local writer does at its end
             store.merge_segments(self.opts.segment_rows, self.opts.merge_fanout, lambda: False)
             if any(r.status == "done" for r in reports) or store.statistics_stale():
@@ -283,19 +317,25 @@ class RayJob:
 
 
 class _Scheduler:
-    """The driver's loop: keep `tasks` files in work, try busy files again when their holder's
-    lease would end, retry files whose worker died."""
+    """The driver's loop: keep `tasks` groups of files in work, try busy files again when their
+    holder's lease would end, retry files whose worker died.
 
-    def __init__(self, job: RayJob, corpus_id: int) -> None:
+    A task takes a group of files of up to `commit_bytes` on disk, and of at most a
+    2 x tasks-th of the corpus so that every worker gets work: a group is one transaction and
+    its postings one buffer, so small files still make full-sized posting blocks."""
+
+    def __init__(self, job: RayJob, corpus_id: int, files: list[Path]) -> None:
         import ray
 
         self.job, self.corpus_id = job, corpus_id
-        self.remote = ray.remote(index_file).options(num_cpus=1, max_retries=0)
+        self.remote = ray.remote(index_files).options(num_cpus=1, max_retries=0)
         cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
         self.limit = max(1, job.tasks or cpus)
+        self.sizes = {str(p): p.stat().st_size for p in files}
+        self.group_bytes = min(job.opts.commit_bytes, sum(self.sizes.values()) // (2 * self.limit))
         self.crashes: Counter[str] = Counter()
         self.later: list[tuple[float, str, str]] = []  # (when, path, content hash) of busy files
-        self.inflight: dict[Any, str] = {}
+        self.inflight: dict[Any, list[str]] = {}
         self.reports: list[FileReport] = []
 
     def run(self, files: list[Path]) -> list[FileReport]:
@@ -306,7 +346,7 @@ class _Scheduler:
             while pending or self.inflight or self.later:
                 self._due(pending)
                 while pending and len(self.inflight) < self.limit:
-                    self._submit(pending.popleft())
+                    self._submit(pending)
                 if not self.inflight:
                     time.sleep(0.05)
                     continue
@@ -319,10 +359,15 @@ class _Scheduler:
             raise
         return self.reports
 
-    def _submit(self, path: str) -> None:
-        job = self.job
-        self.job.progress.file_started(path, Path(path).stat().st_size)
-        self.inflight[self.remote.remote(job.url, self.corpus_id, path, job.cfg, job.opts, job.lease)] = path
+    def _submit(self, pending: deque[str]) -> None:
+        job, group = self.job, [pending.popleft()]
+        size = self.sizes[group[0]]
+        while pending and size + self.sizes[pending[0]] <= self.group_bytes:
+            group.append(pending.popleft())
+            size += self.sizes[group[-1]]
+        for path in group:
+            job.progress.file_started(path, self.sizes[path])
+        self.inflight[self.remote.remote(job.url, self.corpus_id, group, job.cfg, job.opts, job.lease)] = group
 
     def _due(self, pending: deque[str]) -> None:
         """Busy files whose time has come: done by the holder meanwhile, or back to `pending`."""
@@ -330,30 +375,33 @@ class _Scheduler:
         for when, path, chash in self.later:
             if when > now:
                 waiting.append((when, path, chash))
-            elif file_indexed(self.job.engine, self.corpus_id, chash):
-                self._finish(FileReport(path, "unchanged", bytes=Path(path).stat().st_size))
+            elif chash and file_indexed(self.job.engine, self.corpus_id, chash):
+                self._finish(FileReport(path, "unchanged", bytes=self.sizes[path]))
             else:
                 pending.append(path)
         self.later = waiting
 
-    def _collect(self, ref: Any, path: str) -> None:
+    def _collect(self, ref: Any, group: list[str]) -> None:
         import ray
         from ray.exceptions import NodeDiedError, OutOfMemoryError, WorkerCrashedError
 
         try:
-            out: Outcome = ray.get(ref)
+            outcomes: list[Outcome] = ray.get(ref)
         except (WorkerCrashedError, NodeDiedError, OutOfMemoryError) as exc:
-            self.crashes[path] += 1
-            if self.crashes[path] > CRASH_RETRIES:
-                error = f"{path}: its Ray worker died {self.crashes[path]} times ({type(exc).__name__})"
-                self._finish(FileReport(path, "failed", bytes=Path(path).stat().st_size, error=error))
-            else:  # its claim lapses after the lease; the retry takes it over then
-                self.later.append((time.monotonic(), path, ""))
+            for path in group:
+                self.crashes[path] += 1
+                if self.crashes[path] > CRASH_RETRIES:
+                    error = f"{path}: its Ray worker died {self.crashes[path]} times ({type(exc).__name__})"
+                    self._finish(FileReport(path, "failed", bytes=self.sizes[path], error=error))
+                else:  # its claim lapses after the lease; the retry takes it over then
+                    self.later.append((time.monotonic(), path, ""))
             return
-        if out.report.status == "busy":
-            self.later.append((time.monotonic() + min(out.busy, self.job.lease / 3), path, out.content_hash))
-            return
-        self._finish(out.report)
+        for out in outcomes:
+            if out.report.status == "busy":
+                when = time.monotonic() + min(out.busy, self.job.lease / 3)
+                self.later.append((when, out.report.path, out.content_hash))
+            else:
+                self._finish(out.report)
 
     def _finish(self, report: FileReport) -> None:
         if report.status == "done":

@@ -65,10 +65,16 @@ def take_claim(engine: Engine, corpus_id: int, content_hash: str, path: str, own
         return repo.take_claim(conn, corpus_id, content_hash, path, owner, lease)
 
 
-def renew_claim(engine: Engine, corpus_id: int, content_hash: str, owner: str, lease: float) -> bool:
-    """The heartbeat: extend `owner`'s lease; False when another task has taken the file over."""
+def renew_claims(engine: Engine, corpus_id: int, owner: str, lease: float) -> int:
+    """The heartbeat: extend `owner`'s leases; how many claims it still holds."""
     with engine.begin() as conn:
-        return repo.renew_claim(conn, corpus_id, content_hash, owner, lease)
+        return repo.renew_claims(conn, corpus_id, owner, lease)
+
+
+def release_claims(engine: Engine, corpus_id: int, owner: str) -> None:
+    """Drop all of `owner`'s claims in a transaction of their own (its files were rolled back)."""
+    with engine.begin() as conn:
+        repo.release_claims(conn, corpus_id, owner)
 
 
 def drop_stale_claims(engine: Engine, corpus_id: int) -> int:
@@ -168,16 +174,16 @@ class CorpusWriter:
         it after `rollback`): the next run tries the file again. With `owner`, the record is
         written only if that task still holds the file's claim, which it releases (False if not)."""
         with self.conn.begin() as tx:
-            if owner is not None and not repo.release_claim(self.conn, self.corpus_id, content_hash, owner):
+            if owner is not None and not repo.release_claims(self.conn, self.corpus_id, owner, [content_hash]):
                 tx.rollback()
                 return False
             self._replace_file(path, size, content_hash, "failed", error, skipped)
         return True
 
-    def release_claim(self, content_hash: str, owner: str) -> bool:
-        """In the group: drop `owner`'s claim on the file, so that it is gone exactly when the
-        file commits; False if another task took the file over (then roll back)."""
-        return repo.release_claim(self.conn, self.corpus_id, content_hash, owner)
+    def release_claims(self, owner: str, content_hashes: Sequence[str]) -> bool:
+        """In the group: drop `owner`'s claims on the files, so that they are gone exactly when
+        the files commit; False if another task took one of them over (then roll back)."""
+        return repo.release_claims(self.conn, self.corpus_id, owner, content_hashes) == len(set(content_hashes))
 
     def _replace_file(
         self, path: str, size: int, content_hash: str, status: str, error: str | None, skipped: dict[str, int] | None

@@ -217,27 +217,22 @@ def take_claim(conn: Connection, corpus_id: int, content_hash: str, path: str, o
     return max(float(left or 0.0), 0.01)  # released meanwhile: try again at once
 
 
-def renew_claim(conn: Connection, corpus_id: int, content_hash: str, owner: str, lease: float) -> bool:
-    """Extend `owner`'s lease by `lease` seconds from now; False if it holds the file no more."""
-    n = conn.execute(
-        text(f"UPDATE file_claim SET expires_at = {_LEASE} WHERE corpus_id = :c AND content_hash = :h AND owner = :o"),
-        {"c": corpus_id, "h": content_hash, "o": owner, "s": lease},
+def renew_claims(conn: Connection, corpus_id: int, owner: str, lease: float) -> int:
+    """Extend the leases of `owner`'s claims by `lease` seconds from now; how many it still holds."""
+    return conn.execute(
+        text(f"UPDATE file_claim SET expires_at = {_LEASE} WHERE corpus_id = :c AND owner = :o"),
+        {"c": corpus_id, "o": owner, "s": lease},
     ).rowcount
-    return n == 1
 
 
-def release_claim(conn: Connection, corpus_id: int, content_hash: str, owner: str) -> bool:
-    """Drop `owner`'s claim; False if another task took the file over (its lease ran out). In
-    the transaction that writes the file, this is the fence: a file is committed only by the
-    task that still holds it."""
-    n = conn.execute(
-        delete(file_claim).where(
-            file_claim.c.corpus_id == corpus_id,
-            file_claim.c.content_hash == content_hash,
-            file_claim.c.owner == owner,
-        )
-    ).rowcount
-    return n == 1
+def release_claims(conn: Connection, corpus_id: int, owner: str, content_hashes: Sequence[str] | None = None) -> int:
+    """Drop `owner`'s claims (on the given files, or all); how many it still held. In the
+    transaction that writes the files this is the fence: files commit only if their task still
+    holds every one of them (another task takes over a claim whose lease ran out)."""
+    q = delete(file_claim).where(file_claim.c.corpus_id == corpus_id, file_claim.c.owner == owner)
+    if content_hashes is not None:
+        q = q.where(file_claim.c.content_hash.in_(list(content_hashes)))
+    return conn.execute(q).rowcount
 
 
 def drop_stale_claims(conn: Connection, corpus_id: int) -> int:
