@@ -160,8 +160,10 @@ def _run(
 ) -> IndexSummary:
     if executor == "ray":
         require_postgresql(engine)  # before connecting to any cluster
-        tasks = workers or get_settings().workers or None  # 0: one task per CPU of the cluster
-        with RayJob(engine, corpus, cfg, opts, reporter, address=address, tasks=tasks) as rjob:
+        settings = get_settings()
+        tasks = workers or settings.workers or None  # 0: one task per CPU of the cluster
+        lease = settings.claim_lease_seconds
+        with RayJob(engine, corpus, cfg, opts, reporter, address=address, tasks=tasks, lease=lease) as rjob:
             return rjob.run(paths)
     with IndexJob(engine, corpus, cfg, opts, reporter) as job:
         return job.run(paths)
