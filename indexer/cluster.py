@@ -165,8 +165,8 @@ def _write_group(
             str(c.path), c.size, c.content_hash, report.error or "", report.skipped, owner
         )
         release_claims(store.engine, store.corpus_id, owner)
-        again = [_again(o) for o in mine if not (recorded and o is c)]
-        return [Outcome(report, content_hash=c.content_hash)] * recorded + again
+        failed = [Outcome(report, content_hash=c.content_hash)] if recorded else []
+        return failed + [_again(o) for o in mine if not (recorded and o is c)]
     postings.flush()
     hb.stop()
     if not store.release_claims(owner, [c.content_hash for c in mine]):  # one was taken over
