@@ -36,9 +36,9 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-CONTAM = [sys.executable, "-m", "indexer.cli"]  # the `contam` command of this checkout
+CONTAM = [sys.executable, "-m", "contam.indexer.cli"]  # the `contam` command of this checkout
 
-from app.store.db import upgrade  # noqa: E402
+from contam.app.store.db import upgrade  # noqa: E402
 
 
 def stdlib_corpus(out: Path, parts: int = 8) -> list[str]:

@@ -36,11 +36,11 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
-from app.core.config import SignatureConfig
-from app.errors import ConfigError, ContamError, CorruptFileError
-from app.readers.corpus import find_files, read_documents, why_no_documents
-from app.services.database import connect
-from app.services.indexing import (
+from contam.app.core.config import SignatureConfig
+from contam.app.errors import ConfigError, ContamError, CorruptFileError
+from contam.app.readers.corpus import find_files, read_documents, why_no_documents
+from contam.app.services.database import connect
+from contam.app.services.indexing import (
     CorpusWriter,
     drop_stale_claims,
     file_indexed,
@@ -50,12 +50,12 @@ from app.services.indexing import (
     renew_claims,
     take_claim,
 )
-from indexer.job import batches, file_identity
-from indexer.options import IndexOptions
-from indexer.postings import PostingBuffer
-from indexer.progress import NoProgress, Progress
-from indexer.signing import sign_batch
-from indexer.summary import FileReport, IndexSummary
+from contam.indexer.job import batches, file_identity
+from contam.indexer.options import IndexOptions
+from contam.indexer.postings import PostingBuffer
+from contam.indexer.progress import NoProgress, Progress
+from contam.indexer.signing import sign_batch
+from contam.indexer.summary import FileReport, IndexSummary
 
 LEASE_SECONDS = 30.0  # a claim not renewed for this long may be taken over
 CRASH_RETRIES = 3  # times a file is tried again after its worker died, in one run

@@ -11,9 +11,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from app.store import repo
-from app.store.db import make_engine
-from app.store.schema import corpus_file, document
+from contam.app.store import repo
+from contam.app.store.db import make_engine
+from contam.app.store.schema import corpus_file, document
 
 VOCAB = [f"w{i}" for i in range(5000)]
 

@@ -24,13 +24,13 @@ from helpers import make_docs, snapshot, write_jsonl
 from sqlalchemy import Engine, text
 from typer.testing import CliRunner
 
-from app.core.config import SignatureConfig
-from app.store import repo
-from app.store.db import make_engine, upgrade
-from indexer.cli import app as cli
-from indexer.cluster import KILL_MARKER, RayJob
-from indexer.options import IndexOptions
-from indexer.summary import IndexSummary
+from contam.app.core.config import SignatureConfig
+from contam.app.store import repo
+from contam.app.store.db import make_engine, upgrade
+from contam.indexer.cli import app as cli
+from contam.indexer.cluster import KILL_MARKER, RayJob
+from contam.indexer.options import IndexOptions
+from contam.indexer.summary import IndexSummary
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -142,7 +142,7 @@ def test_two_overlapping_runs_share_the_files(ray_cluster: tuple[str, Path], pg_
     files = corpus_files(tmp_path / "c", 16, docs=60, words=400)
     ray_index(pg_url, files[:1])  # the corpus exists before both start
     env = {k: v for k, v in os.environ.items() if k != KILL_MARKER}
-    cmd = [sys.executable, "-m", "indexer.cli", "index", "--corpus", "web", "--db", pg_url, "--executor", "ray"]
+    cmd = [sys.executable, "-m", "contam.indexer.cli", "index", "--corpus", "web", "--db", pg_url, "--executor", "ray"]
     cmd += ["--address", address, "--workers", "1", "--progress", "log", *map(str, files)]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
