@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     merge_fanout: int | None = Field(
         None, ge=0, description="the indexer merges this many segments of one size; 0: never"
     )
+    claim_lease_seconds: float = Field(
+        30.0, gt=0, description="the Ray executor: a file's claim lapses this long after its worker last renewed it"
+    )
     demo: bool = Field(True, description="index a demo corpus and check a demo benchmark on an empty database")
 
     @property

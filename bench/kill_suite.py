@@ -2,11 +2,18 @@
 uninterrupted run's (nothing lost, nothing twice), on SQLite or PostgreSQL.
 
 Usage: python bench/kill_suite.py [--kills 10] [--files 24] [--docs 1500] [--pg ADMIN_URL] [--seed 1]
+                                  [--executor ray --lease 3]
 
 --pg takes a PostgreSQL URL of a database to connect to for CREATE/DROP DATABASE (for example
 postgresql://postgres@127.0.0.1:5432/postgres); two scratch databases are made and dropped.
 Compared: the documents (external id and text hash), the files recorded as done, the number of
 n-gram and band postings, and the worker processes left behind by each kill.
+
+--executor ray (needs --pg) indexes the killed database with `contam index --executor ray` on a
+local Ray cluster of 2 CPUs started for the suite (by a process of its own, ended at the end;
+its claim leases are --lease seconds), against a reference made by the local executor; every
+kill but the last is of the driver, the last of a Ray worker in the middle of a task
+(`ray::index_files`), whose run then finishes.
 """
 
 from __future__ import annotations
@@ -103,14 +110,65 @@ def alive(pid: int) -> bool:
         return False
 
 
-def index_cmd(url: str, corpus: Path) -> tuple[list[str], dict[str, str]]:
+RAY: dict[str, str] = {}  # with --executor ray: "address" and "lease"
+
+# A process that starts a local Ray cluster of 2 CPUs, prints its address and holds it until
+# it is sent SIGTERM (ray.init's handler exits; at exit Ray stops the processes it started).
+_HOLD = (
+    "import logging, sys, time, ray; "
+    "ray.init(address='local', num_cpus=2, include_dashboard=False, logging_level=logging.WARNING); "
+    "print(ray.get_runtime_context().gcs_address, flush=True); time.sleep(1e6)"
+)
+
+
+def index_cmd(url: str, corpus: Path, ray: bool = False) -> tuple[list[str], dict[str, str]]:
     env = {**os.environ, "CONTAM_DATABASE_URL": url}
     cmd = [*CONTAM, "index", "--corpus", "web", "--workers", "2", "--commit-mb", "2", "--progress", "none"]
+    if ray:
+        cmd += ["--executor", "ray", "--address", RAY["address"]]
+        env |= {"RAY_AUTH_MODE": "token", "CONTAM_CLAIM_LEASE_SECONDS": RAY["lease"]}
     return [*cmd, str(corpus)], env
 
 
-def run_to_end(url: str, corpus: Path) -> float:
-    cmd, env = index_cmd(url, corpus)
+def ray_workers() -> list[int]:
+    """Ray workers running the indexer's task now."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(b"ray::index_files"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def killed_ray_run(url: str, corpus: Path, after: float, worker: bool) -> tuple[bool, int]:
+    """Start a Ray run, kill -9 its driver or (`worker`) one of its busy workers after `after` s
+    of work (a worker's run then finishes: its file is taken over when the lease lapses);
+    (something was killed, the indexer's Ray workers still running 15 s later)."""
+    cmd, env = index_cmd(url, corpus, ray=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not ray_workers() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # the job's workers start
+    time.sleep(after)
+    killed = False
+    if worker and (busy := ray_workers()):
+        os.kill(random.choice(busy), signal.SIGKILL)
+        killed = True
+        proc.wait()
+    elif proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+        killed = True
+        proc.wait()
+    deadline = time.monotonic() + 15  # a dead driver's tasks are ended by Ray
+    while ray_workers() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return killed, len(ray_workers())
+
+
+def run_to_end(url: str, corpus: Path, ray: bool = False) -> float:
+    cmd, env = index_cmd(url, corpus, ray)
     t0 = time.perf_counter()
     subprocess.run(cmd, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - t0
@@ -159,7 +217,26 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=1500)
     ap.add_argument("--pg", default=None)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--executor", default="local", choices=["local", "ray"])
+    ap.add_argument("--lease", default="3")
     args = ap.parse_args()
+    if args.executor == "ray":
+        if args.pg is None:
+            raise SystemExit("--executor ray needs --pg")
+        holder = subprocess.Popen([sys.executable, "-c", _HOLD], stdout=subprocess.PIPE, text=True)
+        assert holder.stdout is not None
+        RAY.update(address=holder.stdout.readline().strip(), lease=args.lease)
+        try:
+            suite(args)
+        finally:
+            holder.terminate()
+            holder.wait(60)
+        return
+    suite(args)
+
+
+def suite(args: argparse.Namespace) -> None:
+    ray = args.executor == "ray"
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
@@ -172,11 +249,15 @@ def main() -> None:
             seconds = run_to_end(reference, corpus)
             print(f"uninterrupted: {seconds:.1f} s, {fingerprint(reference)}")
             kills = leftovers = 0
-            for _ in range(args.kills):  # each resumes where the last stopped: kill within its share of the work
-                running, left = killed_run(killed, corpus, rng.uniform(0.3, max(0.6, 2 * seconds / args.kills)))
+            for k in range(args.kills):  # each resumes where the last stopped: kill within its share of the work
+                after = rng.uniform(0.3, max(0.6, 2 * seconds / args.kills))
+                if ray:
+                    running, left = killed_ray_run(killed, corpus, after, worker=k == args.kills - 1)
+                else:
+                    running, left = killed_run(killed, corpus, after)
                 kills += running
                 leftovers += left
-            run_to_end(killed, corpus)
+            run_to_end(killed, corpus, ray)
             same = fingerprint(killed) == fingerprint(reference)
             print(f"after {kills} kill -9s and a run to the end: {fingerprint(killed)}")
             print(f"index equal to the uninterrupted run: {same}; worker processes left behind: {leftovers}")

@@ -11,16 +11,20 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from sqlalchemy import Engine
 
 from contam.app import cli as service_cli
 from contam.app.cli import ContamGroup, DbOpt, database_url
 from contam.app.core.config import SignatureConfig
+from contam.app.errors import ConfigError
 from contam.app.services.database import open_database
 from contam.app.settings import get_settings
+from contam.indexer.cluster import RayJob, require_postgresql
 from contam.indexer.demo import run_demo
 from contam.indexer.job import IndexJob
 from contam.indexer.options import IndexOptions, index_options
 from contam.indexer.progress import BarProgress, LogProgress, NoProgress
+from contam.indexer.summary import IndexSummary
 
 SIG = SignatureConfig()  # the defaults the options show
 OPTS = IndexOptions()
@@ -37,7 +41,13 @@ def _progress(mode: str) -> NoProgress:
 
 
 # The options whose help names their environment variable and default.
-WorkersOpt = Annotated[int, typer.Option(help="worker processes (0: one per core) [CONTAM_WORKERS: 0]")]
+WorkersOpt = Annotated[
+    int,
+    typer.Option(
+        help="worker processes (0: one per core); with --executor ray, files in work at once (0: one per CPU "
+        "of the cluster) [CONTAM_WORKERS: 0]"
+    ),
+]
 BatchSizeOpt = Annotated[
     int | None, typer.Option(help=f"documents per worker batch [CONTAM_BATCH_SIZE: {OPTS.batch_size}]")
 ]
@@ -60,6 +70,22 @@ MergeFanoutOpt = Annotated[
     typer.Option(
         help="merge this many segments of one size into one, so look-ups visit few; 0: never "
         f"[CONTAM_MERGE_FANOUT: {OPTS.merge_fanout}]"
+    ),
+]
+
+
+ExecutorOpt = Annotated[
+    str,
+    typer.Option(
+        help="local: worker processes on this machine; ray: Ray tasks on a cluster's machines, each writing "
+        "its files straight into the database (PostgreSQL only)"
+    ),
+]
+AddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="the Ray cluster to run on, e.g. HEAD:6379 (default: RAY_ADDRESS, else the cluster started last "
+        "on this machine, else a new one here)"
     ),
 ]
 
@@ -88,6 +114,8 @@ def index(
     segment_rows: SegmentRowsOpt = None,
     merge_fanout: MergeFanoutOpt = None,
     progress: Annotated[str, typer.Option(help="auto | bar | log | none")] = "auto",
+    executor: ExecutorOpt = "local",
+    address: AddressOpt = None,
     db: DbOpt = None,
 ) -> None:
     """Index corpus files (JSONL, JSONL.gz/.zst, Parquet, .txt) into a named corpus."""
@@ -99,11 +127,14 @@ def index(
         get_settings(), workers=workers, batch_size=batch_size, commit_mb=commit_mb, segment_rows=segment_rows,
         merge_fanout=merge_fanout, text_field=text_field, id_field=id_field, limit=limit, store_text=store_text,
     )  # fmt: skip
+    if executor not in ("local", "ray"):
+        raise ConfigError(f"--executor must be local or ray, not {executor!r}")
+    if address is not None and executor != "ray":
+        raise ConfigError("--address is the Ray cluster's: use it with --executor ray")
     engine = open_database(database_url(db))
     reporter = _progress(progress)
     try:
-        with IndexJob(engine, corpus, cfg, opts, reporter) as job:
-            summary = job.run(paths)
+        summary = _run(engine, corpus, cfg, opts, reporter, paths, executor, address, workers)
     finally:
         if isinstance(reporter, BarProgress):
             reporter.close()
@@ -114,6 +145,28 @@ def index(
             error = str(f.error)
             typer.echo("  " + (error if error.startswith(f.path) else f"{f.path}: {error}"), err=True)
         raise typer.Exit(1)
+
+
+def _run(
+    engine: Engine,
+    corpus: str,
+    cfg: SignatureConfig,
+    opts: IndexOptions,
+    reporter: NoProgress,
+    paths: list[Path],
+    executor: str,
+    address: str | None,
+    workers: int,
+) -> IndexSummary:
+    if executor == "ray":
+        require_postgresql(engine)  # before connecting to any cluster
+        settings = get_settings()
+        tasks = workers or settings.workers or None  # 0: one task per CPU of the cluster
+        lease = settings.claim_lease_seconds
+        with RayJob(engine, corpus, cfg, opts, reporter, address=address, tasks=tasks, lease=lease) as rjob:
+            return rjob.run(paths)
+    with IndexJob(engine, corpus, cfg, opts, reporter) as job:
+        return job.run(paths)
 
 
 app.add_typer(service_cli.app)  # corpora, scan, serve and db (listed after index and demo)

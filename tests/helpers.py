@@ -1,4 +1,5 @@
-"""Small corpus builders shared by the tests (the indexing itself: the `index_corpus` fixture)."""
+"""Small corpus builders shared by the tests (the indexing itself: the `index_corpus` fixture),
+and `snapshot`, an index's content independent of internal ids."""
 
 from __future__ import annotations
 
@@ -7,6 +8,12 @@ import json
 import random
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy import select
+
+from contam.app.store import repo
+from contam.app.store.db import make_engine
+from contam.app.store.schema import corpus_file, document
 
 VOCAB = [f"w{i}" for i in range(5000)]
 
@@ -21,3 +28,16 @@ def write_jsonl(path: Path, docs: list[dict[str, Any]], gz: bool = False) -> Pat
     data = "".join(json.dumps(d) + "\n" for d in docs).encode()
     path.write_bytes(gzip.compress(data) if gz else data)
     return path
+
+
+def snapshot(url: str) -> dict:
+    """The index content, independent of internal ids."""
+    eng = make_engine(url)
+    with eng.connect() as conn:
+        ext = dict(conn.execute(select(document.c.id, document.c.external_id)).all())
+        docs = sorted(conn.execute(select(document.c.external_id, document.c.n_tokens, document.c.text_hash)).all())
+        grams = sorted((h, ext[d]) for _, h, d in repo.postings(conn, "ngram"))
+        bands = sorted((k, ext[d], w) for _, k, d, w in repo.postings(conn, "band"))
+        files = sorted(conn.execute(select(corpus_file.c.path, corpus_file.c.status, corpus_file.c.n_docs)).all())
+    eng.dispose()
+    return {"docs": docs, "grams": grams, "bands": bands, "files": files}

@@ -55,6 +55,33 @@ def forget_failures(engine: Engine, corpus_id: int, path: str) -> None:
         repo.delete_failed_files_at(conn, corpus_id, path)
 
 
+# ---------------------------------------------------------------- file claims (Ray executor)
+
+
+def take_claim(engine: Engine, corpus_id: int, content_hash: str, path: str, owner: str, lease: float) -> float:
+    """Claim a file for `owner` in a transaction of its own (so others see it at once): 0.0
+    when claimed, else the seconds left on the lease of the task that holds it."""
+    with engine.begin() as conn:
+        return repo.take_claim(conn, corpus_id, content_hash, path, owner, lease)
+
+
+def renew_claims(engine: Engine, corpus_id: int, owner: str, lease: float) -> int:
+    """The heartbeat: extend `owner`'s leases; how many claims it still holds."""
+    with engine.begin() as conn:
+        return repo.renew_claims(conn, corpus_id, owner, lease)
+
+
+def release_claims(engine: Engine, corpus_id: int, owner: str) -> None:
+    """Drop all of `owner`'s claims in a transaction of their own (its files were rolled back)."""
+    with engine.begin() as conn:
+        repo.release_claims(conn, corpus_id, owner)
+
+
+def drop_stale_claims(engine: Engine, corpus_id: int) -> int:
+    with engine.begin() as conn:
+        return repo.drop_stale_claims(conn, corpus_id)
+
+
 class CorpusWriter:
     """One connection writing into one corpus. Writes join the group transaction the caller
     opened with `begin` and end with `commit` or `rollback`; nothing here commits on its own
@@ -140,11 +167,23 @@ class CorpusWriter:
             seconds=seconds,
         )
 
-    def record_failure(self, path: str, size: int, content_hash: str, error: str, skipped: dict[str, int]) -> None:
+    def record_failure(
+        self, path: str, size: int, content_hash: str, error: str, skipped: dict[str, int], owner: str | None = None
+    ) -> bool:
         """Record a file that could not be read to its end, in a transaction of its own (call
-        it after `rollback`): the next run tries the file again."""
-        with self.conn.begin():
+        it after `rollback`): the next run tries the file again. With `owner`, the record is
+        written only if that task still holds the file's claim, which it releases (False if not)."""
+        with self.conn.begin() as tx:
+            if owner is not None and not repo.release_claims(self.conn, self.corpus_id, owner, [content_hash]):
+                tx.rollback()
+                return False
             self._replace_file(path, size, content_hash, "failed", error, skipped)
+        return True
+
+    def release_claims(self, owner: str, content_hashes: Sequence[str]) -> bool:
+        """In the group: drop `owner`'s claims on the files, so that they are gone exactly when
+        the files commit; False if another task took one of them over (then roll back)."""
+        return repo.release_claims(self.conn, self.corpus_id, owner, content_hashes) == len(set(content_hashes))
 
     def _replace_file(
         self, path: str, size: int, content_hash: str, status: str, error: str | None, skipped: dict[str, int] | None

@@ -14,7 +14,17 @@ from sqlalchemy.engine import Connection
 
 from contam.app.core.config import SignatureConfig
 from contam.app.store import blocks, db
-from contam.app.store.schema import band, band_block, corpus, corpus_file, document, ngram, ngram_block, segment
+from contam.app.store.schema import (
+    band,
+    band_block,
+    corpus,
+    corpus_file,
+    document,
+    file_claim,
+    ngram,
+    ngram_block,
+    segment,
+)
 
 
 def now() -> datetime:
@@ -60,6 +70,7 @@ def delete_corpus(conn: Connection, corpus_id: int) -> None:
     conn.execute(delete(ngram_block).where(ngram_block.c.seg.in_(segs)))
     conn.execute(delete(band_block).where(band_block.c.seg.in_(segs)))
     conn.execute(delete(segment).where(segment.c.corpus_id == corpus_id))
+    conn.execute(delete(file_claim).where(file_claim.c.corpus_id == corpus_id))
     conn.execute(delete(document).where(document.c.corpus_id == corpus_id))
     conn.execute(delete(corpus_file).where(corpus_file.c.corpus_id == corpus_id))
     conn.execute(delete(corpus).where(corpus.c.id == corpus_id))
@@ -175,6 +186,68 @@ def claim_file(conn: Connection, corpus_id: int, content_hash: str) -> None:
     database's write lock, taken at BEGIN IMMEDIATE)."""
     if db.dialect(conn) == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:c, hashtext(:h))"), {"c": corpus_id, "h": content_hash})
+
+
+# File claims with a lease (the Ray executor's tasks; PostgreSQL only): the database's clock
+# decides when a lease has run out, so the clocks of the workers' machines do not matter.
+_LEASE = "clock_timestamp() + make_interval(secs => CAST(:s AS double precision))"
+
+
+def take_claim(conn: Connection, corpus_id: int, content_hash: str, path: str, owner: str, lease: float) -> float:
+    """Claim a file for `owner` for `lease` seconds: free, or held by a lease that has run out
+    (taken over). 0.0 when claimed, else the seconds left on the holder's lease."""
+    taken = conn.execute(
+        text(
+            "INSERT INTO file_claim AS c (corpus_id, content_hash, path, owner, expires_at, takeovers) "
+            f"VALUES (:c, :h, :p, :o, {_LEASE}, 0) ON CONFLICT (corpus_id, content_hash) DO UPDATE "
+            "SET owner = EXCLUDED.owner, path = EXCLUDED.path, expires_at = EXCLUDED.expires_at, "
+            "takeovers = c.takeovers + 1 WHERE c.expires_at < clock_timestamp() RETURNING owner"
+        ),
+        {"c": corpus_id, "h": content_hash, "p": path, "o": owner, "s": lease},
+    ).first()
+    if taken is not None:
+        return 0.0
+    left = conn.execute(
+        text(
+            "SELECT extract(epoch FROM expires_at - clock_timestamp()) FROM file_claim "
+            "WHERE corpus_id = :c AND content_hash = :h"
+        ),
+        {"c": corpus_id, "h": content_hash},
+    ).scalar()
+    return max(float(left or 0.0), 0.01)  # released meanwhile: try again at once
+
+
+def renew_claims(conn: Connection, corpus_id: int, owner: str, lease: float) -> int:
+    """Extend the leases of `owner`'s claims by `lease` seconds from now; how many it still holds."""
+    return conn.execute(
+        text(f"UPDATE file_claim SET expires_at = {_LEASE} WHERE corpus_id = :c AND owner = :o"),
+        {"c": corpus_id, "o": owner, "s": lease},
+    ).rowcount
+
+
+def release_claims(conn: Connection, corpus_id: int, owner: str, content_hashes: Sequence[str] | None = None) -> int:
+    """Drop `owner`'s claims (on the given files, or all); how many it still held. In the
+    transaction that writes the files this is the fence: files commit only if their task still
+    holds every one of them (another task takes over a claim whose lease ran out)."""
+    q = delete(file_claim).where(file_claim.c.corpus_id == corpus_id, file_claim.c.owner == owner)
+    if content_hashes is not None:
+        q = q.where(file_claim.c.content_hash.in_(list(content_hashes)))
+    return conn.execute(q).rowcount
+
+
+def drop_stale_claims(conn: Connection, corpus_id: int) -> int:
+    """Forget lapsed claims of files that are indexed whole (their holder died after another
+    indexer committed the file); how many."""
+    done = select(corpus_file.c.content_hash).where(
+        corpus_file.c.corpus_id == corpus_id, corpus_file.c.status == "done"
+    )
+    return conn.execute(
+        delete(file_claim).where(
+            file_claim.c.corpus_id == corpus_id,
+            file_claim.c.expires_at < func.clock_timestamp(),
+            file_claim.c.content_hash.in_(done),
+        )
+    ).rowcount
 
 
 def delete_file(conn: Connection, file_id: int) -> None:

@@ -91,6 +91,20 @@ document = Table(
     Index("ix_document_corpus_id_text_hash", "corpus_id", "text_hash"),
 )
 
+# Which indexer task holds a file of a corpus, until when (the Ray executor's tasks, on any
+# machine; migration 0006 says how a claim is taken, renewed, taken over and checked).
+file_claim = Table(
+    "file_claim",
+    metadata,
+    Column("corpus_id", Integer, ForeignKey("corpus.id", ondelete="CASCADE"), nullable=False),
+    Column("content_hash", String(32), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("owner", String(64), nullable=False),  # the task attempt holding it (a random token)
+    Column("expires_at", DateTime(timezone=True), nullable=False),  # the database's clock
+    Column("takeovers", Integer, nullable=False),  # times a lapsed claim was taken over
+    PrimaryKeyConstraint("corpus_id", "content_hash", name="pk_file_claim"),
+)
+
 segment = Table(
     "segment",
     metadata,

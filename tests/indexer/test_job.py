@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import IndexCorpus
-from helpers import make_docs, write_jsonl
+from helpers import make_docs, snapshot, write_jsonl
 from sqlalchemy import select, text
 from typer.testing import CliRunner
 
@@ -28,19 +28,6 @@ from contam.app.store.schema import corpus_file, document
 from contam.indexer.cli import app as cli
 from contam.indexer.progress import BarProgress
 from contam.indexer.summary import FileReport
-
-
-def snapshot(url: str) -> dict:
-    """The index content, independent of internal ids."""
-    eng = make_engine(url)
-    with eng.connect() as conn:
-        ext = dict(conn.execute(select(document.c.id, document.c.external_id)).all())
-        docs = sorted(conn.execute(select(document.c.external_id, document.c.n_tokens, document.c.text_hash)).all())
-        grams = sorted((h, ext[d]) for _, h, d in repo.postings(conn, "ngram"))
-        bands = sorted((k, ext[d], w) for _, k, d, w in repo.postings(conn, "band"))
-        files = sorted(conn.execute(select(corpus_file.c.path, corpus_file.c.status, corpus_file.c.n_docs)).all())
-    eng.dispose()
-    return {"docs": docs, "grams": grams, "bands": bands, "files": files}
 
 
 def test_index_counts_and_rerun_is_idempotent(migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus) -> None:

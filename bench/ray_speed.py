@@ -1,0 +1,215 @@
+"""PostgreSQL indexing: the local executor against the Ray executor at 1 and 2 workers.
+
+Usage: python bench/ray_speed.py [CORPUS_PATH ...] [--repeat 3] [--pg URL] [--configs local,ray1,ray2]
+
+Without a path it indexes the first 7 shards of the shared evaluation corpus (about 52 MB of
+text; ../shared/eval/corpus) if present, else this machine's Python standard library sources
+cut into 8 files. The Ray runs use one local cluster of 2 CPUs started for the bench (by a
+process of its own, ended at the end) and reach it with `--address`, as on a real cluster, so the
+cluster's start-up is not counted; `--workers` sets the files in work at once (the per-worker
+rate is the 1-worker figure). Configurations alternate within each repeat, so machine noise
+hits them alike.
+
+Prints per configuration: median MB/s of text over the run's own time (the summary's, from
+the corpus being opened to the last commit and ANALYZE) and over the command's wall time,
+database bytes per corpus token, and peak RSS per process (the driver; the largest signing or
+Ray worker), the largest over the repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+CONTAM = [sys.executable, "-m", "contam.indexer.cli"]  # the `contam` command of this checkout
+
+from contam.app.store.db import upgrade  # noqa: E402
+
+
+def stdlib_corpus(out: Path, parts: int = 8) -> list[str]:
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(stdlib.rglob("*.py"))
+    made = []
+    for i in range(parts):
+        target = out / f"stdlib-{i}.jsonl.gz"
+        with gzip.open(target, "wt") as f:
+            for p in files[i::parts]:
+                f.write(json.dumps({"id": str(p.relative_to(stdlib)), "text": p.read_text(errors="replace")}) + "\n")
+        made.append(str(target))
+    return made
+
+
+def _hwm_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _ppid(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+class PeakSampler(threading.Thread):
+    """Every 0.1 s, the peak resident set (VmHWM) of the driver, its descendants (the local
+    executor's signing workers) and the Ray workers (their title begins 'ray::'; a job's
+    workers end with its driver)."""
+
+    def __init__(self, driver: int, before: set[int]) -> None:
+        super().__init__(daemon=True)
+        self.driver, self.before = driver, before
+        self.peaks: dict[int, tuple[str, int]] = {}
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.1):
+            for entry in Path("/proc").iterdir():
+                if not entry.name.isdigit():
+                    continue
+                pid = int(entry.name)
+                role = self._role(pid)
+                if role:
+                    self.peaks[pid] = (role, max(self.peaks.get(pid, (role, 0))[1], _hwm_kib(pid)))
+
+    def _role(self, pid: int) -> str | None:
+        if pid == self.driver:
+            return "driver"
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return None
+        if cmd.startswith(b"ray::"):  # Ray's workers: started for this run's job (prestarted ones too)
+            return "worker"
+        if pid in self.before:
+            return None
+        p, hops = pid, 0
+        while p > 1 and hops < 6:
+            p, hops = _ppid(p), hops + 1
+            if p == self.driver:
+                return "worker"
+        return None
+
+    def peak_mb(self, role: str) -> float:
+        return max((kib for r, kib in self.peaks.values() if r == role), default=0) / 1024
+
+
+def run_once(url: str, paths: list[str], config: str, address: str) -> dict:
+    upgrade(url)
+    workers = "2" if config in ("local", "ray2") else "1"
+    extra = ["--executor", "ray", "--address", address] if config.startswith("ray") else []
+    cmd = [*CONTAM, "index", "--corpus", "bench", "--db", url, "--workers", workers, "--progress", "none"]
+    before = {int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()}
+    t0 = time.perf_counter()
+    # The bench's cluster has Ray's token authentication (the default of a cluster ray.init starts):
+    # a driver given an explicit address uses it only when told to (the token is in ~/.ray).
+    env = {**os.environ, "RAY_AUTH_MODE": "token"}
+    proc = subprocess.Popen(
+        [*cmd, *extra, *paths], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    sampler = PeakSampler(proc.pid, before)
+    sampler.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    sampler.stop.set()
+    sampler.join()
+    if proc.returncode != 0:
+        raise SystemExit(err)
+    summary = json.loads(out)
+    return {
+        "summary": summary,
+        "wall": wall,
+        "driver_mb": sampler.peak_mb("driver"),
+        "worker_mb": sampler.peak_mb("worker"),
+        "bytes": db_bytes(url),
+    }
+
+
+def db_bytes(url: str) -> int:
+    with psycopg.connect(url.replace("+psycopg", "")) as c:
+        return int(c.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+
+
+# A process that starts a local Ray cluster of 2 CPUs, prints its address and holds it until
+# it is sent SIGTERM (ray.init's handler exits; at exit Ray stops the processes it started).
+_HOLD = (
+    "import logging, sys, time, ray; "
+    "ray.init(address='local', num_cpus=2, include_dashboard=False, logging_level=logging.WARNING); "
+    "print(ray.get_runtime_context().gcs_address, flush=True); time.sleep(1e6)"
+)
+
+
+def start_cluster() -> tuple[subprocess.Popen[str], str]:
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    return holder, holder.stdout.readline().strip()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("paths", nargs="*")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    ap.add_argument("--configs", default="local,ray1,ray2")
+    args = ap.parse_args()
+    tmp = tempfile.TemporaryDirectory(dir="/tmp", prefix="contam-ray-")
+    paths = args.paths
+    if not paths:
+        shared = ROOT.parent / "shared" / "eval" / "corpus"
+        shards = sorted(str(p) for p in shared.glob("shard-*.jsonl.gz"))[:7]
+        paths = shards or stdlib_corpus(Path(tmp.name))
+    configs = args.configs.split(",")
+    holder, address = start_cluster() if any(c.startswith("ray") for c in configs) else (None, "")
+    results: dict[str, list[dict]] = {c: [] for c in configs}
+    admin = args.pg.replace("+psycopg", "")
+    try:
+        for _ in range(args.repeat):
+            for config in configs:
+                name = f"contam_bench_{uuid.uuid4().hex[:8]}"
+                with psycopg.connect(admin, autocommit=True) as c:
+                    c.execute(f'CREATE DATABASE "{name}"')
+                try:
+                    results[config].append(run_once(args.pg.rsplit("/", 1)[0] + "/" + name, paths, config, address))
+                finally:
+                    with psycopg.connect(admin, autocommit=True) as c:
+                        c.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    finally:
+        if holder is not None:
+            holder.terminate()
+            holder.wait(60)
+    labels = {"local": "local executor, --workers 2", "ray1": "Ray, 1 worker", "ray2": "Ray, 2 workers"}
+    for config, runs in results.items():
+        s = runs[0]["summary"]
+        mbs = statistics.median(r["summary"]["text_mb"] / r["summary"]["seconds"] for r in runs)
+        wall = statistics.median(r["summary"]["text_mb"] / r["wall"] for r in runs)
+        per_token = statistics.median(r["bytes"] for r in runs) / s["tokens"]
+        print(
+            f"{labels.get(config, config)}: {s['text_mb']:.1f} MB text, {s['tokens']} tokens, {s['files_indexed']} "
+            f"files: {mbs:.2f} MB/s (wall {wall:.2f}; median of {len(runs)}), {per_token:.1f} DB bytes/token, "
+            f"peak RSS driver {max(r['driver_mb'] for r in runs):.0f} MB, "
+            f"largest worker {max(r['worker_mb'] for r in runs):.0f} MB"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+"""The Ray executor (`contam index --executor ray`) on a local Ray cluster of 2 CPUs, started
+once for this module and stopped after it, against the PostgreSQL server: the same index as
+the local executor, row for row; a worker killed mid-file loses and duplicates nothing; two
+runs that overlap share the files, each indexed once; claims lapse and are taken over; SQLite
+is refused."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import ray
+from conftest import IndexCorpus, drop_pg_database, make_pg_database
+from helpers import make_docs, snapshot, write_jsonl
+from sqlalchemy import Engine, text
+from typer.testing import CliRunner
+
+from contam.app.core.config import SignatureConfig
+from contam.app.store import repo
+from contam.app.store.db import make_engine, upgrade
+from contam.indexer.cli import app as cli
+from contam.indexer.cluster import KILL_MARKER, RayJob
+from contam.indexer.options import IndexOptions
+from contam.indexer.summary import IndexSummary
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A local Ray cluster of 2 CPUs (its address) and the kill hook's marker file path."""
+    marker = tmp_path_factory.mktemp("ray") / "kill-marker"
+    os.environ[KILL_MARKER] = str(marker)  # before ray.init: the workers inherit it
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    try:
+        yield ray.get_runtime_context().gcs_address, marker
+    finally:
+        ray.shutdown()
+        os.environ.pop(KILL_MARKER, None)
+
+
+@pytest.fixture
+def pg_url(pg_available: bool) -> Iterator[str]:
+    name, url = make_pg_database()
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        drop_pg_database(name)
+
+
+@pytest.fixture
+def other_pg_url(pg_available: bool) -> Iterator[str]:
+    name, url = make_pg_database()
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        drop_pg_database(name)
+
+
+def ray_index(url: str, paths: list[Path], **kw: object) -> IndexSummary:
+    engine = make_engine(url)
+    opts = {k: kw.pop(k) for k in list(kw) if k in IndexOptions.__dataclass_fields__}
+    try:
+        with RayJob(engine, "web", SignatureConfig(), IndexOptions(**opts), **kw) as job:  # type: ignore[arg-type]
+            return job.run(paths)
+    finally:
+        engine.dispose()
+
+
+def corpus_files(root: Path, n: int, docs: int = 30, words: int = 150) -> list[Path]:
+    root.mkdir(exist_ok=True)
+    return [write_jsonl(root / f"f{i:02d}.jsonl", make_docs(docs, words, 100 + i, f"f{i}-")) for i in range(n)]
+
+
+def counts(url: str) -> tuple[int, int, int, int]:
+    """documents, distinct external ids, files done, claims left."""
+    eng = make_engine(url)
+    with eng.connect() as conn:
+        docs, distinct = conn.execute(text("SELECT count(*), count(DISTINCT external_id) FROM document")).one()
+        done = conn.execute(text("SELECT count(*) FROM corpus_file WHERE status = 'done'")).scalar_one()
+        claims = conn.execute(text("SELECT count(*) FROM file_claim")).scalar_one()
+    eng.dispose()
+    return int(docs), int(distinct), int(done), int(claims)
+
+
+def test_ray_index_equals_local_index(
+    ray_cluster: tuple[str, Path], pg_url: str, other_pg_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """Row for row: documents, n-gram and band postings, file records (a failed one too)."""
+    files = corpus_files(tmp_path / "c", 5)
+    write_jsonl(tmp_path / "c" / "g.jsonl.gz", make_docs(20, 400, 7, "g"), gz=True)
+    blob = gzip.compress("".join(json.dumps(d) + "\n" for d in make_docs(300, 60, 8, "x")).encode())
+    (tmp_path / "c" / "broken.jsonl.gz").write_bytes(blob[: len(blob) // 2])
+    local = index_corpus(pg_url, [tmp_path / "c"], "web", workers=2, batch_size=7)
+    # one task at a time: groups of half the corpus, the first holding the broken file (rolled
+    # back, recorded as failed, its companions indexed again)
+    ours = ray_index(other_pg_url, [tmp_path / "c"], batch_size=7, tasks=1)
+    assert ours.as_dict() | {"seconds": 0, "mb_per_s": 0} == local.as_dict() | {"seconds": 0, "mb_per_s": 0}
+    assert [(f.path, f.status) for f in ours.files] == [(f.path, f.status) for f in local.files]
+    assert ours.as_dict()["files_failed"] == 1 and ours.as_dict()["files_indexed"] == len(files) + 1
+    assert snapshot(other_pg_url) == snapshot(pg_url)
+    again = ray_index(other_pg_url, [tmp_path / "c"])  # the failed file is tried again, the rest unchanged
+    assert (again.as_dict()["files_unchanged"], again.as_dict()["files_failed"]) == (len(files) + 1, 1)
+    assert snapshot(other_pg_url) == snapshot(pg_url) and counts(other_pg_url)[3] == 0
+
+
+def test_killed_worker_loses_and_duplicates_nothing(
+    ray_cluster: tuple[str, Path], pg_url: str, other_pg_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """A worker that dies (-9) with half a file written: its transaction is gone with it, its
+    claim lapses after the lease and the retried task takes the file over."""
+    _, marker = ray_cluster
+    files = corpus_files(tmp_path / "c", 4, docs=40)
+    marker.write_text("f02.jsonl")  # the worker indexing f02 kills itself after its first batch
+    t0 = time.monotonic()
+    summary = ray_index(other_pg_url, files, batch_size=10, lease=1.5, tasks=2)
+    assert not marker.exists(), "no worker was killed"
+    assert time.monotonic() - t0 >= 1.0  # f02 waited for the dead worker's lease
+    assert [f.status for f in summary.files] == ["done"] * 4
+    assert counts(other_pg_url) == (160, 160, 4, 0)
+    index_corpus(pg_url, files, "web", batch_size=10)
+    assert snapshot(other_pg_url) == snapshot(pg_url)
+    rerun = ray_index(other_pg_url, files, lease=1.5)
+    assert rerun.as_dict()["files_unchanged"] == 4 and snapshot(other_pg_url) == snapshot(pg_url)
+
+
+def test_two_overlapping_runs_share_the_files(ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path) -> None:
+    """A second driver (the CLI, --address) on the same cluster and files while the first runs:
+    every file is indexed by exactly one of them, both do some."""
+    address, _ = ray_cluster
+    files = corpus_files(tmp_path / "c", 16, docs=60, words=400)
+    ray_index(pg_url, files[:1])  # the corpus exists before both start
+    env = {k: v for k, v in os.environ.items() if k != KILL_MARKER}
+    cmd = [sys.executable, "-m", "contam.indexer.cli", "index", "--corpus", "web", "--db", pg_url, "--executor", "ray"]
+    cmd += ["--address", address, "--workers", "1", "--progress", "log", *map(str, files)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:  # the other driver has started its first file
+        if line.startswith("indexing"):
+            break
+    ours: list[IndexSummary] = []
+    thread = threading.Thread(target=lambda: ours.append(ray_index(pg_url, files, tasks=1)))
+    thread.start()
+    out, err = proc.communicate(timeout=120)
+    thread.join(120)
+    assert proc.returncode == 0, err
+    theirs = set(_done_paths_from_log(err))
+    mine = {f.path for f in ours[0].files if f.status == "done"}
+    assert mine and theirs and not (mine & theirs), (mine, theirs)
+    assert mine | theirs == {str(p) for p in files[1:]}
+    assert counts(pg_url) == (16 * 60, 16 * 60, 16, 0)
+    assert json.loads(out)["files_indexed"] == len(theirs)
+
+
+def _done_paths_from_log(log: str) -> list[str]:
+    """The files a `--progress log` run committed (lines `done [i/n] PATH: ...`)."""
+    return [ln.split("] ", 1)[1].split(": ", 1)[0] for ln in log.splitlines() if ln.startswith("done [")]
+
+
+def test_claims_lapse_and_are_taken_over(pg_url: str) -> None:
+    """A claim holds a file for its lease: another owner is told how long, takes it over once it
+    lapses, and the first owner can neither renew nor release (commit) it any more."""
+    eng: Engine = make_engine(pg_url)
+    try:
+        with eng.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO corpus (id, name, fingerprint, config, store_text, created_at) "
+                    "VALUES (1, 'web', 'f', '{}', true, now())"
+                )
+            )
+        with eng.begin() as conn:
+            assert repo.take_claim(conn, 1, "h", "p", "a", 0.5) == 0.0
+        with eng.begin() as conn:
+            assert 0.0 < repo.take_claim(conn, 1, "h", "p", "b", 0.5) <= 0.5
+            assert repo.renew_claims(conn, 1, "a", 0.5) == 1
+        time.sleep(0.6)
+        with eng.begin() as conn:
+            assert repo.take_claim(conn, 1, "h", "p", "b", 5.0) == 0.0
+            assert repo.renew_claims(conn, 1, "a", 0.5) == 0
+            assert repo.release_claims(conn, 1, "a", ["h"]) == 0
+            takeovers = conn.execute(text("SELECT takeovers FROM file_claim")).scalar_one()
+            assert takeovers == 1 and repo.release_claims(conn, 1, "b", ["h"]) == 1
+    finally:
+        eng.dispose()
+
+
+def test_ray_executor_refuses_sqlite(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    upgrade(url)
+    write_jsonl(tmp_path / "a.jsonl", make_docs(3, 20, 1, "a"))
+    args = ["index", "--corpus", "c", "--db", url, "--progress", "none", str(tmp_path / "a.jsonl")]
+    result = CliRunner().invoke(cli, [*args, "--executor", "ray"])
+    assert result.exit_code == 2
+    assert result.output.startswith("error: --executor ray needs a PostgreSQL database")
+    assert len(result.output.strip().splitlines()) == 1
+    wrong = CliRunner().invoke(cli, [*args, "--executor", "dask"])
+    assert wrong.exit_code == 2 and "error: --executor must be local or ray" in wrong.output
+    stray = CliRunner().invoke(cli, [*args, "--address", "head:6379"])
+    assert stray.exit_code == 2 and "--address" in stray.output
