@@ -20,7 +20,7 @@ import lzma
 import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, cast
 
 import orjson
 import pyarrow as pa
@@ -135,7 +135,7 @@ def open_content(data: Source, filename: str, max_bytes: int) -> io.BufferedRead
     elif comp == "xz":
         inner = lzma.LZMAFile(raw)  # noqa: SIM115 - read to its end by the caller
     else:
-        inner = raw
+        inner = cast(_ReadsInto, raw)  # BytesIO or a file opened "rb": both read into a buffer
     return io.BufferedReader(_Bounded(inner, max_bytes, filename), buffer_size=1 << 20)
 
 
