@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -59,10 +61,16 @@ def upload_benchmark(
     thresholds: Annotated[str | None, Form(description="JSON object of threshold overrides")] = None,
 ) -> ReportCreated:
     """Upload a benchmark; returns 202 and the report id while the check runs."""
-    data = file.file.read(svc.max_upload + 1)
     fields, th = _form_json(mapping, thresholds, limits)
     names = [c.strip() for c in corpora.split(",") if c.strip()] if corpora else None
-    rid = svc.submit(data, file.filename or "upload.jsonl", name, fields, names, th.to_thresholds())
+    with tempfile.TemporaryDirectory(prefix="contam-upload-") as tmp:
+        spooled = Path(tmp) / "upload"  # on disk, read as a stream: a big upload is never held in memory
+        with spooled.open("wb") as out:
+            left = svc.max_upload + 1  # one byte over is enough for submit to refuse it
+            while left > 0 and (block := file.file.read(min(left, 1 << 20))):
+                out.write(block)
+                left -= len(block)
+        rid = svc.submit(spooled, file.filename or "upload.jsonl", name, fields, names, th.to_thresholds())
     response.headers["Location"] = f"/api/v1/reports/{rid}"  # where the 202's job can be followed
     return ReportCreated(id=rid, status="queued", url=f"/api/v1/reports/{rid}")
 
