@@ -6,7 +6,7 @@ first progress the report shows, and the total time.
 Usage: python bench/big_upload.py [--mb 200] [--scan-workers 2] [--cli]
 --cli also times `contam scan` on the same file and samples its RSS the same way.
 
-The benchmark is shaped like a reading-comprehension set (SQuAD, RACE): a ~2.4 kB passage, a
+The benchmark is shaped like a reading-comprehension set (SQuAD, RACE): a ~2.8 kB passage, a
 question, choices and an answer per item, three questions per passage; one passage in 50 is
 copied from the corpus (contaminated), the rest is fresh text from the same vocabulary.
 """
@@ -47,7 +47,7 @@ def build(tmp: Path, mb: float) -> tuple[Path, Path, int]:
     with bench.open("w") as out:
         while written < budget:
             copied = n % 150 == 0
-            passage = docs[n % len(docs)]["text"][:2400] if copied else words(rng, 400)
+            passage = docs[n % len(docs)]["text"] if copied else words(rng, 600)
             for q in range(3):
                 question = " ".join(passage.split()[q * 20 : q * 20 + 18]) if copied else words(rng, 18)
                 rec = {
@@ -121,7 +121,8 @@ def upload(url: str, bench: Path, scan_workers: int, n: int) -> None:
         t0 = time.monotonic()
         with bench.open("rb") as f:
             r = httpx.post(base + "/api/v1/benchmarks", files={"file": (bench.name, f)}, timeout=3600)
-        r.raise_for_status()
+        if r.status_code != 202:
+            raise SystemExit(f"upload refused: {r.status_code} {r.text}")
         rid = r.json()["id"]
         t_upload = time.monotonic() - t0
         first = None
