@@ -419,34 +419,51 @@ class _Bench:
     @classmethod
     def of(cls, items: Iterable[BenchmarkItem], n: int) -> _Bench:
         """Pass 1: each item's scored text prepared (its passage and record left out: they count
-        for nothing here), the tables built, then only what pass 2 reads kept."""
-        skeletons = [prepare(dataclasses.replace(it, passage="", raw={}), n) for it in items]
-        shared = SharedText(skeletons)
-        groups = shared.group.tolist()
-        model = TokenModel([p.ids for p in skeletons], [p.fields for p in skeletons], groups)
+        for nothing here), read into the shared-text tables and flat arrays, then dropped."""
+        cols: dict[str, list[np.ndarray]] = {k: [] for k in ("ids", "whole", "mgrams", "mgram_pos", "umgrams")}
+        cols |= {"tiny": [], "field_pos": []}
+
+        def keep(p: PreparedItem) -> None:
+            for k in ("ids", "whole", "mgrams", "mgram_pos", "umgrams"):
+                cols[k].append(getattr(p, k))
+            cols["tiny"].append(np.array(p.tiny_fields, dtype=np.uint64).reshape(-1, 3))
+            pos = [np.arange(e - s) for s, e, _c in p.fields]
+            cols["field_pos"].append(np.concatenate(pos) if pos else _EMPTY)
+
+        shared = SharedText((prepare(dataclasses.replace(it, passage="", raw={}), n) for it in items), keep)
+        parts: dict[str, np.ndarray] = {}
+        for k, dtype, offsets in (
+            ("ids", np.int64, "tok_at"),
+            ("whole", bool, None),
+            ("field_pos", np.int64, None),
+            ("mgrams", np.int64, "m_at"),
+            ("mgram_pos", np.int64, None),
+            ("umgrams", np.int64, "u_at"),
+            ("tiny", np.uint64, "t_at"),
+        ):
+            arrays = cols.pop(k)
+            if offsets is not None:
+                parts[offsets] = np.concatenate(([0], np.cumsum([len(a) for a in arrays], dtype=np.int64)))
+            parts[k] = np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
+            del arrays
+        field_pos = parts.pop("field_pos")
+        lengths = np.diff(parts["tok_at"])
+        model = TokenModel.flat(parts["ids"], field_pos, lengths, shared.group)
+        at = parts["tok_at"]
         bits = np.concatenate(
             [np.zeros(0)]
             + [
-                np.concatenate(model.bits([p.ids for p in b], [p.fields for p in b], np.arange(lo, lo + len(b))))
-                for lo in range(0, len(skeletons), BITS_BATCH)
-                if (b := skeletons[lo : lo + BITS_BATCH])
+                model.flat_bits(
+                    parts["ids"][at[lo] : at[hi]],
+                    field_pos[at[lo] : at[hi]],
+                    lengths[lo:hi],
+                    np.arange(lo, hi),
+                )
+                for lo in range(0, len(lengths), BITS_BATCH)
+                if (hi := min(lo + BITS_BATCH, len(lengths)))
             ]
         )
-        del model
-
-        def flat(get: Callable[[PreparedItem], np.ndarray], dtype: Any) -> tuple[np.ndarray, np.ndarray]:
-            arrays = [get(p) for p in skeletons]
-            at = np.concatenate(([0], np.cumsum([len(a) for a in arrays]))).astype(np.int64)
-            return at, (np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype))
-
-        tok_at, ids = flat(lambda p: p.ids, np.int64)
-        _, whole = flat(lambda p: p.whole, bool)
-        m_at, mgrams = flat(lambda p: p.mgrams, np.int64)
-        _, mgram_pos = flat(lambda p: p.mgram_pos, np.int64)
-        u_at, umgrams = flat(lambda p: p.umgrams, np.int64)
-        t_at, tiny = flat(lambda p: np.array(p.tiny_fields, dtype=np.uint64).reshape(-1, 3), np.uint64)
-        parts = {"tok_at": tok_at, "ids": ids, "whole": whole, "m_at": m_at, "mgrams": mgrams}
-        parts |= {"mgram_pos": mgram_pos, "u_at": u_at, "umgrams": umgrams, "t_at": t_at, "tiny": tiny}
+        del model, field_pos
         return cls(shared, bits, parts)
 
     def bits_of(self, k: int) -> np.ndarray:
