@@ -558,15 +558,15 @@ def _run(work: _Work, chunks: Iterator[tuple[int, list[BenchmarkItem]]], workers
         _FORKED[:] = [work]
         pool = ProcessPoolExecutor(workers, multiprocessing.get_context("fork"), initializer=_worker_init)
     try:  # a worker that dies (killed, out of memory) fails the scan with BrokenProcessPool, never hangs it
-        with pool:
-            pending: deque[Future[list[ItemResult]]] = deque()
-            for lo, items in chunks:
-                pending.append(pool.submit(_forked_chunk, lo, items))
-                if len(pending) >= 2 * workers:
-                    yield pending.popleft().result()
-            while pending:
+        pending: deque[Future[list[ItemResult]]] = deque()
+        for lo, items in chunks:
+            pending.append(pool.submit(_forked_chunk, lo, items))
+            if len(pending) >= 2 * workers:
                 yield pending.popleft().result()
-    finally:
+        while pending:
+            yield pending.popleft().result()
+    finally:  # also when the consumer stops early (a deleted report): chunks not started are dropped
+        pool.shutdown(wait=True, cancel_futures=True)
         _FORKED.clear()
 
 

@@ -151,3 +151,40 @@ def test_a_check_of_a_file_keeps_only_figures_when_asked(
     assert [r.as_dict() for r in lean.results] == [r.as_dict() for r in full.results]
     assert lean.summary == full.summary and lean.mapping == full.mapping == {"question": "question", "id": "id"}
     assert lean.results[0].item.question == "" and full.results[0].item.question == "question 0 of rivers"
+
+
+def test_deleting_a_report_stops_a_job_scored_by_worker_processes(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With chunks in flight in worker processes, a DELETE stops the job at its next progress
+    step (the chunks not started are dropped) and leaves neither report nor items."""
+    import threading
+
+    from sqlalchemy import func, select
+
+    from app.store import reports as rrepo
+    from app.store.schema import report, report_item
+
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    monkeypatch.setattr(scanning, "CHUNK", 2)
+    monkeypatch.setattr(scanning, "FIRST_CHUNKS", ())
+    svc = ReportService(engine, 1 << 20, scan_workers=2)
+    steps: list[int] = []
+    real = rrepo.set_progress
+
+    def deleted_after_first_step(conn, report_id, done):  # type: ignore[no-untyped-def]
+        steps.append(done)
+        if len(steps) == 2:
+            svc.delete(report_id)
+        return real(conn, report_id, done)
+
+    monkeypatch.setattr(rrepo, "set_progress", deleted_after_first_step)
+    keep_alive = threading.Event()  # a second thread, as in the server: workers start from a fork server
+    threading.Thread(target=keep_alive.wait, daemon=True).start()
+    data = "".join(json.dumps({"id": f"q{i}", "question": f"question {i} about rivers"}) + "\n" for i in range(40))
+    svc.submit(data.encode(), "b.jsonl", background=False)
+    keep_alive.set()
+    assert steps == [2, 4]  # of twenty chunks
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(report)).scalar_one() == 0
+        assert conn.execute(select(func.count()).select_from(report_item)).scalar_one() == 0
