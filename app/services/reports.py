@@ -140,7 +140,7 @@ class ReportService:
         # refuses unknown or empty corpora, or mismatched settings, now
         scanner = Scanner(self.engine, select_corpora(self.engine, corpora), th)
         report_id = uuid.uuid4().hex
-        blob = rrepo.Compressed(rrepo.compressed(data))
+        blob = rrepo.compressed(data)  # before the transaction: compressing 200 MB takes a while
         with self.engine.begin() as conn:
             rrepo.create(
                 conn,
@@ -159,7 +159,7 @@ class ReportService:
                     "config": scanner.cfg.to_dict(),
                     "software_version": __version__,
                     "summary": None,
-                    "upload": blob,
+                    "upload_zst": blob,
                 },
             )
         del blob

@@ -47,15 +47,12 @@ def compressed(upload: bytes | Path) -> bytes:
 
 
 def create(conn: Connection, values: dict[str, Any]) -> None:
-    """A new report; `values` hold its columns, JSON columns as Python values and `upload` as
-    the benchmark file (its bytes, or the file on disk; kept zstd-compressed)."""
-    upload = values["upload"]
-    values = {**_encode(values), "upload": upload if isinstance(upload, Compressed) else compressed(upload)}
+    """A new report; `values` hold its columns, JSON columns as Python values, and either
+    `upload`, the benchmark file (its bytes, or the file on disk), or `upload_zst`, what
+    `compressed` made of it (the file is kept zstd-compressed)."""
+    blob = values.pop("upload_zst") if "upload_zst" in values else compressed(values["upload"])
+    values = {**_encode(values), "upload": blob}
     conn.execute(insert(report).values(**values, created_at=now(), done_items=0))
-
-
-class Compressed(bytes):
-    """An upload already compressed (by `compressed`), for `create` to store as it is."""
 
 
 def corpora_in_use(conn: Connection) -> set[str]:
