@@ -4,6 +4,7 @@ what is kept of each item and the summary: results.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -76,6 +77,20 @@ def _sha256(data: bytes | Path) -> str:
         while block := f.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def spooled(stream: IO[bytes], limit: int) -> Iterator[Path]:
+    """An upload copied to a temporary file (removed after), at most `limit` + 1 bytes of it
+    (one byte over is enough for `submit` to refuse it): a big upload is never held in memory."""
+    with tempfile.TemporaryDirectory(prefix="contam-upload-") as tmp:
+        path = Path(tmp) / "upload"
+        with path.open("wb") as out:
+            left = limit + 1
+            while left > 0 and (block := stream.read(min(left, 1 << 20))):
+                out.write(block)
+                left -= len(block)
+        yield path
 
 
 def _fail(conn: Connection, report_id: str, reason: str) -> None:

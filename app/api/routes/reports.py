@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
-from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -26,6 +24,7 @@ from app.api.schemas import (
 )
 from app.errors import InputError
 from app.limits import Limits, check_json_depth
+from app.services.reports import spooled
 
 router = APIRouter(tags=["reports"], route_class=JsonRoute)
 
@@ -63,14 +62,8 @@ def upload_benchmark(
     """Upload a benchmark; returns 202 and the report id while the check runs."""
     fields, th = _form_json(mapping, thresholds, limits)
     names = [c.strip() for c in corpora.split(",") if c.strip()] if corpora else None
-    with tempfile.TemporaryDirectory(prefix="contam-upload-") as tmp:
-        spooled = Path(tmp) / "upload"  # on disk, read as a stream: a big upload is never held in memory
-        with spooled.open("wb") as out:
-            left = svc.max_upload + 1  # one byte over is enough for submit to refuse it
-            while left > 0 and (block := file.file.read(min(left, 1 << 20))):
-                out.write(block)
-                left -= len(block)
-        rid = svc.submit(spooled, file.filename or "upload.jsonl", name, fields, names, th.to_thresholds())
+    with spooled(file.file, svc.max_upload) as path:  # on disk, read as a stream
+        rid = svc.submit(path, file.filename or "upload.jsonl", name, fields, names, th.to_thresholds())
     response.headers["Location"] = f"/api/v1/reports/{rid}"  # where the 202's job can be followed
     return ReportCreated(id=rid, status="queued", url=f"/api/v1/reports/{rid}")
 
