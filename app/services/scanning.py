@@ -3,10 +3,14 @@ alignment on bounded regions, scores and evidence (the maths is in app.core.scor
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import dataclasses
 import itertools
 import multiprocessing
 import os
+import shutil
+import tempfile
 import threading
 from collections import Counter, OrderedDict, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -20,7 +24,7 @@ import zstandard
 from sqlalchemy import Engine
 
 from app.core.config import SignatureConfig, Thresholds, library_versions
-from app.core.items import ItemStats, PreparedItem, SharedText, item_stats, lookup, prepare
+from app.core.items import ItemStats, PreparedItem, SharedText, _GramTable, item_stats, lookup, prepare
 from app.core.matching import DocMatch, DocTokens
 from app.core.scoring import ItemScore, judge
 from app.core.signatures import band_keys, token_hashes, window_minhashes, window_span
@@ -405,6 +409,9 @@ class _Bench:
     the shared-text tables, each token's bits, and, to stand in for an item another item is
     compared with, its scored text as flat arrays (no Python object per item)."""
 
+    ARRAYS = ("bits", "tok_at", "ids", "whole", "m_at", "mgrams", "mgram_pos", "u_at", "umgrams", "t_at", "tiny")
+    TABLES = ("keys", "start", "count", "groups_by_gram")  # of each of the shared-text gram tables
+
     def __init__(self, shared: SharedText, bits: np.ndarray, parts: dict[str, np.ndarray]) -> None:
         self.shared, self.bits = shared, bits
         self.tok_at = parts["tok_at"]  # item k's tokens are tok_at[k]:tok_at[k + 1] of ids, whole, bits
@@ -412,6 +419,48 @@ class _Bench:
         self.m_at, self.mgrams, self.mgram_pos = parts["m_at"], parts["mgrams"], parts["mgram_pos"]
         self.u_at, self.umgrams = parts["u_at"], parts["umgrams"]
         self.t_at, self.tiny = parts["t_at"], parts["tiny"]  # (start, end, key) rows of tiny fields
+        self.spill: str | None = None  # the folder the arrays were written to, for worker processes
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For a worker started by the fork server: the arrays written once to a temporary
+        folder (removed by `close`) and mapped by every worker from there, so the workers share
+        one copy in the page cache and this process never holds a pickled copy."""
+        tables = {"n": self.shared.ngrams, "m": self.shared.mgrams}
+        if self.spill is None:
+            self.spill = tempfile.mkdtemp(prefix="contam-scan-")
+            for name in self.ARRAYS:
+                np.save(os.path.join(self.spill, name + ".npy"), getattr(self, name))
+            for t, table in tables.items():
+                for name in self.TABLES:
+                    np.save(os.path.join(self.spill, f"{t}.{name}.npy"), getattr(table, name))
+            np.save(os.path.join(self.spill, "group.npy"), self.shared.group)
+        small = {k: v for k, v in self.shared.__dict__.items() if k not in ("group", "ngrams", "mgrams")}
+        return {"spill": self.spill, "shared": small}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        spill = state["spill"]
+
+        def load(name: str) -> np.ndarray:
+            mapped: np.ndarray = np.load(os.path.join(spill, name + ".npy"), mmap_mode="r")
+            return mapped
+
+        shared = SharedText.__new__(SharedText)
+        shared.__dict__.update(state["shared"])
+        shared.group = load("group")
+        for t, attr in (("n", "ngrams"), ("m", "mgrams")):
+            table = _GramTable.__new__(_GramTable)
+            for name in self.TABLES:
+                setattr(table, name, load(f"{t}.{name}"))
+            setattr(shared, attr, table)
+        self.shared = shared
+        for name in self.ARRAYS:
+            setattr(self, name, load(name))
+        self.spill = None  # the process that wrote it removes it
+
+    def close(self) -> None:
+        if self.spill is not None:
+            shutil.rmtree(self.spill, ignore_errors=True)
+            self.spill = None
 
     def __len__(self) -> int:
         return len(self.tok_at) - 1
@@ -464,6 +513,7 @@ class _Bench:
             ]
         )
         del model, field_pos
+        _trim()
         return cls(shared, bits, parts)
 
     def bits_of(self, k: int) -> np.ndarray:
@@ -494,6 +544,13 @@ class _Bench:
             passage_tokens=0,
             key=0,
         )
+
+
+def _trim() -> None:
+    """Give the memory pass 1 freed back to the system (glibc keeps freed small blocks in the
+    process otherwise, and the peak of building the tables would stay the process's size)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 BITS_BATCH = 2000  # items whose bits are worked out at a time (each a few arrays per token)
@@ -568,6 +625,7 @@ def _run(work: _Work, chunks: Iterator[tuple[int, list[BenchmarkItem]]], workers
     finally:  # also when the consumer stops early (a deleted report): chunks not started are dropped
         pool.shutdown(wait=True, cancel_futures=True)
         _FORKED.clear()
+        work.bench.close()
 
 
 def _worker_init(work: _Work | None = None) -> None:
