@@ -1,6 +1,6 @@
 """Big uploads: a generated benchmark of --mb MB (default 200, the upload limit's size) uploaded
 to a server started in a subprocess against a small indexed corpus; prints the peak RSS of the
-server and its scan worker processes (summed, sampled every 0.1 s from /proc), the time to the
+server and its scan worker processes (RSS and PSS, summed, sampled every 0.1 s from /proc), the time to the
 first progress the report shows, and the total time.
 
 Usage: python bench/big_upload.py [--mb 200] [--scan-workers 2] [--cli]
@@ -29,7 +29,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTAM = [sys.executable, "-m", "indexer.cli"]  # the `contam` command of this checkout
-VOCAB = [f"{a}{b}{c}" for a in "bcdfghjklmnprstvwz" for b in ("a", "e", "i", "o", "u", "ai", "ou") for c in "nrstlm"]
+VOCAB = [f"{a}{b}{c}{d}" for a in "bcdfghjklmnprstvwz" for b in "aeiou" for c in "nrstlmkp" for d in "aeiouy"]
 
 
 def words(rng: random.Random, k: int) -> str:
@@ -64,30 +64,36 @@ def build(tmp: Path, mb: float) -> tuple[Path, Path, int]:
     return corpus, bench, n
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of a process and all its descendants."""
-    total, todo = 0, [pid]
+def tree_memory(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) in bytes of a process and all its descendants, summed. RSS counts a page
+    shared by several of them (the scan tables workers map from one file, a forked child's
+    inherited pages) once per process; PSS divides it between them."""
+    rss, pss, todo = 0, 0, [pid]
     while todo:
         p = todo.pop()
         try:
-            with open(f"/proc/{p}/status") as f:
-                total += next(int(x.split()[1]) * 1024 for x in f if x.startswith("VmRSS:"))
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith(("Rss:", "Pss:")):
+                        kb = int(line.split()[1]) * 1024
+                        rss, pss = (rss + kb, pss) if line.startswith("Rss:") else (rss, pss + kb)
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as f:
                     todo += [int(c) for c in f.read().split()]
-        except (OSError, StopIteration, ValueError):
+        except (OSError, ValueError):
             continue
-    return total
+    return rss, pss
 
 
 class Sampler(threading.Thread):
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
-        self.pid, self.peak, self.stop = pid, 0, threading.Event()
+        self.pid, self.peak, self.peak_pss, self.stop = pid, 0, 0, threading.Event()
 
     def run(self) -> None:
         while not self.stop.is_set():
-            self.peak = max(self.peak, tree_rss(self.pid))
+            rss, pss = tree_memory(self.pid)
+            self.peak, self.peak_pss = max(self.peak, rss), max(self.peak_pss, pss)
             time.sleep(0.1)
 
 
@@ -138,8 +144,9 @@ def upload(url: str, bench: Path, scan_workers: int, n: int) -> None:
         sampler.join()
         print(
             f"server: {bench.stat().st_size / 1e6:.0f} MB, {n:,} items, {scan_workers} scan workers: "
-            f"{rep['status']} {rep['error'] or ''}; peak RSS {sampler.peak / 2**20:,.0f} MiB "
-            f"(server and workers); upload answered in {t_upload:.1f} s; first progress after "
+            f"{rep['status']} {rep['error'] or ''}; peak RSS {sampler.peak / 2**20:,.0f} MiB, peak PSS "
+            f"{sampler.peak_pss / 2**20:,.0f} MiB (server and workers, summed); "
+            f"upload answered in {t_upload:.1f} s; first progress after "
             f"{first if first is not None else float('nan'):.1f} s; done after {total:.1f} s; "
             f"counts {(rep['summary'] or {}).get('counts')}",
             flush=True,
@@ -165,7 +172,8 @@ def cli(url: str, bench: Path, scan_workers: int, n: int) -> None:
     counts = json.loads(out)["summary"]["counts"] if proc.returncode in (0, 1) else None
     print(
         f"contam scan: {bench.stat().st_size / 1e6:.0f} MB, {n:,} items, {scan_workers} workers: exit "
-        f"{proc.returncode}; peak RSS {sampler.peak / 2**20:,.0f} MiB; {time.monotonic() - t0:.1f} s; {counts}",
+        f"{proc.returncode}; peak RSS {sampler.peak / 2**20:,.0f} MiB, peak PSS {sampler.peak_pss / 2**20:,.0f} MiB "
+        f"(summed over its workers); {time.monotonic() - t0:.1f} s; {counts}",
         flush=True,
     )
 
