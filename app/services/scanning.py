@@ -434,18 +434,25 @@ class _Bench:
                 for name in self.TABLES:
                     np.save(os.path.join(self.spill, f"{t}.{name}.npy"), getattr(table, name))
             np.save(os.path.join(self.spill, "group.npy"), self.shared.group)
+            small = {k: v for k, v in self.shared.__dict__.items() if k not in ("group", "ngrams", "mgrams")}
+            self._map(self.spill, small)  # this process scores nothing now: its copy can go
+            _trim()
         small = {k: v for k, v in self.shared.__dict__.items() if k not in ("group", "ngrams", "mgrams")}
         return {"spill": self.spill, "shared": small}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        spill = state["spill"]
+        self._map(state["spill"], state["shared"])
+        self.spill = None  # the process that wrote it removes it
+
+    def _map(self, spill: str, small: dict[str, Any]) -> None:
+        """The arrays mapped from the files in `spill` (read-only, shared through the page cache)."""
 
         def load(name: str) -> np.ndarray:
             mapped: np.ndarray = np.load(os.path.join(spill, name + ".npy"), mmap_mode="r")
             return mapped
 
         shared = SharedText.__new__(SharedText)
-        shared.__dict__.update(state["shared"])
+        shared.__dict__.update(small)
         shared.group = load("group")
         for t, attr in (("n", "ngrams"), ("m", "mgrams")):
             table = _GramTable.__new__(_GramTable)
@@ -455,7 +462,6 @@ class _Bench:
         self.shared = shared
         for name in self.ARRAYS:
             setattr(self, name, load(name))
-        self.spill = None  # the process that wrote it removes it
 
     def close(self) -> None:
         if self.spill is not None:
