@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-CONTAM = [sys.executable, "-m", "indexer.cli"]  # the `contam` command of this checkout
+CONTAM = [sys.executable, "-m", "contam.indexer.cli"]  # the `contam` command of this checkout
 VOCAB = [f"{a}{b}{c}{d}" for a in "bcdfghjklmnprstvwz" for b in "aeiou" for c in "nrstlmkp" for d in "aeiouy"]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.core.items import _GramTable
+from contam.app.core.items import _GramTable
 
 
 def test_groups_of_lists_every_holder_of_each_gram_in_order() -> None:

@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 from datasketch import MinHash, MinHashLSH
 
-from app.core import signatures as S
-from app.core.config import SignatureConfig
-from app.core.text import tokenize, tokenize_spans
-from app.errors import ConfigError
+from contam.app.core import signatures as S
+from contam.app.core.config import SignatureConfig
+from contam.app.core.text import tokenize, tokenize_spans
+from contam.app.errors import ConfigError
 
 CASES = [
     # (text, expected tokens, why)

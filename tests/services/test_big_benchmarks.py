@@ -15,13 +15,13 @@ from conftest import IndexCorpus
 from helpers import make_docs
 from sqlalchemy import Engine
 
-from app.core.types import BenchmarkItem
-from app.readers.benchmark import iter_benchmark, read_benchmark
-from app.services import scanning
-from app.services.checking import CheckService
-from app.services.reports import ReportService
-from app.services.scanning import Scanner
-from app.store.db import upgrade
+from contam.app.core.types import BenchmarkItem
+from contam.app.readers.benchmark import iter_benchmark, read_benchmark
+from contam.app.services import scanning
+from contam.app.services.checking import CheckService
+from contam.app.services.reports import ReportService
+from contam.app.services.scanning import Scanner
+from contam.app.store.db import upgrade
 
 ROOT = Path(__file__).resolve().parents[2]
 VOCAB = [f"w{i}" for i in range(3000)]
@@ -41,9 +41,9 @@ PEAK = textwrap.dedent(
     """
     import json, resource, sys
     from pathlib import Path
-    import app.services.scanning as scanning
-    from app.services.checking import CheckService
-    from app.store.db import make_engine
+    import contam.app.services.scanning as scanning
+    from contam.app.services.checking import CheckService
+    from contam.app.store.db import make_engine
 
     scanning.CHUNK = 100
     svc = CheckService(make_engine(sys.argv[1]), workers=1)
@@ -83,7 +83,7 @@ def test_the_report_shows_progress_before_the_first_full_chunk_is_scored(
     are now small, so progress moves after the first ten items."""
     index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
     steps: list[int] = []
-    from app.store import reports as rrepo
+    from contam.app.store import reports as rrepo
 
     real = rrepo.set_progress
 
@@ -162,8 +162,8 @@ def test_deleting_a_report_stops_a_job_scored_by_worker_processes(
 
     from sqlalchemy import func, select
 
-    from app.store import reports as rrepo
-    from app.store.schema import report, report_item
+    from contam.app.store import reports as rrepo
+    from contam.app.store.schema import report, report_item
 
     index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
     monkeypatch.setattr(scanning, "CHUNK", 2)
