@@ -354,7 +354,9 @@ def scan(
     th = _thresholds(thresholds)
     mapping = _mapping(fields)
     with scan_progress(progress) as report:
-        checked = CheckService(open_database(database_url(db)), workers=workers).path(file, mapping, corpus, th, report)
+        checked = CheckService(open_database(database_url(db)), workers=workers).path(
+            file, mapping, corpus, th, report, keep_text=False
+        )
     used = ", ".join(f"{role}={f}" for role, f in checked.mapping.items())
     typer.echo(f"fields: {used}; corpora: {', '.join(checked.corpora)}", err=True)
     FORMATS[fmt](checked)

@@ -9,7 +9,7 @@ items form one group and count once: a duplicate is the same item, not a competi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,10 +135,14 @@ class _GramTable:
     """gram hash -> the groups of items holding it."""
 
     def __init__(self, grams: Sequence[np.ndarray], groups: Sequence[int]) -> None:
-        pairs = [np.stack([g, np.full(len(g), grp)], axis=1) for g, grp in zip(grams, groups, strict=True) if len(g)]
-        table = np.unique(np.concatenate(pairs), axis=0) if pairs else np.zeros((0, 2), dtype=np.int64)
+        lengths = np.array([len(g) for g in grams], dtype=np.int64)
+        flat = np.concatenate(grams).astype(np.int64, copy=False) if len(grams) else np.zeros(0, np.int64)
+        pairs = np.stack([flat, np.repeat(np.asarray(groups, dtype=np.int64), lengths)], axis=1)
+        del flat
+        table = np.unique(pairs, axis=0) if len(pairs) else np.zeros((0, 2), dtype=np.int64)
+        del pairs
         self.keys, self.start, self.count = np.unique(table[:, 0], return_index=True, return_counts=True)
-        self.groups_by_gram = table[:, 1]
+        self.groups_by_gram = np.ascontiguousarray(table[:, 1])
 
     def freq(self, grams: np.ndarray) -> np.ndarray:
         """Groups holding each gram (0 for grams not in the benchmark)."""
@@ -163,39 +167,55 @@ class _GramTable:
         return self.groups_by_gram[rows]
 
 
+def _answer_key(p: PreparedItem) -> int:
+    return xxhash.xxh3_64_intdigest(answer_ids(p).tobytes())
+
+
 class SharedText:
-    """Which grams (and short fields) each item shares with other items of the benchmark, for
-    the index n-grams and for the MATCH_N-grams.
+    """Which grams each item shares with other items of the benchmark, for the index n-grams
+    and for the MATCH_N-grams, and which questions are asked by several items.
 
     Identical items (same scored text) form one group and count once: a duplicate is the same
-    item, not a competitor.
+    item, not a competitor. `items` are read once, in order, and not kept (a generator will
+    do); `each`, if given, is called with every item as it is read.
     """
 
-    def __init__(self, items: Sequence[PreparedItem]) -> None:
+    def __init__(self, items: Iterable[PreparedItem], each: Callable[[PreparedItem], None] | None = None) -> None:
         keys: dict[int, int] = {}
-        self.group = np.array([keys.setdefault(p.key, len(keys)) for p in items], dtype=np.int64)
+        group: list[int] = []
+        grams: list[np.ndarray] = []
+        mgrams: list[np.ndarray] = []
+        asked: list[tuple[int, int, int]] = []  # (question, answer, group) of every item
+        for p in items:
+            g = keys.setdefault(p.key, len(keys))
+            group.append(g)
+            grams.append(p.grams)
+            mgrams.append(p.mgrams)
+            asked.append((p.stem, _answer_key(p), g))
+            if each is not None:
+                each(p)
+        del keys
+        self.group = np.array(group, dtype=np.int64)
         self.members: dict[int, int] = {}  # group -> first item of it
-        for i, g in enumerate(self.group.tolist()):
+        for i, g in enumerate(group):
             self.members.setdefault(g, i)
-        groups = self.group.tolist()
-        self.ngrams = _GramTable([p.grams for p in items], groups)
-        self.mgrams = _GramTable([p.mgrams for p in items], groups)
-        fields: dict[int, set[int]] = {}
-        for p, g in zip(items, groups, strict=True):
-            for _s, _e, k in {*p.short_fields, *p.tiny_fields}:
-                fields.setdefault(k, set()).add(g)
-        self.field_count = {k: len(v) for k, v in fields.items()}
+        self.ngrams = _GramTable(grams, group)
+        del grams
+        self.mgrams = _GramTable(mgrams, group)
+        del mgrams
         stems: dict[int, dict[int, set[int]]] = {}  # question -> answer -> groups
-        for p, g in zip(items, groups, strict=True):
-            stems.setdefault(p.stem, {}).setdefault(hash(answer_ids(p).tobytes()), set()).add(g)
-        self.stems = stems
+        for stem, answer, g in asked:
+            stems.setdefault(stem, {}).setdefault(answer, set()).add(g)
+        # only questions several items ask, with more than one answer, can tell an item apart
+        self.answers = {stem: len(a) for stem, a in stems.items() if len(a) > 1}
+        self.lone = {
+            (stem, answer) for stem, a in stems.items() if len(a) > 1 for answer, gs in a.items() if len(gs) == 1
+        }
 
     def stem_answer_tells(self, p: PreparedItem) -> bool:
         """Other items ask the same question, and only this one (and its duplicates) has this
         answer: the question and answer together identify the item."""
-        answers = self.stems.get(p.stem, {})
-        mine = answers.get(hash(answer_ids(p).tobytes()), set())
-        return len(answers) > 1 and len(mine) == 1
+        return p.stem in self.answers and (p.stem, _answer_key(p)) in self.lone
 
     def freq(self, grams: np.ndarray) -> np.ndarray:
         return self.ngrams.freq(grams)

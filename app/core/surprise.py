@@ -70,26 +70,72 @@ def token_bits(
     """
     if not len(ids):
         return []
-    lengths = np.array([len(a) for a in ids], dtype=np.int64)
-    a = np.concatenate(ids).astype(np.int64, copy=False)
-    item = np.repeat(np.arange(len(ids), dtype=np.int64), lengths)
-    field_pos = np.concatenate(
-        [np.concatenate([np.arange(e - s) for s, e, _c in f]) if f else np.zeros(0, np.int64) for f in fields]
-    )
-    p1, p2 = _contexts(a, field_pos)
-    b1, b2 = _mix(p1, a), _mix(p2, a)
-    first = np.zeros(len(ids), dtype=bool)
-    first[np.unique(np.asarray(groups), return_index=True)[1]] = True
-    counted = first[item]
-    uni, total, vocab = _Counts(a[counted]), int(counted.sum()), len(np.unique(a[counted])) + 1
-    big, h1, tri, h2 = _Counts(b1[counted]), _Counts(p1[counted]), _Counts(b2[counted]), _Counts(p2[counted])
-    t1 = _Counts(p1[counted][np.unique(b1[counted], return_index=True)[1]])  # T(h): distinct words after h
-    t2 = _Counts(p2[counted][np.unique(b2[counted], return_index=True)[1]])
-    n = total - lengths[item]
-    p_uni = (uni.get(a) - _own(item, a) + _ALPHA) / (n + _ALPHA * vocab)
-    p = _interpolate(big.get(b1) - _own(item, b1), h1.get(p1) - _own(item, p1), t1.get(p1), p_uni)
-    p = _interpolate(tri.get(b2) - _own(item, b2), h2.get(p2) - _own(item, p2), t2.get(p2), p)
-    return np.split(-np.log2(p), np.cumsum(lengths)[:-1])
+    return TokenModel(ids, fields, groups).bits(ids, fields, np.arange(len(ids), dtype=np.int64))
+
+
+def _field_pos(fields: Sequence[Sequence[tuple[int, int, int]]]) -> np.ndarray:
+    parts = [np.concatenate([np.arange(e - s) for s, e, _c in f]) if f else np.zeros(0, np.int64) for f in fields]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+class TokenModel:
+    """The benchmark's trigram model (its counts), fitted once on every item; `bits` then scores
+    any subset of the items, so a benchmark can be scored a part at a time with the figures
+    token_bits gives for the whole."""
+
+    def __init__(
+        self, ids: Sequence[np.ndarray], fields: Sequence[Sequence[tuple[int, int, int]]], groups: Sequence[int]
+    ) -> None:
+        lengths = np.array([len(a) for a in ids], dtype=np.int64)
+        a = np.concatenate(ids).astype(np.int64, copy=False) if len(ids) else np.zeros(0, np.int64)
+        self._fit(a, _field_pos(fields), lengths, np.asarray(groups, dtype=np.int64))
+
+    @classmethod
+    def flat(cls, a: np.ndarray, field_pos: np.ndarray, lengths: np.ndarray, groups: np.ndarray) -> TokenModel:
+        """The model of items given as one array of token ids (`lengths` per item), each
+        token's position in its field, and each item's duplicate group."""
+        model = cls.__new__(cls)
+        model._fit(a, field_pos, lengths, groups)
+        return model
+
+    def _fit(self, a: np.ndarray, field_pos: np.ndarray, lengths: np.ndarray, groups: np.ndarray) -> None:
+        first = np.zeros(len(lengths), dtype=bool)
+        first[np.unique(groups, return_index=True)[1]] = True
+        counted = np.repeat(first, lengths)  # items of a group: the first counts, once
+        a = a[counted]
+        if not len(a):  # no token anywhere: every lookup finds nothing
+            a = np.zeros(0, np.int64)
+        p1, p2 = (
+            _contexts(a, field_pos[counted]) if len(a) else (a, a)
+        )  # contexts stay within a field, so within an item
+        b1, b2 = _mix(p1, a), _mix(p2, a)
+        self.uni, self.total, self.vocab = _Counts(a), int(counted.sum()), len(np.unique(a)) + 1
+        self.big, self.h1, self.tri, self.h2 = _Counts(b1), _Counts(p1), _Counts(b2), _Counts(p2)
+        self.t1 = _Counts(p1[np.unique(b1, return_index=True)[1]])  # T(h): distinct words after h
+        self.t2 = _Counts(p2[np.unique(b2, return_index=True)[1]])
+
+    def bits(
+        self, ids: Sequence[np.ndarray], fields: Sequence[Sequence[tuple[int, int, int]]], index: np.ndarray
+    ) -> list[np.ndarray]:
+        """Bits of every token of the given items; `index`: each one's position in the benchmark."""
+        if not len(ids):
+            return []
+        lengths = np.array([len(a) for a in ids], dtype=np.int64)
+        a = np.concatenate(ids).astype(np.int64, copy=False)
+        return np.split(self.flat_bits(a, _field_pos(fields), lengths, index), np.cumsum(lengths)[:-1])
+
+    def flat_bits(self, a: np.ndarray, field_pos: np.ndarray, lengths: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """bits, for items given as TokenModel.flat takes them: one array, every token's bits."""
+        if not len(a):
+            return np.zeros(0)
+        item = np.repeat(np.asarray(index, dtype=np.int64), lengths)
+        p1, p2 = _contexts(a, field_pos)
+        b1, b2 = _mix(p1, a), _mix(p2, a)
+        n = self.total - np.repeat(lengths, lengths)
+        p_uni = (self.uni.get(a) - _own(item, a) + _ALPHA) / (n + _ALPHA * self.vocab)
+        p = _interpolate(self.big.get(b1) - _own(item, b1), self.h1.get(p1) - _own(item, p1), self.t1.get(p1), p_uni)
+        p = _interpolate(self.tri.get(b2) - _own(item, b2), self.h2.get(p2) - _own(item, p2), self.t2.get(p2), p)
+        return -np.log2(p)
 
 
 def _interpolate(pair: np.ndarray, context: np.ndarray, kinds: np.ndarray, lower: np.ndarray) -> np.ndarray:

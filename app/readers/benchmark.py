@@ -13,13 +13,14 @@ from __future__ import annotations
 import ast
 import bz2
 import csv
+import dataclasses
 import gzip
 import io
 import lzma
 import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, cast
 
 import orjson
 import pyarrow as pa
@@ -113,10 +114,17 @@ class _Bounded(io.RawIOBase):
         return n or 0
 
 
-def open_content(data: bytes, filename: str, max_bytes: int) -> io.BufferedReader:
+Source = bytes | Path  # a benchmark file's bytes, or the file on disk (read as a stream)
+
+
+def _raw(source: Source) -> BinaryIO:
+    return io.BytesIO(source) if isinstance(source, bytes) else source.open("rb")
+
+
+def open_content(data: Source, filename: str, max_bytes: int) -> io.BufferedReader:
     """The file's content as a stream, decompressed on the fly, at most `max_bytes` of it."""
     _fmt, comp = detect_format(filename)
-    raw = io.BytesIO(data)
+    raw = _raw(data)
     inner: _ReadsInto
     if comp == "gzip":
         inner = gzip.GzipFile(fileobj=raw)
@@ -127,11 +135,35 @@ def open_content(data: bytes, filename: str, max_bytes: int) -> io.BufferedReade
     elif comp == "xz":
         inner = lzma.LZMAFile(raw)  # noqa: SIM115 - read to its end by the caller
     else:
-        inner = raw
+        inner = cast(_ReadsInto, raw)  # BytesIO or a file opened "rb": both read into a buffer
     return io.BufferedReader(_Bounded(inner, max_bytes, filename), buffer_size=1 << 20)
 
 
-def decompress(data: bytes, comp: str | None, filename: str, max_bytes: int = Limits.decompressed_bytes) -> bytes:
+class _Prefixed(io.RawIOBase):
+    """`head` (bytes already read, or put in front), then the rest of `stream`."""
+
+    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+        self.head, self.stream = memoryview(head), stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        if len(self.head):
+            n = min(len(buf), len(self.head))
+            buf[:n] = self.head[:n]
+            self.head = self.head[n:]
+            return n
+        data = self.stream.read(len(buf))
+        buf[: len(data)] = data
+        return len(data)
+
+
+def _then(head: bytes, stream: BinaryIO) -> io.BufferedReader:
+    return io.BufferedReader(_Prefixed(head, stream), buffer_size=1 << 20)
+
+
+def decompress(data: Source, comp: str | None, filename: str, max_bytes: int = Limits.decompressed_bytes) -> bytes:
     """The whole content of a (compressed) file, at most `max_bytes` of it."""
     return open_content(data, filename, max_bytes).read()
 
@@ -199,26 +231,47 @@ def _csv(stream: BinaryIO, filename: str, delimiter: str, max_field: int) -> Ite
         raise InputError(f"{filename}: not UTF-8 text (near row {i + 1}); re-encode the file as UTF-8") from exc
 
 
-def _parquet(data: bytes, filename: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Rows of a Parquet file; its own (uncompressed) size is checked before the rows are read."""
+PARQUET_BATCH = 1000  # rows converted to Python at a time
+
+
+def _parquet(source: Source, filename: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a Parquet file, a batch of rows at a time; its own (uncompressed) size is checked
+    before the rows are read."""
     try:
-        meta = pq.ParquetFile(io.BytesIO(data)).metadata
+        pf = pq.ParquetFile(io.BytesIO(source) if isinstance(source, bytes) else source)
+        meta = pf.metadata
         size = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
         if size > limits.decompressed_bytes:
             raise exceeded("decompressed_bytes", limits.decompressed_bytes, f"{filename}: the uncompressed table")
         if meta.num_rows > limits.items:
             raise exceeded("items", limits.items, f"{filename}: {meta.num_rows:,} rows")
-        table = pq.read_table(io.BytesIO(data))
+        batches = pf.iter_batches(batch_size=PARQUET_BATCH)
+        row = 0
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            for rec in batch.to_pylist():
+                row += 1
+                yield row, rec
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{filename}: not a readable Parquet file ({exc})") from exc
-    yield from enumerate(table.to_pylist(), 1)
 
 
-def read_records(data: bytes, filename: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_records(data: Source, filename: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[int, dict[str, Any]]]:
     """(row number from 1, record) of a benchmark file, decompressed and parsed as a stream:
     reading stops at the first limit passed (decompressed bytes, items, CSV field size)."""
-    fmt, _comp = detect_format(filename)
-    stream = open_content(data, filename, limits.decompressed_bytes)
+    fmt, comp = detect_format(filename)
+    if fmt == "parquet" and comp is None and isinstance(data, Path):  # read in place, a batch at a time
+        return _limited(_parquet(data, filename, limits), filename, limits)
+    return _stream_records(open_content(data, filename, limits.decompressed_bytes), fmt, filename, limits)
+
+
+def _stream_records(
+    stream: io.BufferedReader, fmt: str, filename: str, limits: Limits
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Records of a (decompressed) stream in format `fmt`."""
     if fmt in ("json", "parquet"):
         whole = stream.read()
         if not whole.strip():
@@ -230,6 +283,12 @@ def read_records(data: bytes, filename: str, limits: Limits = DEFAULT_LIMITS) ->
         records = _jsonl(stream, filename)
     else:
         records = _csv(stream, filename, "\t" if fmt == "tsv" else ",", limits.csv_field_chars)
+    return _limited(records, filename, limits)
+
+
+def _limited(
+    records: Iterator[tuple[int, dict[str, Any]]], filename: str, limits: Limits
+) -> Iterator[tuple[int, dict[str, Any]]]:
     for n, (row, rec) in enumerate(records, 1):
         if n > limits.items:
             raise exceeded("items", limits.items, f"{filename}: more items than allowed")
@@ -423,24 +482,42 @@ def _check_item(item: BenchmarkItem, filename: str, row: int, limits: Limits) ->
 
 
 def read_benchmark(
-    data: bytes, filename: str, mapping: Mapping[str, Any] | None = None, limits: Limits = DEFAULT_LIMITS
+    data: Source, filename: str, mapping: Mapping[str, Any] | None = None, limits: Limits = DEFAULT_LIMITS
 ) -> tuple[list[BenchmarkItem], dict[str, Any]]:
     """Items of a benchmark file and the role mapping used; `limits` bound what is read."""
-    items: list[BenchmarkItem] = []
+    used: dict[str, Any] = {}
+    items = list(iter_benchmark(data, filename, mapping, limits, used))
+    return items, used
+
+
+def iter_benchmark(
+    data: Source,
+    filename: str,
+    mapping: Mapping[str, Any] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    used: dict[str, Any] | None = None,
+    keep_raw: bool = True,
+) -> Iterator[BenchmarkItem]:
+    """The items of a benchmark file one at a time, as the file is read (nothing else is kept):
+    `used`, if given, receives the role mapping once the first record is read; `keep_raw`: keep
+    each item's record (the scanner does not need it)."""
     given = _given_mapping(mapping)
-    used: dict[str, Any] | None = None
+    found: dict[str, Any] | None = None
+    n = 0
     for row, raw in benchmark_records(data, filename, limits):
         rec = known_layout(raw)
-        if used is None:
-            used = _mapping_for(rec, given, filename, row)
-        if not any(x in rec for x in _fields(used["question"])):
-            raise InputError(f"{filename}: row {row} has no field {used['question']!r} (mapped to question)")
-        item = to_item(len(items), rec, used)
+        if found is None:
+            found = _mapping_for(rec, given, filename, row)
+            if used is not None:
+                used.update(found)
+        if not any(x in rec for x in _fields(found["question"])):
+            raise InputError(f"{filename}: row {row} has no field {found['question']!r} (mapped to question)")
+        item = to_item(n, rec, found)
         _check_item(item, filename, row, limits)
-        items.append(item)
-    if not items:
+        n += 1
+        yield item if keep_raw else dataclasses.replace(item, raw={})
+    if not n:
         raise InputError(f"{filename}: no items in the file")
-    return items, used or {}
 
 
 # ---------------------------------------------------------------- the layouts ML teams hold
@@ -461,10 +538,11 @@ def benchmark_format(filename: str) -> tuple[str, str | None]:
 
 
 def benchmark_records(
-    data: bytes, filename: str, limits: Limits = DEFAULT_LIMITS
+    data: Source, filename: str, limits: Limits = DEFAULT_LIMITS
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """read_records, and the layouts it cannot tell by the file name: Arrow, JSON lines in a
-    .json file, a CSV without a header (MMLU's); CSV list columns parsed."""
+    .json file, a CSV without a header (MMLU's); CSV list columns parsed. Read as a stream: only
+    the first lines are looked at to tell the layout."""
     fmt, comp = benchmark_format(filename)
     if fmt == "arrow":
         yield from read_arrow_records(data, filename, limits)
@@ -472,18 +550,21 @@ def benchmark_records(
     if fmt not in ("json", "csv", "tsv"):
         yield from read_records(data, filename, limits)
         return
-    plain = decompress(data, comp, filename, limits.decompressed_bytes)
+    stream = open_content(data, filename, limits.decompressed_bytes)
+    head = stream.readline() + stream.readline()  # two whole lines, and at least 64 KiB if there is that much
+    head += stream.read(max(0, (1 << 16) - len(head)))
     stem = filename.rsplit(".", 1)[0] if comp else filename  # the name of the decompressed content
-    if fmt == "json" and is_json_lines(plain):
-        yield from read_records(plain, stem.removesuffix(".json").removesuffix(".JSON") + ".jsonl", limits)
+    if fmt == "json" and is_json_lines(head):
+        name = stem.removesuffix(".json").removesuffix(".JSON") + ".jsonl"
+        yield from _stream_records(_then(head, stream), "jsonl", name, limits)
         return
-    header = headerless_columns(plain, "\t" if fmt == "tsv" else ",") if fmt != "json" else None
+    header = headerless_columns(head, "\t" if fmt == "tsv" else ",") if fmt != "json" else None
     records: Iterator[tuple[int, dict[str, Any]]]
     if header is not None:  # rows numbered as in the file, which has no header line
-        named = ("\t" if fmt == "tsv" else ",").join(header).encode() + b"\n" + plain
-        records = ((row - 1, rec) for row, rec in read_records(named, stem, limits))
+        named = ("\t" if fmt == "tsv" else ",").join(header).encode() + b"\n" + head
+        records = ((row - 1, rec) for row, rec in _stream_records(_then(named, stream), fmt, stem, limits))
     else:
-        records = read_records(plain, stem, limits)
+        records = _stream_records(_then(head, stream), fmt, stem, limits)
     for row, rec in records:
         yield row, csv_values(rec) if fmt != "json" else rec
 
@@ -509,15 +590,33 @@ def _arrow_table(data: bytes) -> pa.Table | None:
 
 
 def read_arrow_records(
-    data: bytes, filename: str, limits: Limits = DEFAULT_LIMITS
+    data: Source, filename: str, limits: Limits = DEFAULT_LIMITS
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Rows of an Arrow IPC file, stream format (Hugging Face `save_to_disk`) or file format."""
-    table = _arrow_table(data)
-    if table is None:
+    """Rows of an Arrow IPC file, stream format (Hugging Face `save_to_disk`) or file format,
+    a record batch at a time."""
+    reader: Any = None
+    for opener in (pa.ipc.open_stream, pa.ipc.open_file):
+        try:
+            reader = opener(pa.BufferReader(data) if isinstance(data, bytes) else pa.OSFile(str(data)))
+            break
+        except (pa.ArrowException, OSError):
+            continue
+    if reader is None:
         raise InputError(f"{filename}: not a readable Arrow file")
-    if table.num_rows > limits.items:
-        raise exceeded("items", limits.items, f"{filename}: {table.num_rows:,} rows")
-    yield from enumerate(table.to_pylist(), 1)
+    if isinstance(reader, pa.ipc.RecordBatchFileReader):
+        batches: Iterator[pa.RecordBatch] = (reader.get_batch(i) for i in range(reader.num_record_batches))
+    else:
+        batches = iter(reader)
+    row = 0
+    try:
+        for batch in batches:
+            if row + batch.num_rows > limits.items:
+                raise exceeded("items", limits.items, f"{filename}: more than {limits.items:,} rows")
+            for rec in batch.to_pylist():
+                row += 1
+                yield row, rec
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{filename}: not a readable Arrow file ({exc})") from exc
 
 
 def read_path(path: Path) -> tuple[bytes, str]:
@@ -527,6 +626,18 @@ def read_path(path: Path) -> tuple[bytes, str]:
         raise InputError(f"no such file: {path}")
     if not path.is_dir():
         return path.read_bytes(), path.name
+    return _folder(path)
+
+
+def benchmark_source(path: Path) -> tuple[Source, str]:
+    """read_path, but a file stays on disk, to be read as a stream."""
+    if not path.exists():
+        raise InputError(f"no such file: {path}")
+    return (path, path.name) if not path.is_dir() else _folder(path)
+
+
+def _folder(path: Path) -> tuple[bytes, str]:
+    """A save_to_disk folder or a folder of Parquet shards, as one Arrow stream."""
     if (path / "dataset_dict.json").exists():
         splits = sorted(p.name for p in path.iterdir() if (p / "state.json").exists())
         raise InputError(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,9 @@ from contam.app.core.config import Thresholds
 from contam.app.core.types import BenchmarkItem
 from contam.app.errors import InputError
 from contam.app.limits import Limits, exceeded
-from contam.app.readers.benchmark import read_benchmark, read_path
+from contam.app.readers.benchmark import Source, benchmark_source, iter_benchmark
 from contam.app.services.corpora import select_corpora
-from contam.app.services.results import summarize
+from contam.app.services.results import Summary, summarize
 from contam.app.services.scanning import ItemResult, Scanner
 
 Progress = Callable[[int, int], None]  # (items scored, items in all)
@@ -55,19 +56,43 @@ class CheckService:
 
     def benchmark(
         self,
-        data: bytes,
+        data: Source,
         filename: str,
         mapping: Mapping[str, Any] | None = None,
         corpora: Sequence[str] | None = None,
         thresholds: Thresholds | None = None,
         progress: Progress | None = None,
+        keep_text: bool = True,
     ) -> CheckResult:
-        """Every item of a benchmark file (any format the reader knows); `progress(done, total)`
-        is called as chunks of items are scored."""
-        items, used = read_benchmark(data, filename, mapping, self.limits)
-        checked = self._scan(items, corpora, thresholds, progress)
-        checked.mapping = used
-        return checked
+        """Every item of a benchmark file (any format the reader knows; its bytes, or the file
+        on disk, read as a stream); `progress(done, total)` is called as chunks of items are
+        scored. keep_text=False: each result keeps only its item's id and row (the CLI prints
+        no more), so memory holds the results' figures, never the benchmark's text."""
+        used: dict[str, Any] = {}
+
+        def items() -> Iterator[BenchmarkItem]:
+            return iter_benchmark(data, filename, mapping, self.limits, used, keep_raw=False)
+
+        names = select_corpora(self.engine, list(corpora or []))
+        scanner = Scanner(self.engine, names, thresholds, workers=self.workers)
+        results: list[ItemResult] = []
+        summary = Summary()
+        started = False
+
+        def moved(done: int, total: int) -> None:
+            nonlocal started
+            if progress is not None:
+                if not started:
+                    progress(0, total)
+                    started = True
+                progress(done, total)
+
+        for part in scanner.scan_stream(items, moved):
+            summary.add(part)
+            if not keep_text:
+                part = [dataclasses.replace(r, item=BenchmarkItem(r.item.item_id, r.item.row)) for r in part]
+            results.extend(part)
+        return CheckResult(scanner.fingerprint, results, summary.as_dict(), scanner.th, names, used)
 
     def path(
         self,
@@ -76,10 +101,11 @@ class CheckService:
         corpora: Sequence[str] | None = None,
         thresholds: Thresholds | None = None,
         progress: Progress | None = None,
+        keep_text: bool = True,
     ) -> CheckResult:
-        """A benchmark on disk: a file or a Hugging Face save_to_disk folder."""
-        data, filename = read_path(path)
-        return self.benchmark(data, filename, mapping, corpora, thresholds, progress)
+        """A benchmark on disk: a file (read as a stream) or a Hugging Face save_to_disk folder."""
+        data, filename = benchmark_source(path)
+        return self.benchmark(data, filename, mapping, corpora, thresholds, progress, keep_text)
 
     def _check_size(self, items: Sequence[BenchmarkItem]) -> None:
         """Refuse a field over the per-item limit, or more text in all than one check may hold."""

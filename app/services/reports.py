@@ -4,27 +4,31 @@ what is kept of each item and the summary: results.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import logging
+import tempfile
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import OperationalError
 
 from contam.app import __version__
 from contam.app.core.config import Thresholds
-from contam.app.core.types import Status
+from contam.app.core.types import BenchmarkItem, Status
 from contam.app.errors import ContamError, InputError, NotFoundError, UnavailableError
 from contam.app.limits import Limits, exceeded
-from contam.app.readers.benchmark import read_benchmark
+from contam.app.readers.benchmark import iter_benchmark
 from contam.app.services.corpora import select_corpora
 from contam.app.services.database import RETRY_SECONDS, retrying, unavailable_reason
 from contam.app.services.exports import export_items, without_items
-from contam.app.services.results import item_row, summarize
+from contam.app.services.results import Summary, item_row
 from contam.app.services.scanning import Scanner
 from contam.app.store import reports as rrepo
 
@@ -45,12 +49,48 @@ class JobCancelled(Exception):
     """The report was deleted while its job ran: the job stops and records nothing."""
 
 
-def _save(conn: Connection, report_id: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
-    if not rrepo.set_status(conn, report_id, "done", summary=summary, done_items=len(rows)):
-        raise JobCancelled(report_id)  # deleted since the last progress: no orphan items
-    rrepo.delete_items(conn, report_id)
+def _save_chunk(conn: Connection, report_id: str, done: int, rows: list[dict[str, Any]]) -> None:
+    """A chunk's items, with the progress they make; the progress first, so a report deleted
+    meanwhile stops the job before any of its items is written."""
+    if not rrepo.set_progress(conn, report_id, done):
+        raise JobCancelled(report_id)  # deleted (DELETE /api/v1/reports/{id}): stop scoring
     for i in range(0, len(rows), 2000):
         rrepo.insert_items(conn, report_id, rows[i : i + 2000])
+
+
+def _finish(conn: Connection, report_id: str, done: int, summary: dict[str, Any]) -> None:
+    if not rrepo.set_status(conn, report_id, "done", summary=summary, done_items=done):
+        raise JobCancelled(report_id)
+
+
+def _start(conn: Connection, report_id: str) -> None:
+    """Running, and no items yet (an interrupted run may have written some)."""
+    rrepo.set_status(conn, report_id, "running", error=None, done_items=0)
+    rrepo.delete_items(conn, report_id)
+
+
+def _sha256(data: bytes | Path) -> str:
+    if isinstance(data, bytes):
+        return hashlib.sha256(data).hexdigest()
+    digest = hashlib.sha256()
+    with data.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def spooled(stream: IO[bytes], limit: int) -> Iterator[Path]:
+    """An upload copied to a temporary file (removed after), at most `limit` + 1 bytes of it
+    (one byte over is enough for `submit` to refuse it): a big upload is never held in memory."""
+    with tempfile.TemporaryDirectory(prefix="contam-upload-") as tmp:
+        path = Path(tmp) / "upload"
+        with path.open("wb") as out:
+            left = limit + 1
+            while left > 0 and (block := stream.read(min(left, 1 << 20))):
+                out.write(block)
+                left -= len(block)
+        yield path
 
 
 def _fail(conn: Connection, report_id: str, reason: str) -> None:
@@ -93,7 +133,7 @@ class ReportService:
 
     def submit(
         self,
-        data: bytes,
+        data: bytes | Path,
         filename: str,
         name: str | None = None,
         mapping: dict[str, Any] | None = None,
@@ -101,16 +141,21 @@ class ReportService:
         thresholds: Thresholds | None = None,
         background: bool = True,
     ) -> str:
-        """Validate the upload now (errors are the caller's 4xx), store it, then check it."""
-        if len(data) > self.max_upload:
+        """Validate the upload now (errors are the caller's 4xx), store it, then check it.
+        `data`: the file's bytes, or the file on disk (an upload spooled there), read as a
+        stream: no more than one item of it, and its compressed form, is held."""
+        size = len(data) if isinstance(data, bytes) else data.stat().st_size
+        if size > self.max_upload:
             raise exceeded("upload_bytes", self.max_upload, f"{filename}: the upload")
         if name is not None and len(name) > rrepo.NAME_CHARS:
             raise InputError(f"report name of {len(name)} characters: at most {rrepo.NAME_CHARS}")
-        items, used = read_benchmark(data, filename, mapping, self.limits)
+        used: dict[str, Any] = {}
+        total = sum(1 for _ in iter_benchmark(data, filename, mapping, self.limits, used, keep_raw=False))
         th = thresholds or Thresholds()
         # refuses unknown or empty corpora, or mismatched settings, now
         scanner = Scanner(self.engine, select_corpora(self.engine, corpora), th)
         report_id = uuid.uuid4().hex
+        blob = rrepo.compressed(data)  # before the transaction: compressing 200 MB takes a while
         with self.engine.begin() as conn:
             rrepo.create(
                 conn,
@@ -118,10 +163,10 @@ class ReportService:
                     "id": report_id,
                     "name": name or filename[: rrepo.NAME_CHARS],
                     "filename": filename,
-                    "file_hash": hashlib.sha256(data).hexdigest(),
+                    "file_hash": _sha256(data),
                     "status": "queued",
                     "error": None,
-                    "total_items": len(items),
+                    "total_items": total,
                     "corpora": [c["name"] for c in scanner.corpora],
                     "mapping": used,
                     "thresholds": th.as_dict(),
@@ -129,9 +174,10 @@ class ReportService:
                     "config": scanner.cfg.to_dict(),
                     "software_version": __version__,
                     "summary": None,
-                    "upload": data,
+                    "upload_zst": blob,
                 },
             )
+        del blob
         if background:
             self._pool.submit(self._run_logged, report_id)
         else:
@@ -163,49 +209,63 @@ class ReportService:
 
         retrying(what, attempt, self.retry_seconds, self._stopping.is_set)  # a stopping server: resumed later
 
-    def _load(self, report_id: str) -> tuple[dict[str, Any], bytes]:
+    def _load(self, report_id: str, dest: IO[bytes]) -> dict[str, Any]:
+        """The report, its upload written to `dest` (from the start, whatever an earlier attempt left)."""
+        dest.seek(0)
+        dest.truncate()
         with self.engine.connect() as conn:
             rep = rrepo.get(conn, report_id)
-            data = rrepo.upload(conn, report_id)
-        if rep is None or data is None:
+            found = rep is not None and rrepo.upload_to(conn, report_id, dest)
+        if rep is None or not found:
             raise NotFoundError(f"no report {report_id}")
-        return rep, data
+        dest.flush()
+        return rep
 
     def run(self, report_id: str) -> None:
         """Score every item of a stored report; on any error mark it failed with the reason. Its
         writes are retried while the database is away (`retry_seconds`); if even the failure
-        cannot be recorded, JobStranded: the report stays running, to be picked up again."""
-        try:
-            rep, data = retrying(
-                "reading the report", lambda: self._load(report_id), self.retry_seconds, self._stopping.is_set
-            )
-            self._write("starting the job", lambda c: rrepo.set_status(c, report_id, "running", error=None))
-        except UnavailableError as lost:
-            raise JobStranded(lost.message) from lost
-        try:
-            items, _ = read_benchmark(data, rep["filename"], rep["mapping"], self.limits)
-            th = Thresholds(**rep["thresholds"])
-            scanner = Scanner(self.engine, rep["corpora"], th, workers=self.scan_workers)
+        cannot be recorded, JobStranded: the report stays running, to be picked up again.
 
-            def progress(done: int, total: int) -> None:
-                kept: list[bool] = []
-                self._write("recording progress", lambda c: kept.append(rrepo.set_progress(c, report_id, done)))
-                if not kept[-1]:  # deleted (DELETE /api/v1/reports/{id}): stop scoring
-                    raise JobCancelled(report_id)
-
-            results = scanner.scan(items, progress)
-            rows = [item_row(r, th) for r in results]
-            summary = summarize(results, th)
-            self._write("saving the results", lambda c: _save(c, report_id, rows, summary))
-        except JobCancelled:
-            log.info("report %s was deleted: its job stopped", report_id)
-        except Exception as exc:
-            reason = failure_reason(exc)
+        The upload is decompressed to a temporary file and read from there as a stream (twice:
+        Scanner.scan_stream); each chunk's items are written as it is scored, with the progress,
+        so neither the benchmark nor its results are ever held whole."""
+        with tempfile.NamedTemporaryFile(prefix="contam-upload-") as spool:
             try:
-                self._write("recording the failure", lambda c: _fail(c, report_id, reason))
+                rep = retrying(
+                    "reading the report",
+                    lambda: self._load(report_id, spool),
+                    self.retry_seconds,
+                    self._stopping.is_set,
+                )
+                self._write("starting the job", lambda c: _start(c, report_id))
             except UnavailableError as lost:
-                raise JobStranded(lost.message) from exc
-            raise
+                raise JobStranded(lost.message) from lost
+            try:
+                self._score(report_id, rep, Path(spool.name))
+            except JobCancelled:
+                log.info("report %s was deleted: its job stopped", report_id)
+            except Exception as exc:
+                reason = failure_reason(exc)
+                try:
+                    self._write("recording the failure", lambda c: _fail(c, report_id, reason))
+                except UnavailableError as lost:
+                    raise JobStranded(lost.message) from exc
+                raise
+
+    def _score(self, report_id: str, rep: dict[str, Any], path: Path) -> None:
+        th = Thresholds(**rep["thresholds"])
+        scanner = Scanner(self.engine, rep["corpora"], th, workers=self.scan_workers)
+
+        def items() -> Iterator[BenchmarkItem]:
+            return iter_benchmark(path, rep["filename"], rep["mapping"], self.limits, keep_raw=False)
+
+        summary, done = Summary(), 0
+        for part in scanner.scan_stream(items):
+            rows = [item_row(r, th) for r in part]
+            summary.add(part)
+            done += len(part)
+            self._write("recording progress", functools.partial(_save_chunk, report_id=report_id, done=done, rows=rows))
+        self._write("saving the summary", lambda c: _finish(c, report_id, done, summary.as_dict()))
 
     def resume_pending(self) -> list[str]:
         """Re-queue reports left queued or running by a stopped server."""

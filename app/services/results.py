@@ -21,63 +21,63 @@ def _share(k: int, n: int) -> float:
 
 def summarize(results: list[ItemResult], th: Thresholds) -> dict[str, Any]:
     """Counts per status; contaminated share overall, per field and per corpus; histograms."""
-    counts = Counter(Status(r.score.status) for r in results)
-    n = len(results)
-    return {
-        "items": n,
-        "counts": {s.value: counts[s] for s in Status},
-        "histograms": _histograms(results),
-        "contaminated_share": _share(counts[Status.CONTAMINATED], n),
-        "flagged_share": _share(sum(counts[s] for s in Status if s.flagged), n),
-        "answer_with_question": sum(r.score.answer_with_question for r in results),
-        "per_field": _per_field(results, th),
-        "per_corpus": _per_corpus(results),
-    }
+    return Summary().add(results).as_dict()
 
 
-def _histograms(results: list[ItemResult]) -> dict[str, Any]:
-    """Own text found in the best document, in tenths, and the longest own run by LONGEST_EDGES
-    (too-short items left out)."""
-    cov_bins = [0] * 10
-    longest_bins = [0] * len(LONGEST_EDGES)
-    for r in results:
-        if r.score.status == Status.TOO_SHORT:
-            continue
-        cov_bins[min(9, int(r.score.own_coverage * 10))] += 1
-        longest_bins[max(i for i, e in enumerate(LONGEST_EDGES) if r.score.longest_match >= e)] += 1
-    return {
-        "own_coverage": {"edges": [round(i / 10, 1) for i in range(11)], "counts": cov_bins},
-        "longest_match": {"edges": LONGEST_EDGES, "counts": longest_bins},
-    }
+class Summary:
+    """summarize(), built a chunk of results at a time (nothing of an item is kept)."""
 
+    def __init__(self) -> None:
+        self.n = 0
+        self.counts: Counter[Status] = Counter()
+        self.cov_bins = [0] * 10
+        self.longest_bins = [0] * len(LONGEST_EDGES)
+        self.answer_with_question = 0
+        self.by_role: dict[str, Counter[str]] = {}
+        self.by_corpus: dict[str, Counter[Status]] = {}
 
-def _per_field(results: list[ItemResult], th: Thresholds) -> dict[str, Any]:
-    by_role: dict[str, Counter[str]] = {}
-    for r in results:
-        for role, rs in r.score.roles.items():
-            c = by_role.setdefault(role, Counter())
-            c["items"] += 1
-            c["found"] += int(rs.found)
-    return {
-        role: {"items": c["items"], "found": c["found"], "found_share": _share(c["found"], c["items"])}
-        for role, c in sorted(by_role.items())
-    }
+    def add(self, results: list[ItemResult]) -> Summary:
+        for r in results:
+            status = Status(r.score.status)
+            self.n += 1
+            self.counts[status] += 1
+            self.answer_with_question += r.score.answer_with_question
+            if status != Status.TOO_SHORT:  # histograms: own text found in tenths, the longest own run
+                self.cov_bins[min(9, int(r.score.own_coverage * 10))] += 1
+                self.longest_bins[max(i for i, e in enumerate(LONGEST_EDGES) if r.score.longest_match >= e)] += 1
+            for role, rs in r.score.roles.items():
+                c = self.by_role.setdefault(role, Counter())
+                c["items"] += 1
+                c["found"] += int(rs.found)
+            for corpus in {e.corpus for e in r.evidence}:
+                self.by_corpus.setdefault(corpus, Counter())[status] += 1
+        return self
 
-
-def _per_corpus(results: list[ItemResult]) -> dict[str, Any]:
-    by_corpus: dict[str, Counter[Status]] = {}
-    for r in results:
-        for corpus in {e.corpus for e in r.evidence}:
-            by_corpus.setdefault(corpus, Counter())[Status(r.score.status)] += 1
-    n = len(results)
-    return {
-        name: {
-            Status.CONTAMINATED.value: c[Status.CONTAMINATED],
-            Status.SUSPICIOUS.value: c[Status.SUSPICIOUS],
-            "contaminated_share": _share(c[Status.CONTAMINATED], n),
+    def as_dict(self) -> dict[str, Any]:
+        counts, n = self.counts, self.n
+        return {
+            "items": n,
+            "counts": {s.value: counts[s] for s in Status},
+            "histograms": {
+                "own_coverage": {"edges": [round(i / 10, 1) for i in range(11)], "counts": list(self.cov_bins)},
+                "longest_match": {"edges": LONGEST_EDGES, "counts": list(self.longest_bins)},
+            },
+            "contaminated_share": _share(counts[Status.CONTAMINATED], n),
+            "flagged_share": _share(sum(counts[s] for s in Status if s.flagged), n),
+            "answer_with_question": self.answer_with_question,
+            "per_field": {
+                role: {"items": c["items"], "found": c["found"], "found_share": _share(c["found"], c["items"])}
+                for role, c in sorted(self.by_role.items())
+            },
+            "per_corpus": {
+                name: {
+                    Status.CONTAMINATED.value: c[Status.CONTAMINATED],
+                    Status.SUSPICIOUS.value: c[Status.SUSPICIOUS],
+                    "contaminated_share": _share(c[Status.CONTAMINATED], n),
+                }
+                for name, c in sorted(self.by_corpus.items())
+            },
         }
-        for name, c in sorted(by_corpus.items())
-    }
 
 
 def item_row(r: ItemResult, th: Thresholds) -> dict[str, Any]:

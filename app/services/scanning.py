@@ -3,13 +3,18 @@ alignment on bounded regions, scores and evidence (the maths is in app.core.scor
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import dataclasses
+import itertools
 import multiprocessing
 import os
+import shutil
+import tempfile
 import threading
-from collections import Counter, OrderedDict, defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections import Counter, OrderedDict, defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,10 +24,11 @@ import zstandard
 from sqlalchemy import Engine
 
 from contam.app.core.config import SignatureConfig, Thresholds, library_versions
-from contam.app.core.items import ItemStats, PreparedItem, SharedText, prepare
+from contam.app.core.items import ItemStats, PreparedItem, SharedText, _GramTable, item_stats, lookup, prepare
 from contam.app.core.matching import DocMatch, DocTokens
-from contam.app.core.scoring import ItemScore, benchmark_stats, judge
+from contam.app.core.scoring import ItemScore, judge
 from contam.app.core.signatures import band_keys, token_hashes, window_minhashes, window_span
+from contam.app.core.surprise import TokenModel
 from contam.app.core.text import tokenize_spans
 from contam.app.core.types import BenchmarkItem
 from contam.app.errors import FingerprintMismatch, NotFoundError
@@ -233,39 +239,64 @@ class Scanner:
         progress: Callable[[int, int], None] | None = None,
         workers: int | None = None,
     ) -> list[ItemResult]:
-        """Score every item, in input order. Items are scored in chunks of CHUNK, by `workers`
-        processes (default: the scanner's own setting); results are the same for any number."""
+        """Score every item, in input order (scan_stream, results gathered)."""
+        return [r for part in self.scan_stream(lambda: iter(items), progress, workers) for r in part]
+
+    def scan_stream(
+        self,
+        source: Callable[[], Iterable[BenchmarkItem]],
+        progress: Callable[[int, int], None] | None = None,
+        workers: int | None = None,
+    ) -> Iterator[list[ItemResult]]:
+        """Score every item of `source` (called twice: each call gives the items again, from the
+        first) and yield the results a chunk at a time, in input order; results are the same
+        for any chunk size and number of workers.
+
+        Pass 1 reads each item's scored text (not its passage) into what the whole benchmark
+        says about every item: text shared between items, each token's information. Pass 2 reads
+        the items again and scores them in chunks (CHUNK items; the first ones smaller, so
+        progress shows at once), by `workers` processes (default: the scanner's own setting) with
+        at most two chunks each in flight: memory holds the benchmark-wide tables and the chunks
+        under way, never every item or every result."""
+        bench = _Bench.of(source(), self.cfg.ngram_n)
+        total = len(bench)
+        work = _Work(self, bench)
+        done = 0
+        for part in _run(work, _chunks(source()), workers if workers is not None else self.workers):
+            done += len(part)
+            yield part
+            if progress:
+                progress(done, total)
+
+    def _scan_chunk(self, work: _Work, lo: int, items: list[BenchmarkItem]) -> list[ItemResult]:
+        """Items lo..lo+len(items)-1: prepared in full (their passages too), looked up in the
+        index, their candidate documents loaded, then each scored."""
         cfg, th, n = self.cfg, self.th, self.cfg.ngram_n
+        bench = work.bench
         prepared = [prepare(it, n) for it in items]
-        shared = SharedText(prepared)
-        grams = {int(h) for p in prepared for g in (p.grams, p.passage_grams) for h in g.tolist()}
+        both = [g for p in prepared for g in (p.grams, p.passage_grams)]
+        grams = np.unique(np.concatenate(both)) if both else np.zeros(0, np.int64)
         if cfg.sample_mod > 1:
-            grams = {h for h in grams if (h % (1 << 64)) % cfg.sample_mod == 0}
+            grams = grams[grams.view(np.uint64) % np.uint64(cfg.sample_mod) == 0]
         near_keys = [self._near_keys(p) for p in prepared]
         with self.engine.connect() as conn:
-            df = repo.ngram_df(conn, list(grams), self.corpus_ids)
+            df = repo.ngram_df(conn, grams.tolist(), self.corpus_ids)
             rare = [h for h, c in df.items() if c <= th.max_df]
             postings = repo.ngram_postings(conn, rare, self.corpus_ids)
             hits = repo.band_hits(conn, sorted({k for ks in near_keys for k, _ in ks}), self.corpus_ids)
-        stats = benchmark_stats(prepared, shared, df, n, th)
-        candidates = [
-            self._candidates(p, s, postings, near_keys[i], hits)
-            for i, (p, s) in enumerate(zip(prepared, stats, strict=True))
-        ]
-        work = _Work(self, prepared, stats, shared, candidates)
-        chunks = [(lo, min(lo + CHUNK, len(prepared))) for lo in range(0, len(prepared), CHUNK)]
-        results: list[ItemResult] = []
-        for part in _run(work, chunks, min(workers if workers is not None else self.workers, len(chunks))):
-            results.extend(part)
-            if progress:
-                progress(len(results), len(prepared))
-        return results
-
-    def _scan_chunk(self, work: _Work, lo: int, hi: int) -> list[ItemResult]:
-        """Items lo..hi-1: load their candidate documents, then score each."""
+        sizes = np.cumsum([len(p.grams) for p in prepared])[:-1]
+        dfs = np.split(lookup(np.concatenate([p.grams for p in prepared]), df), sizes)
+        view = _ChunkView(bench, lo, prepared)
+        stats = {
+            lo + k: item_stats(p, int(bench.shared.group[lo + k]), bench.shared, d, n, th, bench.bits_of(lo + k))
+            for k, (p, d) in enumerate(zip(prepared, dfs, strict=True))
+        }
+        candidates = {
+            lo + k: self._candidates(p, stats[lo + k], postings, near_keys[k], hits) for k, p in enumerate(prepared)
+        }
         with self.engine.connect() as conn:
-            docs = self._load(conn, {d for c in work.candidates[lo:hi] for d in c})
-        return [self._score_one(i, work, docs) for i in range(lo, hi)]
+            docs = self._load(conn, {d for c in candidates.values() for d in c})
+        return [self._score_one(i, view, stats, candidates[i], docs) for i in range(lo, lo + len(items))]
 
     def _near_keys(self, p: PreparedItem) -> list[tuple[int, int]]:
         """(band key, query window) of the item's scored text, windows at half the index stride."""
@@ -317,17 +348,25 @@ class Scanner:
             out.setdefault(d, w)
         return out
 
-    def _score_one(self, i: int, work: _Work, docs: dict[int, _Doc]) -> ItemResult:
+    def _score_one(
+        self,
+        i: int,
+        items: Sequence[PreparedItem],
+        stats: Mapping[int, ItemStats],
+        candidates: dict[int, int | None],
+        docs: dict[int, _Doc],
+    ) -> ItemResult:
         aligned: dict[int, tuple[DocTokens, tuple[int, int] | None]] = {}
-        for d, win in work.candidates[i].items():
+        for d, win in candidates.items():
             doc = docs.get(d)
             if doc is None:  # deleted since the look-up
                 continue
             window = window_span(len(doc.tokens.ids), win, self.cfg) if win is not None else None
             aligned[d] = (doc.tokens, window)
-        score, ranked = judge(i, work.prepared, work.stats, work.shared, aligned, self.cfg.ngram_n, self.th)
+        shared = stats[i].shared
+        score, ranked = judge(i, items, stats, shared, aligned, self.cfg.ngram_n, self.th)  # type: ignore[arg-type]
         evidence = [self._evidence(docs[m.doc], m) for m in ranked[: self.k] if m.matched.any()]
-        return ItemResult(work.prepared[i].item, score, evidence)
+        return ItemResult(items[i].item, score, evidence)
 
     @staticmethod
     def _evidence(doc: _Doc, m: DocMatch) -> Evidence:
@@ -365,30 +404,218 @@ class Scanner:
         )
 
 
+_EMPTY = np.zeros(0, dtype=np.int64)
+FIRST_CHUNKS = (10, 50, 200)  # items in the first chunks (at most CHUNK): progress shows from the first items
+
+
+class _Bench:
+    """What the whole benchmark says about each of its items (pass 1 of Scanner.scan_stream):
+    the shared-text tables, each token's bits, and, to stand in for an item another item is
+    compared with, its scored text as flat arrays (no Python object per item)."""
+
+    ARRAYS = ("bits", "tok_at", "ids", "whole", "m_at", "mgrams", "mgram_pos", "u_at", "umgrams", "t_at", "tiny")
+    TABLES = ("keys", "start", "count", "groups_by_gram")  # of each of the shared-text gram tables
+
+    def __init__(self, shared: SharedText, bits: np.ndarray, parts: dict[str, np.ndarray]) -> None:
+        self.shared, self.bits = shared, bits
+        self.tok_at = parts["tok_at"]  # item k's tokens are tok_at[k]:tok_at[k + 1] of ids, whole, bits
+        self.ids, self.whole = parts["ids"], parts["whole"]
+        self.m_at, self.mgrams, self.mgram_pos = parts["m_at"], parts["mgrams"], parts["mgram_pos"]
+        self.u_at, self.umgrams = parts["u_at"], parts["umgrams"]
+        self.t_at, self.tiny = parts["t_at"], parts["tiny"]  # (start, end, key) rows of tiny fields
+        self.spill: str | None = None  # the folder the arrays were written to, for worker processes
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For a worker started by the fork server: the arrays written once to a temporary
+        folder (removed by `close`) and mapped by every worker from there, so the workers share
+        one copy in the page cache and this process never holds a pickled copy."""
+        tables = {"n": self.shared.ngrams, "m": self.shared.mgrams}
+        if self.spill is None:
+            self.spill = tempfile.mkdtemp(prefix="contam-scan-")
+            for name in self.ARRAYS:
+                np.save(os.path.join(self.spill, name + ".npy"), getattr(self, name))
+            for t, table in tables.items():
+                for name in self.TABLES:
+                    np.save(os.path.join(self.spill, f"{t}.{name}.npy"), getattr(table, name))
+            np.save(os.path.join(self.spill, "group.npy"), self.shared.group)
+            small = {k: v for k, v in self.shared.__dict__.items() if k not in ("group", "ngrams", "mgrams")}
+            self._map(self.spill, small)  # this process scores nothing now: its copy can go
+            _trim()
+        small = {k: v for k, v in self.shared.__dict__.items() if k not in ("group", "ngrams", "mgrams")}
+        return {"spill": self.spill, "shared": small}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._map(state["spill"], state["shared"])
+        self.spill = None  # the process that wrote it removes it
+
+    def _map(self, spill: str, small: dict[str, Any]) -> None:
+        """The arrays mapped from the files in `spill` (read-only, shared through the page cache)."""
+
+        def load(name: str) -> np.ndarray:
+            mapped: np.ndarray = np.load(os.path.join(spill, name + ".npy"), mmap_mode="r")
+            return mapped
+
+        shared = SharedText.__new__(SharedText)
+        shared.__dict__.update(small)
+        shared.group = load("group")
+        for t, attr in (("n", "ngrams"), ("m", "mgrams")):
+            table = _GramTable.__new__(_GramTable)
+            for name in self.TABLES:
+                setattr(table, name, load(f"{t}.{name}"))
+            setattr(shared, attr, table)
+        self.shared = shared
+        for name in self.ARRAYS:
+            setattr(self, name, load(name))
+
+    def close(self) -> None:
+        if self.spill is not None:
+            shutil.rmtree(self.spill, ignore_errors=True)
+            self.spill = None
+
+    def __len__(self) -> int:
+        return len(self.tok_at) - 1
+
+    @classmethod
+    def of(cls, items: Iterable[BenchmarkItem], n: int) -> _Bench:
+        """Pass 1: each item's scored text prepared (its passage and record left out: they count
+        for nothing here), read into the shared-text tables and flat arrays, then dropped."""
+        cols: dict[str, list[np.ndarray]] = {k: [] for k in ("ids", "whole", "mgrams", "mgram_pos", "umgrams")}
+        cols |= {"tiny": [], "field_pos": []}
+
+        def keep(p: PreparedItem) -> None:
+            for k in ("ids", "whole", "mgrams", "mgram_pos", "umgrams"):
+                cols[k].append(getattr(p, k))
+            cols["tiny"].append(np.array(p.tiny_fields, dtype=np.uint64).reshape(-1, 3))
+            pos = [np.arange(e - s) for s, e, _c in p.fields]
+            cols["field_pos"].append(np.concatenate(pos) if pos else _EMPTY)
+
+        shared = SharedText((prepare(dataclasses.replace(it, passage="", raw={}), n) for it in items), keep)
+        parts: dict[str, np.ndarray] = {}
+        for k, dtype, offsets in (
+            ("ids", np.int64, "tok_at"),
+            ("whole", bool, None),
+            ("field_pos", np.int64, None),
+            ("mgrams", np.int64, "m_at"),
+            ("mgram_pos", np.int64, None),
+            ("umgrams", np.int64, "u_at"),
+            ("tiny", np.uint64, "t_at"),
+        ):
+            arrays = cols.pop(k)
+            if offsets is not None:
+                parts[offsets] = np.concatenate(([0], np.cumsum([len(a) for a in arrays], dtype=np.int64)))
+            parts[k] = np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
+            del arrays
+        field_pos = parts.pop("field_pos")
+        lengths = np.diff(parts["tok_at"])
+        model = TokenModel.flat(parts["ids"], field_pos, lengths, shared.group)
+        at = parts["tok_at"]
+        bits = np.concatenate(
+            [np.zeros(0)]
+            + [
+                model.flat_bits(
+                    parts["ids"][at[lo] : at[hi]],
+                    field_pos[at[lo] : at[hi]],
+                    lengths[lo:hi],
+                    np.arange(lo, hi),
+                )
+                for lo in range(0, len(lengths), BITS_BATCH)
+                if (hi := min(lo + BITS_BATCH, len(lengths)))
+            ]
+        )
+        del model, field_pos
+        _trim()
+        return cls(shared, bits, parts)
+
+    def bits_of(self, k: int) -> np.ndarray:
+        return self.bits[self.tok_at[k] : self.tok_at[k + 1]]
+
+    def stand_in(self, k: int) -> PreparedItem:
+        """Item k as another item's competitor sees it: its scored tokens and MATCH_N-grams."""
+        t0, t1 = self.tok_at[k], self.tok_at[k + 1]
+        m0, m1 = self.m_at[k], self.m_at[k + 1]
+        tiny = [(int(s), int(e), int(key)) for s, e, key in self.tiny[self.t_at[k] : self.t_at[k + 1]].tolist()]
+        return PreparedItem(
+            item=BenchmarkItem("", k),
+            ids=self.ids[t0:t1],
+            role=_EMPTY,
+            whole=self.whole[t0:t1],
+            grams=_EMPTY,
+            gram_pos=_EMPTY,
+            weak=_EMPTY,
+            short_fields=[],
+            mgrams=self.mgrams[m0:m1],
+            mgram_pos=self.mgram_pos[m0:m1],
+            umgrams=self.umgrams[self.u_at[k] : self.u_at[k + 1]],
+            tiny_fields=tiny,
+            fields=[],
+            stem=0,
+            answer_ids=_EMPTY,
+            passage_grams=_EMPTY,
+            passage_tokens=0,
+            key=0,
+        )
+
+
+def _trim() -> None:
+    """Give the memory pass 1 freed back to the system (glibc keeps freed small blocks in the
+    process otherwise, and the peak of building the tables would stay the process's size)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+BITS_BATCH = 2000  # items whose bits are worked out at a time (each a few arrays per token)
+
+
+class _ChunkView(Sequence[PreparedItem]):
+    """The benchmark's items as a chunk's scoring reads them: its own items prepared in full,
+    any other item as its stand-in."""
+
+    def __init__(self, bench: _Bench, lo: int, prepared: list[PreparedItem]) -> None:
+        self.bench, self.lo, self.prepared = bench, lo, prepared
+
+    def __len__(self) -> int:
+        return len(self.bench)
+
+    def __getitem__(self, k: Any) -> Any:
+        if self.lo <= k < self.lo + len(self.prepared):
+            return self.prepared[k - self.lo]
+        return self.bench.stand_in(k)
+
+
 @dataclass
 class _Work:
-    """What every chunk of a scan reads: the prepared benchmark and each item's candidates."""
+    """What every chunk of a scan reads: the scanner and the benchmark-wide tables."""
 
     scanner: Scanner
-    prepared: list[PreparedItem]
-    stats: list[ItemStats]
-    shared: SharedText
-    candidates: list[dict[int, int | None]]
+    bench: _Bench
+
+
+def _chunks(items: Iterable[BenchmarkItem]) -> Iterator[tuple[int, list[BenchmarkItem]]]:
+    """(first item's position, items) of each chunk: FIRST_CHUNKS, then CHUNK items a chunk."""
+    sizes = itertools.chain((min(c, CHUNK) for c in FIRST_CHUNKS), itertools.repeat(CHUNK))
+    it, lo = iter(items), 0
+    while chunk := [dataclasses.replace(x, raw={}) for x in itertools.islice(it, next(sizes))]:
+        yield lo, chunk
+        lo += len(chunk)
 
 
 _FORKED: list[_Work] = []  # the scan a worker process scores chunks of
 
 
-def _run(work: _Work, chunks: list[tuple[int, int]], workers: int) -> Iterator[list[ItemResult]]:
+def _run(work: _Work, chunks: Iterator[tuple[int, list[BenchmarkItem]]], workers: int) -> Iterator[list[ItemResult]]:
     """Chunk results in order: here, or in `workers` processes at lower priority than this one,
-    so a server answering /api/v1/check beside a report job stays interactive. The benchmark is
-    prepared once, in this process. A single-threaded process (the CLI) forks its workers, which
-    inherit `work`; one that runs threads (the server) must not fork (a lock another thread
-    holds would stay held in the child), so its workers start from a fork server and receive
-    `work` pickled, the scanner without its engine and cache (Scanner.__getstate__)."""
-    if workers <= 1:
-        for lo, hi in chunks:
-            yield work.scanner._scan_chunk(work, lo, hi)
+    so a server answering /api/v1/check beside a report job stays interactive, with at most two
+    chunks a worker in flight. The benchmark-wide tables are built once, in this process. A
+    single-threaded process (the CLI) forks its workers, which inherit `work`; one that runs
+    threads (the server) must not fork (a lock another thread holds would stay held in the
+    child), so its workers start from a fork server and receive `work` pickled, the scanner
+    without its engine and cache (Scanner.__getstate__)."""
+    workers = workers or len(os.sched_getaffinity(0))
+    head = list(itertools.islice(chunks, 2))
+    chunks = itertools.chain(head, chunks)
+    if workers <= 1 or len(head) < 2:  # one chunk: no process to start
+        for lo, items in chunks:
+            yield work.scanner._scan_chunk(work, lo, items)
         return
     if threading.active_count() > 1:
         pool = ProcessPoolExecutor(
@@ -398,10 +625,17 @@ def _run(work: _Work, chunks: list[tuple[int, int]], workers: int) -> Iterator[l
         _FORKED[:] = [work]
         pool = ProcessPoolExecutor(workers, multiprocessing.get_context("fork"), initializer=_worker_init)
     try:  # a worker that dies (killed, out of memory) fails the scan with BrokenProcessPool, never hangs it
-        with pool:
-            yield from pool.map(_forked_chunk, chunks)
-    finally:
+        pending: deque[Future[list[ItemResult]]] = deque()
+        for lo, items in chunks:
+            pending.append(pool.submit(_forked_chunk, lo, items))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:  # also when the consumer stops early (a deleted report): chunks not started are dropped
+        pool.shutdown(wait=True, cancel_futures=True)
         _FORKED.clear()
+        work.bench.close()
 
 
 def _worker_init(work: _Work | None = None) -> None:
@@ -412,6 +646,6 @@ def _worker_init(work: _Work | None = None) -> None:
         _FORKED[0].scanner.engine.dispose(close=False)
 
 
-def _forked_chunk(bounds: tuple[int, int]) -> list[ItemResult]:
+def _forked_chunk(lo: int, items: list[BenchmarkItem]) -> list[ItemResult]:
     work = _FORKED[0]
-    return work.scanner._scan_chunk(work, *bounds)
+    return work.scanner._scan_chunk(work, lo, items)

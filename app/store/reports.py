@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import zstandard
 from sqlalchemy import and_, delete, func, insert, select, true, update
@@ -33,10 +35,23 @@ def _encode(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def compressed(upload: bytes | Path) -> bytes:
+    """A benchmark file's bytes zstd-compressed, as a report keeps them (a file is read as a
+    stream: only the compressed form is held)."""
+    if isinstance(upload, bytes):
+        return zstandard.ZstdCompressor(level=3).compress(upload)
+    sink = io.BytesIO()
+    with upload.open("rb") as f:
+        zstandard.ZstdCompressor(level=3).copy_stream(f, sink)
+    return sink.getvalue()
+
+
 def create(conn: Connection, values: dict[str, Any]) -> None:
-    """A new report; `values` hold its columns, JSON columns as Python values and `upload` as
-    the benchmark file's bytes (kept zstd-compressed)."""
-    values = {**_encode(values), "upload": zstandard.ZstdCompressor(level=3).compress(values["upload"])}
+    """A new report; `values` hold its columns, JSON columns as Python values, and either
+    `upload`, the benchmark file (its bytes, or the file on disk), or `upload_zst`, what
+    `compressed` made of it (the file is kept zstd-compressed)."""
+    blob = values.pop("upload_zst") if "upload_zst" in values else compressed(values["upload"])
+    values = {**_encode(values), "upload": blob}
     conn.execute(insert(report).values(**values, created_at=now(), done_items=0))
 
 
@@ -63,6 +78,16 @@ def upload(conn: Connection, report_id: str) -> bytes | None:
     """The benchmark file a report was made from, as uploaded."""
     blob = conn.execute(select(report.c.upload).where(report.c.id == report_id)).scalar_one_or_none()
     return None if blob is None else zstandard.ZstdDecompressor().decompress(blob, max_output_size=1 << 34)
+
+
+def upload_to(conn: Connection, report_id: str, dest: IO[bytes]) -> bool:
+    """The benchmark file a report was made from, written to `dest` as it is decompressed
+    (False: no such report)."""
+    blob = conn.execute(select(report.c.upload).where(report.c.id == report_id)).scalar_one_or_none()
+    if blob is None:
+        return False
+    zstandard.ZstdDecompressor().copy_stream(io.BytesIO(blob), dest)
+    return True
 
 
 def list_all(conn: Connection, limit: int = 100, offset: int = 0) -> tuple[int, list[dict[str, Any]]]:

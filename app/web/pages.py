@@ -9,18 +9,12 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from contam.app.api.deps import (
-    SIGN_IN_COOKIE,
-    CorpusServiceDep,
-    ReportServiceDep,
-    SessionsDep,
-    SettingsDep,
-    has_sign_in,
-)
+from contam.app.api.deps import SIGN_IN_COOKIE, CorpusServiceDep, ReportServiceDep, SessionsDep, SettingsDep, has_sign_in
 from contam.app.api.schemas import MAX_PAGE
 from contam.app.core.scoring import shared_spans, split_marked
 from contam.app.core.types import Status
 from contam.app.errors import ContamError, InputError
+from contam.app.services.reports import spooled
 from contam.app.web.errors import LoginRequired, PageRoute, page_status
 from contam.app.web.rendering import STATIC_URL, STATUSES, render, static_files
 
@@ -244,9 +238,9 @@ def upload(
 ) -> Response:
     given = {"question": question, "passage": passage, "choices": choices, "answer": answer, "id": id_field}
     mapping = {k: v.strip() for k, v in given.items() if v.strip()}
-    data = file.file.read(svc.max_upload + 1)
     try:
-        rid = svc.submit(data, file.filename or "upload.jsonl", name or None, mapping or None, corpora or None)
+        with spooled(file.file, svc.max_upload) as path:  # on disk, read as a stream
+            rid = svc.submit(path, file.filename or "upload.jsonl", name or None, mapping or None, corpora or None)
     except ContamError as exc:  # the form again, with the reason
         code, _title = page_status(exc)
         return render(request, "upload.html", code, corpora=corpora_svc.names(), error=exc.message)

@@ -200,10 +200,14 @@ def test_interrupted_job_resumes_on_restart(migrated_url: str, index_corpus: Ind
 
 
 def test_failing_job_is_marked_failed_with_its_reason(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(self, items, progress=None):  # type: ignore[no-untyped-def]
+    real = scanning.Scanner.scan_stream
+
+    def broken(self, source, progress=None, workers=None):  # type: ignore[no-untyped-def]
+        yield next(real(self, source, progress, workers))  # a first chunk is written, then the job fails
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(scanning.Scanner, "scan", broken)
+    monkeypatch.setattr(scanning, "FIRST_CHUNKS", (1,))
+    monkeypatch.setattr(scanning.Scanner, "scan_stream", broken)
     rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}).json()["id"]
     rep = _wait(client, rid)
     assert rep["status"] == "failed" and rep["error"] == "RuntimeError: disk on fire"

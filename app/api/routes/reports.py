@@ -24,6 +24,7 @@ from contam.app.api.schemas import (
 )
 from contam.app.errors import InputError
 from contam.app.limits import Limits, check_json_depth
+from contam.app.services.reports import spooled
 
 router = APIRouter(tags=["reports"], route_class=JsonRoute)
 
@@ -59,10 +60,10 @@ def upload_benchmark(
     thresholds: Annotated[str | None, Form(description="JSON object of threshold overrides")] = None,
 ) -> ReportCreated:
     """Upload a benchmark; returns 202 and the report id while the check runs."""
-    data = file.file.read(svc.max_upload + 1)
     fields, th = _form_json(mapping, thresholds, limits)
     names = [c.strip() for c in corpora.split(",") if c.strip()] if corpora else None
-    rid = svc.submit(data, file.filename or "upload.jsonl", name, fields, names, th.to_thresholds())
+    with spooled(file.file, svc.max_upload) as path:  # on disk, read as a stream
+        rid = svc.submit(path, file.filename or "upload.jsonl", name, fields, names, th.to_thresholds())
     response.headers["Location"] = f"/api/v1/reports/{rid}"  # where the 202's job can be followed
     return ReportCreated(id=rid, status="queued", url=f"/api/v1/reports/{rid}")
 

@@ -1,0 +1,190 @@
+"""Big benchmarks: read and scored as a stream (memory bounded by a chunk, not the file),
+progress from the first items, results as before (issue 11, point 4)."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import IndexCorpus
+from helpers import make_docs
+from sqlalchemy import Engine
+
+from contam.app.core.types import BenchmarkItem
+from contam.app.readers.benchmark import iter_benchmark, read_benchmark
+from contam.app.services import scanning
+from contam.app.services.checking import CheckService
+from contam.app.services.reports import ReportService
+from contam.app.services.scanning import Scanner
+from contam.app.store.db import upgrade
+
+ROOT = Path(__file__).resolve().parents[2]
+VOCAB = [f"w{i}" for i in range(3000)]
+
+
+def _reading_set(path: Path, n: int, docs: list[dict[str, str]]) -> None:
+    """n items of a ~6 kB passage and a short question, one in ten copied from a document."""
+    rng = random.Random(1)
+    with path.open("w") as f:
+        for i in range(n):
+            question = docs[i % len(docs)]["text"][:200] if i % 10 == 0 else " ".join(rng.choices(VOCAB, k=15))
+            rec = {"id": f"b{i}", "context": " ".join(rng.choices(VOCAB, k=1000)), "question": question}
+            f.write(json.dumps(rec) + "\n")
+
+
+PEAK = textwrap.dedent(
+    """
+    import json, resource, sys
+    from pathlib import Path
+    import contam.app.services.scanning as scanning
+    from contam.app.services.checking import CheckService
+    from contam.app.store.db import make_engine
+
+    scanning.CHUNK = 100
+    svc = CheckService(make_engine(sys.argv[1]), workers=1)
+    svc.path(Path(sys.argv[3]))  # imports and caches warmed by a one-item file
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    checked = svc.path(Path(sys.argv[2]), keep_text=False)
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    print(json.dumps({"grown_mb": grown, "items": len(checked.results), "counts": checked.summary["counts"]}))
+    """
+)
+
+
+def test_scanning_a_benchmark_file_holds_chunks_not_the_file(tmp_path: Path, index_corpus: IndexCorpus) -> None:
+    """A 6 MB reading-comprehension file (1,000 items of a long passage and a short question)
+    grew a process by 173 MB: every item, its record, its passage's n-grams (as a set of Python
+    ints) and every result were held at once. Read and scored as a stream, chunk by chunk, the
+    process grows by what one chunk takes, whatever the file's size."""
+    url = f"sqlite:///{tmp_path}/big.db"
+    upgrade(url)
+    docs = make_docs(20, 300, 3, "d")
+    index_corpus(url, docs)
+    bench, one = tmp_path / "big.jsonl", tmp_path / "one.jsonl"
+    _reading_set(bench, 1000, docs)
+    one.write_text(json.dumps({"question": "a warm-up item of a few words"}) + "\n")
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK, url, str(bench), str(one)], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    measured = json.loads(out.stdout)
+    assert measured["items"] == 1000 and measured["counts"]["suspicious"] + measured["counts"]["contaminated"] == 100
+    assert measured["grown_mb"] < 80, measured  # 173 MB before
+
+
+def test_the_report_shows_progress_before_the_first_full_chunk_is_scored(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job once showed 0 done until its first chunk of 500 items was scored; the first chunks
+    are now small, so progress moves after the first ten items."""
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    steps: list[int] = []
+    from contam.app.store import reports as rrepo
+
+    real = rrepo.set_progress
+
+    def recorded(conn, report_id, done):  # type: ignore[no-untyped-def]
+        steps.append(done)
+        return real(conn, report_id, done)
+
+    monkeypatch.setattr(rrepo, "set_progress", recorded)
+    data = "".join(json.dumps({"id": f"q{i}", "question": f"question {i} about rivers"}) + "\n" for i in range(600))
+    rid = ReportService(engine, 1 << 22).submit(data.encode(), "b.jsonl", background=False)
+    assert steps[0] == 10 and steps[-1] == 600 and steps == sorted(steps)
+    assert ReportService(engine, 1 << 22).get(rid)["done_items"] == 600
+
+
+def test_streamed_chunks_give_the_results_of_one_pass(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Items scored a chunk at a time (each chunk reading the benchmark-wide tables built in a
+    first pass) score exactly as in one chunk: shared text, duplicates and bits alike."""
+    from test_scanning import CORPUS, ITEMS
+
+    index_corpus(engine, CORPUS)
+    scanner = Scanner(engine)
+    items = [*ITEMS, *ITEMS, BenchmarkItem("x", 99, question=ITEMS[0].question + " and one more clause")]
+    items = [BenchmarkItem(f"i{k}", k, it.question, it.passage, it.choices, it.answer) for k, it in enumerate(items)]
+    whole = [r.as_dict() for r in scanner.scan(items)]
+    monkeypatch.setattr(scanning, "FIRST_CHUNKS", (1, 2))
+    monkeypatch.setattr(scanning, "CHUNK", 3)
+    parts = list(scanner.scan_stream(lambda: iter(items)))
+    assert [len(p) for p in parts][:3] == [1, 2, 3]
+    assert [r.as_dict() for p in parts for r in p] == whole
+
+
+def test_a_benchmark_file_is_read_as_a_stream(tmp_path: Path) -> None:
+    """iter_benchmark yields the first item before reading the rest of the file: a broken line
+    far down is only met when reading gets there (the whole file was parsed first)."""
+    path = tmp_path / "b.jsonl"
+    path.write_text(json.dumps({"question": "first item here"}) + "\n" + "x" * 10 + "\n")
+    items = iter_benchmark(path, "b.jsonl")
+    assert next(items).question == "first item here"
+    with pytest.raises(Exception, match="line 2 is not valid JSON"):
+        next(items)
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    table = pa.table({"question": [f"q {i}" for i in range(2500)]})
+    pq.write_table(table, tmp_path / "b.parquet", row_group_size=500)
+    streamed = list(iter_benchmark(tmp_path / "b.parquet", "b.parquet"))
+    assert [i.question for i in streamed] == [
+        i.question for i in read_benchmark((tmp_path / "b.parquet").read_bytes(), "b.parquet")[0]
+    ]
+    assert len(streamed) == 2500
+
+
+def test_a_check_of_a_file_keeps_only_figures_when_asked(
+    engine: Engine, index_corpus: IndexCorpus, tmp_path: Path
+) -> None:
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    path = tmp_path / "b.jsonl"
+    path.write_text(
+        "".join(json.dumps({"id": f"q{i}", "question": f"question {i} of rivers"}) + "\n" for i in range(5))
+    )
+    full = CheckService(engine).path(path)
+    lean = CheckService(engine).path(path, keep_text=False)
+    assert [r.as_dict() for r in lean.results] == [r.as_dict() for r in full.results]
+    assert lean.summary == full.summary and lean.mapping == full.mapping == {"question": "question", "id": "id"}
+    assert lean.results[0].item.question == "" and full.results[0].item.question == "question 0 of rivers"
+
+
+def test_deleting_a_report_stops_a_job_scored_by_worker_processes(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With chunks in flight in worker processes, a DELETE stops the job at its next progress
+    step (the chunks not started are dropped) and leaves neither report nor items."""
+    import threading
+
+    from sqlalchemy import func, select
+
+    from contam.app.store import reports as rrepo
+    from contam.app.store.schema import report, report_item
+
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    monkeypatch.setattr(scanning, "CHUNK", 2)
+    monkeypatch.setattr(scanning, "FIRST_CHUNKS", ())
+    svc = ReportService(engine, 1 << 20, scan_workers=2)
+    steps: list[int] = []
+    real = rrepo.set_progress
+
+    def deleted_after_first_step(conn, report_id, done):  # type: ignore[no-untyped-def]
+        steps.append(done)
+        if len(steps) == 2:
+            svc.delete(report_id)
+        return real(conn, report_id, done)
+
+    monkeypatch.setattr(rrepo, "set_progress", deleted_after_first_step)
+    keep_alive = threading.Event()  # a second thread, as in the server: workers start from a fork server
+    threading.Thread(target=keep_alive.wait, daemon=True).start()
+    data = "".join(json.dumps({"id": f"q{i}", "question": f"question {i} about rivers"}) + "\n" for i in range(40))
+    svc.submit(data.encode(), "b.jsonl", background=False)
+    keep_alive.set()
+    assert steps == [2, 4]  # of twenty chunks
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(report)).scalar_one() == 0
+        assert conn.execute(select(func.count()).select_from(report_item)).scalar_one() == 0
