@@ -9,7 +9,14 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from contam.app.api.deps import SIGN_IN_COOKIE, CorpusServiceDep, ReportServiceDep, SessionsDep, SettingsDep, has_sign_in
+from contam.app.api.deps import (
+    SIGN_IN_COOKIE,
+    CorpusServiceDep,
+    ReportServiceDep,
+    SessionsDep,
+    SettingsDep,
+    has_sign_in,
+)
 from contam.app.api.schemas import MAX_PAGE
 from contam.app.core.scoring import shared_spans, split_marked
 from contam.app.core.types import Status
