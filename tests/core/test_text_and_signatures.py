@@ -1,8 +1,11 @@
 import numpy as np
 import pytest
 from datasketch import MinHash, MinHashLSH
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.core import signatures as S
+from app.core import text as T
 from app.core.config import SignatureConfig
 from app.core.text import tokenize, tokenize_spans
 from app.errors import ConfigError
@@ -132,3 +135,34 @@ def test_window_span_matches_the_signers_windows(n_tokens: int) -> None:
         assert last == (36, 100)
     assert S.window_span(n_tokens, len(starts), cfg) is None
     assert S.window_span(n_tokens, -1, cfg) is None
+
+
+def _spans_by_regex(text: str) -> tuple[list[str], list[int], list[int]]:
+    """The tokeniser's definition: one match of _TOKEN per token (what tokenize_spans computes
+    from character kinds instead)."""
+    clean = T.strip_markup(text)
+    found = list(T._TOKEN.finditer(clean))
+    return [T._norm(m.group()) for m in found], [m.start() for m in found], [m.end() for m in found]
+
+
+_MIXED = st.text(
+    alphabet=st.one_of(
+        st.sampled_from("aZ09_ -.,<>&;\n\té中ｆﬁßİ\u30fb\u3041\U00020001\U0001f600\u0663\u00b2"),
+        st.characters(codec="utf-8"),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_MIXED)
+def test_token_spans_equal_the_regex(text: str) -> None:
+    tokens, starts, ends = _spans_by_regex(text + "é")  # non-ASCII: the vectorised path
+    got = tokenize_spans(text + "é")
+    assert (got.tokens, got.starts.tolist(), got.ends.tolist()) == (tokens, starts, ends)
+    assert got.tokens == tokenize(text + "é")
+
+
+def test_token_spans_keep_lone_surrogates_as_separators() -> None:
+    got = tokenize_spans("ab\ud800cd é")
+    assert (got.tokens, got.starts.tolist(), got.ends.tolist()) == (["ab", "cd", "é"], [0, 3, 6], [2, 5, 7])
