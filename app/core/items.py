@@ -131,12 +131,24 @@ def prepare(item: BenchmarkItem, n: int) -> PreparedItem:
     )
 
 
+def _unique_pairs(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The distinct rows (first, second), sorted by first then second: np.unique(axis=0) of the
+    stacked columns, by one lexsort instead of a sort of structured rows (several times faster)."""
+    order = np.lexsort((second, first))
+    a, b = first[order], second[order]
+    keep = np.ones(len(a), dtype=bool)
+    keep[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    return np.stack([a[keep], b[keep]], axis=1)
+
+
 class _GramTable:
     """gram hash -> the groups of items holding it."""
 
     def __init__(self, grams: Sequence[np.ndarray], groups: Sequence[int]) -> None:
-        pairs = [np.stack([g, np.full(len(g), grp)], axis=1) for g, grp in zip(grams, groups, strict=True) if len(g)]
-        table = np.unique(np.concatenate(pairs), axis=0) if pairs else np.zeros((0, 2), dtype=np.int64)
+        table = _unique_pairs(
+            np.concatenate([np.asarray(g, dtype=np.int64) for g in grams]) if len(grams) else np.zeros(0, np.int64),
+            np.repeat(np.asarray(groups, dtype=np.int64), [len(g) for g in grams]),
+        )
         self.keys, self.start, self.count = np.unique(table[:, 0], return_index=True, return_counts=True)
         self.groups_by_gram = table[:, 1]
 
@@ -275,13 +287,10 @@ def _passage_tokens(
         return out
     pos = p.gram_pos[sel]
     idx = np.clip(np.searchsorted(shared.ngrams.keys, p.grams[sel]), 0, len(shared.ngrams.keys) - 1)
-    groups = [
-        shared.ngrams.groups_by_gram[s : s + c]
-        for s, c in zip(shared.ngrams.start[idx], shared.ngrams.count[idx], strict=True)
-    ]
-    pairs = np.concatenate(
-        [np.stack([g, np.full(len(g), q)], axis=1) for g, q in zip(groups, pos.tolist(), strict=True)]
-    )
+    starts, counts = shared.ngrams.start[idx], shared.ngrams.count[idx]
+    ends = np.cumsum(counts)  # the table rows of each gram's groups, concatenated (as in groups_of)
+    rows = np.arange(int(ends[-1])) + np.repeat(starts - (ends - counts), counts)
+    pairs = np.stack([shared.ngrams.groups_by_gram[rows], np.repeat(pos, counts)], axis=1)
     pairs = pairs[pairs[:, 0] != me]
     pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
     need = max(1, th.passage_tokens - n + 1)  # consecutive shared n-grams that span passage_tokens tokens
