@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -67,6 +68,16 @@ class PreparedItem:
     @property
     def n_tokens(self) -> int:
         return len(self.ids)
+
+    @cached_property
+    def id_list(self) -> list[int]:
+        """The ids as a list, as the aligner takes them (once, not per candidate document)."""
+        return self.ids.tolist()
+
+    @cached_property
+    def lookup_grams(self) -> np.ndarray:
+        """The n-grams looked for in a document: the item's, then its passage's."""
+        return np.concatenate([self.grams, self.passage_grams]) if len(self.passage_grams) else self.grams
 
 
 def prepare(item: BenchmarkItem, n: int) -> PreparedItem:

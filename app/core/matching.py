@@ -113,20 +113,20 @@ class DocTokens:
     grams: np.ndarray  # int64 index n-grams, len(ids) - n + 1 values
     mgrams: np.ndarray  # int64 MATCH_N-grams
     order: np.ndarray  # positions of `grams` in ascending order of hash
+    ranked: np.ndarray  # grams[order]
 
     @classmethod
     def of(cls, ids: np.ndarray, n: int) -> DocTokens:
         u = ids.view(np.uint64)
         grams = rolling_hashes(u, n).view(np.int64)
-        return cls(
-            ids.view(np.int64), grams, rolling_hashes(u, MATCH_N).view(np.int64), np.argsort(grams, kind="stable")
-        )
+        order = np.argsort(grams, kind="stable")
+        return cls(ids.view(np.int64), grams, rolling_hashes(u, MATCH_N).view(np.int64), order, grams[order])
 
     def positions(self, grams: np.ndarray) -> np.ndarray:
         """Sorted positions where any of `grams` occurs."""
         if len(grams) == 0 or len(self.grams) == 0:
             return np.zeros(0, dtype=np.int64)
-        ranked = self.grams[self.order]
+        ranked = self.ranked
         lo = np.searchsorted(ranked, grams, side="left")
         hi = np.searchsorted(ranked, grams, side="right")
         hit = hi > lo
@@ -142,8 +142,7 @@ def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] 
     """The bounded document range to align: the densest cluster of the item's n-grams (or the
     near-duplicate window), padded by the item's length on both sides."""
     length = max(p.n_tokens, n)
-    grams = np.concatenate([p.grams, p.passage_grams]) if len(p.passage_grams) else p.grams
-    pos = doc.positions(grams)
+    pos = doc.positions(p.lookup_grams)
     if len(pos):
         lo, hi = densest(pos, 2 * length)
         hi += n
@@ -197,18 +196,15 @@ def match_document(
     """What one document holds of item `i`, and which of that is the item's own text there."""
     p = items[i]
     lo, hi = region_for(p, doc, n, window)
-    region = Region(
-        doc.ids[lo:hi],
-        np.unique(doc.grams[lo : max(lo, hi - n + 1)]),
-        np.unique(doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]),
-    )
-    al = align(p.ids.tolist(), region.ids.tolist(), p.whole)
+    region = Region(doc.ids[lo:hi], np.unique(doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]))
+    al = align(p.id_list, region.id_list, p.whole)
     present = member(p.mgrams, region.mgrams)
     matched = held(p, region.ids, region.mgrams, present=present) & al.matched  # in the item's order
     own, own_hit, competitor, competitor_found = _own_text(i, items, stats, shared, region, matched, al, th, present)
     passage = 0.0
     if len(p.passage_grams) and p.passage_tokens:
-        passage = float(covered(member(p.passage_grams, region.grams), n, p.passage_tokens).mean())
+        grams = np.unique(doc.grams[lo : max(lo, hi - n + 1)])
+        passage = float(covered(member(p.passage_grams, grams), n, p.passage_tokens).mean())
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
     return DocMatch(
         doc=doc_id,
@@ -231,14 +227,18 @@ def match_document(
     )
 
 
-@dataclass(frozen=True)
+@dataclass
 class Region:
-    """The aligned range of a document: token ids, and its index n-grams and MATCH_N-grams
-    (sorted, without repeats)."""
+    """The aligned range of a document: token ids, and its MATCH_N-grams (sorted, without
+    repeats)."""
 
     ids: np.ndarray
-    grams: np.ndarray
     mgrams: np.ndarray
+
+    @cached_property
+    def id_list(self) -> list[int]:
+        """The ids as a list, as the aligner takes them (the item and up to three competitors)."""
+        return self.ids.tolist()
 
 
 def _own_text(
@@ -279,7 +279,7 @@ def _own_text(
             theirs = held(other, region.ids, region.mgrams)
             if float(theirs.mean()) < best_share:
                 continue  # aligned, it would hold no more than that (the share below is of these)
-            share = float((theirs & align(other.ids.tolist(), region.ids.tolist(), other.whole).matched).mean())
+            share = float((theirs & align(other.id_list, region.id_list, other.whole).matched).mean())
         else:
             share = 0.0
         if share >= best_share:  # holds at least as large a share of that item as of item i

@@ -26,8 +26,9 @@ from app.core.text import tokenize
 _P = np.uint64(0x9E3779B97F4A7C15)
 _U64 = np.uint64
 
-_token_cache: dict[str, int] = {}
+_token_cache: dict[str, int] = {}  # token -> its hash as a signed 64-bit value (numpy fills int64 faster)
 _CACHE_LIMIT = 2_000_000
+_SIGN = 1 << 63
 
 
 def token_hashes(tokens: Sequence[str]) -> np.ndarray:
@@ -36,13 +37,13 @@ def token_hashes(tokens: Sequence[str]) -> np.ndarray:
     if len(cache) > _CACHE_LIMIT:
         cache.clear()
     try:  # most tokens are cached: straight into the array, no list of Python ints between
-        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
-    except KeyError:
+        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.int64, count=len(tokens)).view(np.uint64)
+    except KeyError:  # hash what is missing, each distinct token once (a text repeats most of its words)
         h64 = xxhash.xxh3_64_intdigest
-        for tok in tokens:
+        for tok in set(tokens):
             if tok not in cache:
-                cache[tok] = h64(tok.encode("utf-8", "surrogatepass"))
-        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+                cache[tok] = ((h64(tok.encode("utf-8", "surrogatepass")) + _SIGN) % (1 << 64)) - _SIGN
+        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.int64, count=len(tokens)).view(np.uint64)
 
 
 def _fmix64(h: np.ndarray) -> np.ndarray:

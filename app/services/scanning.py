@@ -238,15 +238,18 @@ class Scanner:
         cfg, th, n = self.cfg, self.th, self.cfg.ngram_n
         prepared = [prepare(it, n) for it in items]
         shared = SharedText(prepared)
-        grams = {int(h) for p in prepared for g in (p.grams, p.passage_grams) for h in g.tolist()}
+        grams = np.unique(
+            np.concatenate([np.zeros(0, np.int64)] + [g for p in prepared for g in (p.grams, p.passage_grams)])
+        )
         if cfg.sample_mod > 1:
-            grams = {h for h in grams if (h % (1 << 64)) % cfg.sample_mod == 0}
+            grams = grams[grams.view(np.uint64) % np.uint64(cfg.sample_mod) == 0]
         near_keys = [self._near_keys(p) for p in prepared]
         with self.engine.connect() as conn:
-            df = repo.ngram_df(conn, list(grams), self.corpus_ids)
+            df = repo.ngram_df(conn, grams.tolist(), self.corpus_ids)
             rare = [h for h, c in df.items() if c <= th.max_df]
             postings = repo.ngram_postings(conn, rare, self.corpus_ids)
-            hits = repo.band_hits(conn, sorted({k for ks in near_keys for k, _ in ks}), self.corpus_ids)
+            keys = np.unique(np.concatenate([np.zeros(0, np.int64), *near_keys])).tolist()
+            hits = repo.band_hits(conn, keys, self.corpus_ids)
         stats = benchmark_stats(prepared, shared, df, n, th)
         candidates = [
             self._candidates(p, s, postings, near_keys[i], hits)
@@ -267,23 +270,22 @@ class Scanner:
             docs = self._load(conn, {d for c in work.candidates[lo:hi] for d in c})
         return [self._score_one(i, work, docs) for i in range(lo, hi)]
 
-    def _near_keys(self, p: PreparedItem) -> list[tuple[int, int]]:
-        """(band key, query window) of the item's scored text, windows at half the index stride."""
+    def _near_keys(self, p: PreparedItem) -> np.ndarray:
+        """Band keys (int64) of the item's scored text, window by window, windows at half the index stride."""
         if p.n_tokens < self.cfg.shingle:
-            return []
+            return np.zeros(0, dtype=np.int64)
         th = p.ids.view(np.uint64)
         last = max(p.n_tokens - self.cfg.window, 0)
         step = max(1, self.cfg.stride // 2)
         starts = np.unique(np.append(np.arange(0, last + 1, step), last)).astype(np.int64)
-        keys = band_keys(window_minhashes(th, self.cfg, starts), self.cfg)
-        return [(int(k), int(w)) for w in range(len(starts)) for k in keys[w]]
+        return band_keys(window_minhashes(th, self.cfg, starts), self.cfg).ravel()
 
     def _candidates(
         self,
         p: PreparedItem,
         s: ItemStats,
         postings: dict[int, list[int]],
-        keys: list[tuple[int, int]],
+        keys: np.ndarray,
         bands: dict[int, list[tuple[int, int]]],
     ) -> dict[int, int | None]:
         """Documents to align: those holding most of the item's rare n-grams (an n-gram shared by
@@ -306,7 +308,7 @@ class Scanner:
         ranked = ranked[:CANDIDATES]
         out: dict[int, int | None] = {d: None for d, _v in ranked}
         near: dict[tuple[int, int], int] = defaultdict(int)
-        for k, _w in keys:
+        for k in keys.tolist():
             for dw in bands.get(k, ()):
                 near[dw] += 1
         for (d, w), _v in sorted(near.items(), key=lambda x: (-x[1], x[0]))[:NEAR_CANDIDATES]:
