@@ -262,11 +262,15 @@ def item_stats(
     n: int,
     th: Thresholds,
     bits: np.ndarray | None = None,
+    freq: np.ndarray | None = None,
+    mfreq: np.ndarray | None = None,
 ) -> ItemStats:
-    """dfs: corpus document frequency of each of the item's n-grams (p.grams order)."""
-    freq = shared.freq(p.grams)
+    """dfs: corpus document frequency of each of the item's n-grams (p.grams order); freq and
+    mfreq: shared.freq(p.grams) and shared.mgrams.freq(p.mgrams), if known (benchmark_stats
+    looks them up for all items at once)."""
+    freq = shared.freq(p.grams) if freq is None else freq
     common = (dfs > th.max_df) | p.weak
-    mfreq = shared.mgrams.freq(p.mgrams)
+    mfreq = shared.mgrams.freq(p.mgrams) if mfreq is None else mfreq
     in_gram = tokens_of(p, p.gram_pos, n)
     common_tok = in_gram & ~tokens_of(p, p.gram_pos[~common], n)
     if bits is None:
