@@ -126,12 +126,16 @@ def window_span(n_tokens: int, index: int, cfg: SignatureConfig) -> tuple[int, i
     return start, min(start + cfg.window, n_tokens)
 
 
-def window_minhashes(th: np.ndarray, cfg: SignatureConfig, starts: np.ndarray | None = None) -> np.ndarray:
+def window_minhashes(
+    th: np.ndarray, cfg: SignatureConfig, starts: np.ndarray | None = None, ends: np.ndarray | None = None
+) -> np.ndarray:
     """MinHash signature (num_perm uint32) of each window of a token-hash array.
 
     Window j covers tokens [starts[j], starts[j] + window); its shingles are the runs of
     `shingle` tokens lying wholly inside it. Shingles are permuted once per text and the
-    minimum taken per window, instead of once per window.
+    minimum taken per window, instead of once per window. ends: the shingle index each window
+    stops before, if not starts + window - shingle + 1 (several texts laid end to end, each
+    window kept inside its own text).
     """
     if starts is None:
         starts = window_starts(len(th), cfg)
@@ -140,7 +144,8 @@ def window_minhashes(th: np.ndarray, cfg: SignatureConfig, starts: np.ndarray | 
     sh = (rolling_hashes(th, cfg.shingle) & _U64(0xFFFFFFFF)).astype(np.uint32)
     m = len(sh)
     a, b = permutations(cfg.num_perm, cfg.seed)
-    ends = np.minimum(starts + cfg.window - cfg.shingle + 1, m)
+    if ends is None:
+        ends = np.minimum(starts + cfg.window - cfg.shingle + 1, m)
     out = np.empty((len(starts), cfg.num_perm), dtype=np.uint32)
     group = max(1, 65536 // max(cfg.window, 1))
     with np.errstate(over="ignore"):

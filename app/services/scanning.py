@@ -243,7 +243,7 @@ class Scanner:
         )
         if cfg.sample_mod > 1:
             grams = grams[grams.view(np.uint64) % np.uint64(cfg.sample_mod) == 0]
-        near_keys = [self._near_keys(p) for p in prepared]
+        near_keys = self._near_keys(prepared)
         with self.engine.connect() as conn:
             df = repo.ngram_df(conn, grams.tolist(), self.corpus_ids)
             rare = [h for h, c in df.items() if c <= th.max_df]
@@ -270,15 +270,30 @@ class Scanner:
             docs = self._load(conn, {d for c in work.candidates[lo:hi] for d in c})
         return [self._score_one(i, work, docs) for i in range(lo, hi)]
 
-    def _near_keys(self, p: PreparedItem) -> np.ndarray:
-        """Band keys (int64) of the item's scored text, window by window, windows at half the index stride."""
-        if p.n_tokens < self.cfg.shingle:
-            return np.zeros(0, dtype=np.int64)
-        th = p.ids.view(np.uint64)
-        last = max(p.n_tokens - self.cfg.window, 0)
-        step = max(1, self.cfg.stride // 2)
-        starts = np.unique(np.append(np.arange(0, last + 1, step), last)).astype(np.int64)
-        return band_keys(window_minhashes(th, self.cfg, starts), self.cfg).ravel()
+    def _near_keys(self, prepared: Sequence[PreparedItem]) -> list[np.ndarray]:
+        """Per item, the band keys (int64) of its scored text, window by window, windows at half
+        the index stride. All items' texts are signed in one call, laid end to end, each window
+        kept inside its own item (one call per item cost more than the hashing)."""
+        cfg = self.cfg
+        step = max(1, cfg.stride // 2)
+        texts, starts, ends, counts = [], [], [], []
+        offset = 0
+        for p in prepared:
+            if p.n_tokens < cfg.shingle:
+                counts.append(0)
+                continue
+            last = max(p.n_tokens - cfg.window, 0)
+            s = np.unique(np.append(np.arange(0, last + 1, step), last)).astype(np.int64)
+            texts.append(p.ids)
+            starts.append(s + offset)
+            ends.append(np.minimum(s + cfg.window - cfg.shingle + 1, p.n_tokens - cfg.shingle + 1) + offset)
+            counts.append(len(s))
+            offset += p.n_tokens
+        if not texts:
+            return [np.zeros(0, dtype=np.int64) for _ in prepared]
+        th = np.concatenate(texts).view(np.uint64)
+        keys = band_keys(window_minhashes(th, cfg, np.concatenate(starts), np.concatenate(ends)), cfg)
+        return [k.ravel() for k in np.split(keys, np.cumsum(counts)[:-1])]
 
     def _candidates(
         self,

@@ -166,3 +166,24 @@ def test_token_spans_equal_the_regex(text: str) -> None:
 def test_token_spans_keep_lone_surrogates_as_separators() -> None:
     got = tokenize_spans("ab\ud800cd é")
     assert (got.tokens, got.starts.tolist(), got.ends.tolist()) == (["ab", "cd", "é"], [0, 3, 6], [2, 5, 7])
+
+
+@pytest.mark.parametrize("cfg", [SignatureConfig(window=16, stride=8, libraries={}), SignatureConfig(libraries={})])
+def test_texts_signed_end_to_end_equal_each_signed_alone(cfg: SignatureConfig) -> None:
+    # the scanner signs a whole benchmark in one call: each window kept inside its own text
+    rng = np.random.default_rng(3)
+    texts = [rng.integers(0, 2**63, size=k, dtype=np.int64).view(np.uint64) for k in (3, 5, 16, 17, 40, 130)]
+    starts = [S.window_starts(len(t), cfg) for t in texts]
+    offsets = np.cumsum([0] + [len(t) for t in texts])[:-1]
+    ends = [
+        np.minimum(s + cfg.window - cfg.shingle + 1, len(t) - cfg.shingle + 1)
+        for s, t in zip(starts, texts, strict=True)
+    ]
+    together = S.window_minhashes(
+        np.concatenate(texts),
+        cfg,
+        np.concatenate([s + o for s, o in zip(starts, offsets, strict=True)]),
+        np.concatenate([e + o for e, o in zip(ends, offsets, strict=True)]),
+    )
+    alone = np.concatenate([S.window_minhashes(t, cfg, s) for t, s in zip(texts, starts, strict=True)])
+    assert np.array_equal(together, alone)
