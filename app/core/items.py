@@ -142,6 +142,9 @@ def prepare(item: BenchmarkItem, n: int) -> PreparedItem:
     )
 
 
+_FILTER_BITS = 23  # a 1 MiB bitmap per gram table
+
+
 def _unique_pairs(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     """The distinct rows (first, second), sorted by first then second: np.unique(axis=0) of the
     stacked columns, by one lexsort instead of a sort of structured rows (several times faster)."""
@@ -162,6 +165,18 @@ class _GramTable:
         )
         self.keys, self.start, self.count = np.unique(table[:, 0], return_index=True, return_counts=True)
         self.groups_by_gram = table[:, 1]
+        # one bit per value of a key's low _FILTER_BITS bits: a gram whose bit is clear is in no
+        # item, and skips the binary search (a document region's grams are mostly not the
+        # benchmark's, and the search over a large table misses the cache at every step)
+        low = self.keys.astype(np.uint64) & np.uint64((1 << _FILTER_BITS) - 1)
+        seen = np.zeros(1 << _FILTER_BITS, dtype=bool)
+        seen[low.astype(np.int64)] = True
+        self.filter = np.packbits(seen, bitorder="little")
+
+    def may_hold(self, grams: np.ndarray) -> np.ndarray:
+        """bool per gram: False where no item holds it (True may still be a gram of none)."""
+        low = grams.astype(np.uint64) & np.uint64((1 << _FILTER_BITS) - 1)
+        return (self.filter[(low >> np.uint64(3)).astype(np.int64)] >> (low & np.uint64(7)).astype(np.uint8)) & 1 > 0
 
     def freq(self, grams: np.ndarray) -> np.ndarray:
         """Groups holding each gram (0 for grams not in the benchmark)."""
@@ -175,6 +190,7 @@ class _GramTable:
         more than `max_items` groups."""
         if len(self.keys) == 0 or len(grams) == 0:
             return np.zeros(0, dtype=np.int64)
+        grams = grams[self.may_hold(grams)]
         idx = np.clip(np.searchsorted(self.keys, grams), 0, len(self.keys) - 1)
         ok = (self.keys[idx] == grams) & (self.count[idx] <= max_items)
         starts, counts = self.start[idx[ok]], self.count[idx[ok]]
