@@ -95,29 +95,13 @@ def prepare(item: BenchmarkItem, n: int) -> PreparedItem:
     all_toks = [t for _code, toks in fields for t in toks]
     all_ids = _ids(all_toks) if all_toks else np.zeros(0, dtype=np.int64)
     field_end = np.repeat(bounds[1:], lens)
-
-    def grams_of(width: int) -> tuple[np.ndarray, np.ndarray]:
-        h = rolling_hashes(all_ids.view(np.uint64), width).view(np.int64)
-        pos = np.arange(len(h), dtype=np.int64)
-        inside = pos + width <= field_end[: len(h)]
-        return h[inside], pos[inside]
-
-    grams, gram_pos = grams_of(n)
-    mgrams, mgram_pos = grams_of(MATCH_N)
+    grams, gram_pos = _grams_inside(all_ids, field_end, n)
+    mgrams, mgram_pos = _grams_inside(all_ids, field_end, MATCH_N)
     informative = np.fromiter((len(t) >= 2 or not t.isascii() for t in all_toks), dtype=np.int64, count=len(all_toks))
     sums = np.concatenate(([0], np.cumsum(informative)))
     weak = (sums[gram_pos + n] - sums[gram_pos]) * 2 < n  # fewer than half of the gram's tokens informative
-    short: list[tuple[int, int, int]] = []
-    tiny: list[tuple[int, int, int]] = []
-    spans: list[tuple[int, int, int]] = []
-    for (code, _toks), s, e in zip(fields, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        if e - s < max(n, MATCH_N):
-            key = xxhash.xxh3_64_intdigest(all_ids[s:e].tobytes())
-            if e - s < n:
-                short.append((s, e, key))
-            if e - s < MATCH_N:
-                tiny.append((s, e, key))
-        spans.append((s, e, code))
+    spans = [(s, e, code) for (code, _t), s, e in zip(fields, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
+    short, tiny = _short_fields(all_ids, spans, n)
     role = np.repeat(np.array([code for code, _toks in fields], dtype=np.int8), lens)
     a_ids = _ids(answer) if answer_is_choice else np.zeros(0, dtype=np.int64)
     p_toks = tokenize(item.passage) if item.passage else []
@@ -142,6 +126,30 @@ def prepare(item: BenchmarkItem, n: int) -> PreparedItem:
         key=xxhash.xxh3_64_intdigest(all_ids.tobytes() + b"|" + a_ids.tobytes()),
         stem=xxhash.xxh3_64_intdigest(all_ids[role == QUESTION].tobytes()),
     )
+
+
+def _grams_inside(ids: np.ndarray, field_end: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(hash, start) of every gram of `width` tokens that ends inside its field (field_end: per
+    token, where its field ends), from one rolling hash over all fields."""
+    h = rolling_hashes(ids.view(np.uint64), width).view(np.int64)
+    pos = np.arange(len(h), dtype=np.int64)
+    inside = pos + width <= field_end[: len(h)]
+    return h[inside], pos[inside]
+
+
+def _short_fields(
+    ids: np.ndarray, spans: list[tuple[int, int, int]], n: int
+) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+    """(start, end, key) of the fields shorter than n, and of those shorter than MATCH_N."""
+    short, tiny = [], []
+    for s, e, _code in spans:
+        if e - s < max(n, MATCH_N):
+            key = xxhash.xxh3_64_intdigest(ids[s:e].tobytes())
+            if e - s < n:
+                short.append((s, e, key))
+            if e - s < MATCH_N:
+                tiny.append((s, e, key))
+    return short, tiny
 
 
 _FILTER_BITS = 23  # a 1 MiB bitmap per gram table
