@@ -25,15 +25,15 @@ from typer._click.exceptions import UsageError
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
-from app import __version__
-from app.api.schemas import ThresholdsIn
-from app.core.config import Thresholds
-from app.core.types import Status
-from app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict
-from app.services.checking import CheckResult, CheckService
-from app.services.corpora import CorpusService
-from app.services.database import migrate, open_database, shown_url, unavailable_reason
-from app.settings import get_settings
+from contam.app import __version__
+from contam.app.api.schemas import ThresholdsIn
+from contam.app.core.config import Thresholds
+from contam.app.core.types import Status
+from contam.app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict
+from contam.app.services.checking import CheckResult, CheckService
+from contam.app.services.corpora import CorpusService
+from contam.app.services.database import migrate, open_database, shown_url, unavailable_reason
+from contam.app.settings import get_settings
 
 # Exit codes (README, "Command line"): 0 clean, 1 the gate tripped (a contaminated share above
 # --fail-above, or corpus files that failed), 2 a usage error (bad options, files, names), 3 a
@@ -392,7 +392,7 @@ def serve(
     # command (a scan in a pipeline, say) would otherwise pay.
     import uvicorn
 
-    from app.api.main import create_app
+    from contam.app.api.main import create_app
 
     settings = get_settings()
     host = host or settings.host

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from app.core.units import MiB, as_mib
-from app.errors import LimitError
+from contam.app.core.units import MiB, as_mib
+from contam.app.errors import LimitError
 
 
 @dataclass(frozen=True)

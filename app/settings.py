@@ -9,9 +9,9 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.core.units import MiB, mib_to_bytes
-from app.limits import Limits
-from app.services.database import RETRY_SECONDS
+from contam.app.core.units import MiB, mib_to_bytes
+from contam.app.limits import Limits
+from contam.app.services.database import RETRY_SECONDS
 
 _LIMITS = Limits()  # the defaults, defined once in app.limits
 

@@ -39,12 +39,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.core.config import SignatureConfig, Thresholds  # noqa: E402
-from app.core.types import BenchmarkItem  # noqa: E402
-from app.readers.benchmark import read_benchmark  # noqa: E402
-from app.services.scanning import Scanner  # noqa: E402
-from app.store.db import make_engine, upgrade  # noqa: E402
-from indexer.job import IndexJob, IndexOptions  # noqa: E402
+from contam.app.core.config import SignatureConfig, Thresholds  # noqa: E402
+from contam.app.core.types import BenchmarkItem  # noqa: E402
+from contam.app.readers.benchmark import read_benchmark  # noqa: E402
+from contam.app.services.scanning import Scanner  # noqa: E402
+from contam.app.store.db import make_engine, upgrade  # noqa: E402
+from contam.indexer.job import IndexJob, IndexOptions  # noqa: E402
 
 SUFFIXES = {".py", ".txt", ".md", ".rst", ".h", ".html"}
 MONTHS = [

@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from scan_speed import CONTAM, build_benchmark, build_corpus  # noqa: E402
 
-from app.readers.benchmark import read_benchmark  # noqa: E402
-from app.services.scanning import Scanner  # noqa: E402
-from app.store.db import make_engine, upgrade  # noqa: E402
+from contam.app.readers.benchmark import read_benchmark  # noqa: E402
+from contam.app.services.scanning import Scanner  # noqa: E402
+from contam.app.store.db import make_engine, upgrade  # noqa: E402
 
 DECON_RUN = """
 import sys, time, decon

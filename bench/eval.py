@@ -27,11 +27,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.core.config import SignatureConfig  # noqa: E402
-from app.readers.benchmark import read_benchmark  # noqa: E402
-from app.services.scanning import Scanner  # noqa: E402
-from app.store.db import make_engine, upgrade  # noqa: E402
-from indexer.job import IndexJob, IndexOptions  # noqa: E402
+from contam.app.core.config import SignatureConfig  # noqa: E402
+from contam.app.readers.benchmark import read_benchmark  # noqa: E402
+from contam.app.services.scanning import Scanner  # noqa: E402
+from contam.app.store.db import make_engine, upgrade  # noqa: E402
+from contam.indexer.job import IndexJob, IndexOptions  # noqa: E402
 
 KINDS = [
     "verbatim",

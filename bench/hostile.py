@@ -43,7 +43,7 @@ import httpx
 import zstandard
 
 ROOT = Path(__file__).resolve().parents[1]
-CONTAM = [sys.executable, "-m", "indexer.cli"]  # the `contam` command of this checkout
+CONTAM = [sys.executable, "-m", "contam.indexer.cli"]  # the `contam` command of this checkout
 CHUNK = b" " * (1 << 20)  # blank lines of JSONL are skipped by the reader, but counted while inflating
 ITEM = b'{"id": "q1", "question": "Which river flows through the ancient city of Baghdad?"}\n'
 

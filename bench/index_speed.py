@@ -33,10 +33,10 @@ from sqlalchemy import text
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-CONTAM = [sys.executable, "-m", "indexer.cli"]  # the `contam` command of this checkout
+CONTAM = [sys.executable, "-m", "contam.indexer.cli"]  # the `contam` command of this checkout
 
-from app.readers.corpus import find_files  # noqa: E402
-from app.store.db import make_engine, upgrade  # noqa: E402
+from contam.app.readers.corpus import find_files  # noqa: E402
+from contam.app.store.db import make_engine, upgrade  # noqa: E402
 
 
 def stdlib_corpus(out: Path) -> Path:

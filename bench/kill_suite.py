@@ -31,10 +31,10 @@ from sqlalchemy import text
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-CONTAM = [sys.executable, "-m", "indexer.cli"]
+CONTAM = [sys.executable, "-m", "contam.indexer.cli"]
 
-from app.store import repo  # noqa: E402
-from app.store.db import make_engine  # noqa: E402
+from contam.app.store import repo  # noqa: E402
+from contam.app.store.db import make_engine  # noqa: E402
 
 WORDS = [
     "river",

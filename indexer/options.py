@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from app.core.units import mib_to_bytes
-from app.settings import Settings
+from contam.app.core.units import mib_to_bytes
+from contam.app.settings import Settings
 
 
 @dataclass(frozen=True)

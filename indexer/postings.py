@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from indexer.signing import SignedBatch
+from contam.indexer.signing import SignedBatch
 
 
 class PostingSink(Protocol):

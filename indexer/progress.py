@@ -11,7 +11,7 @@ from typing import Protocol, TextIO
 from rich.progress import BarColumn, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
-from indexer.summary import FileReport
+from contam.indexer.summary import FileReport
 
 
 class Progress(Protocol):

@@ -14,8 +14,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.readers.corpus import RawDocument
-from indexer.signing import SignedBatch
+from contam.app.readers.corpus import RawDocument
+from contam.indexer.signing import SignedBatch
 
 
 @dataclass

@@ -15,9 +15,9 @@ import numpy as np
 import xxhash
 import zstandard
 
-from app.core.config import SignatureConfig
-from app.core.signatures import sign_text
-from app.core.text import tokenize
+from contam.app.core.config import SignatureConfig
+from contam.app.core.signatures import sign_text
+from contam.app.core.text import tokenize
 
 
 def exit_with(parent: int, every: float = 1.0) -> None:

@@ -24,12 +24,12 @@ import time
 
 from sqlalchemy import Engine
 
-from app.services.indexing import CorpusWriter
-from indexer.options import IndexOptions
-from indexer.postings import PostingBuffer
-from indexer.progress import Progress
-from indexer.protocol import STOP, Batch, FileEnd, FileStart, Inbox, Stopped, Sync
-from indexer.summary import FileReport
+from contam.app.services.indexing import CorpusWriter
+from contam.indexer.options import IndexOptions
+from contam.indexer.postings import PostingBuffer
+from contam.indexer.progress import Progress
+from contam.indexer.protocol import STOP, Batch, FileEnd, FileStart, Inbox, Stopped, Sync
+from contam.indexer.summary import FileReport
 
 # ---------------------------------------------------------------- the commit group
 

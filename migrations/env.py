@@ -5,9 +5,9 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import pool
 
-from app.settings import get_settings
-from app.store.db import make_engine
-from app.store.schema import metadata
+from contam.app.settings import get_settings
+from contam.app.store.db import make_engine
+from contam.app.store.schema import metadata
 
 config = context.config
 

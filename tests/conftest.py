@@ -16,12 +16,12 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from app.core.config import SignatureConfig
-from app.store.db import make_engine, upgrade
-from indexer.job import IndexJob
-from indexer.options import IndexOptions
-from indexer.progress import Progress
-from indexer.summary import IndexSummary
+from contam.app.core.config import SignatureConfig
+from contam.app.store.db import make_engine, upgrade
+from contam.indexer.job import IndexJob
+from contam.indexer.options import IndexOptions
+from contam.indexer.progress import Progress
+from contam.indexer.summary import IndexSummary
 
 PG_ADMIN_URL = os.environ.get("CONTAM_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import typer.main
 import yaml
 
-from app.settings import Settings
-from indexer.cli import app
+from contam.app.settings import Settings
+from contam.indexer.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,8 +14,8 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.core.units import MiB
-from app.limits import Limits, check_json_depth, exceeded
+from contam.app.core.units import MiB
+from contam.app.limits import Limits, check_json_depth, exceeded
 
 FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 

@@ -9,12 +9,12 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from app.api.security import Sessions
-from app.limits import Limits
-from app.services.checking import CheckService
-from app.services.corpora import CorpusService
-from app.services.reports import ReportService
-from app.settings import Settings
+from contam.app.api.security import Sessions
+from contam.app.limits import Limits
+from contam.app.services.checking import CheckService
+from contam.app.services.corpora import CorpusService
+from contam.app.services.reports import ReportService
+from contam.app.settings import Settings
 
 
 def get_settings(request: Request) -> Settings:

@@ -10,8 +10,8 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.api.schemas import ErrorRead
-from app.errors import (
+from contam.app.api.schemas import ErrorRead
+from contam.app.errors import (
     ConfigError,
     ContamError,
     InputError,
@@ -21,7 +21,7 @@ from app.errors import (
     StateError,
     UnavailableError,
 )
-from app.services.database import unavailable_reason
+from contam.app.services.database import unavailable_reason
 
 # The nearest class in an error's ancestry decides; anything else in the tree is a 400.
 STATUS: dict[type[ContamError], int] = {

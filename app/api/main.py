@@ -8,18 +8,18 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
 
-from app import __version__
-from app.api import errors
-from app.api.bodies import BodyLimit
-from app.api.deps import AuthDep
-from app.api.routes import check, corpora, docs, health, reports
-from app.api.security import SameOrigin, SecurityHeaders, Sessions
-from app.services.checking import CheckService
-from app.services.corpora import CorpusService
-from app.services.database import connect, migrate
-from app.services.reports import ReportService
-from app.settings import Settings
-from app.web import pages
+from contam.app import __version__
+from contam.app.api import errors
+from contam.app.api.bodies import BodyLimit
+from contam.app.api.deps import AuthDep
+from contam.app.api.routes import check, corpora, docs, health, reports
+from contam.app.api.security import SameOrigin, SecurityHeaders, Sessions
+from contam.app.services.checking import CheckService
+from contam.app.services.corpora import CorpusService
+from contam.app.services.database import connect, migrate
+from contam.app.services.reports import ReportService
+from contam.app.settings import Settings
+from contam.app.web import pages
 
 DESCRIPTION = (
     "Benchmark contamination detector: which benchmark items are in the indexed training corpora, "

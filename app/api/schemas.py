@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.core.config import Thresholds
-from app.core.types import BenchmarkItem
+from contam.app.core.config import Thresholds
+from contam.app.core.types import BenchmarkItem
 
 
 class ErrorRead(BaseModel):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from app.errors import ConfigError
+from contam.app.errors import ConfigError
 
 NORMALIZER_VERSION = "2"
 HASH_SCHEME = "xxh3_64-tokens/poly64-splitmix-v1"
@@ -22,7 +22,7 @@ MINHASH_SCHEME = "datasketch-affine32"
 
 @lru_cache(maxsize=1)
 def _known_answers() -> tuple[tuple[str, str], ...]:
-    from app.core.signatures import known_answers as compute  # signatures imports this module
+    from contam.app.core.signatures import known_answers as compute  # signatures imports this module
 
     return tuple(sorted(compute().items()))
 

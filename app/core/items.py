@@ -16,11 +16,11 @@ from functools import cached_property
 import numpy as np
 import xxhash
 
-from app.core.align import covered
-from app.core.config import Thresholds
-from app.core.signatures import rolling_hashes, token_hashes
-from app.core.text import tokenize
-from app.core.types import BenchmarkItem
+from contam.app.core.align import covered
+from contam.app.core.config import Thresholds
+from contam.app.core.signatures import rolling_hashes, token_hashes
+from contam.app.core.text import tokenize
+from contam.app.core.types import BenchmarkItem
 
 SCORED_ROLES = ("question", "choices", "answer")
 QUESTION, CHOICES, ANSWER = 0, 1, 2

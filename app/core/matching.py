@@ -17,9 +17,9 @@ from functools import cached_property
 
 import numpy as np
 
-from app.core.align import Alignment, align, covered, densest, find_sequence, longest_run, runs
-from app.core.config import Thresholds
-from app.core.items import (
+from contam.app.core.align import Alignment, align, covered, densest, find_sequence, longest_run, runs
+from contam.app.core.config import Thresholds
+from contam.app.core.items import (
     ANSWER,
     CHOICES,
     COMPETITOR_MAX_ITEMS,
@@ -30,7 +30,7 @@ from app.core.items import (
     SharedText,
     tokens_of,
 )
-from app.core.signatures import rolling_hashes
+from contam.app.core.signatures import rolling_hashes
 
 COMPETITOR_CANDIDATES = 8
 PRESENCE_MAX_ITEMS = 64  # grams in at most this many items say which item a region holds

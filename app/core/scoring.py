@@ -38,14 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from app.core.align import align, covered, longest_run
-from app.core.config import Thresholds
-from app.core.items import QUESTION, SCORED_ROLES, ItemStats, PreparedItem, SharedText, item_stats, lookup
-from app.core.matching import DocMatch, DocTokens, match_document
-from app.core.signatures import token_hashes
-from app.core.surprise import token_bits
-from app.core.text import tokenize, tokenize_spans
-from app.core.types import Status
+from contam.app.core.align import align, covered, longest_run
+from contam.app.core.config import Thresholds
+from contam.app.core.items import QUESTION, SCORED_ROLES, ItemStats, PreparedItem, SharedText, item_stats, lookup
+from contam.app.core.matching import DocMatch, DocTokens, match_document
+from contam.app.core.signatures import token_hashes
+from contam.app.core.surprise import token_bits
+from contam.app.core.text import tokenize, tokenize_spans
+from contam.app.core.types import Status
 
 __all__ = [
     "ItemScore",

@@ -20,8 +20,8 @@ from functools import lru_cache
 import numpy as np
 import xxhash
 
-from app.core.config import SignatureConfig
-from app.core.text import tokenize
+from contam.app.core.config import SignatureConfig
+from contam.app.core.text import tokenize
 
 _P = np.uint64(0x9E3779B97F4A7C15)
 _U64 = np.uint64

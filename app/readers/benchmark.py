@@ -26,9 +26,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
-from app.core.types import BenchmarkItem
-from app.errors import InputError
-from app.limits import Limits, exceeded
+from contam.app.core.types import BenchmarkItem
+from contam.app.errors import InputError
+from contam.app.limits import Limits, exceeded
 
 DEFAULT_LIMITS = Limits()
 

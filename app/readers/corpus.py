@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
-from app.errors import CorruptFileError, InputError
+from contam.app.errors import CorruptFileError, InputError
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 _JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")

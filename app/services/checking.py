@@ -9,14 +9,14 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from app.core.config import Thresholds
-from app.core.types import BenchmarkItem
-from app.errors import InputError
-from app.limits import Limits, exceeded
-from app.readers.benchmark import read_benchmark, read_path
-from app.services.corpora import select_corpora
-from app.services.results import summarize
-from app.services.scanning import ItemResult, Scanner
+from contam.app.core.config import Thresholds
+from contam.app.core.types import BenchmarkItem
+from contam.app.errors import InputError
+from contam.app.limits import Limits, exceeded
+from contam.app.readers.benchmark import read_benchmark, read_path
+from contam.app.services.corpora import select_corpora
+from contam.app.services.results import summarize
+from contam.app.services.scanning import ItemResult, Scanner
 
 Progress = Callable[[int, int], None]  # (items scored, items in all)
 MAX_CHECK_ITEMS = 1000  # answered within the request; larger sets go through a report

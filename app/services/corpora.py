@@ -7,10 +7,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from app.core.config import SignatureConfig
-from app.errors import InputError, NotFoundError, SettingsConflict, StateError
-from app.store import repo
-from app.store import reports as reports_repo
+from contam.app.core.config import SignatureConfig
+from contam.app.errors import InputError, NotFoundError, SettingsConflict, StateError
+from contam.app.store import repo
+from contam.app.store import reports as reports_repo
 
 
 class CorpusService:

@@ -14,8 +14,8 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
-from app.errors import ConfigError, UnavailableError
-from app.store import db
+from contam.app.errors import ConfigError, UnavailableError
+from contam.app.store import db
 
 T = TypeVar("T")
 RETRY_SECONDS = 60.0  # how long background work retries a database it cannot reach (CONTAM_JOB_RETRY_SECONDS)

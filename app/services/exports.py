@@ -12,9 +12,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from app.core.types import Status
-from app.errors import InputError
-from app.readers.benchmark import benchmark_format, benchmark_records
+from contam.app.core.types import Status
+from contam.app.errors import InputError
+from contam.app.readers.benchmark import benchmark_format, benchmark_records
 
 CSV_COLUMNS = [
     "item_id", "row", "status", "score", "reason", "tokens", "own_tokens", "own_coverage", "coverage",

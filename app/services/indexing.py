@@ -11,11 +11,11 @@ import numpy as np
 from sqlalchemy import Connection, Engine, RootTransaction
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.core.config import SignatureConfig
-from app.errors import FingerprintMismatch, SettingsConflict
-from app.readers.corpus import RawDocument
-from app.services.segments import merge_segments
-from app.store import db, repo
+from contam.app.core.config import SignatureConfig
+from contam.app.errors import FingerprintMismatch, SettingsConflict
+from contam.app.readers.corpus import RawDocument
+from contam.app.services.segments import merge_segments
+from contam.app.store import db, repo
 
 
 def open_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: bool) -> int:

@@ -15,18 +15,18 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import OperationalError
 
-from app import __version__
-from app.core.config import Thresholds
-from app.core.types import Status
-from app.errors import ContamError, InputError, NotFoundError, UnavailableError
-from app.limits import Limits, exceeded
-from app.readers.benchmark import read_benchmark
-from app.services.corpora import select_corpora
-from app.services.database import RETRY_SECONDS, retrying, unavailable_reason
-from app.services.exports import export_items, without_items
-from app.services.results import item_row, summarize
-from app.services.scanning import Scanner
-from app.store import reports as rrepo
+from contam.app import __version__
+from contam.app.core.config import Thresholds
+from contam.app.core.types import Status
+from contam.app.errors import ContamError, InputError, NotFoundError, UnavailableError
+from contam.app.limits import Limits, exceeded
+from contam.app.readers.benchmark import read_benchmark
+from contam.app.services.corpora import select_corpora
+from contam.app.services.database import RETRY_SECONDS, retrying, unavailable_reason
+from contam.app.services.exports import export_items, without_items
+from contam.app.services.results import item_row, summarize
+from contam.app.services.scanning import Scanner
+from contam.app.store import reports as rrepo
 
 log = logging.getLogger("contam.reports")
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from app.core.config import Thresholds
-from app.core.types import Status
-from app.services.scanning import ItemResult
+from contam.app.core.config import Thresholds
+from contam.app.core.types import Status
+from contam.app.services.scanning import ItemResult
 
 LONGEST_EDGES = [0, 6, 13, 20, 30, 50, 100]  # tokens; 13 is GPT-3's rule, 6 the shortest partial match counted
 

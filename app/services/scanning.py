@@ -18,17 +18,17 @@ import numpy as np
 import zstandard
 from sqlalchemy import Engine
 
-from app.core.config import SignatureConfig, Thresholds, library_versions
-from app.core.items import ItemStats, PreparedItem, SharedText, prepare
-from app.core.matching import DocMatch, DocTokens
-from app.core.scoring import ItemScore, benchmark_stats, judge
-from app.core.signatures import band_keys, token_hashes, window_minhashes, window_span
-from app.core.text import tokenize_spans
-from app.core.types import BenchmarkItem
-from app.errors import FingerprintMismatch, NotFoundError
-from app.readers.corpus import read_documents
-from app.store import repo
-from app.store.db import make_engine
+from contam.app.core.config import SignatureConfig, Thresholds, library_versions
+from contam.app.core.items import ItemStats, PreparedItem, SharedText, prepare
+from contam.app.core.matching import DocMatch, DocTokens
+from contam.app.core.scoring import ItemScore, benchmark_stats, judge
+from contam.app.core.signatures import band_keys, token_hashes, window_minhashes, window_span
+from contam.app.core.text import tokenize_spans
+from contam.app.core.types import BenchmarkItem
+from contam.app.errors import FingerprintMismatch, NotFoundError
+from contam.app.readers.corpus import read_documents
+from contam.app.store import repo
+from contam.app.store.db import make_engine
 
 EXCERPT_PAD = 200  # characters of context either side of a matched region
 MIN_GRAMS = 2  # rare n-grams a document must share with an item to be aligned with it

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 
 from sqlalchemy import Connection
 
-from app.store import repo
-from app.store.db import checkpoint
+from contam.app.store import repo
+from contam.app.store.db import checkpoint
 
 MERGE_STEP_ROWS = 2_000_000  # rows a merge moves per transaction
 

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine.url import make_url
 
-from app.errors import ConfigError
+from contam.app.errors import ConfigError
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 

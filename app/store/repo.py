@@ -12,9 +12,9 @@ import numpy as np
 from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
-from app.core.config import SignatureConfig
-from app.store import blocks, db
-from app.store.schema import band, band_block, corpus, corpus_file, document, ngram, ngram_block, segment
+from contam.app.core.config import SignatureConfig
+from contam.app.store import blocks, db
+from contam.app.store.schema import band, band_block, corpus, corpus_file, document, ngram, ngram_block, segment
 
 
 def now() -> datetime:

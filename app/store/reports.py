@@ -10,8 +10,8 @@ import zstandard
 from sqlalchemy import and_, delete, func, insert, select, true, update
 from sqlalchemy.engine import Connection
 
-from app.store.repo import now
-from app.store.schema import report, report_item
+from contam.app.store.repo import now
+from contam.app.store.schema import report, report_item
 
 NAME_CHARS: int = report.c.name.type.length  # type: ignore[attr-defined]
 REPORT_COLUMNS = [c for c in report.c if c.name != "upload"]

@@ -12,9 +12,9 @@ from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 from sqlalchemy.exc import OperationalError
 
-from app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict, UnavailableError
-from app.services.database import unavailable_reason
-from app.web.rendering import render
+from contam.app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict, UnavailableError
+from contam.app.services.database import unavailable_reason
+from contam.app.web.rendering import render
 
 # The nearest class in an error's ancestry decides: (HTTP status, page title).
 PAGES: dict[type[ContamError], tuple[int, str]] = {

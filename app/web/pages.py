@@ -9,13 +9,13 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import SIGN_IN_COOKIE, CorpusServiceDep, ReportServiceDep, SessionsDep, SettingsDep, has_sign_in
-from app.api.schemas import MAX_PAGE
-from app.core.scoring import shared_spans, split_marked
-from app.core.types import Status
-from app.errors import ContamError, InputError
-from app.web.errors import LoginRequired, PageRoute, page_status
-from app.web.rendering import STATIC_URL, STATUSES, render, static_files
+from contam.app.api.deps import SIGN_IN_COOKIE, CorpusServiceDep, ReportServiceDep, SessionsDep, SettingsDep, has_sign_in
+from contam.app.api.schemas import MAX_PAGE
+from contam.app.core.scoring import shared_spans, split_marked
+from contam.app.core.types import Status
+from contam.app.errors import ContamError, InputError
+from contam.app.web.errors import LoginRequired, PageRoute, page_status
+from contam.app.web.rendering import STATIC_URL, STATUSES, render, static_files
 
 __all__ = ["STATIC_URL", "router", "static_files"]
 

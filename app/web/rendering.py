@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from app.core.types import Status
+from contam.app.core.types import Status
 
 HERE = Path(__file__).parent
 STATIC_URL = "/static"

@@ -18,7 +18,7 @@ from importlib import metadata
 import sqlalchemy as sa
 from alembic import op
 
-from app.core.config import SignatureConfig, known_answers
+from contam.app.core.config import SignatureConfig, known_answers
 
 revision = "0004_known_answers"
 down_revision = "0003"

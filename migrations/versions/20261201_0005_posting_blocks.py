@@ -13,7 +13,7 @@ import numpy as np
 import sqlalchemy as sa
 from alembic import op
 
-from app.store import blocks
+from contam.app.store import blocks
 
 revision = "0005_posting_blocks"
 down_revision = "0004_known_answers"

@@ -15,13 +15,13 @@ import pytest
 from conftest import IndexCorpus
 from fastapi.testclient import TestClient
 
-from app.api.main import create_app
-from app.core.config import SignatureConfig
-from app.services import scanning
-from app.services.reports import ReportService
-from app.settings import Settings
-from app.store import reports as rrepo
-from app.store.db import make_engine
+from contam.app.api.main import create_app
+from contam.app.core.config import SignatureConfig
+from contam.app.services import scanning
+from contam.app.services.reports import ReportService
+from contam.app.settings import Settings
+from contam.app.store import reports as rrepo
+from contam.app.store.db import make_engine
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 Q2 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"

@@ -18,12 +18,12 @@ import zstandard
 from conftest import IndexCorpus
 from fastapi.testclient import TestClient
 
-from app.api.main import create_app
-from app.api.routes.reports import attachment
-from app.errors import LimitError
-from app.limits import Limits
-from app.readers.benchmark import read_benchmark, read_records
-from app.settings import Settings
+from contam.app.api.main import create_app
+from contam.app.api.routes.reports import attachment
+from contam.app.errors import LimitError
+from contam.app.limits import Limits
+from contam.app.readers.benchmark import read_benchmark, read_records
+from contam.app.settings import Settings
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 ROW = {"id": "q1", "question": Q1, "answer": "Tigris"}

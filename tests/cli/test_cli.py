@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-import indexer.job as job_module
-from app.cli import serve_banner
-from app.settings import Settings, get_settings
-from indexer.cli import app as cli
-from indexer.cli import demo_workdir
-from indexer.options import IndexOptions, index_options
+import contam.indexer.job as job_module
+from contam.app.cli import serve_banner
+from contam.app.settings import Settings, get_settings
+from contam.indexer.cli import app as cli
+from contam.indexer.cli import demo_workdir
+from contam.indexer.options import IndexOptions, index_options
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 Q2 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"
@@ -290,7 +290,7 @@ def test_a_lost_database_is_one_line_and_exit_3(tmp_path: Path) -> None:
 def test_scan_workers_give_the_same_output(migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`scan --workers 2` splits the benchmark over two processes (chunks of one item here) and
     prints what one process prints, in the same order."""
-    import app.services.scanning as scanning
+    import contam.app.services.scanning as scanning
 
     monkeypatch.setattr(scanning, "CHUNK", 1)
     corpus = tmp_path / "c.jsonl"

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.core.items import _GramTable
+from contam.app.core.items import _GramTable
 
 
 def test_groups_of_lists_every_holder_of_each_gram_in_order() -> None:

@@ -7,10 +7,10 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.core.items import ANSWER, CHOICES, MATCH_N, QUESTION, prepare
-from app.core.signatures import rolling_hashes, token_hashes
-from app.core.text import tokenize
-from app.core.types import BenchmarkItem
+from contam.app.core.items import ANSWER, CHOICES, MATCH_N, QUESTION, prepare
+from contam.app.core.signatures import rolling_hashes, token_hashes
+from contam.app.core.text import tokenize
+from contam.app.core.types import BenchmarkItem
 
 
 def _by_field(item: BenchmarkItem, n: int) -> dict[str, object]:

@@ -11,15 +11,15 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from app.core.align import align, densest, find_sequence
-from app.core.config import Thresholds
-from app.core.items import SharedText, prepare
-from app.core.matching import DocTokens
-from app.core.scoring import ItemScore, benchmark_stats, judge, shared_spans, split_marked
-from app.core.signatures import token_hashes
-from app.core.surprise import token_bits
-from app.core.text import tokenize
-from app.core.types import BenchmarkItem, Status
+from contam.app.core.align import align, densest, find_sequence
+from contam.app.core.config import Thresholds
+from contam.app.core.items import SharedText, prepare
+from contam.app.core.matching import DocTokens
+from contam.app.core.scoring import ItemScore, benchmark_stats, judge, shared_spans, split_marked
+from contam.app.core.signatures import token_hashes
+from contam.app.core.surprise import token_bits
+from contam.app.core.text import tokenize
+from contam.app.core.types import BenchmarkItem, Status
 
 N = 5
 FILLER = " ".join(f"alpha{i} beta{i % 7} gamma{i % 13}" for i in range(400))  # unrelated text

@@ -4,11 +4,11 @@ from datasketch import MinHash, MinHashLSH
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.core import signatures as S
-from app.core import text as T
-from app.core.config import SignatureConfig
-from app.core.text import tokenize, tokenize_spans
-from app.errors import ConfigError
+from contam.app.core import signatures as S
+from contam.app.core import text as T
+from contam.app.core.config import SignatureConfig
+from contam.app.core.text import tokenize, tokenize_spans
+from contam.app.errors import ConfigError
 
 CASES = [
     # (text, expected tokens, why)

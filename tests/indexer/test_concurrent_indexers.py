@@ -10,8 +10,8 @@ from pathlib import Path
 from conftest import IndexCorpus
 from sqlalchemy import text
 
-from app.store.db import make_engine
-from indexer.summary import IndexSummary
+from contam.app.store.db import make_engine
+from contam.indexer.summary import IndexSummary
 
 
 def test_two_indexers_on_the_same_files(migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus) -> None:

@@ -19,15 +19,15 @@ from helpers import make_docs, write_jsonl
 from sqlalchemy import select, text
 from typer.testing import CliRunner
 
-import indexer.job as job_module
-from app.core.config import SignatureConfig
-from app.errors import FingerprintMismatch, SettingsConflict
-from app.store import repo
-from app.store.db import make_engine, upgrade
-from app.store.schema import corpus_file, document
-from indexer.cli import app as cli
-from indexer.progress import BarProgress
-from indexer.summary import FileReport
+import contam.indexer.job as job_module
+from contam.app.core.config import SignatureConfig
+from contam.app.errors import FingerprintMismatch, SettingsConflict
+from contam.app.store import repo
+from contam.app.store.db import make_engine, upgrade
+from contam.app.store.schema import corpus_file, document
+from contam.indexer.cli import app as cli
+from contam.indexer.progress import BarProgress
+from contam.indexer.summary import FileReport
 
 
 def snapshot(url: str) -> dict:
@@ -245,7 +245,7 @@ def test_pointer_only_corpus_keeps_no_text(migrated_url: str, tmp_path: Path, in
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "indexer.cli", *args]
+    return [sys.executable, "-m", "contam.indexer.cli", *args]
 
 
 @pytest.mark.parametrize("commit_mb", ["0", "256"], ids=["commit-per-file", "commit-per-group"])

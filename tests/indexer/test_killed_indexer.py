@@ -50,8 +50,8 @@ def test_workers_end_when_the_indexer_is_killed(tmp_path: Path) -> None:
         (corpus / f"{f}.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
     db = f"sqlite:///{tmp_path / 'c.db'}"
     env = {**os.environ, "CONTAM_DATABASE_URL": db}
-    subprocess.run([sys.executable, "-m", "indexer.cli", "db", "upgrade"], cwd=ROOT, env=env, check=True)
-    cmd = [sys.executable, "-m", "indexer.cli", "index", "--corpus", "web", "--workers", "2", "--progress", "none"]
+    subprocess.run([sys.executable, "-m", "contam.indexer.cli", "db", "upgrade"], cwd=ROOT, env=env, check=True)
+    cmd = [sys.executable, "-m", "contam.indexer.cli", "index", "--corpus", "web", "--workers", "2", "--progress", "none"]
     proc = subprocess.Popen([*cmd, str(corpus)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
     workers: set[int] = set()
     for _ in range(300):  # the forkserver and its two workers

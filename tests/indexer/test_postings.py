@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from indexer.postings import merge_runs
+from contam.indexer.postings import merge_runs
 
 
 def test_posting_buffer_merges_batches_into_key_order() -> None:

@@ -10,7 +10,7 @@ import pytest
 from conftest import IndexCorpus, drop_pg_database, make_pg_database
 from sqlalchemy import event, text
 
-from app.store.db import make_engine, upgrade
+from contam.app.store.db import make_engine, upgrade
 
 
 class KilledHere(Exception):

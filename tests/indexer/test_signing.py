@@ -3,10 +3,10 @@ document dropped, whatever order the sort takes them in."""
 
 from __future__ import annotations
 
-from app.core.config import SignatureConfig
-from app.core.signatures import sign_text
-from app.core.text import _TOKEN, _norm, tokenize
-from indexer.signing import sign_batch
+from contam.app.core.config import SignatureConfig
+from contam.app.core.signatures import sign_text
+from contam.app.core.text import _TOKEN, _norm, tokenize
+from contam.indexer.signing import sign_batch
 
 
 def test_batch_rows_are_every_document_signature_in_key_order() -> None:

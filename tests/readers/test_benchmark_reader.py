@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.readers.benchmark import read_benchmark
+from contam.app.readers.benchmark import read_benchmark
 
 SHAPES = [
     (

@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from app.errors import CorruptFileError, InputError
-from app.readers.corpus import find_files, read_documents, read_jsonl
+from contam.app.errors import CorruptFileError, InputError
+from contam.app.readers.corpus import find_files, read_documents, read_jsonl
 
 DOCS = [{"id": "a", "text": "alpha beta gamma"}, {"id": "b", "text": "delta epsilon"}]
 

@@ -15,11 +15,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from app.core.types import Status
-from app.errors import InputError
-from app.readers.benchmark import read_benchmark, read_path
-from app.readers.corpus import find_files, read_documents
-from app.services.exports import without_items
+from contam.app.core.types import Status
+from contam.app.errors import InputError
+from contam.app.readers.benchmark import read_benchmark, read_path
+from contam.app.readers.corpus import find_files, read_documents
+from contam.app.services.exports import without_items
 
 FLAGGED = [s for s in Status if s.flagged]
 

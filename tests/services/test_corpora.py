@@ -7,14 +7,14 @@ from conftest import IndexCorpus
 from helpers import make_docs
 from sqlalchemy import Engine, func, select
 
-from app.core.config import SignatureConfig
-from app.core.types import BenchmarkItem
-from app.errors import NotFoundError, SettingsConflict, StateError
-from app.services.checking import CheckService
-from app.services.corpora import CorpusService, select_corpora
-from app.services.reports import ReportService
-from app.store import reports as rrepo
-from app.store.schema import band, band_block, corpus, corpus_file, document, ngram, ngram_block, segment
+from contam.app.core.config import SignatureConfig
+from contam.app.core.types import BenchmarkItem
+from contam.app.errors import NotFoundError, SettingsConflict, StateError
+from contam.app.services.checking import CheckService
+from contam.app.services.corpora import CorpusService, select_corpora
+from contam.app.services.reports import ReportService
+from contam.app.store import reports as rrepo
+from contam.app.store.schema import band, band_block, corpus, corpus_file, document, ngram, ngram_block, segment
 
 TABLES = (corpus, corpus_file, document, segment)
 POSTINGS = {"sqlite": (ngram, band), "postgresql": (ngram_block, band_block)}  # where each keeps them

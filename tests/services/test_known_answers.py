@@ -16,11 +16,11 @@ from conftest import IndexCorpus
 from helpers import make_docs
 from sqlalchemy import Engine, text
 
-from app.core import config
-from app.core.config import SignatureConfig, known_answers
-from app.errors import FingerprintMismatch
-from app.services.scanning import Scanner
-from app.store.db import alembic_config, make_engine, upgrade
+from contam.app.core import config
+from contam.app.core.config import SignatureConfig, known_answers
+from contam.app.errors import FingerprintMismatch
+from contam.app.services.scanning import Scanner
+from contam.app.store.db import alembic_config, make_engine, upgrade
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from conftest import IndexCorpus
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event
 
-from app.api.main import create_app
-from app.services.reports import ReportService
-from app.settings import Settings
+from contam.app.api.main import create_app
+from contam.app.services.reports import ReportService
+from contam.app.settings import Settings
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 Q2 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"

@@ -11,10 +11,10 @@ from conftest import IndexCorpus
 from helpers import make_docs
 from sqlalchemy import Engine, func, select
 
-from app.services import scanning
-from app.services.reports import ReportService
-from app.store import reports as rrepo
-from app.store.schema import report, report_item
+from contam.app.services import scanning
+from contam.app.services.reports import ReportService
+from contam.app.store import reports as rrepo
+from contam.app.store.schema import report, report_item
 
 
 def _bench(n: int) -> bytes:

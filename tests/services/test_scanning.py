@@ -10,12 +10,12 @@ import pytest
 from conftest import IndexCorpus
 from sqlalchemy import Engine, func, select
 
-from app.core.config import SignatureConfig, Thresholds
-from app.core.types import BenchmarkItem
-from app.errors import FingerprintMismatch, NotFoundError
-from app.services.scanning import Scanner
-from app.store.db import make_engine
-from app.store.schema import document, segment
+from contam.app.core.config import SignatureConfig, Thresholds
+from contam.app.core.types import BenchmarkItem
+from contam.app.errors import FingerprintMismatch, NotFoundError
+from contam.app.services.scanning import Scanner
+from contam.app.store.db import make_engine
+from contam.app.store.schema import document, segment
 
 FILLER = " ".join(f"filler{i} word{i % 7} text{i % 13}" for i in range(1500))  # ~4500 unrelated tokens
 Q_VERBATIM = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
@@ -215,7 +215,7 @@ def test_many_segments_score_like_one(engine: Engine, tmp_path: Path, index_corp
 def test_workers_give_the_same_results_in_input_order(scanner: Scanner, monkeypatch: pytest.MonkeyPatch) -> None:
     """A benchmark split over forked worker processes (chunks of 2 items here) gives the same
     report as one process, in input order, with progress after each chunk."""
-    import app.services.scanning as scanning
+    import contam.app.services.scanning as scanning
 
     monkeypatch.setattr(scanning, "CHUNK", 2)
     items = [*ITEMS, *(BenchmarkItem(f"copy{i}", 9 + i, question=Q_VERBATIM, answer=A_VERBATIM) for i in range(4))]
@@ -231,7 +231,7 @@ def test_workers_give_the_same_results_in_input_order(scanner: Scanner, monkeypa
 def test_a_small_document_cache_changes_nothing(scanner: Scanner, monkeypatch: pytest.MonkeyPatch) -> None:
     """A chunk holds the documents it scores: a cache too small for them once evicted one in the
     middle of a chunk, and its item was scored without it (clean, no evidence)."""
-    import app.services.scanning as scanning
+    import contam.app.services.scanning as scanning
 
     full = [r.as_dict() for r in scanner.scan(ITEMS)]
     monkeypatch.setattr(scanning, "DOC_CACHE", 1)
@@ -245,7 +245,7 @@ def test_a_worker_that_dies_fails_the_scan_instead_of_hanging_it(
     import os
     from concurrent.futures.process import BrokenProcessPool
 
-    import app.services.scanning as scanning
+    import contam.app.services.scanning as scanning
 
     monkeypatch.setattr(scanning, "CHUNK", 2)
     real = Scanner._scan_chunk

@@ -8,10 +8,10 @@ from conftest import IndexCorpus
 from helpers import make_docs, write_jsonl
 from sqlalchemy import select
 
-from app.services.segments import plan_merge
-from app.store import repo
-from app.store.db import make_engine
-from app.store.schema import segment
+from contam.app.services.segments import plan_merge
+from contam.app.store import repo
+from contam.app.store.db import make_engine
+from contam.app.store.schema import segment
 
 
 def test_plan_merge_is_size_tiered() -> None:

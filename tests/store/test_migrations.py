@@ -8,9 +8,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from app.store import repo
-from app.store.db import alembic_config, make_engine, upgrade
-from app.store.schema import metadata
+from contam.app.store import repo
+from contam.app.store.db import alembic_config, make_engine, upgrade
+from contam.app.store.schema import metadata
 
 
 def test_migrations_match_models(migrated_url: str) -> None:

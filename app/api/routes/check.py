@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body
 
-from app.api.bodies import JsonRoute
-from app.api.deps import CheckServiceDep
-from app.api.schemas import CheckRequest, CheckResponse, ItemResultRead
+from contam.app.api.bodies import JsonRoute
+from contam.app.api.deps import CheckServiceDep
+from contam.app.api.schemas import CheckRequest, CheckResponse, ItemResultRead
 
 router = APIRouter(tags=["check"], route_class=JsonRoute)
 

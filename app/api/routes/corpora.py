@@ -6,8 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
-from app.api.bodies import JsonRoute
-from app.api.deps import CorpusServiceDep
+from contam.app.api.bodies import JsonRoute
+from contam.app.api.deps import CorpusServiceDep
 
 router = APIRouter(tags=["corpora"], route_class=JsonRoute)
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from app import __version__
-from app.api.deps import CorpusServiceDep
+from contam.app import __version__
+from contam.app.api.deps import CorpusServiceDep
 
 router = APIRouter(tags=["meta"])
 

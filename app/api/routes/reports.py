@@ -10,9 +10,9 @@ from urllib.parse import quote
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile
 from pydantic import ValidationError
 
-from app.api.bodies import JsonRoute
-from app.api.deps import LimitsDep, ReportServiceDep
-from app.api.schemas import (
+from contam.app.api.bodies import JsonRoute
+from contam.app.api.deps import LimitsDep, ReportServiceDep
+from contam.app.api.schemas import (
     MAX_OFFSET,
     MAX_PAGE,
     ItemList,
@@ -22,8 +22,8 @@ from app.api.schemas import (
     ReportRead,
     ThresholdsIn,
 )
-from app.errors import InputError
-from app.limits import Limits, check_json_depth
+from contam.app.errors import InputError
+from contam.app.limits import Limits, check_json_depth
 
 router = APIRouter(tags=["reports"], route_class=JsonRoute)
 
