@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
 
 import numpy as np
 import xxhash
@@ -68,6 +68,16 @@ class PreparedItem:
     def n_tokens(self) -> int:
         return len(self.ids)
 
+    @cached_property
+    def id_list(self) -> list[int]:
+        """The ids as a list, as the aligner takes them (once, not per candidate document)."""
+        return self.ids.tolist()
+
+    @cached_property
+    def lookup_grams(self) -> np.ndarray:
+        """The n-grams looked for in a document: the item's, then its passage's."""
+        return np.concatenate([self.grams, self.passage_grams]) if len(self.passage_grams) else self.grams
+
 
 def prepare(item: BenchmarkItem, n: int) -> PreparedItem:
     fields: list[tuple[int, list[str]]] = [(QUESTION, tokenize(t)) for t in item.segments("question")]
@@ -77,72 +87,106 @@ def prepare(item: BenchmarkItem, n: int) -> PreparedItem:
     answer_is_choice = bool(answer) and answer in choices
     if answer and not answer_is_choice:
         fields.append((ANSWER, answer))
-    ids, role, whole, grams, gram_pos, weak, short = [], [], [], [], [], [], []
-    mgrams, mgram_pos, tiny, spans = [], [], [], []
-    start = 0
-    for code, toks in fields:
-        if not toks:
-            continue
-        tid = _ids(toks)
-        ids.append(tid)
-        role.append(np.full(len(toks), code, dtype=np.int8))
-        whole.append(np.full(len(toks), len(toks) == 1, dtype=bool))
-        g = rolling_hashes(tid.view(np.uint64), n).view(np.int64)
-        grams.append(g)
-        gram_pos.append(np.arange(start, start + len(g), dtype=np.int64))
-        weak.append(weak_ngrams(toks, len(g)))
-        key = xxhash.xxh3_64_intdigest(tid.tobytes())
-        if len(toks) < n:
-            short.append((start, start + len(toks), key))
-        mg = rolling_hashes(tid.view(np.uint64), MATCH_N).view(np.int64)
-        mgrams.append(mg)
-        mgram_pos.append(np.arange(start, start + len(mg), dtype=np.int64))
-        if len(toks) < MATCH_N:
-            tiny.append((start, start + len(toks), key))
-        spans.append((start, start + len(toks), code))
-        start += len(toks)
-
-    def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
-        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
-
-    all_ids = cat(ids, np.int64)
+    # the whole item at once: token ids, then every field's grams cut from one rolling hash
+    # (a gram counts only inside its field), instead of a dozen numpy calls per field
+    fields = [(code, toks) for code, toks in fields if toks]
+    lens = np.array([len(toks) for _code, toks in fields], dtype=np.int64)
+    bounds = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
+    all_toks = [t for _code, toks in fields for t in toks]
+    all_ids = _ids(all_toks) if all_toks else np.zeros(0, dtype=np.int64)
+    field_end = np.repeat(bounds[1:], lens)
+    grams, gram_pos = _grams_inside(all_ids, field_end, n)
+    mgrams, mgram_pos = _grams_inside(all_ids, field_end, MATCH_N)
+    informative = np.fromiter((len(t) >= 2 or not t.isascii() for t in all_toks), dtype=np.int64, count=len(all_toks))
+    sums = np.concatenate(([0], np.cumsum(informative)))
+    weak = (sums[gram_pos + n] - sums[gram_pos]) * 2 < n  # fewer than half of the gram's tokens informative
+    spans = [(s, e, code) for (code, _t), s, e in zip(fields, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
+    short, tiny = _short_fields(all_ids, spans, n)
+    role = np.repeat(np.array([code for code, _toks in fields], dtype=np.int8), lens)
     a_ids = _ids(answer) if answer_is_choice else np.zeros(0, dtype=np.int64)
     p_toks = tokenize(item.passage) if item.passage else []
     p_grams = rolling_hashes(_ids(p_toks).view(np.uint64), n).view(np.int64) if p_toks else np.zeros(0, np.int64)
     return PreparedItem(
         item=item,
         ids=all_ids,
-        role=cat(role, np.int8),
-        whole=cat(whole, bool),
-        grams=cat(grams, np.int64),
-        gram_pos=cat(gram_pos, np.int64),
-        weak=cat(weak, bool),
+        role=role,
+        whole=np.repeat(lens == 1, lens),
+        grams=grams,
+        gram_pos=gram_pos,
+        weak=weak,
         short_fields=short,
-        mgrams=cat(mgrams, np.int64),
-        mgram_pos=cat(mgram_pos, np.int64),
-        umgrams=np.unique(cat(mgrams, np.int64)),
+        mgrams=mgrams,
+        mgram_pos=mgram_pos,
+        umgrams=np.unique(mgrams),
         tiny_fields=tiny,
         fields=spans,
         answer_ids=a_ids,
         passage_grams=p_grams,
         passage_tokens=len(p_toks),
         key=xxhash.xxh3_64_intdigest(all_ids.tobytes() + b"|" + a_ids.tobytes()),
-        stem=xxhash.xxh3_64_intdigest(all_ids[cat(role, np.int8) == QUESTION].tobytes()),
+        stem=xxhash.xxh3_64_intdigest(all_ids[role == QUESTION].tobytes()),
     )
+
+
+def _grams_inside(ids: np.ndarray, field_end: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(hash, start) of every gram of `width` tokens that ends inside its field (field_end: per
+    token, where its field ends), from one rolling hash over all fields."""
+    h = rolling_hashes(ids.view(np.uint64), width).view(np.int64)
+    pos = np.arange(len(h), dtype=np.int64)
+    inside = pos + width <= field_end[: len(h)]
+    return h[inside], pos[inside]
+
+
+def _short_fields(
+    ids: np.ndarray, spans: list[tuple[int, int, int]], n: int
+) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+    """(start, end, key) of the fields shorter than n, and of those shorter than MATCH_N."""
+    short, tiny = [], []
+    for s, e, _code in spans:
+        if e - s < max(n, MATCH_N):
+            key = xxhash.xxh3_64_intdigest(ids[s:e].tobytes())
+            if e - s < n:
+                short.append((s, e, key))
+            if e - s < MATCH_N:
+                tiny.append((s, e, key))
+    return short, tiny
+
+
+_FILTER_BITS = 23  # a 1 MiB bitmap per gram table
+
+
+def _unique_pairs(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The distinct rows (first, second), sorted by first then second: np.unique(axis=0) of the
+    stacked columns, by one lexsort instead of a sort of structured rows (several times faster)."""
+    order = np.lexsort((second, first))
+    a, b = first[order], second[order]
+    keep = np.ones(len(a), dtype=bool)
+    keep[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    return np.stack([a[keep], b[keep]], axis=1)
 
 
 class _GramTable:
     """gram hash -> the groups of items holding it."""
 
     def __init__(self, grams: Sequence[np.ndarray], groups: Sequence[int]) -> None:
-        lengths = np.array([len(g) for g in grams], dtype=np.int64)
-        flat = np.concatenate(grams).astype(np.int64, copy=False) if len(grams) else np.zeros(0, np.int64)
-        pairs = np.stack([flat, np.repeat(np.asarray(groups, dtype=np.int64), lengths)], axis=1)
-        del flat
-        table = np.unique(pairs, axis=0) if len(pairs) else np.zeros((0, 2), dtype=np.int64)
-        del pairs
+        table = _unique_pairs(
+            np.concatenate([np.asarray(g, dtype=np.int64) for g in grams]) if len(grams) else np.zeros(0, np.int64),
+            np.repeat(np.asarray(groups, dtype=np.int64), [len(g) for g in grams]),
+        )
         self.keys, self.start, self.count = np.unique(table[:, 0], return_index=True, return_counts=True)
-        self.groups_by_gram = np.ascontiguousarray(table[:, 1])
+        self.groups_by_gram = np.ascontiguousarray(table[:, 1])  # workers map it from a file (services.scanning)
+        # one bit per value of a key's low _FILTER_BITS bits: a gram whose bit is clear is in no
+        # item, and skips the binary search (a document region's grams are mostly not the
+        # benchmark's, and the search over a large table misses the cache at every step)
+        low = self.keys.astype(np.uint64) & np.uint64((1 << _FILTER_BITS) - 1)
+        seen = np.zeros(1 << _FILTER_BITS, dtype=bool)
+        seen[low.astype(np.int64)] = True
+        self.filter = np.packbits(seen, bitorder="little")
+
+    def may_hold(self, grams: np.ndarray) -> np.ndarray:
+        """bool per gram: False where no item holds it (True may still be a gram of none)."""
+        low = grams.astype(np.uint64) & np.uint64((1 << _FILTER_BITS) - 1)
+        return (self.filter[(low >> np.uint64(3)).astype(np.int64)] >> (low & np.uint64(7)).astype(np.uint8)) & 1 > 0
 
     def freq(self, grams: np.ndarray) -> np.ndarray:
         """Groups holding each gram (0 for grams not in the benchmark)."""
@@ -156,6 +200,7 @@ class _GramTable:
         more than `max_items` groups."""
         if len(self.keys) == 0 or len(grams) == 0:
             return np.zeros(0, dtype=np.int64)
+        grams = grams[self.may_hold(grams)]
         idx = np.clip(np.searchsorted(self.keys, grams), 0, len(self.keys) - 1)
         ok = (self.keys[idx] == grams) & (self.count[idx] <= max_items)
         starts, counts = self.start[idx[ok]], self.count[idx[ok]]
@@ -259,11 +304,15 @@ def item_stats(
     n: int,
     th: Thresholds,
     bits: np.ndarray | None = None,
+    freq: np.ndarray | None = None,
+    mfreq: np.ndarray | None = None,
 ) -> ItemStats:
-    """dfs: corpus document frequency of each of the item's n-grams (p.grams order)."""
-    freq = shared.freq(p.grams)
+    """dfs: corpus document frequency of each of the item's n-grams (p.grams order); freq and
+    mfreq: shared.freq(p.grams) and shared.mgrams.freq(p.mgrams), if known (benchmark_stats
+    looks them up for all items at once)."""
+    freq = shared.freq(p.grams) if freq is None else freq
     common = (dfs > th.max_df) | p.weak
-    mfreq = shared.mgrams.freq(p.mgrams)
+    mfreq = shared.mgrams.freq(p.mgrams) if mfreq is None else mfreq
     in_gram = tokens_of(p, p.gram_pos, n)
     common_tok = in_gram & ~tokens_of(p, p.gram_pos[~common], n)
     if bits is None:
@@ -295,13 +344,10 @@ def _passage_tokens(
         return out
     pos = p.gram_pos[sel]
     idx = np.clip(np.searchsorted(shared.ngrams.keys, p.grams[sel]), 0, len(shared.ngrams.keys) - 1)
-    groups = [
-        shared.ngrams.groups_by_gram[s : s + c]
-        for s, c in zip(shared.ngrams.start[idx], shared.ngrams.count[idx], strict=True)
-    ]
-    pairs = np.concatenate(
-        [np.stack([g, np.full(len(g), q)], axis=1) for g, q in zip(groups, pos.tolist(), strict=True)]
-    )
+    starts, counts = shared.ngrams.start[idx], shared.ngrams.count[idx]
+    ends = np.cumsum(counts)  # the table rows of each gram's groups, concatenated (as in groups_of)
+    rows = np.arange(int(ends[-1])) + np.repeat(starts - (ends - counts), counts)
+    pairs = np.stack([shared.ngrams.groups_by_gram[rows], np.repeat(pos, counts)], axis=1)
     pairs = pairs[pairs[:, 0] != me]
     pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
     need = max(1, th.passage_tokens - n + 1)  # consecutive shared n-grams that span passage_tokens tokens

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -63,36 +64,48 @@ class DocMatch:
     break_bits: float = 0.0
     own_bits_total: float = 0.0  # information in all of the item's own text here
     bits_total: float = 0.0
+    # role code -> (role_coverage, own_role_coverage): the verdict and the score ask several times
+    _roles: dict[int, tuple[float, float | None]] = field(default_factory=dict, repr=False, compare=False)
 
-    @property
+    # The arrays are never changed once the match is made, so what is derived from them is
+    # worked out once (ranking and the verdict ask for each several times).
+    @cached_property
     def own_total(self) -> int:
         return int(self.own.sum())
 
-    @property
+    @cached_property
     def own_matched(self) -> int:
         return int(self.own_hit.sum())
 
-    @property
+    @cached_property
     def own_coverage(self) -> float:
         return self.own_matched / self.own_total if self.own_total else 0.0
 
-    @property
+    @cached_property
     def coverage(self) -> float:
         return float(self.matched.mean()) if len(self.matched) else 0.0
 
-    @property
+    @cached_property
     def longest_own(self) -> int:
         return longest_run(self.own_hit)
 
+    def _role(self, p: PreparedItem, code: int) -> tuple[float, float | None]:
+        if code not in self._roles:
+            sel = p.role == code
+            own_sel = sel & self.own
+            self._roles[code] = (
+                float(self.matched[sel].mean()) if sel.any() else 0.0,
+                float(self.own_hit[own_sel].mean()) if own_sel.any() else None,
+            )
+        return self._roles[code]
+
     def role_coverage(self, p: PreparedItem, code: int) -> float:
         """Share of a field's tokens the document holds."""
-        sel = p.role == code
-        return float(self.matched[sel].mean()) if sel.any() else 0.0
+        return self._role(p, code)[0]
 
     def own_role_coverage(self, p: PreparedItem, code: int) -> float | None:
         """Share of a field's own tokens the document holds (None: none of it is own here)."""
-        sel = (p.role == code) & self.own
-        return float(self.own_hit[sel].mean()) if sel.any() else None
+        return self._role(p, code)[1]
 
 
 @dataclass
@@ -104,20 +117,20 @@ class DocTokens:
     grams: np.ndarray  # int64 index n-grams, len(ids) - n + 1 values
     mgrams: np.ndarray  # int64 MATCH_N-grams
     order: np.ndarray  # positions of `grams` in ascending order of hash
+    ranked: np.ndarray  # grams[order]
 
     @classmethod
     def of(cls, ids: np.ndarray, n: int) -> DocTokens:
         u = ids.view(np.uint64)
         grams = rolling_hashes(u, n).view(np.int64)
-        return cls(
-            ids.view(np.int64), grams, rolling_hashes(u, MATCH_N).view(np.int64), np.argsort(grams, kind="stable")
-        )
+        order = np.argsort(grams, kind="stable")
+        return cls(ids.view(np.int64), grams, rolling_hashes(u, MATCH_N).view(np.int64), order, grams[order])
 
     def positions(self, grams: np.ndarray) -> np.ndarray:
         """Sorted positions where any of `grams` occurs."""
         if len(grams) == 0 or len(self.grams) == 0:
             return np.zeros(0, dtype=np.int64)
-        ranked = self.grams[self.order]
+        ranked = self.ranked
         lo = np.searchsorted(ranked, grams, side="left")
         hi = np.searchsorted(ranked, grams, side="right")
         hit = hi > lo
@@ -133,8 +146,7 @@ def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] 
     """The bounded document range to align: the densest cluster of the item's n-grams (or the
     near-duplicate window), padded by the item's length on both sides."""
     length = max(p.n_tokens, n)
-    grams = np.concatenate([p.grams, p.passage_grams]) if len(p.passage_grams) else p.grams
-    pos = doc.positions(grams)
+    pos = doc.positions(p.lookup_grams)
     if len(pos):
         lo, hi = densest(pos, 2 * length)
         hi += n
@@ -159,13 +171,14 @@ def held(
     region_mgrams: np.ndarray,
     select: np.ndarray | None = None,
     tiny_select: Sequence[bool] | None = None,
+    present: np.ndarray | None = None,
 ) -> np.ndarray:
     """bool per item token: inside one of the item's MATCH_N-grams (those `select`ed) that the
     region holds (`region_mgrams` sorted, without repeats); a field shorter than MATCH_N counts
-    when the region holds it whole."""
-    present = member(p.mgrams, region_mgrams)
+    when the region holds it whole. present: member(p.mgrams, region_mgrams), if known."""
+    present = member(p.mgrams, region_mgrams) if present is None else present
     if select is not None:
-        present &= select
+        present = present & select
     out = tokens_of(p, p.mgram_pos[present], MATCH_N)
     for k, (s, e, _key) in enumerate(p.tiny_fields):
         if (tiny_select is None or tiny_select[k]) and find_sequence(region_ids, p.ids[s:e]) >= 0:
@@ -187,17 +200,15 @@ def match_document(
     """What one document holds of item `i`, and which of that is the item's own text there."""
     p = items[i]
     lo, hi = region_for(p, doc, n, window)
-    region = Region(
-        doc.ids[lo:hi],
-        np.unique(doc.grams[lo : max(lo, hi - n + 1)]),
-        np.unique(doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]),
-    )
-    al = align(p.ids.tolist(), region.ids.tolist(), p.whole)
-    matched = held(p, region.ids, region.mgrams) & al.matched  # in the item's order, not recombined pieces
-    own, own_hit, competitor, competitor_found = _own_text(i, items, stats, shared, region, matched, al, th)
+    region = Region(doc.ids[lo:hi], np.unique(doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]))
+    al = align(p.id_list, region.id_list, p.whole)
+    present = member(p.mgrams, region.mgrams)
+    matched = held(p, region.ids, region.mgrams, present=present) & al.matched  # in the item's order
+    own, own_hit, competitor, competitor_found = _own_text(i, items, stats, shared, region, matched, al, th, present)
     passage = 0.0
     if len(p.passage_grams) and p.passage_tokens:
-        passage = float(covered(member(p.passage_grams, region.grams), n, p.passage_tokens).mean())
+        grams = np.unique(doc.grams[lo : max(lo, hi - n + 1)])
+        passage = float(covered(member(p.passage_grams, grams), n, p.passage_tokens).mean())
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
     piece = math.log2(max(2, hi - lo))  # bits to place one more piece in the region (`breaks`)
     cost, own_cost = (breaks(p, sel, matched, al.doc_pos) * piece for sel in (matched, own_hit))
@@ -244,14 +255,18 @@ def breaks(p: PreparedItem, sel: np.ndarray, matched: np.ndarray, doc_pos: np.nd
     return int(((field[1:] == field[:-1]) & resumed).sum())
 
 
-@dataclass(frozen=True)
+@dataclass
 class Region:
-    """The aligned range of a document: token ids, and its index n-grams and MATCH_N-grams
-    (sorted, without repeats)."""
+    """The aligned range of a document: token ids, and its MATCH_N-grams (sorted, without
+    repeats)."""
 
     ids: np.ndarray
-    grams: np.ndarray
     mgrams: np.ndarray
+
+    @cached_property
+    def id_list(self) -> list[int]:
+        """The ids as a list, as the aligner takes them (the item and up to three competitors)."""
+        return self.ids.tolist()
 
 
 def _own_text(
@@ -263,14 +278,16 @@ def _own_text(
     matched: np.ndarray,
     al: Alignment,
     th: Thresholds,
+    present: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, int | None, bool]:
     """(own tokens, own tokens held, competitor, whether any other item's own text is held).
 
     If the region holds as large a share of another item as of item i, it may be that item's
     copy: item i is credited only with what it does not share with the one holding the largest
-    share. Otherwise, all but the passages item i shares word for word with another item."""
+    share. Otherwise, all but the passages item i shares word for word with another item.
+    present: bool per MATCH_N-gram of item i, the region holds it."""
     p = items[i]
-    candidates = _competitors(i, items, stats, shared, region.mgrams, th) if matched.sum() >= 2 else []
+    candidates = _competitors(i, items, stats, shared, region.mgrams, th, present) if matched.sum() >= 2 else []
     if not candidates:  # (too little held for a verdict: the passages need not be worked out)
         own = ~stats.passage_tok & ~stats.common_tok if matched.sum() > stats.n else ~stats.common_tok
         return own, matched & own, None, False
@@ -286,8 +303,13 @@ def _own_text(
         if bag_share[k] + SHARE_SLACK < best_share:
             break  # the rest hold even less of themselves
         other = items[candidates[k]]
-        in_theirs = align(other.ids.tolist(), region.ids.tolist(), other.whole).matched
-        share = float((held(other, region.ids, region.mgrams) & in_theirs).mean()) if other.n_tokens else 0.0
+        if other.n_tokens:
+            theirs = held(other, region.ids, region.mgrams)
+            if float(theirs.mean()) < best_share:
+                continue  # aligned, it would hold no more than that (the share below is of these)
+            share = float((theirs & align(other.id_list, region.id_list, other.whole).matched).mean())
+        else:
+            share = 0.0
         if share >= best_share:  # holds at least as large a share of that item as of item i
             competitor, best_share = candidates[k], share
     if competitor is None:
@@ -301,7 +323,7 @@ def _own_text(
     for (s, e, _key), flag in zip(p.tiny_fields, own_tiny, strict=True):
         own[s:e] = flag
     own &= ~stats.common_tok
-    own_hit = held(p, region.ids, region.mgrams, own_g, own_tiny) & own & al.matched
+    own_hit = held(p, region.ids, region.mgrams, own_g, own_tiny, present) & own & al.matched
     return own, own_hit, competitor, found_other
 
 
@@ -312,6 +334,7 @@ def _competitors(
     shared: SharedText,
     region_mgrams: np.ndarray,
     th: Thresholds,
+    present: np.ndarray,
 ) -> list[int]:
     """Other items that could explain what the region holds of item i (module doc, step 4):
     those sharing most of the MATCH_N-grams of item i that the region holds, and those most
@@ -323,7 +346,7 @@ def _competitors(
     and its own text is all but what it shares word for word with another item as a passage."""
     p = items[i]
     me = int(shared.group[i])
-    sharing = member(p.mgrams, region_mgrams) & (stats.mfreq >= th.template_min_items)
+    sharing = present & (stats.mfreq >= th.template_min_items)
     if not sharing.any():
         return []
     overlap = shared.mgrams.groups_of(p.mgrams[sharing], COMPETITOR_MAX_ITEMS)
@@ -332,10 +355,10 @@ def _competitors(
         return []  # only template grams are shared: no one item explains them
     groups, counts = np.unique(overlap, return_counts=True)
     candidates = groups[np.argsort(-counts, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
-    present = shared.mgrams.groups_of(region_mgrams, PRESENCE_MAX_ITEMS)  # region_mgrams: unique already
-    present = present[present != me]
-    if len(present):
-        pg, pc = np.unique(present, return_counts=True)
+    in_region = shared.mgrams.groups_of(region_mgrams, PRESENCE_MAX_ITEMS)  # region_mgrams: unique already
+    in_region = in_region[in_region != me]
+    if len(in_region):
+        pg, pc = np.unique(in_region, return_counts=True)
         candidates += pg[np.argsort(-pc, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
     return [shared.members[g] for g in dict.fromkeys(candidates)]
 

@@ -322,9 +322,20 @@ def benchmark_stats(
     frequencies, passages, boilerplate, and each token's information (app.core.surprise)."""
     groups = shared.group.tolist()
     bits = token_bits([p.ids for p in prepared], [p.fields for p in prepared], groups)
+    if not prepared:
+        return []
+    # each table is searched once for every item's grams: one call per item cost more than the
+    # search (the tables are large, the calls many)
     sizes = np.cumsum([len(p.grams) for p in prepared])[:-1]
-    dfs = np.split(lookup(np.concatenate([p.grams for p in prepared]), df), sizes) if prepared else []
-    return [item_stats(p, g, shared, d, n, th, b) for p, g, d, b in zip(prepared, groups, dfs, bits, strict=True)]
+    msizes = np.cumsum([len(p.mgrams) for p in prepared])[:-1]
+    grams = np.concatenate([p.grams for p in prepared])
+    dfs = np.split(lookup(grams, df), sizes)
+    freqs = np.split(shared.freq(grams), sizes)
+    mfreqs = np.split(shared.mgrams.freq(np.concatenate([p.mgrams for p in prepared])), msizes)
+    return [
+        item_stats(p, g, shared, d, n, th, b, f, mf)
+        for p, g, d, b, f, mf in zip(prepared, groups, dfs, bits, freqs, mfreqs, strict=True)
+    ]
 
 
 def judge(

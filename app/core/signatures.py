@@ -27,8 +27,9 @@ from contam.app.core.text import tokenize
 _P = np.uint64(0x9E3779B97F4A7C15)
 _U64 = np.uint64
 
-_token_cache: dict[str, int] = {}
+_token_cache: dict[str, int] = {}  # token -> its hash as a signed 64-bit value (numpy fills int64 faster)
 _CACHE_LIMIT = 2_000_000
+_SIGN = 1 << 63
 
 
 def token_hashes(tokens: Sequence[str]) -> np.ndarray:
@@ -37,13 +38,13 @@ def token_hashes(tokens: Sequence[str]) -> np.ndarray:
     if len(cache) > _CACHE_LIMIT:
         cache.clear()
     try:  # most tokens are cached: straight into the array, no list of Python ints between
-        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
-    except KeyError:
+        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.int64, count=len(tokens)).view(np.uint64)
+    except KeyError:  # hash what is missing, each distinct token once (a text repeats most of its words)
         h64 = xxhash.xxh3_64_intdigest
-        for tok in tokens:
+        for tok in set(tokens):
             if tok not in cache:
-                cache[tok] = h64(tok.encode("utf-8", "surrogatepass"))
-        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+                cache[tok] = ((h64(tok.encode("utf-8", "surrogatepass")) + _SIGN) % (1 << 64)) - _SIGN
+        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.int64, count=len(tokens)).view(np.uint64)
 
 
 def _fmix64(h: np.ndarray) -> np.ndarray:
@@ -126,12 +127,16 @@ def window_span(n_tokens: int, index: int, cfg: SignatureConfig) -> tuple[int, i
     return start, min(start + cfg.window, n_tokens)
 
 
-def window_minhashes(th: np.ndarray, cfg: SignatureConfig, starts: np.ndarray | None = None) -> np.ndarray:
+def window_minhashes(
+    th: np.ndarray, cfg: SignatureConfig, starts: np.ndarray | None = None, ends: np.ndarray | None = None
+) -> np.ndarray:
     """MinHash signature (num_perm uint32) of each window of a token-hash array.
 
     Window j covers tokens [starts[j], starts[j] + window); its shingles are the runs of
     `shingle` tokens lying wholly inside it. Shingles are permuted once per text and the
-    minimum taken per window, instead of once per window.
+    minimum taken per window, instead of once per window. ends: the shingle index each window
+    stops before, if not starts + window - shingle + 1 (several texts laid end to end, each
+    window kept inside its own text).
     """
     if starts is None:
         starts = window_starts(len(th), cfg)
@@ -140,7 +145,8 @@ def window_minhashes(th: np.ndarray, cfg: SignatureConfig, starts: np.ndarray | 
     sh = (rolling_hashes(th, cfg.shingle) & _U64(0xFFFFFFFF)).astype(np.uint32)
     m = len(sh)
     a, b = permutations(cfg.num_perm, cfg.seed)
-    ends = np.minimum(starts + cfg.window - cfg.shingle + 1, m)
+    if ends is None:
+        ends = np.minimum(starts + cfg.window - cfg.shingle + 1, m)
     out = np.empty((len(starts), cfg.num_perm), dtype=np.uint32)
     group = max(1, 65536 // max(cfg.window, 1))
     with np.errstate(over="ignore"):

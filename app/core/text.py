@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -50,17 +51,17 @@ _NORM_CACHE_LIMIT = 1_000_000
 
 
 def _norms(raw: list[str]) -> list[str]:
-    """_norm of each token, through the cache."""
+    """_norm of each token, through the cache (each distinct token missing from it normalised once)."""
     cache = _norm_cache
     if len(cache) > _NORM_CACHE_LIMIT:
         cache.clear()
-    out = list(map(cache.get, raw))
-    if None in out:
-        for i, v in enumerate(out):
-            if v is None:
-                tok = raw[i]
-                out[i] = cache[tok] = _norm(tok)
-    return out  # type: ignore[return-value]  # no None left
+    try:
+        return list(map(cache.__getitem__, raw))
+    except KeyError:
+        for tok in set(raw):
+            if tok not in cache:
+                cache[tok] = _norm(tok)
+        return list(map(cache.__getitem__, raw))
 
 
 # ASCII text, byte for byte: letters lower-cased, digits kept, everything else a separator. The
@@ -97,13 +98,51 @@ def tokenize_spans(text: str) -> Tokens:
         word = np.frombuffer(b, dtype=np.uint8) != 32
         edges = np.flatnonzero(np.diff(np.concatenate(([False], word, [False])).astype(np.int8)))
         return Tokens(b.decode("ascii").split(), edges[0::2].astype(np.int64), edges[1::2].astype(np.int64))
-    ascii_text = False
-    source = clean
-    tokens: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    for m in _TOKEN.finditer(source):
-        tokens.append(m.group() if ascii_text else _norm(m.group()))
-        starts.append(m.start())
-        ends.append(m.end())
-    return Tokens(tokens, np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64))
+    raw, starts, ends = _token_spans(clean)
+    return Tokens(_norms(raw), starts, ends)
+
+
+_WORD, _CJK_CHAR = 1, 2
+
+
+@lru_cache(maxsize=1)
+def _bmp_kinds() -> np.ndarray:
+    """Kind of every code point below 0x10000: _WORD, _CJK_CHAR or 0 (a separator)."""
+    return np.array([_kind(c) for c in range(0x10000)], dtype=np.int8)
+
+
+def _kind(c: int) -> int:
+    ch = chr(c)
+    if _CJK_ONE.match(ch):
+        return _CJK_CHAR
+    return _WORD if _WORD_ONE.match(ch) else 0
+
+
+_CJK_ONE = re.compile(rf"[{_CJK}]")
+_WORD_ONE = re.compile(rf"[^\W_{_CJK}]")
+
+
+def _token_spans(text: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Every match of _TOKEN in `text` (raw, not normalised) with its [start, end), in order,
+    from a kind per character (the regex's own classes, asked once per distinct character)
+    instead of a match object per token: a CJK character is a token of its own, a run of word
+    characters is one token. The tokens are cut by str.split from a copy of the text with every
+    separator a space and a space either side of each CJK character."""
+    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    kinds = _bmp_kinds()[np.minimum(cp, 0xFFFF)]
+    astral = np.flatnonzero(cp > 0xFFFF)
+    if len(astral):
+        uniq, inv = np.unique(cp[astral], return_inverse=True)
+        kinds[astral] = np.array([_kind(c) for c in uniq.tolist()], dtype=np.int8)[inv]
+    word = kinds == _WORD
+    cjk = kinds == _CJK_CHAR
+    prev = np.concatenate(([False], word[:-1]))
+    nxt = np.concatenate((word[1:], [False]))
+    starts = np.flatnonzero(cjk | (word & ~prev)).astype(np.int64)
+    ends = np.flatnonzero(cjk | (word & ~nxt)).astype(np.int64) + 1
+    spaced = np.full((len(cp), 3), 32, dtype=np.uint32)
+    spaced[:, 1] = np.where(kinds > 0, cp, 32)
+    keep = np.ones((len(cp), 3), dtype=bool)
+    keep[:, 0] = keep[:, 2] = cjk
+    raw = spaced[keep].tobytes().decode("utf-32-le").split()
+    return raw, starts, ends

@@ -278,12 +278,13 @@ class Scanner:
         grams = np.unique(np.concatenate(both)) if both else np.zeros(0, np.int64)
         if cfg.sample_mod > 1:
             grams = grams[grams.view(np.uint64) % np.uint64(cfg.sample_mod) == 0]
-        near_keys = [self._near_keys(p) for p in prepared]
+        near_keys = self._near_keys(prepared)
         with self.engine.connect() as conn:
             df = repo.ngram_df(conn, grams.tolist(), self.corpus_ids)
             rare = [h for h, c in df.items() if c <= th.max_df]
             postings = repo.ngram_postings(conn, rare, self.corpus_ids)
-            hits = repo.band_hits(conn, sorted({k for ks in near_keys for k, _ in ks}), self.corpus_ids)
+            keys = np.unique(np.concatenate([np.zeros(0, np.int64), *near_keys])).tolist()
+            hits = repo.band_hits(conn, keys, self.corpus_ids)
         sizes = np.cumsum([len(p.grams) for p in prepared])[:-1]
         dfs = np.split(lookup(np.concatenate([p.grams for p in prepared]), df), sizes)
         view = _ChunkView(bench, lo, prepared)
@@ -298,23 +299,37 @@ class Scanner:
             docs = self._load(conn, {d for c in candidates.values() for d in c})
         return [self._score_one(i, view, stats, candidates[i], docs) for i in range(lo, lo + len(items))]
 
-    def _near_keys(self, p: PreparedItem) -> list[tuple[int, int]]:
-        """(band key, query window) of the item's scored text, windows at half the index stride."""
-        if p.n_tokens < self.cfg.shingle:
-            return []
-        th = p.ids.view(np.uint64)
-        last = max(p.n_tokens - self.cfg.window, 0)
-        step = max(1, self.cfg.stride // 2)
-        starts = np.unique(np.append(np.arange(0, last + 1, step), last)).astype(np.int64)
-        keys = band_keys(window_minhashes(th, self.cfg, starts), self.cfg)
-        return [(int(k), int(w)) for w in range(len(starts)) for k in keys[w]]
+    def _near_keys(self, prepared: Sequence[PreparedItem]) -> list[np.ndarray]:
+        """Per item, the band keys (int64) of its scored text, window by window, windows at half
+        the index stride. All items' texts are signed in one call, laid end to end, each window
+        kept inside its own item (one call per item cost more than the hashing)."""
+        cfg = self.cfg
+        step = max(1, cfg.stride // 2)
+        texts, starts, ends, counts = [], [], [], []
+        offset = 0
+        for p in prepared:
+            if p.n_tokens < cfg.shingle:
+                counts.append(0)
+                continue
+            last = max(p.n_tokens - cfg.window, 0)
+            s = np.unique(np.append(np.arange(0, last + 1, step), last)).astype(np.int64)
+            texts.append(p.ids)
+            starts.append(s + offset)
+            ends.append(np.minimum(s + cfg.window - cfg.shingle + 1, p.n_tokens - cfg.shingle + 1) + offset)
+            counts.append(len(s))
+            offset += p.n_tokens
+        if not texts:
+            return [np.zeros(0, dtype=np.int64) for _ in prepared]
+        th = np.concatenate(texts).view(np.uint64)
+        keys = band_keys(window_minhashes(th, cfg, np.concatenate(starts), np.concatenate(ends)), cfg)
+        return [k.ravel() for k in np.split(keys, np.cumsum(counts)[:-1])]
 
     def _candidates(
         self,
         p: PreparedItem,
         s: ItemStats,
         postings: dict[int, list[int]],
-        keys: list[tuple[int, int]],
+        keys: np.ndarray,
         bands: dict[int, list[tuple[int, int]]],
     ) -> dict[int, int | None]:
         """Documents to align: those holding most of the item's rare n-grams (an n-gram shared by
@@ -341,7 +356,7 @@ class Scanner:
         ranked = ranked[:CANDIDATES]
         out: dict[int, int | None] = {d: None for d, _v in ranked}
         near: dict[tuple[int, int], int] = defaultdict(int)
-        for k, _w in keys:
+        for k in keys.tolist():
             for dw in bands.get(k, ()):
                 near[dw] += 1
         for (d, w), _v in sorted(near.items(), key=lambda x: (-x[1], x[0]))[:NEAR_CANDIDATES]:
@@ -414,7 +429,7 @@ class _Bench:
     compared with, its scored text as flat arrays (no Python object per item)."""
 
     ARRAYS = ("bits", "tok_at", "ids", "whole", "m_at", "mgrams", "mgram_pos", "u_at", "umgrams", "t_at", "tiny")
-    TABLES = ("keys", "start", "count", "groups_by_gram")  # of each of the shared-text gram tables
+    TABLES = ("keys", "start", "count", "groups_by_gram", "filter")  # of each of the shared-text gram tables
 
     def __init__(self, shared: SharedText, bits: np.ndarray, parts: dict[str, np.ndarray]) -> None:
         self.shared, self.bits = shared, bits

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contam.app.core.items import _GramTable
 
@@ -24,3 +26,20 @@ def test_groups_of_lists_every_holder_of_each_gram_in_order() -> None:
                 expected += holders
         assert table.groups_of(asked, limit).tolist() == expected
         assert table.freq(asked).tolist() == [sum(g in held.tolist() for held in grams) for g in asked.tolist()]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=30), min_size=1, max_size=20),
+    st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50),
+)
+def test_gram_filter_never_hides_a_gram(items: list[list[int]], others: list[int]) -> None:
+    # groups_of skips grams the table's bitmap rules out: every gram of an item must pass it,
+    # and the groups found must be those of a plain search
+    grams = [np.array(g, dtype=np.int64) for g in items]
+    table = _GramTable(grams, list(range(len(grams))))
+    every = np.concatenate(grams)
+    assert table.may_hold(every).all()
+    query = np.concatenate([every, np.array(others, dtype=np.int64)])
+    expected = [grp for q in query.tolist() for grp, g in enumerate(items) if q in set(g)]
+    assert sorted(table.groups_of(query, 1000).tolist()) == sorted(expected)

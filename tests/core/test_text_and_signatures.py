@@ -1,8 +1,11 @@
 import numpy as np
 import pytest
 from datasketch import MinHash, MinHashLSH
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contam.app.core import signatures as S
+from contam.app.core import text as T
 from contam.app.core.config import SignatureConfig
 from contam.app.core.text import tokenize, tokenize_spans
 from contam.app.errors import ConfigError
@@ -146,3 +149,55 @@ def test_a_sampled_index_misses_a_shared_run_as_often_as_stated() -> None:
         assert set(S.sign_text(words, cfg).ngrams) <= set(S.sign_text(words, SignatureConfig(ngram_n=n)).ngrams)
     assert abs(missed / 4000 - S.sampling_miss(run, n, k)) < 0.015
     assert S.sampling_miss(S.sampling_span(n, k), n, k) <= 1e-3 < S.sampling_miss(S.sampling_span(n, k) - 1, n, k)
+
+
+def _spans_by_regex(text: str) -> tuple[list[str], list[int], list[int]]:
+    """The tokeniser's definition: one match of _TOKEN per token (what tokenize_spans computes
+    from character kinds instead)."""
+    clean = T.strip_markup(text)
+    found = list(T._TOKEN.finditer(clean))
+    return [T._norm(m.group()) for m in found], [m.start() for m in found], [m.end() for m in found]
+
+
+_MIXED = st.text(
+    alphabet=st.one_of(
+        st.sampled_from("aZ09_ -.,<>&;\n\té中ｆﬁßİ\u30fb\u3041\U00020001\U0001f600\u0663\u00b2"),
+        st.characters(codec="utf-8"),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_MIXED)
+def test_token_spans_equal_the_regex(text: str) -> None:
+    tokens, starts, ends = _spans_by_regex(text + "é")  # non-ASCII: the vectorised path
+    got = tokenize_spans(text + "é")
+    assert (got.tokens, got.starts.tolist(), got.ends.tolist()) == (tokens, starts, ends)
+    assert got.tokens == tokenize(text + "é")
+
+
+def test_token_spans_keep_lone_surrogates_as_separators() -> None:
+    got = tokenize_spans("ab\ud800cd é")
+    assert (got.tokens, got.starts.tolist(), got.ends.tolist()) == (["ab", "cd", "é"], [0, 3, 6], [2, 5, 7])
+
+
+@pytest.mark.parametrize("cfg", [SignatureConfig(window=16, stride=8, libraries={}), SignatureConfig(libraries={})])
+def test_texts_signed_end_to_end_equal_each_signed_alone(cfg: SignatureConfig) -> None:
+    # the scanner signs a whole benchmark in one call: each window kept inside its own text
+    rng = np.random.default_rng(3)
+    texts = [rng.integers(0, 2**63, size=k, dtype=np.int64).view(np.uint64) for k in (3, 5, 16, 17, 40, 130)]
+    starts = [S.window_starts(len(t), cfg) for t in texts]
+    offsets = np.cumsum([0] + [len(t) for t in texts])[:-1]
+    ends = [
+        np.minimum(s + cfg.window - cfg.shingle + 1, len(t) - cfg.shingle + 1)
+        for s, t in zip(starts, texts, strict=True)
+    ]
+    together = S.window_minhashes(
+        np.concatenate(texts),
+        cfg,
+        np.concatenate([s + o for s, o in zip(starts, offsets, strict=True)]),
+        np.concatenate([e + o for e, o in zip(ends, offsets, strict=True)]),
+    )
+    alone = np.concatenate([S.window_minhashes(t, cfg, s) for t, s in zip(texts, starts, strict=True)])
+    assert np.array_equal(together, alone)
