@@ -33,6 +33,7 @@ from contam.app.errors import ConfigError, ContamError, InputError, NotFoundErro
 from contam.app.services.checking import CheckResult, CheckService
 from contam.app.services.corpora import CorpusService
 from contam.app.services.database import migrate, open_database, shown_url, unavailable_reason
+from contam.app.services.exports import CSV_COLUMNS, csv_row
 from contam.app.settings import get_settings
 
 # Exit codes (README, "Command line"): 0 clean, 1 the gate tripped (a contaminated share above
@@ -234,14 +235,12 @@ def _print_jsonl(checked: CheckResult) -> None:
 
 
 def _print_csv(checked: CheckResult) -> None:
+    """The columns of the dashboard's and the API's CSV export, reason and corpus included."""
     w = csv.writer(sys.stdout)
-    w.writerow(["item_id", "status", "score", "own_coverage", "coverage", "longest_match", "own_bits", "document"])
+    w.writerow(CSV_COLUMNS)
     for r in checked.results:
         d = r.as_dict()
-        m = d["metrics"]
-        document = r.evidence[0].document_id if r.evidence else ""
-        w.writerow([d["item_id"], d["status"], d["score"], m["own_coverage"], m["coverage"], m["longest_match"],
-                    m["own_bits"], document])  # fmt: skip
+        w.writerow(csv_row(d | {"idx": d["row"]}))
 
 
 def _print_table(checked: CheckResult) -> None:

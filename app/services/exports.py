@@ -33,7 +33,8 @@ def _cell(value: Any) -> Any:
     return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
 
 
-def _csv_row(item: dict[str, Any]) -> list[Any]:
+def csv_row(item: dict[str, Any]) -> list[Any]:
+    """One item (a stored item, or ItemResult.as_dict() with its row as `idx`) as CSV_COLUMNS."""
     m, ev = item["metrics"], (item["evidence"][0] if item["evidence"] else {})
     return [_cell(v) for v in [
         item["item_id"], item["idx"], item["status"], item["score"], item["reason"], m["tokens"], m["own_tokens"],
@@ -51,7 +52,7 @@ def export_items(items: list[dict[str, Any]], fmt: str) -> tuple[bytes, str]:
         buf = io.StringIO()
         w = csv.writer(buf)
         w.writerow(CSV_COLUMNS)
-        w.writerows(_csv_row(i) for i in items)
+        w.writerows(csv_row(i) for i in items)
         return buf.getvalue().encode(), MEDIA_TYPES[fmt]
     raise InputError(f"unknown export format {fmt!r} (use jsonl or csv)")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -39,7 +41,9 @@ def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
     jl = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "jsonl", "--corpus", "web"])
     assert [json.loads(x)["status"] for x in jl.stdout.splitlines()] == ["contaminated", "clean"]
     csv_out = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "csv"])
-    assert csv_out.stdout.splitlines()[0].startswith("item_id,status")
+    rows = list(csv.DictReader(io.StringIO(csv_out.stdout)))  # the columns of the API's CSV export
+    assert rows[0]["item_id"] == "a" and rows[0]["status"] == "contaminated" and rows[0]["best_corpus"] == "web"
+    assert rows[0]["reason"].startswith("one document holds") and rows[1]["row"] == "1"
     assert run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--fail-above", "0.6"]).exit_code == 0
     gated = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--fail-above", "0.4"])
     assert gated.exit_code == 1 and "exceeds" in gated.output
