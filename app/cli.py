@@ -76,7 +76,9 @@ class ContamGroup(TyperGroup):
                 raise
             _fail(f"the database is unavailable: {unavailable_reason(exc)}", EXIT_RUNTIME)
         except UsageError as exc:  # click's bad option or value: one line too, exit 2
-            _fail(f"{exc.format_message()} (see contam {ctx.invoked_subcommand or ''} --help)", EXIT_USAGE)
+            path = exc.ctx.command_path.split()[1:] if exc.ctx is not None else [ctx.invoked_subcommand or ""]
+            where = " ".join(["contam", *path])  # the failing (sub)command, under the name users type
+            _fail(f"{exc.format_message()} (see {where} --help)", EXIT_USAGE)
         except (typer.Exit, typer.Abort, TyperException):  # click's own exits
             raise
         except Exception as exc:
@@ -192,9 +194,9 @@ def corpora_delete(
             ok = typer.confirm(f"delete corpus {name!r} ({health['documents']} documents)?")
         except typer.Abort:  # no answer: end of input (a script, a pipe) or Ctrl-C
             _fail(f"corpus {name!r} kept: nothing answered the question; pass --yes to delete without asking", 2)
-        if not ok:
+        if not ok:  # declined: nothing to do, and not an error
             typer.echo(f"kept corpus {name!r}")
-            raise typer.Exit(1)
+            return
     service.delete(name)
     typer.echo(f"deleted corpus {name!r} ({health['documents']} documents, {health['files']} files)")
 

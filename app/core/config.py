@@ -47,7 +47,8 @@ class SignatureConfig:
         k-fold and a look-up finds a shared run of L tokens unless none of its L - n + 1 n-grams
         was kept, which happens with probability (1 - 1/k)^(L - n + 1) (the hash decides, the
         same way for the item and the corpus): a bound in probability, not a sure span
-        (`sampling_miss`; README "Sampling"). The near-duplicate channel is not sampled.
+        (`sampling_miss`; README "Sampling"), and none for text in more than max_df documents
+        (its kept n-grams are common, never looked up). The near-duplicate channel is not sampled.
     window / stride: near channel windows of `window` tokens every `stride` tokens, so an
         item inside a long document meets a window of about its own size.
     shingle: words per MinHash shingle. num_perm = bands * rows permutations.

@@ -211,7 +211,7 @@ def match_document(
         passage = float(covered(member(p.passage_grams, grams), n, p.passage_tokens).mean())
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
     piece = math.log2(max(2, hi - lo))  # bits to place one more piece in the region (`breaks`)
-    cost, own_cost = (breaks(p, sel, matched, al.doc_pos) * piece for sel in (matched, own_hit))
+    cost, own_cost = (breaks(p, sel, matched, al.doc_pos, region.ids) * piece for sel in (matched, own_hit))
     return DocMatch(
         doc=doc_id,
         matched=matched,
@@ -234,16 +234,21 @@ def match_document(
     )
 
 
-def breaks(p: PreparedItem, sel: np.ndarray, matched: np.ndarray, doc_pos: np.ndarray) -> int:
+def breaks(p: PreparedItem, sel: np.ndarray, matched: np.ndarray, doc_pos: np.ndarray, region_ids: np.ndarray) -> int:
     """How many times the selected matched text (`sel`: all of it, or the own text) of one field
     breaks off and resumes elsewhere: between two selected tokens of the same field, an item token
-    is missing from the match, or the document puts something in between.
+    is missing from the match, or the region holds the two pieces only apart.
 
     A copy holds each field in one piece; the pieces that chance (or a sibling's copy) assembles
     are many. Each piece after the first could have started anywhere in the region, so it costs
     log2(region length) bits of the match's information: the gap cost of local alignment
     statistics (Karlin & Altschul 1990; Altschul et al. 1997). A break between fields costs
-    nothing: documents lay fields out as they please."""
+    nothing: documents lay fields out as they please.
+
+    The aligner's pieces are not the count: LCS may take a field's first words from an earlier
+    sibling's copy and the rest from the item's own copy, and a token between two blocks may not
+    count as matched. Pieces are one piece when the region holds the item's text from the first
+    to the last of them contiguously."""
     idx = np.flatnonzero(sel & matched)
     if len(idx) < 2:
         return 0
@@ -251,8 +256,19 @@ def breaks(p: PreparedItem, sel: np.ndarray, matched: np.ndarray, doc_pos: np.nd
     field = np.searchsorted(starts, idx, side="right")
     offset = doc_pos[idx] - idx
     missing = np.cumsum(~matched)[idx]
-    resumed = (np.diff(offset) != 0) | (np.diff(missing) != 0)
-    return int(((field[1:] == field[:-1]) & resumed).sum())
+    same_field = field[1:] == field[:-1]
+    cuts = np.flatnonzero(~same_field | (np.diff(offset) != 0) | (np.diff(missing) != 0)) + 1
+    bounds = [0, *cuts.tolist(), len(idx)]  # the aligner's pieces: idx[bounds[k]:bounds[k + 1]]
+    count, first = 0, int(idx[0])  # first: where the current piece starts in the item
+    for k in range(1, len(bounds) - 1):
+        c, end = bounds[k], int(idx[bounds[k + 1] - 1])
+        if not same_field[c - 1]:
+            first = int(idx[c])
+        elif find_sequence(region_ids, p.ids[first : end + 1]) >= 0:
+            continue  # the region holds the joined text in one piece
+        else:
+            count, first = count + 1, int(idx[c])
+    return count
 
 
 @dataclass

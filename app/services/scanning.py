@@ -286,11 +286,17 @@ class Scanner:
             keys = np.unique(np.concatenate([np.zeros(0, np.int64), *near_keys])).tolist()
             hits = repo.band_hits(conn, keys, self.corpus_ids)
         sizes = np.cumsum([len(p.grams) for p in prepared])[:-1]
-        dfs = np.split(lookup(np.concatenate([p.grams for p in prepared]), df), sizes)
+        msizes = np.cumsum([len(p.mgrams) for p in prepared])[:-1]
+        all_grams = np.concatenate([p.grams for p in prepared])
+        dfs = np.split(lookup(all_grams, df), sizes)
+        # the gram tables asked once for the chunk, not twice per item
+        freqs = np.split(bench.shared.freq(all_grams), sizes)
+        mfreqs = np.split(bench.shared.mgrams.freq(np.concatenate([p.mgrams for p in prepared])), msizes)
         view = _ChunkView(bench, lo, prepared)
+        shared = bench.shared
         stats = {
-            lo + k: item_stats(p, int(bench.shared.group[lo + k]), bench.shared, d, n, th, bench.bits_of(lo + k))
-            for k, (p, d) in enumerate(zip(prepared, dfs, strict=True))
+            lo + k: item_stats(p, int(shared.group[lo + k]), shared, d, n, th, bench.bits_of(lo + k), f, mf)
+            for k, (p, d, f, mf) in enumerate(zip(prepared, dfs, freqs, mfreqs, strict=True))
         }
         candidates = {
             lo + k: self._candidates(p, stats[lo + k], postings, near_keys[k], hits) for k, p in enumerate(prepared)

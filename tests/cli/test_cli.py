@@ -235,7 +235,9 @@ def test_corpora_delete_and_rename(migrated_url: str, tmp_path: Path) -> None:
     shown = run.invoke(cli, ["corpora", "books", "--db", migrated_url])  # short for `corpora show books`
     assert shown.exit_code == 0 and json.loads(shown.output)["documents"] == 1
     kept = run.invoke(cli, ["corpora", "delete", "books", "--db", migrated_url], input="n\n")
-    assert kept.exit_code == 1 and "kept corpus 'books'" in kept.output
+    assert kept.exit_code == 0 and "kept corpus 'books'" in kept.output
+    unnamed = run.invoke(cli, ["corpora", "delete", "--yes", "--db", migrated_url])
+    assert unnamed.exit_code == 2 and "(see contam corpora delete --help)" in unnamed.output
     unasked = run.invoke(cli, ["corpora", "delete", "books", "--db", migrated_url], input="")  # a script's empty stdin
     assert unasked.exit_code == 2 and "pass --yes" in unasked.output
     assert "books: 1 files" in run.invoke(cli, ["corpora", "--db", migrated_url]).output

@@ -310,7 +310,21 @@ def test_pieces_of_siblings_copies_do_not_assemble_a_clean_item() -> None:
     pages = [" ".join(f"Q: {texts[j]} A: True" for j in range(100 + 25 * k, 125 + 25 * k)) for k in range(8)]
     s = scan(items, {f"page{k}": f"{FILLER[:200]} {page} {FILLER[:200]}" for k, page in enumerate(pages)})
     assert [(i, s[f"n{i}"].reason) for i in range(100) if flagged(s[f"n{i}"])] == []
-    assert sum(s[f"n{i}"].status == Status.CONTAMINATED for i in range(100, 300)) > 100
+    copies = [f"n{i}" for i in range(100, 300)]
+    assert sum(s[i].status == Status.CONTAMINATED for i in copies) > 100
+
+
+def test_a_verbatim_copy_after_a_siblings_copy_is_one_piece() -> None:
+    """LCS may take a field's first words from a sibling's copy just before the item's own: the
+    region still holds the field in one piece, which costs nothing."""
+    q = "the number of apples in the basket is twice the number of pears in the basket how many pears are there"
+    p = prepare(BenchmarkItem("q", 0, question=q), N)
+    doc = DocTokens.of(
+        token_hashes(tokenize(f"{FILLER} the number of apples in the basket is {q} six pears {FILLER}")), N
+    )
+    stats = benchmark_stats([p], SharedText([p]), Counter(doc.grams.tolist()), N, Thresholds())
+    m = match_document(0, [p], stats[0], SharedText([p]), 0, doc, N, Thresholds())
+    assert m.coverage == 1.0 and m.break_bits == 0.0
 
 
 def test_a_piece_after_the_first_costs_the_bits_of_placing_it() -> None:
