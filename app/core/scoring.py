@@ -19,7 +19,11 @@ What decides is the item's *own* text, found in one document (DESIGN.md items 2-
    does not share with it. So a twin that differs by one word is told apart by that word; a
    puzzle asked five ways by the words of its question; a templated claim by the claim. With
    no competitor, own text is what no other item holds. Common text is never own.
-5. Status, from the best document (the highest share of own text found):
+5. Information: a match counts only with at least `min_bits` bits under a language model of the
+   rest of the benchmark (app.core.surprise), less log2(region length) for each piece after the
+   first that a field's match is in (app.core.matching.breaks): pieces of siblings' copies that
+   happen to hold an item's words do not add up to evidence.
+6. Status, from the best document (the highest share of own text found):
      contaminated  own text >= contaminated_coverage found, and as much of the whole item;
                    or the question's own text with its answer right after it
      suspicious    own text >= suspicious_coverage, or a run of >= longest_match own tokens
