@@ -73,10 +73,16 @@ def common_tokens(a_ids: Sequence[int], b_ids: Sequence[int]) -> np.ndarray:
     return out
 
 
-def densest(positions: np.ndarray, span: int) -> tuple[int, int]:
-    """(first, last) of the most positions that fit inside `span`; positions sorted ascending."""
+def densest(positions: np.ndarray, span: int, weights: np.ndarray | None = None) -> tuple[int, int]:
+    """(first, last) of the positions inside `span` with the most weight (each 1 by default);
+    positions sorted ascending."""
     ends = np.searchsorted(positions, positions + span, side="right")
-    best = int(np.argmax(ends - np.arange(len(positions))))
+    if weights is None:
+        score = ends - np.arange(len(positions))
+    else:
+        cum = np.concatenate(([0.0], np.cumsum(weights)))
+        score = cum[ends] - cum[: len(positions)]
+    best = int(np.argmax(score))
     return int(positions[best]), int(positions[ends[best] - 1])
 
 

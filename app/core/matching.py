@@ -144,11 +144,14 @@ class DocTokens:
 
 def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] | None) -> tuple[int, int]:
     """The bounded document range to align: the densest cluster of the item's n-grams (or the
-    near-duplicate window), padded by the item's length on both sides."""
+    near-duplicate window), padded by the item's length on both sides. An n-gram weighs 1/k where
+    the document holds it k times, so a run of siblings repeating the item's frame ("Turn left.
+    Take 3 steps.") does not outweigh the one place that holds each of the item's n-grams."""
     length = max(p.n_tokens, n)
     pos = doc.positions(p.lookup_grams)
     if len(pos):
-        lo, hi = densest(pos, 2 * length)
+        _keys, inverse, counts = np.unique(doc.grams[pos], return_inverse=True, return_counts=True)
+        lo, hi = densest(pos, 2 * length, 1.0 / counts[inverse])
         hi += n
     elif window is not None:
         lo, hi = window

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pytest
 
+from contam.app.core import matching
 from contam.app.core.align import align, densest, find_sequence
 from contam.app.core.config import Thresholds
 from contam.app.core.items import SharedText, prepare
@@ -293,7 +294,7 @@ def test_a_contaminated_reason_says_when_the_answer_was_missing() -> None:
     assert "answer was not found" in asked.reason and "answer" not in answered.reason
 
 
-def test_pieces_of_siblings_copies_do_not_assemble_a_clean_item() -> None:
+def test_pieces_of_siblings_copies_do_not_assemble_a_clean_item(monkeypatch: pytest.MonkeyPatch) -> None:
     """Instructions drawn from six frames: copies of 200 items give any other item's text in
     pieces (a "Turn left." here, a "Take 7 steps." there). Each piece after the first costs the
     bits of choosing where it starts, so a match assembled from pieces is not evidence; a copy,
@@ -312,6 +313,11 @@ def test_pieces_of_siblings_copies_do_not_assemble_a_clean_item() -> None:
     assert [(i, s[f"n{i}"].reason) for i in range(100) if flagged(s[f"n{i}"])] == []
     copies = [f"n{i}" for i in range(100, 300)]
     assert sum(s[i].status == Status.CONTAMINATED for i in copies) > 100
+    # the region aligned with each copy is its own copy, not a run of siblings repeating its frame
+    # (app.core.matching.region_for), so the piece cost costs no copy its status
+    monkeypatch.setattr(matching, "breaks", lambda *_a: 0)
+    free = scan(items, {f"page{k}": f"{FILLER[:200]} {page} {FILLER[:200]}" for k, page in enumerate(pages)})
+    assert [i for i in copies if s[i].status != free[i].status] == []
 
 
 def test_a_verbatim_copy_after_a_siblings_copy_is_one_piece() -> None:
