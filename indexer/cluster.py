@@ -216,15 +216,7 @@ def _write_file(
     if report.status != "done":
         return report
     report.seconds = time.perf_counter() - t0
-    store.finish_file(
-        file_id,
-        documents=report.documents,
-        tokens=report.tokens,
-        ngrams=report.ngrams,
-        windows=report.windows,
-        skipped=report.skipped,
-        seconds=report.seconds,
-    )
+    store.finish_file(file_id, **report.counts())
     return report
 
 

@@ -21,6 +21,17 @@ class FileReport:
     error: str | None = None
     seconds: float = 0.0
 
+    def counts(self) -> dict[str, Any]:
+        """What the file's record keeps of the run (CorpusWriter.finish_file's keywords)."""
+        return {
+            "documents": self.documents,
+            "tokens": self.tokens,
+            "ngrams": self.ngrams,
+            "windows": self.windows,
+            "skipped": self.skipped,
+            "seconds": self.seconds,
+        }
+
 
 @dataclass
 class IndexSummary:

@@ -147,15 +147,7 @@ class Writer(threading.Thread):
             self._fail(start, report, end.error)
             return
         report.seconds = time.perf_counter() - t0
-        self.store.finish_file(
-            file_id,
-            documents=report.documents,
-            tokens=report.tokens,
-            ngrams=report.ngrams,
-            windows=report.windows,
-            skipped=report.skipped,
-            seconds=report.seconds,
-        )
+        self.store.finish_file(file_id, **report.counts())
         self.group.add(start, report)
         if self.group.full():
             self._commit()
