@@ -268,7 +268,7 @@ def main() -> None:
                             "kind": k or "null",
                             "text": r.item.display_text()[:300],
                             "reason": r.score.reason,
-                            "evidence": [(e["document_id"], e["excerpt"][:600]) for e in r.evidence[:1]],
+                            "evidence": [(e.document_id, e.excerpt[:600]) for e in r.evidence[:1]],
                             "status": str(r.score.status),
                             "ranking": r.score.doc_ranking,
                         }
