@@ -80,6 +80,7 @@ class CheckItemIn(BaseModel):
     passage: str = ""
     choices: list[str] = Field(default_factory=list)
     answer: str = ""
+    solution: str = Field("", description="a worked solution or rationale beside the answer (scored with it)")
 
 
 class CheckRequest(BaseModel):
@@ -93,7 +94,7 @@ class CheckRequest(BaseModel):
         items = [BenchmarkItem(str(i), i, question=t) for i, t in enumerate(self.texts)]
         for i, it in enumerate(self.items, len(self.texts)):
             choices = tuple(it.choices)
-            items.append(BenchmarkItem(it.id or str(i), i, it.question, it.passage, choices, it.answer))
+            items.append(BenchmarkItem(it.id or str(i), i, it.question, it.passage, choices, it.answer, it.solution))
         return items
 
 

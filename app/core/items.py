@@ -22,8 +22,8 @@ from contam.app.core.signatures import rolling_hashes, token_hashes
 from contam.app.core.text import tokenize
 from contam.app.core.types import BenchmarkItem
 
-SCORED_ROLES = ("question", "choices", "answer")
-QUESTION, CHOICES, ANSWER = 0, 1, 2
+SCORED_ROLES = ("question", "choices", "answer", "solution")
+QUESTION, CHOICES, ANSWER, SOLUTION = 0, 1, 2, 3
 MATCH_N = 3  # tokens per gram when checking what a document holds of an item (edits break few)
 COMPETITOR_MAX_ITEMS = 256  # grams in more items are a template: they name no competitor
 
@@ -47,7 +47,7 @@ class PreparedItem:
 
     item: BenchmarkItem
     ids: np.ndarray  # int64 token id per scored token
-    role: np.ndarray  # int8 role code per token: QUESTION, CHOICES or ANSWER
+    role: np.ndarray  # int8 role code per token: QUESTION, CHOICES, ANSWER or SOLUTION
     whole: np.ndarray  # bool: the token is a one-token field
     grams: np.ndarray  # int64 n-gram hashes, field by field
     gram_pos: np.ndarray  # token index where each n-gram starts
@@ -87,6 +87,7 @@ def prepare(item: BenchmarkItem, n: int) -> PreparedItem:
     answer_is_choice = bool(answer) and answer in choices
     if answer and not answer_is_choice:
         fields.append((ANSWER, answer))
+    fields += [(SOLUTION, tokenize(s)) for s in item.segments("solution")]
     # the whole item at once: token ids, then every field's grams cut from one rolling hash
     # (a gram counts only inside its field), instead of a dozen numpy calls per field
     fields = [(code, toks) for code, toks in fields if toks]

@@ -3,9 +3,10 @@
 The document is aligned with the item on a bounded region (the densest cluster of the item's
 n-grams, padded by the item's length; never the whole document): a token of the item is held
 when a MATCH_N-gram of the item around it occurs in the region and LCS aligns it in the item's
-order (app.core.align). Then the item's own text: if the region holds as large a share of some
-other item of the benchmark as of this one, it may be that item's copy, and only what this item
-does not share with it counts; otherwise all but the passages it shares word for word with
+order (app.core.align). Then the item's own text: if the region holds a larger share of some
+other item's distinct text (what it does not share with this one) than of this item's, or as
+much of both and as large a share of that whole item, it is that item's copy, and only what this
+item does not share with it counts; otherwise all but the passages it shares word for word with
 another item. Common text (boilerplate n-grams) is never own.
 """
 
@@ -26,6 +27,7 @@ from contam.app.core.items import (
     COMPETITOR_MAX_ITEMS,
     MATCH_N,
     QUESTION,
+    SOLUTION,
     ItemStats,
     PreparedItem,
     SharedText,
@@ -36,7 +38,6 @@ from contam.app.core.signatures import rolling_hashes
 COMPETITOR_CANDIDATES = 8
 PRESENCE_MAX_ITEMS = 64  # grams in at most this many items say which item a region holds
 COMPETITORS_ALIGNED = 3  # candidates aligned in full, those holding the largest share of their grams
-SHARE_SLACK = 0.25  # a candidate's share of grams held bounds its share of tokens held to within this
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
 
 
@@ -301,9 +302,10 @@ def _own_text(
 ) -> tuple[np.ndarray, np.ndarray, int | None, bool]:
     """(own tokens, own tokens held, competitor, whether any other item's own text is held).
 
-    If the region holds as large a share of another item as of item i, it may be that item's
-    copy: item i is credited only with what it does not share with the one holding the largest
-    share. Otherwise, all but the passages item i shares word for word with another item.
+    If the region holds a larger share of another item's distinct text than of item i's (or an
+    equal share, and as large a share of that whole item as of item i), it is that item's copy:
+    item i is credited only with what it does not share with it. Otherwise, all but the
+    passages item i shares word for word with another item.
     present: bool per MATCH_N-gram of item i, the region holds it."""
     p = items[i]
     candidates = _competitors(i, items, stats, shared, region.mgrams, th, present) if matched.sum() >= 2 else []
@@ -317,20 +319,32 @@ def _own_text(
     theirs_only = ~member(flat, p.umgrams)
     found_other = bool((in_region & theirs_only).any())
     bag_share = np.bincount(label[in_region], minlength=len(grams)) / np.maximum([len(g) for g in grams], 1)
-    competitor, best_share = None, float(matched.mean()) if p.n_tokens else 0.0
+    competitor, best = None, (-1.0, -1.0)
+    whole_i = float(matched.mean()) if p.n_tokens else 0.0
     for k in np.argsort(-bag_share, kind="stable")[:COMPETITORS_ALIGNED].tolist():
-        if bag_share[k] + SHARE_SLACK < best_share:
-            break  # the rest hold even less of themselves
         other = items[candidates[k]]
-        if other.n_tokens:
-            theirs = held(other, region.ids, region.mgrams)
-            if float(theirs.mean()) < best_share:
-                continue  # aligned, it would hold no more than that (the share below is of these)
-            share = float((theirs & align(other.id_list, region.id_list, other.whole).matched).mean())
-        else:
-            share = 0.0
-        if share >= best_share:  # holds at least as large a share of that item as of item i
-            competitor, best_share = candidates[k], share
+        if not other.n_tokens:
+            continue
+        # Two items are told apart by the text they do not share: the region is the other's copy
+        # if it holds a larger share of the other's distinct MATCH_N-grams than of this item's (a
+        # passage, frame or long solution they share, held or not, decides nothing). On a tie
+        # (both all there, or neither), the larger share of each whole item held decides, this
+        # item winning ties.
+        mine_g = ~member(p.mgrams, other.umgrams)
+        theirs_g = ~member(other.mgrams, p.umgrams)
+        if mine_g.any() and theirs_g.any():
+            d_i = float(present[mine_g].mean())
+            d_o = float(member(other.mgrams[theirs_g], region.mgrams).mean())
+        else:  # one holds all of the other's text: only the whole shares can decide
+            d_i = d_o = 0.0
+        if d_o < d_i or (d_o, 1.0) <= best:
+            continue
+        theirs = held(other, region.ids, region.mgrams)
+        if d_o == d_i and float(theirs.mean()) < whole_i:
+            continue  # aligned, it would hold no more than that
+        share = float((theirs & align(other.id_list, region.id_list, other.whole).matched).mean())
+        if (d_o > d_i or share >= whole_i) and (d_o, share) > best:
+            competitor, best = candidates[k], (d_o, share)
     if competitor is None:
         own = ~stats.passage_tok & ~stats.common_tok
         return own, matched & own, None, found_other
@@ -390,6 +404,9 @@ def _answer_found(p: PreparedItem, al: Alignment, matched: np.ndarray, region: n
     choices, if they are listed); a repeated choice must appear twice when the other choices
     are listed too, once as a choice and once as the answer.
     """
+    solution = p.role == SOLUTION  # a worked solution half held gives the answer away too
+    if solution.any() and matched[solution].mean() >= 0.5:
+        return True
     answer_sel = p.role == ANSWER
     if len(p.answer_ids) == 0 and not answer_sel.any():
         return False

@@ -14,11 +14,12 @@ What decides is the item's *own* text, found in one document (DESIGN.md items 2-
    found in the same order in a bounded region of the document.
 4. Text the item shares with other items of its benchmark (a template, a frame, a passage,
    shared choices) is not its own. Which part is shared depends on the document: the other
-   item that best explains what the document holds (most shared n-grams found there, then
-   most of its text present) is the *competitor*, and the item's own text is what the item
-   does not share with it. So a twin that differs by one word is told apart by that word; a
-   puzzle asked five ways by the words of its question; a templated claim by the claim. With
-   no competitor, own text is what no other item holds. Common text is never own.
+   item that best explains what the document holds (more of its distinct text found there than
+   of this item's, the text the two do not share; on a tie, a larger share of it found) is the
+   *competitor*, and the item's own text is what the item does not share with it. So a twin
+   that differs by one word is told apart by that word; a puzzle asked five ways by the words of
+   its question; a templated claim by the claim. With no competitor, own text is what no other
+   item holds. Common text is never own.
 5. Information: a match counts only with at least `min_bits` bits under a language model of the
    rest of the benchmark (app.core.surprise), less log2(region length) for each piece after the
    first that a field's match is in (app.core.matching.breaks): pieces of siblings' copies that

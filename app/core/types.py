@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-ROLES = ("question", "passage", "choices", "answer")
+ROLES = ("question", "passage", "choices", "answer", "solution")
 
 
 class Status(StrEnum):
@@ -24,7 +24,9 @@ class Status(StrEnum):
 
 @dataclass(frozen=True)
 class BenchmarkItem:
-    """One benchmark item with its text split by role. `choices` holds one text per choice."""
+    """One benchmark item with its text split by role. `choices` holds one text per choice;
+    `solution` is a worked solution or rationale given beside a short final `answer` (it is
+    scored as part of the answer: a document holding the question with it gives the answer away)."""
 
     item_id: str
     row: int
@@ -32,6 +34,7 @@ class BenchmarkItem:
     passage: str = ""
     choices: tuple[str, ...] = ()
     answer: str = ""
+    solution: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def segments(self, role: str) -> list[str]:
@@ -47,6 +50,8 @@ class BenchmarkItem:
     def display_text(self) -> str:
         parts = [self.passage, self.question]
         parts += [f"{chr(65 + i)}. {c}" for i, c in enumerate(self.choices)] if len(self.choices) <= 26 else []
+        if self.solution:
+            parts.append(f"Solution: {self.solution}")
         if self.answer:
             parts.append(f"Answer: {self.answer}")
         return "\n".join(p for p in parts if p)

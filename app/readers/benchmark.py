@@ -49,8 +49,11 @@ ANSWER_KEYS = (
     "expected_index",
     "gold",
     "correct_answer",
+    "correct",
     "output",
 )
+# a worked solution or rationale beside a separate final answer: scored as part of the answer
+SOLUTION_KEYS = ("solution", "canonical_solution", "rationale", "explanation", "reasoning")
 ID_KEYS = ("id", "task_id", "idx", "uid", "question_id", "qid")
 LETTER_COLUMNS = [
     ("A", "B", "C", "D", "E"),
@@ -360,6 +363,9 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
         mapping["answer"] = a
     elif "target_scores" in rec:
         mapping["answer"] = "target_scores"
+    s = _first(rec, tuple(k for k in SOLUTION_KEYS if k not in (mapping.get("answer"), q, p)))
+    if s:
+        mapping["solution"] = s
     i = _first(rec, ID_KEYS)
     if i:
         mapping["id"] = i
@@ -419,11 +425,12 @@ def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any]) -> Benchm
         passage=_as_text(get(mapping["passage"])) if "passage" in mapping else "",
         choices=tuple(choices),
         answer=answer,
+        solution=_as_text(get(mapping["solution"])) if "solution" in mapping else "",
         raw=rec,
     )
 
 
-ROLES = ("question", "passage", "choices", "answer", "id")
+ROLES = ("question", "passage", "choices", "answer", "solution", "id")
 
 
 def _given_mapping(mapping: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -434,7 +441,7 @@ def _given_mapping(mapping: Mapping[str, Any] | None) -> dict[str, Any]:
     if unknown:
         raise InputError(
             f"unknown role(s) in field mapping: {', '.join(sorted(map(str, unknown)))} "
-            "(roles: question, passage, choices, answer, id)"
+            "(roles: question, passage, choices, answer, solution, id)"
         )
     for role, f in given.items():
         names = f if isinstance(f, list) else [f]
@@ -472,6 +479,7 @@ def _check_item(item: BenchmarkItem, filename: str, row: int, limits: Limits) ->
     """Refuse an item with a field over the per-item limit or holding a NUL character (which
     PostgreSQL cannot store), naming the item and the field."""
     texts = [("id", item.item_id), ("question", item.question), ("passage", item.passage), ("answer", item.answer)]
+    texts.append(("solution", item.solution))
     texts += [(f"choice {i + 1}", c) for i, c in enumerate(item.choices)]
     where = f"{filename}: item {item.item_id[:80]!r} (row {row}), field {{}}"
     for field, text in texts:

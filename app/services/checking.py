@@ -111,7 +111,12 @@ class CheckService:
         """Refuse a field over the per-item limit, or more text in all than one check may hold."""
         total = 0
         for it in items:
-            for name, text in (("question", it.question), ("passage", it.passage), ("answer", it.answer)):
+            for name, text in (
+                ("question", it.question),
+                ("passage", it.passage),
+                ("answer", it.answer),
+                ("solution", it.solution),
+            ):
                 if len(text) > self.limits.item_chars:
                     raise exceeded("item_chars", self.limits.item_chars, f"item {it.item_id[:80]!r}, field {name}")
                 total += len(text)

@@ -92,6 +92,7 @@ def item_row(r: ItemResult, th: Thresholds) -> dict[str, Any]:
         "passage": r.item.passage,
         "choices": list(r.item.choices),
         "answer": r.item.answer,
+        "solution": r.item.solution,
     }
     return {
         "idx": r.item.row,

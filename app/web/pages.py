@@ -196,7 +196,7 @@ def _highlighted(it: dict[str, Any]) -> dict[str, Any]:
     joined = " ".join(e["excerpt"] for e in it["evidence"])
     item_fields = [
         (role, _marked(text, shared_spans(text, joined)))
-        for role in ("passage", "question", "answer")
+        for role in ("passage", "question", "solution", "answer")
         if (text := fields.get(role) or "")
     ]
     choices = [_marked(c, shared_spans(c, joined)) for c in fields.get("choices") or []]
@@ -241,9 +241,17 @@ def upload(
     passage: Annotated[str, Form()] = "",
     choices: Annotated[str, Form()] = "",
     answer: Annotated[str, Form()] = "",
+    solution: Annotated[str, Form()] = "",
     id_field: Annotated[str, Form(alias="id")] = "",
 ) -> Response:
-    given = {"question": question, "passage": passage, "choices": choices, "answer": answer, "id": id_field}
+    given = {
+        "question": question,
+        "passage": passage,
+        "choices": choices,
+        "answer": answer,
+        "solution": solution,
+        "id": id_field,
+    }
     mapping = {k: v.strip() for k, v in given.items() if v.strip()}
     try:
         with spooled(file.file, svc.max_upload) as path:  # on disk, read as a stream

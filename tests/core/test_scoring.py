@@ -347,3 +347,44 @@ def test_a_piece_after_the_first_costs_the_bits_of_placing_it() -> None:
     region = m.region[1] - m.region[0]
     assert m.break_bits == pytest.approx(breaks * np.log2(region))
     assert m.matched_bits == pytest.approx(float(stats[0].bits.sum()) - m.break_bits)
+
+
+def test_the_copy_is_the_item_whose_distinct_text_the_document_holds() -> None:
+    """Item b's question is item a's without its last words, and a's answer is far longer than
+    b's. A page holding a's question holds a small share of a (its long answer is not there)
+    and a larger share of b; shares of whole items would call the page b's copy. What tells the
+    two apart is the text they do not share: the page holds a's distinct words and none of b's,
+    so it is a's copy, and b's own text (its answer) is not there."""
+    qa = "Are there integer solutions to the equation (x^2-1)(y^2-1)+1984=z^2 where x and y are both odd primes?"
+    qb = "Are there integer solutions to the equation (x^2-1)(y^2-1)+1984=z^2?"
+    aa = (
+        "Write the equation as x^2 y^2 - x^2 - y^2 + 1985 = z^2 and look at it modulo eight: every odd square is "
+        "one modulo eight, so the left side is one minus one minus one plus one, which is zero, while z^2 would "
+        "have to be zero modulo eight too, and checking the small odd primes three five and seven rules each out."
+    )
+    items = [BenchmarkItem("a", 0, question=qa, answer=aa), BenchmarkItem("b", 1, question=qb, answer="Yes, x = 7.")]
+    s = scan(items, {"page": f"{FILLER} Problem 4. {qa} {FILLER}"})
+    assert s["a"].status == Status.SUSPICIOUS and "without its answer" in s["a"].reason
+    assert s["b"].status == Status.CLEAN and s["b"].own_coverage == 0.0, s["b"].reason
+
+
+def test_a_worked_solution_found_with_its_question_is_contamination() -> None:
+    """Maths benchmarks give a worked solution beside a short final answer. A page holding the
+    question and the solution gives the answer away even when the final answer's words are not
+    there: contaminated. The question alone is not."""
+    item = BenchmarkItem(
+        "m1",
+        0,
+        question="Let Q(n) be the digit sum of n. If Q(n)=Q(2n), what are the possible values of n mod 9?",
+        solution=(
+            "First we show that if Q(m)=Q(n) then m-n mod 9=0, because a number and its digit sum agree mod 9. "
+            "Since Q(2n)=Q(n), 2n-n mod 9=0, so n mod 9=0."
+        ),
+        answer="0 is the only possible value",
+    )
+    other = BenchmarkItem("m2", 1, question="How many primes below one hundred end in seven?", answer="6")
+    page = f"{FILLER} Question: {item.question} Solution: {item.solution} {FILLER}"
+    s = scan([item, other], {"page": page})
+    assert s["m1"].status == Status.CONTAMINATED and s["m1"].answer_found, s["m1"].reason
+    s = scan([item, other], {"page": f"{FILLER} Question: {item.question} {FILLER}"})
+    assert s["m1"].status == Status.SUSPICIOUS and not s["m1"].answer_found, s["m1"].reason

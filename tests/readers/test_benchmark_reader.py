@@ -97,6 +97,21 @@ SHAPES = [
         {"input": "Is the sky green?", "target_scores": {"Yes": 0, "No": 1}},
         {"question": "Is the sky green?", "choices": ("Yes", "No"), "answer": "No"},
     ),
+    (  # maths benchmarks give a worked solution beside the final answer: both are the answer
+        "champ",
+        {"id": "P1", "problem": "Find n mod 9.", "solution": "Since Q(2n)=Q(n), n mod 9=0.", "answer": "0"},
+        {"question": "Find n mod 9.", "answer": "0", "solution": "Since Q(2n)=Q(n), n mod 9=0."},
+    ),
+    (  # a solution with no separate answer is the answer (MATH)
+        "math",
+        {"problem": "What is 2+2?", "solution": "2+2 is $4$."},
+        {"question": "What is 2+2?", "answer": "2+2 is $4$.", "solution": ""},
+    ),
+    (
+        "aqua",
+        {"question": "How far?", "options": ["A)4", "B)5"], "rationale": "It is 5 km.", "correct": "B"},
+        {"question": "How far?", "choices": ("A)4", "B)5"), "answer": "B)5", "solution": "It is 5 km."},
+    ),
 ]
 
 
