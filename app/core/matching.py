@@ -58,6 +58,9 @@ class DocMatch:
     shared_run: int = 0  # longest verbatim run of text shared with other items
     shared_items: int = 0  # how many items hold that run (this one included)
     competitor_found: bool = False  # the region holds some other item's own text, in its order
+    # bool per item token: what the coverages count (None: all); a worked solution the document
+    # does not give is left out, as a page may give the final answer, the solution, or both
+    counted: np.ndarray | None = None
     # Information (bits) in what the region holds of the item, and in the own text it holds, each
     # less what it costs to choose where its pieces sit (`breaks`; break_bits: that of all of it).
     matched_bits: float = 0.0
@@ -84,7 +87,8 @@ class DocMatch:
 
     @cached_property
     def coverage(self) -> float:
-        return float(self.matched.mean()) if len(self.matched) else 0.0
+        scope = self.matched[self.counted] if self.counted is not None else self.matched
+        return float(scope.mean()) if len(scope) else 0.0
 
     @cached_property
     def longest_own(self) -> int:
@@ -209,6 +213,11 @@ def match_document(
     present = member(p.mgrams, region.mgrams)
     matched = held(p, region.ids, region.mgrams, present=present) & al.matched  # in the item's order
     own, own_hit, competitor, competitor_found = _own_text(i, items, stats, shared, region, matched, al, th, present)
+    solution = p.role == SOLUTION
+    counted = None
+    if solution.any() and matched[solution].mean() < 0.5 and not solution.all():
+        counted = ~solution
+        own, own_hit = own & counted, own_hit & counted
     passage = 0.0
     if len(p.passage_grams) and p.passage_tokens:
         grams = np.unique(doc.grams[lo : max(lo, hi - n + 1)])
@@ -230,6 +239,7 @@ def match_document(
         shared_run=shared_run,
         shared_items=shared_items,
         competitor_found=competitor_found,
+        counted=counted,
         matched_bits=max(0.0, float(stats.bits[matched].sum()) - cost),
         own_bits=max(0.0, float(stats.bits[own_hit].sum()) - own_cost),
         break_bits=cost,

@@ -388,3 +388,23 @@ def test_a_worked_solution_found_with_its_question_is_contamination() -> None:
     assert s["m1"].status == Status.CONTAMINATED and s["m1"].answer_found, s["m1"].reason
     s = scan([item, other], {"page": f"{FILLER} Question: {item.question} {FILLER}"})
     assert s["m1"].status == Status.SUSPICIOUS and not s["m1"].answer_found, s["m1"].reason
+
+
+def test_a_page_with_the_final_answer_but_not_the_solution_is_judged_without_the_solution() -> None:
+    """Pages give the final answer, the worked solution, or both: a page holding the question
+    and the final answer is a copy even though the (long) solution is not there."""
+    item = BenchmarkItem(
+        "m1",
+        0,
+        question="Let Q(n) be the digit sum of n. If Q(n)=Q(2n), what are the possible values of n mod 9?",
+        solution=(
+            "First we show that if Q(m)=Q(n) then m-n mod 9=0, because a number and its digit sum agree mod 9. "
+            "Since Q(2n)=Q(n), 2n-n mod 9=0, so n mod 9=0. We check this for every residue in turn and find "
+            "that no other residue class can satisfy the equation for any choice of the digits."
+        ),
+        answer="0 is the only possible value",
+    )
+    other = BenchmarkItem("m2", 1, question="How many primes below one hundred end in seven?", answer="6")
+    page = f"{FILLER} Q: {item.question} A: 0 is the only possible value. {FILLER}"
+    s = scan([item, other], {"page": page})["m1"]
+    assert s.status == Status.CONTAMINATED and s.own_coverage > 0.9 and s.coverage > 0.9, s.reason
