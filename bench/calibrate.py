@@ -229,9 +229,11 @@ def main() -> None:
     kinds = plant(benchmarks, docs, args.plant, rng)
     tmp = tempfile.TemporaryDirectory()
     corpus = Path(tmp.name) / "null.jsonl.gz"
-    with gzip.open(corpus, "wt", compresslevel=1) as fh:
+    # mtime=0: the same corpus gives the same bytes, so a rerun with --db finds the file indexed
+    # (a new gzip timestamp made it a new file, and each rerun added the corpus again)
+    with open(corpus, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as gz:
         for d in docs:
-            fh.write(json.dumps(d) + "\n")
+            gz.write((json.dumps(d) + "\n").encode())
     url = args.db or f"sqlite:///{tmp.name}/calibrate.db"
     upgrade(url)
     engine = make_engine(url)
