@@ -24,7 +24,16 @@ import zstandard
 from sqlalchemy import Engine
 
 from contam.app.core.config import SignatureConfig, Thresholds, library_versions
-from contam.app.core.items import ItemStats, PreparedItem, SharedText, _GramTable, item_stats, lookup, prepare
+from contam.app.core.items import (
+    QUESTION,
+    ItemStats,
+    PreparedItem,
+    SharedText,
+    _GramTable,
+    item_stats,
+    lookup,
+    prepare,
+)
 from contam.app.core.matching import DocMatch, DocTokens
 from contam.app.core.scoring import ItemScore, judge
 from contam.app.core.signatures import band_keys, token_hashes, window_minhashes, window_span
@@ -342,11 +351,19 @@ class Scanner:
         f items weighs 1/f, so a template's copies rank below the item's own text), then those
         sharing most near-duplicate band keys, with the window they matched in."""
         votes: dict[int, float] = defaultdict(float)
+        asked: dict[int, float] = defaultdict(float)  # the votes of the question's n-grams alone
         hits: Counter[int] = Counter()
-        for h, f in dict(zip(p.grams.tolist(), s.freq.tolist(), strict=True)).items():
+        in_question = (p.role[p.gram_pos] == QUESTION).tolist() if len(p.gram_pos) else []
+        seen: set[int] = set()
+        for h, f, q in zip(p.grams.tolist(), s.freq.tolist(), in_question, strict=True):
+            if h in seen:
+                continue
+            seen.add(h)
             for d in postings.get(h, ()):
                 votes[d] += 1.0 / max(f, 1)
                 hits[d] += 1
+                if q:
+                    asked[d] += 1.0 / max(f, 1)
         for h in set(p.passage_grams.tolist()) - set(p.grams.tolist()):
             for d in postings.get(h, ()):
                 votes[d] += 0.01
@@ -361,6 +378,10 @@ class Scanner:
         ranked = sorted(((d, v) for d, v in votes.items() if hits[d] >= need), key=lambda x: (-x[1], x[0]))
         ranked = ranked[:CANDIDATES]
         out: dict[int, int | None] = {d: None for d, _v in ranked}
+        # the question names the item: the document holding most of it is aligned too, even when
+        # a long answer or worked solution draws more votes to other documents
+        top = sorted(((d, v) for d, v in asked.items() if hits[d] >= need), key=lambda x: (-x[1], x[0]))[:1]
+        out.update({d: None for d, _v in top if d not in out})
         near: dict[tuple[int, int], int] = defaultdict(int)
         for k in keys.tolist():
             for dw in bands.get(k, ()):

@@ -277,3 +277,29 @@ def test_a_sampled_index_finds_a_short_item_by_its_one_kept_ngram(engine: Engine
     ]
     results = Scanner(engine).scan(items)
     assert [r.score.status for r in results] == ["contaminated"] * 3, [r.score.reason for r in results]
+
+
+def test_the_document_holding_most_of_the_question_is_aligned_even_when_the_answer_draws_more(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """A maths item with a long worked solution: five documents each quote a different part of
+    the solution (more n-grams than the question has), and one page holds the question with its
+    final answer. Ranked by all n-grams, the page is fifth or worse and was never aligned; the
+    question names the item, so the document holding most of it is aligned too."""
+    steps = [
+        f"step {k} of the argument takes the residue class number {k} and shows by induction on the "
+        f"number of digits that the carry pattern number {k} leaves the digit sum unchanged modulo nine"
+        for k in range(5)
+    ]
+    item = BenchmarkItem(
+        "m1",
+        0,
+        question="Let Q(n) be the digit sum of n. If Q(n)=Q(2n), what are the possible values of n mod 9?",
+        solution=" ".join(steps),
+        answer="0 is the only possible value",
+    )
+    docs = [{"id": f"notes{k}", "text": f"{FILLER} {step} {FILLER}"} for k, step in enumerate(steps)]
+    docs.append({"id": "page", "text": f"{FILLER} Q: {item.question} A: {item.answer}. {FILLER}"})
+    index_corpus(engine, docs)
+    r = Scanner(engine).scan([item, BenchmarkItem("m2", 1, question="How many primes below one hundred end in 7?")])[0]
+    assert r.score.status == "contaminated" and r.evidence[0].document_id == "page", r.score.reason
