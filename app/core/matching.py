@@ -329,10 +329,32 @@ def _own_text(
     theirs_only = ~member(flat, p.umgrams)
     found_other = bool((in_region & theirs_only).any())
     bag_share = np.bincount(label[in_region], minlength=len(grams)) / np.maximum([len(g) for g in grams], 1)
+    order = np.argsort(-bag_share, kind="stable")[:COMPETITORS_ALIGNED].tolist()
+    competitor = _copy_of(p, [items[candidates[k]] for k in order], region, matched, present)
+    competitor = None if competitor is None else candidates[order[competitor]]
+    if competitor is None:
+        own = ~stats.passage_tok & ~stats.common_tok
+        return own, matched & own, None, found_other
+    other = items[competitor]
+    own_g = ~member(p.mgrams, other.umgrams)
+    their_fields = {key for *_se, key in other.tiny_fields}
+    own_tiny = [key not in their_fields for *_se, key in p.tiny_fields]
+    own = tokens_of(p, p.mgram_pos[own_g], MATCH_N)
+    for (s, e, _key), flag in zip(p.tiny_fields, own_tiny, strict=True):
+        own[s:e] = flag
+    own &= ~stats.common_tok
+    own_hit = held(p, region.ids, region.mgrams, own_g, own_tiny, present) & own & al.matched
+    return own, own_hit, competitor, found_other
+
+
+def _copy_of(
+    p: PreparedItem, others: Sequence[PreparedItem], region: Region, matched: np.ndarray, present: np.ndarray
+) -> int | None:
+    """Which of `others` (if any) the region is a copy of rather than of item p: the index of
+    the best one in `others`. present: bool per MATCH_N-gram of p, the region holds it."""
     competitor, best = None, (-1.0, -1.0)
     whole_i = float(matched.mean()) if p.n_tokens else 0.0
-    for k in np.argsort(-bag_share, kind="stable")[:COMPETITORS_ALIGNED].tolist():
-        other = items[candidates[k]]
+    for k, other in enumerate(others):
         if not other.n_tokens:
             continue
         # Two items are told apart by the text they do not share: the region is the other's copy
@@ -354,20 +376,8 @@ def _own_text(
             continue  # aligned, it would hold no more than that
         share = float((theirs & align(other.id_list, region.id_list, other.whole).matched).mean())
         if (d_o > d_i or share >= whole_i) and (d_o, share) > best:
-            competitor, best = candidates[k], (d_o, share)
-    if competitor is None:
-        own = ~stats.passage_tok & ~stats.common_tok
-        return own, matched & own, None, found_other
-    other = items[competitor]
-    own_g = ~member(p.mgrams, other.umgrams)
-    their_fields = {key for *_se, key in other.tiny_fields}
-    own_tiny = [key not in their_fields for *_se, key in p.tiny_fields]
-    own = tokens_of(p, p.mgram_pos[own_g], MATCH_N)
-    for (s, e, _key), flag in zip(p.tiny_fields, own_tiny, strict=True):
-        own[s:e] = flag
-    own &= ~stats.common_tok
-    own_hit = held(p, region.ids, region.mgrams, own_g, own_tiny, present) & own & al.matched
-    return own, own_hit, competitor, found_other
+            competitor, best = k, (d_o, share)
+    return competitor
 
 
 def _competitors(
