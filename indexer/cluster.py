@@ -39,6 +39,7 @@ import threading
 import time
 import uuid
 from collections import Counter, deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ from sqlalchemy.exc import OperationalError
 
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import ConfigError, ContamError, CorruptFileError
-from contam.app.readers.corpus import find_files, read_documents, why_no_documents
+from contam.app.readers.corpus import RawDocument, find_files, read_documents, why_no_documents
 from contam.app.services.database import connect
 from contam.app.services.indexing import (
     CorpusWriter,
@@ -64,7 +65,7 @@ from contam.indexer.job import batches, file_identity
 from contam.indexer.options import IndexOptions
 from contam.indexer.postings import PostingBuffer
 from contam.indexer.progress import NoProgress, Progress
-from contam.indexer.signing import sign_batch
+from contam.indexer.signing import SignedBatch, sign_batch
 from contam.indexer.summary import FileReport, IndexSummary
 
 LEASE_SECONDS = 30.0  # a claim not renewed for this long may be taken over
@@ -160,6 +161,7 @@ class IndexWorker:
         self.engine, self.corpus_id = _engine(url), corpus_id
         self.store = CorpusWriter(self.engine, corpus_id).__enter__()  # the actor's connection, for its life
         self.postings = PostingBuffer(self.store, opts.segment_rows)
+        self.writes = _Writes(ThreadPoolExecutor(1, thread_name_prefix="contam-db"), self.store, self.postings)
         self.group: OpenGroup | None = None
 
     def index(self, paths: list[str]) -> list[Outcome]:
@@ -179,7 +181,7 @@ class IndexWorker:
             group.heartbeat.held()
             c = Claimed(p, size, chash)
             group.files.append(c)
-            c.report = _write_file(self.store, self.postings, c, self.cfg, self.opts, group.heartbeat)
+            c.report = _write_file(self.writes, c, self.cfg, self.opts, group.heartbeat)
             if c.report.status in ("failed", "busy"):
                 out += self._abandon(c)
                 continue
@@ -239,11 +241,34 @@ def _again(size: int, path: str, content_hash: str = "") -> Outcome:
     return Outcome(FileReport(path, "busy", bytes=size), busy=0.01, content_hash=content_hash)
 
 
-def _write_file(
-    store: CorpusWriter, postings: PostingBuffer, c: Claimed, cfg: SignatureConfig, opts: IndexOptions, hb: Heartbeat
-) -> FileReport:
+class _Writes:
+    """A file's batches written by the worker's database thread while its main thread signs the
+    next batch (the database's time, mostly waiting for COPY, overlaps signing, as in the local
+    executor's writer thread); at most `depth` batches wait to be written."""
+
+    def __init__(self, db: ThreadPoolExecutor, store: CorpusWriter, postings: PostingBuffer, depth: int = 1) -> None:
+        self.db, self.store, self.postings, self.depth = db, store, postings, depth
+        self.pending: deque[Future[None]] = deque()
+
+    def put(self, file_id: int, batch: list[RawDocument], sb: SignedBatch) -> None:
+        self.pending.append(self.db.submit(self._write, file_id, batch, sb))
+        while len(self.pending) > self.depth:
+            self.pending.popleft().result()
+
+    def _write(self, file_id: int, batch: list[RawDocument], sb: SignedBatch) -> None:
+        ids = self.store.add_documents(file_id, batch, sb.n_chars, sb.n_tokens, sb.text_hash, sb.blobs)
+        self.postings.add(sb, ids)
+
+    def drain(self) -> None:
+        """Wait for every batch to be written (before the store is used from the main thread)."""
+        while self.pending:
+            self.pending.popleft().result()
+
+
+def _write_file(writes: _Writes, c: Claimed, cfg: SignatureConfig, opts: IndexOptions, hb: Heartbeat) -> FileReport:
     """Write a file's documents and postings in the store's open transaction; its report
     ("done", "unchanged": committed meanwhile by another indexer, "failed", or "busy": a claim lost)."""
+    store = writes.store
     report = FileReport(str(c.path), "done", bytes=c.size)
     t0 = time.perf_counter()
     file_id = store.start_file(str(c.path), c.size, c.content_hash)
@@ -255,8 +280,7 @@ def _write_file(
         docs = read_documents(c.path, skipped, opts.text_field, opts.id_field, opts.limit)
         for batch in batches(docs, opts):
             sb = sign_batch([d.text for d in batch], cfg, opts.store_text)
-            ids = store.add_documents(file_id, batch, sb.n_chars, sb.n_tokens, sb.text_hash, sb.blobs)
-            postings.add(sb, ids)
+            writes.put(file_id, batch, sb)
             report.documents += len(batch)
             report.tokens += int(sb.n_tokens.sum())
             report.ngrams += len(sb.ng_hash)
@@ -265,9 +289,11 @@ def _write_file(
             _test_kill(str(c.path))
             if hb.lost.is_set():
                 report.status = "busy"
-                return report
+                break
     except CorruptFileError as exc:
         report.status, report.error = "failed", exc.message
+    finally:
+        writes.drain()
     report.skipped = dict(sorted(skipped.items()))
     if report.status == "done" and report.documents == 0:  # zero is never silent
         report.status, report.error = "failed", f"{c.path}: {why_no_documents(c.path, opts.text_field, skipped)}"
