@@ -210,6 +210,11 @@ class IndexWorker:
                 forget_failures(self.engine, self.corpus_id, str(c.path))
         return [Outcome(c.report, content_hash=c.content_hash) for c in written if c.report is not None]
 
+    def close(self) -> None:
+        """End the worker's connection (its group is committed: the driver asks when all is done)."""
+        self.writes.db.shutdown()
+        self.store.__exit__(None, None, None)
+
     def _full(self, group: OpenGroup) -> bool:
         return (
             group.text_bytes >= self.opts.commit_bytes
@@ -435,9 +440,8 @@ class _Scheduler:
                 ready, _ = ray.wait(list(self.inflight), num_returns=1, timeout=0.2)
                 for ref in ready:
                     self._collect(ref, self.inflight.pop(ref))
-        finally:
-            for ref in self.inflight:
-                ray.cancel(ref, force=True)
+            ray.get([w.close.remote() for w in self.workers], timeout=60)  # their connections end cleanly
+        finally:  # on an error or Ctrl-C too: killing a worker ends its call in progress and rolls its group back
             for w in self.workers:
                 ray.kill(w)
         return self.reports
