@@ -13,7 +13,7 @@ n-gram and band postings, and the worker processes left behind by each kill.
 local Ray cluster of 2 CPUs started for the suite (by a process of its own, ended at the end;
 its claim leases are --lease seconds), against a reference made by the local executor; every
 kill but the last is of the driver, the last of a Ray worker in the middle of a task
-(`ray::index_files`), whose run then finishes.
+(`ray::IndexWorker`, one per worker for the run), whose run then finishes.
 """
 
 from __future__ import annotations
@@ -131,11 +131,11 @@ def index_cmd(url: str, corpus: Path, ray: bool = False) -> tuple[list[str], dic
 
 
 def ray_workers() -> list[int]:
-    """Ray workers running the indexer's task now."""
+    """The indexer's Ray workers (actors) running now."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(b"ray::index_files"):
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(b"ray::IndexWorker"):
                 found.append(int(entry.name))
         except OSError:
             continue

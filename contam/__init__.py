@@ -26,7 +26,7 @@ from contam.app.services.corpora import CorpusService
 from contam.app.services.database import connect, migrate
 from contam.app.services.scanning import Evidence, ItemResult
 from contam.app.settings import get_settings
-from contam.indexer.job import IndexJob
+from contam.indexer.executors import run_index
 from contam.indexer.options import IndexOptions
 from contam.indexer.summary import IndexSummary
 
@@ -93,11 +93,21 @@ class Index:
         id_field: str = "id",
         settings: SignatureConfig | None = None,
         workers: int = 1,
+        executor: str = "local",
+        address: str | None = None,
     ) -> IndexSummary:
-        """Index corpus files or folders into `corpus` (created with `settings` if new)."""
+        """Index corpus files or folders into `corpus` (created with `settings` if new).
+
+        `executor`: "local", `workers` processes on this machine, or "ray", Ray tasks on the
+        cluster at `address` (None: RAY_ADDRESS, else the cluster started last on this machine,
+        else a new local one), `workers` files in work at once (0: one per CPU of the cluster),
+        each worker writing straight into the database (PostgreSQL only), as `contam index
+        --executor ray --address ADDR` does."""
         opts = IndexOptions(text_field=text_field, id_field=id_field, workers=workers)
-        with IndexJob(self.engine, corpus, settings or SignatureConfig(), opts) as job:
-            return job.run([Path(p) for p in paths])
+        cfg, files = settings or SignatureConfig(), [Path(p) for p in paths]
+        return run_index(
+            self.engine, corpus, cfg, opts, files, executor=executor, address=address, tasks=workers or None
+        )
 
     def corpora(self) -> list[str]:
         return CorpusService(self.engine).names()

@@ -11,20 +11,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from sqlalchemy import Engine
 
 from contam.app import cli as service_cli
 from contam.app.cli import ContamGroup, DbOpt, database_url
 from contam.app.core.config import SignatureConfig
-from contam.app.errors import ConfigError
 from contam.app.services.database import open_database
 from contam.app.settings import get_settings
-from contam.indexer.cluster import RayJob, require_postgresql
 from contam.indexer.demo import run_demo
-from contam.indexer.job import IndexJob
+from contam.indexer.executors import check_executor, run_index
 from contam.indexer.options import IndexOptions, index_options
 from contam.indexer.progress import BarProgress, LogProgress, NoProgress
-from contam.indexer.summary import IndexSummary
 
 SIG = SignatureConfig()  # the defaults the options show
 OPTS = IndexOptions()
@@ -127,14 +123,14 @@ def index(
         get_settings(), workers=workers, batch_size=batch_size, commit_mb=commit_mb, segment_rows=segment_rows,
         merge_fanout=merge_fanout, text_field=text_field, id_field=id_field, limit=limit, store_text=store_text,
     )  # fmt: skip
-    if executor not in ("local", "ray"):
-        raise ConfigError(f"--executor must be local or ray, not {executor!r}")
-    if address is not None and executor != "ray":
-        raise ConfigError("--address is the Ray cluster's: use it with --executor ray")
+    check_executor(executor, address)
     engine = open_database(database_url(db))
     reporter = _progress(progress)
     try:
-        summary = _run(engine, corpus, cfg, opts, reporter, paths, executor, address, workers)
+        tasks = workers or get_settings().workers or None  # Ray: 0 is one task per CPU of the cluster
+        summary = run_index(
+            engine, corpus, cfg, opts, paths, executor=executor, address=address, tasks=tasks, progress=reporter
+        )
     finally:
         if isinstance(reporter, BarProgress):
             reporter.close()
@@ -145,28 +141,6 @@ def index(
             error = str(f.error)
             typer.echo("  " + (error if error.startswith(f.path) else f"{f.path}: {error}"), err=True)
         raise typer.Exit(1)
-
-
-def _run(
-    engine: Engine,
-    corpus: str,
-    cfg: SignatureConfig,
-    opts: IndexOptions,
-    reporter: NoProgress,
-    paths: list[Path],
-    executor: str,
-    address: str | None,
-    workers: int,
-) -> IndexSummary:
-    if executor == "ray":
-        require_postgresql(engine)  # before connecting to any cluster
-        settings = get_settings()
-        tasks = workers or settings.workers or None  # 0: one task per CPU of the cluster
-        lease = settings.claim_lease_seconds
-        with RayJob(engine, corpus, cfg, opts, reporter, address=address, tasks=tasks, lease=lease) as rjob:
-            return rjob.run(paths)
-    with IndexJob(engine, corpus, cfg, opts, reporter) as job:
-        return job.run(paths)
 
 
 app.add_typer(service_cli.app)  # corpora, scan, serve and db (listed after index and demo)

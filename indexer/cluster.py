@@ -1,19 +1,29 @@
 """The Ray executor: `contam index --executor ray [--address ADDR]`.
 
-The driver (this process) lists the corpus files and hands them, in groups, to Ray tasks, at
-most `tasks` at once; it never reads a document. A task, on whichever machine of the cluster
-Ray puts it, hashes its files, claims them in the database (leases it renews while it works),
-reads and signs their documents and writes them and their postings (binary COPY into the
-blocks) straight into PostgreSQL, in one transaction per group that also drops the claims. So:
+The driver (this process) lists the corpus files and keeps one Ray actor per worker
+(IndexWorker) busy with them, a file or a group of small files per call; it never reads a
+document. A worker, on whichever machine of the cluster Ray puts it, hashes its files, claims
+them in the database (leases a heartbeat renews while it works), reads and signs their
+documents and writes them and their postings (binary COPY into the blocks) straight into
+PostgreSQL. Like the local executor's writer it keeps one transaction and one posting buffer
+open across files and commits them when they hold `commit_bytes` of text or `commit_seconds`
+of work, or when the driver has nothing left to send it, dropping the group's claims in the
+same commit. So:
 
 - a file is indexed exactly once: its rows commit together with its record as done (as with
-  the local executor), and only while the task still holds its claim (the fence: a task whose
-  lease ran out and was taken over rolls back);
+  the local executor), and only while the worker still holds its claim (the fence: a group
+  whose lease ran out and was taken over rolls back);
 - a worker killed mid-file leaves nothing: its transaction dies with its connection, its
-  claims lapse after `lease` seconds and the next task to try the files (the driver's retry in
-  this run, or another run) takes them over;
-- runs that overlap share the files: a file another run's task holds is tried again when that
-  task's lease would end, and found indexed by then, or taken over.
+  claims lapse after `lease` seconds and the next worker to try the files (the driver retries
+  a dead worker's uncommitted files on a new worker, or another run) takes them over;
+- runs that overlap share the files: a file another run's worker holds is tried again when
+  that lease would end, and found indexed by then, or taken over.
+
+Why actors and not a task per group: a task's postings were flushed when the task ended, so a
+small corpus over several workers gave one small segment per file (blocks of a few postings,
+about a third more bytes per token) and one transaction per file; a worker that lives for the
+run fills segments of `segment_rows` whatever the files' sizes (README, "Indexing on a Ray
+cluster", has the before and after).
 
 The workers must reach the database at the URL the driver was given and read the corpus files
 at the same paths (a shared filesystem). SQLite is refused: a Ray worker on another machine
@@ -29,6 +39,7 @@ import threading
 import time
 import uuid
 from collections import Counter, deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +49,7 @@ from sqlalchemy.exc import OperationalError
 
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import ConfigError, ContamError, CorruptFileError
-from contam.app.readers.corpus import find_files, read_documents, why_no_documents
+from contam.app.readers.corpus import RawDocument, find_files, read_documents, why_no_documents
 from contam.app.services.database import connect
 from contam.app.services.indexing import (
     CorpusWriter,
@@ -54,7 +65,7 @@ from contam.indexer.job import batches, file_identity
 from contam.indexer.options import IndexOptions
 from contam.indexer.postings import PostingBuffer
 from contam.indexer.progress import NoProgress, Progress
-from contam.indexer.signing import sign_batch
+from contam.indexer.signing import SignedBatch, sign_batch
 from contam.indexer.summary import FileReport, IndexSummary
 
 LEASE_SECONDS = 30.0  # a claim not renewed for this long may be taken over
@@ -71,7 +82,7 @@ class Outcome:
     content_hash: str = ""
 
 
-# ---------------------------------------------------------------- the task, on a Ray worker
+# ---------------------------------------------------------------- the actor, on a Ray worker
 
 _engines: dict[str, Engine] = {}  # per worker process: one engine (and pool) per database
 
@@ -83,22 +94,30 @@ def _engine(url: str) -> Engine:
 
 
 class Heartbeat(threading.Thread):
-    """Renews a task's claims every lease/3 seconds; `lost` is set when another task took one over."""
+    """Renews a group's claims every lease/3 seconds; `lost` is set when another task took one
+    over. The group adds its claims as it takes them (`held`)."""
 
-    def __init__(self, engine: Engine, corpus_id: int, owner: str, lease: float, claims: int) -> None:
+    def __init__(self, engine: Engine, corpus_id: int, owner: str, lease: float) -> None:
         super().__init__(name="contam-claim-heartbeat", daemon=True)
-        self.engine, self.corpus_id, self.owner, self.lease, self.claims = engine, corpus_id, owner, lease, claims
+        self.engine, self.corpus_id, self.owner, self.lease = engine, corpus_id, owner, lease
+        self.claims = 0
+        self.lock = threading.Lock()  # a renewal counts the claims the group holds at that moment
         self.lost = threading.Event()
         self.done = threading.Event()
 
+    def held(self) -> None:
+        with self.lock:
+            self.claims += 1
+
     def run(self) -> None:
         while not self.done.wait(self.lease / 3):
-            try:
-                if renew_claims(self.engine, self.corpus_id, self.owner, self.lease) < self.claims:
-                    self.lost.set()
-                    return
-            except OperationalError:  # the database is away: the lease may lapse; the fence decides
-                continue
+            with self.lock:
+                try:
+                    if renew_claims(self.engine, self.corpus_id, self.owner, self.lease) < self.claims:
+                        self.lost.set()
+                        return
+                except OperationalError:  # the database is away: the lease may lapse; the fence decides
+                    continue
 
     def stop(self) -> None:
         self.done.set()
@@ -111,81 +130,150 @@ class Claimed:
     path: Path
     size: int
     content_hash: str
+    report: FileReport | None = None  # once written in the open group
 
 
-def index_files(
-    url: str, corpus_id: int, paths: list[str], cfg: SignatureConfig, opts: IndexOptions, lease: float
-) -> list[Outcome]:
-    """The Ray task: index a group of corpus files into the corpus in one transaction, exactly
-    once (see the module doc); an Outcome per file."""
-    engine, owner = _engine(url), uuid.uuid4().hex
-    out: list[Outcome] = []
-    mine: list[Claimed] = []
-    for path in paths:
-        p = Path(path)
-        size, chash = p.stat().st_size, file_identity(p, opts)
-        if file_indexed(engine, corpus_id, chash):
-            out.append(Outcome(FileReport(path, "unchanged", bytes=size), content_hash=chash))
-        elif wait := take_claim(engine, corpus_id, chash, path, owner, lease):
-            out.append(Outcome(FileReport(path, "busy", bytes=size), busy=wait, content_hash=chash))
-        else:
-            mine.append(Claimed(p, size, chash))
-    if not mine:
+class OpenGroup:
+    """The files an IndexWorker has written since its last commit, under one owner (its claims)."""
+
+    def __init__(self, store: CorpusWriter, lease: float) -> None:
+        self.owner = uuid.uuid4().hex
+        self.files: list[Claimed] = []
+        self.text_bytes = 0
+        self.started = time.perf_counter()
+        self.heartbeat = Heartbeat(store.engine, store.corpus_id, self.owner, lease)
+        self.heartbeat.start()
+        store.begin()
+
+
+class IndexWorker:
+    """A Ray actor, one per worker for a run: indexes the files the driver sends into the
+    corpus, exactly once (see the module doc).
+
+    It keeps one transaction (its group) and one posting buffer open across the driver's calls
+    and commits them when they hold `commit_bytes` of text or `commit_seconds` of work, or when
+    the driver asks (`commit`: nothing left to send), as the local executor's writer does. So
+    postings go to PostgreSQL in segments as large as the local executor's, however small the
+    files, and a call costs the driver one file's round trip, not a transaction."""
+
+    def __init__(self, url: str, corpus_id: int, cfg: SignatureConfig, opts: IndexOptions, lease: float) -> None:
+        self.cfg, self.opts, self.lease = cfg, opts, lease
+        self.engine, self.corpus_id = _engine(url), corpus_id
+        self.store = CorpusWriter(self.engine, corpus_id).__enter__()  # the actor's connection, for its life
+        self.postings = PostingBuffer(self.store, opts.segment_rows)
+        self.writes = _Writes(ThreadPoolExecutor(1, thread_name_prefix="contam-db"), self.store, self.postings)
+        self.group: OpenGroup | None = None
+
+    def index(self, paths: list[str]) -> list[Outcome]:
+        """Write the files into the open group; the outcomes of the files not taken (unchanged,
+        busy), and of the group's files when this call committed or rolled it back."""
+        out: list[Outcome] = []
+        for path in paths:
+            p = Path(path)
+            size, chash = p.stat().st_size, file_identity(p, self.opts)
+            if file_indexed(self.engine, self.corpus_id, chash):
+                out.append(Outcome(FileReport(path, "unchanged", bytes=size), content_hash=chash))
+                continue
+            group = self.group = self.group or OpenGroup(self.store, self.lease)
+            if wait := take_claim(self.engine, self.corpus_id, chash, path, group.owner, self.lease):
+                out.append(Outcome(FileReport(path, "busy", bytes=size), busy=wait, content_hash=chash))
+                continue
+            group.heartbeat.held()
+            c = Claimed(p, size, chash)
+            group.files.append(c)
+            c.report = _write_file(self.writes, c, self.cfg, self.opts, group.heartbeat)
+            if c.report.status in ("failed", "busy"):
+                out += self._abandon(c)
+                continue
+            group.text_bytes += c.report.text_bytes
+        if self.group is not None and self._full(self.group):
+            out += self.commit()
         return out
-    heartbeat = Heartbeat(engine, corpus_id, owner, lease, len(mine))
-    heartbeat.start()
-    try:
-        with CorpusWriter(engine, corpus_id) as store:
-            out += _write_group(store, mine, owner, cfg, opts, heartbeat)
-    finally:
-        heartbeat.stop()
-    for o in out:
-        if o.report.status == "done":  # failed records of the path with other settings go
-            forget_failures(engine, corpus_id, o.report.path)
-    return out
 
+    def commit(self) -> list[Outcome]:
+        """Commit the open group, only while it holds every claim (else it rolls back and its
+        files are handed back to be tried again); their outcomes."""
+        group, self.group = self.group, None
+        if group is None:
+            return []
+        written = [c for c in group.files if c.report is not None]
+        self.postings.flush()
+        group.heartbeat.stop()
+        if not self.store.release_claims(group.owner, [c.content_hash for c in written]):  # one was taken over
+            self._drop(group)
+            release_claims(self.engine, self.corpus_id, group.owner)
+            return [_again(c.size, str(c.path), c.content_hash) for c in written]
+        self.store.commit()
+        for c in written:
+            assert c.report is not None
+            if c.report.status == "done":  # failed records of the path with other settings go
+                forget_failures(self.engine, self.corpus_id, str(c.path))
+        return [Outcome(c.report, content_hash=c.content_hash) for c in written if c.report is not None]
 
-def _write_group(
-    store: CorpusWriter, mine: list[Claimed], owner: str, cfg: SignatureConfig, opts: IndexOptions, hb: Heartbeat
-) -> list[Outcome]:
-    """Write the claimed files in one transaction, committed only while this task holds every
-    claim. A corrupt file rolls the group back and is recorded as failed; the others are handed
-    back (busy, no wait) to be tried again, as are all when a claim was lost."""
-    store.begin()
-    postings = PostingBuffer(store, opts.segment_rows)
-    reports = []
-    for c in mine:
-        report = _write_file(store, postings, c, cfg, opts, hb)
-        if report.status != "failed" and report.status != "busy":
-            reports.append(report)
-            continue
-        store.rollback()
-        hb.stop()
-        recorded = report.status == "failed" and store.record_failure(
-            str(c.path), c.size, c.content_hash, report.error or "", report.skipped, owner
+    def close(self) -> None:
+        """End the worker's connection (its group is committed: the driver asks when all is done)."""
+        self.writes.db.shutdown()
+        self.store.__exit__(None, None, None)
+
+    def _full(self, group: OpenGroup) -> bool:
+        return (
+            group.text_bytes >= self.opts.commit_bytes
+            or time.perf_counter() - group.started >= self.opts.commit_seconds
         )
-        release_claims(store.engine, store.corpus_id, owner)
-        failed = [Outcome(report, content_hash=c.content_hash)] if recorded else []
-        return failed + [_again(o) for o in mine if not (recorded and o is c)]
-    postings.flush()
-    hb.stop()
-    if not store.release_claims(owner, [c.content_hash for c in mine]):  # one was taken over
-        store.rollback()
-        release_claims(store.engine, store.corpus_id, owner)
-        return [_again(c) for c in mine]
-    store.commit()
-    return [Outcome(r, content_hash=c.content_hash) for r, c in zip(reports, mine, strict=True)]
+
+    def _abandon(self, bad: Claimed) -> list[Outcome]:
+        """A file of the group failed (corrupt) or lost its claim: the group rolls back whole; a
+        corrupt file is recorded as failed, the others are handed back (busy, no wait)."""
+        group, self.group = self.group, None
+        assert group is not None and bad.report is not None
+        self._drop(group)
+        recorded = bad.report.status == "failed" and self.store.record_failure(
+            str(bad.path), bad.size, bad.content_hash, bad.report.error or "", bad.report.skipped, group.owner
+        )
+        release_claims(self.engine, self.corpus_id, group.owner)
+        failed = [Outcome(bad.report, content_hash=bad.content_hash)] if recorded else []
+        return failed + [
+            _again(c.size, str(c.path), c.content_hash) for c in group.files if not (recorded and c is bad)
+        ]
+
+    def _drop(self, group: OpenGroup) -> None:
+        self.store.rollback()
+        self.postings.clear()
+        group.heartbeat.stop()
 
 
-def _again(c: Claimed) -> Outcome:
-    return Outcome(FileReport(str(c.path), "busy", bytes=c.size), busy=0.01, content_hash=c.content_hash)
+def _again(size: int, path: str, content_hash: str = "") -> Outcome:
+    return Outcome(FileReport(path, "busy", bytes=size), busy=0.01, content_hash=content_hash)
 
 
-def _write_file(
-    store: CorpusWriter, postings: PostingBuffer, c: Claimed, cfg: SignatureConfig, opts: IndexOptions, hb: Heartbeat
-) -> FileReport:
+class _Writes:
+    """A file's batches written by the worker's database thread while its main thread signs the
+    next batch (the database's time, mostly waiting for COPY, overlaps signing, as in the local
+    executor's writer thread); at most `depth` batches wait to be written."""
+
+    def __init__(self, db: ThreadPoolExecutor, store: CorpusWriter, postings: PostingBuffer, depth: int = 1) -> None:
+        self.db, self.store, self.postings, self.depth = db, store, postings, depth
+        self.pending: deque[Future[None]] = deque()
+
+    def put(self, file_id: int, batch: list[RawDocument], sb: SignedBatch) -> None:
+        self.pending.append(self.db.submit(self._write, file_id, batch, sb))
+        while len(self.pending) > self.depth:
+            self.pending.popleft().result()
+
+    def _write(self, file_id: int, batch: list[RawDocument], sb: SignedBatch) -> None:
+        ids = self.store.add_documents(file_id, batch, sb.n_chars, sb.n_tokens, sb.text_hash, sb.blobs)
+        self.postings.add(sb, ids)
+
+    def drain(self) -> None:
+        """Wait for every batch to be written (before the store is used from the main thread)."""
+        while self.pending:
+            self.pending.popleft().result()
+
+
+def _write_file(writes: _Writes, c: Claimed, cfg: SignatureConfig, opts: IndexOptions, hb: Heartbeat) -> FileReport:
     """Write a file's documents and postings in the store's open transaction; its report
     ("done", "unchanged": committed meanwhile by another indexer, "failed", or "busy": a claim lost)."""
+    store = writes.store
     report = FileReport(str(c.path), "done", bytes=c.size)
     t0 = time.perf_counter()
     file_id = store.start_file(str(c.path), c.size, c.content_hash)
@@ -197,8 +285,7 @@ def _write_file(
         docs = read_documents(c.path, skipped, opts.text_field, opts.id_field, opts.limit)
         for batch in batches(docs, opts):
             sb = sign_batch([d.text for d in batch], cfg, opts.store_text)
-            ids = store.add_documents(file_id, batch, sb.n_chars, sb.n_tokens, sb.text_hash, sb.blobs)
-            postings.add(sb, ids)
+            writes.put(file_id, batch, sb)
             report.documents += len(batch)
             report.tokens += int(sb.n_tokens.sum())
             report.ngrams += len(sb.ng_hash)
@@ -207,9 +294,11 @@ def _write_file(
             _test_kill(str(c.path))
             if hb.lost.is_set():
                 report.status = "busy"
-                return report
+                break
     except CorruptFileError as exc:
         report.status, report.error = "failed", exc.message
+    finally:
+        writes.drain()
     report.skipped = dict(sorted(skipped.items()))
     if report.status == "done" and report.documents == 0:  # zero is never silent
         report.status, report.error = "failed", f"{c.path}: {why_no_documents(c.path, opts.text_field, skipped)}"
@@ -309,57 +398,75 @@ class RayJob:
 
 
 class _Scheduler:
-    """The driver's loop: keep `tasks` groups of files in work, try busy files again when their
-    holder's lease would end, retry files whose worker died.
+    """The driver's loop: one IndexWorker actor per worker, each sent a group of files whenever
+    it is idle, asked to commit when nothing is left to send it; busy files are tried again when
+    their holder's lease would end, the files of a worker that died (those it had not committed)
+    after their claims lapse, on a new worker.
 
-    A task takes a group of files of up to `commit_bytes` on disk, and of at most a
-    2 x tasks-th of the corpus so that every worker gets work: a group is one transaction and
-    its postings one buffer, so small files still make full-sized posting blocks."""
+    A call takes a group of files of up to a 2 x tasks-th of the corpus on disk (and at most
+    `commit_bytes`), so every worker gets work; the worker's open group and posting buffer span
+    its calls, so small groups still make full-sized posting blocks."""
 
     def __init__(self, job: RayJob, corpus_id: int, files: list[Path]) -> None:
         import ray
 
         self.job, self.corpus_id = job, corpus_id
-        self.remote = ray.remote(index_files).options(num_cpus=1, max_retries=0)
         cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
         self.limit = max(1, job.tasks or cpus)
+        self.actor_class = ray.remote(IndexWorker).options(num_cpus=1, max_restarts=0)
         self.sizes = {str(p): p.stat().st_size for p in files}
         self.group_bytes = min(job.opts.commit_bytes, sum(self.sizes.values()) // (2 * self.limit))
         self.crashes: Counter[str] = Counter()
         self.later: list[tuple[float, str, str]] = []  # (when, path, content hash) of busy files
-        self.inflight: dict[Any, list[str]] = {}
+        self.workers: list[Any] = []
+        self.held: dict[Any, set[str]] = {}  # per worker: files sent and not yet committed or handed back
+        self.inflight: dict[Any, Any] = {}  # call -> worker
         self.reports: list[FileReport] = []
 
     def run(self, files: list[Path]) -> list[FileReport]:
         import ray
 
         pending = deque(str(p) for p in files)
+        self.workers = [self._start() for _ in range(self.limit)]
         try:
-            while pending or self.inflight or self.later:
+            while pending or self.inflight or self.later or any(self.held.values()):
                 self._due(pending)
-                while pending and len(self.inflight) < self.limit:
-                    self._submit(pending)
+                busy = set(self.inflight.values())
+                for w in [w for w in self.workers if w not in busy]:
+                    self._send(w, pending)
                 if not self.inflight:
                     time.sleep(0.05)
                     continue
                 ready, _ = ray.wait(list(self.inflight), num_returns=1, timeout=0.2)
                 for ref in ready:
                     self._collect(ref, self.inflight.pop(ref))
-        except BaseException:
-            for ref in self.inflight:
-                ray.cancel(ref, force=True)
-            raise
+            ray.get([w.close.remote() for w in self.workers], timeout=60)  # their connections end cleanly
+        finally:  # on an error or Ctrl-C too: killing a worker ends its call in progress and rolls its group back
+            for w in self.workers:
+                ray.kill(w)
         return self.reports
 
-    def _submit(self, pending: deque[str]) -> None:
-        job, group = self.job, [pending.popleft()]
+    def _start(self) -> Any:
+        job = self.job
+        w = self.actor_class.remote(job.url, self.corpus_id, job.cfg, job.opts, job.lease)
+        self.held[w] = set()
+        return w
+
+    def _send(self, worker: Any, pending: deque[str]) -> None:
+        """A group of files to an idle worker, or, with none left to send, a commit."""
+        if not pending:
+            if self.held[worker]:
+                self.inflight[worker.commit.remote()] = worker
+            return
+        group = [pending.popleft()]
         size = self.sizes[group[0]]
         while pending and size + self.sizes[pending[0]] <= self.group_bytes:
             group.append(pending.popleft())
             size += self.sizes[group[-1]]
         for path in group:
-            job.progress.file_started(path, self.sizes[path])
-        self.inflight[self.remote.remote(job.url, self.corpus_id, group, job.cfg, job.opts, job.lease)] = group
+            self.job.progress.file_started(path, self.sizes[path])
+        self.held[worker].update(group)
+        self.inflight[worker.index.remote(group)] = worker
 
     def _due(self, pending: deque[str]) -> None:
         """Busy files whose time has come: done by the holder meanwhile, or back to `pending`."""
@@ -373,27 +480,38 @@ class _Scheduler:
                 pending.append(path)
         self.later = waiting
 
-    def _collect(self, ref: Any, group: list[str]) -> None:
+    def _collect(self, ref: Any, worker: Any) -> None:
         import ray
-        from ray.exceptions import NodeDiedError, OutOfMemoryError, WorkerCrashedError
+        from ray.exceptions import NodeDiedError, OutOfMemoryError, RayActorError, WorkerCrashedError
 
         try:
             outcomes: list[Outcome] = ray.get(ref)
-        except (WorkerCrashedError, NodeDiedError, OutOfMemoryError) as exc:
-            for path in group:
-                self.crashes[path] += 1
-                if self.crashes[path] > CRASH_RETRIES:
-                    error = f"{path}: its Ray worker died {self.crashes[path]} times ({type(exc).__name__})"
-                    self._finish(FileReport(path, "failed", bytes=self.sizes[path], error=error))
-                else:  # its claim lapses after the lease; the retry takes it over then
-                    self.later.append((time.monotonic(), path, ""))
+        except (RayActorError, WorkerCrashedError, NodeDiedError, OutOfMemoryError) as exc:
+            self._lost(worker, exc)
             return
+        held = self.held[worker]
         for out in outcomes:
+            held.discard(out.report.path)
             if out.report.status == "busy":
                 when = time.monotonic() + min(out.busy, self.job.lease / 3)
                 self.later.append((when, out.report.path, out.content_hash))
             else:
                 self._finish(out.report)
+
+    def _lost(self, worker: Any, exc: Exception) -> None:
+        """A worker died: its uncommitted files are tried again (their claims lapse after the
+        lease; the retry takes them over then), on a new worker."""
+        import ray
+
+        for path in self.held.pop(worker):
+            self.crashes[path] += 1
+            if self.crashes[path] > CRASH_RETRIES:
+                error = f"{path}: its Ray worker died {self.crashes[path]} times ({type(exc).__name__})"
+                self._finish(FileReport(path, "failed", bytes=self.sizes[path], error=error))
+            else:
+                self.later.append((time.monotonic(), path, ""))
+        ray.kill(worker)
+        self.workers[self.workers.index(worker)] = self._start()
 
     def _finish(self, report: FileReport) -> None:
         if report.status == "done":

@@ -35,3 +35,17 @@ def test_index_facade(db_url: str, tmp_path: Path) -> None:
         index.delete("web")
         with pytest.raises(contam.ContamError, match="no corpus is indexed yet"):
             index.scan([q])
+
+
+def test_index_add_checks_the_executor(tmp_path: Path) -> None:
+    """The API refuses what the CLI refuses, with the same words, before any work: an unknown
+    executor, a Ray address without Ray, Ray on SQLite (its workers cannot open the file)."""
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "text": "a b c d e f g"}) + "\n")
+    with contam.Index(f"sqlite:///{tmp_path / 'c.db'}") as index:
+        with pytest.raises(contam.ContamError, match="--executor must be local or ray, not 'dask'"):
+            index.add("web", [tmp_path / "c.jsonl"], executor="dask")
+        with pytest.raises(contam.ContamError, match="--address is the Ray cluster's"):
+            index.add("web", [tmp_path / "c.jsonl"], address="head:6379")
+        with pytest.raises(contam.ContamError, match="--executor ray needs a PostgreSQL database"):
+            index.add("web", [tmp_path / "c.jsonl"], executor="ray")
+        assert index.corpora() == []

@@ -17,6 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 import xxhash
@@ -37,14 +38,12 @@ def token_hashes(tokens: Sequence[str]) -> np.ndarray:
     cache = _token_cache
     if len(cache) > _CACHE_LIMIT:
         cache.clear()
-    try:  # most tokens are cached: straight into the array, no list of Python ints between
-        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.int64, count=len(tokens)).view(np.uint64)
-    except KeyError:  # hash what is missing, each distinct token once (a text repeats most of its words)
-        h64 = xxhash.xxh3_64_intdigest
-        for tok in set(tokens):
-            if tok not in cache:
-                cache[tok] = ((h64(tok.encode("utf-8", "surrogatepass")) + _SIGN) % (1 << 64)) - _SIGN
-        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.int64, count=len(tokens)).view(np.uint64)
+    # The tokens missing from the cache, found by one set difference in C (no failed first pass
+    # over the tokens, no loop in Python over the distinct ones), hashed once each.
+    h64 = xxhash.xxh3_64_intdigest
+    for tok in set(tokens).difference(cache):
+        cache[tok] = ((h64(tok.encode("utf-8", "surrogatepass")) + _SIGN) % (1 << 64)) - _SIGN
+    return np.fromiter(map(cache.__getitem__, tokens), dtype=np.int64, count=len(tokens)).view(np.uint64)
 
 
 def _fmix64(h: np.ndarray) -> np.ndarray:
@@ -230,6 +229,56 @@ def sampling_span(n: int, k: int, miss: float = 1e-3) -> int:
     if k <= 1:
         return n
     return n - 1 + math.ceil(math.log(miss) / math.log(1.0 - 1.0 / k))
+
+
+@dataclass(frozen=True, slots=True)
+class ManySignatures:
+    """What the index stores for several texts, laid end to end: text i's n-grams are
+    `ngrams[ng_text == i]` and its windows' band keys `bands[win_text == i]`, in text order,
+    each exactly what sign_text(texts[i], distinct=False) gives."""
+
+    n_tokens: np.ndarray  # per text (int64)
+    ngrams: np.ndarray  # signed n-gram hashes kept by the sample (int64), repeats kept
+    ng_text: np.ndarray  # the text of each n-gram (int32)
+    bands: np.ndarray  # (windows, bands) int64 band keys
+    win_text: np.ndarray  # the text of each window (int32)
+    win_index: np.ndarray  # each window's number within its text (int32)
+
+
+def sign_many(texts: Sequence[Sequence[str]], cfg: SignatureConfig) -> ManySignatures:
+    """sign_text of each token list (distinct=False), computed once for all of them.
+
+    The texts' token hashes are laid end to end, so hashing, the n-gram roll, the shingle
+    permutations and the band keys are one numpy pass each instead of one per text: n-grams
+    that would span two texts are dropped, and each window's MinHash stops at its own text's
+    last shingle (window_minhashes' `ends`), so every value is the one sign_text computes.
+    """
+    lens = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    ends = np.cumsum(lens)
+    offs = ends - lens
+    th = token_hashes(list(chain.from_iterable(texts)))
+    text_of = np.repeat(np.arange(len(texts), dtype=np.int32), lens)
+    grams = rolling_hashes(th, cfg.ngram_n)
+    pos = np.arange(len(grams), dtype=np.int64)
+    keep = pos + cfg.ngram_n <= ends[text_of[: len(grams)]]
+    if cfg.sample_mod > 1:
+        keep &= grams % _U64(cfg.sample_mod) == 0
+    starts = [window_starts(int(n), cfg) for n in lens.tolist()]
+    per_text = np.fromiter(map(len, starts), dtype=np.int64, count=len(starts))
+    win_text = np.repeat(np.arange(len(texts), dtype=np.int32), per_text)
+    first = np.concatenate(starts) if starts else np.empty(0, dtype=np.int64)
+    stop = np.minimum(first + cfg.window - cfg.shingle + 1, lens[win_text] - cfg.shingle + 1) + offs[win_text]
+    sigs = window_minhashes(th, cfg, first + offs[win_text], stop)
+    return ManySignatures(
+        n_tokens=lens,
+        ngrams=to_signed(grams[keep]),
+        ng_text=text_of[: len(grams)][keep],
+        bands=band_keys(sigs, cfg),
+        win_text=win_text,
+        win_index=(
+            np.arange(len(win_text), dtype=np.int64) - np.repeat(np.cumsum(per_text) - per_text, per_text)
+        ).astype(np.int32),
+    )
 
 
 def sign_text(tokens: Sequence[str], cfg: SignatureConfig, distinct: bool = True) -> DocSignatures:

@@ -70,12 +70,41 @@ def _norms(raw: list[str]) -> list[str]:
 _ASCII_WORDS = bytes(c + 32 if 65 <= c <= 90 else c if 48 <= c <= 57 or 97 <= c <= 122 else 32 for c in range(256))
 
 
+# The same for text with some non-ASCII characters: ASCII separators become spaces and ASCII
+# letters are lower-cased (_LOWER_PIECES) or kept (_PIECES), non-ASCII bytes are kept, so the
+# text falls into pieces that no token spans. A piece of ASCII letters and digits is a token
+# already; only the few pieces holding non-ASCII characters go through _TOKEN and _norm.
+_KEEP = [48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c >= 128 for c in range(256)]
+_PIECES = bytes(c if _KEEP[c] else 32 for c in range(256))
+_LOWER_PIECES = bytes(c + 32 if 65 <= c <= 90 else c if _KEEP[c] else 32 for c in range(256))
+
+
+def _mixed_tokens(clean: str) -> list[str]:
+    """_norms(_TOKEN.findall(clean)), with _TOKEN and _norm run on the non-ASCII pieces alone
+    (several times faster on text that is mostly ASCII; a test holds them equal)."""
+    raw = clean.encode("utf-8", "surrogatepass")
+    lower = list(filter(None, raw.translate(_LOWER_PIECES).decode("utf-8", "surrogatepass").split(" ")))
+    ascii_piece = np.fromiter(map(str.isascii, lower), dtype=bool, count=len(lower))
+    odd = np.flatnonzero(~ascii_piece).tolist()
+    if not odd:
+        return lower
+    pieces = list(filter(None, raw.translate(_PIECES).decode("utf-8", "surrogatepass").split(" ")))
+    out: list[str] = []
+    last = 0
+    for i in odd:
+        out += lower[last:i]
+        out += _norms(_TOKEN.findall(pieces[i]))
+        last = i + 1
+    out += lower[last:]
+    return out
+
+
 def tokenize(text: str) -> list[str]:
     """Normalised tokens of `text` (the fast path used when offsets are not needed)."""
     clean = strip_markup(text)
     if clean.isascii():
         return clean.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
-    return _norms(_TOKEN.findall(clean))
+    return _mixed_tokens(clean)
 
 
 @dataclass(frozen=True, slots=True)

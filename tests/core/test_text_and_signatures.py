@@ -177,6 +177,15 @@ def test_token_spans_equal_the_regex(text: str) -> None:
     assert got.tokens == tokenize(text + "é")
 
 
+@settings(max_examples=400, deadline=None)
+@given(_MIXED)
+def test_mixed_text_tokens_equal_the_regex(text: str) -> None:
+    """tokenize's path for text with non-ASCII characters (ASCII pieces cut by bytes, _TOKEN and
+    NFKC only on the pieces holding non-ASCII) gives the tokens of the regex over the whole text."""
+    text += " naïve"
+    assert tokenize(text) == [T._norm(t) for t in T._TOKEN.findall(T.strip_markup(text))]
+
+
 def test_token_spans_keep_lone_surrogates_as_separators() -> None:
     got = tokenize_spans("ab\ud800cd é")
     assert (got.tokens, got.starts.tolist(), got.ends.tolist()) == (["ab", "cd", "é"], [0, 3, 6], [2, 5, 7])

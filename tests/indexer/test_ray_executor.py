@@ -24,6 +24,7 @@ from helpers import make_docs, snapshot, write_jsonl
 from sqlalchemy import Engine, text
 from typer.testing import CliRunner
 
+import contam
 from contam.app.core.config import SignatureConfig
 from contam.app.store import repo
 from contam.app.store.db import make_engine, upgrade
@@ -161,6 +162,33 @@ def test_two_overlapping_runs_share_the_files(ray_cluster: tuple[str, Path], pg_
     assert mine | theirs == {str(p) for p in files[1:]}
     assert counts(pg_url) == (16 * 60, 16 * 60, 16, 0)
     assert json.loads(out)["files_indexed"] == len(theirs)
+
+
+def test_python_api_indexes_on_ray(
+    ray_cluster: tuple[str, Path], pg_url: str, other_pg_url: str, tmp_path: Path
+) -> None:
+    """`contam.Index.add(executor="ray", address=...)`, from a process of its own that reaches
+    the cluster by its address (as `contam index --executor ray --address` does): the same
+    index as the API's local executor, row for row."""
+    address, _ = ray_cluster
+    files = corpus_files(tmp_path / "c", 3)
+    with contam.Index(pg_url) as index:
+        local = index.add("web", files, workers=2)
+    script = (
+        "import json, sys, contam\n"
+        "with contam.Index(sys.argv[1]) as index:\n"
+        "    s = index.add('web', sys.argv[3:], executor='ray', address=sys.argv[2], workers=2)\n"
+        "print(json.dumps(s.as_dict()))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != KILL_MARKER}
+    run = subprocess.run(
+        [sys.executable, "-c", script, other_pg_url, address, *map(str, files)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    ours = json.loads(run.stdout.strip().splitlines()[-1])
+    assert ours["files_indexed"] == 3 and ours["documents"] == local.as_dict()["documents"] == 90
+    assert snapshot(other_pg_url) == snapshot(pg_url) and counts(other_pg_url)[3] == 0
 
 
 def _done_paths_from_log(log: str) -> list[str]:
