@@ -334,7 +334,13 @@ def scan(
         list[str] | None,
         typer.Option("--corpus", help="corpus (repeatable; default: those with matching settings)"),
     ] = None,
-    fields: Annotated[list[str] | None, typer.Option("--fields", help="role=field, e.g. question=prompt")] = None,
+    fields: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fields",
+            help="role=field (roles: question, passage, choices, answer, solution, id), e.g. question=prompt",
+        ),
+    ] = None,
     fmt: Annotated[str, typer.Option("--format", help="table | json | jsonl | csv")] = "table",
     fail_above: Annotated[
         float | None, typer.Option(help="exit 1 when the contaminated share exceeds this fraction (0.10: 10%)")

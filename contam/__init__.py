@@ -47,8 +47,8 @@ ItemLike = str | Mapping[str, Any] | BenchmarkItem
 
 
 def as_item(row: int, item: ItemLike) -> BenchmarkItem:
-    """A text (a question alone), a mapping with question / passage / choices / answer / id, or
-    a BenchmarkItem, as a BenchmarkItem."""
+    """A text (a question alone), a mapping with question / passage / choices / answer /
+    solution / id, or a BenchmarkItem, as a BenchmarkItem."""
     if isinstance(item, BenchmarkItem):
         return item
     if isinstance(item, str):
@@ -62,6 +62,7 @@ def as_item(row: int, item: ItemLike) -> BenchmarkItem:
         passage=str(item.get("passage") or ""),
         choices=choices,
         answer=str(item.get("answer") or ""),
+        solution=str(item.get("solution") or ""),
     )
 
 

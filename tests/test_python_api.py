@@ -49,3 +49,10 @@ def test_index_add_checks_the_executor(tmp_path: Path) -> None:
         with pytest.raises(contam.ContamError, match="--executor ray needs a PostgreSQL database"):
             index.add("web", [tmp_path / "c.jsonl"], executor="ray")
         assert index.corpora() == []
+
+
+def test_a_mapping_item_keeps_its_worked_solution() -> None:
+    from contam import as_item
+
+    it = as_item(0, {"question": "What is 2+2?", "answer": "4", "solution": "Two and two make four."})
+    assert it.solution == "Two and two make four." and it.answer == "4"

@@ -38,6 +38,7 @@ from contam.app.core.signatures import rolling_hashes
 COMPETITOR_CANDIDATES = 8
 PRESENCE_MAX_ITEMS = 64  # grams in at most this many items say which item a region holds
 COMPETITORS_ALIGNED = 3  # candidates aligned in full, those holding the largest share of their grams
+SOLUTION_MIN_TOKENS = 9  # a worked solution shorter than this is judged as a short answer is
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
 
 
@@ -75,11 +76,11 @@ class DocMatch:
     # worked out once (ranking and the verdict ask for each several times).
     @cached_property
     def own_total(self) -> int:
-        return int(self.own.sum())
+        return int((self.own if self.counted is None else self.own & self.counted).sum())
 
     @cached_property
     def own_matched(self) -> int:
-        return int(self.own_hit.sum())
+        return int((self.own_hit if self.counted is None else self.own_hit & self.counted).sum())
 
     @cached_property
     def own_coverage(self) -> float:
@@ -213,11 +214,13 @@ def match_document(
     present = member(p.mgrams, region.mgrams)
     matched = held(p, region.ids, region.mgrams, present=present) & al.matched  # in the item's order
     own, own_hit, competitor, competitor_found = _own_text(i, items, stats, shared, region, matched, al, th, present)
+    # a worked solution beside a final answer that this page does not give is left out of the
+    # coverages (pages give the final answer, the solution, or both); its runs still count as own
     solution = p.role == SOLUTION
     counted = None
-    if solution.any() and matched[solution].mean() < 0.5 and not solution.all():
+    final_answer = bool((p.role == ANSWER).any() or len(p.answer_ids))
+    if solution.any() and final_answer and _solution_share(p, own, own_hit) < 0.5:
         counted = ~solution
-        own, own_hit = own & counted, own_hit & counted
     passage = 0.0
     if len(p.passage_grams) and p.passage_tokens:
         grams = np.unique(doc.grams[lo : max(lo, hi - n + 1)])
@@ -233,7 +236,7 @@ def match_document(
         competitor=competitor,
         region=(lo, hi),
         blocks=[(a, lo + b, size) for a, b, size in al.blocks],
-        answer_found=_answer_found(p, al, matched, region.ids),
+        answer_found=_answer_found(p, al, matched, region.ids, _solution_share(p, own, own_hit)),
         passage_coverage=passage,
         near_window=window[0] if window else None,
         shared_run=shared_run,
@@ -360,8 +363,8 @@ def _copy_of(
         # Two items are told apart by the text they do not share: the region is the other's copy
         # if it holds a larger share of the other's distinct MATCH_N-grams than of this item's (a
         # passage, frame or long solution they share, held or not, decides nothing). On a tie
-        # (both all there, or neither), the larger share of each whole item held decides, this
-        # item winning ties.
+        # (both all there, or neither), the larger share of each whole item held decides, the
+        # other item winning ties (it holds at least as large a share of itself).
         mine_g = ~member(p.mgrams, other.umgrams)
         theirs_g = ~member(other.mgrams, p.umgrams)
         if mine_g.any() and theirs_g.any():
@@ -416,7 +419,15 @@ def _competitors(
     return [shared.members[g] for g in dict.fromkeys(candidates)]
 
 
-def _answer_found(p: PreparedItem, al: Alignment, matched: np.ndarray, region: np.ndarray) -> bool:
+def _solution_share(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> float:
+    """Share of the worked solution's own text (what no competitor shares: a templated solution
+    step is not this item's) that the region holds; 0 for an item whose solution is too short to
+    tell (SOLUTION_MIN_TOKENS) or is all shared."""
+    sel = (p.role == SOLUTION) & own
+    return float(own_hit[sel].mean()) if sel.sum() >= SOLUTION_MIN_TOKENS else 0.0
+
+
+def _answer_found(p: PreparedItem, al: Alignment, matched: np.ndarray, region: np.ndarray, solution: float) -> bool:
     """The answer follows the question in the document.
 
     A long free-text answer must be at least half held. A short one (a number, a word, a
@@ -424,8 +435,7 @@ def _answer_found(p: PreparedItem, al: Alignment, matched: np.ndarray, region: n
     choices, if they are listed); a repeated choice must appear twice when the other choices
     are listed too, once as a choice and once as the answer.
     """
-    solution = p.role == SOLUTION  # a worked solution half held gives the answer away too
-    if solution.any() and matched[solution].mean() >= 0.5:
+    if solution >= 0.5:  # half of the worked solution's own text held gives the answer away too
         return True
     answer_sel = p.role == ANSWER
     if len(p.answer_ids) == 0 and not answer_sel.any():

@@ -134,7 +134,9 @@ def verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: bo
         and m.coverage >= th.contaminated_coverage
         and m.matched_bits >= th.min_bits
     ):
-        missing = " (its answer was not found with it)" if p.item.answer and not m.answer_found else ""
+        missing = (
+            " (its answer was not found with it)" if (p.item.answer or p.item.solution) and not m.answer_found else ""
+        )
         return Status.CONTAMINATED, (
             f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens){missing}"
         )
@@ -204,7 +206,7 @@ def assess(
     )
     eligible = stats.eligible
     score.ngram_overlap = float((stats.df[eligible] > 0).mean()) if eligible.any() else 0.0
-    score.answer_found = False if p.item.answer else None
+    score.answer_found = False if p.item.answer or p.item.solution else None
     if best is not None:
         score.status, score.reason = ranked[0][1], ranked[0][2]
         score.best_doc = best.doc
@@ -215,7 +217,7 @@ def assess(
         q_own = best.own_role_coverage(p, QUESTION)
         q_cov = q_own if q_own is not None else best.role_coverage(p, QUESTION)
         score.question_found = q_cov >= th.suspicious_coverage
-        score.answer_found = bool(best.answer_found) if p.item.answer else None
+        score.answer_found = bool(best.answer_found) if p.item.answer or p.item.solution else None
         score.answer_with_question = bool(best.answer_found and score.question_found)
         score.shared_match, score.shared_items = best.shared_run, best.shared_items
         score.passage_found = (

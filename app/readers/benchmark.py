@@ -49,7 +49,6 @@ ANSWER_KEYS = (
     "expected_index",
     "gold",
     "correct_answer",
-    "correct",
     "output",
 )
 # a worked solution or rationale beside a separate final answer: scored as part of the answer

@@ -408,3 +408,50 @@ def test_a_page_with_the_final_answer_but_not_the_solution_is_judged_without_the
     page = f"{FILLER} Q: {item.question} A: 0 is the only possible value. {FILLER}"
     s = scan([item, other], {"page": page})["m1"]
     assert s.status == Status.CONTAMINATED and s.own_coverage > 0.9 and s.coverage > 0.9, s.reason
+
+
+def test_a_siblings_templated_solution_is_not_this_items_answer() -> None:
+    """Two items ask the same question; their worked solutions share a templated sentence and
+    differ in the end. A page with item e0's question, solution and answer gives e1 its question
+    and most of its solution's words, but not the solution's own text: e1's answer is not found
+    and e1 is not contaminated."""
+    q = "Using the rule stated in the passage, how many lanterns does the keeper of Porthkennack light each night?"
+
+    def item(k: int, x: int, why: str) -> BenchmarkItem:
+        sol = f"The keeper lights one lantern for every ship expected in the harbour after dusk, {why}"
+        return BenchmarkItem(f"e{k}", k, question=q, passage=f"passage {k}", answer=str(x), solution=sol)
+
+    a, b = item(0, 4, "and four ships are due"), item(1, 5, "so five")
+    s = scan([a, b], {"page": f"{FILLER} {q} {a.solution} Answer: 4 {FILLER}"})
+    assert s["e0"].status == Status.CONTAMINATED
+    assert not s["e1"].answer_found and s["e1"].status != Status.CONTAMINATED, s["e1"].reason
+
+
+def test_a_quoted_run_of_a_long_solution_is_its_own_text_not_a_shared_passage() -> None:
+    sol = " ".join(f"step{k} word{k} claim{k} lemma{k} follows{k}" for k in range(20))
+    item = BenchmarkItem(
+        "m1",
+        0,
+        question="Let Q(n) be the digit sum of n. If Q(n)=Q(2n), what are the possible values of n mod 9?",
+        answer="0 is the only possible value",
+        solution=sol,
+    )
+    other = BenchmarkItem("m2", 1, question="How many primes below one hundred end in seven?", answer="6")
+    s = scan([item, other], {"notes": f"{FILLER} {' '.join(sol.split()[:25])} {FILLER}"})["m1"]
+    assert "other item" not in s.reason and not s.passage_found and s.longest_match >= 25, s.reason
+
+
+def test_a_worked_solution_without_a_final_answer_is_the_answer() -> None:
+    """The same item with its solution as `answer` or as `solution` (no final answer) gets the
+    same verdict on a page holding only its question: the question without its answer."""
+    q = "Let Q(n) be the digit sum of n. If Q(n)=Q(2n), what are the possible values of n mod 9?"
+    sol = (
+        "First we show that if Q(m)=Q(n) then m-n mod 9=0, because a number and its digit sum agree mod 9. "
+        "Since Q(2n)=Q(n), 2n-n mod 9=0, so n mod 9=0."
+    )
+    other = BenchmarkItem("m2", 1, question="How many primes below one hundred end in seven?", answer="6")
+    page = {"page": f"{FILLER} {q} {FILLER}"}
+    as_answer = scan([BenchmarkItem("m1", 0, question=q, answer=sol), other], page)["m1"]
+    as_solution = scan([BenchmarkItem("m1", 0, question=q, solution=sol), other], page)["m1"]
+    assert as_answer.status == Status.SUSPICIOUS
+    assert as_solution.status == as_answer.status and as_solution.answer_found is False, as_solution.reason

@@ -110,7 +110,7 @@ SHAPES = [
     (
         "aqua",
         {"question": "How far?", "options": ["A)4", "B)5"], "rationale": "It is 5 km.", "correct": "B"},
-        {"question": "How far?", "choices": ("A)4", "B)5"), "answer": "B)5", "solution": "It is 5 km."},
+        {"question": "How far?", "choices": ("A)4", "B)5"), "solution": "It is 5 km."},
     ),
 ]
 
