@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,8 +71,9 @@ class CheckService:
         no more), so memory holds the results' figures, never the benchmark's text."""
         used: dict[str, Any] = {}
 
-        def items() -> Iterator[BenchmarkItem]:
-            return iter_benchmark(data, filename, mapping, self.limits, used, keep_raw=False)
+        # the reader's arguments, not a closure: pass 1 can then run in a process of its own
+        # (which fills a copy of `used`; pass 2, read here, fills this one)
+        items = functools.partial(iter_benchmark, data, filename, mapping, self.limits, used, keep_raw=False)
 
         names = select_corpora(self.engine, list(corpora or []))
         scanner = Scanner(self.engine, names, thresholds, workers=self.workers)

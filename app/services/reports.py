@@ -21,7 +21,7 @@ from sqlalchemy.exc import OperationalError
 
 from contam.app import __version__
 from contam.app.core.config import Thresholds
-from contam.app.core.types import BenchmarkItem, Status
+from contam.app.core.types import Status
 from contam.app.errors import ContamError, InputError, NotFoundError, UnavailableError
 from contam.app.limits import Limits, exceeded
 from contam.app.readers.benchmark import iter_benchmark
@@ -256,8 +256,8 @@ class ReportService:
         th = Thresholds(**rep["thresholds"])
         scanner = Scanner(self.engine, rep["corpora"], th, workers=self.scan_workers)
 
-        def items() -> Iterator[BenchmarkItem]:
-            return iter_benchmark(path, rep["filename"], rep["mapping"], self.limits, keep_raw=False)
+        # the reader's arguments, not a closure: pass 1 can then run in a process of its own
+        items = functools.partial(iter_benchmark, path, rep["filename"], rep["mapping"], self.limits, keep_raw=False)
 
         summary, done = Summary(), 0
         for part in scanner.scan_stream(items):
