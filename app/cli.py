@@ -303,16 +303,20 @@ def _gate(fail_above: float | None) -> None:
 
 
 @contextlib.contextmanager
-def scan_progress(mode: str) -> Iterator[Callable[[int, int], None] | None]:
-    """The scan's progress on stderr: a bar (on a terminal, by default), log lines, or nothing."""
+def scan_progress(mode: str) -> Iterator[tuple[Callable[[int, int], None] | None, Callable[[int], None] | None]]:
+    """The scan's progress on stderr, (scored, read): a bar (on a terminal, by default), log
+    lines, or nothing; `read` moves it while the first pass reads the items, before scoring."""
     if mode not in ("auto", "bar", "log", "none"):
         raise InputError(f"--progress is auto, bar, log or none, not {mode!r}")
     if mode == "auto":
         mode = "bar" if sys.stderr.isatty() else "none"
     if mode == "none":
-        yield None
+        yield None, None
     elif mode == "log":
-        yield lambda done, total: typer.echo(f"scanned {done}/{total} items", err=True)
+        yield (
+            lambda done, total: typer.echo(f"scanned {done}/{total} items", err=True),
+            lambda read: typer.echo(f"read {read} items", err=True),
+        )
     else:
         from rich.console import Console
         from rich.progress import Progress
@@ -320,8 +324,11 @@ def scan_progress(mode: str) -> Iterator[Callable[[int, int], None] | None]:
         # drawn on each update, not by a refresh thread: a process without threads may fork its
         # scan workers (a process with threads starts them from a fork server, more slowly)
         with Progress(console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
-            task = bar.add_task("scanning", total=None)
-            yield lambda done, total: bar.update(task, completed=done, total=total, refresh=True)
+            task = bar.add_task("reading", total=None)
+            yield (
+                lambda done, total: bar.update(task, description="scanning", completed=done, total=total, refresh=True),
+                lambda read: bar.update(task, description=f"reading ({read} items)", refresh=True),
+            )
 
 
 @app.command("scan")
@@ -354,9 +361,9 @@ def scan(
     _gate(fail_above)
     th = _thresholds(thresholds)
     mapping = _mapping(fields)
-    with scan_progress(progress) as report:
+    with scan_progress(progress) as (report, read):
         checked = CheckService(open_database(database_url(db)), workers=workers).path(
-            file, mapping, corpus, th, report, keep_text=False
+            file, mapping, corpus, th, report, keep_text=False, reading=read
         )
     used = ", ".join(f"{role}={f}" for role, f in checked.mapping.items())
     typer.echo(f"fields: {used}; corpora: {', '.join(checked.corpora)}", err=True)

@@ -63,9 +63,15 @@ def _finish(conn: Connection, report_id: str, done: int, summary: dict[str, Any]
         raise JobCancelled(report_id)
 
 
+def _read(conn: Connection, report_id: str, read: int) -> None:
+    """Items the job's first pass has read; a report deleted meanwhile stops the job there."""
+    if not rrepo.set_read(conn, report_id, read):
+        raise JobCancelled(report_id)
+
+
 def _start(conn: Connection, report_id: str) -> None:
     """Running, and no items yet (an interrupted run may have written some)."""
-    rrepo.set_status(conn, report_id, "running", error=None, done_items=0)
+    rrepo.set_status(conn, report_id, "running", error=None, done_items=0, read_items=0)
     rrepo.delete_items(conn, report_id)
 
 
@@ -260,7 +266,11 @@ class ReportService:
         items = functools.partial(iter_benchmark, path, rep["filename"], rep["mapping"], self.limits, keep_raw=False)
 
         summary, done = Summary(), 0
-        for part in scanner.scan_stream(items):
+
+        def reading(read: int) -> None:
+            self._write("recording progress", functools.partial(_read, report_id=report_id, read=read))
+
+        for part in scanner.scan_stream(items, reading=reading):
             rows = [item_row(r, th) for r in part]
             summary.add(part)
             done += len(part)

@@ -221,6 +221,8 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
     assert "fields: question=question, id=id; corpora: web" in loose.stderr
     logged = scan("--progress", "log")
     assert "scanned 0/2 items" in logged.stderr and "scanned 2/2 items" in logged.stderr
+    # the first pass's reading shows before scoring starts
+    assert logged.stderr.index("read 2 items") < logged.stderr.index("scanned 0/2 items")
     assert scan("--progress", "bar").exit_code == 0 and scan("--progress", "dots").exit_code == 2
     assert json.loads(strict.stdout)["thresholds"]["passage_tokens"] == 500
 

@@ -237,3 +237,54 @@ def test_the_first_pass_runs_in_a_process_that_gives_its_memory_back(tmp_path: P
     assert measured["first"] == 10
     assert measured["read"] == sorted(measured["read"]) and measured["read"][-1] == 4000, measured["read"]
     assert measured["grown_mb"] < 30, measured
+
+
+def test_a_report_shows_items_read_before_any_is_scored(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first progress a 200 MB upload showed came after pass 1 had read every item (2 to 9
+    minutes): the job now records the items read as pass 1 goes (phase 'reading'), and the
+    report, its API record and its page show them; then the items scored (phase 'scoring')."""
+    from fastapi.testclient import TestClient
+
+    from contam.app.api.main import create_app
+    from contam.app.settings import Settings
+    from contam.app.store import reports as rrepo
+
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    monkeypatch.setattr(scanning, "READ_POLL", 0.001)
+    monkeypatch.setattr(scanning, "READ_EVERY", 10)
+    steps: list[tuple[str, int, str]] = []
+    real_read, real_done = rrepo.set_read, rrepo.set_progress
+    svc = ReportService(engine, 1 << 24)
+
+    def read(conn, report_id, n):  # type: ignore[no-untyped-def]
+        ok = real_read(conn, report_id, n)
+        steps.append(("read", n, rrepo.get(conn, report_id)["phase"]))
+        return ok
+
+    def done(conn, report_id, n):  # type: ignore[no-untyped-def]
+        steps.append(("done", n, ""))
+        return real_done(conn, report_id, n)
+
+    monkeypatch.setattr(rrepo, "set_read", read)
+    monkeypatch.setattr(rrepo, "set_progress", done)
+    rng = random.Random(3)
+    data = "".join(
+        json.dumps({"id": f"q{i}", "question": " ".join(rng.choices(VOCAB, k=60))}) + "\n" for i in range(3000)
+    )
+    rid = svc.submit(data.encode(), "b.jsonl", background=False)
+    reads = [n for kind, n, _ in steps if kind == "read"]
+    first_done = next(k for k, (kind, _n, _p) in enumerate(steps) if kind == "done")
+    assert all(kind == "read" for kind, _n, _p in steps[:first_done])  # every read before any score
+    assert reads == sorted(reads) and reads[-1] == 3000
+    assert any(0 < n < 3000 for n in reads), reads  # from the first items, not only at the end
+    assert [p for kind, n, p in steps if kind == "read" and n < 3000] == ["reading"] * (len(reads) - 1)
+    assert svc.get(rid)["read_items"] == 3000 and svc.get(rid)["phase"] == "done"
+    # a job half-way through reading, as the API and the dashboard show it
+    with TestClient(create_app(Settings(database_url=engine.url.render_as_string(hide_password=False)))) as c:
+        with engine.begin() as conn:  # once the app has started (it would resume a running job)
+            rrepo.set_status(conn, rid, "running", done_items=0, read_items=1200)
+        rec = c.get(f"/api/v1/reports/{rid}").json()
+        assert (rec["phase"], rec["read_items"], rec["done_items"]) == ("reading", 1200, 0)
+        assert "reading items</strong> (first pass, before scoring), 1200 of 3000 read" in c.get(f"/reports/{rid}").text
