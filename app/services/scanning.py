@@ -41,7 +41,10 @@ EXCERPT_PAD = 200  # characters of context either side of a matched region
 MIN_GRAMS = 2  # rare n-grams a document must share with an item to be aligned with it
 CANDIDATES = 4  # documents aligned per item from the exact channel (most shared n-grams, rarest first)
 NEAR_CANDIDATES = 2  # and from the near-duplicate channel (most band keys in common)
-DOC_CACHE = 4096  # tokenised documents kept between items
+# tokenised documents kept between items, by the bytes they take (about 60 per token: text, spans,
+# ids and gram tables): a count of documents bounded nothing, 4,096 web pages of 5,000 tokens
+# being over a GB in every scan worker
+DOC_CACHE_BYTES = 48 << 20
 CHUNK = 500  # items scored together: their documents are loaded in one go
 WORKER_NICENESS = 5  # scan worker processes yield the CPU to the serving process
 
@@ -114,6 +117,12 @@ class _Doc:
     ends: np.ndarray
     tokens: DocTokens
 
+    @property
+    def nbytes(self) -> int:
+        t = self.tokens
+        arrays = (self.starts, self.ends, t.ids, t.grams, t.mgrams, t.order, t.ranked)
+        return len(self.text) + sum(a.nbytes for a in arrays)
+
 
 class Scanner:
     """Scores items against one or more corpora indexed with one set of signature settings."""
@@ -169,6 +178,7 @@ class Scanner:
         # no corpus filter (and no join) when every corpus is selected
         self.corpus_ids: list[int] | None = None if len(rows) == len(all_rows) else [int(r["id"]) for r in rows]
         self._docs: OrderedDict[int, _Doc] = OrderedDict()
+        self._cached = 0  # bytes the cached documents take
         self._dctx = zstandard.ZstdDecompressor()
 
     # ------------------------------------------------------------ documents
@@ -194,7 +204,7 @@ class Scanner:
     def __getstate__(self) -> dict[str, Any]:
         """For a worker process that was not forked: no engine (it opens its own from the URL),
         no document cache, no decompressor."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("engine", "_docs", "_dctx")}
+        state = {k: v for k, v in self.__dict__.items() if k not in ("engine", "_docs", "_cached", "_dctx")}
         state["engine_url"] = self.engine.url.render_as_string(hide_password=False)
         return state
 
@@ -203,14 +213,17 @@ class Scanner:
         self.__dict__.update(state)
         self.engine = make_engine(url)
         self._docs = OrderedDict()
+        self._cached = 0
         self._dctx = zstandard.ZstdDecompressor()
 
     def _keep(self, docs: dict[int, _Doc]) -> None:
         for doc_id, doc in docs.items():
+            if doc_id not in self._docs:
+                self._cached += doc.nbytes
             self._docs[doc_id] = doc
             self._docs.move_to_end(doc_id)
-        while len(self._docs) > DOC_CACHE:
-            self._docs.popitem(last=False)
+        while self._cached > DOC_CACHE_BYTES and len(self._docs) > 1:
+            self._cached -= self._docs.popitem(last=False)[1].nbytes
 
     def _load(self, conn: Any, doc_ids: set[int]) -> dict[int, _Doc]:
         """The documents that exist, read and tokenised unless cached. The caller holds them

@@ -288,3 +288,20 @@ def test_a_report_shows_items_read_before_any_is_scored(
         rec = c.get(f"/api/v1/reports/{rid}").json()
         assert (rec["phase"], rec["read_items"], rec["done_items"]) == ("reading", 1200, 0)
         assert "reading items</strong> (first pass, before scoring), 1200 of 3000 read" in c.get(f"/reports/{rid}").text
+
+
+def test_the_document_cache_is_bounded_by_bytes(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache of tokenised documents was bounded by a count (4,096 documents whatever their
+    length: a GB of long web pages in every scan worker); it now holds DOC_CACHE_BYTES, and
+    what it evicts is read again, to the same results."""
+    docs = make_docs(40, 400, 5, "d")  # ~400 tokens each, ~25 kB tokenised
+    index_corpus(engine, docs, "web")
+    items = [BenchmarkItem(f"i{k}", k, question=" ".join(d["text"].split()[20:60])) for k, d in enumerate(docs)]
+    whole = [r.as_dict() for r in Scanner(engine).scan(items)]
+    monkeypatch.setattr(scanning, "DOC_CACHE_BYTES", 100_000)
+    small = Scanner(engine)
+    assert [r.as_dict() for r in small.scan(items)] == whole
+    assert 0 < small._cached <= 100_000 and 1 < len(small._docs) < 40
+    assert small._cached == sum(d.nbytes for d in small._docs.values())
