@@ -162,7 +162,7 @@ def corpora(
         c = r["config"]
         typer.echo(
             f"{r['name']}: {r['files']} files ({r['failed_files']} failed), {r['documents']} documents, "
-            f"{r['tokens']} tokens, {r['bytes'] / 1e6:.1f} MB; fingerprint {r['fingerprint']} "
+            f"{r['tokens']} tokens, {r['bytes'] / 1e6:.1f} MB of files on disk; fingerprint {r['fingerprint']} "
             f"(n={c['ngram_n']}, sample={c['sample_mod']}, window={c['window']}/{c['stride']}, "
             f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']})"
         )
@@ -172,11 +172,32 @@ def corpora(
 def corpora_show(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="the corpus")],
-    _json: Annotated[bool, typer.Option("--json", help="print JSON (the only format)")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     db: DbOpt = None,
 ) -> None:
     """One corpus's health: documents, skipped records, failed files and why, settings."""
-    typer.echo(json.dumps(_corpora(ctx, db).health(name), indent=2, default=str))
+    health = _corpora(ctx, db).health(name)
+    typer.echo(json.dumps(health, indent=2, default=str) if as_json else health_text(health))
+
+
+def health_text(h: dict[str, Any]) -> str:
+    """A corpus's health as lines for a person (`--json` gives every field)."""
+    c, spread = h["config"], h["tokens_per_document"]
+    lines = [
+        f"corpus {h['name']} (fingerprint {h['fingerprint']})",
+        f"  files:      {h['files']} indexed ({h['bytes'] / 1e6:.1f} MB of files on disk), "
+        f"{len(h['failed_files'])} failed",
+        f"  documents:  {h['documents']:,} ({h['duplicate_documents']:,} exact duplicates, "
+        f"{h['short_documents']:,} under 8 tokens)",
+        f"  tokens:     {h['tokens']:,}"
+        + ("; per document " + ", ".join(f"{k} {v:,}" for k, v in spread.items()) if spread else ""),
+        f"  postings:   {h['ngrams']:,} n-grams, {h['windows']:,} windows, in {h['segments']} segments",
+        "  skipped:    " + (", ".join(f"{k}={v:,}" for k, v in h["skipped"].items()) or "nothing"),
+        f"  settings:   n={c['ngram_n']}, sample={c['sample_mod']}, window={c['window']}/{c['stride']}, "
+        f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']}",
+    ]
+    lines += [f"  failed:     {f['error']}" for f in h["failed_files"]]
+    return "\n".join(lines)
 
 
 @corpora_app.command("delete")
