@@ -143,9 +143,11 @@ def upload(url: str, bench: Path, scan_workers: int, n: int) -> None:
             raise SystemExit(f"upload refused: {r.status_code} {r.text}")
         rid = r.json()["id"]
         t_upload = time.monotonic() - t0
-        first = None
+        first = first_read = None
         while True:
             rep = httpx.get(f"{base}/api/v1/reports/{rid}", timeout=60).json()
+            if first_read is None and rep.get("read_items", 0) > 0:
+                first_read = time.monotonic() - t0
             if first is None and rep["done_items"] > 0:
                 first = time.monotonic() - t0
             if rep["status"] in ("done", "failed"):
@@ -159,7 +161,8 @@ def upload(url: str, bench: Path, scan_workers: int, n: int) -> None:
             f"{rep['status']} {rep['error'] or ''}; peak RSS {sampler.peak / 2**20:,.0f} MiB, peak PSS "
             f"{sampler.peak_pss / 2**20:,.0f} MiB (server and workers, summed; RSS at the peak, server first: "
             f"{sampler.shares()} MiB); "
-            f"upload answered in {t_upload:.1f} s; first progress after "
+            f"upload answered in {t_upload:.1f} s; first items read shown after "
+            f"{first_read if first_read is not None else float('nan'):.1f} s, first scored after "
             f"{first if first is not None else float('nan'):.1f} s; done after {total:.1f} s; "
             f"counts {(rep['summary'] or {}).get('counts')}",
             flush=True,
