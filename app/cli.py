@@ -162,7 +162,7 @@ def corpora(
         c = r["config"]
         typer.echo(
             f"{r['name']}: {r['files']} files ({r['failed_files']} failed), {r['documents']} documents, "
-            f"{r['tokens']} tokens, {r['bytes'] / 1e6:.1f} MB; fingerprint {r['fingerprint']} "
+            f"{r['tokens']} tokens, {r['bytes'] / 1e6:.1f} MB of files on disk; fingerprint {r['fingerprint']} "
             f"(n={c['ngram_n']}, sample={c['sample_mod']}, window={c['window']}/{c['stride']}, "
             f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']})"
         )
@@ -172,11 +172,32 @@ def corpora(
 def corpora_show(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="the corpus")],
-    _json: Annotated[bool, typer.Option("--json", help="print JSON (the only format)")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     db: DbOpt = None,
 ) -> None:
     """One corpus's health: documents, skipped records, failed files and why, settings."""
-    typer.echo(json.dumps(_corpora(ctx, db).health(name), indent=2, default=str))
+    health = _corpora(ctx, db).health(name)
+    typer.echo(json.dumps(health, indent=2, default=str) if as_json else health_text(health))
+
+
+def health_text(h: dict[str, Any]) -> str:
+    """A corpus's health as lines for a person (`--json` gives every field)."""
+    c, spread = h["config"], h["tokens_per_document"]
+    lines = [
+        f"corpus {h['name']} (fingerprint {h['fingerprint']})",
+        f"  files:      {h['files']} indexed ({h['bytes'] / 1e6:.1f} MB of files on disk), "
+        f"{len(h['failed_files'])} failed",
+        f"  documents:  {h['documents']:,} ({h['duplicate_documents']:,} exact duplicates, "
+        f"{h['short_documents']:,} under 8 tokens)",
+        f"  tokens:     {h['tokens']:,}"
+        + ("; per document " + ", ".join(f"{k} {v:,}" for k, v in spread.items()) if spread else ""),
+        f"  postings:   {h['ngrams']:,} n-grams, {h['windows']:,} windows, in {h['segments']} segments",
+        "  skipped:    " + (", ".join(f"{k}={v:,}" for k, v in h["skipped"].items()) or "nothing"),
+        f"  settings:   n={c['ngram_n']}, sample={c['sample_mod']}, window={c['window']}/{c['stride']}, "
+        f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']}",
+    ]
+    lines += [f"  failed:     {f['error']}" for f in h["failed_files"]]
+    return "\n".join(lines)
 
 
 @corpora_app.command("delete")
@@ -303,16 +324,20 @@ def _gate(fail_above: float | None) -> None:
 
 
 @contextlib.contextmanager
-def scan_progress(mode: str) -> Iterator[Callable[[int, int], None] | None]:
-    """The scan's progress on stderr: a bar (on a terminal, by default), log lines, or nothing."""
+def scan_progress(mode: str) -> Iterator[tuple[Callable[[int, int], None] | None, Callable[[int], None] | None]]:
+    """The scan's progress on stderr, (scored, read): a bar (on a terminal, by default), log
+    lines, or nothing; `read` moves it while the first pass reads the items, before scoring."""
     if mode not in ("auto", "bar", "log", "none"):
         raise InputError(f"--progress is auto, bar, log or none, not {mode!r}")
     if mode == "auto":
         mode = "bar" if sys.stderr.isatty() else "none"
     if mode == "none":
-        yield None
+        yield None, None
     elif mode == "log":
-        yield lambda done, total: typer.echo(f"scanned {done}/{total} items", err=True)
+        yield (
+            lambda done, total: typer.echo(f"scanned {done}/{total} items", err=True),
+            lambda read: typer.echo(f"read {read} items", err=True),
+        )
     else:
         from rich.console import Console
         from rich.progress import Progress
@@ -320,8 +345,11 @@ def scan_progress(mode: str) -> Iterator[Callable[[int, int], None] | None]:
         # drawn on each update, not by a refresh thread: a process without threads may fork its
         # scan workers (a process with threads starts them from a fork server, more slowly)
         with Progress(console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
-            task = bar.add_task("scanning", total=None)
-            yield lambda done, total: bar.update(task, completed=done, total=total, refresh=True)
+            task = bar.add_task("reading", total=None)
+            yield (
+                lambda done, total: bar.update(task, description="scanning", completed=done, total=total, refresh=True),
+                lambda read: bar.update(task, description=f"reading ({read} items)", refresh=True),
+            )
 
 
 @app.command("scan")
@@ -360,9 +388,9 @@ def scan(
     _gate(fail_above)
     th = _thresholds(thresholds)
     mapping = _mapping(fields)
-    with scan_progress(progress) as report:
+    with scan_progress(progress) as (report, read):
         checked = CheckService(open_database(database_url(db)), workers=workers).path(
-            file, mapping, corpus, th, report, keep_text=False
+            file, mapping, corpus, th, report, keep_text=False, reading=read
         )
     used = ", ".join(f"{role}={f}" for role, f in checked.mapping.items())
     typer.echo(f"fields: {used}; corpora: {', '.join(checked.corpora)}", err=True)

@@ -11,6 +11,10 @@ class ContamError(Exception):
         self.message = message
         self.detail = detail
 
+    def __reduce__(self) -> tuple[type[ContamError], tuple[str, object | None]]:
+        """Pickled whole (a reader's error raised in a scan's pass-1 process reaches the scan)."""
+        return type(self), (self.message, self.detail)
+
 
 class ConfigError(ContamError):
     """Settings that cannot work (bad numbers, unknown options)."""

@@ -64,19 +64,24 @@ def build(tmp: Path, mb: float) -> tuple[Path, Path, int]:
     return corpus, bench, n
 
 
-def tree_memory(pid: int) -> tuple[int, int]:
-    """(RSS, PSS) in bytes of a process and all its descendants, summed. RSS counts a page
-    shared by several of them (the scan tables workers map from one file, a forked child's
-    inherited pages) once per process; PSS divides it between them."""
+def tree_memory(pid: int, parts: list[int] | None = None) -> tuple[int, int]:
+    """(RSS, PSS) in bytes of a process and all its descendants, summed (each one's RSS appended
+    to `parts`, the process first). RSS counts a page shared by several of them (the scan
+    tables workers map from one file, a forked child's inherited pages) once per process; PSS
+    divides it between them."""
     rss, pss, todo = 0, 0, [pid]
     while todo:
         p = todo.pop()
         try:
             with open(f"/proc/{p}/smaps_rollup") as f:
+                if parts is not None:
+                    parts.append(0)
                 for line in f:
                     if line.startswith(("Rss:", "Pss:")):
                         kb = int(line.split()[1]) * 1024
                         rss, pss = (rss + kb, pss) if line.startswith("Rss:") else (rss, pss + kb)
+                        if parts is not None and line.startswith("Rss:"):
+                            parts[-1] = kb
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as f:
                     todo += [int(c) for c in f.read().split()]
@@ -89,12 +94,19 @@ class Sampler(threading.Thread):
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
         self.pid, self.peak, self.peak_pss, self.stop = pid, 0, 0, threading.Event()
+        self.parts: list[int] = []  # each process's RSS at the peak of the sum
 
     def run(self) -> None:
         while not self.stop.is_set():
-            rss, pss = tree_memory(self.pid)
-            self.peak, self.peak_pss = max(self.peak, rss), max(self.peak_pss, pss)
+            parts: list[int] = []
+            rss, pss = tree_memory(self.pid, parts)
+            if rss > self.peak:
+                self.peak, self.parts = rss, [p for p in parts if p > 32 << 20]  # not the fork server
+            self.peak_pss = max(self.peak_pss, pss)
             time.sleep(0.1)
+
+    def shares(self) -> str:
+        return " + ".join(f"{p / 2**20:,.0f}" for p in self.parts)
 
 
 def free_port() -> int:
@@ -131,9 +143,11 @@ def upload(url: str, bench: Path, scan_workers: int, n: int) -> None:
             raise SystemExit(f"upload refused: {r.status_code} {r.text}")
         rid = r.json()["id"]
         t_upload = time.monotonic() - t0
-        first = None
+        first = first_read = None
         while True:
             rep = httpx.get(f"{base}/api/v1/reports/{rid}", timeout=60).json()
+            if first_read is None and rep.get("read_items", 0) > 0:
+                first_read = time.monotonic() - t0
             if first is None and rep["done_items"] > 0:
                 first = time.monotonic() - t0
             if rep["status"] in ("done", "failed"):
@@ -145,8 +159,10 @@ def upload(url: str, bench: Path, scan_workers: int, n: int) -> None:
         print(
             f"server: {bench.stat().st_size / 1e6:.0f} MB, {n:,} items, {scan_workers} scan workers: "
             f"{rep['status']} {rep['error'] or ''}; peak RSS {sampler.peak / 2**20:,.0f} MiB, peak PSS "
-            f"{sampler.peak_pss / 2**20:,.0f} MiB (server and workers, summed); "
-            f"upload answered in {t_upload:.1f} s; first progress after "
+            f"{sampler.peak_pss / 2**20:,.0f} MiB (server and workers, summed; RSS at the peak, server first: "
+            f"{sampler.shares()} MiB); "
+            f"upload answered in {t_upload:.1f} s; first items read shown after "
+            f"{first_read if first_read is not None else float('nan'):.1f} s, first scored after "
             f"{first if first is not None else float('nan'):.1f} s; done after {total:.1f} s; "
             f"counts {(rep['summary'] or {}).get('counts')}",
             flush=True,

@@ -14,6 +14,13 @@ from rich.progress import Progress as RichProgress
 from contam.indexer.summary import FileReport
 
 
+def failure(report: FileReport) -> str:
+    """A failed file's error without the path its progress line already starts with (the
+    error names the path for the run's final listing of failed files)."""
+    error = report.error or "failed"
+    return error.removeprefix(f"{report.path}: ")
+
+
 class Progress(Protocol):
     """What the job tells about its run. A file is reported finished when its transaction
     commits (files are committed in groups), or when it is found unchanged or has failed."""
@@ -57,7 +64,7 @@ class LogProgress(NoProgress):
         if report.status == "unchanged":
             msg = "already indexed, skipped"
         elif report.status == "failed":
-            msg = f"FAILED: {report.error}"
+            msg = f"FAILED: {failure(report)}"
         else:
             rate = report.text_bytes / 1e6 / report.seconds if report.seconds else 0.0
             msg = f"{report.documents} documents, {report.tokens} tokens, {rate:.1f} MB/s"
@@ -109,7 +116,7 @@ class BarProgress(NoProgress):
     def file_finished(self, report: FileReport) -> None:
         self.files += 1
         if report.status == "failed":
-            self.bar.console.print(f"[red]failed[/red] {report.path}: {report.error}")
+            self.bar.console.print(f"[red]failed[/red] {report.path}: {failure(report)}")
         self.finished_mb += report.bytes / 1e6
         self.started_mb = max(self.started_mb, self.finished_mb)  # unchanged files never start
         self.finished_text += report.text_bytes

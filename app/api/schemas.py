@@ -129,8 +129,10 @@ class ReportRead(BaseModel):
     file_hash: str
     status: str = Field(description="queued | running | done | failed")
     error: str | None
+    phase: str = Field(description="queued | reading (the first pass reads every item) | scoring | done | failed")
     total_items: int
-    done_items: int
+    read_items: int = Field(description="items the job's first pass has read (phase reading)")
+    done_items: int = Field(description="items scored (phase scoring)")
     corpora: list[str]
     mapping: dict[str, Any]
     thresholds: dict[str, Any]

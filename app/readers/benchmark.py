@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, cast
 
+import ijson
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -236,6 +237,24 @@ def _csv(stream: BinaryIO, filename: str, delimiter: str, max_field: int) -> Ite
 PARQUET_BATCH = 1000  # rows converted to Python at a time
 
 
+def _json_array(stream: io.BufferedReader, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The items of a JSON array, parsed one at a time (ijson): memory holds an item, not the
+    file; a file whose top level is an object (one array of items under a key) is parsed whole."""
+    head = stream.peek(1 << 12).lstrip()
+    if not head.startswith(b"["):
+        yield from _json(stream.read(), filename)
+        return
+    row = 0
+    try:
+        for rec in ijson.items(stream, "item", use_float=True):
+            row += 1
+            if not isinstance(rec, dict):
+                raise InputError(f"{filename}: item {row} is not a JSON object")
+            yield row, rec
+    except ijson.JSONError as exc:
+        raise InputError(f"{filename}: not valid JSON after item {row} ({exc})") from exc
+
+
 def _parquet(source: Source, filename: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows of a Parquet file, a batch of rows at a time; its own (uncompressed) size is checked
     before the rows are read."""
@@ -274,11 +293,15 @@ def _stream_records(
     stream: io.BufferedReader, fmt: str, filename: str, limits: Limits
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Records of a (decompressed) stream in format `fmt`."""
-    if fmt in ("json", "parquet"):
+    if fmt == "parquet":  # compressed or uploaded: Parquet needs to seek, so it is read whole
         whole = stream.read()
         if not whole.strip():
             raise InputError(f"{filename}: the file is empty")
-        records = _json(whole, filename) if fmt == "json" else _parquet(whole, filename, limits)
+        records = _parquet(whole, filename, limits)
+    elif fmt == "json":
+        if not stream.peek(1 << 12).strip():
+            raise InputError(f"{filename}: the file is empty")
+        records = _json_array(stream, filename)
     elif not stream.peek(1):
         raise InputError(f"{filename}: the file is empty")
     elif fmt == "jsonl":
@@ -551,6 +574,9 @@ def benchmark_records(
     .json file, a CSV without a header (MMLU's); CSV list columns parsed. Read as a stream: only
     the first lines are looked at to tell the layout."""
     fmt, comp = benchmark_format(filename)
+    if isinstance(data, Path) and data.is_dir():
+        yield from read_folder_records(data, limits)
+        return
     if fmt == "arrow":
         yield from read_arrow_records(data, filename, limits)
         return
@@ -558,9 +584,12 @@ def benchmark_records(
         yield from read_records(data, filename, limits)
         return
     stream = open_content(data, filename, limits.decompressed_bytes)
+    stem = filename.rsplit(".", 1)[0] if comp else filename  # the name of the decompressed content
+    if fmt == "json" and stream.peek(1 << 12).lstrip()[:1] == b"[":  # an array (often one line: the whole file)
+        yield from _stream_records(stream, "json", stem, limits)
+        return
     head = stream.readline() + stream.readline()  # two whole lines, and at least 64 KiB if there is that much
     head += stream.read(max(0, (1 << 16) - len(head)))
-    stem = filename.rsplit(".", 1)[0] if comp else filename  # the name of the decompressed content
     if fmt == "json" and is_json_lines(head):
         name = stem.removesuffix(".json").removesuffix(".JSON") + ".jsonl"
         yield from _stream_records(_then(head, stream), "jsonl", name, limits)
@@ -637,10 +666,58 @@ def read_path(path: Path) -> tuple[bytes, str]:
 
 
 def benchmark_source(path: Path) -> tuple[Source, str]:
-    """read_path, but a file stays on disk, to be read as a stream."""
+    """read_path, but a file or folder stays on disk, to be read as a stream (a folder's files
+    one after the other, each a record batch at a time: read_folder_records). A folder's
+    layout is checked now."""
     if not path.exists():
         raise InputError(f"no such file: {path}")
-    return (path, path.name) if not path.is_dir() else _folder(path)
+    if not path.is_dir():
+        return path, path.name
+    _folder_files(path)
+    return path, f"{path.name}.arrow"
+
+
+def read_folder_records(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a save_to_disk folder's Arrow files or of a split's Parquet shards, in order,
+    numbered across the files; a file at a time, a record batch at a time (they were joined
+    into one table in memory before)."""
+    kind, files = _folder_files(path)
+    if kind == "parquet":  # the limits for all shards together, before any row is read
+        try:
+            metas = [pq.ParquetFile(f).metadata for f in files]
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"{path}: a Parquet shard cannot be read ({exc})") from exc
+        rows = sum(m.num_rows for m in metas)
+        size = sum(m.row_group(g).total_byte_size for m in metas for g in range(m.num_row_groups))
+        if size > limits.decompressed_bytes:
+            raise exceeded("decompressed_bytes", limits.decompressed_bytes, f"{path}: the uncompressed shards")
+        if rows > limits.items:
+            raise exceeded("items", limits.items, f"{path}: {rows:,} rows")
+    row = 0
+    for f in files:
+        name = str(f.relative_to(path.parent))
+        records = read_arrow_records(f, name, limits) if kind == "arrow" else _parquet(f, name, limits)
+        for _r, rec in records:
+            row += 1
+            if row > limits.items:
+                raise exceeded("items", limits.items, f"{path}: more than {limits.items:,} rows")
+            yield row, rec
+
+
+def _folder_files(path: Path) -> tuple[str, list[Path]]:
+    """("arrow", a save_to_disk folder's Arrow files) or ("parquet", one split's shards)."""
+    if (path / "dataset_dict.json").exists():
+        splits = sorted(p.name for p in path.iterdir() if (p / "state.json").exists())
+        raise InputError(
+            f"{path} holds several splits ({', '.join(splits)}): give one, e.g. {path / (splits or ['test'])[0]}"
+        )
+    if (path / "state.json").exists():
+        state = orjson.loads((path / "state.json").read_bytes())
+        files = [path / f["filename"] for f in state.get("_data_files", [])]
+        if not files or not all(f.is_file() for f in files):
+            raise InputError(f"{path}: a save_to_disk folder whose Arrow files cannot be read")
+        return "arrow", files
+    return "parquet", _parquet_shards(path)
 
 
 def _folder(path: Path) -> tuple[bytes, str]:
@@ -671,6 +748,16 @@ def _as_arrow(tables: list[pa.Table]) -> bytes:
 def _parquet_folder(path: Path) -> tuple[bytes, str]:
     """The Parquet shards of one split under a folder, as the Hugging Face Hub lays them out
     (data/test-00000-of-00002.parquet, ...; or config/test/0000.parquet), joined."""
+    shards = _parquet_shards(path)
+    try:
+        tables = [pq.read_table(s) for s in shards]
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{path}: a Parquet shard cannot be read ({exc})") from exc
+    return _as_arrow(tables), f"{path.name}.arrow"
+
+
+def _parquet_shards(path: Path) -> list[Path]:
+    """The Parquet shards of the one split a folder holds (refused: none, or several splits)."""
     shards = sorted(p for depth in ("*", "*/*", "*/*/*") for p in path.glob(depth + ".parquet"))  # not a whole disk
     if not shards:
         raise InputError(
@@ -680,11 +767,7 @@ def _parquet_folder(path: Path) -> tuple[bytes, str]:
     splits = {str(s.parent.relative_to(path) / s.name.split("-")[0].removesuffix(".parquet")) for s in shards}
     if len(shards) > 1 and len(splits) > 1:
         raise InputError(f"{path} holds several splits ({', '.join(sorted(splits))}): give one file or folder")
-    try:
-        tables = [pq.read_table(s) for s in shards]
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{path}: a Parquet shard cannot be read ({exc})") from exc
-    return _as_arrow(tables), f"{path.name}.arrow"
+    return shards
 
 
 def headerless_columns(data: bytes, delimiter: str) -> list[str] | None:

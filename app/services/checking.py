@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from contam.app.services.results import Summary, summarize
 from contam.app.services.scanning import ItemResult, Scanner
 
 Progress = Callable[[int, int], None]  # (items scored, items in all)
+Reading = Callable[[int], None]  # items read by the scan's first pass, before any is scored
 MAX_CHECK_ITEMS = 1000  # answered within the request; larger sets go through a report
 
 
@@ -63,6 +65,7 @@ class CheckService:
         thresholds: Thresholds | None = None,
         progress: Progress | None = None,
         keep_text: bool = True,
+        reading: Reading | None = None,
     ) -> CheckResult:
         """Every item of a benchmark file (any format the reader knows; its bytes, or the file
         on disk, read as a stream); `progress(done, total)` is called as chunks of items are
@@ -70,8 +73,9 @@ class CheckService:
         no more), so memory holds the results' figures, never the benchmark's text."""
         used: dict[str, Any] = {}
 
-        def items() -> Iterator[BenchmarkItem]:
-            return iter_benchmark(data, filename, mapping, self.limits, used, keep_raw=False)
+        # the reader's arguments, not a closure: pass 1 can then run in a process of its own
+        # (which fills a copy of `used`; pass 2, read here, fills this one)
+        items = functools.partial(iter_benchmark, data, filename, mapping, self.limits, used, keep_raw=False)
 
         names = select_corpora(self.engine, list(corpora or []))
         scanner = Scanner(self.engine, names, thresholds, workers=self.workers)
@@ -87,7 +91,7 @@ class CheckService:
                     started = True
                 progress(done, total)
 
-        for part in scanner.scan_stream(items, moved):
+        for part in scanner.scan_stream(items, moved, reading=reading):
             summary.add(part)
             if not keep_text:
                 part = [dataclasses.replace(r, item=BenchmarkItem(r.item.item_id, r.item.row)) for r in part]
@@ -102,10 +106,11 @@ class CheckService:
         thresholds: Thresholds | None = None,
         progress: Progress | None = None,
         keep_text: bool = True,
+        reading: Reading | None = None,
     ) -> CheckResult:
         """A benchmark on disk: a file (read as a stream) or a Hugging Face save_to_disk folder."""
         data, filename = benchmark_source(path)
-        return self.benchmark(data, filename, mapping, corpora, thresholds, progress, keep_text)
+        return self.benchmark(data, filename, mapping, corpora, thresholds, progress, keep_text, reading)
 
     def _check_size(self, items: Sequence[BenchmarkItem]) -> None:
         """Refuse a field over the per-item limit, or more text in all than one check may hold."""

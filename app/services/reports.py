@@ -21,7 +21,7 @@ from sqlalchemy.exc import OperationalError
 
 from contam.app import __version__
 from contam.app.core.config import Thresholds
-from contam.app.core.types import BenchmarkItem, Status
+from contam.app.core.types import Status
 from contam.app.errors import ContamError, InputError, NotFoundError, UnavailableError
 from contam.app.limits import Limits, exceeded
 from contam.app.readers.benchmark import iter_benchmark
@@ -63,9 +63,15 @@ def _finish(conn: Connection, report_id: str, done: int, summary: dict[str, Any]
         raise JobCancelled(report_id)
 
 
+def _read(conn: Connection, report_id: str, read: int) -> None:
+    """Items the job's first pass has read; a report deleted meanwhile stops the job there."""
+    if not rrepo.set_read(conn, report_id, read):
+        raise JobCancelled(report_id)
+
+
 def _start(conn: Connection, report_id: str) -> None:
     """Running, and no items yet (an interrupted run may have written some)."""
-    rrepo.set_status(conn, report_id, "running", error=None, done_items=0)
+    rrepo.set_status(conn, report_id, "running", error=None, done_items=0, read_items=0)
     rrepo.delete_items(conn, report_id)
 
 
@@ -256,11 +262,15 @@ class ReportService:
         th = Thresholds(**rep["thresholds"])
         scanner = Scanner(self.engine, rep["corpora"], th, workers=self.scan_workers)
 
-        def items() -> Iterator[BenchmarkItem]:
-            return iter_benchmark(path, rep["filename"], rep["mapping"], self.limits, keep_raw=False)
+        # the reader's arguments, not a closure: pass 1 can then run in a process of its own
+        items = functools.partial(iter_benchmark, path, rep["filename"], rep["mapping"], self.limits, keep_raw=False)
 
         summary, done = Summary(), 0
-        for part in scanner.scan_stream(items):
+
+        def reading(read: int) -> None:
+            self._write("recording progress", functools.partial(_read, report_id=report_id, read=read))
+
+        for part in scanner.scan_stream(items, reading=reading):
             rows = [item_row(r, th) for r in part]
             summary.add(part)
             done += len(part)

@@ -9,6 +9,7 @@ import dataclasses
 import itertools
 import multiprocessing
 import os
+import pickle
 import shutil
 import tempfile
 import threading
@@ -49,7 +50,10 @@ EXCERPT_PAD = 200  # characters of context either side of a matched region
 MIN_GRAMS = 2  # rare n-grams a document must share with an item to be aligned with it
 CANDIDATES = 4  # documents aligned per item from the exact channel (most shared n-grams, rarest first)
 NEAR_CANDIDATES = 2  # and from the near-duplicate channel (most band keys in common)
-DOC_CACHE = 4096  # tokenised documents kept between items
+# tokenised documents kept between items, by the bytes they take (about 60 per token: text, spans,
+# ids and gram tables): a count of documents bounded nothing, 4,096 web pages of 5,000 tokens
+# being over a GB in every scan worker
+DOC_CACHE_BYTES = 48 << 20
 CHUNK = 500  # items scored together: their documents are loaded in one go
 WORKER_NICENESS = 5  # scan worker processes yield the CPU to the serving process
 
@@ -122,6 +126,12 @@ class _Doc:
     ends: np.ndarray
     tokens: DocTokens
 
+    @property
+    def nbytes(self) -> int:
+        t = self.tokens
+        arrays = (self.starts, self.ends, t.ids, t.grams, t.mgrams, t.order, t.ranked)
+        return len(self.text) + sum(a.nbytes for a in arrays)
+
 
 class Scanner:
     """Scores items against one or more corpora indexed with one set of signature settings."""
@@ -177,6 +187,7 @@ class Scanner:
         # no corpus filter (and no join) when every corpus is selected
         self.corpus_ids: list[int] | None = None if len(rows) == len(all_rows) else [int(r["id"]) for r in rows]
         self._docs: OrderedDict[int, _Doc] = OrderedDict()
+        self._cached = 0  # bytes the cached documents take
         self._dctx = zstandard.ZstdDecompressor()
 
     # ------------------------------------------------------------ documents
@@ -202,7 +213,7 @@ class Scanner:
     def __getstate__(self) -> dict[str, Any]:
         """For a worker process that was not forked: no engine (it opens its own from the URL),
         no document cache, no decompressor."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("engine", "_docs", "_dctx")}
+        state = {k: v for k, v in self.__dict__.items() if k not in ("engine", "_docs", "_cached", "_dctx")}
         state["engine_url"] = self.engine.url.render_as_string(hide_password=False)
         return state
 
@@ -211,14 +222,17 @@ class Scanner:
         self.__dict__.update(state)
         self.engine = make_engine(url)
         self._docs = OrderedDict()
+        self._cached = 0
         self._dctx = zstandard.ZstdDecompressor()
 
     def _keep(self, docs: dict[int, _Doc]) -> None:
         for doc_id, doc in docs.items():
+            if doc_id not in self._docs:
+                self._cached += doc.nbytes
             self._docs[doc_id] = doc
             self._docs.move_to_end(doc_id)
-        while len(self._docs) > DOC_CACHE:
-            self._docs.popitem(last=False)
+        while self._cached > DOC_CACHE_BYTES and len(self._docs) > 1:
+            self._cached -= self._docs.popitem(last=False)[1].nbytes
 
     def _load(self, conn: Any, doc_ids: set[int]) -> dict[int, _Doc]:
         """The documents that exist, read and tokenised unless cached. The caller holds them
@@ -256,6 +270,7 @@ class Scanner:
         source: Callable[[], Iterable[BenchmarkItem]],
         progress: Callable[[int, int], None] | None = None,
         workers: int | None = None,
+        reading: Callable[[int], None] | None = None,
     ) -> Iterator[list[ItemResult]]:
         """Score every item of `source` (called twice: each call gives the items again, from the
         first) and yield the results a chunk at a time, in input order; results are the same
@@ -266,16 +281,23 @@ class Scanner:
         the items again and scores them in chunks (CHUNK items; the first ones smaller, so
         progress shows at once), by `workers` processes (default: the scanner's own setting) with
         at most two chunks each in flight: memory holds the benchmark-wide tables and the chunks
-        under way, never every item or every result."""
-        bench = _Bench.of(source(), self.cfg.ngram_n)
-        total = len(bench)
-        work = _Work(self, bench)
-        done = 0
-        for part in _run(work, _chunks(source()), workers if workers is not None else self.workers):
-            done += len(part)
-            yield part
-            if progress:
-                progress(done, total)
+        under way, never every item or every result.
+
+        `reading(n)` is called during pass 1 with the items read so far (every READ_EVERY items,
+        or every half second when pass 1 runs in a process of its own: see _Bench.build), so
+        progress shows from the first items, not only once every item has been read."""
+        bench = _Bench.build(source, self.cfg.ngram_n, reading)
+        try:
+            total = len(bench)
+            work = _Work(self, bench)
+            done = 0
+            for part in _run(work, _chunks(source()), workers if workers is not None else self.workers):
+                done += len(part)
+                yield part
+                if progress:
+                    progress(done, total)
+        finally:  # the folder of the tables, if they were written to one
+            bench.close()
 
     def _scan_chunk(self, work: _Work, lo: int, items: list[BenchmarkItem]) -> list[ItemResult]:
         """Items lo..lo+len(items)-1: prepared in full (their passages too), looked up in the
@@ -471,20 +493,25 @@ class _Bench:
         """For a worker started by the fork server: the arrays written once to a temporary
         folder (removed by `close`) and mapped by every worker from there, so the workers share
         one copy in the page cache and this process never holds a pickled copy."""
-        tables = {"n": self.shared.ngrams, "m": self.shared.mgrams}
         if self.spill is None:
-            self.spill = tempfile.mkdtemp(prefix="contam-scan-")
-            for name in self.ARRAYS:
-                np.save(os.path.join(self.spill, name + ".npy"), getattr(self, name))
-            for t, table in tables.items():
-                for name in self.TABLES:
-                    np.save(os.path.join(self.spill, f"{t}.{name}.npy"), getattr(table, name))
-            np.save(os.path.join(self.spill, "group.npy"), self.shared.group)
-            small = {k: v for k, v in self.shared.__dict__.items() if k not in ("group", "ngrams", "mgrams")}
-            self._map(self.spill, small)  # this process scores nothing now: its copy can go
-            _trim()
+            self._spill_to(tempfile.mkdtemp(prefix="contam-scan-"))
         small = {k: v for k, v in self.shared.__dict__.items() if k not in ("group", "ngrams", "mgrams")}
         return {"spill": self.spill, "shared": small}
+
+    def _spill_to(self, folder: str) -> None:
+        """The arrays written to `folder`, then mapped from there in place of this process's copy
+        (this process scores nothing now, or scores from the page cache like its workers)."""
+        tables = {"n": self.shared.ngrams, "m": self.shared.mgrams}
+        self.spill = folder
+        for name in self.ARRAYS:
+            np.save(os.path.join(folder, name + ".npy"), getattr(self, name))
+        for t, table in tables.items():
+            for name in self.TABLES:
+                np.save(os.path.join(folder, f"{t}.{name}.npy"), getattr(table, name))
+        np.save(os.path.join(folder, "group.npy"), self.shared.group)
+        small = {k: v for k, v in self.shared.__dict__.items() if k not in ("group", "ngrams", "mgrams")}
+        self._map(folder, small)
+        _trim()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._map(state["spill"], state["shared"])
@@ -518,9 +545,62 @@ class _Bench:
         return len(self.tok_at) - 1
 
     @classmethod
-    def of(cls, items: Iterable[BenchmarkItem], n: int) -> _Bench:
+    def build(
+        cls, source: Callable[[], Iterable[BenchmarkItem]], n: int, reading: Callable[[int], None] | None = None
+    ) -> _Bench:
+        """Pass 1, in a process of its own when `source` can be sent to one (a reader's
+        arguments, not a closure): building the tables takes a Python object per item, and the
+        allocator keeps much of what they took once freed, in a process that lives on (a 200 MB
+        upload left the server 400 MB larger, for good); a process that exits gives all of it
+        back. It writes the tables to a temporary folder this process and its workers map
+        (removed by `close`). `reading(n)`: items read so far (see Scanner.scan_stream)."""
+        try:
+            pickle.dumps(source)
+        except (pickle.PicklingError, AttributeError, TypeError):  # a closure over items in memory
+            return cls.of(source(), n, reading)
+        # a process running threads must not fork (see _run)
+        threads = threading.active_count() > 1
+        ctx = multiprocessing.get_context("forkserver") if threads else multiprocessing.get_context("fork")
+        count = ctx.Value("q", 0, lock=False)
+        mine, theirs = ctx.Pipe(duplex=False)
+        folder = tempfile.mkdtemp(prefix="contam-scan-")
+        proc = ctx.Process(target=_pass1_apart, args=(source, n, folder, count, theirs), daemon=True)
+        try:
+            proc.start()
+            theirs.close()
+            seen = -1
+            while not mine.poll(READ_POLL):
+                if reading is not None and count.value != seen:
+                    seen = count.value
+                    reading(seen)
+            try:
+                ok, payload = mine.recv()
+            except EOFError:
+                proc.join()
+                raise RuntimeError(f"the process reading the benchmark stopped (exit code {proc.exitcode})") from None
+            if not ok:
+                raise payload
+            if reading is not None and count.value != seen:
+                reading(count.value)
+            bench = cls.__new__(cls)
+            bench._map(folder, payload)
+            bench.spill = folder
+            return bench
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        finally:  # also when `reading` stops the scan (a report deleted while its items are read)
+            if proc.is_alive():
+                proc.terminate()
+            if proc.pid is not None:
+                proc.join()
+            mine.close()
+
+    @classmethod
+    def of(cls, items: Iterable[BenchmarkItem], n: int, reading: Callable[[int], None] | None = None) -> _Bench:
         """Pass 1: each item's scored text prepared (its passage and record left out: they count
-        for nothing here), read into the shared-text tables and flat arrays, then dropped."""
+        for nothing here), read into the shared-text tables and flat arrays, then dropped;
+        `reading(k)` every READ_EVERY items and at the end."""
         cols: dict[str, list[np.ndarray]] = {k: [] for k in ("ids", "whole", "mgrams", "mgram_pos", "umgrams")}
         cols |= {"tiny": [], "field_pos": []}
 
@@ -530,6 +610,8 @@ class _Bench:
             cols["tiny"].append(np.array(p.tiny_fields, dtype=np.uint64).reshape(-1, 3))
             pos = [np.arange(e - s) for s, e, _c in p.fields]
             cols["field_pos"].append(np.concatenate(pos) if pos else _EMPTY)
+            if reading is not None and len(cols["ids"]) % READ_EVERY == 0:
+                reading(len(cols["ids"]))
 
         shared = SharedText((prepare(dataclasses.replace(it, passage="", raw={}), n) for it in items), keep)
         parts: dict[str, np.ndarray] = {}
@@ -566,6 +648,8 @@ class _Bench:
         )
         del model, field_pos
         _trim()
+        if reading is not None:
+            reading(len(lengths))
         return cls(shared, bits, parts)
 
     def bits_of(self, k: int) -> np.ndarray:
@@ -606,6 +690,24 @@ def _trim() -> None:
 
 
 BITS_BATCH = 2000  # items whose bits are worked out at a time (each a few arrays per token)
+READ_EVERY = 100  # items between two calls of pass 1's `reading` in this process
+READ_POLL = 0.5  # seconds between two looks at the item count of pass 1 in a process of its own
+
+
+def _pass1_apart(source: Callable[[], Iterable[BenchmarkItem]], n: int, folder: str, count: Any, out: Any) -> None:
+    """Pass 1 in a process of its own (_Bench.build): the tables written to `folder`, then
+    (True, what the parent maps them with) or (False, the exception) sent on `out`."""
+    os.nice(WORKER_NICENESS)
+    try:
+        bench = _Bench.of(source(), n, lambda k: setattr(count, "value", k))
+        bench._spill_to(folder)
+        small = {k: v for k, v in bench.shared.__dict__.items() if k not in ("group", "ngrams", "mgrams")}
+        out.send((True, small))
+    except Exception as exc:  # the reader's error (bad input) becomes the scan's
+        try:
+            out.send((False, exc))
+        except Exception:  # an exception that does not pickle: its text
+            out.send((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
 
 
 class _ChunkView(Sequence[PreparedItem]):

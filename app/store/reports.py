@@ -52,7 +52,7 @@ def create(conn: Connection, values: dict[str, Any]) -> None:
     `compressed` made of it (the file is kept zstd-compressed)."""
     blob = values.pop("upload_zst") if "upload_zst" in values else compressed(values["upload"])
     values = {**_encode(values), "upload": blob}
-    conn.execute(insert(report).values(**values, created_at=now(), done_items=0))
+    conn.execute(insert(report).values(**values, created_at=now(), done_items=0, read_items=0))
 
 
 def corpora_in_use(conn: Connection) -> set[str]:
@@ -66,7 +66,15 @@ def _decode(row: Any) -> dict[str, Any]:
     for k in JSON_COLUMNS:
         if d.get(k) is not None:
             d[k] = json.loads(d[k])
+    d["phase"] = phase(d)
     return d
+
+
+def phase(rep: dict[str, Any]) -> str:
+    """queued | reading (the job's first pass reads every item) | scoring | done | failed."""
+    if rep["status"] != "running":
+        return str(rep["status"])
+    return "reading" if rep["done_items"] == 0 and rep["read_items"] < rep["total_items"] else "scoring"
 
 
 def get(conn: Connection, report_id: str) -> dict[str, Any] | None:
@@ -113,6 +121,11 @@ def set_status(conn: Connection, report_id: str, status: str, **values: Any) -> 
 def set_progress(conn: Connection, report_id: str, done: int) -> bool:
     """Whether the report is still there to take it (a deleted one is not)."""
     return conn.execute(update(report).where(report.c.id == report_id).values(done_items=done)).rowcount > 0
+
+
+def set_read(conn: Connection, report_id: str, read: int) -> bool:
+    """Items the job's first pass has read; whether the report is still there to take it."""
+    return conn.execute(update(report).where(report.c.id == report_id).values(read_items=read)).rowcount > 0
 
 
 def delete_items(conn: Connection, report_id: str) -> None:

@@ -169,6 +169,7 @@ report = Table(
     Column("error", Text),
     Column("total_items", Integer, nullable=False),
     Column("done_items", Integer, nullable=False),
+    Column("read_items", Integer, nullable=False, server_default="0"),  # by the job's first pass
     Column("corpora", Text, nullable=False),  # JSON list of names
     Column("mapping", Text, nullable=False),  # JSON role -> field
     Column("thresholds", Text, nullable=False),  # JSON

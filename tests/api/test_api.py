@@ -202,8 +202,8 @@ def test_interrupted_job_resumes_on_restart(migrated_url: str, index_corpus: Ind
 def test_failing_job_is_marked_failed_with_its_reason(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     real = scanning.Scanner.scan_stream
 
-    def broken(self, source, progress=None, workers=None):  # type: ignore[no-untyped-def]
-        yield next(real(self, source, progress, workers))  # a first chunk is written, then the job fails
+    def broken(self, source, progress=None, workers=None, reading=None):  # type: ignore[no-untyped-def]
+        yield next(real(self, source, progress, workers, reading))  # a first chunk is written, then the job fails
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(scanning, "FIRST_CHUNKS", (1,))

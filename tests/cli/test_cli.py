@@ -221,6 +221,8 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
     assert "fields: question=question, id=id; corpora: web" in loose.stderr
     logged = scan("--progress", "log")
     assert "scanned 0/2 items" in logged.stderr and "scanned 2/2 items" in logged.stderr
+    # the first pass's reading shows before scoring starts
+    assert logged.stderr.index("read 2 items") < logged.stderr.index("scanned 0/2 items")
     assert scan("--progress", "bar").exit_code == 0 and scan("--progress", "dots").exit_code == 2
     assert json.loads(strict.stdout)["thresholds"]["passage_tokens"] == 500
 
@@ -233,7 +235,9 @@ def test_corpora_delete_and_rename(migrated_url: str, tmp_path: Path) -> None:
     renamed = run.invoke(cli, ["corpora", "rename", "web", "books", "--db", migrated_url])
     assert renamed.exit_code == 0 and "renamed corpus 'web' to 'books'" in renamed.output
     shown = run.invoke(cli, ["corpora", "books", "--db", migrated_url])  # short for `corpora show books`
-    assert shown.exit_code == 0 and json.loads(shown.output)["documents"] == 1
+    assert shown.exit_code == 0 and "documents:  1 (0 exact duplicates" in shown.output
+    assert not shown.output.lstrip().startswith("{")  # a summary for a person; --json for a program
+    assert json.loads(run.invoke(cli, ["corpora", "books", "--json", "--db", migrated_url]).output)["documents"] == 1
     kept = run.invoke(cli, ["corpora", "delete", "books", "--db", migrated_url], input="n\n")
     assert kept.exit_code == 0 and "kept corpus 'books'" in kept.output
     unnamed = run.invoke(cli, ["corpora", "delete", "--yes", "--db", migrated_url])
@@ -330,3 +334,34 @@ def test_bad_option_values_are_one_line_usage_errors(migrated_url: str) -> None:
 def test_the_demo_corpus_goes_beside_sqlite_or_into_data_never_into_a_url_path(tmp_path: Path) -> None:
     assert demo_workdir(f"sqlite:///{tmp_path}/x/contam.db") == tmp_path / "x" / "demo"
     assert demo_workdir("postgresql+psycopg://postgres@127.0.0.1:5432/contam") == Path("data") / "demo"
+
+
+def test_a_failed_files_progress_line_names_its_path_once(migrated_url: str, tmp_path: Path) -> None:
+    """The error of a failed file starts with its path (for the run's final listing); the
+    progress line, which starts with the path too, printed it twice."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "a", "body": "text under another field"}) + "\n")
+    r = index_cli(migrated_url, "web", "--progress", "log", str(bad))
+    line = next(x for x in r.output.splitlines() if x.startswith("failed ["))
+    assert line.count(str(bad)) == 1 and "FAILED: no documents: no field 'text'" in line, line
+    assert f"  {bad}: no documents" in r.output  # the final listing still names it
+
+
+def test_the_demo_says_which_mb_it_counts(migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo's 'MB' (text indexed) and the corpus listing's 'MB' (files on disk) differ for
+    the same corpus; each now says which it is."""
+    from contam.app.store.db import make_engine
+    from contam.indexer import demo
+
+    def small_corpus(path: Path) -> Path:
+        import gzip
+
+        with gzip.open(path, "wt") as f:
+            f.write(json.dumps({"id": "m.py", "text": f"def f():\n    return '{Q1}'\n"}) + "\n")
+        return path
+
+    monkeypatch.setattr(demo, "stdlib_corpus", small_corpus)
+    said = demo.run_demo(make_engine(migrated_url), tmp_path / "demo", 1 << 24)
+    assert "MB of text) as corpus" in said, said
+    listed = CliRunner().invoke(cli, ["corpora", "--db", migrated_url]).output
+    assert "MB of files on disk" in listed, listed

@@ -164,3 +164,79 @@ def test_compressed_layouts_and_their_clean_subsets() -> None:
     rows = [{"id": "a", "question": "q one here"}, {"id": "b", "question": "q two here"}]
     data, name = without_items(_arrow_stream(rows), "test.arrow", {1: "contaminated"}, FLAGGED)
     assert name == "test.clean.arrow" and [i.item_id for i in read_benchmark(data, name)[0]] == ["a"]
+
+
+def _streamed_peak(data: object, name: str) -> tuple[int, int]:
+    """(items, peak bytes Python allocated) reading a benchmark item by item, keeping none."""
+    import tracemalloc
+
+    from contam.app.readers.benchmark import iter_benchmark
+
+    tracemalloc.start()
+    try:
+        n = sum(1 for _ in iter_benchmark(data, name, keep_raw=False))  # type: ignore[arg-type]
+        return n, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _rows(n: int) -> list[dict[str, str]]:
+    return [{"id": f"q{i}", "question": f"question {i} " + "word " * 200} for i in range(n)]  # ~1 kB each
+
+
+def test_a_json_array_is_read_an_item_at_a_time(tmp_path: Path) -> None:
+    """A .json file holding one big array was read and parsed whole (the file's bytes and every
+    record in memory at once); it is parsed an item at a time (ijson): reading a 12 MB array
+    peaks at a small fraction of it."""
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(_rows(12_000)))
+    size = path.stat().st_size
+    n, peak = _streamed_peak(path, "big.json")
+    assert n == 12_000 and size > 12e6
+    assert peak < 4e6, (peak, size)  # 26 MB before
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(_rows(3))[:-40])
+    with pytest.raises(InputError, match="broken.json: not valid JSON after item 2"):
+        _streamed_peak(broken, "broken.json")
+
+
+def test_a_save_to_disk_folder_and_parquet_shards_are_read_a_batch_at_a_time(tmp_path: Path) -> None:
+    """Hugging Face save_to_disk folders and folders of Parquet shards were read whole and
+    joined into one Arrow stream in memory (twice the data: the tables and the stream's bytes);
+    they are read a file, and a record batch, at a time, rows numbered across the files."""
+    from contam.app.readers.benchmark import benchmark_source, iter_benchmark
+
+    rows = _rows(12_000)
+    arrow = tmp_path / "disk"
+    arrow.mkdir()
+    names = []
+    for k in range(3):
+        table = pa.Table.from_pylist(rows[k * 4000 : (k + 1) * 4000])
+        names.append(f"data-{k:05d}-of-00003.arrow")
+        with pa.OSFile(str(arrow / names[-1]), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
+            for batch in table.to_batches(max_chunksize=500):
+                w.write_batch(batch)
+    (arrow / "state.json").write_text(json.dumps({"_data_files": [{"filename": n} for n in names]}))
+    shards = tmp_path / "hub" / "data"
+    shards.mkdir(parents=True)
+    for k in range(3):
+        pq.write_table(
+            pa.Table.from_pylist(rows[k * 4000 : (k + 1) * 4000]),
+            shards / f"test-{k:05d}-of-00003.parquet",
+            row_group_size=500,
+        )
+    size = sum(len(json.dumps(r)) for r in rows)
+    for folder in (arrow, tmp_path / "hub"):
+        data, name = benchmark_source(folder)
+        n, peak = _streamed_peak(data, name)
+        assert n == 12_000 and size > 12e6 and peak < 4e6, (folder, peak, size)
+        items = iter_benchmark(data, name)
+        assert [next(items).item_id for _ in range(2)] == ["q0", "q1"]
+        assert [it.row for it in items] == list(range(2, 12_000))  # numbered across the files
+    # a broken file further on is met when reading gets there, after the first files' rows
+    (arrow / names[2]).write_bytes((arrow / names[2]).read_bytes()[:5000])
+    data, name = benchmark_source(arrow)
+    items = iter_benchmark(data, name)
+    assert next(items).item_id == "q0"
+    with pytest.raises(InputError, match="data-00002-of-00003.arrow: not a readable Arrow file"):
+        list(items)

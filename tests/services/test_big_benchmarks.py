@@ -188,3 +188,120 @@ def test_deleting_a_report_stops_a_job_scored_by_worker_processes(
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(report)).scalar_one() == 0
         assert conn.execute(select(func.count()).select_from(report_item)).scalar_one() == 0
+
+
+PASS1 = textwrap.dedent(
+    """
+    import functools, json, resource, sys
+    from pathlib import Path
+    from contam.app.limits import Limits
+    from contam.app.readers.benchmark import iter_benchmark
+    from contam.app.services.scanning import Scanner
+    from contam.app.store.db import make_engine
+
+    scanner = Scanner(make_engine(sys.argv[1]), workers=2)
+    warm = functools.partial(iter_benchmark, Path(sys.argv[3]), "one.jsonl", None, Limits(), keep_raw=False)
+    list(scanner.scan_stream(warm))  # imports and caches warmed by a one-item file
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    source = functools.partial(iter_benchmark, Path(sys.argv[2]), "big.jsonl", None, Limits(), keep_raw=False)
+    read = []
+    stream = scanner.scan_stream(source, reading=read.append)
+    first = next(stream)
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    stream.close()
+    print(json.dumps({"grown_mb": grown, "first": len(first), "read": read}))
+    """
+)
+
+
+def test_the_first_pass_runs_in_a_process_that_gives_its_memory_back(tmp_path: Path, index_corpus: IndexCorpus) -> None:
+    """Pass 1 (the benchmark-wide tables) took a Python object per item in the process that ran
+    the scan, and the allocator kept what they took: a 200 MB upload left the server about 400
+    MB larger for the rest of its life. Pass 1 now runs in a process of its own that exits
+    (the tables come back as files, mapped): the scanning process does not grow by its peak,
+    and the items read are reported as they are read."""
+    url = f"sqlite:///{tmp_path}/big.db"
+    upgrade(url)
+    index_corpus(url, make_docs(5, 100, 1, "d"))
+    rng = random.Random(2)
+    bench, one = tmp_path / "big.jsonl", tmp_path / "one.jsonl"
+    with bench.open("w") as f:  # 4,000 items of ~170 scored tokens: the process grew by 185 MB before
+        for i in range(4000):
+            rec = {"id": f"b{i}", "question": " ".join(rng.choices(VOCAB, k=150)), "choices": ["a b c d e"] * 4}
+            f.write(json.dumps(rec) + "\n")
+    one.write_text(json.dumps({"question": "a warm-up item of a few words"}) + "\n")
+    out = subprocess.run(
+        [sys.executable, "-c", PASS1, url, str(bench), str(one)], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    measured = json.loads(out.stdout)
+    assert measured["first"] == 10
+    assert measured["read"] == sorted(measured["read"]) and measured["read"][-1] == 4000, measured["read"]
+    assert measured["grown_mb"] < 30, measured
+
+
+def test_a_report_shows_items_read_before_any_is_scored(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first progress a 200 MB upload showed came after pass 1 had read every item (2 to 9
+    minutes): the job now records the items read as pass 1 goes (phase 'reading'), and the
+    report, its API record and its page show them; then the items scored (phase 'scoring')."""
+    from fastapi.testclient import TestClient
+
+    from contam.app.api.main import create_app
+    from contam.app.settings import Settings
+    from contam.app.store import reports as rrepo
+
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    monkeypatch.setattr(scanning, "READ_POLL", 0.001)
+    monkeypatch.setattr(scanning, "READ_EVERY", 10)
+    steps: list[tuple[str, int, str]] = []
+    real_read, real_done = rrepo.set_read, rrepo.set_progress
+    svc = ReportService(engine, 1 << 24)
+
+    def read(conn, report_id, n):  # type: ignore[no-untyped-def]
+        ok = real_read(conn, report_id, n)
+        steps.append(("read", n, rrepo.get(conn, report_id)["phase"]))
+        return ok
+
+    def done(conn, report_id, n):  # type: ignore[no-untyped-def]
+        steps.append(("done", n, ""))
+        return real_done(conn, report_id, n)
+
+    monkeypatch.setattr(rrepo, "set_read", read)
+    monkeypatch.setattr(rrepo, "set_progress", done)
+    rng = random.Random(3)
+    data = "".join(
+        json.dumps({"id": f"q{i}", "question": " ".join(rng.choices(VOCAB, k=60))}) + "\n" for i in range(3000)
+    )
+    rid = svc.submit(data.encode(), "b.jsonl", background=False)
+    reads = [n for kind, n, _ in steps if kind == "read"]
+    first_done = next(k for k, (kind, _n, _p) in enumerate(steps) if kind == "done")
+    assert all(kind == "read" for kind, _n, _p in steps[:first_done])  # every read before any score
+    assert reads == sorted(reads) and reads[-1] == 3000
+    assert any(0 < n < 3000 for n in reads), reads  # from the first items, not only at the end
+    assert [p for kind, n, p in steps if kind == "read" and n < 3000] == ["reading"] * (len(reads) - 1)
+    assert svc.get(rid)["read_items"] == 3000 and svc.get(rid)["phase"] == "done"
+    # a job half-way through reading, as the API and the dashboard show it
+    with TestClient(create_app(Settings(database_url=engine.url.render_as_string(hide_password=False)))) as c:
+        with engine.begin() as conn:  # once the app has started (it would resume a running job)
+            rrepo.set_status(conn, rid, "running", done_items=0, read_items=1200)
+        rec = c.get(f"/api/v1/reports/{rid}").json()
+        assert (rec["phase"], rec["read_items"], rec["done_items"]) == ("reading", 1200, 0)
+        assert "reading items</strong> (first pass, before scoring), 1200 of 3000 read" in c.get(f"/reports/{rid}").text
+
+
+def test_the_document_cache_is_bounded_by_bytes(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache of tokenised documents was bounded by a count (4,096 documents whatever their
+    length: a GB of long web pages in every scan worker); it now holds DOC_CACHE_BYTES, and
+    what it evicts is read again, to the same results."""
+    docs = make_docs(40, 400, 5, "d")  # ~400 tokens each, ~25 kB tokenised
+    index_corpus(engine, docs, "web")
+    items = [BenchmarkItem(f"i{k}", k, question=" ".join(d["text"].split()[20:60])) for k, d in enumerate(docs)]
+    whole = [r.as_dict() for r in Scanner(engine).scan(items)]
+    monkeypatch.setattr(scanning, "DOC_CACHE_BYTES", 100_000)
+    small = Scanner(engine)
+    assert [r.as_dict() for r in small.scan(items)] == whole
+    assert 0 < small._cached <= 100_000 and 1 < len(small._docs) < 40
+    assert small._cached == sum(d.nbytes for d in small._docs.values())

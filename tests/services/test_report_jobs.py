@@ -102,4 +102,5 @@ def test_a_job_scored_by_worker_processes_gives_the_same_report(
     assert exports[0] == exports[1]
     statuses = [row["status"] for row in exports[1]]
     assert statuses[:6] == ["contaminated"] * 6 and len(statuses) == 11
-    assert started == ["forkserver"]  # one pool, for the job with two workers
+    # each job's pass 1 in a process of its own, one pool for the job with two workers; never a fork
+    assert started == ["forkserver"] * 3

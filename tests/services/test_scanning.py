@@ -236,7 +236,7 @@ def test_a_small_document_cache_changes_nothing(scanner: Scanner, monkeypatch: p
     import contam.app.services.scanning as scanning
 
     full = [r.as_dict() for r in scanner.scan(ITEMS)]
-    monkeypatch.setattr(scanning, "DOC_CACHE", 1)
+    monkeypatch.setattr(scanning, "DOC_CACHE_BYTES", 1)  # one document kept at most
     monkeypatch.setattr(scanning, "CHUNK", 3)
     assert [r.as_dict() for r in Scanner(scanner.engine).scan(ITEMS)] == full
 
