@@ -21,7 +21,8 @@ from contam.app.errors import ConfigError
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
-SQLITE_CACHE_MIB = 256  # the page cache one process may hold, all its connections together (README)
+SQLITE_CACHE_MIB = 256  # the page cache of the indexer's one bulk-writing connection (README)
+SQLITE_POOL_CACHE_MIB = 32  # the page cache a process's pooled connections share (look-ups, reports)
 SQLITE_CONNECTIONS = 8  # a process's pooled connections to one SQLite file; more requests wait for one
 SQLITE_BUSY_MS = 60_000  # a writer waits this long for another's write lock before giving up
 WRITE = {"sqlite_begin": "IMMEDIATE"}  # execution options of a connection that reads before it writes
@@ -46,7 +47,7 @@ def _sqlite_engine(url: str, database: str | None) -> Engine:
     engine = create_engine(
         url,
         connect_args={"timeout": SQLITE_BUSY_MS / 1000, "check_same_thread": False},
-        # Each connection has a page cache of its own: a bounded pool shares SQLITE_CACHE_MIB.
+        # Each connection has a page cache of its own: a bounded pool shares SQLITE_POOL_CACHE_MIB.
         pool_size=SQLITE_CONNECTIONS,
         max_overflow=0,
         pool_timeout=SQLITE_BUSY_MS / 1000,
@@ -64,7 +65,7 @@ def _sqlite_engine(url: str, database: str | None) -> Engine:
             "journal_mode=WAL",
             "synchronous=NORMAL",
             "foreign_keys=ON",
-            f"cache_size=-{SQLITE_CACHE_MIB * 1024 // SQLITE_CONNECTIONS}",  # KiB: the process's share
+            f"cache_size=-{SQLITE_POOL_CACHE_MIB * 1024 // SQLITE_CONNECTIONS}",  # KiB: the process's share
             "temp_store=MEMORY",
             f"busy_timeout={SQLITE_BUSY_MS}",
         ):
@@ -83,11 +84,13 @@ def _sqlite_engine(url: str, database: str | None) -> Engine:
 
 
 def claim_cache(conn: Connection, whole: bool = True) -> None:
-    """Give a SQLite connection that bulk-writes the whole page cache of its process (the
-    indexer's one writing connection), or (`whole=False`, before it goes back to the pool) its
-    share again."""
+    """Give a SQLite connection that bulk-writes (the indexer's one writing connection) the large
+    page cache inserts into the posting B-trees need, or (`whole=False`, before it goes back to
+    the pool) its share of the pool's small one again. Look-ups read few pages each (the OS
+    keeps the file cached): a large cache in every pooled connection only held memory (a 200 MB
+    upload's server and scan workers: README, "Limits and safety", big uploads)."""
     if dialect(conn) == "sqlite":
-        kib = SQLITE_CACHE_MIB * 1024 // (1 if whole else SQLITE_CONNECTIONS)
+        kib = SQLITE_CACHE_MIB * 1024 if whole else SQLITE_POOL_CACHE_MIB * 1024 // SQLITE_CONNECTIONS
         conn.exec_driver_sql(f"PRAGMA cache_size=-{kib}")
 
 

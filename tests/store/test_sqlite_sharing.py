@@ -10,7 +10,7 @@ from pathlib import Path
 from conftest import IndexCorpus
 from sqlalchemy import text
 
-from contam.app.store.db import SQLITE_CACHE_MIB, SQLITE_CONNECTIONS, make_engine, upgrade
+from contam.app.store.db import SQLITE_CONNECTIONS, SQLITE_POOL_CACHE_MIB, make_engine, upgrade
 
 
 def _files(tmp_path: Path, name: str, n: int) -> list[Path]:
@@ -62,7 +62,7 @@ def test_a_process_shares_one_page_cache_across_its_connections(tmp_path: Path) 
     conns = [engine.connect() for _ in range(SQLITE_CONNECTIONS)]
     try:
         kib = [-int(c.exec_driver_sql("PRAGMA cache_size").scalar_one()) for c in conns]
-        assert sum(kib) <= SQLITE_CACHE_MIB * 1024  # every connection at once stays within the budget
+        assert sum(kib) <= SQLITE_POOL_CACHE_MIB * 1024  # every connection at once stays within the budget
         extra: list[object] = []
         waiter = threading.Thread(target=lambda: extra.append(engine.connect()))
         waiter.start()
@@ -76,3 +76,20 @@ def test_a_process_shares_one_page_cache_across_its_connections(tmp_path: Path) 
         for c in conns:
             c.close()
         engine.dispose()
+
+
+def test_look_ups_share_a_small_page_cache_and_the_indexers_writer_claims_a_large_one(tmp_path: Path) -> None:
+    """A 200 MB upload's server and scan workers stay under 1 GB only if pooled connections
+    (look-ups, report jobs) share a small cache (README, "Limits and safety"); bulk inserts
+    into the posting B-trees need a large one."""
+    from contam.app.store.db import claim_cache
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'c.db'}")
+    with engine.connect() as conn:
+        pooled = -int(conn.exec_driver_sql("PRAGMA cache_size").scalar_one())
+        assert pooled * SQLITE_CONNECTIONS <= 32 * 1024  # KiB: 32 MiB for the whole pool
+        claim_cache(conn)
+        assert -int(conn.exec_driver_sql("PRAGMA cache_size").scalar_one()) >= 256 * 1024
+        claim_cache(conn, whole=False)
+        assert -int(conn.exec_driver_sql("PRAGMA cache_size").scalar_one()) == pooled
+    engine.dispose()
