@@ -39,10 +39,20 @@ class JobStranded(Exception):
     """A job failed and the database stayed away too long to record it: it is still 'running'."""
 
 
+FAILURE_CHARS = 300  # a report's error is one line of at most this many characters (README)
+
+
 def failure_reason(exc: Exception) -> str:
+    """One line for the report's error: never a traceback, nor a database error's statement and
+    parameters (SQLAlchemy puts both in its message, items' text included)."""
     if isinstance(exc, OperationalError):
         return f"database unavailable: {unavailable_reason(exc)}"
-    return exc.message if isinstance(exc, ContamError) else f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, ContamError):
+        return exc.message
+    cause = getattr(exc, "orig", None) or exc  # a DBAPI error's own message, without the SQL
+    lines = str(cause).strip().splitlines()
+    text = f"{type(cause).__name__}: {lines[0] if lines else ''}"
+    return text if len(text) <= FAILURE_CHARS else text[: FAILURE_CHARS - 1] + "…"
 
 
 class JobCancelled(Exception):
