@@ -311,13 +311,17 @@ def _write_file(writes: _Writes, c: Claimed, cfg: SignatureConfig, opts: IndexOp
 
 def _test_kill(path: str) -> None:
     """The tests' hook: with CONTAM_TEST_KILL_MARKER naming a file that holds part of this
-    path, the first worker to get here deletes the file and kills itself (-9) mid-file."""
+    path, the first worker to get here deletes the file and kills itself (-9) mid-file; a file
+    holding "slow:SECONDS" makes every file take that much longer (two runs then overlap however
+    busy the machine is)."""
     marker = os.environ.get(KILL_MARKER)
     if not marker:
         return
     try:
         want = Path(marker).read_text().strip()
-        if want and want in path:
+        if want.startswith("slow:"):
+            time.sleep(float(want[len("slow:") :]))
+        elif want and want in path:
             os.remove(marker)  # only one worker gets past this
             os.kill(os.getpid(), signal.SIGKILL)
     except FileNotFoundError:

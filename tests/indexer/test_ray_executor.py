@@ -139,9 +139,12 @@ def test_killed_worker_loses_and_duplicates_nothing(
 def test_two_overlapping_runs_share_the_files(ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path) -> None:
     """A second driver (the CLI, --address) on the same cluster and files while the first runs:
     every file is indexed by exactly one of them, both do some."""
-    address, _ = ray_cluster
+    address, marker = ray_cluster
     files = corpus_files(tmp_path / "c", 16, docs=60, words=400)
     ray_index(pg_url, files[:1])  # the corpus exists before both start
+    # each file takes 0.5 s more, so the first driver cannot finish alone before the second starts
+    # (on a busy machine, unpaced, one driver once took every file)
+    marker.write_text("slow:0.5")
     env = {k: v for k, v in os.environ.items() if k != KILL_MARKER}
     cmd = [sys.executable, "-m", "contam.indexer.cli", "index", "--corpus", "web", "--db", pg_url, "--executor", "ray"]
     cmd += ["--address", address, "--workers", "1", "--progress", "log", *map(str, files)]
@@ -155,6 +158,7 @@ def test_two_overlapping_runs_share_the_files(ray_cluster: tuple[str, Path], pg_
     thread.start()
     out, err = proc.communicate(timeout=120)
     thread.join(120)
+    marker.unlink(missing_ok=True)
     assert proc.returncode == 0, err
     theirs = set(_done_paths_from_log(err))
     mine = {f.path for f in ours[0].files if f.status == "done"}
