@@ -616,15 +616,6 @@ def is_json_lines(data: bytes) -> bool:
         return False
 
 
-def _arrow_table(data: bytes) -> pa.Table | None:
-    for opener in (pa.ipc.open_stream, pa.ipc.open_file):
-        try:
-            return opener(pa.BufferReader(data)).read_all()
-        except (pa.ArrowException, OSError):
-            continue
-    return None
-
-
 def read_arrow_records(
     data: Source, filename: str, limits: Limits = DEFAULT_LIMITS
 ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -655,18 +646,9 @@ def read_arrow_records(
         raise InputError(f"{filename}: not a readable Arrow file ({exc})") from exc
 
 
-def read_path(path: Path) -> tuple[bytes, str]:
-    """A benchmark on disk as (bytes, file name) for read_benchmark: a file, or a Hugging Face
-    `save_to_disk` folder of one split (its Arrow files joined into one)."""
-    if not path.exists():
-        raise InputError(f"no such file: {path}")
-    if not path.is_dir():
-        return path.read_bytes(), path.name
-    return _folder(path)
-
-
 def benchmark_source(path: Path) -> tuple[Source, str]:
-    """read_path, but a file or folder stays on disk, to be read as a stream (a folder's files
+    """A benchmark on disk: a file, or a Hugging Face `save_to_disk` folder or Parquet shard
+    folder of one split, left on disk to be read as a stream (a folder's files
     one after the other, each a record batch at a time: read_folder_records). A folder's
     layout is checked now."""
     if not path.exists():
@@ -718,42 +700,6 @@ def _folder_files(path: Path) -> tuple[str, list[Path]]:
             raise InputError(f"{path}: a save_to_disk folder whose Arrow files cannot be read")
         return "arrow", files
     return "parquet", _parquet_shards(path)
-
-
-def _folder(path: Path) -> tuple[bytes, str]:
-    """A save_to_disk folder or a folder of Parquet shards, as one Arrow stream."""
-    if (path / "dataset_dict.json").exists():
-        splits = sorted(p.name for p in path.iterdir() if (p / "state.json").exists())
-        raise InputError(
-            f"{path} holds several splits ({', '.join(splits)}): give one, e.g. {path / (splits or ['test'])[0]}"
-        )
-    if (path / "state.json").exists():
-        state = orjson.loads((path / "state.json").read_bytes())
-        tables = [_arrow_table((path / f["filename"]).read_bytes()) for f in state.get("_data_files", [])]
-        if not tables or any(t is None for t in tables):
-            raise InputError(f"{path}: a save_to_disk folder whose Arrow files cannot be read")
-        return _as_arrow([t for t in tables if t is not None]), f"{path.name}.arrow"
-    return _parquet_folder(path)
-
-
-def _as_arrow(tables: list[pa.Table]) -> bytes:
-    """Tables joined into one Arrow stream (what read_arrow_records reads)."""
-    sink = io.BytesIO()
-    table = pa.concat_tables(tables, promote_options="default")
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue()
-
-
-def _parquet_folder(path: Path) -> tuple[bytes, str]:
-    """The Parquet shards of one split under a folder, as the Hugging Face Hub lays them out
-    (data/test-00000-of-00002.parquet, ...; or config/test/0000.parquet), joined."""
-    shards = _parquet_shards(path)
-    try:
-        tables = [pq.read_table(s) for s in shards]
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{path}: a Parquet shard cannot be read ({exc})") from exc
-    return _as_arrow(tables), f"{path.name}.arrow"
 
 
 def _parquet_shards(path: Path) -> list[Path]:

@@ -17,7 +17,7 @@ import pytest
 
 from contam.app.core.types import Status
 from contam.app.errors import InputError
-from contam.app.readers.benchmark import read_benchmark, read_path
+from contam.app.readers.benchmark import benchmark_source, iter_benchmark, read_benchmark
 from contam.app.readers.corpus import find_files, read_documents
 from contam.app.services.exports import without_items
 
@@ -122,11 +122,11 @@ def test_arrow_file_and_save_to_disk_folder(tmp_path: Path) -> None:
     items, _ = read_benchmark(_arrow_stream(rows), "test.arrow")
     assert [i.answer for i in items] == ["Paris", "Paris"]
     folder = _save_to_disk(tmp_path / "bench" / "test", rows)
-    data, name = read_path(folder)
-    assert name == "test.arrow" and len(read_benchmark(data, name)[0]) == 2
+    source, name = benchmark_source(folder)
+    assert name == "test.arrow" and len(list(iter_benchmark(source, name))) == 2
     (tmp_path / "bench" / "dataset_dict.json").write_text('{"splits": ["test"]}')
     with pytest.raises(InputError, match="holds several splits \\(test\\): give one"):
-        read_path(tmp_path / "bench")
+        benchmark_source(tmp_path / "bench")
 
 
 def test_save_to_disk_folder_as_a_corpus(tmp_path: Path) -> None:
@@ -144,12 +144,12 @@ def test_hub_parquet_layout(tmp_path: Path) -> None:
     for i in range(2):
         rows = [{"question": f"Question {i} about the capital of France?", "choices": ["a", "b"], "answer": 1}]
         pq.write_table(pa.Table.from_pylist(rows), data / f"test-0000{i}-of-00002.parquet")
-    bytes_, name = read_path(data)
-    assert [i.question for i in read_benchmark(bytes_, name)[0]][1] == "Question 1 about the capital of France?"
+    source, name = benchmark_source(data)
+    assert [i.question for i in iter_benchmark(source, name)][1] == "Question 1 about the capital of France?"
     pq.write_table(pa.Table.from_pylist(rows), data / "validation-00000-of-00001.parquet")
     with pytest.raises(InputError, match=r"holds several splits \(data/test, data/validation\)"):
-        read_path(tmp_path / "mmlu")
-    assert len(read_benchmark(*read_path(data / "validation-00000-of-00001.parquet"))[0]) == 1
+        benchmark_source(tmp_path / "mmlu")
+    assert len(list(iter_benchmark(*benchmark_source(data / "validation-00000-of-00001.parquet")))) == 1
 
 
 def test_compressed_layouts_and_their_clean_subsets() -> None:
