@@ -219,7 +219,8 @@ def match_document(
     solution = p.role == SOLUTION
     counted = None
     final_answer = bool((p.role == ANSWER).any() or len(p.answer_ids))
-    if solution.any() and final_answer and _solution_share(p, own, own_hit) < 0.5:
+    solution_held = _solution_share(p, own, own_hit)
+    if solution.any() and final_answer and solution_held < 0.5:
         counted = ~solution
     passage = 0.0
     if len(p.passage_grams) and p.passage_tokens:
@@ -236,7 +237,7 @@ def match_document(
         competitor=competitor,
         region=(lo, hi),
         blocks=[(a, lo + b, size) for a, b, size in al.blocks],
-        answer_found=_answer_found(p, al, matched, region.ids, _solution_share(p, own, own_hit)),
+        answer_found=_answer_found(p, al, matched, region.ids, solution_held),
         passage_coverage=passage,
         near_window=window[0] if window else None,
         shared_run=shared_run,
