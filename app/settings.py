@@ -55,6 +55,11 @@ class Settings(BaseSettings):
     job_retry_seconds: float = Field(
         RETRY_SECONDS, ge=0, description="how long a report job retries an unreachable database before failing"
     )
+    job_lease_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="seconds a report job stays its server's after its last renewal; then others may take it up",
+    )
     workers: int = Field(0, description="indexer worker processes; 0 means one per core")
     # The indexer's knobs below default to None: the job's own default (indexer.options.IndexOptions).
     batch_size: int | None = Field(None, description="documents per indexing batch")

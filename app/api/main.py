@@ -29,9 +29,10 @@ DESCRIPTION = (
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Migrate the database and resume report jobs a stopped server left; stop them at the end."""
+    """Migrate the database; hold this server's report jobs and take up those a stopped server
+    left (from a second on: see ReportService.start); stop them at the end."""
     migrate(app.state.settings.database_url)
-    app.state.reports.resume_pending()
+    app.state.reports.start()
     yield
     app.state.reports.shutdown()
     app.state.engine.dispose()
@@ -60,6 +61,7 @@ def create_app(settings: Settings) -> FastAPI:
         settings.job_retry_seconds,
         settings.job_workers,
         settings.scan_workers,
+        settings.job_lease_seconds,
     )
     app.state.corpora = CorpusService(engine)
     app.state.checks = CheckService(engine, limits)

@@ -8,6 +8,8 @@ import contextlib
 import functools
 import hashlib
 import logging
+import os
+import socket
 import tempfile
 import threading
 import uuid
@@ -56,33 +58,52 @@ def failure_reason(exc: Exception) -> str:
 
 
 class JobCancelled(Exception):
-    """The report was deleted while its job ran: the job stops and records nothing."""
+    """The report was deleted while its job ran, or another server took its job up (this one's
+    lease ran out): the job stops and records nothing."""
 
 
-def _save_chunk(conn: Connection, report_id: str, done: int, rows: list[dict[str, Any]]) -> None:
+class JobStopped(Exception):
+    """The server is stopping: the job stops where it is, to be taken up by the next server."""
+
+
+JOB_LEASE_SECONDS = 30.0  # CONTAM_JOB_LEASE_SECONDS
+START_GRACE_SECONDS = 1.0  # a server takes up other servers' jobs only after this (see `start`)
+
+# Every write of a job below is fenced by its owner: a job another server has taken up (or a
+# deleted report) raises JobCancelled at its next write, before anything of it is written.
+
+
+def _save_chunk(conn: Connection, report_id: str, owner: str, done: int, rows: list[dict[str, Any]]) -> None:
     """A chunk's items, with the progress they make; the progress first, so a report deleted
     meanwhile stops the job before any of its items is written."""
-    if not rrepo.set_progress(conn, report_id, done):
-        raise JobCancelled(report_id)  # deleted (DELETE /api/v1/reports/{id}): stop scoring
+    if not rrepo.set_progress(conn, report_id, done, owner):
+        raise JobCancelled(report_id)  # deleted (DELETE /api/v1/reports/{id}) or taken up: stop
     for i in range(0, len(rows), 2000):
         rrepo.insert_items(conn, report_id, rows[i : i + 2000])
 
 
-def _finish(conn: Connection, report_id: str, done: int, summary: dict[str, Any]) -> None:
-    if not rrepo.set_status(conn, report_id, "done", summary=summary, done_items=done):
+def _finish(conn: Connection, report_id: str, owner: str, done: int, summary: dict[str, Any]) -> None:
+    if not rrepo.set_status(conn, report_id, "done", owner, summary=summary, done_items=done):
         raise JobCancelled(report_id)
 
 
-def _read(conn: Connection, report_id: str, read: int) -> None:
+def _read(conn: Connection, report_id: str, owner: str, read: int) -> None:
     """Items the job's first pass has read; a report deleted meanwhile stops the job there."""
-    if not rrepo.set_read(conn, report_id, read):
+    if not rrepo.set_read(conn, report_id, read, owner):
         raise JobCancelled(report_id)
 
 
-def _start(conn: Connection, report_id: str) -> None:
-    """Running, and no items yet (an interrupted run may have written some)."""
-    rrepo.set_status(conn, report_id, "running", error=None, done_items=0, read_items=0)
+def _start(conn: Connection, report_id: str, owner: str, lease: float) -> None:
+    """Held by `owner`, running, and no items yet (an interrupted run may have written some)."""
+    if not rrepo.take_job(conn, report_id, owner, lease):
+        raise JobCancelled(report_id)  # finished, deleted, or held by a live server
+    rrepo.set_status(conn, report_id, "running", owner, error=None, done_items=0, read_items=0)
     rrepo.delete_items(conn, report_id)
+
+
+def _fail(conn: Connection, report_id: str, owner: str, reason: str) -> None:
+    if rrepo.set_status(conn, report_id, "failed", owner, error=reason):
+        rrepo.delete_items(conn, report_id)
 
 
 def _sha256(data: bytes | Path) -> str:
@@ -109,14 +130,11 @@ def spooled(stream: IO[bytes], limit: int) -> Iterator[Path]:
         yield path
 
 
-def _fail(conn: Connection, report_id: str, reason: str) -> None:
-    rrepo.delete_items(conn, report_id)
-    rrepo.set_status(conn, report_id, "failed", error=reason)
-
-
 class ReportService:
-    """Submits and runs reports. Jobs run on `job_workers` background threads; state lives in the database,
-    so a restart resumes queued or interrupted jobs (`resume_pending`)."""
+    """Submits and runs reports. Jobs run on `job_workers` background threads; state lives in the
+    database. Each job is held by the server running it under a lease the server renews (`start`),
+    so several servers can share a database: a server takes up only the jobs of servers that
+    stopped, and a restart resumes queued or interrupted jobs."""
 
     def __init__(
         self,
@@ -126,14 +144,21 @@ class ReportService:
         retry_seconds: float = RETRY_SECONDS,
         job_workers: int = 1,
         scan_workers: int = 1,
+        lease_seconds: float = JOB_LEASE_SECONDS,
     ) -> None:
         """`max_upload_bytes`: the largest benchmark `submit` takes (CONTAM_MAX_UPLOAD_MB, in MiB);
         `limits`: what reading it may take (decompressed size, items, characters per field);
         `retry_seconds`: how long a job retries a database it cannot reach; `job_workers`: jobs
         run at once (CONTAM_JOB_WORKERS), so one large benchmark does not hold up the rest;
         `scan_workers`: processes each job scores its chunks in (CONTAM_SCAN_WORKERS, 0: one per
-        core)."""
+        core); `lease_seconds`: how long a job stays this server's after it last renewed it
+        (CONTAM_JOB_LEASE_SECONDS): a server that dies leaves its jobs to the others after that."""
         self.scan_workers = scan_workers
+        self.lease = lease_seconds
+        # who runs the jobs: readable in the database, unique to this service
+        self.owner = f"{socket.gethostname()[:32]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._active: set[str] = set()  # jobs queued or running on this service's threads
+        self._active_lock = threading.Lock()
         self.engine = engine
         self.max_upload = max_upload_bytes
         self.limits = limits or Limits()
@@ -141,9 +166,57 @@ class ReportService:
         self._pool = ThreadPoolExecutor(max(1, job_workers), thread_name_prefix="contam-job")
         self._stopping = threading.Event()
 
+    def start(self, grace: float = START_GRACE_SECONDS) -> None:
+        """Keep this server's jobs (renew their leases every third of a lease) and take up the
+        jobs of servers that stopped (their leases ran out), on a thread of its own. The first
+        take-up waits `grace` seconds: a server whose port is taken stops within it, before it
+        touches any job."""
+        threading.Thread(target=self._heartbeat, args=(grace,), name="contam-job-leases", daemon=True).start()
+
+    def _heartbeat(self, grace: float) -> None:
+        if self._stopping.wait(grace):
+            return
+        while True:
+            try:
+                self.take_up()
+            except Exception as exc:  # the database away, say: the next beat tries again
+                log.warning("report jobs: leases not renewed: %s", failure_reason(exc))
+            if self._stopping.wait(self.lease / 3):
+                return
+
+    def take_up(self) -> list[str]:
+        """Renew the leases of this server's jobs, then queue the jobs nobody holds (a stopped
+        server's); the reports it took up."""
+        taken = []
+        with self.engine.begin() as conn:
+            rrepo.renew_jobs(conn, self.owner, self.lease)
+            for rid in rrepo.stale_jobs(conn):
+                with self._active_lock:
+                    mine = rid in self._active  # its lease lapsed while the database was away
+                if not mine and rrepo.take_job(conn, rid, self.owner, self.lease):
+                    taken.append(rid)
+        for rid in taken:
+            log.info("report %s: taking up the job a stopped server left", rid)
+            self._enqueue(rid)
+        return taken
+
+    def _enqueue(self, report_id: str) -> None:
+        with self._active_lock:
+            if report_id in self._active:
+                return
+            self._active.add(report_id)
+        self._pool.submit(self._run_logged, report_id)
+
     def shutdown(self) -> None:
+        """Stop: jobs stop at their next chunk, and their leases are let go, so the next server
+        (or one running beside this one) takes them up at once."""
         self._stopping.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        try:
+            with self.engine.begin() as conn:
+                rrepo.release_jobs(conn, self.owner)
+        except Exception as exc:  # their leases run out instead
+            log.warning("report jobs: leases not let go: %s", failure_reason(exc))
 
     # ---------------------------------------------------------------- submit and run
 
@@ -192,15 +265,18 @@ class ReportService:
                     "summary": None,
                     "upload_zst": blob,
                 },
+                owner=self.owner,
+                lease=self.lease,
             )
         del blob
         if background:
-            self._pool.submit(self._run_logged, report_id)
+            self._enqueue(report_id)
         else:
             self.run(report_id)
         return report_id
 
     def _run_logged(self, report_id: str) -> None:
+        again = False
         try:
             self.run(report_id)
         except JobStranded as exc:  # the database stayed away: run the job again once it may be back
@@ -209,11 +285,19 @@ class ReportService:
                 timer = threading.Timer(self.retry_seconds, self._requeue, (report_id,))
                 timer.daemon = True
                 timer.start()
+                again = True
         except Exception:  # the job records its own failure; this only keeps the thread alive
             log.exception("report %s failed", report_id)
+        finally:
+            if not again:
+                with self._active_lock:
+                    self._active.discard(report_id)
 
     def _requeue(self, report_id: str) -> None:
-        if not self._stopping.is_set():
+        if self._stopping.is_set():
+            with self._active_lock:
+                self._active.discard(report_id)
+        else:
             self._pool.submit(self._run_logged, report_id)
 
     def _write(self, what: str, work: Callable[[Connection], object]) -> None:
@@ -253,17 +337,22 @@ class ReportService:
                     self.retry_seconds,
                     self._stopping.is_set,
                 )
-                self._write("starting the job", lambda c: _start(c, report_id))
+                self._write("starting the job", lambda c: _start(c, report_id, self.owner, self.lease))
             except UnavailableError as lost:
                 raise JobStranded(lost.message) from lost
+            except JobCancelled:
+                log.info("report %s: finished, deleted or held by another server: not run here", report_id)
+                return
             try:
                 self._score(report_id, rep, Path(spool.name))
             except JobCancelled:
-                log.info("report %s was deleted: its job stopped", report_id)
+                log.info("report %s was deleted, or taken up by another server: its job stopped", report_id)
+            except JobStopped:
+                log.info("report %s: the server is stopping; the job is left to the next server", report_id)
             except Exception as exc:
                 reason = failure_reason(exc)
                 try:
-                    self._write("recording the failure", lambda c: _fail(c, report_id, reason))
+                    self._write("recording the failure", lambda c: _fail(c, report_id, self.owner, reason))
                 except UnavailableError as lost:
                     raise JobStranded(lost.message) from exc
                 raise
@@ -277,23 +366,24 @@ class ReportService:
 
         summary, done = Summary(), 0
 
+        owner = self.owner
+
         def reading(read: int) -> None:
-            self._write("recording progress", functools.partial(_read, report_id=report_id, read=read))
+            if self._stopping.is_set():
+                raise JobStopped(report_id)
+            self._write("recording progress", functools.partial(_read, report_id=report_id, owner=owner, read=read))
 
         for part in scanner.scan_stream(items, reading=reading):
+            if self._stopping.is_set():
+                raise JobStopped(report_id)
             rows = [item_row(r, th) for r in part]
             summary.add(part)
             done += len(part)
-            self._write("recording progress", functools.partial(_save_chunk, report_id=report_id, done=done, rows=rows))
-        self._write("saving the summary", lambda c: _finish(c, report_id, done, summary.as_dict()))
-
-    def resume_pending(self) -> list[str]:
-        """Re-queue reports left queued or running by a stopped server."""
-        with self.engine.connect() as conn:
-            ids = rrepo.with_status(conn, ["queued", "running"])
-        for rid in ids:
-            self._pool.submit(self._run_logged, rid)
-        return ids
+            self._write(
+                "recording progress",
+                functools.partial(_save_chunk, report_id=report_id, owner=owner, done=done, rows=rows),
+            )
+        self._write("saving the summary", lambda c: _finish(c, report_id, owner, done, summary.as_dict()))
 
     # ---------------------------------------------------------------- read
 

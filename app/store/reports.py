@@ -9,14 +9,15 @@ from pathlib import Path
 from typing import IO, Any
 
 import zstandard
-from sqlalchemy import and_, delete, func, insert, select, true, update
+from sqlalchemy import ColumnElement, Float, and_, delete, func, insert, literal_column, or_, select, true, update
 from sqlalchemy.engine import Connection
 
+from contam.app.store import db
 from contam.app.store.repo import now
 from contam.app.store.schema import report, report_item
 
 NAME_CHARS: int = report.c.name.type.length  # type: ignore[attr-defined]
-REPORT_COLUMNS = [c for c in report.c if c.name != "upload"]
+REPORT_COLUMNS = [c for c in report.c if c.name not in ("upload", "owner", "lease_until")]
 SORTS = {
     "score": report_item.c.score,
     "row": report_item.c.idx,
@@ -46,13 +47,67 @@ def compressed(upload: bytes | Path) -> bytes:
     return sink.getvalue()
 
 
-def create(conn: Connection, values: dict[str, Any]) -> None:
+def create(conn: Connection, values: dict[str, Any], owner: str | None = None, lease: float = 0.0) -> None:
     """A new report; `values` hold its columns, JSON columns as Python values, and either
     `upload`, the benchmark file (its bytes, or the file on disk), or `upload_zst`, what
-    `compressed` made of it (the file is kept zstd-compressed)."""
+    `compressed` made of it (the file is kept zstd-compressed). `owner`: the server that will
+    run its job, holding it for `lease` seconds (see `take_job`)."""
     blob = values.pop("upload_zst") if "upload_zst" in values else compressed(values["upload"])
     values = {**_encode(values), "upload": blob}
-    conn.execute(insert(report).values(**values, created_at=now(), done_items=0, read_items=0))
+    held = {"owner": owner, "lease_until": _clock(conn) + lease} if owner else {}
+    conn.execute(insert(report).values(**values, **held, created_at=now(), done_items=0, read_items=0))
+
+
+# ---------------------------------------------------------------- job leases
+# A report's job is held by one server (`owner`) until `lease_until`, seconds since the epoch
+# on the database's clock (so the servers' clocks do not matter); the server renews the lease
+# while it lives, and every write of the job is fenced by its owner (migration 0008).
+
+PENDING = ("queued", "running")
+
+
+def _clock(conn: Connection) -> ColumnElement[float]:
+    """The database's clock, in seconds since the epoch."""
+    if db.dialect(conn) == "postgresql":
+        return literal_column("extract(epoch FROM clock_timestamp())", Float)
+    return literal_column("((julianday('now') - 2440587.5) * 86400.0)", Float)
+
+
+def _held_by(owner: str) -> ColumnElement[bool]:
+    return and_(report.c.owner == owner, report.c.status.in_(PENDING))
+
+
+def take_job(conn: Connection, report_id: str, owner: str, lease: float) -> bool:
+    """Hold a queued or running report's job for `owner` for `lease` seconds: one it already
+    holds, one nobody holds, or one whose lease ran out (its server died). False: the report is
+    gone, finished, or held by a live server."""
+    clock = _clock(conn)
+    free = or_(report.c.owner.is_(None), report.c.owner == owner, report.c.lease_until < clock)
+    q = update(report).where(report.c.id == report_id, report.c.status.in_(PENDING), free)
+    return conn.execute(q.values(owner=owner, lease_until=clock + lease)).rowcount > 0
+
+
+def renew_jobs(conn: Connection, owner: str, lease: float) -> int:
+    """Extend the leases of `owner`'s pending jobs by `lease` seconds from now; how many it holds."""
+    return conn.execute(update(report).where(_held_by(owner)).values(lease_until=_clock(conn) + lease)).rowcount
+
+
+def release_jobs(conn: Connection, owner: str) -> int:
+    """Let `owner`'s pending jobs go (a server stopping): any server may take them up at once."""
+    return conn.execute(update(report).where(_held_by(owner)).values(lease_until=0.0)).rowcount
+
+
+def stale_jobs(conn: Connection) -> list[str]:
+    """Pending reports nobody holds, or whose lease ran out, oldest first."""
+    free = or_(report.c.owner.is_(None), report.c.lease_until < _clock(conn))
+    q = select(report.c.id).where(report.c.status.in_(PENDING), free).order_by(report.c.created_at, report.c.id)
+    return list(conn.execute(q).scalars())
+
+
+def _job(report_id: str, owner: str | None) -> ColumnElement[bool]:
+    """The report, fenced by the job's owner when one is given."""
+    cond = report.c.id == report_id
+    return cond if owner is None else and_(cond, report.c.owner == owner)
 
 
 def corpora_in_use(conn: Connection) -> set[str]:
@@ -106,26 +161,23 @@ def list_all(conn: Connection, limit: int = 100, offset: int = 0) -> tuple[int, 
     return int(total), [_decode(r) for r in rows]
 
 
-def with_status(conn: Connection, statuses: Sequence[str]) -> list[str]:
-    return list(conn.execute(select(report.c.id).where(report.c.status.in_(statuses))).scalars())
-
-
-def set_status(conn: Connection, report_id: str, status: str, **values: Any) -> bool:
-    """Whether the report is still there to take it (a deleted one is not)."""
+def set_status(conn: Connection, report_id: str, status: str, owner: str | None = None, **values: Any) -> bool:
+    """Whether the report is still there to take it (a deleted one is not, nor, given the job's
+    `owner`, one another server has taken up)."""
     values = _encode(values)
     if status in ("done", "failed"):
         values["finished_at"] = now()
-    return conn.execute(update(report).where(report.c.id == report_id).values(status=status, **values)).rowcount > 0
+    return conn.execute(update(report).where(_job(report_id, owner)).values(status=status, **values)).rowcount > 0
 
 
-def set_progress(conn: Connection, report_id: str, done: int) -> bool:
-    """Whether the report is still there to take it (a deleted one is not)."""
-    return conn.execute(update(report).where(report.c.id == report_id).values(done_items=done)).rowcount > 0
+def set_progress(conn: Connection, report_id: str, done: int, owner: str | None = None) -> bool:
+    """Whether the report is still there to take it (see `set_status`)."""
+    return conn.execute(update(report).where(_job(report_id, owner)).values(done_items=done)).rowcount > 0
 
 
-def set_read(conn: Connection, report_id: str, read: int) -> bool:
+def set_read(conn: Connection, report_id: str, read: int, owner: str | None = None) -> bool:
     """Items the job's first pass has read; whether the report is still there to take it."""
-    return conn.execute(update(report).where(report.c.id == report_id).values(read_items=read)).rowcount > 0
+    return conn.execute(update(report).where(_job(report_id, owner)).values(read_items=read)).rowcount > 0
 
 
 def delete_items(conn: Connection, report_id: str) -> None:

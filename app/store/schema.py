@@ -180,6 +180,10 @@ report = Table(
     Column("upload", LargeBinary, nullable=False),  # zstd of the uploaded file, for re-runs and the clean subset
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("finished_at", DateTime(timezone=True)),
+    # the server running the job and its lease, in seconds since the epoch on the database's
+    # clock (migration 0008 says how a job is held, taken up and fenced)
+    Column("owner", String(64)),
+    Column("lease_until", Float),
 )
 
 report_item = Table(

@@ -87,9 +87,9 @@ def test_the_report_shows_progress_before_the_first_full_chunk_is_scored(
 
     real = rrepo.set_progress
 
-    def recorded(conn, report_id, done):  # type: ignore[no-untyped-def]
+    def recorded(conn, report_id, done, owner=None):  # type: ignore[no-untyped-def]
         steps.append(done)
-        return real(conn, report_id, done)
+        return real(conn, report_id, done, owner)
 
     monkeypatch.setattr(rrepo, "set_progress", recorded)
     data = "".join(json.dumps({"id": f"q{i}", "question": f"question {i} about rivers"}) + "\n" for i in range(600))
@@ -172,11 +172,11 @@ def test_deleting_a_report_stops_a_job_scored_by_worker_processes(
     steps: list[int] = []
     real = rrepo.set_progress
 
-    def deleted_after_first_step(conn, report_id, done):  # type: ignore[no-untyped-def]
+    def deleted_after_first_step(conn, report_id, done, owner=None):  # type: ignore[no-untyped-def]
         steps.append(done)
         if len(steps) == 2:
             svc.delete(report_id)
-        return real(conn, report_id, done)
+        return real(conn, report_id, done, owner)
 
     monkeypatch.setattr(rrepo, "set_progress", deleted_after_first_step)
     keep_alive = threading.Event()  # a second thread, as in the server: workers start from a fork server
@@ -258,14 +258,14 @@ def test_a_report_shows_items_read_before_any_is_scored(
     real_read, real_done = rrepo.set_read, rrepo.set_progress
     svc = ReportService(engine, 1 << 24)
 
-    def read(conn, report_id, n):  # type: ignore[no-untyped-def]
-        ok = real_read(conn, report_id, n)
+    def read(conn, report_id, n, owner=None):  # type: ignore[no-untyped-def]
+        ok = real_read(conn, report_id, n, owner)
         steps.append(("read", n, rrepo.get(conn, report_id)["phase"]))
         return ok
 
-    def done(conn, report_id, n):  # type: ignore[no-untyped-def]
+    def done(conn, report_id, n, owner=None):  # type: ignore[no-untyped-def]
         steps.append(("done", n, ""))
-        return real_done(conn, report_id, n)
+        return real_done(conn, report_id, n, owner)
 
     monkeypatch.setattr(rrepo, "set_read", read)
     monkeypatch.setattr(rrepo, "set_progress", done)

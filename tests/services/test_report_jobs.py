@@ -1,19 +1,26 @@
-"""Report jobs: several run at once, and deleting a report stops its job (both databases)."""
+"""Report jobs: several run at once, deleting a report stops its job, and servers sharing a
+database never run one job twice (both databases)."""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from conftest import IndexCorpus
+from fastapi.testclient import TestClient
 from helpers import make_docs
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, update
 
+from contam.app.api.main import create_app
 from contam.app.services import scanning
 from contam.app.services.reports import ReportService
+from contam.app.settings import Settings
 from contam.app.store import reports as rrepo
+from contam.app.store.db import make_engine
 from contam.app.store.schema import report, report_item
 
 
@@ -34,11 +41,11 @@ def test_deleting_a_report_stops_its_job(
     steps: list[int] = []
     real = rrepo.set_progress
 
-    def deleted_after_first_step(conn, report_id, done):  # type: ignore[no-untyped-def]
+    def deleted_after_first_step(conn, report_id, done, owner=None):  # type: ignore[no-untyped-def]
         steps.append(done)
         if len(steps) == 2:  # a DELETE arrives while the job runs
             svc.delete(report_id)
-        return real(conn, report_id, done)
+        return real(conn, report_id, done, owner)
 
     monkeypatch.setattr(rrepo, "set_progress", deleted_after_first_step)
     svc.submit(_bench(10), "b.jsonl", background=False)
@@ -104,3 +111,137 @@ def test_a_job_scored_by_worker_processes_gives_the_same_report(
     assert statuses[:6] == ["contaminated"] * 6 and len(statuses) == 11
     # each job's pass 1 in a process of its own, one pool for the job with two workers; never a fork
     assert started == ["forkserver"] * 3
+
+
+# ---------------------------------------------------------------- servers sharing a database
+
+
+@pytest.fixture
+def services(engine: Engine) -> Iterator[Callable[..., ReportService]]:
+    """Report services on the test's database, stopped after the test whatever its outcome."""
+    made: list[ReportService] = []
+
+    def make(**options: Any) -> ReportService:
+        made.append(ReportService(engine, 1 << 20, **options))
+        return made[-1]
+
+    yield make
+    for svc in made:
+        svc.shutdown()
+
+
+def _wait_done(svc: ReportService, rid: str) -> dict:
+    for _ in range(400):
+        rep = svc.get(rid)
+        if rep["status"] in ("done", "failed"):
+            return rep
+        time.sleep(0.05)
+    raise AssertionError(f"report {rid} did not finish: {svc.get(rid)['status']}")
+
+
+def _held(engine: Engine, rid: str, owner: str, lease_until: float, **values: object) -> None:
+    with engine.begin() as conn:
+        conn.execute(update(report).where(report.c.id == rid).values(owner=owner, lease_until=lease_until, **values))
+
+
+def test_a_new_server_takes_up_only_the_jobs_of_stopped_servers(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """A server used to re-run, at start, every queued or running report, a live server's
+    running job included (whose report then held both runs' items). Now it takes up a job
+    only when its server's lease ran out; the live server's job is left alone."""
+    engine = make_engine(migrated_url)
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    first = ReportService(engine, 1 << 20)
+    dead, live = (first.submit(_bench(4), f"{n}.jsonl", background=False) for n in ("dead", "live"))
+    first.shutdown()
+    with engine.begin() as conn:  # both as a server leaves them mid-job
+        for rid in (dead, live):
+            rrepo.set_status(conn, rid, "running", done_items=2)
+    _held(engine, dead, "killed-server", 0.0)  # its lease ran out long ago
+    _held(engine, live, "live-server", time.time() + 3600)  # renewed by a server that runs
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rep = _wait_done(c.app.state.reports, dead)  # type: ignore[attr-defined]
+        assert rep["status"] == "done" and rep["done_items"] == 4
+        time.sleep(0.3)
+        other = c.get(f"/api/v1/reports/{live}").json()
+        assert (other["status"], other["done_items"]) == ("running", 2)  # untouched
+    with engine.connect() as conn:
+        assert conn.execute(select(report.c.owner).where(report.c.id == live)).scalar_one() == "live-server"
+    engine.dispose()
+
+
+def test_a_job_taken_over_stops_writing_and_the_new_server_finishes_it(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch, services: Callable[..., ReportService]
+) -> None:
+    """Server A's lease on a running job runs out (A stalled); server B takes the job up. A's
+    next write is fenced by the owner and refused, so A stops; the report holds B's run only."""
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    monkeypatch.setattr(scanning, "CHUNK", 2)
+    monkeypatch.setattr(scanning, "FIRST_CHUNKS", ())
+    a, b = services(), services()
+    writes: list[tuple[str, int, bool]] = []
+    real_progress = rrepo.set_progress
+
+    def progress(conn, report_id, done, owner=None):  # type: ignore[no-untyped-def]
+        ok = real_progress(conn, report_id, done, owner)
+        writes.append((owner, done, ok))
+        return ok
+
+    monkeypatch.setattr(rrepo, "set_progress", progress)
+    real_stream = scanning.Scanner.scan_stream
+    taken: list[str] = []
+
+    def stream(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        for k, part in enumerate(real_stream(self, *args, **kwargs)):
+            if k == 1 and threading.current_thread().name.startswith("contam-job") and not taken:
+                with engine.begin() as conn:  # A stalled past its lease
+                    conn.execute(update(report).values(lease_until=0.0))
+                taken.extend(b.take_up())
+                _wait_done(b, taken[0])  # B runs the job whole meanwhile
+            yield part
+
+    monkeypatch.setattr(scanning.Scanner, "scan_stream", stream)
+    rid = a.submit(_bench(10), "b.jsonl")
+    rep = _wait_done(a, rid)
+    for _ in range(100):  # A's job ends at its next write
+        if not a._active:
+            break
+        time.sleep(0.05)
+    assert taken == [rid] and rep["status"] == "done" and rep["done_items"] == 10
+    by_a = [(done, ok) for owner, done, ok in writes if owner == a.owner]
+    assert by_a[0] == (2, True) and by_a[1:] == [(4, False)]  # refused once taken over, and stopped
+    assert [ok for owner, _, ok in writes if owner == b.owner] == [True] * 5
+    with engine.connect() as conn:
+        idx = list(conn.execute(select(report_item.c.idx).where(report_item.c.report_id == rid)).scalars())
+    assert sorted(idx) == list(range(10))
+
+
+def test_a_live_server_keeps_its_jobs_and_lets_them_go_when_it_stops(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch, services: Callable[..., ReportService]
+) -> None:
+    """A server renews its jobs' leases while it runs them, so no other server takes them up;
+    stopping, it stops them at their next chunk and lets them go at once."""
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    monkeypatch.setattr(scanning, "CHUNK", 2)
+    monkeypatch.setattr(scanning, "FIRST_CHUNKS", ())
+    release = threading.Event()
+    real_stream = scanning.Scanner.scan_stream
+
+    def slow(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        for part in real_stream(self, *args, **kwargs):
+            release.wait(0.6)
+            yield part
+
+    monkeypatch.setattr(scanning.Scanner, "scan_stream", slow)
+    a, b = services(lease_seconds=0.6), services(lease_seconds=0.6)
+    a.start(grace=0)
+    rid = a.submit(_bench(10), "b.jsonl")
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 2.0:  # three leases and more: A renews every 0.2 s
+        assert b.take_up() == []
+        time.sleep(0.1)
+    assert a.get(rid)["status"] == "running"
+    a.shutdown()
+    assert b.take_up() == [rid]  # let go at once, not after a lease
+    release.set()
+    rep = _wait_done(b, rid)
+    assert rep["status"] == "done" and rep["done_items"] == 10
