@@ -13,6 +13,9 @@ import dataclasses
 import difflib
 import ipaddress
 import json
+import os
+import shutil
+import socket
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -410,7 +413,35 @@ def _is_loopback(host: str) -> bool:
 PLACEHOLDER_KEYS = {"change-me", "changeme", "changeit"}  # keys from examples, known to everyone
 
 
-def serve_banner(database_url: str, host: str, port: int, keys: bool) -> str:
+def command_name() -> str:
+    """How to call this `contam` again: its name when the shell finds this one on PATH, else its
+    path (`make run` calls .venv/bin/contam, which is not on PATH until the venv is activated)."""
+    argv0 = sys.argv[0]
+    found = shutil.which("contam")
+    if Path(argv0).name == "contam" and not (found and os.path.samefile(found, argv0)):
+        return os.path.relpath(argv0) if not os.path.isabs(argv0) else argv0
+    return "contam"
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse, in one line, a port another process listens on (uvicorn would log a bare
+    "address already in use" after the app had started)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except socket.gaierror as exc:
+        raise ConfigError(f"cannot listen on {host}: {exc.strerror}") from None
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen on {host}:{port}: {exc.strerror} (another server may hold it: "
+                "stop it, or choose another port with --port or CONTAM_PORT)"
+            ) from None
+
+
+def serve_banner(database_url: str, host: str, port: int, keys: bool, command: str = "contam") -> str:
     """What `contam serve` (and so `make run`) says first: where everything is, what to do next."""
     shown = "localhost" if _is_loopback(host) else host
     return "\n".join(
@@ -419,7 +450,7 @@ def serve_banner(database_url: str, host: str, port: int, keys: bool) -> str:
             f"  dashboard:  http://{shown}:{port}/" + ("  (sign in with one of CONTAM_API_KEYS)" if keys else ""),
             f"  API docs:   http://{shown}:{port}/docs",
             f"  database:   {shown_url(database_url)}  (CONTAM_DATABASE_URL)",
-            "  your data:  contam index --corpus NAME PATH...   then   contam scan BENCHMARK.jsonl",
+            f"  your data:  {command} index --corpus NAME PATH...   then   {command} scan BENCHMARK.jsonl",
         ]
     )
 
@@ -445,6 +476,8 @@ def serve(
         )
     if settings.key_set() & PLACEHOLDER_KEYS:
         raise ConfigError("CONTAM_API_KEYS holds a placeholder key anyone can guess: use a secret one")
+    port = port or settings.port
     migrate(settings.database_url)  # the app does it too; here a database out of reach is one line
-    typer.echo(serve_banner(settings.database_url, host, port or settings.port, bool(settings.key_set())), err=True)
-    uvicorn.run(create_app(settings), host=host, port=port or settings.port)
+    check_port(host, port)
+    typer.echo(serve_banner(settings.database_url, host, port, bool(settings.key_set()), command_name()), err=True)
+    uvicorn.run(create_app(settings), host=host, port=port)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import socket
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner, Result
 
 import contam.indexer.job as job_module
-from contam.app.cli import serve_banner
+from contam.app.cli import command_name, serve_banner
 from contam.app.settings import Settings, get_settings
 from contam.indexer.cli import app as cli
 from contam.indexer.cli import demo_workdir
@@ -365,3 +367,34 @@ def test_the_demo_says_which_mb_it_counts(migrated_url: str, tmp_path: Path, mon
     assert "MB of text) as corpus" in said, said
     listed = CliRunner().invoke(cli, ["corpora", "--db", migrated_url]).output
     assert "MB of files on disk" in listed, listed
+
+
+def test_serve_names_the_port_when_another_server_holds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second `contam serve` on a taken port once started the app (and its report jobs), then
+    died with uvicorn's bare "address already in use"; now it stops first, in one line."""
+    monkeypatch.setenv("CONTAM_DATABASE_URL", f"sqlite:///{tmp_path / 'c.db'}")
+    get_settings.cache_clear()
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        r = CliRunner().invoke(cli, ["serve", "--port", str(port)])
+    get_settings.cache_clear()
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in r.output and "CONTAM_PORT" in r.output
+
+
+def test_the_banner_names_contam_as_the_shell_will_find_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make run` runs .venv/bin/contam; its banner said `contam index ...`, which a new user's
+    shell did not find (the venv not activated)."""
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    exe = bin_dir / "contam"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.setattr(sys, "argv", [str(exe), "serve"])
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert command_name() == str(exe)
+    assert f"{exe} index --corpus NAME PATH" in serve_banner("sqlite:///x.db", "127.0.0.1", 8000, False, command_name())
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin")
+    assert command_name() == "contam"
