@@ -183,6 +183,11 @@ def corpora_show(
     typer.echo(json.dumps(health, indent=2, default=str) if as_json else health_text(health))
 
 
+def _count(n: int, noun: str) -> str:
+    """'1 segment', '3 segments'."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def health_text(h: dict[str, Any]) -> str:
     """A corpus's health as lines for a person (`--json` gives every field)."""
     c, spread = h["config"], h["tokens_per_document"]
@@ -194,7 +199,7 @@ def health_text(h: dict[str, Any]) -> str:
         f"{h['short_documents']:,} under 8 tokens)",
         f"  tokens:     {h['tokens']:,}"
         + ("; per document " + ", ".join(f"{k} {v:,}" for k, v in spread.items()) if spread else ""),
-        f"  postings:   {h['ngrams']:,} n-grams, {h['windows']:,} windows, in {h['segments']} segments",
+        f"  postings:   {h['ngrams']:,} n-grams, {h['windows']:,} windows, in {_count(h['segments'], 'segment')}",
         "  skipped:    " + (", ".join(f"{k}={v:,}" for k, v in h["skipped"].items()) or "nothing"),
         f"  settings:   n={c['ngram_n']}, sample={c['sample_mod']}, window={c['window']}/{c['stride']}, "
         f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']}",

@@ -84,6 +84,9 @@ class CheckItemIn(BaseModel):
 
 
 class CheckRequest(BaseModel):
+    """Texts and items are scored together as one benchmark (texts first): text several of them
+    share (a passage, a template) counts as shared, and decides nothing for any one of them."""
+
     texts: list[str] = Field(default_factory=list, description="plain texts, each checked as a question")
     items: list[CheckItemIn] = Field(default_factory=list, description="items with fields")
     corpora: list[str] | None = Field(None, description="corpus names (default: all)")

@@ -17,6 +17,8 @@ import dataclasses
 import gzip
 import io
 import lzma
+import shutil
+import tempfile
 import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -69,6 +71,13 @@ COMPRESSIONS = ((".gz", "gzip"), (".zst", "zstd"), (".zstd", "zstd"), (".bz2", "
 _DECOMPRESS_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError)
 
 
+BENCHMARK_TYPES = (
+    ".jsonl, .ndjson, .json, .csv, .tsv or .parquet, optionally .gz, .zst, .bz2 or .xz; .arrow; "
+    "or a save_to_disk or Parquet folder"
+)
+UPLOAD_SUFFIXES = ".jsonl,.ndjson,.json,.csv,.tsv,.parquet,.arrow,.gz,.zst,.zstd,.bz2,.xz"  # the upload form's accept
+
+
 def detect_format(filename: str) -> tuple[str, str | None]:
     """(format, compression) from the file name."""
     name = filename.lower()
@@ -86,10 +95,7 @@ def detect_format(filename: str) -> tuple[str, str | None]:
     ):
         if name.endswith(exts):
             return fmt, comp
-    raise InputError(
-        f"{filename}: unsupported benchmark file type (use .jsonl, .json, .csv, .tsv or .parquet, "
-        "optionally .gz, .zst, .bz2 or .xz)"
-    )
+    raise InputError(f"{filename}: unsupported benchmark file type (use {BENCHMARK_TYPES})")
 
 
 class _ReadsInto(Protocol):
@@ -195,24 +201,6 @@ def _jsonl(stream: BinaryIO, filename: str) -> Iterator[tuple[int, dict[str, Any
         yield lineno, obj
 
 
-def _json(data: bytes, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        obj = orjson.loads(_text(data, filename))
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"{filename}: not valid JSON ({exc})") from exc
-    if isinstance(obj, dict):
-        arrays = [v for v in obj.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
-        if len(arrays) != 1:
-            raise InputError(f"{filename}: a JSON object must hold exactly one array of items")
-        obj = arrays[0]
-    if not isinstance(obj, list):
-        raise InputError(f"{filename}: JSON must be an array of objects")
-    for i, rec in enumerate(obj, 1):
-        if not isinstance(rec, dict):
-            raise InputError(f"{filename}: item {i} is not a JSON object")
-        yield i, rec
-
-
 def _csv(stream: BinaryIO, filename: str, delimiter: str, max_field: int) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows of a CSV/TSV file; a field over `max_field` characters is refused naming the limit."""
     csv.field_size_limit(max_field)  # process-wide, and every reader sets it before reading
@@ -238,11 +226,12 @@ PARQUET_BATCH = 1000  # rows converted to Python at a time
 
 
 def _json_array(stream: io.BufferedReader, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The items of a JSON array, parsed one at a time (ijson): memory holds an item, not the
-    file; a file whose top level is an object (one array of items under a key) is parsed whole."""
+    """The items of a JSON array, or of the one array of items a JSON object holds under a key
+    (`{"data": [...], "version": 2}`), parsed one at a time (ijson): memory holds an item, not
+    the file."""
     head = stream.peek(1 << 12).lstrip()
     if not head.startswith(b"["):
-        yield from _json(stream.read(), filename)
+        yield from _json_object(stream, filename)
         return
     row = 0
     try:
@@ -252,7 +241,81 @@ def _json_array(stream: io.BufferedReader, filename: str) -> Iterator[tuple[int,
                 raise InputError(f"{filename}: item {row} is not a JSON object")
             yield row, rec
     except ijson.JSONError as exc:
-        raise InputError(f"{filename}: not valid JSON after item {row} ({exc})") from exc
+        raise InputError(f"{filename}: not valid JSON after item {row} ({_first_line(exc)})") from exc
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [""])[0]
+
+
+_OPEN, _CLOSE = ("start_map", "start_array"), ("end_map", "end_array")
+
+
+def _json_value(events: Iterator[tuple[str, str, Any]], event: str, value: Any, keep: bool) -> Any:
+    """The JSON value whose first parse event is (`event`, `value`), read to its end; built
+    only when `keep` (else skipped, holding nothing)."""
+    builder = ijson.ObjectBuilder() if keep else None
+    depth = 0
+    while True:
+        if builder is not None:
+            builder.event(event, value)
+        depth += (event in _OPEN) - (event in _CLOSE)
+        if depth == 0:
+            return builder.value if builder is not None else None
+        _, event, value = next(events)
+
+
+def _json_ends(events: Iterator[tuple[str, str, Any]], filename: str) -> None:
+    """Nothing after the top-level value (JSON lines in a .json file whose first line is too long
+    to tell it by would otherwise read as its first item alone)."""
+    try:
+        extra = next(events, None)
+    except ijson.JSONError:
+        extra = ("", "", None)
+    if extra is not None:
+        raise InputError(f"{filename}: more than one JSON value; if it holds an item a line, name the file .jsonl")
+
+
+def _json_object(stream: io.BufferedReader, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The items of the one array of objects a top-level JSON object holds, streamed; its other
+    values (metadata, lists of strings) are skipped as they are parsed."""
+    events = iter(ijson.parse(stream, use_float=True))
+    row, items_key = 0, None
+    try:
+        if next(events)[1] != "start_map":
+            raise InputError(f"{filename}: JSON must be an array of objects, or an object holding one")
+        for _, event, key in events:
+            if event == "end_map":
+                _json_ends(events, filename)
+                break
+            _, event, value = next(events)  # the key's value
+            if event != "start_array":
+                _json_value(events, event, value, keep=False)
+                continue
+            first = True
+            for _, event, value in events:  # the array's elements
+                if event == "end_array":
+                    break
+                if first and event == "start_map":  # an array of items
+                    if items_key is not None:
+                        raise InputError(
+                            f"{filename}: a JSON object must hold exactly one array of items "
+                            f"(found {items_key!r} and {key!r}); extract one, or upload them apart"
+                        )
+                    items_key = key
+                is_items, first = items_key == key, False
+                if is_items and event != "start_map":
+                    raise InputError(f"{filename}: item {row + 1} under {key!r} is not a JSON object")
+                rec = _json_value(events, event, value, keep=is_items)
+                if is_items:
+                    row += 1
+                    yield row, rec
+    except ijson.JSONError as exc:
+        raise InputError(f"{filename}: not valid JSON after item {row} ({_first_line(exc)})") from exc
+    except StopIteration:
+        raise InputError(f"{filename}: the JSON ends early, after item {row}") from None
+    if items_key is None:
+        raise InputError(f"{filename}: a JSON object must hold exactly one array of items (objects)")
 
 
 def _parquet(source: Source, filename: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -293,11 +356,10 @@ def _stream_records(
     stream: io.BufferedReader, fmt: str, filename: str, limits: Limits
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Records of a (decompressed) stream in format `fmt`."""
-    if fmt == "parquet":  # compressed or uploaded: Parquet needs to seek, so it is read whole
-        whole = stream.read()
-        if not whole.strip():
+    if fmt == "parquet":  # compressed, say: Parquet needs to seek, so it is spooled to disk first
+        if not stream.peek(1):
             raise InputError(f"{filename}: the file is empty")
-        records = _parquet(whole, filename, limits)
+        records = _spooled_parquet(stream, filename, limits)
     elif fmt == "json":
         if not stream.peek(1 << 12).strip():
             raise InputError(f"{filename}: the file is empty")
@@ -309,6 +371,15 @@ def _stream_records(
     else:
         records = _csv(stream, filename, "\t" if fmt == "tsv" else ",", limits.csv_field_chars)
     return _limited(records, filename, limits)
+
+
+def _spooled_parquet(stream: io.BufferedReader, filename: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a Parquet stream (a .parquet.gz, say), decompressed to a temporary file and read
+    from there a batch at a time: memory holds a batch, not the file."""
+    with tempfile.NamedTemporaryFile(prefix="contam-parquet-") as spool:
+        shutil.copyfileobj(stream, spool, 1 << 20)
+        spool.flush()
+        yield from _parquet(Path(spool.name), filename, limits)  # by path: Arrow reads it natively
 
 
 def _limited(
@@ -567,6 +638,9 @@ def benchmark_format(filename: str) -> tuple[str, str | None]:
     return detect_format(filename)
 
 
+JSON_LINE_PEEK = 1 << 20  # a .json file's first line longer than this is not one item of JSON lines
+
+
 def benchmark_records(
     data: Source, filename: str, limits: Limits = DEFAULT_LIMITS
 ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -588,8 +662,13 @@ def benchmark_records(
     if fmt == "json" and stream.peek(1 << 12).lstrip()[:1] == b"[":  # an array (often one line: the whole file)
         yield from _stream_records(stream, "json", stem, limits)
         return
-    head = stream.readline() + stream.readline()  # two whole lines, and at least 64 KiB if there is that much
-    head += stream.read(max(0, (1 << 16) - len(head)))
+    if fmt == "json":  # JSON lines has a line per item; a line longer than that is plain JSON, streamed
+        head = stream.readline(JSON_LINE_PEEK)
+        if head.endswith(b"\n"):
+            head += stream.readline(JSON_LINE_PEEK)
+    else:
+        head = stream.readline() + stream.readline()  # two whole lines
+    head += stream.read(max(0, (1 << 16) - len(head)))  # and at least 64 KiB if there is that much
     if fmt == "json" and is_json_lines(head):
         name = stem.removesuffix(".json").removesuffix(".JSON") + ".jsonl"
         yield from _stream_records(_then(head, stream), "jsonl", name, limits)

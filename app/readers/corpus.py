@@ -17,11 +17,12 @@ import io
 import os
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
+import ijson
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -39,7 +40,7 @@ _COMPRESSION_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error, zstandard.ZstdErr
 @dataclass(frozen=True, slots=True)
 class RawDocument:
     external_id: str
-    position: int  # 1-based line number (JSONL), 0-based row (Parquet), 0 for a text file
+    position: int  # 1-based line number (JSONL) or record (JSON array), 0-based row (Parquet), 0 for a text file
     text: str
 
 
@@ -150,29 +151,47 @@ def _id_of(value: Any, fallback: str) -> str:
     return str(value)
 
 
+def _json_records(path: Path, skipped: Counter[str], max_bytes: int) -> Generator[tuple[int, Any], None, None]:
+    """(line number, value) of a JSON-lines file, or (record number, value) of a JSON array
+    (parsed one at a time); malformed lines are skipped and counted."""
+    with open_binary(path) as raw:
+        stream = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(cast(Any, raw), 1 << 20)
+        if stream.peek(1 << 12).lstrip()[:1] == b"[":  # a JSON array of records (a .json file)
+            row = 0
+            try:
+                for row, obj in enumerate(ijson.items(stream, "item", use_float=True), 1):
+                    yield row, obj
+            except ijson.JSONError as exc:
+                first = (str(exc).strip().splitlines() or [""])[0]
+                raise CorruptFileError(f"{path}: not valid JSON after record {row} ({first})") from exc
+            return
+        for lineno, line in _read_lines(stream, skipped, max_bytes):
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                try:  # orjson rejects invalid UTF-8: replace the bad bytes and count it
+                    obj = orjson.loads(_decode(line, skipped).encode("utf-8"))
+                except orjson.JSONDecodeError:
+                    skipped["malformed_json"] += 1
+                    continue
+            yield lineno, obj
+
+
 def read_jsonl(
     path: Path, text_field: str, id_field: str, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTES
 ) -> Iterator[RawDocument]:
+    """Documents of a JSON-lines file (.jsonl, .ndjson, .json) or of a .json file holding a JSON array."""
     try:
-        with open_binary(path) as stream:
-            for lineno, line in _read_lines(stream, skipped, max_bytes):
-                if not line.strip():
-                    continue
-                try:
-                    obj = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    try:  # orjson rejects invalid UTF-8: replace the bad bytes and count it
-                        obj = orjson.loads(_decode(line, skipped).encode("utf-8"))
-                    except orjson.JSONDecodeError:
-                        skipped["malformed_json"] += 1
-                        continue
-                if not isinstance(obj, dict):
-                    skipped["not_an_object"] += 1
-                    continue
-                text = _text_of(obj.get(text_field), skipped)
-                if text is None:
-                    continue
-                yield RawDocument(_id_of(obj.get(id_field), f"{path.name}:{lineno}"), lineno, text)
+        for lineno, obj in _json_records(path, skipped, max_bytes):
+            if not isinstance(obj, dict):
+                skipped["not_an_object"] += 1
+                continue
+            text = _text_of(obj.get(text_field), skipped)
+            if text is None:
+                continue
+            yield RawDocument(_id_of(obj.get(id_field), f"{path.name}:{lineno}"), lineno, text)
     except _COMPRESSION_ERRORS as exc:
         raise CorruptFileError(f"{path}: cannot read to the end ({type(exc).__name__}: {exc})") from exc
 
@@ -212,16 +231,15 @@ def read_parquet(path: Path, text_field: str, id_field: str, skipped: Counter[st
 
 
 def _jsonl_fields(path: Path, records: int) -> list[str]:
-    """The keys of the first `records` JSON objects of a JSON-lines file, in order of appearance."""
+    """The keys of the first `records` JSON objects of a JSON-lines file (or array), in order of appearance."""
     seen: dict[str, None] = {}
-    with contextlib.suppress(*_COMPRESSION_ERRORS), open_binary(path) as stream:
-        for n, (_lineno, line) in enumerate(_read_lines(stream, Counter(), MAX_RECORD_BYTES)):
+    records_read = _json_records(path, Counter(), MAX_RECORD_BYTES)
+    with contextlib.suppress(*_COMPRESSION_ERRORS, CorruptFileError), contextlib.closing(records_read):
+        for n, (_lineno, obj) in enumerate(records_read):
             if n >= records:
                 break
-            with contextlib.suppress(orjson.JSONDecodeError):
-                obj = orjson.loads(line)
-                if isinstance(obj, dict):
-                    seen.update(dict.fromkeys(map(str, obj)))
+            if isinstance(obj, dict):
+                seen.update(dict.fromkeys(map(str, obj)))
     return list(seen)
 
 

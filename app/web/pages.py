@@ -21,6 +21,7 @@ from contam.app.api.schemas import MAX_PAGE
 from contam.app.core.scoring import shared_spans, split_marked
 from contam.app.core.types import Status
 from contam.app.errors import ContamError, InputError
+from contam.app.readers.benchmark import UPLOAD_SUFFIXES
 from contam.app.services.reports import spooled
 from contam.app.web.errors import LoginRequired, PageRoute, page_status
 from contam.app.web.rendering import STATIC_URL, STATUSES, render, static_files
@@ -226,7 +227,7 @@ def corpus_delete(request: Request, name: str, corpora: CorpusServiceDep) -> Res
 
 @signed_in.get("/upload")
 def upload_form(request: Request, corpora: CorpusServiceDep) -> HTMLResponse:
-    return render(request, "upload.html", corpora=corpora.names(), error=None)
+    return render(request, "upload.html", corpora=corpora.names(), error=None, accept=UPLOAD_SUFFIXES)
 
 
 @signed_in.post("/upload")
@@ -258,7 +259,9 @@ def upload(
             rid = svc.submit(path, file.filename or "upload.jsonl", name or None, mapping or None, corpora or None)
     except ContamError as exc:  # the form again, with the reason
         code, _title = page_status(exc)
-        return render(request, "upload.html", code, corpora=corpora_svc.names(), error=exc.message)
+        return render(
+            request, "upload.html", code, corpora=corpora_svc.names(), error=exc.message, accept=UPLOAD_SUFFIXES
+        )
     return RedirectResponse(f"/reports/{rid}", status_code=303)
 
 

@@ -398,3 +398,12 @@ def test_the_banner_names_contam_as_the_shell_will_find_it(tmp_path: Path, monke
     assert f"{exe} index --corpus NAME PATH" in serve_banner("sqlite:///x.db", "127.0.0.1", 8000, False, command_name())
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin")
     assert command_name() == "contam"
+
+
+def test_corpus_health_counts_its_segments_in_words(migrated_url: str, tmp_path: Path) -> None:
+    """`contam corpora NAME` said "in 1 segments"."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", str(corpus)).exit_code == 0
+    r = CliRunner().invoke(cli, ["corpora", "web", "--db", migrated_url])
+    assert r.exit_code == 0 and "windows, in 1 segment\n" in r.output, r.output

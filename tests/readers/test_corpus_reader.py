@@ -127,3 +127,28 @@ def test_find_files(tmp_path: Path) -> None:
         find_files([tmp_path / "missing"])
     with pytest.raises(InputError, match="unsupported"):
         find_files([tmp_path / "sub" / "readme.md"])
+
+
+def test_a_json_array_corpus_file_is_read_a_record_at_a_time(tmp_path: Path) -> None:
+    """A .json corpus file holding a JSON array (`json.dump(records)`) was read as JSON lines:
+    one malformed line, then "no documents: every record was skipped (not_an_object: 1)"."""
+    from contam.app.readers.corpus import fields_seen
+
+    records = [{"id": f"d{i}", "text": f"document {i} about rivers"} for i in range(3)] + [7, {"id": "e"}]
+    path = tmp_path / "docs.json"
+    path.write_text(json.dumps(records, indent=1))
+    gz = tmp_path / "docs.json.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    for p in (path, gz):
+        skipped: Counter[str] = Counter()
+        docs = list(read_jsonl(p, "text", "id", skipped))
+        assert [(d.external_id, d.position, d.text) for d in docs] == [
+            (f"d{i}", i + 1, f"document {i} about rivers") for i in range(3)
+        ]
+        assert skipped == Counter({"not_an_object": 1, "missing_text": 1})
+    assert fields_seen(path) == ["id", "text"]  # what a wrong --text-field is told
+    (tmp_path / "cut.json").write_text(json.dumps(records)[:-30])
+    with pytest.raises(
+        CorruptFileError, match=r"cut.json: not valid JSON after record \d+ .parse error: premature EOF"
+    ):
+        list(read_jsonl(tmp_path / "cut.json", "text", "id", Counter()))

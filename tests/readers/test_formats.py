@@ -200,6 +200,43 @@ def test_a_json_array_is_read_an_item_at_a_time(tmp_path: Path) -> None:
         _streamed_peak(broken, "broken.json")
 
 
+def test_a_json_object_holding_the_items_is_read_an_item_at_a_time(tmp_path: Path) -> None:
+    """A JSON object holding the items under a key, with metadata beside them (`{"version": ..,
+    "data": [...]}`), was parsed whole; it is streamed like an array, its other values skipped."""
+    path = tmp_path / "wrapped.json"
+    tags = [f"tag{i}" for i in range(50)]
+    path.write_text(json.dumps({"version": 2, "tags": tags, "data": _rows(24_000), "meta": {"split": "test"}}))
+    n, peak = _streamed_peak(path, "wrapped.json")
+    assert n == 24_000 and path.stat().st_size > 24e6
+    assert peak < 8e6, peak  # 52 MB before; a first line of 1 MiB is looked at for JSON lines
+    first = next(iter_benchmark(path, "wrapped.json"))
+    assert first.item_id == "q0" and first.question.startswith("question 0 word")
+    (tmp_path / "two.json").write_text(json.dumps({"dev": _rows(2), "test": _rows(2)}))
+    with pytest.raises(InputError, match="exactly one array of items .found 'dev' and 'test'"):
+        list(iter_benchmark(tmp_path / "two.json", "two.json"))
+    (tmp_path / "mixed.json").write_text(json.dumps({"data": [_rows(1)[0], "oops"]}))
+    with pytest.raises(InputError, match="item 2 under 'data' is not a JSON object"):
+        list(iter_benchmark(tmp_path / "mixed.json", "mixed.json"))
+    long_lines = "\n".join(json.dumps({"id": f"q{i}", "question": "x " * 700_000}) for i in range(2))
+    (tmp_path / "lines.json").write_text(long_lines)  # JSON lines whose first line is too long to tell
+    with pytest.raises(InputError, match="more than one JSON value; if it holds an item a line, name the file .jsonl"):
+        list(iter_benchmark(tmp_path / "lines.json", "lines.json"))
+
+
+def test_a_compressed_parquet_file_is_read_a_batch_at_a_time(tmp_path: Path) -> None:
+    """A .parquet.gz was decompressed into memory whole (Parquet needs to seek); it is
+    decompressed to a temporary file and read from there a batch at a time."""
+    rows = _rows(16_000)
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows), buf, row_group_size=1000, compression="none")
+    path = tmp_path / "big.parquet.gz"
+    path.write_bytes(gzip.compress(buf.getvalue(), 1))
+    n, peak = _streamed_peak(path, "big.parquet.gz")
+    assert n == 16_000 and len(buf.getvalue()) > 16e6
+    assert peak < 8e6, peak  # the whole file, 16 MB, before
+    assert [it.item_id for it in iter_benchmark(path, "big.parquet.gz")][:3] == ["q0", "q1", "q2"]
+
+
 def test_a_save_to_disk_folder_and_parquet_shards_are_read_a_batch_at_a_time(tmp_path: Path) -> None:
     """Hugging Face save_to_disk folders and folders of Parquet shards were read whole and
     joined into one Arrow stream in memory (twice the data: the tables and the stream's bytes);

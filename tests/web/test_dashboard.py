@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import threading
@@ -74,6 +75,12 @@ def test_pages_render_and_escape(migrated_url: str, tmp_path: Path, index_corpus
         assert c.get("/reports/nope").status_code == 404
         bad = c.post("/upload", files={"file": ("b.jsonl", b"{broken")})
         assert bad.status_code == 422 and "line 1 is not valid JSON" in bad.text
+        # the form offers every type the reader takes (it left out .arrow, .ndjson, .bz2 and .xz)
+        accept = re.search(r'name="file" required accept="([^"]+)"', c.get("/upload").text)
+        assert accept is not None and {".arrow", ".ndjson", ".bz2", ".xz", ".zstd"} <= set(accept.group(1).split(","))
+        odd = c.post("/upload", files={"file": ("b.xlsx", b"whatever")})
+        assert odd.status_code == 422 and ".arrow" in odd.text and "save_to_disk" in odd.text
+        assert 'accept=".jsonl' in odd.text  # the form shown again keeps them
 
 
 def test_domain_errors_are_pages_never_500(migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus) -> None:
