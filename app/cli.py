@@ -17,6 +17,7 @@ import os
 import shutil
 import socket
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -32,7 +33,14 @@ from contam.app import __version__
 from contam.app.api.schemas import ThresholdsIn
 from contam.app.core.config import Thresholds
 from contam.app.core.types import Status
-from contam.app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict
+from contam.app.errors import (
+    ConfigError,
+    ContamError,
+    IncompatibleIndex,
+    InputError,
+    NotFoundError,
+    SettingsConflict,
+)
 from contam.app.services.checking import CheckResult, CheckService
 from contam.app.services.corpora import CorpusService
 from contam.app.services.database import migrate, open_database, shown_url, unavailable_reason
@@ -50,6 +58,7 @@ EXIT_CODES: dict[type[ContamError], int] = {
     ConfigError: EXIT_USAGE,
     NotFoundError: EXIT_USAGE,
     SettingsConflict: EXIT_USAGE,
+    IncompatibleIndex: EXIT_RUNTIME,  # the index needs other library behaviour: re-index, or other versions
 }
 DEBUG = "contam.debug"  # in the click context's meta: show tracebacks
 
@@ -58,26 +67,26 @@ def exit_code(exc: ContamError) -> int:
     return next(EXIT_CODES[c] for c in type(exc).__mro__ if c in EXIT_CODES)
 
 
-def _fail(message: str, code: int) -> NoReturn:
+def _fail(message: str, code: int, ctx: Any = None) -> NoReturn:
+    """One line on stderr and the exit code; with --debug the traceback first, same exit code."""
+    if ctx is not None and ctx.meta.get(DEBUG):
+        traceback.print_exc()
     typer.echo("error: " + " ".join(message.split()), err=True)
     raise typer.Exit(code)
 
 
 class ContamGroup(TyperGroup):
     """The command group: ends any command that raises with one line on stderr and its exit
-    code (a domain error's from EXIT_CODES, anything else 3); --debug shows the traceback."""
+    code (a domain error's from EXIT_CODES, anything else 3); --debug shows the traceback too,
+    and keeps the exit code (a CI job tells a runtime error from a tripped gate either way)."""
 
     def invoke(self, ctx: Any) -> Any:  # a click Context (typer vendors its own click)
         try:
             return super().invoke(ctx)
         except ContamError as exc:
-            if ctx.meta.get(DEBUG):
-                raise
-            _fail(exc.message, exit_code(exc))
+            _fail(exc.message, exit_code(exc), ctx)
         except OperationalError as exc:  # the database went away mid-command: one line, not a traceback
-            if ctx.meta.get(DEBUG):
-                raise
-            _fail(f"the database is unavailable: {unavailable_reason(exc)}", EXIT_RUNTIME)
+            _fail(f"the database is unavailable: {unavailable_reason(exc)}", EXIT_RUNTIME, ctx)
         except UsageError as exc:  # click's bad option or value: one line too, exit 2
             path = exc.ctx.command_path.split()[1:] if exc.ctx is not None else [ctx.invoked_subcommand or ""]
             where = " ".join(["contam", *path])  # the failing (sub)command, under the name users type
@@ -85,10 +94,9 @@ class ContamGroup(TyperGroup):
         except (typer.Exit, typer.Abort, TyperException):  # click's own exits
             raise
         except Exception as exc:
-            if ctx.meta.get(DEBUG):
-                raise
             first = (str(exc).strip().splitlines() or [""])[0]
-            _fail(f"{type(exc).__name__}: {first} (run with --debug for the traceback)", EXIT_RUNTIME)
+            hint = "" if ctx.meta.get(DEBUG) else " (run with --debug for the traceback)"
+            _fail(f"{type(exc).__name__}: {first}{hint}", EXIT_RUNTIME, ctx)
 
 
 def _version(value: bool) -> None:

@@ -36,6 +36,11 @@ class FingerprintMismatch(SettingsConflict):
     """An index built with one set of signature settings was asked to work with another."""
 
 
+class IncompatibleIndex(FingerprintMismatch):
+    """The index was built by code that computes otherwise than this code (another normalizer,
+    or a library that now hashes differently): the environment's doing, not the command's."""
+
+
 class CorruptFileError(InputError):
     """A corpus file cannot be read to its end (truncated or corrupt compression, bad Parquet)."""
 

@@ -41,7 +41,7 @@ from contam.app.core.signatures import band_keys, token_hashes, window_minhashes
 from contam.app.core.surprise import TokenModel
 from contam.app.core.text import tokenize_spans
 from contam.app.core.types import BenchmarkItem
-from contam.app.errors import FingerprintMismatch, NotFoundError
+from contam.app.errors import FingerprintMismatch, IncompatibleIndex, NotFoundError
 from contam.app.readers.corpus import read_documents
 from contam.app.store import repo
 from contam.app.store.db import make_engine
@@ -178,7 +178,7 @@ class Scanner:
         diffs = self.cfg.differences(here)
         if diffs:
             listing = "; ".join(f"{k}: index has {a!r}, this scorer has {b!r}" for k, (a, b) in diffs.items())
-            raise FingerprintMismatch(
+            raise IncompatibleIndex(
                 f"corpus {rows[0]['name']!r} was indexed with settings this scorer cannot reproduce ({listing}); "
                 "re-index it with this version",
                 {k: list(v) for k, v in diffs.items()},

@@ -173,8 +173,12 @@ def test_exit_codes_and_one_line_errors(migrated_url: str, tmp_path: Path) -> No
     )
     no_db = run.invoke(cli, ["corpora", "--db", "postgresql://postgres@127.0.0.1:5432/contam_no_such_db"])
     assert no_db.exit_code == 3 and 'database "contam_no_such_db" does not exist' in no_db.output
+    # --debug shows the traceback and keeps the exit code (it exited 1, a tripped gate's)
     debug = run.invoke(cli, ["--debug", "corpora", "--db", unreachable])
-    assert debug.exit_code == 1 and type(debug.exception).__name__ == "UnavailableError"  # the traceback shows
+    assert debug.exit_code == 3 and "Traceback (most recent call last)" in debug.output
+    assert debug.output.splitlines()[-1].startswith("error: the database is unavailable: ")
+    no_host = run.invoke(cli, ["corpora", "--db", "postgresql://postgres@no-such-host.invalid:5432/db"])
+    assert no_host.exit_code == 3 and no_host.output.count("\n") == 1 and "no-such-host.invalid" in no_host.output
     folder = run.invoke(cli, ["scan", str(tmp_path), "--db", migrated_url])
     assert folder.exit_code == 2 and "is a folder: give a benchmark file" in folder.output
     bench = tmp_path / "b.jsonl"
@@ -407,3 +411,18 @@ def test_corpus_health_counts_its_segments_in_words(migrated_url: str, tmp_path:
     assert index_cli(migrated_url, "web", str(corpus)).exit_code == 0
     r = CliRunner().invoke(cli, ["corpora", "web", "--db", migrated_url])
     assert r.exit_code == 0 and "windows, in 1 segment\n" in r.output, r.output
+
+
+def test_an_unexpected_error_is_one_line_and_exit_3(monkeypatch: pytest.MonkeyPatch, migrated_url: str) -> None:
+    """A bug (any exception the code does not expect) ends the command in one line naming it and
+    --debug, exit 3; with --debug, the traceback and the same exit code."""
+    from contam.app import cli as cli_module
+
+    def broken(self):  # type: ignore[no-untyped-def]
+        raise RuntimeError("disk on fire\nsecond line")
+
+    monkeypatch.setattr(cli_module.CorpusService, "list_corpora", broken)
+    r = CliRunner().invoke(cli, ["corpora", "--db", migrated_url])
+    assert r.exit_code == 3 and r.output == "error: RuntimeError: disk on fire (run with --debug for the traceback)\n"
+    d = CliRunner().invoke(cli, ["--debug", "corpora", "--db", migrated_url])
+    assert d.exit_code == 3 and "Traceback" in d.output and d.output.endswith("error: RuntimeError: disk on fire\n")

@@ -8,6 +8,7 @@ import json
 import unicodedata
 from collections.abc import Iterator
 from importlib import metadata
+from pathlib import Path
 
 import pytest
 import xxhash
@@ -15,12 +16,14 @@ from alembic import command
 from conftest import IndexCorpus
 from helpers import make_docs
 from sqlalchemy import Engine, text
+from typer.testing import CliRunner
 
 from contam.app.core import config
 from contam.app.core.config import SignatureConfig, known_answers
 from contam.app.errors import FingerprintMismatch
 from contam.app.services.scanning import Scanner
 from contam.app.store.db import alembic_config, make_engine, upgrade
+from contam.indexer.cli import app as cli
 
 
 @pytest.fixture
@@ -41,7 +44,7 @@ def test_a_library_upgrade_that_computes_the_same_is_accepted(
 
 
 def test_a_library_that_computes_otherwise_is_refused(
-    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch, fresh_answers: None
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch, fresh_answers: None, tmp_path: Path
 ) -> None:
     index_corpus(engine, make_docs(2, 60, 1, "a"), "web")
     real = xxhash.xxh3_64_intdigest
@@ -49,6 +52,11 @@ def test_a_library_that_computes_otherwise_is_refused(
     config._known_answers.cache_clear()
     with pytest.raises(FingerprintMismatch, match="known_ngrams: index has '[0-9a-f]{16}', this scorer has"):
         Scanner(engine)
+    # the command line: a runtime error (3), the environment's doing, not a usage error (2)
+    bench = tmp_path / "b.jsonl"
+    bench.write_text('{"id": "a", "question": "which river runs through the old town of the valley"}\n')
+    r = CliRunner().invoke(cli, ["scan", str(bench), "--db", engine.url.render_as_string(hide_password=False)])
+    assert r.exit_code == 3 and "cannot reproduce" in r.output, r.output
 
 
 def test_migration_turns_stored_versions_into_known_answers(db_url: str) -> None:
