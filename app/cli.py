@@ -372,7 +372,9 @@ def scan_progress(mode: str) -> Iterator[tuple[Callable[[int, int], None] | None
 def scan(
     file: Annotated[
         Path,
-        typer.Argument(help="benchmark file (JSONL, JSON, CSV/TSV, Parquet, Arrow; .gz/.zst) or save_to_disk folder"),
+        typer.Argument(
+            help="benchmark file (JSONL, JSON, CSV/TSV, Parquet, Arrow; .gz/.zst/.bz2/.xz) or save_to_disk folder"
+        ),
     ],
     corpus: Annotated[
         list[str] | None,

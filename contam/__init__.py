@@ -34,6 +34,7 @@ __all__ = [
     "BenchmarkItem",
     "ContamError",
     "Evidence",
+    "FilesFailed",
     "Index",
     "IndexSummary",
     "ItemResult",
@@ -44,6 +45,17 @@ __all__ = [
 ]
 
 ItemLike = str | Mapping[str, Any] | BenchmarkItem
+
+
+class FilesFailed(ContamError):
+    """Corpus files failed to index (`contam index` exits 1 for them); the rest were indexed,
+    and `summary` says what was done. Index.add(strict=False) returns the summary instead."""
+
+    def __init__(self, summary: IndexSummary) -> None:
+        self.summary = summary
+        failed = summary.failed
+        shown = "; ".join(str(f.error or f.path) for f in failed[:3]) + ("; ..." if len(failed) > 3 else "")
+        super().__init__(f"{len(failed)} of {len(summary.files)} corpus file(s) failed: {shown}")
 
 
 def as_item(row: int, item: ItemLike) -> BenchmarkItem:
@@ -96,8 +108,12 @@ class Index:
         workers: int = 1,
         executor: str = "local",
         address: str | None = None,
+        strict: bool = True,
     ) -> IndexSummary:
         """Index corpus files or folders into `corpus` (created with `settings` if new).
+        A file that cannot be read, or gives no documents (a wrong `text_field`, say), fails
+        with its reason; the others are indexed, then FilesFailed is raised, holding the
+        summary (`strict=False`: the summary is returned, its `failed` files listed there).
 
         `executor`: "local", `workers` processes on this machine, or "ray", Ray tasks on the
         cluster at `address` (None: RAY_ADDRESS, else the cluster started last on this machine,
@@ -106,9 +122,12 @@ class Index:
         --executor ray --address ADDR` does."""
         opts = IndexOptions(text_field=text_field, id_field=id_field, workers=workers)
         cfg, files = settings or SignatureConfig(), [Path(p) for p in paths]
-        return run_index(
+        summary = run_index(
             self.engine, corpus, cfg, opts, files, executor=executor, address=address, tasks=workers or None
         )
+        if strict and summary.failed:
+            raise FilesFailed(summary)
+        return summary
 
     def corpora(self) -> list[str]:
         return CorpusService(self.engine).names()

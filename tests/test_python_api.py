@@ -35,6 +35,14 @@ def test_index_facade(db_url: str, tmp_path: Path) -> None:
         index.delete("web")
         with pytest.raises(contam.ContamError, match="no corpus is indexed yet"):
             index.scan([q])
+        # a file that gives no documents is never silent: it returned quietly with 0 documents
+        with pytest.raises(contam.FilesFailed, match=r"1 of 1 corpus file\(s\) failed: .*no field 'text'") as failed:
+            index.add("web", [tmp_path / "c.jsonl"])
+        assert failed.value.summary.as_dict()["files_failed"] == 1
+        summary = index.add("web", [tmp_path / "c.jsonl"], strict=False)
+        assert [f.status for f in summary.files] == ["failed"] and "fields seen: id, body" in str(
+            summary.failed[0].error
+        )
 
 
 def test_index_add_checks_the_executor(tmp_path: Path) -> None:

@@ -89,7 +89,9 @@ class CheckRequest(BaseModel):
 
     texts: list[str] = Field(default_factory=list, description="plain texts, each checked as a question")
     items: list[CheckItemIn] = Field(default_factory=list, description="items with fields")
-    corpora: list[str] | None = Field(None, description="corpus names (default: all)")
+    corpora: list[str] | None = Field(
+        None, description="corpus names (default: the corpora holding documents whose settings match)"
+    )
     thresholds: ThresholdsIn = Field(default_factory=ThresholdsIn)
 
     def benchmark_items(self) -> list[BenchmarkItem]:

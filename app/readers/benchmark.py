@@ -71,10 +71,7 @@ COMPRESSIONS = ((".gz", "gzip"), (".zst", "zstd"), (".zstd", "zstd"), (".bz2", "
 _DECOMPRESS_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError)
 
 
-BENCHMARK_TYPES = (
-    ".jsonl, .ndjson, .json, .csv, .tsv or .parquet, optionally .gz, .zst, .bz2 or .xz; .arrow; "
-    "or a save_to_disk or Parquet folder"
-)
+BENCHMARK_TYPES = ".jsonl, .ndjson, .json, .csv, .tsv or .parquet, optionally .gz, .zst, .bz2 or .xz; or .arrow"
 UPLOAD_SUFFIXES = ".jsonl,.ndjson,.json,.csv,.tsv,.parquet,.arrow,.gz,.zst,.zstd,.bz2,.xz"  # the upload form's accept
 
 
@@ -95,7 +92,10 @@ def detect_format(filename: str) -> tuple[str, str | None]:
     ):
         if name.endswith(exts):
             return fmt, comp
-    raise InputError(f"{filename}: unsupported benchmark file type (use {BENCHMARK_TYPES})")
+    raise InputError(
+        f"{filename}: unsupported benchmark file type (use {BENCHMARK_TYPES}; "
+        "contam scan also reads a save_to_disk folder or a folder of Parquet shards)"
+    )
 
 
 class _ReadsInto(Protocol):

@@ -48,7 +48,8 @@ class CheckService:
     def items(
         self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None = None, thresholds: Thresholds | None = None
     ) -> CheckResult:
-        """A few items, answered synchronously, against the given corpora (default: all)."""
+        """A few items, answered synchronously, against the given corpora (default: those holding
+        documents whose settings match: `select_corpora`)."""
         if not items:
             raise InputError("give at least one text or item")
         if len(items) > MAX_CHECK_ITEMS:

@@ -426,3 +426,28 @@ def test_an_unexpected_error_is_one_line_and_exit_3(monkeypatch: pytest.MonkeyPa
     assert r.exit_code == 3 and r.output == "error: RuntimeError: disk on fire (run with --debug for the traceback)\n"
     d = CliRunner().invoke(cli, ["--debug", "corpora", "--db", migrated_url])
     assert d.exit_code == 3 and "Traceback" in d.output and d.output.endswith("error: RuntimeError: disk on fire\n")
+
+
+def test_serve_prints_where_things_are_then_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make run` ends in `contam serve`: it prints the banner (dashboard, docs, database, how to
+    index your own data) before the server starts, with the settings the server gets."""
+    import uvicorn
+
+    started: list[tuple[object, str, int]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, host, port: started.append((app, host, port)))
+    monkeypatch.setenv("CONTAM_DATABASE_URL", f"sqlite:///{tmp_path / 'c.db'}")
+    monkeypatch.setenv("CONTAM_JOB_WORKERS", "3")
+    get_settings.cache_clear()
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    r = CliRunner().invoke(cli, ["serve", "--port", str(port)])
+    get_settings.cache_clear()
+    assert r.exit_code == 0, r.output
+    assert (
+        f"dashboard:  http://localhost:{port}/" in r.output and f"API docs:   http://localhost:{port}/docs" in r.output
+    )
+    assert "index --corpus NAME PATH" in r.output and f"sqlite:///{tmp_path / 'c.db'}" in r.output
+    [(app, host, bound)] = started
+    assert (host, bound) == ("127.0.0.1", port)
+    assert app.state.reports._pool._max_workers == 3  # type: ignore[attr-defined]  # CONTAM_JOB_WORKERS reaches the jobs

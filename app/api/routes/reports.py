@@ -24,6 +24,7 @@ from contam.app.api.schemas import (
 )
 from contam.app.errors import InputError
 from contam.app.limits import Limits, check_json_depth
+from contam.app.readers.benchmark import BENCHMARK_TYPES
 from contam.app.services.reports import spooled
 
 router = APIRouter(tags=["reports"], route_class=JsonRoute)
@@ -53,10 +54,18 @@ def upload_benchmark(
     svc: ReportServiceDep,
     limits: LimitsDep,
     response: Response,
-    file: Annotated[UploadFile, File(description="JSONL, JSON, CSV/TSV or Parquet; .gz/.zst allowed")],
+    file: Annotated[
+        UploadFile,
+        File(
+            description=f"the benchmark: {BENCHMARK_TYPES} "
+            "(MMLU's header-less CSV and lm-evaluation-harness --log_samples files too)"
+        ),
+    ],
     name: Annotated[str | None, Form(description="report name (default: the file name)")] = None,
     mapping: Annotated[str | None, Form(description='JSON {"question": field, "answer": field, ...}')] = None,
-    corpora: Annotated[str | None, Form(description="comma-separated corpus names (default: all)")] = None,
+    corpora: Annotated[
+        str | None, Form(description="comma-separated corpus names (default: the corpora whose settings match)")
+    ] = None,
     thresholds: Annotated[str | None, Form(description="JSON object of threshold overrides")] = None,
 ) -> ReportCreated:
     """Upload a benchmark; returns 202 and the report id while the check runs."""
