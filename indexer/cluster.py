@@ -56,6 +56,7 @@ from contam.app.services.indexing import (
     drop_stale_claims,
     file_indexed,
     forget_failures,
+    indexing_run,
     open_corpus,
     release_claims,
     renew_claims,
@@ -391,6 +392,10 @@ class RayJob:
         files = find_files(paths)
         self.progress.run_started(files)
         corpus_id = open_corpus(self.engine, self.corpus, self.cfg, self.opts.store_text)
+        with indexing_run(self.engine, corpus_id):  # delete and rename refuse while it writes
+            return self._index(files, corpus_id, t0)
+
+    def _index(self, files: list[Path], corpus_id: int, t0: float) -> IndexSummary:
         reports = _Scheduler(self, corpus_id, files).run(files)
         with CorpusWriter(self.engine, corpus_id) as store:  # what the local writer does at its end
             store.merge_segments(self.opts.segment_rows, self.opts.merge_fanout, lambda: False)

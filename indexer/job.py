@@ -30,7 +30,7 @@ from sqlalchemy import Engine
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import CorruptFileError
 from contam.app.readers.corpus import RawDocument, find_files, read_documents, why_no_documents
-from contam.app.services.indexing import file_indexed, forget_failures, open_corpus
+from contam.app.services.indexing import file_indexed, forget_failures, indexing_run, open_corpus
 from contam.indexer.options import IndexOptions as IndexOptions  # re-exported: bench/eval.py imports it here
 from contam.indexer.progress import NoProgress, Progress
 from contam.indexer.protocol import Batch, FileEnd, FileStart
@@ -99,6 +99,10 @@ class IndexJob:
         files = find_files(paths)
         self.progress.run_started(files)
         corpus_id = open_corpus(self.engine, self.corpus, self.cfg, self.opts.store_text)
+        with indexing_run(self.engine, corpus_id):  # delete and rename refuse while it writes
+            return self._index(files, corpus_id, t0)
+
+    def _index(self, files: list[Path], corpus_id: int, t0: float) -> IndexSummary:
         writer = Writer(self.engine, corpus_id, self.opts, self.cfg.bands, self.progress, max(4, 3 * self.opts.workers))
         writer.start()
         unchanged: list[FileReport] = []

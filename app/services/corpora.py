@@ -9,6 +9,7 @@ from sqlalchemy import Connection, Engine
 
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import InputError, NotFoundError, SettingsConflict, StateError
+from contam.app.services.indexing import RUN_LEASE_SECONDS
 from contam.app.store import repo
 from contam.app.store import reports as reports_repo
 
@@ -38,13 +39,15 @@ class CorpusService:
             return _health_view(conn, row)
 
     def delete(self, name: str) -> None:
-        """Remove a corpus and everything indexed into it; refused while a report job uses it."""
+        """Remove a corpus and everything indexed into it; refused while a report job uses it
+        or an indexing run writes into it."""
         with self.engine.begin() as conn:
             row = self._unused(conn, name, "delete")
             repo.delete_corpus(conn, int(row["id"]))
 
     def rename(self, name: str, new_name: str) -> None:
-        """Give a corpus another name; refused while a report job uses it, or if the name is taken."""
+        """Give a corpus another name; refused while a report job or an indexing run uses it, or
+        if the name is taken."""
         if not new_name.strip():
             raise InputError("a corpus name cannot be empty")
         with self.engine.begin() as conn:
@@ -60,6 +63,12 @@ class CorpusService:
             raise NotFoundError(f"no corpus named {name!r}")
         if name in reports_repo.corpora_in_use(conn):
             raise StateError(f"cannot {verb} corpus {name!r} while a report job uses it; try again when it is done")
+        runs = repo.live_runs(conn, int(row["id"]))
+        if runs:
+            raise StateError(
+                f"cannot {verb} corpus {name!r} while it is being indexed ({', '.join(runs)}); try again when "
+                f"the run is done (a killed run lets go of it {RUN_LEASE_SECONDS:.0f} s after it stopped)"
+            )
         return row
 
     def overview(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:

@@ -4,8 +4,13 @@ postings on one connection whose transactions the job begins, commits and rolls 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import suppress
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 
 import numpy as np
 from sqlalchemy import Connection, Engine, RootTransaction
@@ -16,6 +21,39 @@ from contam.app.errors import FingerprintMismatch, SettingsConflict
 from contam.app.readers.corpus import RawDocument
 from contam.app.services.segments import merge_segments
 from contam.app.store import db, repo
+
+log = logging.getLogger("contam.indexing")
+
+RUN_LEASE_SECONDS = 120.0  # an indexing run's hold on its corpus lapses this long after its last renewal
+
+
+@contextmanager
+def indexing_run(engine: Engine, corpus_id: int, lease: float = RUN_LEASE_SECONDS) -> Iterator[None]:
+    """Hold the corpus for an indexing run while it writes (delete and rename refuse meanwhile):
+    a row in index_run whose lease a thread renews every sixth of it (on SQLite the renewal
+    waits while this run's writer holds the write lock for a commit group, up to 30 s)."""
+    run_id = uuid.uuid4().hex
+    with engine.begin() as conn:
+        repo.start_run(conn, run_id, corpus_id, f"{socket.gethostname()[:40]}:{os.getpid()}", lease)
+    done = threading.Event()
+
+    def renew() -> None:
+        while not done.wait(lease / 6):
+            try:
+                with engine.begin() as conn:
+                    repo.renew_run(conn, run_id, lease)
+            except SQLAlchemyError as exc:  # the next beat tries again; the run itself reports errors
+                log.warning("indexing run: its hold on the corpus was not renewed: %s", str(exc).splitlines()[0])
+
+    beat = threading.Thread(target=renew, name="contam-index-run", daemon=True)
+    beat.start()
+    try:
+        yield
+    finally:
+        done.set()
+        beat.join()
+        with suppress(SQLAlchemyError), engine.begin() as conn:  # else its lease lapses
+            repo.end_run(conn, run_id)
 
 
 def open_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: bool) -> int:

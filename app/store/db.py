@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy import ColumnElement, Engine, Float, create_engine, event, inspect, literal_column
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine.url import make_url
 
@@ -122,6 +122,14 @@ def is_migrated(engine: Engine) -> bool:
 
 def dialect(conn: Connection) -> str:
     return conn.dialect.name
+
+
+def clock(conn: Connection) -> ColumnElement[float]:
+    """The database's clock in seconds since the epoch, for leases that servers and indexers on
+    several machines compare (their own clocks need not agree)."""
+    if dialect(conn) == "postgresql":
+        return literal_column("extract(epoch FROM clock_timestamp())", Float)
+    return literal_column("((julianday('now') - 2440587.5) * 86400.0)", Float)
 
 
 # ---------------------------------------------------------------- bulk writes

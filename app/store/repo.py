@@ -21,6 +21,7 @@ from contam.app.store.schema import (
     corpus_file,
     document,
     file_claim,
+    index_run,
     ngram,
     ngram_block,
     segment,
@@ -71,6 +72,7 @@ def delete_corpus(conn: Connection, corpus_id: int) -> None:
     conn.execute(delete(band_block).where(band_block.c.seg.in_(segs)))
     conn.execute(delete(segment).where(segment.c.corpus_id == corpus_id))
     conn.execute(delete(file_claim).where(file_claim.c.corpus_id == corpus_id))
+    conn.execute(delete(index_run).where(index_run.c.corpus_id == corpus_id))  # lapsed ones only: see live_runs
     conn.execute(delete(document).where(document.c.corpus_id == corpus_id))
     conn.execute(delete(corpus_file).where(corpus_file.c.corpus_id == corpus_id))
     conn.execute(delete(corpus).where(corpus.c.id == corpus_id))
@@ -78,6 +80,33 @@ def delete_corpus(conn: Connection, corpus_id: int) -> None:
 
 def rename_corpus(conn: Connection, corpus_id: int, new_name: str) -> None:
     conn.execute(update(corpus).where(corpus.c.id == corpus_id).values(name=new_name))
+
+
+# Indexing runs writing into a corpus, under a lease on the database's clock (migration 0009).
+
+
+def start_run(conn: Connection, run_id: str, corpus_id: int, owner: str, lease: float) -> None:
+    conn.execute(
+        insert(index_run).values(
+            id=run_id, corpus_id=corpus_id, owner=owner, started_at=now(), lease_until=db.clock(conn) + lease
+        )
+    )
+
+
+def renew_run(conn: Connection, run_id: str, lease: float) -> bool:
+    """Extend a run's lease; False if its row is gone (its corpus was deleted)."""
+    q = update(index_run).where(index_run.c.id == run_id).values(lease_until=db.clock(conn) + lease)
+    return conn.execute(q).rowcount > 0
+
+
+def end_run(conn: Connection, run_id: str) -> None:
+    conn.execute(delete(index_run).where(index_run.c.id == run_id))
+
+
+def live_runs(conn: Connection, corpus_id: int) -> list[str]:
+    """The owners of the runs writing into a corpus whose leases have not run out."""
+    q = select(index_run.c.owner).where(index_run.c.corpus_id == corpus_id, index_run.c.lease_until >= db.clock(conn))
+    return list(conn.execute(q.order_by(index_run.c.started_at)).scalars())
 
 
 def corpus_config(row: dict[str, Any]) -> SignatureConfig:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import zstandard
-from sqlalchemy import ColumnElement, Float, and_, delete, func, insert, literal_column, or_, select, true, update
+from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, true, update
 from sqlalchemy.engine import Connection
 
 from contam.app.store import db
@@ -54,7 +54,7 @@ def create(conn: Connection, values: dict[str, Any], owner: str | None = None, l
     run its job, holding it for `lease` seconds (see `take_job`)."""
     blob = values.pop("upload_zst") if "upload_zst" in values else compressed(values["upload"])
     values = {**_encode(values), "upload": blob}
-    held = {"owner": owner, "lease_until": _clock(conn) + lease} if owner else {}
+    held = {"owner": owner, "lease_until": db.clock(conn) + lease} if owner else {}
     conn.execute(insert(report).values(**values, **held, created_at=now(), done_items=0, read_items=0))
 
 
@@ -66,13 +66,6 @@ def create(conn: Connection, values: dict[str, Any], owner: str | None = None, l
 PENDING = ("queued", "running")
 
 
-def _clock(conn: Connection) -> ColumnElement[float]:
-    """The database's clock, in seconds since the epoch."""
-    if db.dialect(conn) == "postgresql":
-        return literal_column("extract(epoch FROM clock_timestamp())", Float)
-    return literal_column("((julianday('now') - 2440587.5) * 86400.0)", Float)
-
-
 def _held_by(owner: str) -> ColumnElement[bool]:
     return and_(report.c.owner == owner, report.c.status.in_(PENDING))
 
@@ -81,7 +74,7 @@ def take_job(conn: Connection, report_id: str, owner: str, lease: float) -> bool
     """Hold a queued or running report's job for `owner` for `lease` seconds: one it already
     holds, one nobody holds, or one whose lease ran out (its server died). False: the report is
     gone, finished, or held by a live server."""
-    clock = _clock(conn)
+    clock = db.clock(conn)
     free = or_(report.c.owner.is_(None), report.c.owner == owner, report.c.lease_until < clock)
     q = update(report).where(report.c.id == report_id, report.c.status.in_(PENDING), free)
     return conn.execute(q.values(owner=owner, lease_until=clock + lease)).rowcount > 0
@@ -89,7 +82,7 @@ def take_job(conn: Connection, report_id: str, owner: str, lease: float) -> bool
 
 def renew_jobs(conn: Connection, owner: str, lease: float) -> int:
     """Extend the leases of `owner`'s pending jobs by `lease` seconds from now; how many it holds."""
-    return conn.execute(update(report).where(_held_by(owner)).values(lease_until=_clock(conn) + lease)).rowcount
+    return conn.execute(update(report).where(_held_by(owner)).values(lease_until=db.clock(conn) + lease)).rowcount
 
 
 def release_jobs(conn: Connection, owner: str) -> int:
@@ -99,7 +92,7 @@ def release_jobs(conn: Connection, owner: str) -> int:
 
 def stale_jobs(conn: Connection) -> list[str]:
     """Pending reports nobody holds, or whose lease ran out, oldest first."""
-    free = or_(report.c.owner.is_(None), report.c.lease_until < _clock(conn))
+    free = or_(report.c.owner.is_(None), report.c.lease_until < db.clock(conn))
     q = select(report.c.id).where(report.c.status.in_(PENDING), free).order_by(report.c.created_at, report.c.id)
     return list(conn.execute(q).scalars())
 

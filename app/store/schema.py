@@ -105,6 +105,18 @@ file_claim = Table(
     PrimaryKeyConstraint("corpus_id", "content_hash", name="pk_file_claim"),
 )
 
+# Which indexing runs are writing into a corpus, until when (migration 0009): delete and
+# rename refuse while one holds it. lease_until: seconds since the epoch, the database's clock.
+index_run = Table(
+    "index_run",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("corpus_id", Integer, ForeignKey("corpus.id", ondelete="CASCADE"), nullable=False),
+    Column("owner", String(64), nullable=False),  # host:pid of the run, for the refusal's message
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("lease_until", Float, nullable=False),
+)
+
 segment = Table(
     "segment",
     metadata,

@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import IndexCorpus
-from helpers import make_docs
-from sqlalchemy import Engine, func, select
+from helpers import make_docs, write_jsonl
+from sqlalchemy import Engine, func, select, update
 
 from contam.app.core.config import SignatureConfig
 from contam.app.core.types import BenchmarkItem
 from contam.app.errors import NotFoundError, SettingsConflict, StateError
 from contam.app.services.checking import CheckService
 from contam.app.services.corpora import CorpusService, select_corpora
+from contam.app.services.indexing import indexing_run
 from contam.app.services.reports import ReportService
+from contam.app.store import repo
 from contam.app.store import reports as rrepo
-from contam.app.store.schema import band, band_block, corpus, corpus_file, document, ngram, ngram_block, segment
+from contam.app.store.schema import (
+    band,
+    band_block,
+    corpus,
+    corpus_file,
+    document,
+    index_run,
+    ngram,
+    ngram_block,
+    segment,
+)
 
 TABLES = (corpus, corpus_file, document, segment)
 POSTINGS = {"sqlite": (ngram, band), "postgresql": (ngram_block, band_block)}  # where each keeps them
@@ -90,6 +104,48 @@ def test_delete_and_rename_a_corpus(engine: Engine, index_corpus: IndexCorpus) -
     index_corpus(engine, make_docs(1, 60, 3, "c"), "other")
     with pytest.raises(SettingsConflict, match="already a corpus named 'other'"):
         svc.rename("web", "other")
+
+
+def test_a_corpus_being_indexed_cannot_be_deleted_or_renamed(
+    engine: Engine, index_corpus: IndexCorpus, tmp_path: Path
+) -> None:
+    """Only report jobs were checked: a corpus could be deleted while `contam index` wrote into
+    it. Now an indexing run holds its corpus under a lease while it runs."""
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    svc = CorpusService(engine)
+    with engine.connect() as conn:
+        cid = int(repo.get_corpus(conn, "web")["id"])
+    with indexing_run(engine, cid):
+        for act in (lambda: svc.delete("web"), lambda: svc.rename("web", "w2")):
+            with pytest.raises(StateError, match=r"while it is being indexed \(.+:\d+\); try again when the run"):
+                act()
+    with indexing_run(engine, cid, lease=60):  # a killed run: its lease lapses
+        with engine.begin() as conn:
+            conn.execute(update(index_run).values(lease_until=0.0))
+        svc.rename("web", "w2")
+    # the indexer holds it for the whole run: seen from another connection between two files
+    seen: list[str] = []
+
+    class Watch:
+        def run_started(self, files: list[Path]) -> None: ...
+        def file_started(self, path: str, size: int) -> None: ...
+        def advanced(self, documents: int, nbytes: int) -> None: ...
+
+        def file_finished(self, report: object) -> None:
+            with engine.connect() as conn:  # a read: no write lock needed on SQLite
+                try:
+                    CorpusService._unused(conn, "w2", "delete")
+                except StateError as exc:
+                    seen.append(exc.message)
+
+    (tmp_path / "more").mkdir()
+    for i in range(2):
+        write_jsonl(tmp_path / "more" / f"m{i}.jsonl", make_docs(2, 60, 10 + i, f"m{i}"))
+    index_corpus(engine, [tmp_path / "more"], "w2", progress=Watch(), commit_bytes=0)
+    assert len(seen) == 2 and all("being indexed" in m for m in seen)
+    svc.delete("w2")  # and let go when it ends
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(index_run)).scalar_one() == 0
 
 
 def test_a_corpus_a_job_uses_cannot_be_deleted(engine: Engine, index_corpus: IndexCorpus) -> None:
