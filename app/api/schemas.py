@@ -124,6 +124,9 @@ class ItemResultRead(BaseModel):
 
 class CheckResponse(BaseModel):
     fingerprint: str
+    corpora: list[str] = Field(
+        description="the corpora checked against (without `corpora`: those whose settings match)"
+    )
     results: list[ItemResultRead]
 
 

@@ -171,6 +171,32 @@ def test_corpora_indexed_with_other_settings_are_a_conflict(
     assert r.status_code == 409
 
 
+def test_defaults_beside_other_corpora_and_refusals_name_their_cause(
+    client: TestClient, migrated_url: str, index_corpus: IndexCorpus
+) -> None:
+    """Without `corpora`, /check and uploads use the corpora whose settings match (a corpus
+    with other settings once made every default request a 409); a corpus with no documents is
+    a 409 naming it; an unknown threshold name is refused, not ignored; the mapping a report
+    used is stored with it."""
+    index_corpus(migrated_url, [{"id": "x", "text": Q2}], "other", cfg=SignatureConfig(ngram_n=7))
+    index_corpus(migrated_url, [{"id": "y", "body": Q2}], "empty")  # no `text` field: no documents
+    r = client.post("/api/v1/check", json={"texts": [Q1]})
+    assert (
+        r.status_code == 200 and r.json()["corpora"] == ["web"] and r.json()["results"][0]["status"] == "contaminated"
+    )
+    both = client.post("/api/v1/check", json={"texts": [Q1], "corpora": ["web", "other"]}).json()["error"]
+    assert "other (ngram_n=7); web (the default settings)" in both  # the 409 names each corpus and its settings
+    empty = client.post("/api/v1/check", json={"texts": [Q1], "corpora": ["empty"]})
+    assert empty.status_code == 409 and "'empty'" in empty.json()["error"] and "0 documents" in empty.json()["error"]
+    typo = client.post("/api/v1/check", json={"texts": [Q1], "thresholds": {"longest_mach": 20}})
+    assert typo.status_code == 422 and "longest_mach" in json.dumps(typo.json())
+    rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}).json()["id"]
+    rep = _wait(client, rid)
+    assert (
+        rep["corpora"] == ["web"] and rep["mapping"]["question"] == "question" and rep["mapping"]["answer"] == "answer"
+    )
+
+
 def test_api_keys(migrated_url: str, index_corpus: IndexCorpus) -> None:
     index_corpus(migrated_url, CORPUS)
     with TestClient(create_app(Settings(database_url=migrated_url, api_keys="k1,k2"))) as c:

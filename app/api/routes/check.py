@@ -34,4 +34,4 @@ def check(body: Annotated[CheckRequest, Body(openapi_examples=EXAMPLES)], svc: C
     """Check a few texts or items synchronously."""
     checked = svc.items(body.benchmark_items(), body.corpora, body.thresholds.to_thresholds())
     results = [ItemResultRead(**r.as_dict()) for r in checked.results]
-    return CheckResponse(fingerprint=checked.fingerprint, results=results)
+    return CheckResponse(fingerprint=checked.fingerprint, corpora=checked.corpora, results=results)
