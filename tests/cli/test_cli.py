@@ -270,6 +270,9 @@ def test_default_database_does_not_depend_on_the_working_directory(
         monkeypatch.chdir(here)
         urls.add(Settings().database_url)
     assert urls == {f"sqlite:///{tmp_path / 'share' / 'contam' / 'contam.db'}"}
+    monkeypatch.delenv("XDG_DATA_HOME")  # unset: the XDG default under the home folder
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert Settings().database_url == f"sqlite:///{tmp_path / 'home' / '.local' / 'share' / 'contam' / 'contam.db'}"
 
 
 def test_serve_says_where_things_are_and_refuses_placeholder_keys(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -451,3 +454,41 @@ def test_serve_prints_where_things_are_then_starts(tmp_path: Path, monkeypatch: 
     [(app, host, bound)] = started
     assert (host, bound) == ("127.0.0.1", port)
     assert app.state.reports._pool._max_workers == 3  # type: ignore[attr-defined]  # CONTAM_JOB_WORKERS reaches the jobs
+
+
+def test_extraction_settings_are_part_of_a_files_identity(migrated_url: str, tmp_path: Path) -> None:
+    """A file indexed with `--limit 1` (or another `--id-field`) is indexed again, whole, when
+    the settings change: it was skipped as "unchanged" (its content hash alone was its identity)."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"id": f"p{i}", "key": f"k{i}", "text": f"{Q1} {i}"}) + "\n" for i in range(3))
+    )
+
+    def documents(*extra: str) -> tuple[int, int]:
+        r = index_cli(migrated_url, "web", *extra, str(corpus))
+        assert r.exit_code == 0, r.output
+        summary = json.loads(r.stdout[r.stdout.index("{") :])
+        return summary["documents"], summary["files_unchanged"]
+
+    assert documents("--limit", "1") == (1, 0)
+    assert documents() == (3, 0)  # the whole file now
+    assert documents() == (0, 1)  # the same settings: unchanged
+    assert documents("--id-field", "key") == (3, 0)
+
+
+def test_index_a_save_to_disk_folder_from_the_command_line(migrated_url: str, tmp_path: Path) -> None:
+    """`contam index` on a Hugging Face save_to_disk folder indexed 0 documents and exited 0; it
+    reads the folder's Arrow data and leaves its metadata files out."""
+    import pyarrow as pa
+
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    table = pa.Table.from_pylist([{"id": f"d{i}", "text": f"{Q1} number {i}"} for i in range(3)])
+    with pa.OSFile(str(folder / "data-00000-of-00001.arrow"), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    (folder / "state.json").write_text(json.dumps({"_data_files": [{"filename": "data-00000-of-00001.arrow"}]}))
+    (folder / "dataset_info.json").write_text("{}")
+    r = index_cli(migrated_url, "web", str(folder))
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout[r.stdout.index("{") :])
+    assert (summary["documents"], summary["files_indexed"], summary["files_failed"]) == (3, 1, 0)
