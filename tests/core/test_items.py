@@ -43,3 +43,14 @@ def test_gram_filter_never_hides_a_gram(items: list[list[int]], others: list[int
     query = np.concatenate([every, np.array(others, dtype=np.int64)])
     expected = [grp for q in query.tolist() for grp, g in enumerate(items) if q in set(g)]
     assert sorted(table.groups_of(query, 1000).tolist()) == sorted(expected)
+
+
+def test_gram_filter_is_sized_to_the_table() -> None:
+    # a /check of one item builds these tables per request: its bitmap must not be the 1 MiB a
+    # 10,000-item benchmark gets, and a gram it holds must still pass it
+    small = _GramTable([np.arange(40, dtype=np.int64) * 7919], [0])
+    assert len(small.filter) == 128
+    assert small.may_hold(np.arange(40, dtype=np.int64) * 7919).all()
+    big = _GramTable([np.arange(400_000, dtype=np.int64) * 7919], [0])
+    assert len(big.filter) == 1 << 20
+    assert big.may_hold(np.arange(400_000, dtype=np.int64) * 7919).all()
