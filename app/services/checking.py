@@ -16,7 +16,7 @@ from contam.app.core.types import BenchmarkItem
 from contam.app.errors import InputError
 from contam.app.limits import Limits, exceeded
 from contam.app.readers.benchmark import Source, benchmark_source, iter_benchmark
-from contam.app.services.corpora import select_corpora
+from contam.app.services.corpora import select_corpora_listing
 from contam.app.services.results import Summary, summarize
 from contam.app.services.scanning import ItemResult, Scanner
 
@@ -77,8 +77,8 @@ class CheckService:
         # (which fills a copy of `used`; pass 2, read here, fills this one)
         items = functools.partial(iter_benchmark, data, filename, mapping, self.limits, used, keep_raw=False)
 
-        names = select_corpora(self.engine, list(corpora or []))
-        scanner = Scanner(self.engine, names, thresholds, workers=self.workers)
+        names, listing = select_corpora_listing(self.engine, list(corpora or []))
+        scanner = Scanner(self.engine, names, thresholds, workers=self.workers, listing=listing)
         results: list[ItemResult] = []
         summary = Summary()
         started = False
@@ -138,8 +138,8 @@ class CheckService:
         workers: int | None = None,
     ) -> CheckResult:
         """workers: scoring processes (default: the service's own setting)."""
-        names = select_corpora(self.engine, list(corpora or []))
-        scanner = Scanner(self.engine, names, thresholds, workers=self.workers)
+        names, listing = select_corpora_listing(self.engine, list(corpora or []))
+        scanner = Scanner(self.engine, names, thresholds, workers=self.workers, listing=listing)
         if progress is not None:
             progress(0, len(items))
         results = scanner.scan(items, progress, workers=workers)

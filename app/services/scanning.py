@@ -143,14 +143,19 @@ class Scanner:
         thresholds: Thresholds | None = None,
         evidence_k: int = 3,
         workers: int = 1,
+        listing: list[dict[str, Any]] | None = None,
     ) -> None:
-        """workers: processes that score a benchmark's chunks (0: one per core)."""
+        """workers: processes that score a benchmark's chunks (0: one per core). listing: every
+        corpus as repo.list_corpora gives it, if the caller has just read it (it is read here
+        otherwise)."""
         self.engine = engine
         self.th = thresholds or Thresholds()
         self.k = evidence_k
         self.workers = workers or len(os.sched_getaffinity(0))  # the cores this process may use
-        with engine.connect() as conn:
-            rows = all_rows = repo.list_corpora(conn)
+        if listing is None:
+            with engine.connect() as conn:
+                listing = repo.list_corpora(conn)
+        rows = all_rows = listing
         if corpora:
             missing = sorted(set(corpora) - {r["name"] for r in rows})
             if missing:
@@ -311,11 +316,12 @@ class Scanner:
             grams = grams[grams.view(np.uint64) % np.uint64(cfg.sample_mod) == 0]
         near_keys = self._near_keys(prepared)
         with self.engine.connect() as conn:
-            df = repo.ngram_df(conn, grams.tolist(), self.corpus_ids)
+            segs = repo.lookup_segments(conn, self.corpus_ids)
+            df = repo.ngram_df(conn, grams.tolist(), self.corpus_ids, segs=segs)
             rare = [h for h, c in df.items() if c <= th.max_df]
-            postings = repo.ngram_postings(conn, rare, self.corpus_ids)
+            postings = repo.ngram_postings(conn, rare, self.corpus_ids, segs=segs)
             keys = np.unique(np.concatenate([np.zeros(0, np.int64), *near_keys])).tolist()
-            hits = repo.band_hits(conn, keys, self.corpus_ids)
+            hits = repo.band_hits(conn, keys, self.corpus_ids, segs=segs)
         sizes = np.cumsum([len(p.grams) for p in prepared])[:-1]
         msizes = np.cumsum([len(p.mgrams) for p in prepared])[:-1]
         all_grams = np.concatenate([p.grams for p in prepared])

@@ -3,13 +3,14 @@ the caller (an indexer file, a request) owns the transaction."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import Select, delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
 from contam.app.core.config import SignatureConfig
@@ -86,6 +87,19 @@ def corpus_config(row: dict[str, Any]) -> SignatureConfig:
 
 def list_corpora(conn: Connection) -> list[dict[str, Any]]:
     """Every corpus with its file, document, token and byte totals."""
+    out = []
+    for row in conn.execute(_corpora_query()).mappings():
+        d = _decode_corpus(row)
+        for k in ("files", "failed_files", "bytes", "documents", "tokens", "ngrams", "windows"):
+            d[k] = int(d[k])  # PostgreSQL's SUM(bigint) is numeric
+        out.append(d)
+    return out
+
+
+@functools.cache
+def _corpora_query() -> Select[Any]:
+    """list_corpora's statement, built once: building its subqueries took more than running
+    it (every /check reads the listing)."""
     files = (
         select(
             corpus_file.c.corpus_id,
@@ -121,13 +135,7 @@ def list_corpora(conn: Connection) -> list[dict[str, Any]]:
         .outerjoin(failed, failed.c.corpus_id == corpus.c.id)
         .order_by(corpus.c.name)
     )
-    out = []
-    for row in conn.execute(q).mappings():
-        d = _decode_corpus(row)
-        for k in ("files", "failed_files", "bytes", "documents", "tokens", "ngrams", "windows"):
-            d[k] = int(d[k])  # PostgreSQL's SUM(bigint) is numeric
-        out.append(d)
-    return out
+    return q
 
 
 def corpus_health(conn: Connection, corpus_id: int) -> dict[str, Any]:
@@ -551,6 +559,15 @@ def segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int]:
     return [int(s) for s in conn.execute(q).scalars()]
 
 
+def lookup_segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int] | None:
+    """The segments several look-ups on `conn` may share (their `segs`): on SQLite a read
+    transaction sees one snapshot, so the list read once holds for all of them (a chunk of a
+    scan asked for it three times). None on PostgreSQL, where each statement sees what has
+    committed by then: each look-up reads the list it runs with, as a merge may have moved rows
+    into a new segment meanwhile."""
+    return segments(conn, corpus_ids) if db.dialect(conn) == "sqlite" else None
+
+
 # ---------------------------------------------------------------- look-ups for scoring
 
 _IN_BATCH = {"sqlite": 900, "postgresql": 50_000}
@@ -567,13 +584,14 @@ def _lookup(
     keys: Sequence[int],
     corpus_ids: Sequence[int] | None,
     group: bool = False,
+    segs: Sequence[int] | None = None,
 ) -> list[Any]:
     """Rows of `columns` (of key's table) whose `key` is in `keys` (de-duplicated, sorted,
     batched), in the segments of the given corpora (or all): one index range per (segment, key).
 
     Written as driver SQL, not a SQLAlchemy select: a scan sends hundreds of these, and compiling
     an expanding IN of thousands of values cost more than running it (bench/scan_speed.py)."""
-    segs = segments(conn, corpus_ids)
+    segs = segments(conn, corpus_ids) if segs is None else segs
     if not segs:
         return []
     quote = conn.dialect.identifier_preparer.quote
@@ -606,37 +624,46 @@ def _lookup_blocks(conn: Connection, table: str, keys: Sequence[int], corpus_ids
     return blocks.in_order(rec[np.isin(rec["key"], want)])
 
 
-def ngram_df(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, int]:
-    """hash -> number of documents (of the given corpora, or all) holding it; absent if none."""
+def ngram_df(
+    conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None, segs: Sequence[int] | None = None
+) -> dict[int, int]:
+    """hash -> number of documents (of the given corpora, or all) holding it; absent if none.
+    segs: the corpora's segments from lookup_segments (read here if None)."""
     if db.dialect(conn) == "postgresql":
         found, counts = np.unique(_lookup_blocks(conn, "ngram", hashes, corpus_ids)["key"], return_counts=True)
         return dict(zip(found.tolist(), counts.tolist(), strict=True))
-    rows = _lookup(conn, (ngram.c.hash, _COUNT), ngram.c.hash, hashes, corpus_ids, group=True)
+    rows = _lookup(conn, (ngram.c.hash, _COUNT), ngram.c.hash, hashes, corpus_ids, group=True, segs=segs)
     return {int(h): int(c) for h, c in rows}
 
 
-def ngram_postings(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, list[int]]:
-    """hash -> documents holding it (call only for hashes known to be rare)."""
+def ngram_postings(
+    conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None, segs: Sequence[int] | None = None
+) -> dict[int, list[int]]:
+    """hash -> documents holding it (call only for hashes known to be rare); segs as ngram_df."""
     out: dict[int, list[int]] = {}
     if db.dialect(conn) == "postgresql":
         rows: Iterable[Any] = _lookup_blocks(conn, "ngram", hashes, corpus_ids).tolist()
     else:
-        rows = _lookup(conn, (ngram.c.hash, ngram.c.doc_id), ngram.c.hash, hashes, corpus_ids)
+        rows = _lookup(conn, (ngram.c.hash, ngram.c.doc_id), ngram.c.hash, hashes, corpus_ids, segs=segs)
     for h, d in rows:
         out.setdefault(int(h), []).append(int(d))
     return out
 
 
 def band_hits(
-    conn: Connection, keys: Sequence[int], corpus_ids: Sequence[int] | None, max_per_key: int = 50
+    conn: Connection,
+    keys: Sequence[int],
+    corpus_ids: Sequence[int] | None,
+    max_per_key: int = 50,
+    segs: Sequence[int] | None = None,
 ) -> dict[int, list[tuple[int, int]]]:
     """band key -> [(document, window)], dropping keys shared by more than max_per_key windows
-    (a band value that common is boilerplate, not a near duplicate)."""
+    (a band value that common is boilerplate, not a near duplicate); segs as ngram_df."""
     out: dict[int, list[tuple[int, int]]] = {}
     if db.dialect(conn) == "postgresql":
         rows: Iterable[Any] = _lookup_blocks(conn, "band", keys, corpus_ids).tolist()
     else:
-        rows = _lookup(conn, (band.c.key, band.c.doc_id, band.c.win), band.c.key, keys, corpus_ids)
+        rows = _lookup(conn, (band.c.key, band.c.doc_id, band.c.win), band.c.key, keys, corpus_ids, segs=segs)
     for k, d, w in rows:
         out.setdefault(int(k), []).append((int(d), int(w)))
     return {k: v for k, v in out.items() if len(v) <= max_per_key}
