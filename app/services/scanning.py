@@ -144,10 +144,12 @@ class Scanner:
         evidence_k: int = 3,
         workers: int = 1,
         listing: list[dict[str, Any]] | None = None,
+        shared_docs: SharedDocs | None = None,
     ) -> None:
         """workers: processes that score a benchmark's chunks (0: one per core). listing: every
         corpus as repo.list_corpora gives it, if the caller has just read it (it is read here
-        otherwise)."""
+        otherwise). shared_docs: tokenised documents kept across scanners (the API's /check
+        builds a scanner per request), in place of this scanner's own cache."""
         self.engine = engine
         self.th = thresholds or Thresholds()
         self.k = evidence_k
@@ -194,6 +196,7 @@ class Scanner:
         self._docs: OrderedDict[int, _Doc] = OrderedDict()
         self._cached = 0  # bytes the cached documents take
         self._dctx = zstandard.ZstdDecompressor()
+        self._shared = shared_docs
 
     # ------------------------------------------------------------ documents
 
@@ -218,7 +221,8 @@ class Scanner:
     def __getstate__(self) -> dict[str, Any]:
         """For a worker process that was not forked: no engine (it opens its own from the URL),
         no document cache, no decompressor."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("engine", "_docs", "_cached", "_dctx")}
+        skip = ("engine", "_docs", "_cached", "_dctx", "_shared")
+        state = {k: v for k, v in self.__dict__.items() if k not in skip}
         state["engine_url"] = self.engine.url.render_as_string(hide_password=False)
         return state
 
@@ -229,6 +233,7 @@ class Scanner:
         self._docs = OrderedDict()
         self._cached = 0
         self._dctx = zstandard.ZstdDecompressor()
+        self._shared = None
 
     def _keep(self, docs: dict[int, _Doc]) -> None:
         for doc_id, doc in docs.items():
@@ -242,6 +247,8 @@ class Scanner:
     def _load(self, conn: Any, doc_ids: set[int]) -> dict[int, _Doc]:
         """The documents that exist, read and tokenised unless cached. The caller holds them
         while it scores, so the cache evicting one meanwhile cannot drop it from a verdict."""
+        if self._shared is not None:
+            return self._shared.load(conn, doc_ids, self._read)
         missing = [d for d in doc_ids if d not in self._docs]
         metas = repo.documents_meta(conn, missing) if missing else {}
         docs = {d: doc for d in doc_ids if (doc := self._docs.get(d) or self._read(metas.get(d))) is not None}
@@ -472,6 +479,57 @@ class Scanner:
             longest_match=m.longest_own,
             near_window=m.near_window,
         )
+
+
+class SharedDocs:
+    """Tokenised documents kept between scanners, up to DOC_CACHE_BYTES, for threads to share:
+    the API's /check builds a scanner per request, and read and tokenised each candidate
+    document again (a fifth of a one-item request's time).
+
+    Unlike a scanner's own cache, which lives for one scan, this one outlives changes to the
+    index, so each load reads the documents' rows (not their text) and reuses a document only
+    if its text hash and token count are those it was read with (a corpus deleted and indexed
+    again may give its documents' ids to other texts); the names evidence shows (a renamed
+    corpus) always come from the fresh row. Only documents whose text the index stores are
+    kept: a pointer-only document is read from its source file each time, as before."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = DOC_CACHE_BYTES if limit is None else limit
+        self._docs: OrderedDict[int, _Doc] = OrderedDict()
+        self._cached = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def load(
+        self, conn: Any, doc_ids: set[int], read: Callable[[dict[str, Any] | None], _Doc | None]
+    ) -> dict[int, _Doc]:
+        """The documents that exist (as Scanner._load), `read(meta)` reading those not kept."""
+        rows = repo.documents_meta(conn, list(doc_ids), text=False)
+        kept: dict[int, _Doc] = {}
+        with self._lock:
+            for d, row in rows.items():
+                doc = self._docs.get(d)
+                if doc is not None and (doc.meta["text_hash"], doc.meta["n_tokens"]) == (
+                    row["text_hash"],
+                    row["n_tokens"],
+                ):
+                    kept[d] = dataclasses.replace(doc, meta=row)
+                    self._docs.move_to_end(d)
+        need = [d for d in rows if d not in kept]
+        metas = repo.documents_meta(conn, need) if need else {}
+        fresh = {d: doc for d in need if (doc := read(metas.get(d))) is not None}
+        with self._lock:
+            for d, doc in fresh.items():
+                if metas[d]["text"] is None:
+                    continue
+                old = self._docs.pop(d, None)
+                self._cached += doc.nbytes - (old.nbytes if old is not None else 0)
+                self._docs[d] = doc
+            while self._cached > self.limit and self._docs:
+                self._cached -= self._docs.popitem(last=False)[1].nbytes
+        return {d: doc for d in doc_ids if (doc := kept.get(d) or fresh.get(d)) is not None}
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)

@@ -669,9 +669,12 @@ def band_hits(
     return {k: v for k, v in out.items() if len(v) <= max_per_key}
 
 
-def documents_meta(conn: Connection, doc_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+def documents_meta(conn: Connection, doc_ids: Sequence[int], text: bool = True) -> dict[int, dict[str, Any]]:
+    """id -> the document's row (names, position, token count, text hash) and, with `text`,
+    its stored text (zstd-compressed; None for a pointer-only document)."""
     out: dict[int, dict[str, Any]] = {}
     size = _IN_BATCH.get(db.dialect(conn), 900)
+    body = [document.c.text] if text else []
     for chunk in db.chunks(sorted(set(doc_ids)), size):
         q = (
             select(
@@ -679,7 +682,8 @@ def documents_meta(conn: Connection, doc_ids: Sequence[int]) -> dict[int, dict[s
                 document.c.external_id,
                 document.c.position,
                 document.c.n_tokens,
-                document.c.text,
+                document.c.text_hash,
+                *body,
                 corpus.c.name.label("corpus"),
                 corpus_file.c.path.label("source_file"),
             )
