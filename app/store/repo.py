@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Select, delete, func, insert, select, text, update
+from sqlalchemy import Select, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
 from contam.app.core.config import SignatureConfig
@@ -553,10 +553,14 @@ def finish_merge(conn: Connection, target: int, sources: Sequence[int]) -> None:
 
 def segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int]:
     """Ids of the posting segments of the given corpora (or all)."""
-    q = select(segment.c.id).order_by(segment.c.id)
-    if corpus_ids is not None:
-        q = q.where(segment.c.corpus_id.in_(corpus_ids))
-    return [int(s) for s in conn.execute(q).scalars()]
+    if corpus_ids is None:
+        return [int(s) for s in conn.execute(_SEGMENTS_ALL).scalars()]
+    return [int(s) for s in conn.execute(_SEGMENTS_OF, {"ids": list(corpus_ids)}).scalars()]
+
+
+# built once: each look-up reads the segment list, and building the select cost more than running it
+_SEGMENTS_ALL = select(segment.c.id).order_by(segment.c.id)
+_SEGMENTS_OF = _SEGMENTS_ALL.where(segment.c.corpus_id.in_(bindparam("ids", expanding=True)))
 
 
 def lookup_segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int] | None:
@@ -674,23 +678,29 @@ def documents_meta(conn: Connection, doc_ids: Sequence[int], text: bool = True) 
     its stored text (zstd-compressed; None for a pointer-only document)."""
     out: dict[int, dict[str, Any]] = {}
     size = _IN_BATCH.get(db.dialect(conn), 900)
-    body = [document.c.text] if text else []
+    q = _documents_query(text)
     for chunk in db.chunks(sorted(set(doc_ids)), size):
-        q = (
-            select(
-                document.c.id,
-                document.c.external_id,
-                document.c.position,
-                document.c.n_tokens,
-                document.c.text_hash,
-                *body,
-                corpus.c.name.label("corpus"),
-                corpus_file.c.path.label("source_file"),
-            )
-            .join(corpus, corpus.c.id == document.c.corpus_id)
-            .join(corpus_file, corpus_file.c.id == document.c.file_id)
-            .where(document.c.id.in_(chunk))
-        )
-        for row in conn.execute(q).mappings():
+        for row in conn.execute(q, {"ids": list(chunk)}).mappings():
             out[int(row["id"])] = dict(row)
     return out
+
+
+@functools.cache
+def _documents_query(text: bool) -> Select[Any]:
+    """documents_meta's statement, built once (each /check request runs it)."""
+    body = [document.c.text] if text else []
+    return (
+        select(
+            document.c.id,
+            document.c.external_id,
+            document.c.position,
+            document.c.n_tokens,
+            document.c.text_hash,
+            *body,
+            corpus.c.name.label("corpus"),
+            corpus_file.c.path.label("source_file"),
+        )
+        .join(corpus, corpus.c.id == document.c.corpus_id)
+        .join(corpus_file, corpus_file.c.id == document.c.file_id)
+        .where(document.c.id.in_(bindparam("ids", expanding=True)))
+    )
