@@ -109,9 +109,7 @@ def select_corpora(engine: Engine, names: list[str] | None = None) -> list[str]:
     return select_corpora_listing(engine, names)[0]
 
 
-def select_corpora_listing(
-    engine: Engine, names: list[str] | None = None
-) -> tuple[list[str], list[dict[str, Any]]]:
+def select_corpora_listing(engine: Engine, names: list[str] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
     """select_corpora's names and the listing (repo.list_corpora) they were chosen from: a
     Scanner built right after takes it (`listing`) instead of reading it again."""
     with engine.connect() as conn:

@@ -184,9 +184,9 @@ class Scanner:
         )
         diffs = self.cfg.differences(here)
         if diffs:
-            listing = "; ".join(f"{k}: index has {a!r}, this scorer has {b!r}" for k, (a, b) in diffs.items())
+            said = "; ".join(f"{k}: index has {a!r}, this scorer has {b!r}" for k, (a, b) in diffs.items())
             raise FingerprintMismatch(
-                f"corpus {rows[0]['name']!r} was indexed with settings this scorer cannot reproduce ({listing}); "
+                f"corpus {rows[0]['name']!r} was indexed with settings this scorer cannot reproduce ({said}); "
                 "re-index it with this version",
                 {k: list(v) for k, v in diffs.items()},
             )

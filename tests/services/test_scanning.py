@@ -305,7 +305,9 @@ def test_the_document_holding_most_of_the_question_is_aligned_even_when_the_answ
     assert r.score.status == "contaminated" and r.evidence[0].document_id == "page", r.score.reason
 
 
-def test_check_requests_share_documents_and_answer_as_a_fresh_scanner(engine: Engine, index_corpus: IndexCorpus) -> None:
+def test_check_requests_share_documents_and_answer_as_a_fresh_scanner(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
     """/check keeps tokenised documents between requests (SharedDocs): every answer equals a
     fresh scanner's, also after the corpus is renamed (the evidence names the new one) and after
     it is deleted and other texts indexed, whose documents may take the old ids."""
@@ -328,7 +330,9 @@ def test_check_requests_share_documents_and_answer_as_a_fresh_scanner(engine: En
     CorpusService(engine).rename("web", "renamed")
     renamed = by_item(checked(svc))
     assert {e["corpus"] for r in renamed.values() for e in r["evidence"]} == {"renamed"}
-    assert renamed == {k: {**r, "evidence": [{**e, "corpus": "renamed"} for e in r["evidence"]]} for k, r in alone.items()}
+    assert renamed == {
+        k: {**r, "evidence": [{**e, "corpus": "renamed"} for e in r["evidence"]]} for k, r in alone.items()
+    }
     CorpusService(engine).delete("renamed")
     other = [{"id": d["id"], "text": d["text"][::-1] if d["id"] == "verbatim" else d["text"]} for d in CORPUS]
     index_corpus(engine, list(reversed(other)), "again")

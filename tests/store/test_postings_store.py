@@ -167,5 +167,9 @@ def test_lookups_with_the_segment_list_read_once_answer_as_each_reading_it(engin
                 repo.band_hits(conn, keys, ids, segs=segs),
             )
         with engine.connect() as conn:
-            alone = (repo.ngram_df(conn, keys, ids), repo.ngram_postings(conn, keys, ids), repo.band_hits(conn, keys, ids))
+            alone = (
+                repo.ngram_df(conn, keys, ids),
+                repo.ngram_postings(conn, keys, ids),
+                repo.band_hits(conn, keys, ids),
+            )
         assert shared == alone and shared[0]
