@@ -711,7 +711,8 @@ class _Bench:
             ]
         )
         del model, field_pos
-        _trim()
+        if len(lengths) > TRIM_ITEMS:
+            _trim()
         if reading is not None:
             reading(len(lengths))
         return cls(shared, bits, parts)
@@ -754,6 +755,10 @@ def _trim() -> None:
 
 
 BITS_BATCH = 2000  # items whose bits are worked out at a time (each a few arrays per token)
+# pass 1 of at most this many items gives its memory back without malloc_trim: the tables of a
+# /check (at most 1,000 items) take a few MB, and malloc_trim walks the whole heap under the
+# allocator's lock (25 ms in a process holding 250 MB of small blocks), once per request
+TRIM_ITEMS = 1000
 READ_EVERY = 100  # items between two calls of pass 1's `reading` in this process
 READ_POLL = 0.5  # seconds between two looks at the item count of pass 1 in a process of its own
 
