@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import functools
 import itertools
+import json
 import multiprocessing
 import os
 import pickle
@@ -172,17 +174,8 @@ class Scanner:
                 f"({', '.join(r['name'] + '=' + r['fingerprint'] for r in rows)}); check them separately"
             )
         self.corpora = rows
-        self.cfg = SignatureConfig.from_dict(rows[0]["config"])
-        here = SignatureConfig(
-            **{
-                **self.cfg.to_dict(),
-                "libraries": library_versions(),
-                "normalizer_version": SignatureConfig().normalizer_version,
-                "hash_scheme": SignatureConfig().hash_scheme,
-                "minhash_scheme": SignatureConfig().minhash_scheme,
-            }
-        )
-        diffs = self.cfg.differences(here)
+        libraries = tuple(sorted(library_versions().items()))
+        self.cfg, diffs = _settings(json.dumps(rows[0]["config"], sort_keys=True), libraries)
         if diffs:
             said = "; ".join(f"{k}: index has {a!r}, this scorer has {b!r}" for k, (a, b) in diffs.items())
             raise FingerprintMismatch(
@@ -479,6 +472,28 @@ class Scanner:
             longest_match=m.longest_own,
             near_window=m.near_window,
         )
+
+
+@functools.lru_cache(maxsize=64)
+def _settings(
+    config: str, libraries: tuple[tuple[str, str], ...]
+) -> tuple[SignatureConfig, dict[str, tuple[Any, Any]]]:
+    """An index's signature settings (its config as JSON) and how they differ from what this
+    code reproduces with these libraries (their known answers): worked out once per process,
+    config and libraries, not per Scanner (each /check request builds one; building these
+    dataclasses was 3% of a one-item request in py-spy)."""
+    cfg = SignatureConfig.from_dict(json.loads(config))
+    default = SignatureConfig()
+    here = SignatureConfig(
+        **{
+            **cfg.to_dict(),
+            "libraries": dict(libraries),
+            "normalizer_version": default.normalizer_version,
+            "hash_scheme": default.hash_scheme,
+            "minhash_scheme": default.minhash_scheme,
+        }
+    )
+    return cfg, cfg.differences(here)
 
 
 class SharedDocs:
