@@ -153,7 +153,16 @@ def _short_fields(
     return short, tiny
 
 
-_FILTER_BITS = 23  # a 1 MiB bitmap per gram table
+_FILTER_BITS = 23  # at most a 1 MiB bitmap per gram table
+_FILTER_MIN_BITS = 10  # at least 128 bytes
+_FILTER_BITS_PER_KEY = 16  # the bitmap's bits per key, below the cap: about 6% of other grams pass
+
+
+def _filter_bits(keys: int) -> int:
+    """Bits of a table's key filter: the low bits of a key index a bitmap of 2**bits bits. A
+    /check of one item holds a few dozen keys: a bitmap sized for the largest benchmark (8 M
+    bools zeroed and packed) was a sixth of the request's time."""
+    return min(_FILTER_BITS, max(_FILTER_MIN_BITS, (keys * _FILTER_BITS_PER_KEY - 1).bit_length()))
 
 
 def _unique_pairs(first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -179,14 +188,15 @@ class _GramTable:
         # one bit per value of a key's low _FILTER_BITS bits: a gram whose bit is clear is in no
         # item, and skips the binary search (a document region's grams are mostly not the
         # benchmark's, and the search over a large table misses the cache at every step)
-        low = self.keys.astype(np.uint64) & np.uint64((1 << _FILTER_BITS) - 1)
-        seen = np.zeros(1 << _FILTER_BITS, dtype=bool)
+        # (its size is the table's: a table mapped from files gets it from the bitmap's length)
+        low = self.keys.astype(np.uint64) & np.uint64((1 << _filter_bits(len(self.keys))) - 1)
+        seen = np.zeros(1 << _filter_bits(len(self.keys)), dtype=bool)
         seen[low.astype(np.int64)] = True
         self.filter = np.packbits(seen, bitorder="little")
 
     def may_hold(self, grams: np.ndarray) -> np.ndarray:
         """bool per gram: False where no item holds it (True may still be a gram of none)."""
-        low = grams.astype(np.uint64) & np.uint64((1 << _FILTER_BITS) - 1)
+        low = grams.astype(np.uint64) & np.uint64(len(self.filter) * 8 - 1)
         return (self.filter[(low >> np.uint64(3)).astype(np.int64)] >> (low & np.uint64(7)).astype(np.uint8)) & 1 > 0
 
     def freq(self, grams: np.ndarray) -> np.ndarray:

@@ -16,9 +16,9 @@ from contam.app.core.types import BenchmarkItem
 from contam.app.errors import InputError
 from contam.app.limits import Limits, exceeded
 from contam.app.readers.benchmark import Source, benchmark_source, iter_benchmark
-from contam.app.services.corpora import select_corpora
+from contam.app.services.corpora import select_corpora_listing
 from contam.app.services.results import Summary, summarize
-from contam.app.services.scanning import ItemResult, Scanner
+from contam.app.services.scanning import ItemResult, Scanner, SharedDocs
 
 Progress = Callable[[int, int], None]  # (items scored, items in all)
 Reading = Callable[[int], None]  # items read by the scan's first pass, before any is scored
@@ -44,6 +44,7 @@ class CheckService:
         self.engine = engine
         self.limits = limits or Limits()
         self.workers = workers
+        self.docs = SharedDocs()  # tokenised documents kept between `items` calls (requests)
 
     def items(
         self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None = None, thresholds: Thresholds | None = None
@@ -55,7 +56,7 @@ class CheckService:
         if len(items) > MAX_CHECK_ITEMS:
             raise InputError(f"at most {MAX_CHECK_ITEMS} items per check; upload a benchmark for more")
         self._check_size(items)
-        return self._scan(items, corpora, thresholds, workers=1)
+        return self._scan(items, corpora, thresholds, workers=1, shared_docs=self.docs)
 
     def benchmark(
         self,
@@ -78,8 +79,8 @@ class CheckService:
         # (which fills a copy of `used`; pass 2, read here, fills this one)
         items = functools.partial(iter_benchmark, data, filename, mapping, self.limits, used, keep_raw=False)
 
-        names = select_corpora(self.engine, list(corpora or []))
-        scanner = Scanner(self.engine, names, thresholds, workers=self.workers)
+        names, listing = select_corpora_listing(self.engine, list(corpora or []))
+        scanner = Scanner(self.engine, names, thresholds, workers=self.workers, listing=listing)
         results: list[ItemResult] = []
         summary = Summary()
         started = False
@@ -137,10 +138,14 @@ class CheckService:
         thresholds: Thresholds | None,
         progress: Progress | None = None,
         workers: int | None = None,
+        shared_docs: SharedDocs | None = None,
     ) -> CheckResult:
-        """workers: scoring processes (default: the service's own setting)."""
-        names = select_corpora(self.engine, list(corpora or []))
-        scanner = Scanner(self.engine, names, thresholds, workers=self.workers)
+        """workers: scoring processes (default: the service's own setting); shared_docs: the
+        document cache to use instead of the scanner's own (only when scoring in this process)."""
+        names, listing = select_corpora_listing(self.engine, list(corpora or []))
+        scanner = Scanner(
+            self.engine, names, thresholds, workers=self.workers, listing=listing, shared_docs=shared_docs
+        )
         if progress is not None:
             progress(0, len(items))
         results = scanner.scan(items, progress, workers=workers)

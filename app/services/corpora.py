@@ -115,6 +115,12 @@ def select_corpora(engine: Engine, names: list[str] | None = None) -> list[str]:
     every corpus holding documents whose settings match (the only settings there are, else the
     default ones). Refuses when nothing would be checked against: a scan of an empty corpus
     would call every item clean."""
+    return select_corpora_listing(engine, names)[0]
+
+
+def select_corpora_listing(engine: Engine, names: list[str] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
+    """select_corpora's names and the listing (repo.list_corpora) they were chosen from: a
+    Scanner built right after takes it (`listing`) instead of reading it again."""
     with engine.connect() as conn:
         rows = repo.list_corpora(conn)
     if names:
@@ -134,4 +140,4 @@ def select_corpora(engine: Engine, names: list[str] | None = None) -> list[str]:
             + "; ".join(f"corpus {r['name']!r} holds 0 documents ({r['failed_files']} failed files)" for r in empty)
             + ". Index documents into it first (`contam corpora NAME` shows why its files failed)"
         )
-    return [r["name"] for r in _one_setting(chosen, bool(names))]
+    return [r["name"] for r in _one_setting(chosen, bool(names))], rows

@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import functools
 import itertools
+import json
 import multiprocessing
 import os
 import pickle
@@ -143,14 +145,21 @@ class Scanner:
         thresholds: Thresholds | None = None,
         evidence_k: int = 3,
         workers: int = 1,
+        listing: list[dict[str, Any]] | None = None,
+        shared_docs: SharedDocs | None = None,
     ) -> None:
-        """workers: processes that score a benchmark's chunks (0: one per core)."""
+        """workers: processes that score a benchmark's chunks (0: one per core). listing: every
+        corpus as repo.list_corpora gives it, if the caller has just read it (it is read here
+        otherwise). shared_docs: tokenised documents kept across scanners (the API's /check
+        builds a scanner per request), in place of this scanner's own cache."""
         self.engine = engine
         self.th = thresholds or Thresholds()
         self.k = evidence_k
         self.workers = workers or len(os.sched_getaffinity(0))  # the cores this process may use
-        with engine.connect() as conn:
-            rows = all_rows = repo.list_corpora(conn)
+        if listing is None:
+            with engine.connect() as conn:
+                listing = repo.list_corpora(conn)
+        rows = all_rows = listing
         if corpora:
             missing = sorted(set(corpora) - {r["name"] for r in rows})
             if missing:
@@ -165,21 +174,12 @@ class Scanner:
                 f"({', '.join(r['name'] + '=' + r['fingerprint'] for r in rows)}); check them separately"
             )
         self.corpora = rows
-        self.cfg = SignatureConfig.from_dict(rows[0]["config"])
-        here = SignatureConfig(
-            **{
-                **self.cfg.to_dict(),
-                "libraries": library_versions(),
-                "normalizer_version": SignatureConfig().normalizer_version,
-                "hash_scheme": SignatureConfig().hash_scheme,
-                "minhash_scheme": SignatureConfig().minhash_scheme,
-            }
-        )
-        diffs = self.cfg.differences(here)
+        libraries = tuple(sorted(library_versions().items()))
+        self.cfg, diffs = _settings(json.dumps(rows[0]["config"], sort_keys=True), libraries)
         if diffs:
-            listing = "; ".join(f"{k}: index has {a!r}, this scorer has {b!r}" for k, (a, b) in diffs.items())
+            said = "; ".join(f"{k}: index has {a!r}, this scorer has {b!r}" for k, (a, b) in diffs.items())
             raise IncompatibleIndex(
-                f"corpus {rows[0]['name']!r} was indexed with settings this scorer cannot reproduce ({listing}); "
+                f"corpus {rows[0]['name']!r} was indexed with settings this scorer cannot reproduce ({said}); "
                 "re-index it with this version",
                 {k: list(v) for k, v in diffs.items()},
             )
@@ -189,6 +189,7 @@ class Scanner:
         self._docs: OrderedDict[int, _Doc] = OrderedDict()
         self._cached = 0  # bytes the cached documents take
         self._dctx = zstandard.ZstdDecompressor()
+        self._shared = shared_docs
 
     # ------------------------------------------------------------ documents
 
@@ -213,7 +214,8 @@ class Scanner:
     def __getstate__(self) -> dict[str, Any]:
         """For a worker process that was not forked: no engine (it opens its own from the URL),
         no document cache, no decompressor."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("engine", "_docs", "_cached", "_dctx")}
+        skip = ("engine", "_docs", "_cached", "_dctx", "_shared")
+        state = {k: v for k, v in self.__dict__.items() if k not in skip}
         state["engine_url"] = self.engine.url.render_as_string(hide_password=False)
         return state
 
@@ -224,6 +226,7 @@ class Scanner:
         self._docs = OrderedDict()
         self._cached = 0
         self._dctx = zstandard.ZstdDecompressor()
+        self._shared = None
 
     def _keep(self, docs: dict[int, _Doc]) -> None:
         for doc_id, doc in docs.items():
@@ -237,6 +240,8 @@ class Scanner:
     def _load(self, conn: Any, doc_ids: set[int]) -> dict[int, _Doc]:
         """The documents that exist, read and tokenised unless cached. The caller holds them
         while it scores, so the cache evicting one meanwhile cannot drop it from a verdict."""
+        if self._shared is not None:
+            return self._shared.load(conn, doc_ids, self._read)
         missing = [d for d in doc_ids if d not in self._docs]
         metas = repo.documents_meta(conn, missing) if missing else {}
         docs = {d: doc for d in doc_ids if (doc := self._docs.get(d) or self._read(metas.get(d))) is not None}
@@ -311,11 +316,12 @@ class Scanner:
             grams = grams[grams.view(np.uint64) % np.uint64(cfg.sample_mod) == 0]
         near_keys = self._near_keys(prepared)
         with self.engine.connect() as conn:
-            df = repo.ngram_df(conn, grams.tolist(), self.corpus_ids)
+            segs = repo.lookup_segments(conn, self.corpus_ids)
+            df = repo.ngram_df(conn, grams.tolist(), self.corpus_ids, segs=segs)
             rare = [h for h, c in df.items() if c <= th.max_df]
-            postings = repo.ngram_postings(conn, rare, self.corpus_ids)
+            postings = repo.ngram_postings(conn, rare, self.corpus_ids, segs=segs)
             keys = np.unique(np.concatenate([np.zeros(0, np.int64), *near_keys])).tolist()
-            hits = repo.band_hits(conn, keys, self.corpus_ids)
+            hits = repo.band_hits(conn, keys, self.corpus_ids, segs=segs)
         sizes = np.cumsum([len(p.grams) for p in prepared])[:-1]
         msizes = np.cumsum([len(p.mgrams) for p in prepared])[:-1]
         all_grams = np.concatenate([p.grams for p in prepared])
@@ -466,6 +472,79 @@ class Scanner:
             longest_match=m.longest_own,
             near_window=m.near_window,
         )
+
+
+@functools.lru_cache(maxsize=64)
+def _settings(
+    config: str, libraries: tuple[tuple[str, str], ...]
+) -> tuple[SignatureConfig, dict[str, tuple[Any, Any]]]:
+    """An index's signature settings (its config as JSON) and how they differ from what this
+    code reproduces with these libraries (their known answers): worked out once per process,
+    config and libraries, not per Scanner (each /check request builds one; building these
+    dataclasses was 3% of a one-item request in py-spy)."""
+    cfg = SignatureConfig.from_dict(json.loads(config))
+    default = SignatureConfig()
+    here = SignatureConfig(
+        **{
+            **cfg.to_dict(),
+            "libraries": dict(libraries),
+            "normalizer_version": default.normalizer_version,
+            "hash_scheme": default.hash_scheme,
+            "minhash_scheme": default.minhash_scheme,
+        }
+    )
+    return cfg, cfg.differences(here)
+
+
+class SharedDocs:
+    """Tokenised documents kept between scanners, up to DOC_CACHE_BYTES, for threads to share:
+    the API's /check builds a scanner per request, and read and tokenised each candidate
+    document again (a fifth of a one-item request's time).
+
+    Unlike a scanner's own cache, which lives for one scan, this one outlives changes to the
+    index, so each load reads the documents' rows (not their text) and reuses a document only
+    if its text hash and token count are those it was read with (a corpus deleted and indexed
+    again may give its documents' ids to other texts); the names evidence shows (a renamed
+    corpus) always come from the fresh row. Only documents whose text the index stores are
+    kept: a pointer-only document is read from its source file each time, as before."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = DOC_CACHE_BYTES if limit is None else limit
+        self._docs: OrderedDict[int, _Doc] = OrderedDict()
+        self._cached = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def load(
+        self, conn: Any, doc_ids: set[int], read: Callable[[dict[str, Any] | None], _Doc | None]
+    ) -> dict[int, _Doc]:
+        """The documents that exist (as Scanner._load), `read(meta)` reading those not kept."""
+        rows = repo.documents_meta(conn, list(doc_ids), text=False)
+        kept: dict[int, _Doc] = {}
+        with self._lock:
+            for d, row in rows.items():
+                doc = self._docs.get(d)
+                if doc is not None and (doc.meta["text_hash"], doc.meta["n_tokens"]) == (
+                    row["text_hash"],
+                    row["n_tokens"],
+                ):
+                    kept[d] = dataclasses.replace(doc, meta=row)
+                    self._docs.move_to_end(d)
+        need = [d for d in rows if d not in kept]
+        metas = repo.documents_meta(conn, need) if need else {}
+        fresh = {d: doc for d in need if (doc := read(metas.get(d))) is not None}
+        with self._lock:
+            for d, doc in fresh.items():
+                if metas[d]["text"] is None:
+                    continue
+                old = self._docs.pop(d, None)
+                self._cached += doc.nbytes - (old.nbytes if old is not None else 0)
+                self._docs[d] = doc
+            while self._cached > self.limit and self._docs:
+                self._cached -= self._docs.popitem(last=False)[1].nbytes
+        return {d: doc for d in doc_ids if (doc := kept.get(d) or fresh.get(d)) is not None}
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -647,7 +726,8 @@ class _Bench:
             ]
         )
         del model, field_pos
-        _trim()
+        if len(lengths) > TRIM_ITEMS:
+            _trim()
         if reading is not None:
             reading(len(lengths))
         return cls(shared, bits, parts)
@@ -690,6 +770,10 @@ def _trim() -> None:
 
 
 BITS_BATCH = 2000  # items whose bits are worked out at a time (each a few arrays per token)
+# pass 1 of at most this many items gives its memory back without malloc_trim: the tables of a
+# /check (at most 1,000 items) take a few MB, and malloc_trim walks the whole heap under the
+# allocator's lock (25 ms in a process holding 250 MB of small blocks), once per request
+TRIM_ITEMS = 1000
 READ_EVERY = 100  # items between two calls of pass 1's `reading` in this process
 READ_POLL = 0.5  # seconds between two looks at the item count of pass 1 in a process of its own
 

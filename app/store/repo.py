@@ -3,13 +3,14 @@ the caller (an indexer file, a request) owns the transaction."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import Select, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
 from contam.app.core.config import SignatureConfig
@@ -115,6 +116,19 @@ def corpus_config(row: dict[str, Any]) -> SignatureConfig:
 
 def list_corpora(conn: Connection) -> list[dict[str, Any]]:
     """Every corpus with its file, document, token and byte totals."""
+    out = []
+    for row in conn.execute(_corpora_query()).mappings():
+        d = _decode_corpus(row)
+        for k in ("files", "failed_files", "bytes", "documents", "tokens", "ngrams", "windows"):
+            d[k] = int(d[k])  # PostgreSQL's SUM(bigint) is numeric
+        out.append(d)
+    return out
+
+
+@functools.cache
+def _corpora_query() -> Select[Any]:
+    """list_corpora's statement, built once: building its subqueries took more than running
+    it (every /check reads the listing)."""
     files = (
         select(
             corpus_file.c.corpus_id,
@@ -150,13 +164,7 @@ def list_corpora(conn: Connection) -> list[dict[str, Any]]:
         .outerjoin(failed, failed.c.corpus_id == corpus.c.id)
         .order_by(corpus.c.name)
     )
-    out = []
-    for row in conn.execute(q).mappings():
-        d = _decode_corpus(row)
-        for k in ("files", "failed_files", "bytes", "documents", "tokens", "ngrams", "windows"):
-            d[k] = int(d[k])  # PostgreSQL's SUM(bigint) is numeric
-        out.append(d)
-    return out
+    return q
 
 
 def corpus_health(conn: Connection, corpus_id: int) -> dict[str, Any]:
@@ -574,10 +582,23 @@ def finish_merge(conn: Connection, target: int, sources: Sequence[int]) -> None:
 
 def segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int]:
     """Ids of the posting segments of the given corpora (or all)."""
-    q = select(segment.c.id).order_by(segment.c.id)
-    if corpus_ids is not None:
-        q = q.where(segment.c.corpus_id.in_(corpus_ids))
-    return [int(s) for s in conn.execute(q).scalars()]
+    if corpus_ids is None:
+        return [int(s) for s in conn.execute(_SEGMENTS_ALL).scalars()]
+    return [int(s) for s in conn.execute(_SEGMENTS_OF, {"ids": list(corpus_ids)}).scalars()]
+
+
+# built once: each look-up reads the segment list, and building the select cost more than running it
+_SEGMENTS_ALL = select(segment.c.id).order_by(segment.c.id)
+_SEGMENTS_OF = _SEGMENTS_ALL.where(segment.c.corpus_id.in_(bindparam("ids", expanding=True)))
+
+
+def lookup_segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int] | None:
+    """The segments several look-ups on `conn` may share (their `segs`): on SQLite a read
+    transaction sees one snapshot, so the list read once holds for all of them (a chunk of a
+    scan asked for it three times). None on PostgreSQL, where each statement sees what has
+    committed by then: each look-up reads the list it runs with, as a merge may have moved rows
+    into a new segment meanwhile."""
+    return segments(conn, corpus_ids) if db.dialect(conn) == "sqlite" else None
 
 
 # ---------------------------------------------------------------- look-ups for scoring
@@ -596,13 +617,14 @@ def _lookup(
     keys: Sequence[int],
     corpus_ids: Sequence[int] | None,
     group: bool = False,
+    segs: Sequence[int] | None = None,
 ) -> list[Any]:
     """Rows of `columns` (of key's table) whose `key` is in `keys` (de-duplicated, sorted,
     batched), in the segments of the given corpora (or all): one index range per (segment, key).
 
     Written as driver SQL, not a SQLAlchemy select: a scan sends hundreds of these, and compiling
     an expanding IN of thousands of values cost more than running it (bench/scan_speed.py)."""
-    segs = segments(conn, corpus_ids)
+    segs = segments(conn, corpus_ids) if segs is None else segs
     if not segs:
         return []
     quote = conn.dialect.identifier_preparer.quote
@@ -635,60 +657,79 @@ def _lookup_blocks(conn: Connection, table: str, keys: Sequence[int], corpus_ids
     return blocks.in_order(rec[np.isin(rec["key"], want)])
 
 
-def ngram_df(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, int]:
-    """hash -> number of documents (of the given corpora, or all) holding it; absent if none."""
+def ngram_df(
+    conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None, segs: Sequence[int] | None = None
+) -> dict[int, int]:
+    """hash -> number of documents (of the given corpora, or all) holding it; absent if none.
+    segs: the corpora's segments from lookup_segments (read here if None)."""
     if db.dialect(conn) == "postgresql":
         found, counts = np.unique(_lookup_blocks(conn, "ngram", hashes, corpus_ids)["key"], return_counts=True)
         return dict(zip(found.tolist(), counts.tolist(), strict=True))
-    rows = _lookup(conn, (ngram.c.hash, _COUNT), ngram.c.hash, hashes, corpus_ids, group=True)
+    rows = _lookup(conn, (ngram.c.hash, _COUNT), ngram.c.hash, hashes, corpus_ids, group=True, segs=segs)
     return {int(h): int(c) for h, c in rows}
 
 
-def ngram_postings(conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None) -> dict[int, list[int]]:
-    """hash -> documents holding it (call only for hashes known to be rare)."""
+def ngram_postings(
+    conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None, segs: Sequence[int] | None = None
+) -> dict[int, list[int]]:
+    """hash -> documents holding it (call only for hashes known to be rare); segs as ngram_df."""
     out: dict[int, list[int]] = {}
     if db.dialect(conn) == "postgresql":
         rows: Iterable[Any] = _lookup_blocks(conn, "ngram", hashes, corpus_ids).tolist()
     else:
-        rows = _lookup(conn, (ngram.c.hash, ngram.c.doc_id), ngram.c.hash, hashes, corpus_ids)
+        rows = _lookup(conn, (ngram.c.hash, ngram.c.doc_id), ngram.c.hash, hashes, corpus_ids, segs=segs)
     for h, d in rows:
         out.setdefault(int(h), []).append(int(d))
     return out
 
 
 def band_hits(
-    conn: Connection, keys: Sequence[int], corpus_ids: Sequence[int] | None, max_per_key: int = 50
+    conn: Connection,
+    keys: Sequence[int],
+    corpus_ids: Sequence[int] | None,
+    max_per_key: int = 50,
+    segs: Sequence[int] | None = None,
 ) -> dict[int, list[tuple[int, int]]]:
     """band key -> [(document, window)], dropping keys shared by more than max_per_key windows
-    (a band value that common is boilerplate, not a near duplicate)."""
+    (a band value that common is boilerplate, not a near duplicate); segs as ngram_df."""
     out: dict[int, list[tuple[int, int]]] = {}
     if db.dialect(conn) == "postgresql":
         rows: Iterable[Any] = _lookup_blocks(conn, "band", keys, corpus_ids).tolist()
     else:
-        rows = _lookup(conn, (band.c.key, band.c.doc_id, band.c.win), band.c.key, keys, corpus_ids)
+        rows = _lookup(conn, (band.c.key, band.c.doc_id, band.c.win), band.c.key, keys, corpus_ids, segs=segs)
     for k, d, w in rows:
         out.setdefault(int(k), []).append((int(d), int(w)))
     return {k: v for k, v in out.items() if len(v) <= max_per_key}
 
 
-def documents_meta(conn: Connection, doc_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+def documents_meta(conn: Connection, doc_ids: Sequence[int], text: bool = True) -> dict[int, dict[str, Any]]:
+    """id -> the document's row (names, position, token count, text hash) and, with `text`,
+    its stored text (zstd-compressed; None for a pointer-only document)."""
     out: dict[int, dict[str, Any]] = {}
     size = _IN_BATCH.get(db.dialect(conn), 900)
+    q = _documents_query(text)
     for chunk in db.chunks(sorted(set(doc_ids)), size):
-        q = (
-            select(
-                document.c.id,
-                document.c.external_id,
-                document.c.position,
-                document.c.n_tokens,
-                document.c.text,
-                corpus.c.name.label("corpus"),
-                corpus_file.c.path.label("source_file"),
-            )
-            .join(corpus, corpus.c.id == document.c.corpus_id)
-            .join(corpus_file, corpus_file.c.id == document.c.file_id)
-            .where(document.c.id.in_(chunk))
-        )
-        for row in conn.execute(q).mappings():
+        for row in conn.execute(q, {"ids": list(chunk)}).mappings():
             out[int(row["id"])] = dict(row)
     return out
+
+
+@functools.cache
+def _documents_query(text: bool) -> Select[Any]:
+    """documents_meta's statement, built once (each /check request runs it)."""
+    body = [document.c.text] if text else []
+    return (
+        select(
+            document.c.id,
+            document.c.external_id,
+            document.c.position,
+            document.c.n_tokens,
+            document.c.text_hash,
+            *body,
+            corpus.c.name.label("corpus"),
+            corpus_file.c.path.label("source_file"),
+        )
+        .join(corpus, corpus.c.id == document.c.corpus_id)
+        .join(corpus_file, corpus_file.c.id == document.c.file_id)
+        .where(document.c.id.in_(bindparam("ids", expanding=True)))
+    )

@@ -43,3 +43,41 @@ def test_gram_filter_never_hides_a_gram(items: list[list[int]], others: list[int
     query = np.concatenate([every, np.array(others, dtype=np.int64)])
     expected = [grp for q in query.tolist() for grp, g in enumerate(items) if q in set(g)]
     assert sorted(table.groups_of(query, 1000).tolist()) == sorted(expected)
+
+
+def test_gram_filter_is_sized_to_the_table() -> None:
+    # a /check of one item builds these tables per request: its bitmap must not be the 1 MiB a
+    # 10,000-item benchmark gets, and a gram it holds must still pass it
+    small = _GramTable([np.arange(40, dtype=np.int64) * 7919], [0])
+    assert len(small.filter) == 128
+    assert small.may_hold(np.arange(40, dtype=np.int64) * 7919).all()
+    big = _GramTable([np.arange(400_000, dtype=np.int64) * 7919], [0])
+    assert len(big.filter) == 1 << 20
+    assert big.may_hold(np.arange(400_000, dtype=np.int64) * 7919).all()
+
+
+# values whose bytes recur inside other values, so a byte match can start inside an element
+_TOKENS = st.sampled_from([0, 1, 2, 256, 257, 65536, 1 << 56, (1 << 56) + 1, -1, -256, 2**63 - 1, -(2**63)])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(_TOKENS, max_size=40),
+    st.lists(_TOKENS, max_size=4),
+    st.lists(st.booleans(), min_size=40, max_size=40),
+    st.booleans(),
+)
+def test_find_sequence_by_bytes_finds_what_the_comparison_loop_finds(
+    hay: list[int], needle: list[int], allowed: list[bool], masked: bool
+) -> None:
+    from contam.app.core.align import _find_sequence_loop, find_sequence
+
+    h, n = np.array(hay, dtype=np.int64), np.array(needle, dtype=np.int64)
+    mask = np.array(allowed[: len(hay)], dtype=bool) if masked else None
+    expected = _find_sequence_loop(h, n, mask)
+    assert find_sequence(h, n, mask) == expected
+    assert find_sequence(h[1:], n, None if mask is None else mask[1:]) == _find_sequence_loop(
+        h[1:], n, None if mask is None else mask[1:]
+    )
+    if expected >= 0:
+        assert h[expected : expected + len(n)].tolist() == needle

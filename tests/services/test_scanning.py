@@ -334,3 +334,39 @@ def test_a_copy_is_aligned_whole_though_the_choices_common_words_would_align_mor
     index_corpus(engine, [{"id": "page", "text": page}, {"id": "other", "text": FILLER}])
     r = Scanner(engine).scan([item, BenchmarkItem("h2", 1, question="Which planet has the longest day?")])[0]
     assert r.score.status == "contaminated" and r.score.answer_found, r.score.reason
+
+
+def test_check_requests_share_documents_and_answer_as_a_fresh_scanner(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """/check keeps tokenised documents between requests (SharedDocs): every answer equals a
+    fresh scanner's, also after the corpus is renamed (the evidence names the new one) and after
+    it is deleted and other texts indexed, whose documents may take the old ids."""
+    from contam.app.services.checking import CheckService
+    from contam.app.services.corpora import CorpusService
+
+    def checked(svc: CheckService) -> list[dict]:  # type: ignore[type-arg]
+        # one request per item, as the API's clients send them
+        return [svc.items([it]).results[0].as_dict() for it in ITEMS]
+
+    def by_item(results: list[dict]) -> dict[str, dict]:  # type: ignore[type-arg]
+        # a request of one item is a benchmark of one item: compare with a scan of each alone
+        return {r["item_id"]: r for r in results}
+
+    index_corpus(engine, CORPUS)
+    svc = CheckService(engine)
+    alone = {it.item_id: Scanner(engine).scan([it])[0].as_dict() for it in ITEMS}
+    assert by_item(checked(svc)) == alone and len(svc.docs) > 0
+    assert by_item(checked(svc)) == alone  # now from the cache
+    CorpusService(engine).rename("web", "renamed")
+    renamed = by_item(checked(svc))
+    assert {e["corpus"] for r in renamed.values() for e in r["evidence"]} == {"renamed"}
+    assert renamed == {
+        k: {**r, "evidence": [{**e, "corpus": "renamed"} for e in r["evidence"]]} for k, r in alone.items()
+    }
+    CorpusService(engine).delete("renamed")
+    other = [{"id": d["id"], "text": d["text"][::-1] if d["id"] == "verbatim" else d["text"]} for d in CORPUS]
+    index_corpus(engine, list(reversed(other)), "again")
+    again = by_item(checked(svc))
+    assert again == {it.item_id: Scanner(engine).scan([it])[0].as_dict() for it in ITEMS}
+    assert again["verbatim"]["status"] != "contaminated"

@@ -137,3 +137,39 @@ def test_sqlite_lookups_respect_the_bound_variable_limit(tmp_path: Path) -> None
         assert len(df) == 5000 and set(df.values()) == {1}
         assert repo.band_hits(conn, keys.tolist(), None) == {}
     eng.dispose()
+
+
+def test_lookups_with_the_segment_list_read_once_answer_as_each_reading_it(engine: Engine) -> None:
+    """A scan's chunk reads the segment list once (lookup_segments) for its three look-ups: the
+    answers equal those of look-ups that read it themselves, for all corpora and for one."""
+    rng = np.random.default_rng(3)
+    with engine.begin() as conn:
+        a = repo.create_corpus(conn, "a", SignatureConfig(), True)
+        b = repo.create_corpus(conn, "b", SignatureConfig(), True)
+        for cid in (a, a, b):  # two segments of a, one of b
+            seg = repo.open_segment(conn, cid, 10**6, 10**6)
+            pairs = sorted({(int(h), int(d)) for h, d in rng.integers(0, 300, (400, 2))})
+            h, d = (np.array(c, dtype=t) for c, t in zip(zip(*pairs, strict=True), (np.int64, np.int32), strict=True))
+            repo.insert_ngrams(conn, seg, h, d)
+            k = np.unique(rng.integers(0, 300, 200, dtype=np.int64))
+            repo.insert_bands(conn, seg, k, np.full(len(k), 5, np.int32), np.arange(len(k), dtype=np.int32))
+    keys = list(range(0, 320, 3))
+    for ids in (None, [a]):
+        with engine.connect() as conn:
+            segs = repo.lookup_segments(conn, ids)
+            if engine.dialect.name == "sqlite":
+                assert segs == repo.segments(conn, ids)
+            else:
+                assert segs is None  # each look-up reads the list it runs with
+            shared = (
+                repo.ngram_df(conn, keys, ids, segs=segs),
+                repo.ngram_postings(conn, keys, ids, segs=segs),
+                repo.band_hits(conn, keys, ids, segs=segs),
+            )
+        with engine.connect() as conn:
+            alone = (
+                repo.ngram_df(conn, keys, ids),
+                repo.ngram_postings(conn, keys, ids),
+                repo.band_hits(conn, keys, ids),
+            )
+        assert shared == alone and shared[0]
