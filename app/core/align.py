@@ -37,27 +37,6 @@ class Alignment:
     blocks: list[tuple[int, int, int]]
 
 
-def countable(item_ids: np.ndarray, region_ids: np.ndarray, can: np.ndarray) -> tuple[list[int], list[int]]:
-    """The two id sequences with every token that cannot count replaced by a sentinel that
-    matches nothing: item tokens neither in `can` nor beside a token in it (a neighbour may
-    complete a block across a field's edge), and region tokens equal to no item token kept.
-
-    LCS maximises the tokens it aligns, not the tokens that count: a copy of the question could
-    lose to a dozen chance single words (a choice's "to", "a", "the" matched in the text before
-    the copy), which are then dropped as chance, and the question with them. Aligned on what
-    can count, it cannot."""
-    a = item_ids.astype(np.int64, copy=True)
-    near = can.copy()  # a token beside one that can count may complete its block
-    near[1:] |= can[:-1]
-    near[:-1] |= can[1:]
-    cannot = np.flatnonzero(~near)
-    a[cannot] = -1 - cannot
-    r = region_ids.astype(np.int64, copy=True)
-    miss = np.flatnonzero(~np.isin(r, a[near]))
-    r[miss] = -1 - len(a) - miss  # apart from the item's sentinels
-    return a.tolist(), r.tolist()
-
-
 def align(
     item_ids: Sequence[int], region_ids: Sequence[int], whole: np.ndarray | None = None, min_block: int = MIN_BLOCK
 ) -> Alignment:
@@ -65,7 +44,6 @@ def align(
 
     whole: bool per item token, true where the token is a one-token field on its own; such a
         token counts when aligned even in a block of one.
-    Pass sequences made by `countable` to align only the tokens that can count.
     """
     n = len(item_ids)
     matched = np.zeros(n, dtype=bool)
@@ -73,66 +51,12 @@ def align(
     blocks: list[tuple[int, int, int]] = []
     if n == 0 or len(region_ids) == 0:
         return Alignment(matched, doc_pos, blocks)
-    lcs = [(b.a, b.b, b.size) for b in LCSseq.opcodes(item_ids, region_ids).as_matching_blocks() if b.size]
-    for a, r, size in _grown(lcs, item_ids, region_ids):
-        if size >= min_block or (size == 1 and whole is not None and whole[a]):
-            matched[a : a + size] = True
-            doc_pos[a : a + size] = np.arange(r, r + size)
-            blocks.append((a, r, size))
+    for b in LCSseq.opcodes(item_ids, region_ids).as_matching_blocks():
+        if b.size >= min_block or (b.size == 1 and whole is not None and whole[b.a]):
+            matched[b.a : b.a + b.size] = True
+            doc_pos[b.a : b.a + b.size] = np.arange(b.b, b.b + b.size)
+            blocks.append((b.a, b.b, b.size))
     return Alignment(matched, doc_pos, blocks)
-
-
-def _grown(
-    blocks: list[tuple[int, int, int]], item_ids: Sequence[int], region_ids: Sequence[int]
-) -> list[tuple[int, int, int]]:
-    """LCS blocks grown over equal neighbours held by single-token matches.
-
-    Of equally long common subsequences LCS returns one without regard to contiguity, so a copy
-    can come out as a block and a stray single token (the copy's first word matched to the same
-    word earlier in the region): the token is then dropped as chance, and the copy shortened.
-    Each block, longest first, takes its equal neighbours on both sides when nothing longer than
-    a single token holds them; the blocks stay in order."""
-    if len(blocks) < 2:
-        return blocks
-    n, m = len(item_ids), len(region_ids)
-    live = [list(b) for b in sorted(blocks, key=lambda b: -b[2])]
-    at_item: dict[int, int] = {}
-    at_region: dict[int, int] = {}
-    for k, (a, r, size) in enumerate(live):
-        for j in range(size):
-            at_item[a + j], at_region[r + j] = k, k
-
-    def free(k: int | None) -> bool:
-        return k is None or live[k][2] == 1
-
-    def drop(k: int | None) -> None:
-        if k is not None and live[k][2]:
-            a, r, _ = live[k]
-            del at_item[a], at_region[r]
-            live[k][2] = 0
-
-    for k, blk in enumerate(live):
-        if blk[2] < 2:
-            continue
-        while blk[0] + blk[2] < n and blk[1] + blk[2] < m:  # rightwards
-            i, j = blk[0] + blk[2], blk[1] + blk[2]
-            hi, hr = at_item.get(i), at_region.get(j)
-            if item_ids[i] != region_ids[j] or not (free(hi) and free(hr)):
-                break
-            drop(hi)
-            drop(hr)
-            at_item[i], at_region[j] = k, k
-            blk[2] += 1
-        while blk[0] > 0 and blk[1] > 0:  # leftwards
-            i, j = blk[0] - 1, blk[1] - 1
-            hi, hr = at_item.get(i), at_region.get(j)
-            if item_ids[i] != region_ids[j] or not (free(hi) and free(hr)):
-                break
-            drop(hi)
-            drop(hr)
-            at_item[i], at_region[j] = k, k
-            blk[0], blk[1], blk[2] = i, j, blk[2] + 1
-    return sorted((a, r, size) for a, r, size in live if size)
 
 
 def common_tokens(a_ids: Sequence[int], b_ids: Sequence[int]) -> np.ndarray:

@@ -19,7 +19,7 @@ from functools import cached_property
 
 import numpy as np
 
-from contam.app.core.align import Alignment, align, countable, covered, densest, find_sequence, longest_run, runs
+from contam.app.core.align import Alignment, align, covered, densest, find_sequence, longest_run, runs
 from contam.app.core.config import Thresholds
 from contam.app.core.items import (
     ANSWER,
@@ -210,10 +210,9 @@ def match_document(
     p = items[i]
     lo, hi = region_for(p, doc, n, window)
     region = Region(doc.ids[lo:hi], np.unique(doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]))
+    al = align(p.id_list, region.id_list, p.whole)
     present = member(p.mgrams, region.mgrams)
-    can = held(p, region.ids, region.mgrams, present=present)  # tokens that can count here
-    al = align(*countable(p.ids, region.ids, can | p.whole), p.whole)
-    matched = can & al.matched  # in the item's order
+    matched = held(p, region.ids, region.mgrams, present=present) & al.matched  # in the item's order
     own, own_hit, competitor, competitor_found = _own_text(i, items, stats, shared, region, matched, al, th, present)
     # a worked solution beside a final answer that this page does not give is left out of the
     # coverages (pages give the final answer, the solution, or both); its runs still count as own
@@ -379,9 +378,7 @@ def _copy_of(
         theirs = held(other, region.ids, region.mgrams)
         if d_o == d_i and float(theirs.mean()) < whole_i:
             continue  # aligned, it would hold no more than that
-        share = float(
-            (theirs & align(*countable(other.ids, region.ids, theirs | other.whole), other.whole).matched).mean()
-        )
+        share = float((theirs & align(other.id_list, region.id_list, other.whole).matched).mean())
         if (d_o > d_i or share >= whole_i) and (d_o, share) > best:
             competitor, best = k, (d_o, share)
     return competitor

@@ -305,37 +305,6 @@ def test_the_document_holding_most_of_the_question_is_aligned_even_when_the_answ
     assert r.score.status == "contaminated" and r.evidence[0].document_id == "page", r.score.reason
 
 
-def test_a_copy_is_aligned_whole_though_the_choices_common_words_would_align_more(
-    engine: Engine, index_corpus: IndexCorpus
-) -> None:
-    """A page holds the question and its answer (one ending of four), after a paragraph full of
-    the wrong endings' common words. The longest common subsequence of the whole item spent
-    itself on those words, one at a time, and left the question out (then dropped them as
-    chance): the copy came out clean. Aligned on the tokens that can count, it is found."""
-    item = BenchmarkItem(
-        "h1",
-        0,
-        question="a chef in the kitchen wearing a chef hat",
-        choices=(
-            "narrates using an electric mixer.",
-            "and gloves is demonstrating how to spread sugar into a thick cake pan.",
-            "and a friend in a kitchen are standing in front of a counter and talking about the "
-            "ingredients and dishes applied by the chefs in the kitchen.",
-            "is giving instructions on how to sharpen a knife.",
-        ),
-        answer="is giving instructions on how to sharpen a knife.",
-    )
-    before = (
-        "Syslog produces its own time stamp and process ID information, so you probably do not want "
-        "to include those escapes if you are logging to syslog. It is useful to spread the log into a "
-        "file and to talk about the counter in front of the dishes."
-    )
-    page = f"{FILLER} {before} {item.question} {item.answer} Tip: the escape is useful. {FILLER}"
-    index_corpus(engine, [{"id": "page", "text": page}, {"id": "other", "text": FILLER}])
-    r = Scanner(engine).scan([item, BenchmarkItem("h2", 1, question="Which planet has the longest day?")])[0]
-    assert r.score.status == "contaminated" and r.score.answer_found, r.score.reason
-
-
 def test_check_requests_share_documents_and_answer_as_a_fresh_scanner(
     engine: Engine, index_corpus: IndexCorpus
 ) -> None:
