@@ -56,11 +56,9 @@ PEAK = textwrap.dedent(
 )
 
 
-def test_scanning_a_benchmark_file_holds_chunks_not_the_file(tmp_path: Path, index_corpus: IndexCorpus) -> None:
-    """A 6 MB reading-comprehension file (1,000 items of a long passage and a short question)
-    grew a process by 173 MB: every item, its record, its passage's n-grams (as a set of Python
-    ints) and every result were held at once. Read and scored as a stream, chunk by chunk, the
-    process grows by what one chunk takes, whatever the file's size."""
+def _peak(script: str, tmp_path: Path, index_corpus: IndexCorpus) -> dict:
+    """What `script` prints, run in a process of its own on 1,000 reading-comprehension items
+    (one in ten copied from an indexed document), after a one-item warm-up."""
     url = f"sqlite:///{tmp_path}/big.db"
     upgrade(url)
     docs = make_docs(20, 300, 3, "d")
@@ -69,9 +67,18 @@ def test_scanning_a_benchmark_file_holds_chunks_not_the_file(tmp_path: Path, ind
     _reading_set(bench, 1000, docs)
     one.write_text(json.dumps({"question": "a warm-up item of a few words"}) + "\n")
     out = subprocess.run(
-        [sys.executable, "-c", PEAK, url, str(bench), str(one)], cwd=ROOT, capture_output=True, text=True, check=True
+        [sys.executable, "-c", script, url, str(bench), str(one)], cwd=ROOT, capture_output=True, text=True
     )
-    measured = json.loads(out.stdout)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+def test_scanning_a_benchmark_file_holds_chunks_not_the_file(tmp_path: Path, index_corpus: IndexCorpus) -> None:
+    """A 6 MB reading-comprehension file (1,000 items of a long passage and a short question)
+    grew a process by 173 MB: every item, its record, its passage's n-grams (as a set of Python
+    ints) and every result were held at once. Read and scored as a stream, chunk by chunk, the
+    process grows by what one chunk takes, whatever the file's size."""
+    measured = _peak(PEAK, tmp_path, index_corpus)
     assert measured["items"] == 1000 and measured["counts"]["suspicious"] + measured["counts"]["contaminated"] == 100
     assert measured["grown_mb"] < 80, measured  # 173 MB before
 
@@ -101,18 +108,7 @@ def test_a_report_job_holds_chunks_not_the_upload(tmp_path: Path, index_corpus: 
     upload once took the server to 10.3 GB). The server process grows by what a chunk takes,
     not by the file: the upload is spooled, pass 1 runs in a process of its own, and each
     chunk's results are written as it is scored."""
-    url = f"sqlite:///{tmp_path}/big.db"
-    upgrade(url)
-    docs = make_docs(20, 300, 3, "d")
-    index_corpus(url, docs)
-    bench, one = tmp_path / "big.jsonl", tmp_path / "one.jsonl"
-    _reading_set(bench, 1000, docs)
-    one.write_text(json.dumps({"question": "a warm-up item of a few words"}) + "\n")
-    out = subprocess.run(
-        [sys.executable, "-c", PEAK_JOB, url, str(bench), str(one)], cwd=ROOT, capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    measured = json.loads(out.stdout)
+    measured = _peak(PEAK_JOB, tmp_path, index_corpus)
     assert measured["done"] == 1000 and measured["counts"]["suspicious"] + measured["counts"]["contaminated"] == 100
     assert measured["grown_mb"] < 60, measured  # 23 MB measured
 
