@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
@@ -74,9 +73,9 @@ def _preload() -> list[str]:
     `contam`: the whole package, about 0.8 CPU-seconds, more on a busy machine); each worker paid
     that itself, because the forkserver's own preload of `__main__` does nothing here (Python
     3.11 asks get_preparation_data for a `main_path` key it never returns). Now the forkserver
-    pays it once and the workers inherit the modules."""
-    main = getattr(sys.modules["__main__"].__spec__, "name", None)
-    return ["contam.indexer.signing", "contam.indexer.cli", *([main] if main and main != "__main__" else [])]
+    pays it once and the workers inherit the modules. Not the CLI module itself: a worker runs it
+    again as its main module, and runpy warns when that module is imported already."""
+    return ["contam.indexer.signing", "contam.app.cli"]
 
 
 class IndexJob:
