@@ -39,4 +39,4 @@ def test_copy_payload_matches_the_block_loop(table: str, n: int) -> None:
         cols.append(rng.integers(0, 2**31 - 1, n).astype(np.int32))
     rec = blocks.records(table, cols)
     seg = int(rng.integers(1, 2**31 - 1))
-    assert blocks.copy_payload(seg, rec) == _copy_payload_loop(seg, rec)
+    assert bytes(blocks.copy_payload(seg, rec)) == _copy_payload_loop(seg, rec)
