@@ -67,6 +67,17 @@ def batches(docs: Iterator[RawDocument], opts: IndexOptions) -> Iterator[list[Ra
         yield batch
 
 
+def _preload() -> list[str]:
+    """The modules the forkserver imports once, before it forks the workers. A worker imports
+    the signing code and, as multiprocessing does, this program's main module again (under
+    `contam`: the whole package, about 0.8 CPU-seconds, more on a busy machine); each worker paid
+    that itself, because the forkserver's own preload of `__main__` does nothing here (Python
+    3.11 asks get_preparation_data for a `main_path` key it never returns). Now the forkserver
+    pays it once and the workers inherit the modules. Not the CLI module itself: a worker runs it
+    again as its main module, and runpy warns when that module is imported already."""
+    return ["contam.indexer.signing", "contam.app.cli"]
+
+
 class IndexJob:
     """Index files into one corpus. Use as a context manager (it owns the worker pool)."""
 
@@ -84,9 +95,9 @@ class IndexJob:
 
     def __enter__(self) -> IndexJob:
         if self.opts.workers > 1:
-            self.pool = ProcessPoolExecutor(
-                self.opts.workers, get_context("forkserver"), initializer=exit_with, initargs=(os.getpid(),)
-            )
+            ctx = get_context("forkserver")
+            ctx.set_forkserver_preload(_preload())
+            self.pool = ProcessPoolExecutor(self.opts.workers, ctx, initializer=exit_with, initargs=(os.getpid(),))
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -48,23 +48,33 @@ def records(table: str, columns: Iterable[np.ndarray]) -> np.ndarray:
     return rec
 
 
-def copy_payload(seg: int, rec: np.ndarray) -> bytes:
-    """A binary COPY stream of rows (seg, bucket, data) holding `rec` (sorted by key) in blocks."""
+def copy_payload(seg: int, rec: np.ndarray) -> memoryview:
+    """A binary COPY stream of rows (seg, bucket, data) holding `rec` (sorted by key) in blocks.
+
+    Laid out with numpy, not a Python loop over the blocks (an 8 M-row segment has about 2**18
+    of them, and the loop took about 40% of the writer thread on PostgreSQL): block j's 22-byte
+    row head goes before its first record, so it starts at j head widths plus that record's
+    offset, and the records fill every byte the heads leave free, in order. The stream is
+    returned as a view of the array that holds it, not copied into a bytes object."""
     b = buckets(rec["key"])
     starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
     ends = np.r_[starts[1:], len(rec)]
-    w = rec.dtype.itemsize
+    w, hw = rec.dtype.itemsize, _BLOCK_HEAD.itemsize
     head = np.empty(len(starts), dtype=_BLOCK_HEAD)
     head["nf"], head["l0"], head["seg"], head["l1"] = 3, 4, seg, 4
     head["bucket"] = b[starts]
     head["l2"] = (ends - starts) * w
-    hb, data, hw = head.tobytes(), memoryview(rec.tobytes()), _BLOCK_HEAD.itemsize
-    parts: list[bytes | memoryview] = [_COPY_HEADER]
-    for j, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
-        parts.append(hb[j * hw : (j + 1) * hw])
-        parts.append(data[s * w : e * w])
-    parts.append(_COPY_TRAILER)
-    return b"".join(parts)
+    h0 = len(_COPY_HEADER)
+    out = np.empty(h0 + len(starts) * hw + len(rec) * w + len(_COPY_TRAILER), dtype=np.uint8)
+    out[:h0] = np.frombuffer(_COPY_HEADER, dtype=np.uint8)
+    out[len(out) - len(_COPY_TRAILER) :] = np.frombuffer(_COPY_TRAILER, dtype=np.uint8)
+    body = out[h0 : len(out) - len(_COPY_TRAILER)]
+    at = (np.arange(len(starts), dtype=np.int64) * hw + starts * w)[:, None] + np.arange(hw)
+    free = np.ones(len(body), dtype=bool)
+    free[at] = False
+    body[at] = head.view(np.uint8).reshape(-1, hw)
+    body[free] = np.ascontiguousarray(rec).view(np.uint8)
+    return out.data
 
 
 def decode(table: str, blobs: Iterable[bytes]) -> np.ndarray:

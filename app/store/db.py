@@ -158,7 +158,7 @@ def _pg_copy_binary(conn: Connection, table: str, columns: Sequence[str], arrays
         cp.write(_PG_TRAILER)
 
 
-def copy_in(conn: Connection, table: str, columns: Sequence[str], payload: bytes) -> None:
+def copy_in(conn: Connection, table: str, columns: Sequence[str], payload: bytes | memoryview) -> None:
     """PostgreSQL: COPY a whole binary COPY stream (header and trailer included) into `table`."""
     raw = conn.connection.driver_connection
     assert raw is not None
