@@ -12,7 +12,15 @@ from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 from sqlalchemy.exc import OperationalError
 
-from contam.app.errors import ConfigError, ContamError, InputError, NotFoundError, SettingsConflict, UnavailableError
+from contam.app.errors import (
+    ConfigError,
+    ContamError,
+    InputError,
+    NotFoundError,
+    SettingsConflict,
+    StateError,
+    UnavailableError,
+)
 from contam.app.services.database import unavailable_reason
 from contam.app.web.rendering import render
 
@@ -20,6 +28,7 @@ from contam.app.web.rendering import render
 PAGES: dict[type[ContamError], tuple[int, str]] = {
     NotFoundError: (404, "Not found"),
     SettingsConflict: (409, "Settings conflict"),
+    StateError: (409, "Not now"),  # a corpus a job uses or an indexing run writes into, as the API's 409
     InputError: (422, "Not accepted"),
     ConfigError: (422, "Not accepted"),
     UnavailableError: (503, "Database unavailable"),

@@ -19,7 +19,9 @@ from playwright.sync_api import Browser, sync_playwright
 
 from contam.app.api.main import create_app
 from contam.app.core.config import SignatureConfig
+from contam.app.services.indexing import indexing_run
 from contam.app.settings import Settings
+from contam.app.store import repo
 from contam.app.store.db import upgrade
 from contam.app.web.pages import _marked
 
@@ -123,7 +125,13 @@ def test_delete_a_corpus_after_confirming(migrated_url: str, index_corpus: Index
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
         assert 'href="/corpora/other/delete"' in c.get("/corpora").text
         confirm = c.get("/corpora/other/delete")  # the button leads to a confirmation, not the deed
-        assert confirm.status_code == 200 and "Delete corpus other?" in confirm.text and "1 documents" in confirm.text
+        assert confirm.status_code == 200 and "Delete corpus other?" in confirm.text
+        assert "removes its 1 document from 1 file," in confirm.text  # it said "1 documents"
+        with c.app.state.engine.connect() as conn:  # type: ignore[attr-defined]
+            other_id = int(repo.get_corpus(conn, "other")["id"])
+        with indexing_run(c.app.state.engine, other_id):  # type: ignore[attr-defined]  # `contam index` writing into it
+            busy = c.post("/corpora/other/delete", follow_redirects=False)
+            assert busy.status_code == 409 and "while it is being indexed" in busy.text
         assert [x["name"] for x in c.get("/api/v1/corpora").json()] == ["other", "web"]
         done = c.post("/corpora/other/delete", follow_redirects=False)
         assert done.status_code == 303 and done.headers["location"] == "/corpora"
