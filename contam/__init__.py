@@ -57,6 +57,9 @@ class FilesFailed(ContamError):
         shown = "; ".join(str(f.error or f.path) for f in failed[:3]) + ("; ..." if len(failed) > 3 else "")
         super().__init__(f"{len(failed)} of {len(summary.files)} corpus file(s) failed: {shown}")
 
+    def __reduce__(self) -> Any:  # pickled by worker pools: rebuilt from the summary
+        return (FilesFailed, (self.summary,))
+
 
 def as_item(row: int, item: ItemLike) -> BenchmarkItem:
     """A text (a question alone), a mapping with question / passage / choices / answer /

@@ -64,3 +64,18 @@ def test_a_mapping_item_keeps_its_worked_solution() -> None:
 
     it = as_item(0, {"question": "What is 2+2?", "answer": "4", "solution": "Two and two make four."})
     assert it.solution == "Two and two make four." and it.answer == "4"
+
+
+def test_files_failed_survives_a_worker_pool(tmp_path: Path) -> None:
+    """Index.add run in a worker process hands its error back pickled: FilesFailed could not be
+    rebuilt from (message, detail), and the summary was lost."""
+    import copy
+    import pickle
+
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "body": "a b c d e f g"}) + "\n")
+    with contam.Index(f"sqlite:///{tmp_path / 'c.db'}") as index:
+        with pytest.raises(contam.FilesFailed) as failed:
+            index.add("web", [tmp_path / "c.jsonl"])
+    again = pickle.loads(pickle.dumps(failed.value))
+    assert again.message == failed.value.message and again.summary.as_dict()["files_failed"] == 1
+    assert copy.copy(failed.value).summary is failed.value.summary

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import bz2
+import codecs
 import csv
 import dataclasses
 import gzip
@@ -225,10 +226,17 @@ def _csv(stream: BinaryIO, filename: str, delimiter: str, max_field: int) -> Ite
 PARQUET_BATCH = 1000  # rows converted to Python at a time
 
 
+def _skip_bom(stream: io.BufferedReader) -> None:
+    """Step over a UTF-8 byte order mark (Windows tools write one; JSON parsers refuse it)."""
+    if stream.peek(3)[:3] == codecs.BOM_UTF8:
+        stream.read(3)
+
+
 def _json_array(stream: io.BufferedReader, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """The items of a JSON array, or of the one array of items a JSON object holds under a key
     (`{"data": [...], "version": 2}`), parsed one at a time (ijson): memory holds an item, not
     the file."""
+    _skip_bom(stream)
     head = stream.peek(1 << 12).lstrip()
     if not head.startswith(b"["):
         yield from _json_object(stream, filename)
@@ -591,6 +599,18 @@ def read_benchmark(
     return items, used
 
 
+def _nested_within(value: Any, depth: int, filename: str, row: int) -> None:
+    """Refuse a record nested deeper than `depth` (CONTAM_MAX_JSON_DEPTH) before anything walks
+    it recursively (a field of 5,000 nested lists was a RecursionError: a 500 on upload)."""
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            if d > depth:
+                raise exceeded("json_depth", depth, f"{filename}: row {row}'s nesting")
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+
+
 def iter_benchmark(
     data: Source,
     filename: str,
@@ -606,6 +626,7 @@ def iter_benchmark(
     found: dict[str, Any] | None = None
     n = 0
     for row, raw in benchmark_records(data, filename, limits):
+        _nested_within(raw, limits.json_depth, filename, row)
         rec = known_layout(raw)
         if found is None:
             found = _mapping_for(rec, given, filename, row)
@@ -659,6 +680,8 @@ def benchmark_records(
         return
     stream = open_content(data, filename, limits.decompressed_bytes)
     stem = filename.rsplit(".", 1)[0] if comp else filename  # the name of the decompressed content
+    if fmt == "json":
+        _skip_bom(stream)
     if fmt == "json" and stream.peek(1 << 12).lstrip()[:1] == b"[":  # an array (often one line: the whole file)
         yield from _stream_records(stream, "json", stem, limits)
         return

@@ -11,6 +11,7 @@ CorruptFileError, so the caller can record it as failed and roll back what it re
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gzip
 import io
@@ -156,6 +157,8 @@ def _json_records(path: Path, skipped: Counter[str], max_bytes: int) -> Generato
     (parsed one at a time); malformed lines are skipped and counted."""
     with open_binary(path) as raw:
         stream = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(cast(Any, raw), 1 << 20)
+        if stream.peek(3)[:3] == codecs.BOM_UTF8:  # a byte order mark: JSON parsers refuse it
+            stream.read(3)
         if stream.peek(1 << 12).lstrip()[:1] == b"[":  # a JSON array of records (a .json file)
             row = 0
             try:

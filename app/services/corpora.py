@@ -10,7 +10,7 @@ from sqlalchemy import Connection, Engine
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import InputError, NotFoundError, SettingsConflict, StateError
 from contam.app.services.indexing import RUN_LEASE_SECONDS
-from contam.app.store import repo
+from contam.app.store import db, repo
 from contam.app.store import reports as reports_repo
 
 
@@ -41,7 +41,7 @@ class CorpusService:
     def delete(self, name: str) -> None:
         """Remove a corpus and everything indexed into it; refused while a report job uses it
         or an indexing run writes into it."""
-        with self.engine.begin() as conn:
+        with db.writing(self.engine) as conn:  # SQLite: the write lock before the checks
             row = self._unused(conn, name, "delete")
             repo.delete_corpus(conn, int(row["id"]))
 
@@ -50,7 +50,7 @@ class CorpusService:
         if the name is taken."""
         if not new_name.strip():
             raise InputError("a corpus name cannot be empty")
-        with self.engine.begin() as conn:
+        with db.writing(self.engine) as conn:
             row = self._unused(conn, name, "rename")
             if repo.get_corpus(conn, new_name) is not None:
                 raise SettingsConflict(f"there is already a corpus named {new_name!r}")
@@ -58,7 +58,7 @@ class CorpusService:
 
     @staticmethod
     def _unused(conn: Connection, name: str, verb: str) -> dict[str, Any]:
-        row = repo.get_corpus(conn, name)
+        row = repo.get_corpus(conn, name, lock=True)  # no indexing run may start until we commit
         if row is None:
             raise NotFoundError(f"no corpus named {name!r}")
         if name in reports_repo.corpora_in_use(conn):

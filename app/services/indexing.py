@@ -14,10 +14,10 @@ from contextlib import contextmanager, suppress
 
 import numpy as np
 from sqlalchemy import Connection, Engine, RootTransaction
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from contam.app.core.config import SignatureConfig
-from contam.app.errors import FingerprintMismatch, SettingsConflict
+from contam.app.errors import FingerprintMismatch, SettingsConflict, StateError
 from contam.app.readers.corpus import RawDocument
 from contam.app.services.segments import merge_segments
 from contam.app.store import db, repo
@@ -30,18 +30,24 @@ RUN_LEASE_SECONDS = 120.0  # an indexing run's hold on its corpus lapses this lo
 @contextmanager
 def indexing_run(engine: Engine, corpus_id: int, lease: float = RUN_LEASE_SECONDS) -> Iterator[None]:
     """Hold the corpus for an indexing run while it writes (delete and rename refuse meanwhile):
-    a row in index_run whose lease a thread renews every sixth of it (on SQLite the renewal
-    waits while this run's writer holds the write lock for a commit group, up to 30 s)."""
+    a row in index_run whose lease a thread renews every sixth of it. On SQLite a renewal waits
+    while a writer (this run's, for a commit group) holds the lock, so a lease counts as run out
+    only once it is also older than the busy timeout (`db.lease_grace`)."""
     run_id = uuid.uuid4().hex
-    with engine.begin() as conn:
-        repo.start_run(conn, run_id, corpus_id, f"{socket.gethostname()[:40]}:{os.getpid()}", lease)
+    try:
+        with engine.begin() as conn:
+            repo.start_run(conn, run_id, corpus_id, f"{socket.gethostname()[:40]}:{os.getpid()}", lease)
+    except IntegrityError:  # a delete held the corpus row, then removed it
+        raise StateError("the corpus was deleted as this indexing run started; run it again") from None
     done = threading.Event()
 
     def renew() -> None:
         while not done.wait(lease / 6):
             try:
                 with engine.begin() as conn:
-                    repo.renew_run(conn, run_id, lease)
+                    if not repo.renew_run(conn, run_id, lease):
+                        log.error("indexing run: its corpus was deleted while it wrote; its next commit fails")
+                        return
             except SQLAlchemyError as exc:  # the next beat tries again; the run itself reports errors
                 log.warning("indexing run: its hold on the corpus was not renewed: %s", str(exc).splitlines()[0])
 

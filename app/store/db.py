@@ -124,6 +124,14 @@ def dialect(conn: Connection) -> str:
     return conn.dialect.name
 
 
+def lease_grace(conn: Connection) -> float:
+    """Seconds a lease is still honoured after it ran out. On SQLite a live owner's renewal may
+    wait that long for another writer's lock (the busy timeout: an indexer's commit group, a
+    big delete), so a lease is stale only once it is older than that too; PostgreSQL renewals
+    do not wait on writers."""
+    return SQLITE_BUSY_MS / 1000 if dialect(conn) == "sqlite" else 0.0
+
+
 def clock(conn: Connection) -> ColumnElement[float]:
     """The database's clock in seconds since the epoch, for leases that servers and indexers on
     several machines compare (their own clocks need not agree)."""

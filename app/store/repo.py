@@ -42,9 +42,13 @@ def _decode_corpus(row: Any) -> dict[str, Any]:
     return d
 
 
-def get_corpus(conn: Connection, name: str) -> dict[str, Any] | None:
-    """The corpus row, its signature settings decoded (a dict), or None."""
-    row = conn.execute(select(corpus).where(corpus.c.name == name)).mappings().first()
+def get_corpus(conn: Connection, name: str, lock: bool = False) -> dict[str, Any] | None:
+    """The corpus row, its signature settings decoded (a dict), or None. `lock`: held until the
+    transaction ends (PostgreSQL: FOR UPDATE; an indexing run that starts meanwhile waits on
+    its foreign key to this row, then fails if the row is gone. SQLite's writer lock already
+    serialises writers)."""
+    q = select(corpus).where(corpus.c.name == name)
+    row = conn.execute(q.with_for_update() if lock else q).mappings().first()
     return _decode_corpus(row) if row else None
 
 
@@ -106,7 +110,8 @@ def end_run(conn: Connection, run_id: str) -> None:
 
 def live_runs(conn: Connection, corpus_id: int) -> list[str]:
     """The owners of the runs writing into a corpus whose leases have not run out."""
-    q = select(index_run.c.owner).where(index_run.c.corpus_id == corpus_id, index_run.c.lease_until >= db.clock(conn))
+    alive = index_run.c.lease_until >= db.clock(conn) - db.lease_grace(conn)
+    q = select(index_run.c.owner).where(index_run.c.corpus_id == corpus_id, alive)
     return list(conn.execute(q.order_by(index_run.c.started_at)).scalars())
 
 

@@ -75,7 +75,8 @@ def take_job(conn: Connection, report_id: str, owner: str, lease: float) -> bool
     holds, one nobody holds, or one whose lease ran out (its server died). False: the report is
     gone, finished, or held by a live server."""
     clock = db.clock(conn)
-    free = or_(report.c.owner.is_(None), report.c.owner == owner, report.c.lease_until < clock)
+    lapsed = report.c.lease_until < clock - db.lease_grace(conn)
+    free = or_(report.c.owner.is_(None), report.c.owner == owner, lapsed)
     q = update(report).where(report.c.id == report_id, report.c.status.in_(PENDING), free)
     return conn.execute(q.values(owner=owner, lease_until=clock + lease)).rowcount > 0
 
@@ -92,7 +93,7 @@ def release_jobs(conn: Connection, owner: str) -> int:
 
 def stale_jobs(conn: Connection) -> list[str]:
     """Pending reports nobody holds, or whose lease ran out, oldest first."""
-    free = or_(report.c.owner.is_(None), report.c.lease_until < db.clock(conn))
+    free = or_(report.c.owner.is_(None), report.c.lease_until < db.clock(conn) - db.lease_grace(conn))
     q = select(report.c.id).where(report.c.status.in_(PENDING), free).order_by(report.c.created_at, report.c.id)
     return list(conn.execute(q).scalars())
 

@@ -277,3 +277,32 @@ def test_a_save_to_disk_folder_and_parquet_shards_are_read_a_batch_at_a_time(tmp
     assert next(items).item_id == "q0"
     with pytest.raises(InputError, match="data-00002-of-00003.arrow: not a readable Arrow file"):
         list(items)
+
+
+def test_a_byte_order_mark_and_deep_nesting(tmp_path: Path) -> None:
+    """A .json written with a UTF-8 byte order mark (Windows tools) was read before the streaming
+    readers and refused after them ("not valid JSON after item 0"); it is stepped over, in
+    benchmarks and corpora alike. A record nested thousands deep was a RecursionError (a 500 on
+    upload); it is refused naming the limit."""
+    import codecs
+
+    from contam.app.errors import LimitError
+
+    rows = [{"id": "a", "question": "which river flows through the old town", "text": "a document about rivers"}]
+    bom = codecs.BOM_UTF8
+    layouts = {
+        "array.json": bom + json.dumps(rows).encode(),
+        "object.json": bom + json.dumps({"version": 1, "data": rows}).encode(),
+        "lines.json": bom + (json.dumps(rows[0]) + "\n" + json.dumps(rows[0]) + "\n").encode(),
+        "array.json.gz": gzip.compress(bom + json.dumps(rows).encode()),
+    }
+    for name, data in layouts.items():
+        (tmp_path / name).write_bytes(data)
+        assert [it.question for it in iter_benchmark(tmp_path / name, name)][0] == rows[0]["question"], name
+    corpus = tmp_path / "corpus.json"
+    corpus.write_bytes(bom + json.dumps(rows).encode())
+    assert [d.text for d in read_documents(corpus, Counter())] == ["a document about rivers"]
+    deep = b'{"data": [{"question": "a b c d e f", "extra": ' + b"[" * 5000 + b"1" + b"]" * 5000 + b"}]}"
+    (tmp_path / "deep.json").write_bytes(deep)
+    with pytest.raises(LimitError, match="row 1's nesting exceeds the limit of 32 .CONTAM_MAX_JSON_DEPTH"):
+        list(iter_benchmark(tmp_path / "deep.json", "deep.json"))

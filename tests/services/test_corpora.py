@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ from contam.app.services.checking import CheckService
 from contam.app.services.corpora import CorpusService, select_corpora
 from contam.app.services.indexing import indexing_run
 from contam.app.services.reports import ReportService
-from contam.app.store import repo
+from contam.app.store import db, repo
 from contam.app.store import reports as rrepo
 from contam.app.store.schema import (
     band,
@@ -107,7 +109,7 @@ def test_delete_and_rename_a_corpus(engine: Engine, index_corpus: IndexCorpus) -
 
 
 def test_a_corpus_being_indexed_cannot_be_deleted_or_renamed(
-    engine: Engine, index_corpus: IndexCorpus, tmp_path: Path
+    engine: Engine, index_corpus: IndexCorpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Only report jobs were checked: a corpus could be deleted while `contam index` wrote into
     it. Now an indexing run holds its corpus under a lease while it runs."""
@@ -119,6 +121,11 @@ def test_a_corpus_being_indexed_cannot_be_deleted_or_renamed(
         for act in (lambda: svc.delete("web"), lambda: svc.rename("web", "w2")):
             with pytest.raises(StateError, match=r"while it is being indexed \(.+:\d+\); try again when the run"):
                 act()
+    with indexing_run(engine, cid, lease=0.6):  # renewed every 0.1 s, so alive long after 0.6 s
+        monkeypatch.setattr(db, "lease_grace", lambda conn: 0.0)  # SQLite's grace would hide a lapse
+        time.sleep(1.5)
+        with pytest.raises(StateError, match="being indexed"):
+            svc.delete("web")
     with indexing_run(engine, cid, lease=60):  # a killed run: its lease lapses
         with engine.begin() as conn:
             conn.execute(update(index_run).values(lease_until=0.0))
@@ -146,6 +153,40 @@ def test_a_corpus_being_indexed_cannot_be_deleted_or_renamed(
     svc.delete("w2")  # and let go when it ends
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(index_run)).scalar_one() == 0
+
+
+def test_a_run_starting_while_a_delete_holds_the_corpus_fails_cleanly(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The delete checks for runs and removes the corpus in one transaction that holds the corpus
+    (PostgreSQL: its row FOR UPDATE; SQLite: the write lock), so a run starting in between waits,
+    then fails in one line: it once slipped in, and the delete removed its hold and the corpus
+    under it."""
+    index_corpus(engine, make_docs(2, 60, 1, "a"), "web")
+    outcome: list[str] = []
+    runs: list[threading.Thread] = []
+    real_delete = repo.delete_corpus
+
+    def start_a_run(corpus_id: int) -> None:
+        try:
+            with indexing_run(engine, corpus_id):
+                outcome.append("ran")
+        except StateError as exc:
+            outcome.append(exc.message)
+
+    def delete_with_a_run_starting(conn, corpus_id):  # type: ignore[no-untyped-def]
+        runs.append(threading.Thread(target=start_a_run, args=(corpus_id,)))
+        runs[0].start()
+        time.sleep(0.5)  # the run is starting, and waits for the corpus
+        real_delete(conn, corpus_id)
+
+    monkeypatch.setattr(repo, "delete_corpus", delete_with_a_run_starting)
+    CorpusService(engine).delete("web")
+    runs[0].join(60)
+    assert outcome == ["the corpus was deleted as this indexing run started; run it again"], outcome
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(index_run)).scalar_one() == 0
+    assert CorpusService(engine).names() == []
 
 
 def test_a_corpus_a_job_uses_cannot_be_deleted(engine: Engine, index_corpus: IndexCorpus) -> None:

@@ -245,3 +245,31 @@ def test_a_live_server_keeps_its_jobs_and_lets_them_go_when_it_stops(
     release.set()
     rep = _wait_done(b, rid)
     assert rep["status"] == "done" and rep["done_items"] == 10
+
+
+def test_a_stopping_server_stops_its_jobs_at_their_next_chunk(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch, services: Callable[..., ReportService]
+) -> None:
+    """A server that stops leaves its running jobs where they are, for the next server, at their
+    next chunk: it does not score the rest of the benchmark first (the process would wait for it)."""
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    monkeypatch.setattr(scanning, "CHUNK", 2)
+    monkeypatch.setattr(scanning, "FIRST_CHUNKS", ())
+    first_chunk = threading.Event()
+    real_stream = scanning.Scanner.scan_stream
+
+    def paced(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        for part in real_stream(self, *args, **kwargs):
+            first_chunk.set()
+            time.sleep(0.3)
+            yield part
+
+    monkeypatch.setattr(scanning.Scanner, "scan_stream", paced)
+    a = services()
+    rid = a.submit(_bench(20), "b.jsonl")
+    assert first_chunk.wait(30)
+    a.shutdown()
+    a._pool.shutdown(wait=True)  # the job's thread ends
+    rep = a.get(rid)
+    assert rep["status"] == "running" and rep["done_items"] < 20  # left, not finished
+    assert services().take_up() == [rid]  # and let go at once
