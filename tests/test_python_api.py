@@ -73,9 +73,8 @@ def test_files_failed_survives_a_worker_pool(tmp_path: Path) -> None:
     import pickle
 
     (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "body": "a b c d e f g"}) + "\n")
-    with contam.Index(f"sqlite:///{tmp_path / 'c.db'}") as index:
-        with pytest.raises(contam.FilesFailed) as failed:
-            index.add("web", [tmp_path / "c.jsonl"])
+    with contam.Index(f"sqlite:///{tmp_path / 'c.db'}") as index, pytest.raises(contam.FilesFailed) as failed:
+        index.add("web", [tmp_path / "c.jsonl"])
     again = pickle.loads(pickle.dumps(failed.value))
     assert again.message == failed.value.message and again.summary.as_dict()["files_failed"] == 1
     assert copy.copy(failed.value).summary is failed.value.summary
