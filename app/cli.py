@@ -441,6 +441,8 @@ def command_name() -> str:
 def check_port(host: str, port: int) -> None:
     """Refuse, in one line, a port another process listens on (uvicorn would log a bare
     "address already in use" after the app had started)."""
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"port {port} is not a port (0 to 65535): choose another with --port or CONTAM_PORT")
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
     except socket.gaierror as exc:

@@ -815,7 +815,32 @@ def _parquet_shards(path: Path) -> list[Path]:
     splits = {str(s.parent.relative_to(path) / s.name.split("-")[0].removesuffix(".parquet")) for s in shards}
     if len(shards) > 1 and len(splits) > 1:
         raise InputError(f"{path} holds several splits ({', '.join(sorted(splits))}): give one file or folder")
+    others = sorted(  # benchmark files of other kinds beside the shards: which one was meant?
+        str(p.relative_to(path))
+        for depth in ("*", "*/*", "*/*/*")
+        for p in path.glob(depth)
+        if p.is_file() and p.suffix.lower() != ".parquet" and _is_benchmark_file(p.name)
+    )
+    if others:
+        shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
+        raise InputError(
+            f"{path} holds other benchmark files beside its Parquet shards ({shown}): give one file, "
+            "or a folder holding only one split's shards"
+        )
     return shards
+
+
+HUB_METADATA = ("dataset_infos.json", "dataset_info.json", "dataset_dict.json", "state.json")  # not benchmarks
+
+
+def _is_benchmark_file(name: str) -> bool:
+    if name.lower() in HUB_METADATA or name.startswith("."):
+        return False
+    try:
+        benchmark_format(name)
+    except InputError:
+        return False
+    return True
 
 
 def headerless_columns(data: bytes, delimiter: str) -> list[str] | None:

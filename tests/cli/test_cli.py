@@ -389,6 +389,11 @@ def test_serve_names_the_port_when_another_server_holds_it(tmp_path: Path, monke
     get_settings.cache_clear()
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in r.output and "CONTAM_PORT" in r.output
+    monkeypatch.setenv("CONTAM_DATABASE_URL", f"sqlite:///{tmp_path / 'c.db'}")
+    get_settings.cache_clear()
+    bad = CliRunner().invoke(cli, ["serve", "--port", "99999"])  # was exit 3, "OverflowError: bind(): ..."
+    get_settings.cache_clear()
+    assert bad.exit_code == 2 and "port 99999 is not a port (0 to 65535)" in bad.output
 
 
 def test_the_banner_names_contam_as_the_shell_will_find_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

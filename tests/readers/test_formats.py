@@ -150,6 +150,12 @@ def test_hub_parquet_layout(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"holds several splits \(data/test, data/validation\)"):
         benchmark_source(tmp_path / "mmlu")
     assert len(list(iter_benchmark(*benchmark_source(data / "validation-00000-of-00001.parquet")))) == 1
+    (data / "validation-00000-of-00001.parquet").unlink()
+    (data / "dataset_infos.json").write_text("{}")  # the Hub's metadata is not a benchmark
+    assert len(list(iter_benchmark(*benchmark_source(data)))) == 2
+    (data / "extra.jsonl").write_text(json.dumps({"question": "another benchmark"}) + "\n")
+    with pytest.raises(InputError, match=r"holds other benchmark files beside its Parquet shards \(extra.jsonl\)"):
+        benchmark_source(data)  # one of them was read, silently
 
 
 def test_compressed_layouts_and_their_clean_subsets() -> None:
