@@ -130,6 +130,20 @@ def services(engine: Engine) -> Iterator[Callable[..., ReportService]]:
         svc.shutdown()
 
 
+def _paced(monkeypatch: pytest.MonkeyPatch, each: Callable[[], object]) -> None:
+    """Jobs score chunks of two items, and call `each` before handing on each chunk."""
+    monkeypatch.setattr(scanning, "CHUNK", 2)
+    monkeypatch.setattr(scanning, "FIRST_CHUNKS", ())
+    real_stream = scanning.Scanner.scan_stream
+
+    def paced(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        for part in real_stream(self, *args, **kwargs):
+            each()
+            yield part
+
+    monkeypatch.setattr(scanning.Scanner, "scan_stream", paced)
+
+
 def _wait_done(svc: ReportService, rid: str) -> dict:
     for _ in range(400):
         rep = svc.get(rid)
@@ -221,17 +235,8 @@ def test_a_live_server_keeps_its_jobs_and_lets_them_go_when_it_stops(
     """A server renews its jobs' leases while it runs them, so no other server takes them up;
     stopping, it stops them at their next chunk and lets them go at once."""
     index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
-    monkeypatch.setattr(scanning, "CHUNK", 2)
-    monkeypatch.setattr(scanning, "FIRST_CHUNKS", ())
     release = threading.Event()
-    real_stream = scanning.Scanner.scan_stream
-
-    def slow(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        for part in real_stream(self, *args, **kwargs):
-            release.wait(0.6)
-            yield part
-
-    monkeypatch.setattr(scanning.Scanner, "scan_stream", slow)
+    _paced(monkeypatch, lambda: release.wait(0.6))
     a, b = services(lease_seconds=0.6), services(lease_seconds=0.6)
     a.start(grace=0)
     rid = a.submit(_bench(10), "b.jsonl")
@@ -253,18 +258,8 @@ def test_a_stopping_server_stops_its_jobs_at_their_next_chunk(
     """A server that stops leaves its running jobs where they are, for the next server, at their
     next chunk: it does not score the rest of the benchmark first (the process would wait for it)."""
     index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
-    monkeypatch.setattr(scanning, "CHUNK", 2)
-    monkeypatch.setattr(scanning, "FIRST_CHUNKS", ())
     first_chunk = threading.Event()
-    real_stream = scanning.Scanner.scan_stream
-
-    def paced(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        for part in real_stream(self, *args, **kwargs):
-            first_chunk.set()
-            time.sleep(0.3)
-            yield part
-
-    monkeypatch.setattr(scanning.Scanner, "scan_stream", paced)
+    _paced(monkeypatch, lambda: (first_chunk.set(), time.sleep(0.3)))
     a = services()
     rid = a.submit(_bench(20), "b.jsonl")
     assert first_chunk.wait(30)
