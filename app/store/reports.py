@@ -237,7 +237,7 @@ def _item(row: Any) -> dict[str, Any]:
     data = json.loads(d.pop("data"))
     d.pop("roles_found", None)
     d.pop("corpora_found", None)
-    return {**d, **data}
+    return {**d, **data, "row": d["idx"]}  # the item's place in the benchmark, as the CLI and exports give it
 
 
 def get_item(conn: Connection, report_id: str, item_id: str) -> dict[str, Any] | None:

@@ -116,7 +116,7 @@ def items_page(
     svc: ReportServiceDep,
     corpora: CorpusServiceDep,
     report: str | None = None,
-    status: Annotated[list[str] | None, Query()] = None,
+    status: Annotated[list[Status] | None, Query()] = None,
     corpus: str | None = None,
     field: str | None = None,
     q: str | None = None,
@@ -125,7 +125,7 @@ def items_page(
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
     page_no: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
 ) -> HTMLResponse:
-    statuses = [s for s in (status or FLAGGED) if s in STATUSES]
+    statuses = list(status or FLAGGED)  # an unknown status is a 422 page, not every item
     total, items = svc.items(
         report or None,
         status=statuses,

@@ -99,6 +99,10 @@ def test_report_endpoints(client: TestClient) -> None:
         f"/api/v1/reports/{rid}/items", params={"sort": "row", "order": "asc", "page_size": 1, "page": 2}
     ).json()
     assert [i["item_id"] for i in page["items"]] == ["q2"]
+    assert page["items"][0]["row"] == 1  # it was null, though the list sorts by row
+    bogus = client.get(f"/api/v1/reports/{rid}/items", params={"status": "bogus"})
+    assert bogus.status_code == 422 and "contaminated" in bogus.text  # it answered 200 with no items
+    assert client.get("/items", params={"status": "bogus"}).status_code == 422  # the page listed every item
     exp = client.get(f"/api/v1/reports/{rid}/export", params={"format": "jsonl"})
     assert exp.status_code == 200 and len(exp.text.splitlines()) == 2
     exp_csv = client.get(f"/api/v1/reports/{rid}/export", params={"format": "csv"})

@@ -22,6 +22,7 @@ from contam.app.api.schemas import (
     ReportRead,
     ThresholdsIn,
 )
+from contam.app.core.types import Status
 from contam.app.errors import InputError
 from contam.app.limits import Limits, check_json_depth
 from contam.app.readers.benchmark import BENCHMARK_TYPES
@@ -103,7 +104,7 @@ def delete_report(report_id: str, svc: ReportServiceDep) -> Response:
 def list_items(
     report_id: str,
     svc: ReportServiceDep,
-    status: Annotated[list[str] | None, Query(description="repeatable: contaminated, suspicious, ...")] = None,
+    status: Annotated[list[Status] | None, Query(description="repeatable: contaminated, suspicious, clean ...")] = None,
     min_score: Annotated[float | None, Query(ge=0, le=1, allow_inf_nan=False)] = None,
     field: Annotated[str | None, Query(description="only items whose FIELD was found")] = None,
     corpus: Annotated[str | None, Query(description="only items with evidence in this corpus")] = None,
