@@ -18,7 +18,7 @@ from typing import Any
 
 from contam.app import __version__
 from contam.app.core.config import SignatureConfig, Thresholds
-from contam.app.core.types import BenchmarkItem
+from contam.app.core.types import BenchmarkItem, answer_of
 from contam.app.errors import ContamError
 from contam.app.services.checking import CheckResult as ScanResult
 from contam.app.services.checking import CheckService
@@ -76,7 +76,7 @@ def as_item(row: int, item: ItemLike) -> BenchmarkItem:
         question=str(item.get("question") or ""),
         passage=str(item.get("passage") or ""),
         choices=choices,
-        answer=str(item.get("answer") or ""),
+        answer=answer_of(item.get("answer") or "", choices),
         solution=str(item.get("solution") or ""),
     )
 

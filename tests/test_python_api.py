@@ -59,6 +59,18 @@ def test_index_add_checks_the_executor(tmp_path: Path) -> None:
         assert index.corpora() == []
 
 
+def test_an_answer_may_be_an_index_into_the_choices() -> None:
+    """README: an answer can be an index into the choices; /check refused an int, and the Python
+    API scored the digit as the answer's text."""
+    from contam import as_item
+    from contam.app.api.schemas import CheckRequest
+
+    assert as_item(0, {"question": "2+2?", "choices": ["3", "4"], "answer": 1}).answer == "4"
+    assert as_item(0, {"question": "Capital?", "choices": ["Rome", "Paris"], "answer": "Paris"}).answer == "Paris"
+    body = CheckRequest.model_validate({"items": [{"question": "2+2?", "choices": ["3", "4"], "answer": 1}]})
+    assert body.benchmark_items()[0].answer == "4"
+
+
 def test_a_mapping_item_keeps_its_worked_solution() -> None:
     from contam import as_item
 

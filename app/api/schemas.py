@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contam.app.core.config import Thresholds
-from contam.app.core.types import BenchmarkItem
+from contam.app.core.types import BenchmarkItem, answer_of
 
 
 class ErrorRead(BaseModel):
@@ -79,7 +79,7 @@ class CheckItemIn(BaseModel):
     question: str = ""
     passage: str = ""
     choices: list[str] = Field(default_factory=list)
-    answer: str = ""
+    answer: str | int = Field("", description="the answer's text, or its index (from 0) into `choices`")
     solution: str = Field("", description="a worked solution or rationale beside the answer (scored with it)")
 
 
@@ -99,7 +99,8 @@ class CheckRequest(BaseModel):
         items = [BenchmarkItem(str(i), i, question=t) for i, t in enumerate(self.texts)]
         for i, it in enumerate(self.items, len(self.texts)):
             choices = tuple(it.choices)
-            items.append(BenchmarkItem(it.id or str(i), i, it.question, it.passage, choices, it.answer, it.solution))
+            answer = answer_of(it.answer, choices)
+            items.append(BenchmarkItem(it.id or str(i), i, it.question, it.passage, choices, answer, it.solution))
         return items
 
 

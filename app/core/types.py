@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -55,3 +56,10 @@ class BenchmarkItem:
         if self.answer:
             parts.append(f"Answer: {self.answer}")
         return "\n".join(p for p in parts if p)
+
+
+def answer_of(answer: object, choices: Sequence[str]) -> str:
+    """An answer given as text, or as an index (an int, from 0) into `choices`."""
+    if isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer < len(choices):
+        return choices[answer]
+    return str(answer)
