@@ -76,7 +76,7 @@ def as_item(row: int, item: ItemLike) -> BenchmarkItem:
         question=str(item.get("question") or ""),
         passage=str(item.get("passage") or ""),
         choices=choices,
-        answer=answer_of(item.get("answer") or "", choices),
+        answer=answer_of("" if item.get("answer") is None else item["answer"], choices),  # 0 is an index
         solution=str(item.get("solution") or ""),
     )
 

@@ -66,6 +66,7 @@ def test_an_answer_may_be_an_index_into_the_choices() -> None:
     from contam.app.api.schemas import CheckRequest
 
     assert as_item(0, {"question": "2+2?", "choices": ["3", "4"], "answer": 1}).answer == "4"
+    assert as_item(0, {"question": "2+1?", "choices": ["3", "4"], "answer": 0}).answer == "3"
     assert as_item(0, {"question": "Capital?", "choices": ["Rome", "Paris"], "answer": "Paris"}).answer == "Paris"
     body = CheckRequest.model_validate({"items": [{"question": "2+2?", "choices": ["3", "4"], "answer": 1}]})
     assert body.benchmark_items()[0].answer == "4"
