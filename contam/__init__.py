@@ -55,6 +55,7 @@ class FilesFailed(ContamError):
         self.summary = summary
         failed = summary.failed
         shown = "; ".join(str(f.error or f.path) for f in failed[:3]) + ("; ..." if len(failed) > 3 else "")
+        shown = shown.replace("--text-field", "Index.add(text_field=...)")  # the CLI's words, said for Python
         super().__init__(f"{len(failed)} of {len(summary.files)} corpus file(s) failed: {shown}")
 
     def __reduce__(self) -> Any:  # pickled by worker pools: rebuilt from the summary

@@ -39,6 +39,7 @@ def test_index_facade(db_url: str, tmp_path: Path) -> None:
         with pytest.raises(contam.FilesFailed, match=r"1 of 1 corpus file\(s\) failed: .*no field 'text'") as failed:
             index.add("web", [tmp_path / "c.jsonl"])
         assert failed.value.summary.as_dict()["files_failed"] == 1
+        assert "choose the text field with Index.add(text_field=...)" in failed.value.message
         summary = index.add("web", [tmp_path / "c.jsonl"], strict=False)
         assert [f.status for f in summary.files] == ["failed"] and "fields seen: id, body" in str(
             summary.failed[0].error

@@ -220,7 +220,7 @@ def read_parquet(path: Path, text_field: str, id_field: str, skipped: Counter[st
         raise CorruptFileError(f"{path}: not a readable Parquet file ({exc})") from exc
     names = pf.schema_arrow.names
     if text_field not in names:
-        raise CorruptFileError(f"{path}: no column {text_field!r} (columns: {', '.join(names)})")
+        raise CorruptFileError(f"{path}: no column {text_field!r} (columns: {', '.join(names)}; {TEXT_FIELD_HINT})")
     cols = [text_field] + ([id_field] if id_field in names and id_field != text_field else [])
     row = 0
     try:
@@ -261,15 +261,15 @@ def fields_seen(path: Path, records: int = 100) -> list[str]:
     return _jsonl_fields(path, records) if fmt == "jsonl" else []
 
 
+TEXT_FIELD_HINT = "choose the text field with --text-field"  # the Python API says text_field= (FilesFailed)
+
+
 def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
     """Why a corpus file gave no documents, naming the likely cause: a missing text field (with
     the fields it does hold), records that were all skipped, or no records at all."""
     fields = fields_seen(path)
     if fields and text_field not in fields:
-        return (
-            f"no documents: no field {text_field!r}; fields seen: {', '.join(fields)} "
-            "(choose the text field with --text-field)"
-        )
+        return f"no documents: no field {text_field!r}; fields seen: {', '.join(fields)} ({TEXT_FIELD_HINT})"
     if skipped:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items()))
         return f"no documents: every record was skipped ({reasons})"
@@ -297,7 +297,9 @@ def read_arrow(path: Path, text_field: str, id_field: str, skipped: Counter[str]
         for batch in _arrow_batches(path):
             names = batch.schema.names
             if text_field not in names:
-                raise CorruptFileError(f"{path}: no column {text_field!r} (columns: {', '.join(names)})")
+                raise CorruptFileError(
+                    f"{path}: no column {text_field!r} (columns: {', '.join(names)}; {TEXT_FIELD_HINT})"
+                )
             texts = batch.column(text_field).to_pylist()
             ids = batch.column(id_field).to_pylist() if id_field in names else [None] * len(texts)
             yield from _batch_documents(path, texts, ids, row, skipped)

@@ -101,7 +101,9 @@ def test_corrupt_zstd_raises_corrupt(tmp_path: Path) -> None:
 def test_parquet_without_text_column_and_garbage(tmp_path: Path) -> None:
     p = tmp_path / "n.parquet"
     pq.write_table(pa.table({"body": ["x"]}), p)
-    with pytest.raises(CorruptFileError, match="no column 'text'"):
+    with pytest.raises(
+        CorruptFileError, match="no column 'text' .columns: .*; choose the text field with --text-field"
+    ):
         _read(p)
     q = tmp_path / "g.parquet"
     q.write_bytes(b"not parquet at all")
