@@ -138,7 +138,12 @@ def timed(cmd: list[str]) -> tuple[float, str]:
     return time.perf_counter() - t0, proc.stdout
 
 
-def check_rps(url: str, clients: int, seconds: float, texts: list[str]) -> tuple[float, float, float]:
+def check_rps(
+    url: str, clients: int, seconds: float, texts: list[str], job: bytes | None = None, said: dict | None = None
+) -> tuple[float, float, float]:
+    """(requests/s, p50 ms, p95 ms) of one-item /check requests from `clients` threads against a
+    real server; with `job` (a JSONL benchmark), uploaded first, the load starts once its report
+    job runs, and `said` gets the job's progress when the load ends (it must still be running)."""
     port = 8700 + random.randrange(200)
     env = {"CONTAM_DATABASE_URL": url, "CONTAM_DEMO": "false", "PATH": "/usr/bin:/bin"}
     server = subprocess.Popen(
@@ -155,6 +160,12 @@ def check_rps(url: str, clients: int, seconds: float, texts: list[str]) -> tuple
                 if httpx.get(base + "/health", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
+                time.sleep(0.2)
+        report = None
+        if job is not None:
+            created = httpx.post(base + "/api/v1/benchmarks", files={"file": ("job.jsonl", job)}, timeout=600)
+            report = created.raise_for_status().json()["id"]
+            while httpx.get(f"{base}/api/v1/reports/{report}").json()["status"] == "queued":
                 time.sleep(0.2)
         latencies: list[float] = []
         lock = threading.Lock()
@@ -175,6 +186,9 @@ def check_rps(url: str, clients: int, seconds: float, texts: list[str]) -> tuple
             t.start()
         for t in threads:
             t.join()
+        if report is not None and said is not None:
+            rep = httpx.get(f"{base}/api/v1/reports/{report}").json()
+            said.update({k: rep[k] for k in ("status", "phase", "read_items", "done_items", "total_items")})
         lat = sorted(latencies)
         return len(lat) / seconds, statistics.median(lat) * 1000, lat[int(0.95 * (len(lat) - 1))] * 1000
     finally:
