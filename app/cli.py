@@ -40,6 +40,7 @@ from contam.app.errors import (
     InputError,
     NotFoundError,
     SettingsConflict,
+    first_line,
 )
 from contam.app.services.checking import CheckResult, CheckService
 from contam.app.services.corpora import CorpusService
@@ -94,7 +95,7 @@ class ContamGroup(TyperGroup):
         except (typer.Exit, typer.Abort, TyperException):  # click's own exits
             raise
         except Exception as exc:
-            first = (str(exc).strip().splitlines() or [""])[0]
+            first = first_line(exc)
             hint = "" if ctx.meta.get(DEBUG) else " (run with --debug for the traceback)"
             _fail(f"{type(exc).__name__}: {first}{hint}", EXIT_RUNTIME, ctx)
 

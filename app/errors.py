@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's message cut to its first line (drivers and parsers add SQL, carets, context)."""
+    return (str(exc).strip().splitlines() or [""])[0]
+
+
 class ContamError(Exception):
     """Base class: a problem the user can act on, with a message that names it."""
 

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 import zstandard
 
 from contam.app.core.types import BenchmarkItem
-from contam.app.errors import InputError
+from contam.app.errors import InputError, first_line
 from contam.app.limits import Limits, exceeded
 
 DEFAULT_LIMITS = Limits()
@@ -249,11 +249,7 @@ def _json_array(stream: io.BufferedReader, filename: str) -> Iterator[tuple[int,
                 raise InputError(f"{filename}: item {row} is not a JSON object")
             yield row, rec
     except ijson.JSONError as exc:
-        raise InputError(f"{filename}: not valid JSON after item {row} ({_first_line(exc)})") from exc
-
-
-def _first_line(exc: Exception) -> str:
-    return (str(exc).strip().splitlines() or [""])[0]
+        raise InputError(f"{filename}: not valid JSON after item {row} ({first_line(exc)})") from exc
 
 
 _OPEN, _CLOSE = ("start_map", "start_array"), ("end_map", "end_array")
@@ -319,7 +315,7 @@ def _json_object(stream: io.BufferedReader, filename: str) -> Iterator[tuple[int
                     row += 1
                     yield row, rec
     except ijson.JSONError as exc:
-        raise InputError(f"{filename}: not valid JSON after item {row} ({_first_line(exc)})") from exc
+        raise InputError(f"{filename}: not valid JSON after item {row} ({first_line(exc)})") from exc
     except StopIteration:
         raise InputError(f"{filename}: the JSON ends early, after item {row}") from None
     if items_key is None:

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
-from contam.app.errors import CorruptFileError, InputError
+from contam.app.errors import CorruptFileError, InputError, first_line
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 _JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
@@ -165,8 +165,7 @@ def _json_records(path: Path, skipped: Counter[str], max_bytes: int) -> Generato
                 for row, obj in enumerate(ijson.items(stream, "item", use_float=True), 1):
                     yield row, obj
             except ijson.JSONError as exc:
-                first = (str(exc).strip().splitlines() or [""])[0]
-                raise CorruptFileError(f"{path}: not valid JSON after record {row} ({first})") from exc
+                raise CorruptFileError(f"{path}: not valid JSON after record {row} ({first_line(exc)})") from exc
             return
         for lineno, line in _read_lines(stream, skipped, max_bytes):
             if not line.strip():

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine, RootTransaction
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from contam.app.core.config import SignatureConfig
-from contam.app.errors import FingerprintMismatch, SettingsConflict, StateError
+from contam.app.errors import FingerprintMismatch, SettingsConflict, StateError, first_line
 from contam.app.readers.corpus import RawDocument
 from contam.app.services.segments import merge_segments
 from contam.app.store import db, repo
@@ -49,7 +49,7 @@ def indexing_run(engine: Engine, corpus_id: int, lease: float = RUN_LEASE_SECOND
                         log.error("indexing run: its corpus was deleted while it wrote; its next commit fails")
                         return
             except SQLAlchemyError as exc:  # the next beat tries again; the run itself reports errors
-                log.warning("indexing run: its hold on the corpus was not renewed: %s", str(exc).splitlines()[0])
+                log.warning("indexing run: its hold on the corpus was not renewed: %s", first_line(exc))
 
     beat = threading.Thread(target=renew, name="contam-index-run", daemon=True)
     beat.start()

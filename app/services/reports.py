@@ -24,7 +24,7 @@ from sqlalchemy.exc import OperationalError
 from contam.app import __version__
 from contam.app.core.config import Thresholds
 from contam.app.core.types import Status
-from contam.app.errors import ContamError, InputError, NotFoundError, UnavailableError
+from contam.app.errors import ContamError, InputError, NotFoundError, UnavailableError, first_line
 from contam.app.limits import Limits, exceeded
 from contam.app.readers.benchmark import iter_benchmark
 from contam.app.services.corpora import select_corpora
@@ -52,8 +52,7 @@ def failure_reason(exc: Exception) -> str:
     if isinstance(exc, ContamError):
         return exc.message
     cause = getattr(exc, "orig", None) or exc  # a DBAPI error's own message, without the SQL
-    lines = str(cause).strip().splitlines()
-    text = f"{type(cause).__name__}: {lines[0] if lines else ''}"
+    text = f"{type(cause).__name__}: {first_line(cause)}"
     return text if len(text) <= FAILURE_CHARS else text[: FAILURE_CHARS - 1] + "…"
 
 
