@@ -43,6 +43,11 @@ class SignatureConfig:
     """Signature settings of an index.
 
     ngram_n: words per exact-channel n-gram (5: a 6-9 word sentence keeps several).
+    short_n: words per short-channel n-gram, stored beside the exact channel's in the same
+        table (0: none). It finds what ngram_n cannot: items of short_n to ngram_n - 1 tokens,
+        and edited copies whose unchanged runs are shorter than ngram_n; and it gives each short
+        run of an item its corpus document frequency, so a common phrase is told from a copy.
+        An index built before the channel existed has short_n = 0 (from_dict).
     sample_mod: keep only n-grams whose hash % sample_mod == 0 (1 keeps all): the index shrinks
         k-fold and a look-up finds a shared run of L tokens unless none of its L - n + 1 n-grams
         was kept, which happens with probability (1 - 1/k)^(L - n + 1) (the hash decides, the
@@ -55,6 +60,7 @@ class SignatureConfig:
     """
 
     ngram_n: int = 5
+    short_n: int = 3
     sample_mod: int = 1
     window: int = 64
     stride: int = 32
@@ -71,6 +77,8 @@ class SignatureConfig:
     def __post_init__(self) -> None:
         checks = [
             (self.ngram_n >= 1, "ngram_n must be at least 1"),
+            # 3: the scorer's MATCH_N (app.core.items), whose grams it already has for every item
+            (self.short_n in (0, 3) and self.short_n < self.ngram_n, "short_n must be 0, or 3 below ngram_n"),
             (self.sample_mod >= 1, "sample_mod must be at least 1"),
             (self.shingle >= 1, "shingle must be at least 1"),
             (self.window >= self.shingle, "window must be at least shingle"),
@@ -93,7 +101,8 @@ class SignatureConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SignatureConfig:
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        # a stored config without short_n is an index built before the short channel: it has none
+        return cls(**{"short_n": 0, **{k: v for k, v in data.items() if k in names}})
 
     def fingerprint(self) -> str:
         """A short stable digest of every setting (sha256 of the canonical JSON)."""

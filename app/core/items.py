@@ -10,7 +10,7 @@ items form one group and count once: a duplicate is the same item, not a competi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -63,6 +63,10 @@ class PreparedItem:
     passage_grams: np.ndarray
     passage_tokens: int
     key: int  # identical scored text, identical key
+    # the short channel's n-grams (SignatureConfig.short_n tokens, inside fields) and where they
+    # start; empty when the index has no short channel or the item does not need it (prepare)
+    sgrams: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    sgram_pos: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def n_tokens(self) -> int:
@@ -79,7 +83,16 @@ class PreparedItem:
         return np.concatenate([self.grams, self.passage_grams]) if len(self.passage_grams) else self.grams
 
 
-def prepare(item: BenchmarkItem, n: int) -> PreparedItem:
+# An item this short (scored tokens) is also looked up in the short channel: an edited copy of a
+# longer one keeps runs of n tokens (under 30% of words changed, a run of 5 survives at a sixth of
+# the positions, two or more of them from about 16 tokens on), and the short channel's 3-grams
+# would only add documents that share a phrase with it.
+SHORT_ITEM_TOKENS = 32
+
+
+def prepare(item: BenchmarkItem, n: int, short_n: int = 0) -> PreparedItem:
+    """An item's scored text as token ids, n-grams and MATCH_N-grams (module doc). short_n: the
+    index's short channel (0: none); an item under SHORT_ITEM_TOKENS tokens gets its n-grams."""
     fields: list[tuple[int, list[str]]] = [(QUESTION, tokenize(t)) for t in item.segments("question")]
     choices = [tokenize(c) for c in item.segments("choices")]
     fields += [(CHOICES, c) for c in choices]
@@ -104,6 +117,10 @@ def prepare(item: BenchmarkItem, n: int) -> PreparedItem:
     spans = [(s, e, code) for (code, _t), s, e in zip(fields, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
     short, tiny = _short_fields(all_ids, spans, n)
     role = np.repeat(np.array([code for code, _toks in fields], dtype=np.int8), lens)
+    if short_n and len(all_ids) < SHORT_ITEM_TOKENS:  # short_n is MATCH_N (SignatureConfig checks)
+        sgrams, sgram_pos = mgrams, mgram_pos
+    else:
+        sgrams = sgram_pos = np.zeros(0, dtype=np.int64)
     a_ids = _ids(answer) if answer_is_choice else np.zeros(0, dtype=np.int64)
     p_toks = tokenize(item.passage) if item.passage else []
     p_grams = rolling_hashes(_ids(p_toks).view(np.uint64), n).view(np.int64) if p_toks else np.zeros(0, np.int64)
@@ -126,6 +143,8 @@ def prepare(item: BenchmarkItem, n: int) -> PreparedItem:
         passage_tokens=len(p_toks),
         key=xxhash.xxh3_64_intdigest(all_ids.tobytes() + b"|" + a_ids.tobytes()),
         stem=xxhash.xxh3_64_intdigest(all_ids[role == QUESTION].tobytes()),
+        sgrams=sgrams,
+        sgram_pos=sgram_pos,
     )
 
 
@@ -293,6 +312,7 @@ class ItemStats:
     n: int
     th: Thresholds
     _passage_tok: np.ndarray | None = None
+    sdf: np.ndarray | None = None  # corpus documents holding each short-channel n-gram (p.sgrams)
 
     @property
     def eligible(self) -> np.ndarray:
@@ -317,10 +337,11 @@ def item_stats(
     bits: np.ndarray | None = None,
     freq: np.ndarray | None = None,
     mfreq: np.ndarray | None = None,
+    sdf: np.ndarray | None = None,
 ) -> ItemStats:
     """dfs: corpus document frequency of each of the item's n-grams (p.grams order); freq and
     mfreq: shared.freq(p.grams) and shared.mgrams.freq(p.mgrams), if known (benchmark_stats
-    looks them up for all items at once)."""
+    looks them up for all items at once); sdf: that of each short-channel n-gram (p.sgrams)."""
     freq = shared.freq(p.grams) if freq is None else freq
     common = (dfs > th.max_df) | p.weak
     mfreq = shared.mgrams.freq(p.mgrams) if mfreq is None else mfreq
@@ -328,7 +349,7 @@ def item_stats(
     common_tok = in_gram & ~tokens_of(p, p.gram_pos[~common], n)
     if bits is None:
         bits = np.full(p.n_tokens, np.inf)
-    return ItemStats(p, group, shared, freq, dfs, common, mfreq, common_tok, bits, n, th)
+    return ItemStats(p, group, shared, freq, dfs, common, mfreq, common_tok, bits, n, th, sdf=sdf)
 
 
 def lookup(keys: np.ndarray, table: Mapping[int, int]) -> np.ndarray:

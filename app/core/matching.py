@@ -154,11 +154,16 @@ def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] 
     the document holds it k times, so a run of siblings repeating the item's frame ("Turn left.
     Take 3 steps.") does not outweigh the one place that holds each of the item's n-grams."""
     length = max(p.n_tokens, n)
-    pos = doc.positions(p.lookup_grams)
+    # A short item (one the short channel looks up) is placed by its MATCH_N-grams, which an
+    # edited copy keeps where it keeps no n-gram; so is any item none of whose n-grams is there.
+    pos = doc.positions(p.lookup_grams) if not len(p.sgrams) else np.zeros(0, np.int64)
+    grams, width = doc.grams, n
+    if not len(pos):
+        pos, grams, width = np.flatnonzero(member(doc.mgrams, p.umgrams)), doc.mgrams, MATCH_N
     if len(pos):
-        _keys, inverse, counts = np.unique(doc.grams[pos], return_inverse=True, return_counts=True)
+        _keys, inverse, counts = np.unique(grams[pos], return_inverse=True, return_counts=True)
         lo, hi = densest(pos, 2 * length, 1.0 / counts[inverse])
-        hi += n
+        hi += width
     elif window is not None:
         lo, hi = window
     else:

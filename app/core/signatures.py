@@ -76,6 +76,13 @@ def rolling_hashes(th: np.ndarray, n: int) -> np.ndarray:
         return _fmix64(acc)
 
 
+def channels(cfg: SignatureConfig) -> tuple[int, ...]:
+    """The n of every n-gram channel the index stores: the exact channel's, then the short
+    channel's if it has one. Both live in one table: a 5-gram and a 3-gram hash are different
+    polynomials of random token hashes, so they collide no more often than any two keys."""
+    return (cfg.ngram_n, cfg.short_n) if cfg.short_n else (cfg.ngram_n,)
+
+
 def ngram_hashes(tokens: Sequence[str], n: int) -> np.ndarray:
     """uint64 hash of each word n-gram, in order (position i covers tokens i..i+n-1)."""
     return rolling_hashes(token_hashes(tokens), n)
@@ -258,11 +265,15 @@ def sign_many(texts: Sequence[Sequence[str]], cfg: SignatureConfig) -> ManySigna
     offs = ends - lens
     th = token_hashes(list(chain.from_iterable(texts)))
     text_of = np.repeat(np.arange(len(texts), dtype=np.int32), lens)
-    grams = rolling_hashes(th, cfg.ngram_n)
-    pos = np.arange(len(grams), dtype=np.int64)
-    keep = pos + cfg.ngram_n <= ends[text_of[: len(grams)]]
-    if cfg.sample_mod > 1:
-        keep &= grams % _U64(cfg.sample_mod) == 0
+    gram_parts, text_parts = [], []
+    for n in channels(cfg):  # every text's n-grams of one channel, then of the next
+        grams = rolling_hashes(th, n)
+        pos = np.arange(len(grams), dtype=np.int64)
+        keep = pos + n <= ends[text_of[: len(grams)]]
+        if cfg.sample_mod > 1:
+            keep &= grams % _U64(cfg.sample_mod) == 0
+        gram_parts.append(grams[keep])
+        text_parts.append(text_of[: len(grams)][keep])
     starts = [window_starts(int(n), cfg) for n in lens.tolist()]
     per_text = np.fromiter(map(len, starts), dtype=np.int64, count=len(starts))
     win_text = np.repeat(np.arange(len(texts), dtype=np.int32), per_text)
@@ -271,8 +282,8 @@ def sign_many(texts: Sequence[Sequence[str]], cfg: SignatureConfig) -> ManySigna
     sigs = window_minhashes(th, cfg, first + offs[win_text], stop)
     return ManySignatures(
         n_tokens=lens,
-        ngrams=to_signed(grams[keep]),
-        ng_text=text_of[: len(grams)][keep],
+        ngrams=to_signed(np.concatenate(gram_parts)),
+        ng_text=np.concatenate(text_parts),
         bands=band_keys(sigs, cfg),
         win_text=win_text,
         win_index=(
@@ -288,7 +299,7 @@ def sign_text(tokens: Sequence[str], cfg: SignatureConfig, distinct: bool = True
     repeats for a whole batch at once, see indexer.job.sign_batch).
     """
     th = token_hashes(tokens)
-    grams = rolling_hashes(th, cfg.ngram_n)
+    grams = np.concatenate([rolling_hashes(th, n) for n in channels(cfg)])
     if cfg.sample_mod > 1:
         grams = grams[grams % _U64(cfg.sample_mod) == 0]
     sigs = window_minhashes(th, cfg)

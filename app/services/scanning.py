@@ -309,8 +309,8 @@ class Scanner:
         index, their candidate documents loaded, then each scored."""
         cfg, th, n = self.cfg, self.th, self.cfg.ngram_n
         bench = work.bench
-        prepared = [prepare(it, n) for it in items]
-        both = [g for p in prepared for g in (p.grams, p.passage_grams)]
+        prepared = [prepare(it, n, cfg.short_n) for it in items]
+        both = [g for p in prepared for g in (p.grams, p.passage_grams, p.sgrams)]
         grams = np.unique(np.concatenate(both)) if both else np.zeros(0, np.int64)
         if cfg.sample_mod > 1:
             grams = grams[grams.view(np.uint64) % np.uint64(cfg.sample_mod) == 0]
@@ -329,11 +329,13 @@ class Scanner:
         # the gram tables asked once for the chunk, not twice per item
         freqs = np.split(bench.shared.freq(all_grams), sizes)
         mfreqs = np.split(bench.shared.mgrams.freq(np.concatenate([p.mgrams for p in prepared])), msizes)
+        ssizes = np.cumsum([len(p.sgrams) for p in prepared])[:-1]
+        sdfs = np.split(lookup(np.concatenate([p.sgrams for p in prepared]), df), ssizes)
         view = _ChunkView(bench, lo, prepared)
         shared = bench.shared
         stats = {
-            lo + k: item_stats(p, int(shared.group[lo + k]), shared, d, n, th, bench.bits_of(lo + k), f, mf)
-            for k, (p, d, f, mf) in enumerate(zip(prepared, dfs, freqs, mfreqs, strict=True))
+            lo + k: item_stats(p, int(shared.group[lo + k]), shared, d, n, th, bench.bits_of(lo + k), f, mf, sd)
+            for k, (p, d, f, mf, sd) in enumerate(zip(prepared, dfs, freqs, mfreqs, sdfs, strict=True))
         }
         candidates = {
             lo + k: self._candidates(p, stats[lo + k], postings, near_keys[k], hits) for k, p in enumerate(prepared)
@@ -396,12 +398,27 @@ class Scanner:
             for d in postings.get(h, ()):
                 votes[d] += 0.01
                 hits[d] += 1
+        # the short channel (short items only, see items.prepare): its n-grams vote as the exact
+        # channel's do, so a document holding the item's short runs is aligned
+        if len(p.sgrams):  # p.mgrams, whose benchmark frequencies are s.mfreq
+            in_q = (p.role[p.sgram_pos] == QUESTION).tolist()
+            for h, f, q in zip(p.sgrams.tolist(), s.mfreq.tolist(), in_q, strict=True):
+                if h in seen:
+                    continue
+                seen.add(h)
+                for d in postings.get(h, ()):
+                    votes[d] += 1.0 / max(f, 1)
+                    hits[d] += 1
+                    if q:
+                        asked[d] += 1.0 / max(f, 1)
         # a document holding one n-gram of a longer item cannot show a run of n + 1 tokens, nor
         # most of the item: not worth aligning (bench/scan_speed.py measures what this saves);
         # unless the index keeps one n-gram in k (--sample), where one kept n-gram may stand for
         # a whole copy
         need = (
-            1 if self.cfg.sample_mod > 1 else min(MIN_GRAMS, len(set(p.grams.tolist()) | set(p.passage_grams.tolist())))
+            1
+            if self.cfg.sample_mod > 1
+            else min(MIN_GRAMS, len(set(p.grams.tolist()) | set(p.passage_grams.tolist()) | set(p.sgrams.tolist())))
         )
         ranked = sorted(((d, v) for d, v in votes.items() if hits[d] >= need), key=lambda x: (-x[1], x[0]))
         ranked = ranked[:CANDIDATES]
