@@ -6,19 +6,28 @@ What it builds (no labels of any evaluation set are read):
   * a corpus of real text from this machine (Python sources, C headers, /usr/share/doc), split
     by file into two pools: pool A is the corpus, pool B only ever feeds benchmark items, so
     no item is in the corpus by construction;
-  * benchmarks: every file in DIR/benchmarks (items only, if --eval-dir is given) and two
-    synthetic ones built from pool B: a templated claim benchmark ("On <month> <year>, the
-    following claim was made: <sentence> Q: Was this claim true or false?") and a
-    shared-passage benchmark (one passage, three questions each);
+  * benchmarks: every file in DIR/benchmarks (items only, if --eval-dir is given) and six
+    synthetic ones built from pool B, one per shape of benchmark that is hard for a detector:
+      - templated: "On <month> <year>, the following claim was made: <sentence> Q: Was this
+        claim true or false?" (a frame around a one-sentence claim);
+      - passage: one passage, three questions each (reading comprehension);
+      - schema: one long code block, eight questions each, a line of it the answer (a shared
+        schema, as text-to-SQL benchmarks have);
+      - short_qa: questions of 5-9 words with a one-word answer (open-domain QA);
+      - long: paragraphs of 150-400 words with their first sentence as the answer (news
+        summaries);
+      - word_problems: arithmetic problems from a handful of frames with names, objects and
+        numbers changed (maths benchmarks: items that differ in a few tokens);
   * plants: a share of each benchmark's items (--plant) is rendered (question, lettered choices,
     answer, in one of several layouts) and put into corpus documents verbatim, with light edits
     (8% of words replaced), heavy edits (30%), or only the first half. Their siblings (items
     sharing a template or passage with a planted item) are the hard part of the null.
 
-It scans every benchmark and prints, per benchmark, for the items that were NOT planted (the
-null), the share that each (suspicious_coverage, min_bits) pair would flag as suspicious, and
-for the planted ones the share found, per plant kind. A threshold is chosen where the null
-rate is at most 0.1% on every benchmark; the README explains the defaults with this output.
+It scans every benchmark once, keeps every item's aligned documents, and judges them again under
+each (suspicious_coverage, min_bits) pair: per benchmark it prints, for the items that were NOT
+planted and share no 20-word run with a planted item (the null), the share each pair flags, and
+for the planted ones the share found per plant kind. A threshold is chosen where the null rate is
+at most 0.1% on every benchmark; the README explains the defaults with this output.
 """
 
 from __future__ import annotations
@@ -39,9 +48,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from contam.app.core import scoring  # noqa: E402
 from contam.app.core.config import SignatureConfig, Thresholds  # noqa: E402
+from contam.app.core.text import tokenize  # noqa: E402
 from contam.app.core.types import BenchmarkItem  # noqa: E402
 from contam.app.readers.benchmark import read_benchmark  # noqa: E402
+from contam.app.services import scanning  # noqa: E402
 from contam.app.services.scanning import Scanner  # noqa: E402
 from contam.app.store.db import make_engine, upgrade  # noqa: E402
 from contam.indexer.job import IndexJob, IndexOptions  # noqa: E402
@@ -104,11 +116,22 @@ def sentences(texts: list[str], rng: random.Random, n: int, lo: int = 8, hi: int
     return list(dict.fromkeys(pool))[:n]
 
 
+NAMES = ["Ana", "Ben", "Chloe", "Dev", "Emma", "Farid", "Grace", "Hugo", "Iris", "Jonas", "Kemal", "Lena", "Mateo"]
+OBJECTS = ["apples", "marbles", "stamps", "pencils", "shells", "coins", "books", "stickers", "cards", "beads"]
+PROBLEMS = [
+    "{a} has {x} {o}. {b} gives {a} {y} more {o}. How many {o} does {a} have now?",
+    "{a} buys {x} packs of {o} with {y} {o} in each pack. How many {o} does {a} buy?",
+    "{a} had {x} {o} and lost {y} of them on the way home. How many {o} are left?",
+    "{a} and {b} share {x} {o} equally. How many {o} does each of them get?",
+    "{a} collects {x} {o} every day for {y} days. How many {o} has {a} collected?",
+    "A box holds {x} {o}. {a} fills {y} boxes and gives one box to {b}. How many {o} does {a} keep?",
+]
+
+
 def synthetic(pool_b: list[str], rng: random.Random) -> dict[str, list[BenchmarkItem]]:
-    """Two benchmarks from disjoint halves of pool B (no text of one is in the other)."""
-    half = len(pool_b) // 2
-    claims = sentences(pool_b[:half], rng, 600)
-    pool_b = pool_b[half:]
+    """Six benchmarks from disjoint parts of pool B (no text of one is in another); see the module doc."""
+    part = [pool_b[k::6] for k in range(6)]
+    claims = sentences(part[0], rng, 600)
     templated = [
         BenchmarkItem(
             f"claim/{i}",
@@ -120,9 +143,9 @@ def synthetic(pool_b: list[str], rng: random.Random) -> dict[str, list[Benchmark
         )
         for i, c in enumerate(claims)
     ]
-    paras = [p for t in pool_b for p in re.split(r"\n\s*\n", t) if 60 <= len(p.split()) <= 200]
+    paras = [p for t in part[1] for p in re.split(r"\n\s*\n", t) if 60 <= len(p.split()) <= 200]
     rng.shuffle(paras)
-    qs = sentences(pool_b, rng, 900, 6, 16)
+    qs = sentences(part[1], rng, 900, 6, 16)
     passage = []
     for k, para in enumerate(paras[:300]):
         for j in range(3):
@@ -137,7 +160,51 @@ def synthetic(pool_b: list[str], rng: random.Random) -> dict[str, list[Benchmark
                     answer=q.split()[-1].strip("."),
                 )
             )
-    return {"synthetic_templated": templated, "synthetic_passage": passage}
+    blocks = [b for t in part[2] for b in re.split(r"\n\s*\n", t) if 40 <= len(b.split()) <= 250 and "\n" in b]
+    rng.shuffle(blocks)
+    asks = sentences(part[2], rng, 800, 6, 14)
+    schema = []
+    for k, block in enumerate(blocks[:100]):
+        lines = [ln for ln in block.splitlines() if len(ln.split()) >= 3]
+        for j in range(8):
+            if not asks or not lines:
+                break
+            schema.append(
+                BenchmarkItem(
+                    f"schema/{k}/{j}",
+                    len(schema),
+                    question=f"Schema:\n{block}\nQuestion: {asks.pop().rstrip('.')}?",
+                    answer=rng.choice(lines).strip(),
+                )
+            )
+    short_qa = []
+    for i, q in enumerate(sentences(part[3], rng, 700, 5, 9)):
+        words = q.rstrip(".!?").split()
+        short_qa.append(BenchmarkItem(f"qa/{i}", i, question=" ".join(words[:-1]) + "?", answer=words[-1]))
+    paras = [" ".join(p.split()) for t in part[4] for p in re.split(r"\n\s*\n", t) if 150 <= len(p.split()) <= 400]
+    rng.shuffle(paras)
+    long = [
+        BenchmarkItem(f"long/{i}", i, question=p, answer=re.split(r"(?<=[.!?])\s+", p)[0])
+        for i, p in enumerate(paras[:300])
+    ]
+    problems = []
+    for i in range(600):
+        a, b = rng.sample(NAMES, 2)
+        x, y = rng.randint(2, 60), rng.randint(2, 12)
+        frame = rng.choice(PROBLEMS)
+        problems.append(
+            BenchmarkItem(
+                f"problem/{i}", i, question=frame.format(a=a, b=b, x=x, y=y, o=rng.choice(OBJECTS)), answer=str(x + y)
+            )
+        )
+    return {
+        "synthetic_templated": templated,
+        "synthetic_passage": passage,
+        "synthetic_schema": schema,
+        "synthetic_short_qa": short_qa,
+        "synthetic_long": long,
+        "synthetic_word_problems": problems,
+    }
 
 
 def render(item: BenchmarkItem, rng: random.Random) -> str:
@@ -192,7 +259,10 @@ def plant(
 
 
 def gram_set(text: str, n: int = 20) -> set[int]:
-    words = re.findall(r"\w+", text.lower())
+    """The n-token runs of `text` as the scorer tokenises it (identifiers split at "_", markup
+    dropped): a pool-B paragraph sharing no 6-run with pool A this way shares none the scorer
+    could find (a regex's \\w+ kept snake_case names whole and let such runs through)."""
+    words = tokenize(text)
     return {hash(tuple(words[i : i + n])) for i in range(len(words) - n + 1)}
 
 
@@ -203,8 +273,27 @@ def siblings(items: list[BenchmarkItem], planted: set[str]) -> set[str]:
     return {it.item_id for it, g in zip(items, grams, strict=True) if it.item_id not in planted and g & seen}
 
 
-def flagged(ranking: list[tuple[int, float, float, float, float, int]], cov: float, bits: float, run: int = 6) -> bool:
-    return any(own >= cov and own_bits >= bits and longest >= run for _d, own, _c, own_bits, _m, longest in ranking)
+class Kept:
+    """Every scanned item's aligned documents, kept by wrapping the scanner's judge (same process,
+    workers=1), so each can be judged again under other thresholds (a verdict depends on the
+    document match and the thresholds only)."""
+
+    def __init__(self) -> None:
+        self.matches: dict[str, tuple[Any, list[Any], bool, int]] = {}
+        self._judge = scanning.judge
+
+        def judge(i: int, prepared: Any, stats: Any, shared: Any, docs: Any, n: int, th: Thresholds) -> Any:
+            score, ranked = self._judge(i, prepared, stats, shared, docs, n, th)
+            p = prepared[i]
+            self.matches[p.item.item_id] = (p, ranked, shared.stem_answer_tells(p), n)
+            return score, ranked
+
+        scanning.judge = judge  # type: ignore[assignment]
+
+    def flagged(self, item_id: str, th: Thresholds) -> bool:
+        p, ranked, tells, n = self.matches[item_id]
+        judged = scoring.rank(p, ranked, n, th, tells)
+        return bool(judged) and str(judged[0][1]) in ("suspicious", "contaminated")
 
 
 def main() -> None:
@@ -244,17 +333,27 @@ def main() -> None:
         f"corpus: {summary['documents']} documents, {summary['text_mb']} MB, indexed in "
         f"{time.perf_counter() - t0:.0f} s; {len(kinds)} items planted into it"
     )
-    scanner = Scanner(engine, thresholds=Thresholds())
+    kept = Kept()
+    scanner = Scanner(engine, thresholds=Thresholds(), workers=1)
     out = args.out.open("w") if args.out else None
-    print(
-        "\nnull items (neither planted nor sharing 20 words with a planted item) flagged as suspicious, per "
-        "(suspicious_coverage, min_bits), per benchmark"
-    )
     rows: dict[str, dict[str, Any]] = {}
     for bench, items in benchmarks.items():
+        kept.matches.clear()
         res = scanner.scan(items)
         sibling = siblings(items, {i for b, i in kinds if b == bench})
-        null = [r for r in res if (bench, r.item.item_id) not in kinds and r.item.item_id not in sibling]
+        # an item identical to a planted one (benchmarks hold duplicates) is in the corpus too
+        texts = {(it.question, it.choices, it.answer) for it in items if (bench, it.item_id) in kinds}
+        same = {
+            it.item_id
+            for it in items
+            if (bench, it.item_id) not in kinds and (it.question, it.choices, it.answer) in texts
+        }
+        sibling -= same
+        null = [
+            r
+            for r in res
+            if (bench, r.item.item_id) not in kinds and r.item.item_id not in sibling and r.item.item_id not in same
+        ]
         planted = defaultdict(list)
         for r in res:
             k = kinds.get((bench, r.item.item_id))
@@ -268,7 +367,7 @@ def main() -> None:
                             "benchmark": bench,
                             "item_id": r.item.item_id,
                             "kind": k or "null",
-                            "text": r.item.display_text()[:300],
+                            "text": r.item.display_text()[:200] + " ... " + r.item.display_text()[-300:],
                             "reason": r.score.reason,
                             "evidence": [(e.document_id, e.excerpt[:600]) for e in r.evidence[:1]],
                             "status": str(r.score.status),
@@ -277,12 +376,25 @@ def main() -> None:
                     )
                     + "\n"
                 )
+        grid = {}
+        for cov in COVERAGES:
+            for bits in BITS:
+                th = Thresholds(suspicious_coverage=cov, min_bits=bits)
+                grid[cov, bits] = (
+                    sum(kept.flagged(r.item.item_id, th) for r in null),
+                    {k: sum(kept.flagged(r.item.item_id, th) for r in planted.get(k, [])) for k in KINDS},
+                )
         rows[bench] = {
             "null": null,
             "planted": planted,
             "n": len(items),
             "siblings": [r for r in res if r.item.item_id in sibling],
+            "grid": grid,
         }
+    print(
+        "\nnull items (neither planted nor sharing 20 words with a planted item) flagged, per "
+        "(suspicious_coverage, min_bits), per benchmark; planted copies found at each coverage with min_bits 16"
+    )
     for cov in COVERAGES:
         print(f"\nsuspicious_coverage = {cov}")
         print(
@@ -292,13 +404,8 @@ def main() -> None:
             + " ".join(f"{k[:10]:>10s}" for k in KINDS)
         )
         for bench, row in rows.items():
-            rates = [
-                sum(flagged(r.score.doc_ranking, cov, b) for r in row["null"]) / max(1, len(row["null"])) for b in BITS
-            ]
-            found = []
-            for k in KINDS:
-                rs = row["planted"].get(k, [])
-                found.append(f"{sum(flagged(r.score.doc_ranking, cov, 16.0) for r in rs)}/{len(rs)}")
+            rates = [row["grid"][cov, b][0] / max(1, len(row["null"])) for b in BITS]
+            found = [f"{row['grid'][cov, 16.0][1][k]}/{len(row['planted'].get(k, []))}" for k in KINDS]
             print(
                 f"{bench:28s} {len(row['null']):7d} "
                 + " ".join(f"{x:10.4f}" for x in rates)

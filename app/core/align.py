@@ -59,6 +59,43 @@ def align(
     return Alignment(matched, doc_pos, blocks)
 
 
+def align_fields(
+    item_ids: Sequence[int],
+    region_ids: Sequence[int],
+    whole: np.ndarray | None,
+    fields: Sequence[tuple[int, int, int]],
+    min_block: int = MIN_BLOCK,
+) -> Alignment:
+    """align() of the whole item, then each field it left without a counted block aligned on its
+    own: one LCS over the whole item puts its fields in one order, but a document lays them out
+    as it pleases (the answer before the choices, one choice only), and LCS, maximising tokens
+    aligned rather than counted, may spend a field's words one by one on text before the copy
+    and on another field's words, leaving the field unmatched where the document holds it whole.
+
+    Document text is held by one field's block at most: a block found for a field on its own
+    takes the text from the blocks of other fields it overlaps only if it is longer than each of
+    them (the longer alignment explains the text better), and is dropped otherwise. So a title
+    in the question and again in the answer, found once in the document, is found once.
+    fields: (start, end, role) of each."""
+    al = align(item_ids, region_ids, whole, min_block)
+    redo = [(s, e) for s, e, _r in fields if e - s >= min_block and not al.matched[s:e].any()]
+    if not redo or not al.blocks:  # nothing aligned at all: no field will be on its own
+        return al
+    blocks = list(al.blocks)
+    for s, e in redo:
+        part = align(item_ids[s:e], region_ids, None if whole is None else whole[s:e], min_block)
+        for a, b, size in part.blocks:
+            overlap = [blk for blk in blocks if blk[1] < b + size and b < blk[1] + blk[2]]
+            if all(blk[2] < size for blk in overlap):
+                blocks = [blk for blk in blocks if blk not in overlap] + [(s + a, b, size)]
+    matched = np.zeros(len(item_ids), dtype=bool)
+    doc_pos = np.full(len(item_ids), -1, dtype=np.int64)
+    for a, b, size in blocks:
+        matched[a : a + size] = True
+        doc_pos[a : a + size] = np.arange(b, b + size)
+    return Alignment(matched, doc_pos, sorted(blocks))
+
+
 def common_tokens(a_ids: Sequence[int], b_ids: Sequence[int]) -> np.ndarray:
     """bool per token of `a`: aligned with some token of `b` (any block size).
 

@@ -19,7 +19,7 @@ from functools import cached_property
 
 import numpy as np
 
-from contam.app.core.align import Alignment, align, covered, densest, find_sequence, longest_run, runs
+from contam.app.core.align import Alignment, align, align_fields, covered, densest, find_sequence, longest_run, runs
 from contam.app.core.config import Thresholds
 from contam.app.core.items import (
     ANSWER,
@@ -59,6 +59,10 @@ class DocMatch:
     shared_run: int = 0  # longest verbatim run of text shared with other items
     shared_items: int = 0  # how many items hold that run (this one included)
     competitor_found: bool = False  # the region holds some other item's own text, in its order
+    # own text held inside short-channel n-grams that are each in at most max_df documents of the
+    # corpus: its longest run, and how many tokens (0 without a short channel, or for a long item)
+    rare_run: int = 0
+    rare_tokens: int = 0
     # bool per item token: what the coverages count (None: all); a worked solution the document
     # does not give is left out, as a page may give the final answer, the solution, or both
     counted: np.ndarray | None = None
@@ -109,6 +113,10 @@ class DocMatch:
         """Share of a field's tokens the document holds."""
         return self._role(p, code)[0]
 
+    def own_role_tokens(self, p: PreparedItem, code: int) -> int:
+        """How many of a field's tokens are own text here."""
+        return int(((p.role == code) & self.own).sum())
+
     def own_role_coverage(self, p: PreparedItem, code: int) -> float | None:
         """Share of a field's own tokens the document holds (None: none of it is own here)."""
         return self._role(p, code)[1]
@@ -154,9 +162,10 @@ def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] 
     the document holds it k times, so a run of siblings repeating the item's frame ("Turn left.
     Take 3 steps.") does not outweigh the one place that holds each of the item's n-grams."""
     length = max(p.n_tokens, n)
-    # A short item (one the short channel looks up) is placed by its MATCH_N-grams, which an
-    # edited copy keeps where it keeps no n-gram; so is any item none of whose n-grams is there.
-    pos = doc.positions(p.lookup_grams) if not len(p.sgrams) else np.zeros(0, np.int64)
+    # An item none of whose n-grams the document holds (an edited copy of a short one) is placed
+    # by its MATCH_N-grams. Only then: a frame's 3-grams are everywhere in a page of siblings, and
+    # placed by them, a copy would be aligned with its siblings' more often than by its n-grams.
+    pos = doc.positions(p.lookup_grams)
     grams, width = doc.grams, n
     if not len(pos):
         pos, grams, width = np.flatnonzero(member(doc.mgrams, p.umgrams)), doc.mgrams, MATCH_N
@@ -214,11 +223,13 @@ def match_document(
     """What one document holds of item `i`, and which of that is the item's own text there."""
     p = items[i]
     lo, hi = region_for(p, doc, n, window)
-    region = Region(doc.ids[lo:hi], np.unique(doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]))
-    al = align(p.id_list, region.id_list, p.whole)
+    region = Region.of(doc, lo, hi, n)
+    al = align_fields(p.id_list, region.id_list, p.whole, p.fields)
     present = member(p.mgrams, region.mgrams)
     matched = held(p, region.ids, region.mgrams, present=present) & al.matched  # in the item's order
-    own, own_hit, competitor, competitor_found = _own_text(i, items, stats, shared, region, matched, al, th, present)
+    own, own_hit, competitor, competitor_found = _own_text(
+        i, items, stats, shared, region, matched, al, th, present, doc, n
+    )
     # a worked solution beside a final answer that this page does not give is left out of the
     # coverages (pages give the final answer, the solution, or both); its runs still count as own
     solution = p.role == SOLUTION
@@ -232,8 +243,12 @@ def match_document(
         grams = np.unique(doc.grams[lo : max(lo, hi - n + 1)])
         passage = float(covered(member(p.passage_grams, grams), n, p.passage_tokens).mean())
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
+    rare_run = rare_tokens = 0
+    if stats.sdf is not None and len(p.sgrams):  # p.sgrams is p.mgrams (items.prepare)
+        rare = own_hit & tokens_of(p, p.mgram_pos[present & (stats.sdf <= th.max_df)], MATCH_N)
+        rare_run, rare_tokens = longest_run(rare), int(rare.sum())
     piece = math.log2(max(2, hi - lo))  # bits to place one more piece in the region (`breaks`)
-    cost, own_cost = (breaks(p, sel, matched, al.doc_pos, region.ids) * piece for sel in (matched, own_hit))
+    cost, own_cost = (breaks(p, sel, matched, al.doc_pos, region.ids, piece) for sel in (matched, own_hit))
     return DocMatch(
         doc=doc_id,
         matched=matched,
@@ -248,6 +263,8 @@ def match_document(
         shared_run=shared_run,
         shared_items=shared_items,
         competitor_found=competitor_found,
+        rare_run=rare_run,
+        rare_tokens=rare_tokens,
         counted=counted,
         matched_bits=max(0.0, float(stats.bits[matched].sum()) - cost),
         own_bits=max(0.0, float(stats.bits[own_hit].sum()) - own_cost),
@@ -257,15 +274,22 @@ def match_document(
     )
 
 
-def breaks(p: PreparedItem, sel: np.ndarray, matched: np.ndarray, doc_pos: np.ndarray, region_ids: np.ndarray) -> int:
-    """How many times the selected matched text (`sel`: all of it, or the own text) of one field
-    breaks off and resumes elsewhere: between two selected tokens of the same field, an item token
-    is missing from the match, or the region holds the two pieces only apart.
+def breaks(
+    p: PreparedItem, sel: np.ndarray, matched: np.ndarray, doc_pos: np.ndarray, region_ids: np.ndarray, piece: float
+) -> float:
+    """Bits it costs to say where each piece of the selected matched text (`sel`: all of it, or
+    the own text) of one field resumes after it breaks off: between two selected tokens of the
+    same field, an item token is missing from the match, or the region holds the two pieces only
+    apart.
 
-    A copy holds each field in one piece; the pieces that chance (or a sibling's copy) assembles
-    are many. Each piece after the first could have started anywhere in the region, so it costs
-    log2(region length) bits of the match's information: the gap cost of local alignment
-    statistics (Karlin & Altschul 1990; Altschul et al. 1997). A break between fields costs
+    A copy holds each field in one piece, or in pieces a word or two apart where it was edited;
+    the pieces that chance (or a sibling's copy) assembles are many, and anywhere. Each piece
+    after the first costs the bits that place it: 1 + log2(1 + g) where it resumes g tokens on
+    (the item's gap and the document's, added), or `piece` bits, log2(region length), if that is
+    less (it could start anywhere in the region): the gap cost of local alignment statistics
+    (Karlin & Altschul 1990; Altschul et al. 1997), with a gap's length coded in about log2 of
+    it. So an edited copy's pieces, one substituted word apart, cost 2.6 bits each, and pieces
+    of siblings' copies strewn over the region the full price. A break between fields costs
     nothing: documents lay fields out as they please.
 
     The aligner's pieces are not the count: LCS may take a field's first words from an earlier
@@ -274,7 +298,7 @@ def breaks(p: PreparedItem, sel: np.ndarray, matched: np.ndarray, doc_pos: np.nd
     to the last of them contiguously."""
     idx = np.flatnonzero(sel & matched)
     if len(idx) < 2:
-        return 0
+        return 0.0
     starts = np.array([s for s, _e, _r in p.fields])
     field = np.searchsorted(starts, idx, side="right")
     offset = doc_pos[idx] - idx
@@ -282,7 +306,7 @@ def breaks(p: PreparedItem, sel: np.ndarray, matched: np.ndarray, doc_pos: np.nd
     same_field = field[1:] == field[:-1]
     cuts = np.flatnonzero(~same_field | (np.diff(offset) != 0) | (np.diff(missing) != 0)) + 1
     bounds = [0, *cuts.tolist(), len(idx)]  # the aligner's pieces: idx[bounds[k]:bounds[k + 1]]
-    count, first = 0, int(idx[0])  # first: where the current piece starts in the item
+    cost, first = 0.0, int(idx[0])  # first: where the current piece starts in the item
     for k in range(1, len(bounds) - 1):
         c, end = bounds[k], int(idx[bounds[k + 1] - 1])
         if not same_field[c - 1]:
@@ -290,8 +314,11 @@ def breaks(p: PreparedItem, sel: np.ndarray, matched: np.ndarray, doc_pos: np.nd
         elif find_sequence(region_ids, p.ids[first : end + 1]) >= 0:
             continue  # the region holds the joined text in one piece
         else:
-            count, first = count + 1, int(idx[c])
-    return count
+            a, b = int(idx[c - 1]), int(idx[c])
+            gap = (b - a - 1) + (int(doc_pos[b]) - int(doc_pos[a]) - 1)
+            cost += min(piece, 1.0 + math.log2(1 + gap)) if gap >= 0 else piece
+            first = b
+    return cost
 
 
 @dataclass
@@ -301,6 +328,15 @@ class Region:
 
     ids: np.ndarray
     mgrams: np.ndarray
+    grams: np.ndarray  # its index n-grams, sorted, without repeats
+
+    @classmethod
+    def of(cls, doc: DocTokens, lo: int, hi: int, n: int) -> Region:
+        return cls(
+            doc.ids[lo:hi],
+            np.unique(doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]),
+            np.unique(doc.grams[lo : max(lo, hi - n + 1)]),
+        )
 
     @cached_property
     def id_list(self) -> list[int]:
@@ -318,6 +354,8 @@ def _own_text(
     al: Alignment,
     th: Thresholds,
     present: np.ndarray,
+    doc: DocTokens,
+    n: int,
 ) -> tuple[np.ndarray, np.ndarray, int | None, bool]:
     """(own tokens, own tokens held, competitor, whether any other item's own text is held).
 
@@ -327,7 +365,7 @@ def _own_text(
     passages item i shares word for word with another item.
     present: bool per MATCH_N-gram of item i, the region holds it."""
     p = items[i]
-    candidates = _competitors(i, items, stats, shared, region.mgrams, th, present) if matched.sum() >= 2 else []
+    candidates = _competitors(i, items, stats, shared, region, th, present) if matched.sum() >= 2 else []
     if not candidates:  # (too little held for a verdict: the passages need not be worked out)
         own = ~stats.passage_tok & ~stats.common_tok if matched.sum() > stats.n else ~stats.common_tok
         return own, matched & own, None, False
@@ -337,9 +375,12 @@ def _own_text(
     in_region = member(flat, region.mgrams)
     theirs_only = ~member(flat, p.umgrams)
     found_other = bool((in_region & theirs_only).any())
-    bag_share = np.bincount(label[in_region], minlength=len(grams)) / np.maximum([len(g) for g in grams], 1)
-    order = np.argsort(-bag_share, kind="stable")[:COMPETITORS_ALIGNED].tolist()
-    competitor = _copy_of(p, [items[candidates[k]] for k in order], region, matched, present)
+    held_count = np.bincount(label[in_region], minlength=len(grams))
+    bag_share = held_count / np.maximum([len(g) for g in grams], 1)
+    # the largest shares; of equal shares, the item that explains more of the region (a longer
+    # item held whole explains more than a shorter one whose every gram is in it too)
+    order = np.lexsort((-held_count, -bag_share))[:COMPETITORS_ALIGNED].tolist()
+    competitor = _copy_of(p, [items[candidates[k]] for k in order], region, matched, present, doc, n)
     competitor = None if competitor is None else candidates[order[competitor]]
     if competitor is None:
         own = ~stats.passage_tok & ~stats.common_tok
@@ -357,15 +398,27 @@ def _own_text(
 
 
 def _copy_of(
-    p: PreparedItem, others: Sequence[PreparedItem], region: Region, matched: np.ndarray, present: np.ndarray
+    p: PreparedItem,
+    others: Sequence[PreparedItem],
+    region: Region,
+    matched: np.ndarray,
+    present: np.ndarray,
+    doc: DocTokens,
+    n: int,
 ) -> int | None:
     """Which of `others` (if any) the region is a copy of rather than of item p: the index of
-    the best one in `others`. present: bool per MATCH_N-gram of p, the region holds it."""
+    the best one in `others`. present: bool per MATCH_N-gram of p, the region holds it.
+
+    An item longer than p is measured on its own region of the document (region_for): p's
+    region, cut to p's length, would hold only part of a longer item's copy, and a short item
+    whose text is a stretch of a longer one's would be the better explanation of it."""
     competitor, best = None, (-1.0, -1.0)
     whole_i = float(matched.mean()) if p.n_tokens else 0.0
     for k, other in enumerate(others):
         if not other.n_tokens:
             continue
+        if other.n_tokens > p.n_tokens:
+            region = Region.of(doc, *region_for(other, doc, n, None), n)
         # Two items are told apart by the text they do not share: the region is the other's copy
         # if it holds a larger share of the other's distinct MATCH_N-grams than of this item's (a
         # passage, frame or long solution they share, held or not, decides nothing). On a tie
@@ -394,13 +447,15 @@ def _competitors(
     items: Sequence[PreparedItem],
     stats: ItemStats,
     shared: SharedText,
-    region_mgrams: np.ndarray,
+    region: Region,
     th: Thresholds,
     present: np.ndarray,
 ) -> list[int]:
     """Other items that could explain what the region holds of item i (module doc, step 4):
-    those sharing most of the MATCH_N-grams of item i that the region holds, and those most
-    present in the region (their grams in at most PRESENCE_MAX_ITEMS items).
+    those sharing most of the MATCH_N-grams of item i that the region holds, those most present
+    in the region (their grams in at most PRESENCE_MAX_ITEMS items), and those holding most of
+    the region's index n-grams (longer grams name fewer items: in a benchmark drawn from a small
+    vocabulary, every 3-gram is in hundreds of items, a 5-gram in a few).
 
     The caller measures how much of each the region holds, as it does for item i: if one holds
     at least as large a share of itself, the region is (at least as much) its copy, and item i
@@ -417,11 +472,14 @@ def _competitors(
         return []  # only template grams are shared: no one item explains them
     groups, counts = np.unique(overlap, return_counts=True)
     candidates = groups[np.argsort(-counts, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
-    in_region = shared.mgrams.groups_of(region_mgrams, PRESENCE_MAX_ITEMS)  # region_mgrams: unique already
-    in_region = in_region[in_region != me]
-    if len(in_region):
-        pg, pc = np.unique(in_region, return_counts=True)
-        candidates += pg[np.argsort(-pc, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
+    for held in (
+        shared.mgrams.groups_of(region.mgrams, PRESENCE_MAX_ITEMS),  # the region's grams: unique already
+        shared.ngrams.groups_of(region.grams, COMPETITOR_MAX_ITEMS),
+    ):
+        held = held[held != me]
+        if len(held):
+            pg, pc = np.unique(held, return_counts=True)
+            candidates += pg[np.argsort(-pc, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
     return [shared.members[g] for g in dict.fromkeys(candidates)]
 
 

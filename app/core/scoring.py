@@ -45,7 +45,16 @@ import numpy as np
 
 from contam.app.core.align import align, covered, longest_run
 from contam.app.core.config import Thresholds
-from contam.app.core.items import QUESTION, SCORED_ROLES, ItemStats, PreparedItem, SharedText, item_stats, lookup
+from contam.app.core.items import (
+    MATCH_N,
+    QUESTION,
+    SCORED_ROLES,
+    ItemStats,
+    PreparedItem,
+    SharedText,
+    item_stats,
+    lookup,
+)
 from contam.app.core.matching import DocMatch, DocTokens, match_document
 from contam.app.core.signatures import token_hashes
 from contam.app.core.surprise import token_bits
@@ -119,6 +128,10 @@ class ItemScore:
         return min(1.0, self.longest_match / self.tokens) if self.tokens else 0.0
 
 
+# A field shorter than this cannot be told from chance at all: with no field this long, too_short
+# (with a short channel; without one, no field of n tokens means no n-gram to look up)
+MIN_TOKENS = 4
+
 _SEVERITY = {Status.CONTAMINATED: 2, Status.SUSPICIOUS: 1, Status.CLEAN: 0}
 
 
@@ -145,9 +158,22 @@ def verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: bo
     )
     if q_asked and m.answer_found and m.matched_bits >= th.min_bits:
         return Status.CONTAMINATED, "question and answer found together in one document"
-    if (q_own or 0.0) >= th.contaminated_coverage and m.own_bits >= th.min_bits:
+    # The question alone: most of it, or, for a question of fewer than 2n own tokens, all of it
+    # (four words of a five-word question are a phrase's length: they recur by chance)
+    q_whole = 1.0 if m.own_role_tokens(p, QUESTION) < 2 * n else th.contaminated_coverage
+    if (q_own or 0.0) >= q_whole and m.own_bits >= th.min_bits:
         return Status.SUSPICIOUS, "the question is in one document, without its answer"
-    if m.own_total and m.own_coverage >= th.suspicious_coverage and m.own_bits >= th.min_bits and m.longest_own > n:
+    # Not a phrase: two n-grams in a row (n + 1 tokens). Or, with the short channel, runs of
+    # short-channel n-grams each rare in the corpus: three in a row (MATCH_N + 2 tokens), its rare
+    # runs holding more than half of the own text; or two in a row with the item's answer after
+    # them. Two rare 3-grams in a row alone (four words) are what a name, a title or a phrase of
+    # the corpus's own subject gives by chance (bench/calibrate.py, the short-question null).
+    unlikely = (
+        m.longest_own > n
+        or (m.rare_run >= MATCH_N + 2 and 2 * m.rare_tokens > m.own_total)
+        or (m.rare_run >= MATCH_N + 1 and m.answer_found)
+    )
+    if m.own_total and m.own_coverage >= th.suspicious_coverage and m.own_bits >= th.min_bits and unlikely:
         return Status.SUSPICIOUS, (
             f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens)"
         )
@@ -158,10 +184,15 @@ def verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: bo
             f"a {m.shared_run}-token passage it shares with {m.shared_items - 1} other "
             "item(s) was found, but not this item's own text"
         )
-    if m.own_coverage >= th.suspicious_coverage:
+    if m.own_coverage >= th.suspicious_coverage and m.own_bits < th.min_bits:
         return Status.CLEAN, (
             f"one document holds {m.own_coverage:.0%} of its own text, but only "
             f"{m.own_bits:.0f} bits: too little to tell from chance"
+        )
+    if m.own_coverage >= th.suspicious_coverage:
+        return Status.CLEAN, (
+            f"one document holds {m.own_coverage:.0%} of its own text, but in runs of at most "
+            f"{m.longest_own} tokens: a phrase's length, not a copy's"
         )
     if m.competitor is not None and m.own_total == 0 and m.coverage >= 0.5:
         return Status.CLEAN, "only text shared with other items of the benchmark was found"
@@ -224,13 +255,21 @@ def assess(
             any(m.passage_coverage >= th.suspicious_coverage for m in matches) or "passage" in score.reason
         )
     widespread = _widespread(p, stats, n, th)
-    if not eligible.any() and not widespread:
+    # the short channel judges a short item by its short-channel n-grams that are rare
+    short_ok = stats.sdf is not None and bool((stats.sdf <= th.max_df).any())
+    longest = max((e - s for s, e, _r in p.fields), default=0)
+    shortest = n if stats.sdf is None else MIN_TOKENS
+    if longest < shortest and not widespread:
         score.status = Status.TOO_SHORT
         score.reason = (
-            f"no field has n={n} tokens (the longest has {max((e - s for s, e, _r in p.fields), default=0)}), "
-            "so no n-gram can be looked up"
-            if len(p.grams) == 0
-            else "every n-gram is common in the corpus or low in information: chance cannot be ruled out"
+            f"no field has {shortest} tokens (the longest has {longest}): too little text to tell a copy from chance"
+        )
+    elif not eligible.any() and not short_ok and not widespread:
+        # a common phrase: found by chance in many documents, a match says nothing
+        score.status = Status.CLEAN
+        score.reason = (
+            f"every n-gram of its text is in more than {th.max_df} documents or low in information: "
+            "a phrase this common is no evidence of a copy"
         )
     elif widespread:  # most of its text is common only because it was copied so often
         score.status, score.reason = Status.CONTAMINATED, "the item's own text is in many documents (widespread copy)"
@@ -323,10 +362,17 @@ def split_marked(text: str, spans: Sequence[Sequence[int]]) -> list[tuple[str, b
 
 
 def benchmark_stats(
-    prepared: Sequence[PreparedItem], shared: SharedText, df: Mapping[int, int], n: int, th: Thresholds
+    prepared: Sequence[PreparedItem],
+    shared: SharedText,
+    df: Mapping[int, int],
+    n: int,
+    th: Thresholds,
+    short: bool = False,
 ) -> list[ItemStats]:
     """What the benchmark and the corpus say about each item before any document: n-gram
-    frequencies, passages, boilerplate, and each token's information (app.core.surprise)."""
+    frequencies, passages, boilerplate, and each token's information (app.core.surprise).
+    df: documents per n-gram of either channel; short: the index has a short channel (the
+    items were prepared with it)."""
     groups = shared.group.tolist()
     bits = token_bits([p.ids for p in prepared], [p.fields for p in prepared], groups)
     if not prepared:
@@ -339,9 +385,13 @@ def benchmark_stats(
     dfs = np.split(lookup(grams, df), sizes)
     freqs = np.split(shared.freq(grams), sizes)
     mfreqs = np.split(shared.mgrams.freq(np.concatenate([p.mgrams for p in prepared])), msizes)
+    ssizes = np.cumsum([len(p.sgrams) for p in prepared])[:-1]
+    sdfs: list[Any] = (
+        np.split(lookup(np.concatenate([p.sgrams for p in prepared]), df), ssizes) if short else [None] * len(prepared)
+    )
     return [
-        item_stats(p, g, shared, d, n, th, b, f, mf)
-        for p, g, d, b, f, mf in zip(prepared, groups, dfs, bits, freqs, mfreqs, strict=True)
+        item_stats(p, g, shared, d, n, th, b, f, mf, sd)
+        for p, g, d, b, f, mf, sd in zip(prepared, groups, dfs, bits, freqs, mfreqs, sdfs, strict=True)
     ]
 
 

@@ -330,7 +330,11 @@ class Scanner:
         freqs = np.split(bench.shared.freq(all_grams), sizes)
         mfreqs = np.split(bench.shared.mgrams.freq(np.concatenate([p.mgrams for p in prepared])), msizes)
         ssizes = np.cumsum([len(p.sgrams) for p in prepared])[:-1]
-        sdfs = np.split(lookup(np.concatenate([p.sgrams for p in prepared]), df), ssizes)
+        sdfs: list[Any] = (
+            np.split(lookup(np.concatenate([p.sgrams for p in prepared]), df), ssizes)
+            if cfg.short_n
+            else [None] * len(prepared)
+        )
         view = _ChunkView(bench, lo, prepared)
         shared = bench.shared
         stats = {

@@ -28,17 +28,26 @@ N = 5
 FILLER = " ".join(f"alpha{i} beta{i % 7} gamma{i % 13}" for i in range(400))  # unrelated text
 
 
-def scan(items: Sequence[BenchmarkItem], docs: Mapping[str, str], th: Thresholds | None = None) -> dict[str, ItemScore]:
+def scan(
+    items: Sequence[BenchmarkItem], docs: Mapping[str, str], th: Thresholds | None = None, short: bool = True
+) -> dict[str, ItemScore]:
+    """short: the index has the short channel (3-grams beside the 5-grams), as by default."""
     th = th or Thresholds()
-    prepared = [prepare(it, N) for it in items]
+    prepared = [prepare(it, N, 3 if short else 0) for it in items]
     shared = SharedText(prepared)
     names = list(docs)
     tokens = {k: DocTokens.of(token_hashes(tokenize(docs[names[k]])), N) for k in range(len(names))}
     df = Counter(h for d in tokens.values() for h in set(d.grams.tolist()))
-    stats = benchmark_stats(prepared, shared, df, N, th)
+    if short:
+        df.update(h for d in tokens.values() for h in set(d.mgrams.tolist()))
+    stats = benchmark_stats(prepared, shared, df, N, th, short)
     out = {}
     for i, p in enumerate(prepared):
-        cands = {k: (d, None) for k, d in tokens.items() if np.isin(p.grams, d.grams).any()}
+        cands = {
+            k: (d, None)
+            for k, d in tokens.items()
+            if np.isin(p.grams, d.grams).any() or np.isin(p.sgrams, d.mgrams).any()
+        }
         out[p.item.item_id] = judge(i, prepared, stats, shared, cands, N, th)[0]
     return out
 
@@ -136,8 +145,7 @@ def test_the_same_words_common_across_the_corpus_are_not_a_copy() -> None:
     phrase = "the quarterback threw the ball away"
     docs = {f"news{i}": f"match report {i} {FILLER[:300]} {phrase} in the fourth quarter" for i in range(15)}
     s = scan(sports([phrase, *SPORTS[1:]]), docs)
-    assert not flagged(s["s0"]) and s["s0"].status == Status.TOO_SHORT
-    assert "common" in s["s0"].reason
+    assert s["s0"].status == Status.CLEAN and "common" in s["s0"].reason  # judged, not too_short
 
 
 EDIT_SRC = (
@@ -198,7 +206,7 @@ def test_a_siblings_copy_does_not_flag_a_low_information_item() -> None:
     ]
     s = scan(items, {"page": f"{FILLER} Q: {texts[1]} A: True {FILLER}"})
     assert s["n1"].status == Status.CONTAMINATED
-    assert s["n0"].status == Status.CLEAN, s["n0"].reason
+    assert s["n0"].status == Status.CLEAN and s["n0"].own_coverage == 0.0, s["n0"].reason  # all of it is b's
 
 
 def test_question_and_answer_together_identify_items_asking_the_same_question() -> None:
@@ -237,7 +245,7 @@ def test_thresholds_decide() -> None:
 
 def test_too_short_to_judge() -> None:
     s = scan([BenchmarkItem("x", 0, question="Is ice cold?", answer="Yes")], {"page": "Is ice cold? Yes"})["x"]
-    assert s.status == Status.TOO_SHORT and "no field has n=5 tokens (the longest has 3)" in s.reason
+    assert s.status == Status.TOO_SHORT and "no field has 4 tokens (the longest has 3)" in s.reason
 
 
 def test_template_text_carries_few_bits() -> None:
@@ -333,11 +341,14 @@ def test_a_verbatim_copy_after_a_siblings_copy_is_one_piece() -> None:
     assert m.coverage == 1.0 and m.break_bits == 0.0
 
 
-def test_a_piece_after_the_first_costs_the_bits_of_placing_it() -> None:
+@pytest.mark.parametrize("between", ["zulu", " ".join(f"x{i}" for i in range(8))])
+def test_a_piece_after_the_first_costs_the_bits_of_placing_it(between: str) -> None:
+    """A piece resuming g words on costs 1 + log2(1 + g) bits to place (2 bits a word apart, as an
+    edit leaves it), at most what placing it anywhere in the region costs, log2(region length)."""
     item = BenchmarkItem("e", 0, question=EDIT_SRC)
     p = prepare(item, N)
     words = EDIT_SRC.split()
-    pieces = " ".join(" ".join(words[k : k + 6]) + " zulu" for k in range(0, len(words), 6))
+    pieces = " ".join(" ".join(words[k : k + 6]) + f" {between}" for k in range(0, len(words), 6))
     doc = DocTokens.of(token_hashes(tokenize(f"{FILLER} {pieces} {FILLER}")), N)
     stats = benchmark_stats([p], SharedText([p]), Counter(doc.grams.tolist()), N, Thresholds())
 
@@ -345,7 +356,9 @@ def test_a_piece_after_the_first_costs_the_bits_of_placing_it() -> None:
     assert m.coverage == 1.0
     breaks = len(range(0, len(words), 6)) - 1
     region = m.region[1] - m.region[0]
-    assert m.break_bits == pytest.approx(breaks * np.log2(region))
+    gap = len(between.split())
+    each = min(np.log2(region), 1 + np.log2(1 + gap))
+    assert m.break_bits == pytest.approx(breaks * each)
     assert m.matched_bits == pytest.approx(float(stats[0].bits.sum()) - m.break_bits)
 
 
@@ -455,3 +468,98 @@ def test_a_worked_solution_without_a_final_answer_is_the_answer() -> None:
     as_solution = scan([BenchmarkItem("m1", 0, question=q, solution=sol), other], page)["m1"]
     assert as_answer.status == Status.SUSPICIOUS
     assert as_solution.status == as_answer.status and as_solution.answer_found is False, as_solution.reason
+
+
+# ---- short items, edits, fields, competitors (issue 9) ----------------------------------------
+
+SPORTS_MORE = [
+    "Freddie Freeman scored a bicycle kick",
+    "Max Pacioretty skated backwards",
+    "Daniel Jones threw a touchdown pass",
+    "Kris Bryant got a base hit",
+    "Luis Suarez got on the end of a through ball",
+]
+
+
+def test_a_light_edited_copy_of_a_six_word_item_is_found_by_the_short_channel() -> None:
+    """One word of a six-word item deleted: no 5-gram survives, so only the short channel's
+    3-grams find the page and place the item in it. Without the channel the copy is missed."""
+    page = f"{FILLER} Freddie Freeman scored a kick\nA. plausible\nB. implausible\nAnswer: implausible\n{FILLER}"
+    items = sports(SPORTS_MORE)
+    found = scan(items, {"page": page})
+    assert flagged(found["s0"]), found["s0"].reason
+    assert found["s0"].own_coverage >= 0.6
+    assert all(not flagged(found[f"s{i}"]) for i in range(1, 5))
+    missed = scan(items, {"page": page}, short=False)["s0"]
+    assert not flagged(missed) and missed.own_coverage == 0.0
+
+
+def test_a_four_word_item_is_judged_and_its_verbatim_copy_found() -> None:
+    """Four words of text: no 5-gram, but the short channel judges it (too_short is for fewer
+    than four tokens in every field)."""
+    page = f"{FILLER} Q: Max Pacioretty skated backwards\nA: plausible\n{FILLER}"
+    items = [
+        BenchmarkItem(f"s{i}", i, question=t, choices=("plausible", "implausible"), answer="plausible")
+        for i, t in enumerate(SPORTS_MORE)
+    ]
+    s = scan(items, {"page": page})
+    assert s["s1"].status == Status.CONTAMINATED, s["s1"].reason
+    assert scan(items, {"page": page}, short=False)["s1"].status == Status.TOO_SHORT
+
+
+def test_a_rare_name_alone_in_a_longer_question_is_not_a_copy() -> None:
+    """A title of five rare words (in few documents of the corpus) is found in a page about it:
+    the short channel's rare runs count only when they hold more than half of the own text."""
+    q = "Did Alice's Adventures in Wonderland inspire the plot of Macbeth?"
+    item = BenchmarkItem("q", 0, question=q, answer="No. Alice's Adventures in Wonderland was published in 1865.")
+    page = f"{FILLER} Alice's Adventures in Wonderland is a novel by Lewis Carroll. {FILLER}"
+    s = scan([item], {"page": page})["q"]
+    assert not flagged(s), s.reason
+
+
+def test_four_words_of_a_five_word_question_are_a_phrase() -> None:
+    """A question of fewer than 2n own tokens counts alone only when the page holds all of it."""
+    questions = ["Mostly useful for unit work?", "Where do the herons stand?", "Which bakers sold bread all winter?"]
+    items = [
+        BenchmarkItem(f"q{i}", i, question=q, answer=a) for i, (q, a) in enumerate(zip(questions, "xyz", strict=True))
+    ]
+    chance = scan(items, {"page": f"{FILLER} This is mostly useful for unit testing. {FILLER}"})["q0"]
+    assert not flagged(chance), chance.reason
+    whole = scan(items, {"page": f"{FILLER} Q: Mostly useful for unit work? {FILLER}"})["q0"]
+    assert flagged(whole) and whole.answer_found is False, whole.reason
+
+
+def test_each_field_is_found_where_the_document_has_it() -> None:
+    """A page holds the context and the right ending only. One LCS over the item in field order
+    spends the context's words one by one on a long wrong ending that shares them ("a", "the",
+    "kitchen"), and counts none; each field left unmatched is aligned on its own."""
+    ctx = ". a chef in the kitchen wearing a chef hat"
+    endings = (
+        "narrates using an electric mixer.",
+        "and gloves is demonstrating how to spread sugar into a thick cake pan.",
+        "and berrystaff in a kitchen are standing in front of a counter and talking about the ingredients and "
+        "dishes applied by the chefs in the kitchen.",
+        "is giving instructions on how to sharpen a knife.",
+    )
+    before = (
+        "Give the prefix a value and keep a space at the end, so as to set it apart from the rest of a line; "
+        "marks are fine too. A tip: the logger adds a time of its own and an id, so you need not add those to a line."
+    )
+    item = BenchmarkItem("h", 0, question=ctx, choices=endings, answer=endings[3])
+    s = scan([item], {"page": f"{FILLER} {before}\n\n{ctx} {endings[3]}\n\n{FILLER}"})["h"]
+    assert s.status == Status.CONTAMINATED and s.answer_with_question, s.reason
+
+
+def test_an_item_whose_text_opens_a_longer_item_is_not_contaminated_by_the_longer_ones_copy() -> None:
+    """Item a's instructions are the first four of item b's ten. A page holding b's copy holds
+    all of a's text, inside b's: measured on b's own region of the page, b explains it."""
+    a = "Always face forward. Take 6 steps left. Take 9 steps backward. Take 3 steps forward."
+    b = a + " Take 1 step forward. Take 3 steps left. Take 5 steps forward. Take 8 steps left. Take 1 step right."
+    others = ["Take 2 steps. Turn left. Take 7 steps.", "Turn around. Take 4 steps. Turn right. Take 5 steps."]
+    items = [
+        BenchmarkItem(f"n{i}", i, question=t, choices=("True", "False"), answer="False")
+        for i, t in enumerate([a, b, *others])
+    ]
+    s = scan(items, {"page": f"{FILLER} Question: {b}\nA. True\nB. False\nAnswer: False\n{FILLER}"})
+    assert s["n1"].status == Status.CONTAMINATED
+    assert s["n0"].status == Status.CLEAN and s["n0"].own_coverage == 0.0, s["n0"].reason  # all of it is b's

@@ -89,7 +89,7 @@ def test_annotated_cases(scanner: Scanner) -> None:
     assert s["qonly"].question_found and s["qonly"].answer_found is False and not s["qonly"].answer_with_question
     assert s["qonly"].status == "suspicious"
     # too short for n=5: never called clean
-    assert s["short"].status == "too_short" and "no field has n=5 tokens" in res["short"].score.reason
+    assert s["short"].status == "too_short" and "no field has 4 tokens" in res["short"].score.reason
     # CJK: one token per ideograph, found
     assert s["cjk"].status == "contaminated"
     # code re-indented and re-spaced still matches
