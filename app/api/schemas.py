@@ -56,6 +56,11 @@ class ThresholdsIn(BaseModel):
         description="information (bits, under the benchmark's own language model) a match "
         "must carry to count as evidence",
     )
+    opening_run: int = Field(
+        _TH.opening_run,
+        ge=1,
+        description="own tokens from the item's first one on, in one run, that make a truncated copy (suspicious)",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> ThresholdsIn:

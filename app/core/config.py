@@ -129,6 +129,10 @@ class Thresholds:
     passage_tokens: int = 20  # a shared run this long found alone is a passage
     passage_max_items: int = 10  # text in more items than this is a template, not a passage
     min_bits: float = 16.0  # information a match must carry to be evidence (app.core.surprise)
+    # A truncated copy (a page cut short, a half-quoted item) holds the item's opening in one run;
+    # a chance match rarely starts where the item does. At 6 to 10 own tokens from the first one
+    # on, no item of the null was flagged by it (bench/calibrate.py): 8 leaves a margin.
+    opening_run: int = 8
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -63,6 +63,7 @@ class DocMatch:
     # corpus: its longest run, and how many tokens (0 without a short channel, or for a long item)
     rare_run: int = 0
     rare_tokens: int = 0
+    opening: int = 0  # own tokens held in one run from the first own token of the question on
     # bool per item token: what the coverages count (None: all); a worked solution the document
     # does not give is left out, as a page may give the final answer, the solution, or both
     counted: np.ndarray | None = None
@@ -247,6 +248,7 @@ def match_document(
     if stats.sdf is not None and len(p.sgrams):  # p.sgrams is p.mgrams (items.prepare)
         rare = own_hit & tokens_of(p, p.mgram_pos[present & (stats.sdf <= th.max_df)], MATCH_N)
         rare_run, rare_tokens = longest_run(rare), int(rare.sum())
+    opening = _opening(p, own, own_hit)
     piece = math.log2(max(2, hi - lo))  # bits to place one more piece in the region (`breaks`)
     cost, own_cost = (breaks(p, sel, matched, al.doc_pos, region.ids, piece) for sel in (matched, own_hit))
     return DocMatch(
@@ -265,6 +267,7 @@ def match_document(
         competitor_found=competitor_found,
         rare_run=rare_run,
         rare_tokens=rare_tokens,
+        opening=opening,
         counted=counted,
         matched_bits=max(0.0, float(stats.bits[matched].sum()) - cost),
         own_bits=max(0.0, float(stats.bits[own_hit].sum()) - own_cost),
@@ -272,6 +275,17 @@ def match_document(
         own_bits_total=float(stats.bits[own].sum()),
         bits_total=float(stats.bits.sum()),
     )
+
+
+def _opening(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> int:
+    """Own tokens held in one run from the first own token of the question on (0 if that one is
+    not held): how a truncated copy holds an item."""
+    start = np.flatnonzero(own & (p.role == QUESTION))
+    if not len(start) or not own_hit[start[0]]:
+        return 0
+    rest = own_hit[start[0] :]
+    gaps = np.flatnonzero(~rest)
+    return int(gaps[0]) if len(gaps) else len(rest)
 
 
 def breaks(

@@ -179,6 +179,11 @@ def verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: bo
         )
     if m.longest_own >= th.longest_match and m.own_bits >= th.min_bits:
         return Status.SUSPICIOUS, f"a {m.longest_own}-token run of its own text matches one document"
+    if m.opening >= th.opening_run and m.own_bits >= th.min_bits:
+        return Status.SUSPICIOUS, (
+            f"one document holds the item's opening in one run ({m.opening} tokens of its own text), "
+            "as a truncated copy does"
+        )
     if m.shared_run >= th.passage_tokens and not m.competitor_found and 0 < m.shared_items <= th.passage_max_items + 1:
         return Status.SUSPICIOUS, (
             f"a {m.shared_run}-token passage it shares with {m.shared_items - 1} other "

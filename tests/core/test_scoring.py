@@ -238,7 +238,7 @@ def test_question_and_answer_together_identify_items_asking_the_same_question() 
 
 def test_thresholds_decide() -> None:
     items = [BenchmarkItem("e", 0, question=EDIT_SRC)]
-    strict = Thresholds(contaminated_coverage=1.01, suspicious_coverage=1.01, longest_match=10_000)
+    strict = Thresholds(contaminated_coverage=1.01, suspicious_coverage=1.01, longest_match=10_000, opening_run=10_000)
     s = scan(items, {"page": f"{FILLER} {EDIT_SRC} {FILLER}"}, strict)["e"]
     assert s.status == Status.CLEAN and s.own_coverage == 1.0
 
@@ -563,3 +563,21 @@ def test_an_item_whose_text_opens_a_longer_item_is_not_contaminated_by_the_longe
     s = scan(items, {"page": f"{FILLER} Question: {b}\nA. True\nB. False\nAnswer: False\n{FILLER}"})
     assert s["n1"].status == Status.CONTAMINATED
     assert s["n0"].status == Status.CLEAN and s["n0"].own_coverage == 0.0, s["n0"].reason  # all of it is b's
+
+
+def test_a_truncated_copy_holds_the_items_opening() -> None:
+    """The first half of a question of 24 words, cut mid-word, inside an unrelated page: under
+    the coverage a partial copy needs (0.4 of the own text with its choices), but the page
+    holds the item's opening in one run, as a truncated copy does; the same words from its
+    middle do not."""
+    q = (
+        "Kai sold their clothes to the bidder at an auction when they didn't fit any more and the "
+        "money went to a trip. What will Kai want to do next?"
+    )
+    choices = ("Give the rest away for free", "Help the people in need", "Buy some new clothes")
+    items = [BenchmarkItem("k", 0, question=q, choices=choices, answer=choices[2])]
+    opening = "Kai sold their clothes to the bidder at an auction wh"
+    s = scan(items, {"page": f"{FILLER} {opening} {FILLER}"})["k"]
+    assert s.status == Status.SUSPICIOUS and "opening" in s.reason and s.own_coverage < 0.4, s.reason
+    middle = "their clothes to the bidder at an auction when they"
+    assert not flagged(scan(items, {"page": f"{FILLER} {middle} {FILLER}"})["k"])
