@@ -9,6 +9,7 @@ items form one group and count once: a duplicate is the same item, not a competi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -19,7 +20,7 @@ import xxhash
 from contam.app.core.align import covered
 from contam.app.core.config import Thresholds
 from contam.app.core.signatures import rolling_hashes, token_hashes
-from contam.app.core.text import tokenize
+from contam.app.core.text import tokenize, tokenize_spans
 from contam.app.core.types import BenchmarkItem
 
 SCORED_ROLES = ("question", "choices", "answer", "solution")
@@ -67,6 +68,10 @@ class PreparedItem:
     # start; empty when the index has no short channel or the item does not need it (prepare)
     sgrams: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     sgram_pos: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # (id, first token, tokens) of every run of tokens written with only punctuation between them
+    # ("3.14", "1,500", "x^8+4x^6", "is_palindrome(s)"), as the one token a copy with that
+    # punctuation dropped holds ("314"): app.core.matching reads such a token as the run
+    glued: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
 
     @property
     def n_tokens(self) -> int:
@@ -93,16 +98,18 @@ SHORT_ITEM_TOKENS = 32
 def prepare(item: BenchmarkItem, n: int, short_n: int = 0) -> PreparedItem:
     """An item's scored text as token ids, n-grams and MATCH_N-grams (module doc). short_n: the
     index's short channel (0: none); an item under SHORT_ITEM_TOKENS tokens gets its n-grams."""
-    fields: list[tuple[int, list[str]]] = [(QUESTION, tokenize(t)) for t in item.segments("question")]
-    choices = [tokenize(c) for c in item.segments("choices")]
-    fields += [(CHOICES, c) for c in choices]
+    texts: list[tuple[int, str]] = [(QUESTION, t) for t in item.segments("question")]
+    texts += [(CHOICES, c) for c in item.segments("choices")]
+    choices = [tokenize(c) for _code, c in texts if _code == CHOICES]
     answer = tokenize(item.answer) if item.answer else []
     answer_is_choice = bool(answer) and answer in choices
     if answer and not answer_is_choice:
-        fields.append((ANSWER, answer))
-    fields += [(SOLUTION, tokenize(s)) for s in item.segments("solution")]
+        texts.append((ANSWER, item.answer))
+    texts += [(SOLUTION, t) for t in item.segments("solution")]
+    fields: list[tuple[int, list[str]]] = [(code, tokenize(t)) for code, t in texts]
     # the whole item at once: token ids, then every field's grams cut from one rolling hash
     # (a gram counts only inside its field), instead of a dozen numpy calls per field
+    texts = [ct for ct, (_code, toks) in zip(texts, fields, strict=True) if toks]
     fields = [(code, toks) for code, toks in fields if toks]
     lens = np.array([len(toks) for _code, toks in fields], dtype=np.int64)
     bounds = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
@@ -145,7 +152,44 @@ def prepare(item: BenchmarkItem, n: int, short_n: int = 0) -> PreparedItem:
         stem=xxhash.xxh3_64_intdigest(all_ids[role == QUESTION].tobytes()),
         sgrams=sgrams,
         sgram_pos=sgram_pos,
+        glued=_glued([t for _code, t in texts], bounds[:-1].tolist()),
     )
+
+
+GLUE_MAX = 12  # tokens of one glued run looked for (a formula's, a number's, an identifier's)
+GLUE_MIN_CHARS = 3  # "a3" glued from "a^3" is as often a name of its own ("x2", "b3" in code)
+_GLUE = re.compile(r"\w[^\w\s]+\w")  # a field where punctuation alone parts two tokens
+
+
+def _glued(texts: Sequence[str], starts: Sequence[int]) -> np.ndarray:
+    """PreparedItem.glued of fields `texts`, whose first tokens are at `starts` of the item:
+    every run of 2 to GLUE_MAX tokens inside a chain of tokens parted by punctuation alone."""
+    runs: list[tuple[int, int]] = []  # (first token in the item, tokens)
+    strings: list[str] = []
+    for text, first in zip(texts, starts, strict=True):
+        if not _GLUE.search(text):
+            continue
+        toks = tokenize_spans(text)
+        seps = [text[e:s] for e, s in zip(toks.ends[:-1].tolist(), toks.starts[1:].tolist(), strict=True)]
+        joined = [bool(sep) and not any(c.isspace() for c in sep) for sep in seps]
+        k = 0
+        while k < len(joined):
+            if not joined[k]:
+                k += 1
+                continue
+            end = k  # the chain is tokens k..end: each joined to the next by punctuation alone
+            while end < len(joined) and joined[end]:
+                end += 1
+            for a in range(k, end):
+                for b in range(a + 2, min(end + 1, a + GLUE_MAX) + 1):
+                    glued = "".join(toks.tokens[a:b])
+                    if len(glued) >= GLUE_MIN_CHARS:
+                        runs.append((first + a, b - a))
+                        strings.append(glued)
+            k = end + 1
+    if not runs:
+        return np.zeros((0, 3), dtype=np.int64)
+    return np.column_stack([_ids(strings), np.array(runs, dtype=np.int64).reshape(-1, 2)])
 
 
 def _grams_inside(ids: np.ndarray, field_end: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:

@@ -224,7 +224,7 @@ def match_document(
     """What one document holds of item `i`, and which of that is the item's own text there."""
     p = items[i]
     lo, hi = region_for(p, doc, n, window)
-    region = Region.of(doc, lo, hi, n)
+    region, src = _unglued(p, Region.of(doc, lo, hi, n), n)
     al = align_fields(p.id_list, region.id_list, p.whole, p.fields)
     present = member(p.mgrams, region.mgrams)
     matched = held(p, region.ids, region.mgrams, present=present) & al.matched  # in the item's order
@@ -258,7 +258,10 @@ def match_document(
         own_hit=own_hit,
         competitor=competitor,
         region=(lo, hi),
-        blocks=[(a, lo + b, size) for a, b, size in al.blocks],
+        blocks=[
+            (a, lo + b, size) if src is None else (a, lo + int(src[b]), int(src[b + size - 1] - src[b]) + 1)
+            for a, b, size in al.blocks
+        ],
         answer_found=_answer_found(p, al, matched, region.ids, solution_held),
         passage_coverage=passage,
         near_window=window[0] if window else None,
@@ -275,6 +278,33 @@ def match_document(
         own_bits_total=float(stats.bits[own].sum()),
         bits_total=float(stats.bits.sum()),
     )
+
+
+def _unglued(p: PreparedItem, region: Region, n: int) -> tuple[Region, np.ndarray | None]:
+    """The region with each token that is one of the item's glued runs (PreparedItem.glued: "314"
+    for "3.14") read as that run's tokens, so a copy that dropped the punctuation inside numbers,
+    formulas or identifiers aligns token for token; and for each token of that region, the
+    region token it comes from (None: nothing glued)."""
+    if not len(p.glued):
+        return region, None
+    # a token the item itself has ("12" beside "1/2") is read as itself
+    hit = np.isin(region.ids, p.glued[:, 0]) & ~np.isin(region.ids, p.ids)
+    if not hit.any():
+        return region, None
+    first = {int(h): (int(a), int(k)) for h, a, k in p.glued[::-1].tolist()}  # the first run of each id
+    parts, src = [], []
+    for j, (tok, glued) in enumerate(zip(region.ids.tolist(), hit.tolist(), strict=True)):
+        if glued:
+            a, k = first[tok]
+            parts.append(p.ids[a : a + k])
+            src.append(np.full(k, j, dtype=np.int64))
+        else:
+            parts.append(region.ids[j : j + 1])
+            src.append(np.array([j], dtype=np.int64))
+    ids = np.concatenate(parts).astype(np.int64, copy=False)
+    u = ids.view(np.uint64)
+    grams = [np.unique(rolling_hashes(u, w).view(np.int64)) for w in (MATCH_N, n)]
+    return Region(ids, grams[0], grams[1]), np.concatenate(src)
 
 
 def _opening(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> int:

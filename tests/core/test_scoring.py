@@ -581,3 +581,15 @@ def test_a_truncated_copy_holds_the_items_opening() -> None:
     assert s.status == Status.SUSPICIOUS and "opening" in s.reason and s.own_coverage < 0.4, s.reason
     middle = "their clothes to the bidder at an auction when they"
     assert not flagged(scan(items, {"page": f"{FILLER} {middle} {FILLER}"})["k"])
+
+
+def test_a_copy_that_dropped_the_punctuation_inside_numbers_and_formulas_is_found() -> None:
+    """Reformatted copies drop punctuation, and where it was the only thing between two tokens
+    they become one ("3^105+4^105" -> "31054105", "$1,500" -> "1500"): such a token is read as
+    the run it glues."""
+    q = "Find 3^105+4^105 mod 7, given that a bike costs $1,500 and a helmet $2.50 more than the lock."
+    item = [BenchmarkItem("m", 0, question=q, answer="0")]
+    copy = "QUESTION FIND 31054105 MOD 7 GIVEN THAT A BIKE COSTS 1500 AND A HELMET 250 MORE THAN THE LOCK"
+    page = f"{FILLER} {copy} {FILLER}"
+    s = scan(item, {"page": page})["m"]
+    assert s.status == Status.CONTAMINATED and s.own_coverage > 0.9, s.reason
