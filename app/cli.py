@@ -175,7 +175,8 @@ def corpora(
         typer.echo(
             f"{r['name']}: {r['files']} files ({r['failed_files']} failed), {r['documents']} documents, "
             f"{r['tokens']} tokens, {r['bytes'] / 1e6:.1f} MB of files on disk; fingerprint {r['fingerprint']} "
-            f"(n={c['ngram_n']}, sample={c['sample_mod']}, window={c['window']}/{c['stride']}, "
+            f"(n={c['ngram_n']}, short={c.get('short_n', 0)}, sample={c['sample_mod']}, "
+            f"window={c['window']}/{c['stride']}, "
             f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']})"
         )
 
@@ -210,7 +211,8 @@ def health_text(h: dict[str, Any]) -> str:
         + ("; per document " + ", ".join(f"{k} {v:,}" for k, v in spread.items()) if spread else ""),
         f"  postings:   {h['ngrams']:,} n-grams, {h['windows']:,} windows, in {_count(h['segments'], 'segment')}",
         "  skipped:    " + (", ".join(f"{k}={v:,}" for k, v in h["skipped"].items()) or "nothing"),
-        f"  settings:   n={c['ngram_n']}, sample={c['sample_mod']}, window={c['window']}/{c['stride']}, "
+        f"  settings:   n={c['ngram_n']}, short={c.get('short_n', 0)}, sample={c['sample_mod']}, "
+        f"window={c['window']}/{c['stride']}, "
         f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']}",
     ]
     lines += [f"  failed:     {f['error']}" for f in h["failed_files"]]

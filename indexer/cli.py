@@ -96,6 +96,9 @@ def index(
     workers: WorkersOpt = 0,
     batch_size: BatchSizeOpt = None,
     ngram: Annotated[int, typer.Option(help="words per exact-channel n-gram")] = SIG.ngram_n,
+    short_ngram: Annotated[
+        int, typer.Option(help="words per short-channel n-gram (3), or 0 for none: short items and edits need it")
+    ] = SIG.short_n,
     sample: Annotated[int, typer.Option(help="keep n-grams with hash %% SAMPLE == 0 (1: all)")] = SIG.sample_mod,
     window: Annotated[int, typer.Option(help="near-channel window, tokens")] = SIG.window,
     stride: Annotated[int, typer.Option(help="near-channel window stride, tokens")] = SIG.stride,
@@ -116,8 +119,8 @@ def index(
 ) -> None:
     """Index corpus files (JSONL, JSONL.gz/.zst, Parquet, .txt) into a named corpus."""
     cfg = SignatureConfig(
-        ngram_n=ngram, sample_mod=sample, window=window, stride=stride, shingle=shingle, num_perm=num_perm,
-        bands=bands, seed=seed,
+        ngram_n=ngram, short_n=short_ngram, sample_mod=sample, window=window, stride=stride, shingle=shingle,
+        num_perm=num_perm, bands=bands, seed=seed,
     )  # fmt: skip
     opts = index_options(
         get_settings(), workers=workers, batch_size=batch_size, commit_mb=commit_mb, segment_rows=segment_rows,

@@ -339,3 +339,42 @@ def test_check_requests_share_documents_and_answer_as_a_fresh_scanner(
     again = by_item(checked(svc))
     assert again == {it.item_id: Scanner(engine).scan([it])[0].as_dict() for it in ITEMS}
     assert again["verbatim"]["status"] != "contaminated"
+
+
+SPORTS_ITEMS = [
+    "Freddie Freeman scored a bicycle kick",
+    "Max Pacioretty skated backwards",
+    "Daniel Jones threw a touchdown pass",
+    "Kris Bryant got a base hit",
+]
+
+
+@pytest.mark.parametrize("short_n", [3, 0])
+def test_the_short_channel_finds_edited_and_four_word_items_through_the_index(
+    engine: Engine, index_corpus: IndexCorpus, short_n: int
+) -> None:
+    """Through a real index: a six-word item with a word deleted, and a four-word item verbatim,
+    are found through the short channel's 3-grams (SignatureConfig.short_n); an index built
+    without the channel (short_n=0, as before it existed) still scans, and misses both."""
+    docs = [
+        {
+            "id": "edit",
+            "text": f"{FILLER} Freddie Freeman scored a kick\nA. plausible\nB. implausible\nAnswer: implausible",
+        },
+        {"id": "four", "text": f"Q: Max Pacioretty skated backwards\nA: plausible\n{FILLER}"},
+    ]
+    index_corpus(engine, docs, cfg=SignatureConfig(short_n=short_n))
+    items = [
+        BenchmarkItem(f"s{i}", i, question=t, choices=("plausible", "implausible"), answer=a)
+        for i, (t, a) in enumerate(
+            zip(SPORTS_ITEMS, ["implausible", "plausible", "plausible", "plausible"], strict=True)
+        )
+    ]
+    res = {r.item.item_id: r for r in Scanner(engine).scan(items)}
+    if short_n:
+        assert res["s0"].score.status in ("suspicious", "contaminated"), res["s0"].score.reason
+        assert res["s0"].evidence and res["s0"].evidence[0].document_id == "edit"
+        assert res["s1"].score.status == "contaminated" and res["s1"].evidence[0].document_id == "four"
+    else:
+        assert res["s0"].score.status == "clean" and res["s1"].score.status == "too_short"
+    assert res["s2"].score.status == res["s3"].score.status == "clean"
