@@ -231,24 +231,14 @@ def match_document(
     own, own_hit, competitor, competitor_found = _own_text(
         i, items, stats, shared, region, matched, al, th, present, doc, n
     )
-    # a worked solution beside a final answer that this page does not give is left out of the
-    # coverages (pages give the final answer, the solution, or both); its runs still count as own
-    solution = p.role == SOLUTION
-    counted = None
-    final_answer = bool((p.role == ANSWER).any() or len(p.answer_ids))
     solution_held = _solution_share(p, own, own_hit)
-    if solution.any() and final_answer and solution_held < 0.5:
-        counted = ~solution
+    counted = _counted(p, solution_held)
     passage = 0.0
     if len(p.passage_grams) and p.passage_tokens:
         grams = np.unique(doc.grams[lo : max(lo, hi - n + 1)])
         passage = float(covered(member(p.passage_grams, grams), n, p.passage_tokens).mean())
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
-    rare_run = rare_tokens = 0
-    if stats.sdf is not None and len(p.sgrams):  # p.sgrams is p.mgrams (items.prepare)
-        rare = own_hit & tokens_of(p, p.mgram_pos[present & (stats.sdf <= th.max_df)], MATCH_N)
-        rare_run, rare_tokens = longest_run(rare), int(rare.sum())
-    opening = _opening(p, own, own_hit)
+    rare_run, rare_tokens = _rare(p, stats, present, own_hit, th)
     piece = math.log2(max(2, hi - lo))  # bits to place one more piece in the region (`breaks`)
     cost, own_cost = (breaks(p, sel, matched, al.doc_pos, region.ids, piece) for sel in (matched, own_hit))
     return DocMatch(
@@ -270,7 +260,7 @@ def match_document(
         competitor_found=competitor_found,
         rare_run=rare_run,
         rare_tokens=rare_tokens,
-        opening=opening,
+        opening=_opening(p, own, own_hit),
         counted=counted,
         matched_bits=max(0.0, float(stats.bits[matched].sum()) - cost),
         own_bits=max(0.0, float(stats.bits[own_hit].sum()) - own_cost),
@@ -305,6 +295,26 @@ def _unglued(p: PreparedItem, region: Region, n: int) -> tuple[Region, np.ndarra
     u = ids.view(np.uint64)
     grams = [np.unique(rolling_hashes(u, w).view(np.int64)) for w in (MATCH_N, n)]
     return Region(ids, grams[0], grams[1]), np.concatenate(src)
+
+
+def _counted(p: PreparedItem, solution_held: float) -> np.ndarray | None:
+    """What the coverages count (None: all): a worked solution beside a final answer that the page
+    does not give is left out (pages give the final answer, the solution, or both); its runs
+    still count as own text."""
+    final_answer = bool((p.role == ANSWER).any() or len(p.answer_ids))
+    solution = p.role == SOLUTION
+    return ~solution if solution.any() and final_answer and solution_held < 0.5 else None
+
+
+def _rare(
+    p: PreparedItem, stats: ItemStats, present: np.ndarray, own_hit: np.ndarray, th: Thresholds
+) -> tuple[int, int]:
+    """(longest run, tokens) of own text held inside short-channel n-grams each in at most max_df
+    documents of the corpus; (0, 0) without a short channel or for a long item."""
+    if stats.sdf is None or not len(p.sgrams):
+        return 0, 0
+    rare = own_hit & tokens_of(p, p.mgram_pos[present & (stats.sdf <= th.max_df)], MATCH_N)  # sgrams is mgrams
+    return longest_run(rare), int(rare.sum())
 
 
 def _opening(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> int:

@@ -189,24 +189,29 @@ def verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: bo
             f"a {m.shared_run}-token passage it shares with {m.shared_items - 1} other "
             "item(s) was found, but not this item's own text"
         )
+    return Status.CLEAN, _clean_reason(m, th)
+
+
+def _clean_reason(m: DocMatch, th: Thresholds) -> str:
+    """Why a document that does not flag the item says it is clean."""
     if m.own_coverage >= th.suspicious_coverage and m.own_bits < th.min_bits:
-        return Status.CLEAN, (
+        return (
             f"one document holds {m.own_coverage:.0%} of its own text, but only "
             f"{m.own_bits:.0f} bits: too little to tell from chance"
         )
     if m.own_coverage >= th.suspicious_coverage:
-        return Status.CLEAN, (
+        return (
             f"one document holds {m.own_coverage:.0%} of its own text, but in runs of at most "
             f"{m.longest_own} tokens: a phrase's length, not a copy's"
         )
     if m.competitor is not None and m.own_total == 0 and m.coverage >= 0.5:
-        return Status.CLEAN, "only text shared with other items of the benchmark was found"
+        return "only text shared with other items of the benchmark was found"
     if m.coverage >= th.suspicious_coverage:
-        return Status.CLEAN, (
+        return (
             f"one document holds {m.coverage:.0%} of the item but only {m.own_coverage:.0%} of its own "
             "text: the rest is text it shares with other items of the benchmark or common text"
         )
-    return Status.CLEAN, "no substantial overlap found"
+    return "no substantial overlap found"
 
 
 def rank(
@@ -260,25 +265,31 @@ def assess(
             any(m.passage_coverage >= th.suspicious_coverage for m in matches) or "passage" in score.reason
         )
     widespread = _widespread(p, stats, n, th)
-    # the short channel judges a short item by its short-channel n-grams that are rare
-    short_ok = stats.sdf is not None and bool((stats.sdf <= th.max_df).any())
-    longest = max((e - s for s, e, _r in p.fields), default=0)
-    shortest = n if stats.sdf is None else MIN_TOKENS
-    if longest < shortest and not widespread:
-        score.status = Status.TOO_SHORT
-        score.reason = (
-            f"no field has {shortest} tokens (the longest has {longest}): too little text to tell a copy from chance"
-        )
-    elif not eligible.any() and not short_ok and not widespread:
-        # a common phrase: found by chance in many documents, a match says nothing
-        score.status = Status.CLEAN
-        score.reason = (
-            f"every n-gram of its text is in more than {th.max_df} documents or low in information: "
-            "a phrase this common is no evidence of a copy"
-        )
+    judged = _judged(p, stats, n, th) if not widespread else None
+    if judged is not None:
+        score.status, score.reason = judged
     elif widespread:  # most of its text is common only because it was copied so often
         score.status, score.reason = Status.CONTAMINATED, "the item's own text is in many documents (widespread copy)"
     return score
+
+
+def _judged(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> tuple[Status, str] | None:
+    """too_short, or clean as a common phrase, for an item whose text cannot be evidence of a
+    copy at all; None for one that can (the short channel judges a short item by its 3-grams
+    that are rare)."""
+    short_ok = stats.sdf is not None and bool((stats.sdf <= th.max_df).any())
+    longest = max((e - s for s, e, _r in p.fields), default=0)
+    shortest = n if stats.sdf is None else MIN_TOKENS
+    if longest < shortest:
+        return Status.TOO_SHORT, (
+            f"no field has {shortest} tokens (the longest has {longest}): too little text to tell a copy from chance"
+        )
+    if not stats.eligible.any() and not short_ok:  # a common phrase: met by chance in many documents
+        return Status.CLEAN, (
+            f"every n-gram of its text is in more than {th.max_df} documents or low in information: "
+            "a phrase this common is no evidence of a copy"
+        )
+    return None
 
 
 def _widespread(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> bool:

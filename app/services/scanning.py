@@ -387,26 +387,13 @@ class Scanner:
         votes: dict[int, float] = defaultdict(float)
         asked: dict[int, float] = defaultdict(float)  # the votes of the question's n-grams alone
         hits: Counter[int] = Counter()
-        in_question = (p.role[p.gram_pos] == QUESTION).tolist() if len(p.gram_pos) else []
         seen: set[int] = set()
-        for h, f, q in zip(p.grams.tolist(), s.freq.tolist(), in_question, strict=True):
-            if h in seen:
-                continue
-            seen.add(h)
-            for d in postings.get(h, ()):
-                votes[d] += 1.0 / max(f, 1)
-                hits[d] += 1
-                if q:
-                    asked[d] += 1.0 / max(f, 1)
-        for h in set(p.passage_grams.tolist()) - set(p.grams.tolist()):
-            for d in postings.get(h, ()):
-                votes[d] += 0.01
-                hits[d] += 1
-        # the short channel (short items only, see items.prepare): its n-grams vote as the exact
-        # channel's do, so a document holding the item's short runs is aligned
-        if len(p.sgrams):  # p.mgrams, whose benchmark frequencies are s.mfreq
-            in_q = (p.role[p.sgram_pos] == QUESTION).tolist()
-            for h, f, q in zip(p.sgrams.tolist(), s.mfreq.tolist(), in_q, strict=True):
+        # the exact channel's n-grams, then the short channel's (short items only, see
+        # items.prepare: p.sgrams is p.mgrams, whose benchmark frequencies are s.mfreq), each
+        # distinct gram voting once, so a document holding the item's short runs is aligned too
+        for grams, pos, freq in ((p.grams, p.gram_pos, s.freq), (p.sgrams, p.sgram_pos, s.mfreq[: len(p.sgrams)])):
+            in_question = (p.role[pos] == QUESTION).tolist() if len(pos) else []
+            for h, f, q in zip(grams.tolist(), freq.tolist(), in_question, strict=True):
                 if h in seen:
                     continue
                 seen.add(h)
@@ -415,6 +402,10 @@ class Scanner:
                     hits[d] += 1
                     if q:
                         asked[d] += 1.0 / max(f, 1)
+        for h in set(p.passage_grams.tolist()) - set(p.grams.tolist()):
+            for d in postings.get(h, ()):
+                votes[d] += 0.01
+                hits[d] += 1
         # a document holding one n-gram of a longer item cannot show a run of n + 1 tokens, nor
         # most of the item: not worth aligning (bench/scan_speed.py measures what this saves);
         # unless the index keeps one n-gram in k (--sample), where one kept n-gram may stand for

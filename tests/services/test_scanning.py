@@ -111,7 +111,9 @@ def test_template_shared_by_items_is_left_out(scanner: Scanner) -> None:
 def test_thresholds_are_parameters(scanner: Scanner, engine) -> None:  # type: ignore[no-untyped-def]
     strict = Scanner(
         engine,
-        thresholds=Thresholds(contaminated_coverage=1.01, suspicious_coverage=1.01, longest_match=10_000),
+        thresholds=Thresholds(
+            contaminated_coverage=1.01, suspicious_coverage=1.01, longest_match=10_000, opening_run=10_000
+        ),
     )
     r = strict.scan([ITEMS[0]])[0]
     assert r.score.status == "clean" and r.score.own_coverage == 1.0
@@ -162,7 +164,8 @@ def test_duplicate_items_keep_their_exact_match(scanner: Scanner) -> None:
 
 def test_short_document_is_not_a_near_duplicate_of_a_long_item(engine: Engine, index_corpus: IndexCorpus) -> None:
     """A document holding a few words of a long item must not score as a near copy of it
-    (partial_ratio would otherwise align the short text inside the item)."""
+    (partial_ratio would otherwise align the short text inside the item). Those words are the
+    item's opening, as a truncated copy holds it: suspicious, with that reason, never more."""
     item = (
         "A farmer plants forty rows of corn and each row holds thirty stalks so how many stalks of corn "
         "does the farmer have in the whole field when the harvest finally begins this year"
@@ -170,7 +173,7 @@ def test_short_document_is_not_a_near_duplicate_of_a_long_item(engine: Engine, i
     index_corpus(engine, [{"id": "fragment", "text": "A farmer plants forty rows of corn and each row"}])
     r = Scanner(engine).scan([BenchmarkItem("q", 0, question=item)])[0]
     assert r.evidence and r.evidence[0].document_id == "fragment"
-    assert r.score.status == "clean" and r.score.own_coverage < 0.4
+    assert r.score.status == "suspicious" and "opening" in r.score.reason and r.score.own_coverage < 0.4
 
 
 def test_many_segments_score_like_one(engine: Engine, tmp_path: Path, index_corpus: IndexCorpus) -> None:
