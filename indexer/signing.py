@@ -86,7 +86,7 @@ def sign_batch(texts: list[str], cfg: SignatureConfig, store_text: bool) -> Sign
     )
 
 
-def _rows(sorted_rows: tuple[bytearray, bytearray, bytearray | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _rows(sorted_rows: tuple[memoryview, memoryview, memoryview | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """sort_rows' columns as arrays: int64 keys, int32 documents and windows (none: empty)."""
     keys, docs, wins = sorted_rows
     return (

@@ -34,7 +34,84 @@
 #define MULTIVERSION
 #endif
 
-/* ------------------------------------------------------------------ growable byte buffers */
+/* ------------------------------------------------------------------ buffers */
+
+/* A large array, in huge pages where the kernel gives them on request (as numpy asks for its
+ * arrays): on this kind of machine a fresh array of 4 KiB pages costs a page fault per page,
+ * which took longer than filling it. */
+#define HUGE_PAGE ((size_t)1 << 21)
+static void *big_alloc(size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= 2 * HUGE_PAGE) {
+        void *p = aligned_alloc(HUGE_PAGE, (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
+        if (p)
+            madvise(p, bytes, MADV_HUGEPAGE);
+        return p;
+    }
+#endif
+    return malloc(bytes ? bytes : 1);
+}
+
+/* What the functions return: bytes this module allocated, which numpy views (writable) through
+ * the buffer protocol and which are freed with the last view. */
+typedef struct {
+    PyObject_HEAD char *p;
+    Py_ssize_t len;
+} Buf;
+
+static int buf_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    Buf *b = (Buf *)self;
+    return PyBuffer_FillInfo(view, self, b->p, b->len, 0, flags);
+}
+
+static void buf_dealloc(PyObject *self) {
+    free(((Buf *)self)->p);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs buf_as_buffer = {.bf_getbuffer = buf_getbuffer};
+
+static PyTypeObject BufType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "contam.app.core._native.Buffer",
+    .tp_basicsize = sizeof(Buf),
+    .tp_dealloc = buf_dealloc,
+    .tp_as_buffer = &buf_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Bytes returned by contam.app.core._native, for numpy.frombuffer.",
+};
+
+/* A Buf owning p (from big_alloc or malloc), or NULL (p freed) */
+static PyObject *buf_own(char *p, Py_ssize_t len) {
+    Buf *b = PyObject_New(Buf, &BufType);
+    if (!b) {
+        free(p);
+        return NULL;
+    }
+    b->p = p;
+    b->len = len;
+    return (PyObject *)b;
+}
+
+static PyObject *buf_new(Py_ssize_t len) {
+    char *p = big_alloc((size_t)len);
+    if (!p)
+        return PyErr_NoMemory();
+    return buf_own(p, len);
+}
+
+/* What a function returns: a memoryview of the Buf (numpy takes it as it is), or None as it is. */
+static PyObject *view_of(PyObject *buf) {
+    if (!buf || buf == Py_None)
+        return buf;
+    PyObject *view = PyMemoryView_FromObject(buf);
+    Py_DECREF(buf);
+    return view;
+}
+
+#define BUF(o) (((Buf *)(o))->p)
+#define BUF_SHRINK(o, n) (((Buf *)(o))->len = (n))
+
+/* growable byte buffers */
 
 typedef struct {
     char *p;
@@ -47,7 +124,16 @@ static int vec_grow(Vec *v, Py_ssize_t extra) {
     Py_ssize_t cap = v->cap ? v->cap : 256;
     while (cap < v->len + extra)
         cap *= 2;
-    char *p = realloc(v->p, (size_t)cap);
+    char *p;
+    if ((size_t)cap >= 2 * HUGE_PAGE) { /* moved into huge pages, not realloc'd into small ones */
+        p = big_alloc((size_t)cap);
+        if (p && v->len)
+            memcpy(p, v->p, (size_t)v->len);
+        if (p)
+            free(v->p);
+    } else {
+        p = realloc(v->p, (size_t)cap);
+    }
     if (!p) {
         PyErr_NoMemory();
         return -1;
@@ -65,12 +151,14 @@ static inline int vec_put(Vec *v, const void *x, Py_ssize_t n) {
     return 0;
 }
 
-static PyObject *vec_take(Vec *v) { /* the buffer as a bytearray (numpy views it writable) */
-    PyObject *out = PyByteArray_FromStringAndSize(v->p ? v->p : "", v->len);
-    free(v->p);
+static PyObject *vec_take(Vec *v) { /* the vector's bytes handed to a Buf */
+    char *p = v->p ? v->p : malloc(1);
+    Py_ssize_t len = v->len;
     v->p = NULL;
     v->len = v->cap = 0;
-    return out;
+    if (!p)
+        return PyErr_NoMemory();
+    return buf_own(p, len);
 }
 
 /* A read-only C-contiguous buffer of `itemsize`-byte items. */
@@ -578,7 +666,7 @@ static PyObject *py_spans(PyObject *self, PyObject *text) {
         tok_free(&t);
         return NULL;
     }
-    PyObject *starts = vec_take(&t.starts), *ends = vec_take(&t.ends);
+    PyObject *starts = view_of(vec_take(&t.starts)), *ends = view_of(vec_take(&t.ends));
     PyObject *out = (starts && ends) ? PyTuple_Pack(3, t.list, starts, ends) : NULL;
     Py_XDECREF(starts);
     Py_XDECREF(ends);
@@ -608,7 +696,7 @@ static PyObject *py_text_hashes(PyObject *self, PyObject *texts) {
         vec_put(&lens, &k, 8);
     }
     Py_DECREF(seq);
-    PyObject *h = vec_take(&t.hashes), *l = vec_take(&lens);
+    PyObject *h = view_of(vec_take(&t.hashes)), *l = view_of(vec_take(&lens));
     PyObject *out = (h && l) ? PyTuple_Pack(2, h, l) : NULL;
     Py_XDECREF(h);
     Py_XDECREF(l);
@@ -627,11 +715,11 @@ static PyObject *py_hash_tokens(PyObject *self, PyObject *tokens) {
     if (!seq)
         return NULL;
     Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
-    PyObject *out = PyByteArray_FromStringAndSize(NULL, 8 * m);
+    PyObject *out = buf_new(8 * m);
     Vec scratch = {0};
     if (!out)
         goto done;
-    uint64_t *h = (uint64_t *)PyByteArray_AS_STRING(out);
+    uint64_t *h = (uint64_t *)BUF(out);
     PyObject **items = PySequence_Fast_ITEMS(seq);
     for (Py_ssize_t i = 0; i < m; i++) {
         if (hash_str(items[i], &scratch, &h[i]) < 0) {
@@ -642,7 +730,7 @@ static PyObject *py_hash_tokens(PyObject *self, PyObject *tokens) {
 done:
     free(scratch.p);
     Py_DECREF(seq);
-    return out;
+    return view_of(out);
 }
 
 /* ------------------------------------------------------------------ n-grams, MinHash, bands */
@@ -668,15 +756,15 @@ static PyObject *py_roll(PyObject *self, PyObject *args) {
     if (get_items(obj, &th, 8, "token hashes") < 0)
         return NULL;
     Py_ssize_t len = th.len / 8, m = len - n + 1 > 0 ? len - n + 1 : 0;
-    PyObject *out = PyByteArray_FromStringAndSize(NULL, 8 * m);
+    PyObject *out = buf_new(8 * m);
     if (out) {
         const uint64_t *h = th.buf;
-        uint64_t *o = (uint64_t *)PyByteArray_AS_STRING(out);
+        uint64_t *o = (uint64_t *)BUF(out);
         for (Py_ssize_t i = 0; i < m; i++)
             o[i] = roll_at(h, i, n);
     }
     PyBuffer_Release(&th);
-    return out;
+    return view_of(out);
 }
 
 /* ngrams(th, lens, n, sample_mod) -> (uint64 n-gram hashes of each text, laid end to end, none
@@ -709,15 +797,15 @@ static PyObject *py_ngrams(PyObject *self, PyObject *args) {
         off += ln[i];
         cap += ln[i] >= n ? ln[i] - n + 1 : 0;
     }
-    PyObject *grams = PyByteArray_FromStringAndSize(NULL, 8 * cap);
-    PyObject *owner = PyByteArray_FromStringAndSize(NULL, 4 * cap);
+    PyObject *grams = buf_new(8 * cap);
+    PyObject *owner = buf_new(4 * cap);
     if (!grams || !owner) {
         Py_XDECREF(grams);
         Py_XDECREF(owner);
         goto fail;
     }
-    uint64_t *g = (uint64_t *)PyByteArray_AS_STRING(grams);
-    int32_t *w = (int32_t *)PyByteArray_AS_STRING(owner);
+    uint64_t *g = (uint64_t *)BUF(grams);
+    int32_t *w = (int32_t *)BUF(owner);
     Py_ssize_t k = 0;
     off = 0;
     for (Py_ssize_t i = 0; i < texts; i++) {
@@ -732,12 +820,11 @@ static PyObject *py_ngrams(PyObject *self, PyObject *args) {
     }
     PyBuffer_Release(&th);
     PyBuffer_Release(&lens);
-    if (PyByteArray_Resize(grams, 8 * k) < 0 || PyByteArray_Resize(owner, 4 * k) < 0) {
-        Py_DECREF(grams);
-        Py_DECREF(owner);
-        return NULL;
-    }
-    PyObject *out = PyTuple_Pack(2, grams, owner);
+    BUF_SHRINK(grams, 8 * k);
+    BUF_SHRINK(owner, 4 * k);
+    grams = view_of(grams);
+    owner = view_of(owner);
+    PyObject *out = grams && owner ? PyTuple_Pack(2, grams, owner) : NULL;
     Py_DECREF(grams);
     Py_DECREF(owner);
     return out;
@@ -800,7 +887,7 @@ static PyObject *py_minhash(PyObject *self, PyObject *args) {
         lo = st[w] < lo ? st[w] : lo;
         hi = en[w] > hi ? en[w] : hi;
     }
-    out = PyByteArray_FromStringAndSize(NULL, 4 * windows * perms);
+    out = buf_new(4 * windows * perms);
     if (!out || !windows)
         goto done;
     mixed = malloc(4 * (size_t)m);
@@ -812,7 +899,7 @@ static PyObject *py_minhash(PyObject *self, PyObject *args) {
     const uint64_t *h = th.buf;
     for (Py_ssize_t i = lo; i < hi; i++)
         mixed[i] = fmix32((uint32_t)roll_at(h, i, shingle));
-    minhash_windows(mixed, a.buf, b.buf, perms, st, en, windows, (uint32_t *)PyByteArray_AS_STRING(out));
+    minhash_windows(mixed, a.buf, b.buf, perms, st, en, windows, (uint32_t *)BUF(out));
 done:
     free(mixed);
     PyBuffer_Release(&th);
@@ -820,7 +907,7 @@ done:
     PyBuffer_Release(&b);
     PyBuffer_Release(&s);
     PyBuffer_Release(&e);
-    return out;
+    return view_of(out);
 }
 
 /* band_keys(sigs, bands, rows) -> int64 (windows, bands): band k of a window is its rows values
@@ -843,11 +930,11 @@ static PyObject *py_band_keys(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "signatures are not whole rows of bands * rows values");
         goto done;
     }
-    out = PyByteArray_FromStringAndSize(NULL, 8 * windows * bands);
+    out = buf_new(8 * windows * bands);
     if (!out)
         goto done;
     const uint32_t *v = sg.buf;
-    uint64_t *o = (uint64_t *)PyByteArray_AS_STRING(out);
+    uint64_t *o = (uint64_t *)BUF(out);
     for (Py_ssize_t w = 0; w < windows; w++)
         for (Py_ssize_t k = 0; k < bands; k++) {
             uint64_t acc = (uint64_t)(k + 1) * P64;
@@ -858,7 +945,7 @@ static PyObject *py_band_keys(PyObject *self, PyObject *args) {
         }
 done:
     PyBuffer_Release(&sg);
-    return out;
+    return view_of(out);
 }
 
 /* ------------------------------------------------------------------ the postings' sort */
@@ -893,21 +980,6 @@ static void small_sort(Item *a, size_t n) {
         }
         a[y] = v;
     }
-}
-
-/* A large scratch array, in huge pages where the kernel has them on request (as numpy asks for
- * its arrays): a fresh array of small pages costs a page fault each 4 KiB. */
-static void *big_alloc(size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const size_t huge = (size_t)1 << 21;
-    if (bytes >= 4 * huge) {
-        void *p = aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
-        if (p)
-            madvise(p, bytes, MADV_HUGEPAGE);
-        return p;
-    }
-#endif
-    return malloc(bytes);
 }
 
 /* The rows ordered by (key, rest), written out in that order: ORDER, each row's index (rest is
@@ -1012,16 +1084,16 @@ static PyObject *py_stable_order(PyObject *self, PyObject *obj) {
     if (get_items(obj, &kb, 8, "keys") < 0)
         return NULL;
     size_t n = (size_t)(kb.len / 8);
-    PyObject *out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(8 * n));
+    PyObject *out = buf_new((Py_ssize_t)(8 * n));
     if (out) {
-        Out o = {.mode = ORDER, .index = (int64_t *)PyByteArray_AS_STRING(out)};
+        Out o = {.mode = ORDER, .index = (int64_t *)BUF(out)};
         if (sort_out(kb.buf, NULL, NULL, n, &o) < 0) {
             PyErr_NoMemory();
             Py_CLEAR(out);
         }
     }
     PyBuffer_Release(&kb);
-    return out;
+    return view_of(out);
 }
 
 /* sort_rows(keys, docs, wins, distinct) -> (keys, docs, wins): the rows (int64 key, int32
@@ -1048,23 +1120,27 @@ static PyObject *py_sort_rows(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "sort_rows: keys, documents and windows must have one value a row");
         goto done;
     }
-    keys = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(8 * n));
-    docs = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(4 * n));
-    wins = windows ? PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(4 * n)) : Py_NewRef(Py_None);
+    keys = buf_new((Py_ssize_t)(8 * n));
+    docs = buf_new((Py_ssize_t)(4 * n));
+    wins = windows ? buf_new((Py_ssize_t)(4 * n)) : Py_NewRef(Py_None);
     if (!keys || !docs || !wins)
         goto done;
     Out o = {.mode = ROWS,
              .distinct = distinct,
-             .keys = (uint64_t *)PyByteArray_AS_STRING(keys),
-             .docs = (uint32_t *)PyByteArray_AS_STRING(docs),
-             .wins = windows ? (uint32_t *)PyByteArray_AS_STRING(wins) : NULL};
+             .keys = (uint64_t *)BUF(keys),
+             .docs = (uint32_t *)BUF(docs),
+             .wins = windows ? (uint32_t *)BUF(wins) : NULL};
     if (sort_out(kb.buf, db.buf, windows ? wb.buf : NULL, n, &o) < 0) {
         PyErr_NoMemory();
         goto done;
     }
-    if (PyByteArray_Resize(keys, (Py_ssize_t)(8 * o.m)) < 0 || PyByteArray_Resize(docs, (Py_ssize_t)(4 * o.m)) < 0)
-        goto done;
-    out = PyTuple_Pack(3, keys, docs, wins);
+    BUF_SHRINK(keys, (Py_ssize_t)(8 * o.m));
+    BUF_SHRINK(docs, (Py_ssize_t)(4 * o.m));
+    keys = view_of(keys);
+    docs = view_of(docs);
+    wins = view_of(wins);
+    if (keys && docs && wins)
+        out = PyTuple_Pack(3, keys, docs, wins);
 done:
     Py_XDECREF(keys);
     Py_XDECREF(docs);
@@ -1073,6 +1149,285 @@ done:
     PyBuffer_Release(&db);
     PyBuffer_Release(&wb);
     return out;
+}
+
+/* merge_runs(runs) -> columns: runs of rows, each a tuple of columns (int64 keys sorted
+ * ascending, then one or two int32 columns), merged into one run sorted by key; rows with equal
+ * keys keep the order of their runs, then their order within a run (what numpy's stable argsort
+ * of the runs' keys laid end to end gives). A heap of the runs' next rows. */
+typedef struct {
+    const int64_t *key;
+    const int32_t *col[2];
+    size_t at, len;
+    Py_ssize_t run;
+} Run;
+
+static inline int run_before(const Run *a, const Run *b) {
+    int64_t x = a->key[a->at], y = b->key[b->at];
+    return x < y || (x == y && a->run < b->run);
+}
+
+static void heap_down(Run *h, size_t n, size_t i) {
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && run_before(&h[l], &h[m]))
+            m = l;
+        if (r < n && run_before(&h[r], &h[m]))
+            m = r;
+        if (m == i)
+            return;
+        Run t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static PyObject *py_merge_runs(PyObject *self, PyObject *runs) {
+    PyObject *seq = PySequence_Fast(runs, "runs must be a sequence of tuples of columns");
+    if (!seq)
+        return NULL;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq), ncols = -1, held = 0;
+    Py_buffer *views = NULL;
+    Run *heap = NULL;
+    PyObject *outs[3] = {NULL, NULL, NULL}, *result = NULL;
+    size_t total = 0;
+    for (Py_ssize_t r = 0; r < k; r++) {
+        PyObject *t = PySequence_Fast_GET_ITEM(seq, r);
+        Py_ssize_t c = PySequence_Check(t) ? PySequence_Size(t) : -1;
+        if (c < 2 || c > 3 || (ncols >= 0 && c != ncols)) {
+            PyErr_SetString(PyExc_ValueError, "merge_runs: every run must have the same 2 or 3 columns");
+            goto done;
+        }
+        ncols = c;
+    }
+    views = calloc((size_t)(k * 3 + 1), sizeof(Py_buffer));
+    heap = calloc((size_t)k + 1, sizeof(Run));
+    if (!views || !heap) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t n = 0;
+    for (Py_ssize_t r = 0; r < k; r++) {
+        PyObject *t = PySequence_Fast_GET_ITEM(seq, r);
+        Run run = {.run = r};
+        for (Py_ssize_t c = 0; c < ncols; c++) {
+            PyObject *col = PySequence_GetItem(t, c);
+            if (!col)
+                goto done;
+            int bad = get_items(col, &views[held], c ? 4 : 8, c ? "an int32 column" : "keys");
+            Py_DECREF(col);
+            if (bad < 0)
+                goto done;
+            size_t len = (size_t)(views[held].len / (c ? 4 : 8));
+            if (c == 0) {
+                run.key = views[held].buf;
+                run.len = len;
+            } else {
+                run.col[c - 1] = views[held].buf;
+                if (len != run.len) {
+                    held++;
+                    PyErr_SetString(PyExc_ValueError, "merge_runs: a run's columns must have one value a row");
+                    goto done;
+                }
+            }
+            held++;
+        }
+        total += run.len;
+        if (run.len)
+            heap[n++] = run;
+    }
+    for (Py_ssize_t c = 0; c < ncols; c++) {
+        outs[c] = buf_new((Py_ssize_t)(total * (c ? 4 : 8)));
+        if (!outs[c])
+            goto done;
+    }
+    int64_t *ok = (int64_t *)BUF(outs[0]);
+    int32_t *o1 = (int32_t *)BUF(outs[1]);
+    int32_t *o2 = ncols == 3 ? (int32_t *)BUF(outs[2]) : NULL;
+    size_t m = 0;
+    if (n <= 16) {
+        /* few runs: the next row is found by a scan of the runs' next keys (no branch to
+         * mispredict); a run is taken out when it ends, the others keep their order */
+        int64_t head[16];
+        for (size_t r = 0; r < n; r++)
+            head[r] = heap[r].key[heap[r].at];
+        while (n) {
+            size_t best = 0;
+            int64_t bk = head[0];
+            for (size_t r = 1; r < n; r++) {
+                int lt = head[r] < bk;
+                best = lt ? r : best;
+                bk = lt ? head[r] : bk;
+            }
+            Run *t = &heap[best];
+            size_t at = t->at;
+            ok[m] = bk;
+            o1[m] = t->col[0][at];
+            if (o2)
+                o2[m] = t->col[1][at];
+            m++;
+            t->at = ++at;
+            if (at < t->len) {
+                head[best] = t->key[at];
+            } else {
+                memmove(&heap[best], &heap[best + 1], (n - best - 1) * sizeof(Run));
+                memmove(&head[best], &head[best + 1], (n - best - 1) * sizeof(int64_t));
+                n--;
+            }
+        }
+    } else {
+        for (size_t i = n / 2; i-- > 0;)
+            heap_down(heap, n, i);
+        while (n) {
+            Run *top = &heap[0];
+            /* the rows of the first run that come before every other run's next row, in one go */
+            int64_t limit_key = 0;
+            Py_ssize_t limit_run = 0;
+            int bounded = 0;
+            if (n > 1) {
+                const Run *next = (n > 2 && run_before(&heap[2], &heap[1])) ? &heap[2] : &heap[1];
+                limit_key = next->key[next->at];
+                limit_run = next->run;
+                bounded = 1;
+            }
+            size_t at = top->at;
+            do {
+                ok[m] = top->key[at];
+                o1[m] = top->col[0][at];
+                if (o2)
+                    o2[m] = top->col[1][at];
+                m++;
+                at++;
+            } while (at < top->len &&
+                     (!bounded || top->key[at] < limit_key || (top->key[at] == limit_key && top->run < limit_run)));
+            top->at = at;
+            if (at == top->len)
+                heap[0] = heap[--n];
+            heap_down(heap, n, 0);
+        }
+    }
+    result = PyTuple_New(ncols);
+    if (result)
+        for (Py_ssize_t c = 0; c < ncols; c++) {
+            PyTuple_SET_ITEM(result, c, view_of(outs[c]));
+            outs[c] = NULL;
+            if (!PyTuple_GET_ITEM(result, c)) {
+                Py_CLEAR(result);
+                break;
+            }
+        }
+done:
+    for (Py_ssize_t i = 0; i < held; i++)
+        PyBuffer_Release(&views[i]);
+    for (int c = 0; c < 3; c++)
+        Py_XDECREF(outs[c]);
+    free(views);
+    free(heap);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* copy_blocks(seg, columns, shift) -> a PostgreSQL binary COPY stream of rows (seg, bucket,
+ * data): the rows given as columns (int64 keys sorted ascending, then one or two int32 columns,
+ * strided or not) cut into blocks by bucket = key >> shift (arithmetic), each block one row whose
+ * data is its rows as packed little-endian records (app.store.blocks). */
+static inline char *put_be16(char *o, int v) {
+    o[0] = (char)(v >> 8);
+    o[1] = (char)v;
+    return o + 2;
+}
+
+static inline char *put_be32(char *o, int64_t v) {
+    uint32_t u = (uint32_t)v;
+    o[0] = (char)(u >> 24);
+    o[1] = (char)(u >> 16);
+    o[2] = (char)(u >> 8);
+    o[3] = (char)u;
+    return o + 4;
+}
+
+static inline char *put_le(char *o, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; i++)
+        o[i] = (char)(v >> (8 * i));
+    return o + bytes;
+}
+
+static inline int64_t shift_right(int64_t key, int shift) { /* arithmetic, whatever the compiler */
+    uint64_t u = (uint64_t)key, b = u >> shift;
+    if (u >> 63)
+        b |= ~(~0ULL >> shift);
+    return (int64_t)b;
+}
+
+static PyObject *py_copy_blocks(PyObject *self, PyObject *args) {
+    long long seg;
+    PyObject *cols;
+    int shift;
+    if (!PyArg_ParseTuple(args, "LOi", &seg, &cols, &shift))
+        return NULL;
+    if (shift < 1 || shift > 63) {
+        PyErr_SetString(PyExc_ValueError, "copy_blocks: a shift of 1 to 63");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(cols, "copy_blocks: columns must be a sequence");
+    if (!seq)
+        return NULL;
+    Py_ssize_t nc = PySequence_Fast_GET_SIZE(seq), held = 0;
+    Py_buffer v[3];
+    PyObject *out = NULL;
+    if (nc < 2 || nc > 3) {
+        PyErr_SetString(PyExc_ValueError, "copy_blocks: keys and one or two int32 columns");
+        goto done;
+    }
+    for (Py_ssize_t c = 0; c < nc; c++) {
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, c), &v[c], PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+            goto done;
+        held++;
+        if (v[c].ndim != 1 || v[c].itemsize != (c ? 4 : 8) || v[c].shape[0] != v[0].shape[0]) {
+            PyErr_SetString(PyExc_ValueError, "copy_blocks: 1-d columns of int64 keys, then int32, one value a row");
+            goto done;
+        }
+    }
+    size_t n = (size_t)v[0].shape[0], width = 8 + 4 * (size_t)(nc - 1), blocks = 0;
+    const char *kp = v[0].buf;
+    Py_ssize_t ks = v[0].strides[0];
+#define KEY(i) (*(const int64_t *)(kp + (Py_ssize_t)(i) * ks))
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || shift_right(KEY(i), shift) != shift_right(KEY(i - 1), shift))
+            blocks++;
+    static const char header[] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+    const size_t hlen = 19, head = 22;
+    out = buf_new((Py_ssize_t)(hlen + blocks * head + n * width + 2));
+    if (!out)
+        goto done;
+    char *o = BUF(out);
+    memcpy(o, header, hlen);
+    o += hlen;
+    for (size_t i = 0; i < n;) {
+        int64_t b = shift_right(KEY(i), shift);
+        size_t e = i + 1;
+        while (e < n && shift_right(KEY(e), shift) == b)
+            e++;
+        o = put_be16(o, 3);
+        o = put_be32(o, 4);
+        o = put_be32(o, seg);
+        o = put_be32(o, 4);
+        o = put_be32(o, b);
+        o = put_be32(o, (int64_t)((e - i) * width));
+        for (; i < e; i++) {
+            o = put_le(o, (uint64_t)KEY(i), 8);
+            for (Py_ssize_t c = 1; c < nc; c++)
+                o = put_le(o, *(const uint32_t *)((const char *)v[c].buf + (Py_ssize_t)i * v[c].strides[0]), 4);
+        }
+    }
+#undef KEY
+    put_be16(o, -1);
+done:
+    for (Py_ssize_t c = 0; c < held; c++)
+        PyBuffer_Release(&v[c]);
+    Py_DECREF(seq);
+    return view_of(out);
 }
 
 /* ------------------------------------------------------------------ the module */
@@ -1095,6 +1450,10 @@ static PyMethodDef methods[] = {
      "minhash(th, shingle, a, b, starts, ends) -> uint32 MinHash signature of each window"},
     {"band_keys", py_band_keys, METH_VARARGS, "band_keys(sigs, bands, rows) -> int64 LSH band keys"},
     {"stable_order", py_stable_order, METH_O, "stable_order(keys) -> numpy's stable argsort of int64 keys"},
+    {"merge_runs", py_merge_runs, METH_O,
+     "merge_runs(runs) -> columns: sorted runs of (int64 keys, int32 columns...) merged stably by key"},
+    {"copy_blocks", py_copy_blocks, METH_VARARGS,
+     "copy_blocks(seg, columns, shift) -> PostgreSQL binary COPY stream of (seg, bucket, data) blocks"},
     {"sort_rows", py_sort_rows, METH_VARARGS,
      "sort_rows(keys, docs, wins, distinct) -> (keys, docs, wins) ordered by (key, doc, win), "
      "(key, doc) repeats dropped if distinct"},
@@ -1106,5 +1465,10 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     init_kinds();
-    return PyModule_Create(&module);
+    if (PyType_Ready(&BufType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddObjectRef(m, "Buffer", (PyObject *)&BufType) < 0)
+        Py_CLEAR(m);
+    return m;
 }
