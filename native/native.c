@@ -1014,6 +1014,33 @@ static void emit_sorted(Out *o, const Item *a, size_t n) {
     }
 }
 
+/* src[0:m], rows whose keys agree above bit `top`, into dst sorted by (key, rest): spread by the
+ * next bits (at most max_bits of them) into buckets of about four rows, each sorted on its own.
+ * sub: room for 2**max_bits + 1 counts. */
+static void sort_bucket(const Item *src, Item *dst, size_t m, int top, size_t *sub, int max_bits) {
+    if (m <= 64) {
+        memcpy(dst, src, m * sizeof(Item));
+        small_sort(dst, m);
+        return;
+    }
+    int b = 1;
+    while (b < max_bits && ((size_t)1 << (b + 2)) < m)
+        b++;
+    size_t buckets = (size_t)1 << b, shift = (size_t)(top - b), mask = buckets - 1;
+    memset(sub, 0, sizeof(size_t) * (buckets + 1));
+    for (size_t i = 0; i < m; i++)
+        sub[((src[i].key >> shift) & mask) + 1]++;
+    for (size_t k = 1; k <= buckets; k++)
+        sub[k] += sub[k - 1];
+    for (size_t i = 0; i < m; i++)
+        dst[sub[(src[i].key >> shift) & mask]++] = src[i];
+    /* sub[k] is now bucket k's end */
+    for (size_t k = 0, start = 0; k < buckets; k++) {
+        small_sort(dst + start, sub[k] - start);
+        start = sub[k];
+    }
+}
+
 /* Keys are hashes, near uniform: one stable pass into 256 buckets by the top 8 bits, then each
  * bucket (small enough for the cache) spread by its next bits into buckets of about four rows,
  * each sorted on its own, and written out. The rows are read from the columns (keys, and for ROWS
@@ -1046,29 +1073,7 @@ static int sort_out(const uint64_t *keys, const uint32_t *docs, const uint32_t *
     }
     for (int j = 0; j < 256; j++) {
         size_t m = count[j + 1] - count[j];
-        Item *src = tmp + count[j];
-        if (m <= 64) {
-            memcpy(bucket, src, m * sizeof(Item));
-            small_sort(bucket, m);
-            emit_sorted(o, bucket, m);
-            continue;
-        }
-        int b = 1;
-        while (b < bits && ((size_t)1 << (b + 2)) < m)
-            b++;
-        size_t buckets = (size_t)1 << b, shift = 56 - b, mask = buckets - 1;
-        memset(sub, 0, sizeof(size_t) * (buckets + 1));
-        for (size_t i = 0; i < m; i++)
-            sub[((src[i].key >> shift) & mask) + 1]++;
-        for (size_t k = 1; k <= buckets; k++)
-            sub[k] += sub[k - 1];
-        for (size_t i = 0; i < m; i++)
-            bucket[sub[(src[i].key >> shift) & mask]++] = src[i];
-        /* sub[k] is now bucket k's end */
-        for (size_t k = 0, start = 0; k < buckets; k++) {
-            small_sort(bucket + start, sub[k] - start);
-            start = sub[k];
-        }
+        sort_bucket(tmp + count[j], bucket, m, 56, sub, bits);
         emit_sorted(o, bucket, m);
     }
     free(tmp);
@@ -1154,34 +1159,12 @@ done:
 /* merge_runs(runs) -> columns: runs of rows, each a tuple of columns (int64 keys sorted
  * ascending, then one or two int32 columns), merged into one run sorted by key; rows with equal
  * keys keep the order of their runs, then their order within a run (what numpy's stable argsort
- * of the runs' keys laid end to end gives). A heap of the runs' next rows. */
+ * of the runs' keys laid end to end gives). */
 typedef struct {
     const int64_t *key;
     const int32_t *col[2];
-    size_t at, len;
-    Py_ssize_t run;
+    size_t at, len, col_end; /* the next row; the rows; the end of the range in hand */
 } Run;
-
-static inline int run_before(const Run *a, const Run *b) {
-    int64_t x = a->key[a->at], y = b->key[b->at];
-    return x < y || (x == y && a->run < b->run);
-}
-
-static void heap_down(Run *h, size_t n, size_t i) {
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && run_before(&h[l], &h[m]))
-            m = l;
-        if (r < n && run_before(&h[r], &h[m]))
-            m = r;
-        if (m == i)
-            return;
-        Run t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
-    }
-}
 
 static PyObject *py_merge_runs(PyObject *self, PyObject *runs) {
     PyObject *seq = PySequence_Fast(runs, "runs must be a sequence of tuples of columns");
@@ -1189,7 +1172,7 @@ static PyObject *py_merge_runs(PyObject *self, PyObject *runs) {
         return NULL;
     Py_ssize_t k = PySequence_Fast_GET_SIZE(seq), ncols = -1, held = 0;
     Py_buffer *views = NULL;
-    Run *heap = NULL;
+    Run *rs = NULL;
     PyObject *outs[3] = {NULL, NULL, NULL}, *result = NULL;
     size_t total = 0;
     for (Py_ssize_t r = 0; r < k; r++) {
@@ -1201,16 +1184,20 @@ static PyObject *py_merge_runs(PyObject *self, PyObject *runs) {
         }
         ncols = c;
     }
+    if (k >= ((Py_ssize_t)1 << 23)) {
+        PyErr_SetString(PyExc_ValueError, "merge_runs: too many runs");
+        goto done;
+    }
     views = calloc((size_t)(k * 3 + 1), sizeof(Py_buffer));
-    heap = calloc((size_t)k + 1, sizeof(Run));
-    if (!views || !heap) {
+    rs = calloc((size_t)k + 1, sizeof(Run));
+    if (!views || !rs) {
         PyErr_NoMemory();
         goto done;
     }
     size_t n = 0;
     for (Py_ssize_t r = 0; r < k; r++) {
         PyObject *t = PySequence_Fast_GET_ITEM(seq, r);
-        Run run = {.run = r};
+        Run run = {0};
         for (Py_ssize_t c = 0; c < ncols; c++) {
             PyObject *col = PySequence_GetItem(t, c);
             if (!col)
@@ -1235,7 +1222,7 @@ static PyObject *py_merge_runs(PyObject *self, PyObject *runs) {
         }
         total += run.len;
         if (run.len)
-            heap[n++] = run;
+            rs[n++] = run;
     }
     for (Py_ssize_t c = 0; c < ncols; c++) {
         outs[c] = buf_new((Py_ssize_t)(total * (c ? 4 : 8)));
@@ -1245,67 +1232,69 @@ static PyObject *py_merge_runs(PyObject *self, PyObject *runs) {
     int64_t *ok = (int64_t *)BUF(outs[0]);
     int32_t *o1 = (int32_t *)BUF(outs[1]);
     int32_t *o2 = ncols == 3 ? (int32_t *)BUF(outs[2]) : NULL;
-    size_t m = 0;
-    if (n <= 16) {
-        /* few runs: the next row is found by a scan of the runs' next keys (no branch to
-         * mispredict); a run is taken out when it ends, the others keep their order */
-        int64_t head[16];
-        for (size_t r = 0; r < n; r++)
-            head[r] = heap[r].key[heap[r].at];
-        while (n) {
-            size_t best = 0;
-            int64_t bk = head[0];
-            for (size_t r = 1; r < n; r++) {
-                int lt = head[r] < bk;
-                best = lt ? r : best;
-                bk = lt ? head[r] : bk;
+    /* The runs' keys are hashes, near uniform, and sorted: the rows of one range of keys (their
+     * top bits) are a slice of each run. Range by range, the slices' rows are gathered with
+     * their run and place (which order equal keys: run order, then place), sorted in the cache,
+     * and written out. */
+    int bits = 0;
+    while (bits < 24 && ((size_t)1 << (bits + 10)) < total)
+        bits++;
+    size_t ranges = (size_t)1 << bits, cap = 0, m = 0;
+    int shift = 64 - bits;
+    Item *items = NULL, *sorted = NULL;
+    size_t *sub = malloc(sizeof(size_t) * (((size_t)1 << 16) + 1));
+    if (!sub) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t g = 0; g < ranges; g++) {
+        size_t want = 0;
+        for (size_t r = 0; r < n; r++) {
+            Run *t = &rs[r];
+            size_t e = t->at;
+            while (e < t->len && (bits == 0 || (((uint64_t)t->key[e] ^ FLIP) >> shift) == g))
+                e++;
+            t->col_end = e;
+            want += e - t->at;
+        }
+        if (want > cap) {
+            free(items);
+            free(sorted);
+            cap = 2 * want;
+            items = malloc(sizeof(Item) * cap);
+            sorted = malloc(sizeof(Item) * cap);
+            if (!items || !sorted) {
+                free(items);
+                free(sorted);
+                free(sub);
+                PyErr_NoMemory();
+                goto done;
             }
-            Run *t = &heap[best];
-            size_t at = t->at;
-            ok[m] = bk;
+        }
+        size_t k = 0;
+        for (size_t r = 0; r < n; r++) {
+            Run *t = &rs[r];
+            for (size_t i = t->at; i < t->col_end; i++)
+                items[k++] = (Item){(uint64_t)t->key[i] ^ FLIP, ((uint64_t)r << 40) | i};
+            t->at = t->col_end;
+        }
+        sort_bucket(items, sorted, k, shift, sub, shift < 16 ? shift : 16);
+        for (size_t i = 0; i < k; i++) {
+            const Run *t = &rs[sorted[i].rest >> 40];
+            size_t at = (size_t)(sorted[i].rest & ((1ULL << 40) - 1));
+            ok[m] = (int64_t)(sorted[i].key ^ FLIP);
             o1[m] = t->col[0][at];
             if (o2)
                 o2[m] = t->col[1][at];
             m++;
-            t->at = ++at;
-            if (at < t->len) {
-                head[best] = t->key[at];
-            } else {
-                memmove(&heap[best], &heap[best + 1], (n - best - 1) * sizeof(Run));
-                memmove(&head[best], &head[best + 1], (n - best - 1) * sizeof(int64_t));
-                n--;
-            }
         }
-    } else {
-        for (size_t i = n / 2; i-- > 0;)
-            heap_down(heap, n, i);
-        while (n) {
-            Run *top = &heap[0];
-            /* the rows of the first run that come before every other run's next row, in one go */
-            int64_t limit_key = 0;
-            Py_ssize_t limit_run = 0;
-            int bounded = 0;
-            if (n > 1) {
-                const Run *next = (n > 2 && run_before(&heap[2], &heap[1])) ? &heap[2] : &heap[1];
-                limit_key = next->key[next->at];
-                limit_run = next->run;
-                bounded = 1;
-            }
-            size_t at = top->at;
-            do {
-                ok[m] = top->key[at];
-                o1[m] = top->col[0][at];
-                if (o2)
-                    o2[m] = top->col[1][at];
-                m++;
-                at++;
-            } while (at < top->len &&
-                     (!bounded || top->key[at] < limit_key || (top->key[at] == limit_key && top->run < limit_run)));
-            top->at = at;
-            if (at == top->len)
-                heap[0] = heap[--n];
-            heap_down(heap, n, 0);
-        }
+    }
+    free(items);
+    free(sorted);
+    free(sub);
+    if (m != total) {
+        PyErr_SetString(PyExc_ValueError, "merge_runs: every run must be sorted by key");
+        goto done;
     }
     result = PyTuple_New(ncols);
     if (result)
@@ -1323,7 +1312,7 @@ done:
     for (int c = 0; c < 3; c++)
         Py_XDECREF(outs[c]);
     free(views);
-    free(heap);
+    free(rs);
     Py_DECREF(seq);
     return result;
 }
