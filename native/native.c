@@ -8,7 +8,9 @@
  * own unicodedata) once per distinct token and cached. Token hashes are xxh3_64 (the official
  * xxhash.h, vendored beside this file) of the normalised token's UTF-8 bytes, surrogates encoded
  * as "surrogatepass" does. n-gram rolls, MinHash (datasketch's affine32 scheme) and band keys follow
- * signatures.py's definitions; stable_order is numpy's stable argsort of int64 keys.
+ * signatures.py's definitions; stable_order is numpy's stable argsort of int64 keys, sort_rows
+ * the worker's sort of a batch's rows, merge_runs the writer's stable merge of sorted batches, and
+ * copy_blocks the PostgreSQL COPY stream of app/store/blocks.py.
  *
  * Every function holds the GIL throughout (the normaliser is Python code), so the caches below are
  * only touched by one thread at a time.
