@@ -9,7 +9,7 @@ EVAL_DIR ?= ../shared/eval
 
 .PHONY: install run test lint eval bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py native/native.c native/xxhash.h
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'

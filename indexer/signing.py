@@ -14,9 +14,9 @@ import numpy as np
 import xxhash
 import zstandard
 
+from contam.app.core import _native
 from contam.app.core.config import SignatureConfig
-from contam.app.core.signatures import sign_many
-from contam.app.core.text import tokenize
+from contam.app.core.signatures import sign_hashes, text_token_hashes
 
 
 def exit_with(parent: int, every: float = 1.0) -> None:
@@ -52,49 +52,45 @@ class SignedBatch:
 
 
 def stable_order(keys: np.ndarray) -> np.ndarray:
-    """np.argsort(keys, kind="stable"), several times faster: an unstable sort (numpy's
-    introsort, vectorised) and then, only within runs of equal keys, the indices put back in
-    ascending order, which is what makes a sort stable. The same permutation, not just an equally
-    sorted one (a test holds them equal)."""
-    order = np.argsort(keys)
-    k = keys[order]
-    tie = k[1:] == k[:-1]
-    if not tie.any():
-        return order
-    member = np.zeros(len(k), dtype=bool)
-    member[1:] |= tie
-    member[:-1] |= tie
-    pos = np.flatnonzero(member)  # the positions of every run of equal keys, runs one after another
-    run = np.cumsum(np.r_[True, ~tie[pos[1:] - 1]])  # a new run where a member's key differs from the one before
-    combined = run * len(keys) + order[pos]  # each run's indices, ascending within the run
-    combined.sort()
-    order[pos] = combined % len(keys)
-    return order
+    """np.argsort(keys, kind="stable") of int64 keys, in C several times faster: one pass into
+    buckets by the keys' top bits (they are hashes), then each bucket ordered by (key, index).
+    The same permutation, not just an equally sorted one (a test holds them equal)."""
+    return np.frombuffer(_native.stable_order(np.ascontiguousarray(keys, dtype=np.int64)), dtype=np.int64)
 
 
 def sign_batch(texts: list[str], cfg: SignatureConfig, store_text: bool) -> SignedBatch:
-    """Tokenise and sign a batch of texts (runs in a worker process): each text tokenised on
-    its own, then all of them signed at once (sign_many)."""
+    """Tokenise and sign a batch of texts (runs in a worker process): their token hashes straight
+    from the texts (text_token_hashes), then all of them signed at once (sign_hashes)."""
     comp = zstandard.ZstdCompressor(level=3) if store_text else None
     raws = [t.encode("utf-8", "surrogatepass") for t in texts]
-    sig = sign_many([tokenize(t) for t in texts], cfg)
-    # Sorted here, in parallel, so that the single writer inserts B-tree keys in order; the
-    # same sort drops an n-gram's repeats within a document. The rows come in (doc, win) order
-    # already, so a stable sort on the key alone gives (key, doc[, win]) order.
-    order = stable_order(sig.ngrams)
-    ng_hash, ng_doc = sig.ngrams[order], sig.ng_text[order]
-    keep = np.ones(len(ng_hash), dtype=bool)
-    keep[1:] = (ng_hash[1:] != ng_hash[:-1]) | (ng_doc[1:] != ng_doc[:-1])
-    band_key = sig.bands.ravel()
-    order = stable_order(band_key)
+    sig = sign_hashes(*text_token_hashes(texts), cfg)
+    # Sorted here, in parallel, so that the single writer inserts B-tree keys in order, by
+    # (key, doc[, win]): what a stable sort on the key leaves of rows that come in (doc, win)
+    # order; the same sort drops an n-gram's repeats within a document.
+    ng_hash, ng_doc, _ = _rows(_native.sort_rows(sig.ngrams, sig.ng_text, None, True))
+    band_key, band_doc, band_win = _rows(
+        _native.sort_rows(
+            sig.bands.ravel(), np.repeat(sig.win_text, cfg.bands), np.repeat(sig.win_index, cfg.bands), False
+        )
+    )
     return SignedBatch(
         n_tokens=sig.n_tokens,
         n_chars=[len(t) for t in texts],
         text_hash=np.array([xxhash.xxh3_64_intdigest(r) for r in raws], dtype=np.uint64).view(np.int64),
         blobs=[comp.compress(r) for r in raws] if comp is not None else None,
-        ng_hash=ng_hash[keep],
-        ng_doc=ng_doc[keep],
-        band_key=band_key[order],
-        band_doc=np.repeat(sig.win_text, cfg.bands)[order],
-        band_win=np.repeat(sig.win_index, cfg.bands)[order],
+        ng_hash=ng_hash,
+        ng_doc=ng_doc,
+        band_key=band_key,
+        band_doc=band_doc,
+        band_win=band_win,
+    )
+
+
+def _rows(sorted_rows: tuple[memoryview, memoryview, memoryview | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """sort_rows' columns as arrays: int64 keys, int32 documents and windows (none: empty)."""
+    keys, docs, wins = sorted_rows
+    return (
+        np.frombuffer(keys, dtype=np.int64),
+        np.frombuffer(docs, dtype=np.int32),
+        np.frombuffer(wins if wins is not None else b"", dtype=np.int32),
     )

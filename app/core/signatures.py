@@ -1,6 +1,6 @@
-"""Exact-channel n-gram hashes and near-channel MinHash/LSH signatures, vectorised with numpy.
+"""Exact-channel n-gram hashes and near-channel MinHash/LSH signatures (the loops in C, native/).
 
-Token hashes: xxh3_64 of each token's UTF-8 bytes, computed once per token (cached).
+Token hashes: xxh3_64 of each token's UTF-8 bytes (xxhash.h, vendored in native/).
 n-gram hash: h = fmix64(sum_i t[i] * P^(n-1-i) mod 2^64), a polynomial roll of the token
 hashes finished with the MurmurHash3 64-bit finaliser so that `h % s` samples uniformly.
 MinHash: datasketch 2.0's default "affine32" scheme, bit for bit: each shingle hash (32 bits)
@@ -22,58 +22,29 @@ from itertools import chain
 import numpy as np
 import xxhash
 
+from contam.app.core import _native
 from contam.app.core.config import SignatureConfig
 from contam.app.core.text import tokenize
 
-_P = np.uint64(0x9E3779B97F4A7C15)
 _U64 = np.uint64
-
-_token_cache: dict[str, int] = {}  # token -> its hash as a signed 64-bit value (numpy fills int64 faster)
-_CACHE_LIMIT = 2_000_000
-_SIGN = 1 << 63
 
 
 def token_hashes(tokens: Sequence[str]) -> np.ndarray:
-    """64-bit hash of every token (uint64 array), each distinct token hashed once."""
-    cache = _token_cache
-    if len(cache) > _CACHE_LIMIT:
-        cache.clear()
-    # The tokens missing from the cache, found by one set difference in C (no failed first pass
-    # over the tokens, no loop in Python over the distinct ones), hashed once each.
-    h64 = xxhash.xxh3_64_intdigest
-    for tok in set(tokens).difference(cache):
-        cache[tok] = ((h64(tok.encode("utf-8", "surrogatepass")) + _SIGN) % (1 << 64)) - _SIGN
-    return np.fromiter(map(cache.__getitem__, tokens), dtype=np.int64, count=len(tokens)).view(np.uint64)
+    """64-bit hash of every token (uint64 array): xxh3_64 of its UTF-8 ("surrogatepass"), in C."""
+    return np.frombuffer(_native.hash_tokens(tokens), dtype=np.uint64)
 
 
-def _fmix64(h: np.ndarray) -> np.ndarray:
-    h = h ^ (h >> _U64(33))
-    h = h * _U64(0xFF51AFD7ED558CCD)
-    h = h ^ (h >> _U64(33))
-    h = h * _U64(0xC4CEB9FE1A85EC53)
-    return h ^ (h >> _U64(33))
-
-
-def _fmix32(h: np.ndarray) -> np.ndarray:
-    u = np.uint32
-    h = h ^ (h >> u(16))
-    h = h * u(0x85EBCA6B)
-    h = h ^ (h >> u(13))
-    h = h * u(0xC2B2AE35)
-    return h ^ (h >> u(16))
+def text_token_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """token_hashes(tokenize(t)) of every text, laid end to end (uint64), and each text's token
+    count (int64): tokenised and hashed in one C pass, no token made into a str unless it holds
+    a non-ASCII character (those are normalised once per distinct token)."""
+    hashes, lens = _native.text_hashes(texts)
+    return np.frombuffer(hashes, dtype=np.uint64), np.frombuffer(lens, dtype=np.int64)
 
 
 def rolling_hashes(th: np.ndarray, n: int) -> np.ndarray:
     """Hash of every run of `n` consecutive token hashes (uint64, len(th) - n + 1 values)."""
-    m = len(th) - n + 1
-    if m <= 0:
-        return np.empty(0, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        acc = th[:m].copy()
-        for i in range(1, n):
-            acc *= _P
-            acc += th[i : i + m]
-        return _fmix64(acc)
+    return np.frombuffer(_native.roll(np.ascontiguousarray(th, dtype=np.uint64), n), dtype=np.uint64)
 
 
 def channels(cfg: SignatureConfig) -> tuple[int, ...]:
@@ -139,54 +110,39 @@ def window_minhashes(
     """MinHash signature (num_perm uint32) of each window of a token-hash array.
 
     Window j covers tokens [starts[j], starts[j] + window); its shingles are the runs of
-    `shingle` tokens lying wholly inside it. Shingles are permuted once per text and the
-    minimum taken per window, instead of once per window. ends: the shingle index each window
-    stops before, if not starts + window - shingle + 1 (several texts laid end to end, each
-    window kept inside its own text).
+    `shingle` tokens lying wholly inside it: shingle i hashed as the low 32 bits of the roll of
+    th[i:i + shingle], pre-mixed by fmix32, and permuted as a*h + b mod 2^32 (datasketch's
+    affine32); the signature is the minimum per permutation, computed in C. ends: the shingle
+    index each window stops before, if not starts + window - shingle + 1 (several texts laid end
+    to end, each window kept inside its own text).
     """
     if starts is None:
         starts = window_starts(len(th), cfg)
-    if len(starts) == 0:
-        return np.empty((0, cfg.num_perm), dtype=np.uint32)
-    sh = (rolling_hashes(th, cfg.shingle) & _U64(0xFFFFFFFF)).astype(np.uint32)
-    m = len(sh)
-    a, b = permutations(cfg.num_perm, cfg.seed)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
     if ends is None:
-        ends = np.minimum(starts + cfg.window - cfg.shingle + 1, m)
-    out = np.empty((len(starts), cfg.num_perm), dtype=np.uint32)
-    group = max(1, 65536 // max(cfg.window, 1))
-    with np.errstate(over="ignore"):
-        mixed = _fmix32(sh)
-        for g in range(0, len(starts), group):
-            s, e = starts[g : g + group], ends[g : g + group]
-            lo, hi = int(s[0]), int(e.max())
-            # (num_perm, hi-lo) permuted hashes, wrapping mod 2^32 as datasketch, computed in
-            # place with one spare column past the end (reduceat needs every index < len; the
-            # spare only ever ends a discarded between-windows span): no temporaries, no copy.
-            phv = np.empty((len(a), hi - lo + 1), dtype=np.uint32)
-            np.multiply(mixed[lo : hi + 1] if hi < m else np.append(mixed[lo:hi], mixed[lo]), a, out=phv)
-            phv += b
-            idx = np.empty(2 * len(s), dtype=np.int64)
-            idx[0::2] = s - lo
-            idx[1::2] = e - lo
-            out[g : g + len(s)] = np.minimum.reduceat(phv, idx, axis=1)[:, 0::2].T
-    return out
+        ends = np.minimum(starts + cfg.window - cfg.shingle + 1, len(th) - cfg.shingle + 1)
+    a, b = permutations(cfg.num_perm, cfg.seed)
+    sigs = _native.minhash(
+        np.ascontiguousarray(th, dtype=np.uint64),
+        cfg.shingle,
+        a,
+        b,
+        starts,
+        np.ascontiguousarray(ends, dtype=np.int64),
+    )
+    return np.frombuffer(sigs, dtype=np.uint32).reshape(len(starts), cfg.num_perm)
 
 
 def band_keys(sigs: np.ndarray, cfg: SignatureConfig) -> np.ndarray:
-    """LSH band keys, shape (windows, bands), int64: equal keys <=> equal band values."""
-    w = sigs.shape[0]
-    vals = sigs.reshape(w, cfg.bands, cfg.rows).astype(np.uint64)
-    with np.errstate(over="ignore"):
-        acc = np.broadcast_to(np.arange(1, cfg.bands + 1, dtype=np.uint64) * _P, (w, cfg.bands)).copy()
-        for j in range(cfg.rows):
-            acc *= _P
-            acc += vals[:, :, j]
-        return to_signed(_fmix64(acc))
+    """LSH band keys, shape (windows, bands), int64: equal keys <=> equal band values. Band k
+    of a window is its `rows` values rolled from (k + 1) * P as n-grams are, finished with
+    fmix64 (in C)."""
+    keys = _native.band_keys(np.ascontiguousarray(sigs, dtype=np.uint32), cfg.bands, cfg.rows)
+    return np.frombuffer(keys, dtype=np.int64).reshape(sigs.shape[0], cfg.bands)
 
 
-# Fixed texts whose tokens, n-gram hashes and MinHash band keys pin what the libraries do
-# (xxhash, unicodedata's normalisation, numpy's arithmetic and random permutations).
+# Fixed texts whose tokens, n-gram hashes and MinHash band keys pin what the libraries and the
+# compiled code do (xxhash, unicodedata's normalisation, numpy's random permutations, the C loops).
 KNOWN_TEXTS = (
     "The quick brown fox jumps over the lazy dog, and the dog sleeps on in the afternoon sun while "
     "the fox runs off across the field to the river where the herons stand in the shallow water",
@@ -205,8 +161,11 @@ def known_answers() -> dict[str, str]:
     for t in KNOWN_TEXTS:
         toks = tokenize(t)
         digests["known_tokens"].update("\x1f".join(toks).encode("utf-8", "surrogatepass") + b"\x1e")
-        # hashed here, not through token_hashes' cache, so that the library itself answers
+        # hashed here by the library itself; the compiled hashes (the indexer's, from the text;
+        # the scanner's, from its tokens) must be the same, or no index agrees with this process
         th = np.array([xxhash.xxh3_64_intdigest(x.encode("utf-8", "surrogatepass")) for x in toks], dtype=_U64)
+        if not (np.array_equal(token_hashes(toks), th) and np.array_equal(text_token_hashes([t])[0], th)):
+            digests["known_ngrams"].update(b"the compiled token hashes are not xxhash's")
         digests["known_ngrams"].update(rolling_hashes(th, cfg.ngram_n).astype("<u8").tobytes())
         digests["known_minhash"].update(band_keys(window_minhashes(th, cfg), cfg).astype("<i8").tobytes())
     return {k: h.hexdigest()[:16] for k, h in digests.items()}
@@ -253,42 +212,41 @@ class ManySignatures:
 
 
 def sign_many(texts: Sequence[Sequence[str]], cfg: SignatureConfig) -> ManySignatures:
-    """sign_text of each token list (distinct=False), computed once for all of them.
-
-    The texts' token hashes are laid end to end, so hashing, the n-gram roll, the shingle
-    permutations and the band keys are one numpy pass each instead of one per text: n-grams
-    that would span two texts are dropped, and each window's MinHash stops at its own text's
-    last shingle (window_minhashes' `ends`), so every value is the one sign_text computes.
-    """
+    """sign_text of each token list (distinct=False), computed once for all of them."""
     lens = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    ends = np.cumsum(lens)
-    offs = ends - lens
-    th = token_hashes(list(chain.from_iterable(texts)))
-    text_of = np.repeat(np.arange(len(texts), dtype=np.int32), lens)
+    return sign_hashes(token_hashes(list(chain.from_iterable(texts))), lens, cfg)
+
+
+def sign_hashes(th: np.ndarray, lens: np.ndarray, cfg: SignatureConfig) -> ManySignatures:
+    """sign_text of several texts given as their token hashes laid end to end (`th`, uint64) and
+    each text's token count (`lens`, int64), in one pass each for the n-gram roll, MinHash and
+    band keys: n-grams that would span two texts are left out, and each window's MinHash stops at
+    its own text's last shingle (window_minhashes' `ends`), so every value is the one sign_text
+    computes."""
+    th = np.ascontiguousarray(th, dtype=np.uint64)
+    lens = np.ascontiguousarray(lens, dtype=np.int64)
+    offs = np.cumsum(lens) - lens
     gram_parts, text_parts = [], []
     for n in channels(cfg):  # every text's n-grams of one channel, then of the next
-        grams = rolling_hashes(th, n)
-        pos = np.arange(len(grams), dtype=np.int64)
-        keep = pos + n <= ends[text_of[: len(grams)]]
-        if cfg.sample_mod > 1:
-            keep &= grams % _U64(cfg.sample_mod) == 0
-        gram_parts.append(grams[keep])
-        text_parts.append(text_of[: len(grams)][keep])
-    starts = [window_starts(int(n), cfg) for n in lens.tolist()]
-    per_text = np.fromiter(map(len, starts), dtype=np.int64, count=len(starts))
-    win_text = np.repeat(np.arange(len(texts), dtype=np.int32), per_text)
-    first = np.concatenate(starts) if starts else np.empty(0, dtype=np.int64)
-    stop = np.minimum(first + cfg.window - cfg.shingle + 1, lens[win_text] - cfg.shingle + 1) + offs[win_text]
-    sigs = window_minhashes(th, cfg, first + offs[win_text], stop)
+        grams, owner = _native.ngrams(th, lens, n, cfg.sample_mod)
+        gram_parts.append(np.frombuffer(grams, dtype=np.int64))
+        text_parts.append(np.frombuffer(owner, dtype=np.int32))
+    # window_starts of every text at once: windows every stride tokens, the last one ending at
+    # its text's end; none in a text shorter than a shingle
+    last = np.maximum(lens - cfg.window, 0)
+    per_text = np.where(lens >= cfg.shingle, last // cfg.stride + 1 + (last % cfg.stride != 0), 0)
+    win_text = np.repeat(np.arange(len(lens), dtype=np.int32), per_text)
+    win_index = np.arange(len(win_text), dtype=np.int64) - np.repeat(np.cumsum(per_text) - per_text, per_text)
+    first = np.minimum(win_index * cfg.stride, last[win_text])
+    stop = np.minimum(first + cfg.window - cfg.shingle + 1, lens[win_text] - cfg.shingle + 1)
+    sigs = window_minhashes(th, cfg, first + offs[win_text], stop + offs[win_text])
     return ManySignatures(
         n_tokens=lens,
-        ngrams=to_signed(np.concatenate(gram_parts)),
+        ngrams=np.concatenate(gram_parts),
         ng_text=np.concatenate(text_parts),
         bands=band_keys(sigs, cfg),
         win_text=win_text,
-        win_index=(
-            np.arange(len(win_text), dtype=np.int64) - np.repeat(np.cumsum(per_text) - per_text, per_text)
-        ).astype(np.int32),
+        win_index=win_index.astype(np.int32),
     )
 
 

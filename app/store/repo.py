@@ -412,7 +412,7 @@ def open_segment(conn: Connection, corpus_id: int, rows: int, segment_rows: int)
 def insert_ngrams(conn: Connection, seg: int, hashes: np.ndarray, doc_ids: np.ndarray) -> None:
     """Append (hash, doc_id) rows, sorted by both, to segment `seg`."""
     if db.dialect(conn) == "postgresql":
-        _insert_blocks(conn, "ngram", seg, blocks.records("ngram", (hashes, doc_ids)))
+        _insert_blocks(conn, "ngram", seg, (hashes.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False)))
         return
     db.bulk_insert_arrays(
         conn,
@@ -426,7 +426,16 @@ def insert_ngrams(conn: Connection, seg: int, hashes: np.ndarray, doc_ids: np.nd
 def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarray, wins: np.ndarray) -> None:
     """Append (key, doc_id, win) rows, sorted by all three, to segment `seg`."""
     if db.dialect(conn) == "postgresql":
-        _insert_blocks(conn, "band", seg, blocks.records("band", (keys, doc_ids, wins)))
+        _insert_blocks(
+            conn,
+            "band",
+            seg,
+            (
+                keys.astype(np.int64, copy=False),
+                doc_ids.astype(np.int32, copy=False),
+                wins.astype(np.int32, copy=False),
+            ),
+        )
         return
     db.bulk_insert_arrays(
         conn,
@@ -437,10 +446,11 @@ def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarr
     )
 
 
-def _insert_blocks(conn: Connection, table: str, seg: int, rec: np.ndarray) -> None:
-    """PostgreSQL: append records sorted by key to segment `seg` as blocks (app.store.blocks)."""
-    if len(rec):
-        db.copy_in(conn, f"{table}_block", ("seg", "bucket", "data"), blocks.copy_payload(seg, rec))
+def _insert_blocks(conn: Connection, table: str, seg: int, rows: np.ndarray | Sequence[np.ndarray]) -> None:
+    """PostgreSQL: append rows sorted by key (records, or their columns) to segment `seg` as
+    blocks (app.store.blocks)."""
+    if len(rows) if isinstance(rows, np.ndarray) else len(rows[0]):
+        db.copy_in(conn, f"{table}_block", ("seg", "bucket", "data"), blocks.copy_payload(seg, rows))
 
 
 def _fetch_blocks(conn: Connection, table: str, segs: Sequence[int], bucket_ids: Sequence[int] | None) -> np.ndarray:

@@ -44,9 +44,10 @@ def upgrade() -> None:
             rows = conn.exec_driver_sql(
                 f"SELECT {', '.join(cols)} FROM {name} WHERE seg = {int(seg)} ORDER BY {', '.join(cols)}"
             ).all()
-            rec = blocks.records(name, [np.array(c, dtype=np.int64) for c in zip(*rows, strict=True)])
+            types = (np.int64, np.int32, np.int32)  # key, doc[, win]: the records' fields
+            columns = [np.array(c, dtype=t) for c, t in zip(zip(*rows, strict=True), types, strict=False)]
             with raw.cursor() as cur, cur.copy(f"COPY {name}_block (seg, bucket, data) FROM STDIN (FORMAT BINARY)") as cp:
-                cp.write(blocks.copy_payload(int(seg), rec))
+                cp.write(blocks.copy_payload(int(seg), columns))
         op.execute(f"DELETE FROM {name}")
 
 

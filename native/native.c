@@ -1,0 +1,1465 @@
+/* contam.app.core._native: the signing loops in C, bit for bit what app/core/text.py and
+ * app/core/signatures.py define.
+ *
+ * Tokens: markup blanked (strip_markup's regular expression, matched by hand), then every match of
+ * text._TOKEN: a CJK character alone, or a run of other alphanumeric characters
+ * (Py_UNICODE_ISALNUM, which is the \w of Python's re without "_"). An ASCII token is lower-cased
+ * here; a token holding any other character is given to text._norm (NFKC and casefold, Python's
+ * own unicodedata) once per distinct token and cached. Token hashes are xxh3_64 (the official
+ * xxhash.h, vendored beside this file) of the normalised token's UTF-8 bytes, surrogates encoded
+ * as "surrogatepass" does. n-gram rolls, MinHash (datasketch's affine32 scheme) and band keys follow
+ * signatures.py's definitions; stable_order is numpy's stable argsort of int64 keys, sort_rows
+ * the worker's sort of a batch's rows, merge_runs the writer's stable merge of sorted batches, and
+ * copy_blocks the PostgreSQL COPY stream of app/store/blocks.py.
+ *
+ * Every function holds the GIL throughout (the normaliser is Python code), so the caches below are
+ * only touched by one thread at a time.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#define XXH_INLINE_ALL
+#include "xxhash.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define MULTIVERSION __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef MULTIVERSION
+#define MULTIVERSION
+#endif
+
+/* ------------------------------------------------------------------ buffers */
+
+/* A large array, in huge pages where the kernel gives them on request (as numpy asks for its
+ * arrays): on this kind of machine a fresh array of 4 KiB pages costs a page fault per page,
+ * which took longer than filling it. */
+#define HUGE_PAGE ((size_t)1 << 21)
+static void *big_alloc(size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= 2 * HUGE_PAGE) {
+        void *p = aligned_alloc(HUGE_PAGE, (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
+        if (p)
+            madvise(p, bytes, MADV_HUGEPAGE);
+        return p;
+    }
+#endif
+    return malloc(bytes ? bytes : 1);
+}
+
+/* What the functions return: bytes this module allocated, which numpy views (writable) through
+ * the buffer protocol and which are freed with the last view. */
+typedef struct {
+    PyObject_HEAD char *p;
+    Py_ssize_t len;
+} Buf;
+
+static int buf_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    Buf *b = (Buf *)self;
+    return PyBuffer_FillInfo(view, self, b->p, b->len, 0, flags);
+}
+
+static void buf_dealloc(PyObject *self) {
+    free(((Buf *)self)->p);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs buf_as_buffer = {.bf_getbuffer = buf_getbuffer};
+
+static PyTypeObject BufType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "contam.app.core._native.Buffer",
+    .tp_basicsize = sizeof(Buf),
+    .tp_dealloc = buf_dealloc,
+    .tp_as_buffer = &buf_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Bytes returned by contam.app.core._native, for numpy.frombuffer.",
+};
+
+/* A Buf owning p (from big_alloc or malloc), or NULL (p freed) */
+static PyObject *buf_own(char *p, Py_ssize_t len) {
+    Buf *b = PyObject_New(Buf, &BufType);
+    if (!b) {
+        free(p);
+        return NULL;
+    }
+    b->p = p;
+    b->len = len;
+    return (PyObject *)b;
+}
+
+static PyObject *buf_new(Py_ssize_t len) {
+    char *p = big_alloc((size_t)len);
+    if (!p)
+        return PyErr_NoMemory();
+    return buf_own(p, len);
+}
+
+/* What a function returns: a memoryview of the Buf (numpy takes it as it is), or None as it is. */
+static PyObject *view_of(PyObject *buf) {
+    if (!buf || buf == Py_None)
+        return buf;
+    PyObject *view = PyMemoryView_FromObject(buf);
+    Py_DECREF(buf);
+    return view;
+}
+
+#define BUF(o) (((Buf *)(o))->p)
+#define BUF_SHRINK(o, n) (((Buf *)(o))->len = (n))
+
+/* growable byte buffers */
+
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} Vec;
+
+static int vec_grow(Vec *v, Py_ssize_t extra) {
+    if (v->len + extra <= v->cap)
+        return 0;
+    Py_ssize_t cap = v->cap ? v->cap : 256;
+    while (cap < v->len + extra)
+        cap *= 2;
+    char *p;
+    if ((size_t)cap >= 2 * HUGE_PAGE) { /* moved into huge pages, not realloc'd into small ones */
+        p = big_alloc((size_t)cap);
+        if (p && v->len)
+            memcpy(p, v->p, (size_t)v->len);
+        if (p)
+            free(v->p);
+    } else {
+        p = realloc(v->p, (size_t)cap);
+    }
+    if (!p) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    v->p = p;
+    v->cap = cap;
+    return 0;
+}
+
+static inline int vec_put(Vec *v, const void *x, Py_ssize_t n) {
+    if (v->len + n > v->cap && vec_grow(v, n) < 0)
+        return -1;
+    memcpy(v->p + v->len, x, (size_t)n);
+    v->len += n;
+    return 0;
+}
+
+static PyObject *vec_take(Vec *v) { /* the vector's bytes handed to a Buf */
+    char *p = v->p ? v->p : malloc(1);
+    Py_ssize_t len = v->len;
+    v->p = NULL;
+    v->len = v->cap = 0;
+    if (!p)
+        return PyErr_NoMemory();
+    return buf_own(p, len);
+}
+
+/* A read-only C-contiguous buffer of `itemsize`-byte items. */
+static int get_items(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (view->len % itemsize) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes is not a whole number of %zd-byte items", what, view->len,
+                     itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ hashing */
+
+static const uint64_t P64 = 0x9E3779B97F4A7C15ULL;
+
+static inline uint64_t fmix64(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDULL;
+    h ^= h >> 33;
+    h *= 0xC4CEB9FE1A85EC53ULL;
+    return h ^ (h >> 33);
+}
+
+static inline uint32_t fmix32(uint32_t h) {
+    h ^= h >> 16;
+    h *= 0x85EBCA6BU;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35U;
+    return h ^ (h >> 16);
+}
+
+/* UTF-8 of code points, surrogates included (Python's "surrogatepass"). */
+static inline char *put_utf8(char *o, Py_UCS4 c) {
+    if (c < 0x80) {
+        *o++ = (char)c;
+    } else if (c < 0x800) {
+        *o++ = (char)(0xC0 | (c >> 6));
+        *o++ = (char)(0x80 | (c & 0x3F));
+    } else if (c < 0x10000) {
+        *o++ = (char)(0xE0 | (c >> 12));
+        *o++ = (char)(0x80 | ((c >> 6) & 0x3F));
+        *o++ = (char)(0x80 | (c & 0x3F));
+    } else {
+        *o++ = (char)(0xF0 | (c >> 18));
+        *o++ = (char)(0x80 | ((c >> 12) & 0x3F));
+        *o++ = (char)(0x80 | ((c >> 6) & 0x3F));
+        *o++ = (char)(0x80 | (c & 0x3F));
+    }
+    return o;
+}
+
+/* xxh3_64 of s.encode("utf-8", "surrogatepass"); scratch grows as needed. */
+static int hash_str(PyObject *s, Vec *scratch, uint64_t *out) {
+    if (!PyUnicode_Check(s)) {
+        PyErr_Format(PyExc_TypeError, "a token must be str, not %.100s", Py_TYPE(s)->tp_name);
+        return -1;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    if (PyUnicode_IS_ASCII(s)) {
+        *out = XXH3_64bits(PyUnicode_1BYTE_DATA(s), (size_t)n);
+        return 0;
+    }
+    if (scratch->cap < 4 * n && vec_grow(scratch, 4 * n) < 0)
+        return -1;
+    int kind = PyUnicode_KIND(s);
+    const void *d = PyUnicode_DATA(s);
+    char *o = scratch->p;
+    for (Py_ssize_t i = 0; i < n; i++)
+        o = put_utf8(o, PyUnicode_READ(kind, d, i));
+    *out = XXH3_64bits(scratch->p, (size_t)(o - scratch->p));
+    return 0;
+}
+
+/* ------------------------------------------------------------------ character kinds */
+
+enum { SEP = 0, WORD = 1, CJK = 2, UPPER = 3 /* ASCII A-Z: a word character, lower-cased */ };
+
+static unsigned char ascii_kind[128];
+static unsigned char bmp_kind[65536];
+
+static int is_cjk(Py_UCS4 c) { /* text._CJK */
+    return (c >= 0x3040 && c <= 0x30FF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) ||
+           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x20000 && c <= 0x2FFFF);
+}
+
+static int kind_of_slow(Py_UCS4 c) {
+    if (is_cjk(c))
+        return CJK;
+    return Py_UNICODE_ISALNUM(c) ? WORD : SEP;
+}
+
+static void init_kinds(void) {
+    for (Py_UCS4 c = 0; c < 65536; c++)
+        bmp_kind[c] = (unsigned char)kind_of_slow(c);
+    for (int c = 0; c < 128; c++)
+        ascii_kind[c] = (c >= 'A' && c <= 'Z') ? UPPER : bmp_kind[c];
+}
+
+static inline int kind_of(Py_UCS4 c) {
+    if (c < 128)
+        return ascii_kind[c];
+    if (c < 65536)
+        return bmp_kind[c];
+    return kind_of_slow(c);
+}
+
+/* ------------------------------------------------------------------ markup (text._MARKUP) */
+
+static inline int ascii_alpha(Py_UCS4 c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+static inline int ascii_digit(Py_UCS4 c) { return c >= '0' && c <= '9'; }
+static inline int ascii_alnum(Py_UCS4 c) { return ascii_alpha(c) || ascii_digit(c); }
+static inline int ascii_hex(Py_UCS4 c) { return ascii_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+#define AT(i) PyUnicode_READ(kind, d, (i))
+
+/* End of the markup match of text._MARKUP starting at i (a '<' or '&'), or -1 if none starts
+ * there. The regex backtracks nowhere that could change a match: each part's greedy run is
+ * followed by a character that part cannot hold. *no_close: the first position from which no
+ * "-->" follows (a failed search need not be repeated for a later "<!--"). */
+static Py_ssize_t markup_end(int kind, const void *d, Py_ssize_t n, Py_ssize_t i, Py_ssize_t *no_close) {
+    Py_ssize_t j, k;
+    if (AT(i) == '<') {
+        if (i + 3 < n && AT(i + 1) == '!' && AT(i + 2) == '-' && AT(i + 3) == '-') { /* <!--.*?--> */
+            if (i + 4 >= *no_close)
+                return -1;
+            for (j = i + 4; j + 2 < n; j++)
+                if (AT(j) == '-' && AT(j + 1) == '-' && AT(j + 2) == '>')
+                    return j + 3;
+            *no_close = i + 4;
+            return -1; /* the tag alternative needs a letter or '/' where '!' is */
+        }
+        /* </?[A-Za-z][A-Za-z0-9:-]*(?:\s[^<>]{0,400})?/?> */
+        j = i + 1;
+        if (j < n && AT(j) == '/')
+            j++;
+        if (j >= n || !ascii_alpha(AT(j)))
+            return -1;
+        for (j++; j < n; j++) {
+            Py_UCS4 c = AT(j);
+            if (!(ascii_alnum(c) || c == ':' || c == '-'))
+                break;
+        }
+        if (j >= n)
+            return -1;
+        Py_UCS4 c = AT(j);
+        if (c == '>')
+            return j + 1;
+        if (c == '/')
+            return (j + 1 < n && AT(j + 1) == '>') ? j + 2 : -1;
+        if (!Py_UNICODE_ISSPACE(c))
+            return -1;
+        Py_ssize_t lim = j + 1 + 400 < n ? j + 1 + 400 : n;
+        for (k = j + 1; k < lim; k++) {
+            c = AT(k);
+            if (c == '<' || c == '>')
+                break;
+        }
+        return (k < n && AT(k) == '>') ? k + 1 : -1;
+    }
+    /* &(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31}); */
+    j = i + 1;
+    if (j >= n)
+        return -1;
+    if (AT(j) == '#') {
+        j++;
+        if (j < n && ascii_digit(AT(j))) {
+            for (k = j; k < n && k - j < 7 && ascii_digit(AT(k)); k++)
+                ;
+        } else if (j < n && (AT(j) == 'x' || AT(j) == 'X')) {
+            j++;
+            for (k = j; k < n && k - j < 6 && ascii_hex(AT(k)); k++)
+                ;
+            if (k == j)
+                return -1;
+        } else {
+            return -1;
+        }
+        return (k < n && AT(k) == ';') ? k + 1 : -1;
+    }
+    if (!ascii_alpha(AT(j)))
+        return -1;
+    j++;
+    for (k = j; k < n && k - j < 31 && ascii_alnum(AT(k)); k++)
+        ;
+    return (k > j && k < n && AT(k) == ';') ? k + 1 : -1;
+}
+
+/* ------------------------------------------------------------------ the tokeniser */
+
+enum { M_HASH, M_STR, M_SPANS };
+
+static PyObject *normaliser; /* text._norm: raw token -> normalised token */
+static size_t cache_limit = 1000000;
+
+/* What the normaliser answered for each raw token holding a non-ASCII character, keyed by the
+ * raw token's UTF-8 (kept in an arena): the normalised token and its hash. Open addressing,
+ * emptied when it holds cache_limit tokens. */
+typedef struct {
+    uint64_t key; /* xxh3_64 of the raw UTF-8 */
+    uint32_t off, len;
+    uint64_t hash;
+    PyObject *str; /* NULL: an empty slot */
+} Entry;
+
+static Entry *table;
+static size_t table_cap, table_count;
+static char *arena;
+static size_t arena_len, arena_cap;
+/* single BMP characters (every CJK token) answered without a look-up */
+static uint64_t one_hash[65536];
+static PyObject *one_str[65536];
+
+static void cache_clear(void) {
+    for (size_t i = 0; i < table_cap; i++)
+        Py_CLEAR(table[i].str);
+    table_count = 0;
+    arena_len = 0;
+}
+
+static int cache_grow(void) {
+    size_t cap = table_cap ? 2 * table_cap : 4096;
+    Entry *t = calloc(cap, sizeof(Entry));
+    if (!t) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < table_cap; i++) {
+        if (!table[i].str)
+            continue;
+        size_t j = table[i].key & (cap - 1);
+        while (t[j].str)
+            j = (j + 1) & (cap - 1);
+        t[j] = table[i];
+    }
+    free(table);
+    table = t;
+    table_cap = cap;
+    return 0;
+}
+
+/* The entry for text[s:e] (whose UTF-8 is raw[0:len]), asking the normaliser if it is new. */
+static Entry *cache_get(PyObject *text, Py_ssize_t s, Py_ssize_t e, const char *raw, size_t len) {
+    uint64_t key = XXH3_64bits(raw, len);
+    if (table_cap) {
+        for (size_t j = key & (table_cap - 1); table[j].str; j = (j + 1) & (table_cap - 1))
+            if (table[j].key == key && table[j].len == len && !memcmp(arena + table[j].off, raw, len))
+                return &table[j];
+    }
+    if (!normaliser) {
+        PyErr_SetString(PyExc_RuntimeError, "contam.app.core._native: set_normaliser was not called");
+        return NULL;
+    }
+    PyObject *sub = PyUnicode_Substring(text, s, e);
+    if (!sub)
+        return NULL;
+    PyObject *norm = PyObject_CallOneArg(normaliser, sub);
+    Py_DECREF(sub);
+    if (!norm)
+        return NULL;
+    if (!PyUnicode_Check(norm)) {
+        Py_DECREF(norm);
+        PyErr_SetString(PyExc_TypeError, "the normaliser must return str");
+        return NULL;
+    }
+    Vec scratch = {0};
+    uint64_t h;
+    int bad = hash_str(norm, &scratch, &h);
+    free(scratch.p);
+    if (bad < 0) {
+        Py_DECREF(norm);
+        return NULL;
+    }
+    /* the normaliser ran Python code: the table may have been cleared or grown meanwhile */
+    if (table_count >= cache_limit || arena_len + len > UINT32_MAX)
+        cache_clear();
+    if (2 * (table_count + 1) > table_cap && cache_grow() < 0) {
+        Py_DECREF(norm);
+        return NULL;
+    }
+    if (arena_len + len > arena_cap) {
+        size_t cap = arena_cap ? arena_cap : 65536;
+        while (cap < arena_len + len)
+            cap *= 2;
+        char *a = realloc(arena, cap);
+        if (!a) {
+            Py_DECREF(norm);
+            PyErr_NoMemory();
+            return NULL;
+        }
+        arena = a;
+        arena_cap = cap;
+    }
+    memcpy(arena + arena_len, raw, len);
+    size_t j = key & (table_cap - 1);
+    while (table[j].str)
+        j = (j + 1) & (table_cap - 1);
+    table[j] = (Entry){key, (uint32_t)arena_len, (uint32_t)len, h, norm};
+    arena_len += len;
+    table_count++;
+    return &table[j];
+}
+
+/* ASCII tokens already made into str objects (M_STR, M_SPANS): the same words come again and
+ * again, and one look-up is cheaper than a new object. Direct-mapped by the token's hash. */
+#define ASCII_SLOTS (1 << 16)
+#define ASCII_LONGEST 24
+static PyObject *ascii_strs[ASCII_SLOTS];
+
+typedef struct {
+    int mode;
+    Vec hashes;     /* uint64 */
+    PyObject *list; /* tokens */
+    Vec starts, ends;
+    Vec buf; /* an ASCII token lower-cased, or a token's UTF-8 */
+} Tok;
+
+static inline int emit_span(Tok *t, Py_ssize_t s, Py_ssize_t e) {
+    int64_t a = s, b = e;
+    if (vec_put(&t->starts, &a, 8) < 0 || vec_put(&t->ends, &b, 8) < 0)
+        return -1;
+    return 0;
+}
+
+static int emit_str(Tok *t, PyObject *u, Py_ssize_t s, Py_ssize_t e) { /* u borrowed */
+    if (PyList_Append(t->list, u) < 0)
+        return -1;
+    return t->mode == M_SPANS ? emit_span(t, s, e) : 0;
+}
+
+/* An ASCII token, already lower-cased: b[0:len]. */
+static inline int emit_ascii(Tok *t, const char *b, Py_ssize_t len, Py_ssize_t s, Py_ssize_t e) {
+    uint64_t h = XXH3_64bits(b, (size_t)len);
+    if (t->mode == M_HASH)
+        return vec_put(&t->hashes, &h, 8);
+    PyObject **slot = len <= ASCII_LONGEST ? &ascii_strs[h & (ASCII_SLOTS - 1)] : NULL;
+    if (slot && *slot && PyUnicode_GET_LENGTH(*slot) == len && !memcmp(PyUnicode_1BYTE_DATA(*slot), b, (size_t)len))
+        return emit_str(t, *slot, s, e);
+    PyObject *u = PyUnicode_New(len, 127);
+    if (!u)
+        return -1;
+    memcpy(PyUnicode_1BYTE_DATA(u), b, (size_t)len);
+    int r = emit_str(t, u, s, e);
+    if (slot)
+        Py_XSETREF(*slot, u);
+    else
+        Py_DECREF(u);
+    return r;
+}
+
+/* A token holding a non-ASCII character, text[s:e]: normalised by the normaliser, once. */
+static int emit_wide(Tok *t, PyObject *text, Py_ssize_t s, Py_ssize_t e) {
+    int kind = PyUnicode_KIND(text);
+    const void *d = PyUnicode_DATA(text);
+    Py_UCS4 one = e - s == 1 ? PyUnicode_READ(kind, d, s) : 0x110000;
+    if (one < 65536 && one_str[one]) {
+        if (t->mode == M_HASH)
+            return vec_put(&t->hashes, &one_hash[one], 8);
+        return emit_str(t, one_str[one], s, e);
+    }
+    if (t->buf.cap < 4 * (e - s) && vec_grow(&t->buf, 4 * (e - s)) < 0)
+        return -1;
+    char *o = t->buf.p;
+    for (Py_ssize_t i = s; i < e; i++)
+        o = put_utf8(o, PyUnicode_READ(kind, d, i));
+    Entry *got = cache_get(text, s, e, t->buf.p, (size_t)(o - t->buf.p));
+    if (!got)
+        return -1;
+    uint64_t h = got->hash;
+    PyObject *norm = got->str;
+    if (one < 65536) {
+        Py_INCREF(norm);
+        one_str[one] = norm;
+        one_hash[one] = h;
+    }
+    if (t->mode == M_HASH)
+        return vec_put(&t->hashes, &h, 8);
+    return emit_str(t, norm, s, e);
+}
+
+/* The tokens of one text of CHARs, appended to t: runs of word characters (ASCII ones lower-cased
+ * on the way; a run holding any other is the normaliser's), each CJK character alone, markup
+ * stepped over as strip_markup blanks it. */
+#define TOKENISE(NAME, CHAR)                                                                                     \
+    static int NAME(Tok *t, PyObject *text, const CHAR *p, Py_ssize_t n) {                                     \
+        const int kind = (int)sizeof(CHAR);                                                                    \
+        Py_ssize_t no_close = PY_SSIZE_T_MAX, i = 0;                                                           \
+        if (t->buf.cap < n && vec_grow(&t->buf, n) < 0)                                                        \
+            return -1;                                                                                         \
+        while (i < n) {                                                                                        \
+            Py_UCS4 c = p[i];                                                                                  \
+            int k = kind_of(c);                                                                                \
+            if (k == SEP) {                                                                                    \
+                if (c == '<' || c == '&') {                                                                    \
+                    Py_ssize_t e = markup_end(kind, p, n, i, &no_close);                                       \
+                    if (e > 0) {                                                                               \
+                        i = e;                                                                                 \
+                        continue;                                                                              \
+                    }                                                                                          \
+                }                                                                                              \
+                i++;                                                                                           \
+                continue;                                                                                      \
+            }                                                                                                  \
+            if (k == CJK) {                                                                                    \
+                if (emit_wide(t, text, i, i + 1) < 0)                                                          \
+                    return -1;                                                                                 \
+                i++;                                                                                           \
+                continue;                                                                                      \
+            }                                                                                                  \
+            Py_ssize_t s = i;                                                                                  \
+            int upper = 0, wide = 0;                                                                           \
+            for (; i < n; i++) {                                                                               \
+                c = p[i];                                                                                      \
+                k = kind_of(c);                                                                                \
+                if (k == WORD)                                                                                 \
+                    wide |= c >= 128;                                                                          \
+                else if (k == UPPER)                                                                           \
+                    upper = 1;                                                                                 \
+                else                                                                                           \
+                    break;                                                                                     \
+            }                                                                                                  \
+            int r;                                                                                             \
+            if (wide) {                                                                                        \
+                r = emit_wide(t, text, s, i);                                                                  \
+            } else if (kind == 1 && !upper) {                                                                  \
+                r = emit_ascii(t, (const char *)(p + s), i - s, s, i);                                         \
+            } else {                                                                                           \
+                char *o = t->buf.p;                                                                            \
+                for (Py_ssize_t j = s; j < i; j++)                                                             \
+                    o[j - s] = (char)(p[j] >= 'A' && p[j] <= 'Z' ? p[j] + 32 : p[j]);                          \
+                r = emit_ascii(t, o, i - s, s, i);                                                             \
+            }                                                                                                  \
+            if (r < 0)                                                                                         \
+                return -1;                                                                                     \
+        }                                                                                                      \
+        return 0;                                                                                              \
+    }
+
+TOKENISE(tokenise1, Py_UCS1)
+TOKENISE(tokenise2, Py_UCS2)
+TOKENISE(tokenise4, Py_UCS4)
+
+static int tokenise(Tok *t, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "a text must be str, not %.100s", Py_TYPE(text)->tp_name);
+        return -1;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    switch (PyUnicode_KIND(text)) {
+    case PyUnicode_1BYTE_KIND:
+        return tokenise1(t, text, PyUnicode_1BYTE_DATA(text), n);
+    case PyUnicode_2BYTE_KIND:
+        return tokenise2(t, text, PyUnicode_2BYTE_DATA(text), n);
+    default:
+        return tokenise4(t, text, PyUnicode_4BYTE_DATA(text), n);
+    }
+}
+
+static void tok_free(Tok *t) {
+    free(t->hashes.p);
+    free(t->starts.p);
+    free(t->ends.p);
+    free(t->buf.p);
+    Py_XDECREF(t->list);
+}
+
+static PyObject *py_set_normaliser(PyObject *self, PyObject *args) {
+    PyObject *fn;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "On", &fn, &limit))
+        return NULL;
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "the normaliser must be callable");
+        return NULL;
+    }
+    Py_INCREF(fn);
+    Py_XSETREF(normaliser, fn);
+    cache_limit = (size_t)limit;
+    cache_clear();
+    for (int c = 0; c < 65536; c++)
+        Py_CLEAR(one_str[c]);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_tokens(PyObject *self, PyObject *text) {
+    Tok t = {.mode = M_STR};
+    t.list = PyList_New(0);
+    if (!t.list || tokenise(&t, text) < 0) {
+        tok_free(&t);
+        return NULL;
+    }
+    PyObject *out = t.list;
+    t.list = NULL;
+    tok_free(&t);
+    return out;
+}
+
+static PyObject *py_spans(PyObject *self, PyObject *text) {
+    Tok t = {.mode = M_SPANS};
+    t.list = PyList_New(0);
+    if (!t.list || tokenise(&t, text) < 0) {
+        tok_free(&t);
+        return NULL;
+    }
+    PyObject *starts = view_of(vec_take(&t.starts)), *ends = view_of(vec_take(&t.ends));
+    PyObject *out = (starts && ends) ? PyTuple_Pack(3, t.list, starts, ends) : NULL;
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    tok_free(&t);
+    return out;
+}
+
+/* text_hashes(texts) -> (uint64 token hashes of all texts end to end, int64 token count per text) */
+static PyObject *py_text_hashes(PyObject *self, PyObject *texts) {
+    PyObject *seq = PySequence_Fast(texts, "texts must be a sequence of str");
+    if (!seq)
+        return NULL;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    Tok t = {.mode = M_HASH};
+    Vec lens = {0};
+    if (vec_grow(&lens, 8 * m + 8) < 0)
+        goto fail;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        Py_ssize_t before = t.hashes.len;
+        PyObject *text = PySequence_Fast_GET_ITEM(seq, i);
+        Py_INCREF(text); /* the normaliser is Python code: the sequence must not drop it meanwhile */
+        int r = tokenise(&t, text);
+        Py_DECREF(text);
+        if (r < 0)
+            goto fail;
+        int64_t k = (t.hashes.len - before) / 8;
+        vec_put(&lens, &k, 8);
+    }
+    Py_DECREF(seq);
+    PyObject *h = view_of(vec_take(&t.hashes)), *l = view_of(vec_take(&lens));
+    PyObject *out = (h && l) ? PyTuple_Pack(2, h, l) : NULL;
+    Py_XDECREF(h);
+    Py_XDECREF(l);
+    tok_free(&t);
+    return out;
+fail:
+    Py_DECREF(seq);
+    free(lens.p);
+    tok_free(&t);
+    return NULL;
+}
+
+/* hash_tokens(tokens) -> uint64 xxh3_64 of each token's UTF-8 (surrogatepass) */
+static PyObject *py_hash_tokens(PyObject *self, PyObject *tokens) {
+    PyObject *seq = PySequence_Fast(tokens, "tokens must be a sequence of str");
+    if (!seq)
+        return NULL;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    PyObject *out = buf_new(8 * m);
+    Vec scratch = {0};
+    if (!out)
+        goto done;
+    uint64_t *h = (uint64_t *)BUF(out);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    for (Py_ssize_t i = 0; i < m; i++) {
+        if (hash_str(items[i], &scratch, &h[i]) < 0) {
+            Py_CLEAR(out);
+            break;
+        }
+    }
+done:
+    free(scratch.p);
+    Py_DECREF(seq);
+    return view_of(out);
+}
+
+/* ------------------------------------------------------------------ n-grams, MinHash, bands */
+
+static inline uint64_t roll_at(const uint64_t *th, Py_ssize_t i, Py_ssize_t n) {
+    uint64_t acc = th[i];
+    for (Py_ssize_t k = 1; k < n; k++)
+        acc = acc * P64 + th[i + k];
+    return fmix64(acc);
+}
+
+/* roll(th, n) -> uint64 hash of every run of n token hashes */
+static PyObject *py_roll(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    Py_ssize_t n;
+    Py_buffer th;
+    if (!PyArg_ParseTuple(args, "On", &obj, &n))
+        return NULL;
+    if (n < 1) {
+        PyErr_SetString(PyExc_ValueError, "n must be at least 1");
+        return NULL;
+    }
+    if (get_items(obj, &th, 8, "token hashes") < 0)
+        return NULL;
+    Py_ssize_t len = th.len / 8, m = len - n + 1 > 0 ? len - n + 1 : 0;
+    PyObject *out = buf_new(8 * m);
+    if (out) {
+        const uint64_t *h = th.buf;
+        uint64_t *o = (uint64_t *)BUF(out);
+        for (Py_ssize_t i = 0; i < m; i++)
+            o[i] = roll_at(h, i, n);
+    }
+    PyBuffer_Release(&th);
+    return view_of(out);
+}
+
+/* ngrams(th, lens, n, sample_mod) -> (uint64 n-gram hashes of each text, laid end to end, none
+ * spanning two texts, those not divisible by sample_mod (if > 1) left out; int32 text of each) */
+static PyObject *py_ngrams(PyObject *self, PyObject *args) {
+    PyObject *tobj, *lobj;
+    Py_ssize_t n;
+    unsigned long long mod;
+    Py_buffer th, lens;
+    if (!PyArg_ParseTuple(args, "OOnK", &tobj, &lobj, &n, &mod))
+        return NULL;
+    if (n < 1) {
+        PyErr_SetString(PyExc_ValueError, "n must be at least 1");
+        return NULL;
+    }
+    if (get_items(tobj, &th, 8, "token hashes") < 0)
+        return NULL;
+    if (get_items(lobj, &lens, 8, "lengths") < 0) {
+        PyBuffer_Release(&th);
+        return NULL;
+    }
+    const uint64_t *h = th.buf;
+    const int64_t *ln = lens.buf;
+    Py_ssize_t texts = lens.len / 8, total = th.len / 8, off = 0, cap = 0;
+    for (Py_ssize_t i = 0; i < texts; i++) {
+        if (ln[i] < 0 || ln[i] > total - off) {
+            PyErr_SetString(PyExc_ValueError, "text lengths do not add up to the token hashes");
+            goto fail;
+        }
+        off += ln[i];
+        cap += ln[i] >= n ? ln[i] - n + 1 : 0;
+    }
+    PyObject *grams = buf_new(8 * cap);
+    PyObject *owner = buf_new(4 * cap);
+    if (!grams || !owner) {
+        Py_XDECREF(grams);
+        Py_XDECREF(owner);
+        goto fail;
+    }
+    uint64_t *g = (uint64_t *)BUF(grams);
+    int32_t *w = (int32_t *)BUF(owner);
+    Py_ssize_t k = 0;
+    off = 0;
+    for (Py_ssize_t i = 0; i < texts; i++) {
+        for (Py_ssize_t p = off; p + n <= off + ln[i]; p++) {
+            uint64_t v = roll_at(h, p, n);
+            if (mod > 1 && v % mod)
+                continue;
+            g[k] = v;
+            w[k++] = (int32_t)i;
+        }
+        off += ln[i];
+    }
+    PyBuffer_Release(&th);
+    PyBuffer_Release(&lens);
+    BUF_SHRINK(grams, 8 * k);
+    BUF_SHRINK(owner, 4 * k);
+    grams = view_of(grams);
+    owner = view_of(owner);
+    PyObject *out = grams && owner ? PyTuple_Pack(2, grams, owner) : NULL;
+    Py_DECREF(grams);
+    Py_DECREF(owner);
+    return out;
+fail:
+    PyBuffer_Release(&th);
+    PyBuffer_Release(&lens);
+    return NULL;
+}
+
+/* The minimum of a*h + b (mod 2^32) over the window's shingles, for every permutation. */
+MULTIVERSION
+static void minhash_windows(const uint32_t *mixed, const uint32_t *a, const uint32_t *b, Py_ssize_t perms,
+                            const int64_t *starts, const int64_t *ends, Py_ssize_t windows, uint32_t *out) {
+    for (Py_ssize_t w = 0; w < windows; w++) {
+        uint32_t *acc = out + w * perms;
+        for (Py_ssize_t p = 0; p < perms; p++)
+            acc[p] = 0xFFFFFFFFU;
+        for (int64_t i = starts[w]; i < ends[w]; i++) {
+            uint32_t h = mixed[i];
+            for (Py_ssize_t p = 0; p < perms; p++) {
+                uint32_t v = a[p] * h + b[p];
+                acc[p] = v < acc[p] ? v : acc[p];
+            }
+        }
+    }
+}
+
+/* minhash(th, shingle, a, b, starts, ends) -> uint32 (windows, perms): window j's signature over
+ * shingles starts[j] <= i < ends[j], shingle i being the roll of th[i:i + shingle], its low 32
+ * bits mixed by fmix32 (signatures.window_minhashes). */
+static PyObject *py_minhash(PyObject *self, PyObject *args) {
+    PyObject *o_th, *o_a, *o_b, *o_s, *o_e;
+    Py_ssize_t shingle;
+    Py_buffer th = {0}, a = {0}, b = {0}, s = {0}, e = {0};
+    PyObject *out = NULL;
+    uint32_t *mixed = NULL;
+    if (!PyArg_ParseTuple(args, "OnOOOO", &o_th, &shingle, &o_a, &o_b, &o_s, &o_e))
+        return NULL;
+    if (shingle < 1) {
+        PyErr_SetString(PyExc_ValueError, "shingle must be at least 1");
+        return NULL;
+    }
+    if (get_items(o_th, &th, 8, "token hashes") < 0 || get_items(o_a, &a, 4, "a") < 0 ||
+        get_items(o_b, &b, 4, "b") < 0 || get_items(o_s, &s, 8, "starts") < 0 || get_items(o_e, &e, 8, "ends") < 0)
+        goto done;
+    Py_ssize_t perms = a.len / 4, windows = s.len / 8, n = th.len / 8;
+    Py_ssize_t m = n - shingle + 1 > 0 ? n - shingle + 1 : 0;
+    if (b.len != a.len || e.len != s.len) {
+        PyErr_SetString(PyExc_ValueError, "a and b, starts and ends must have the same lengths");
+        goto done;
+    }
+    const int64_t *st = s.buf, *en = e.buf;
+    Py_ssize_t lo = m, hi = 0;
+    for (Py_ssize_t w = 0; w < windows; w++) {
+        if (st[w] < 0 || en[w] <= st[w] || en[w] > m) {
+            PyErr_Format(PyExc_ValueError, "window %zd: shingles [%lld, %lld) not within [0, %zd)", w,
+                         (long long)st[w], (long long)en[w], m);
+            goto done;
+        }
+        lo = st[w] < lo ? st[w] : lo;
+        hi = en[w] > hi ? en[w] : hi;
+    }
+    out = buf_new(4 * windows * perms);
+    if (!out || !windows)
+        goto done;
+    mixed = malloc(4 * (size_t)m);
+    if (!mixed) {
+        PyErr_NoMemory();
+        Py_CLEAR(out);
+        goto done;
+    }
+    const uint64_t *h = th.buf;
+    for (Py_ssize_t i = lo; i < hi; i++)
+        mixed[i] = fmix32((uint32_t)roll_at(h, i, shingle));
+    minhash_windows(mixed, a.buf, b.buf, perms, st, en, windows, (uint32_t *)BUF(out));
+done:
+    free(mixed);
+    PyBuffer_Release(&th);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&e);
+    return view_of(out);
+}
+
+/* band_keys(sigs, bands, rows) -> int64 (windows, bands): band k of a window is its rows values
+ * rolled from (k + 1) * P, finished with fmix64 (signatures.band_keys). */
+static PyObject *py_band_keys(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    Py_ssize_t bands, rows;
+    Py_buffer sg;
+    if (!PyArg_ParseTuple(args, "Onn", &obj, &bands, &rows))
+        return NULL;
+    if (bands < 1 || rows < 1) {
+        PyErr_SetString(PyExc_ValueError, "bands and rows must be at least 1");
+        return NULL;
+    }
+    if (get_items(obj, &sg, 4, "signatures") < 0)
+        return NULL;
+    Py_ssize_t vals = sg.len / 4, width = bands * rows, windows = vals / width;
+    PyObject *out = NULL;
+    if (vals % width) {
+        PyErr_SetString(PyExc_ValueError, "signatures are not whole rows of bands * rows values");
+        goto done;
+    }
+    out = buf_new(8 * windows * bands);
+    if (!out)
+        goto done;
+    const uint32_t *v = sg.buf;
+    uint64_t *o = (uint64_t *)BUF(out);
+    for (Py_ssize_t w = 0; w < windows; w++)
+        for (Py_ssize_t k = 0; k < bands; k++) {
+            uint64_t acc = (uint64_t)(k + 1) * P64;
+            const uint32_t *r = v + w * width + k * rows;
+            for (Py_ssize_t j = 0; j < rows; j++)
+                acc = acc * P64 + r[j];
+            o[w * bands + k] = fmix64(acc);
+        }
+done:
+    PyBuffer_Release(&sg);
+    return view_of(out);
+}
+
+/* ------------------------------------------------------------------ the postings' sort */
+
+typedef struct {
+    uint64_t key;  /* an int64 key with its sign bit flipped: unsigned order is signed order */
+    uint64_t rest; /* what orders equal keys: the row's index, or its (document, window) */
+} Item;
+
+static const uint64_t FLIP = 1ULL << 63;
+
+static inline int item_less(const Item *a, const Item *b) {
+    return a->key < b->key || (a->key == b->key && a->rest < b->rest);
+}
+
+static int item_cmp(const void *x, const void *y) {
+    const Item *a = x, *b = y;
+    return item_less(a, b) ? -1 : item_less(b, a);
+}
+
+static void small_sort(Item *a, size_t n) {
+    if (n > 32) {
+        qsort(a, n, sizeof(Item), item_cmp);
+        return;
+    }
+    for (size_t x = 1; x < n; x++) {
+        Item v = a[x];
+        size_t y = x;
+        while (y > 0 && item_less(&v, &a[y - 1])) {
+            a[y] = a[y - 1];
+            y--;
+        }
+        a[y] = v;
+    }
+}
+
+/* The rows ordered by (key, rest), written out in that order: ORDER, each row's index (rest is
+ * the index: numpy's stable argsort); ROWS, each row's key, document and window (rest is the
+ * document and window), a (key, document) pair's repeats left out when `distinct`. */
+enum { ORDER, ROWS };
+
+typedef struct {
+    int mode, distinct;
+    int64_t *index;  /* ORDER */
+    uint64_t *keys;  /* ROWS */
+    uint32_t *docs, *wins;
+    size_t m;        /* rows written */
+    uint64_t last_key, last_rest;
+} Out;
+
+static void emit_sorted(Out *o, const Item *a, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (o->mode == ORDER) {
+            o->index[o->m++] = (int64_t)a[i].rest;
+            continue;
+        }
+        if (o->distinct && o->m && a[i].key == o->last_key && a[i].rest == o->last_rest)
+            continue;
+        o->last_key = a[i].key;
+        o->last_rest = a[i].rest;
+        o->keys[o->m] = a[i].key ^ FLIP;
+        o->docs[o->m] = (uint32_t)(a[i].rest >> 32);
+        if (o->wins)
+            o->wins[o->m] = (uint32_t)a[i].rest;
+        o->m++;
+    }
+}
+
+/* src[0:m], rows whose keys agree above bit `top`, into dst sorted by (key, rest): spread by the
+ * next bits (at most max_bits of them) into buckets of about four rows, each sorted on its own.
+ * sub: room for 2**max_bits + 1 counts. */
+static void sort_bucket(const Item *src, Item *dst, size_t m, int top, size_t *sub, int max_bits) {
+    if (m <= 64) {
+        memcpy(dst, src, m * sizeof(Item));
+        small_sort(dst, m);
+        return;
+    }
+    int b = 1;
+    while (b < max_bits && ((size_t)1 << (b + 2)) < m)
+        b++;
+    size_t buckets = (size_t)1 << b, shift = (size_t)(top - b), mask = buckets - 1;
+    memset(sub, 0, sizeof(size_t) * (buckets + 1));
+    for (size_t i = 0; i < m; i++)
+        sub[((src[i].key >> shift) & mask) + 1]++;
+    for (size_t k = 1; k <= buckets; k++)
+        sub[k] += sub[k - 1];
+    for (size_t i = 0; i < m; i++)
+        dst[sub[(src[i].key >> shift) & mask]++] = src[i];
+    /* sub[k] is now bucket k's end */
+    for (size_t k = 0, start = 0; k < buckets; k++) {
+        small_sort(dst + start, sub[k] - start);
+        start = sub[k];
+    }
+}
+
+/* Keys are hashes, near uniform: one stable pass into 256 buckets by the top 8 bits, then each
+ * bucket (small enough for the cache) spread by its next bits into buckets of about four rows,
+ * each sorted on its own, and written out. The rows are read from the columns (keys, and for ROWS
+ * docs and wins, which may be NULL). -1: out of memory. */
+static int sort_out(const uint64_t *keys, const uint32_t *docs, const uint32_t *wins, size_t n, Out *o) {
+    size_t count[257] = {0}, pos[256];
+    for (size_t i = 0; i < n; i++)
+        count[((keys[i] ^ FLIP) >> 56) + 1]++;
+    size_t widest = 0;
+    for (int j = 1; j <= 256; j++) {
+        widest = count[j] > widest ? count[j] : widest;
+        count[j] += count[j - 1];
+    }
+    int bits = 1;
+    while (bits < 16 && ((size_t)1 << (bits + 2)) < widest)
+        bits++;
+    Item *tmp = big_alloc(sizeof(Item) * (n ? n : 1)), *bucket = malloc(sizeof(Item) * (widest ? widest : 1));
+    size_t *sub = malloc(sizeof(size_t) * (((size_t)1 << bits) + 1));
+    if (!tmp || !bucket || !sub) {
+        free(tmp);
+        free(bucket);
+        free(sub);
+        return -1;
+    }
+    memcpy(pos, count, sizeof pos);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t u = keys[i] ^ FLIP;
+        uint64_t rest = o->mode == ORDER ? i : ((uint64_t)docs[i] << 32) | (wins ? wins[i] : 0);
+        tmp[pos[u >> 56]++] = (Item){u, rest};
+    }
+    for (int j = 0; j < 256; j++) {
+        size_t m = count[j + 1] - count[j];
+        sort_bucket(tmp + count[j], bucket, m, 56, sub, bits);
+        emit_sorted(o, bucket, m);
+    }
+    free(tmp);
+    free(bucket);
+    free(sub);
+    return 0;
+}
+
+/* stable_order(keys) -> int64: numpy's argsort(keys, kind="stable") of int64 keys (the order by
+ * key, then by index). */
+static PyObject *py_stable_order(PyObject *self, PyObject *obj) {
+    Py_buffer kb;
+    if (get_items(obj, &kb, 8, "keys") < 0)
+        return NULL;
+    size_t n = (size_t)(kb.len / 8);
+    PyObject *out = buf_new((Py_ssize_t)(8 * n));
+    if (out) {
+        Out o = {.mode = ORDER, .index = (int64_t *)BUF(out)};
+        if (sort_out(kb.buf, NULL, NULL, n, &o) < 0) {
+            PyErr_NoMemory();
+            Py_CLEAR(out);
+        }
+    }
+    PyBuffer_Release(&kb);
+    return view_of(out);
+}
+
+/* sort_rows(keys, docs, wins, distinct) -> (keys, docs, wins): the rows (int64 key, int32
+ * document >= 0, int32 window >= 0; wins None: none) ordered by (key, document, window), and with
+ * distinct, a (key, document) pair's repeats left out (then wins must be None; so is the third
+ * result). Rows given in (document, window) order come out as a stable sort by key leaves them. */
+static PyObject *py_sort_rows(PyObject *self, PyObject *args) {
+    PyObject *ko, *dob, *wo;
+    int distinct;
+    Py_buffer kb = {0}, db = {0}, wb = {0};
+    PyObject *keys = NULL, *docs = NULL, *wins = NULL, *out = NULL;
+    if (!PyArg_ParseTuple(args, "OOOp", &ko, &dob, &wo, &distinct))
+        return NULL;
+    int windows = wo != Py_None;
+    if (windows && distinct) {
+        PyErr_SetString(PyExc_ValueError, "sort_rows: distinct rows are (key, document) pairs: no windows");
+        return NULL;
+    }
+    if (get_items(ko, &kb, 8, "keys") < 0 || get_items(dob, &db, 4, "documents") < 0 ||
+        (windows && get_items(wo, &wb, 4, "windows") < 0))
+        goto done;
+    size_t n = (size_t)(kb.len / 8);
+    if ((size_t)db.len != 4 * n || (windows && (size_t)wb.len != 4 * n)) {
+        PyErr_SetString(PyExc_ValueError, "sort_rows: keys, documents and windows must have one value a row");
+        goto done;
+    }
+    keys = buf_new((Py_ssize_t)(8 * n));
+    docs = buf_new((Py_ssize_t)(4 * n));
+    wins = windows ? buf_new((Py_ssize_t)(4 * n)) : Py_NewRef(Py_None);
+    if (!keys || !docs || !wins)
+        goto done;
+    Out o = {.mode = ROWS,
+             .distinct = distinct,
+             .keys = (uint64_t *)BUF(keys),
+             .docs = (uint32_t *)BUF(docs),
+             .wins = windows ? (uint32_t *)BUF(wins) : NULL};
+    if (sort_out(kb.buf, db.buf, windows ? wb.buf : NULL, n, &o) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    BUF_SHRINK(keys, (Py_ssize_t)(8 * o.m));
+    BUF_SHRINK(docs, (Py_ssize_t)(4 * o.m));
+    keys = view_of(keys);
+    docs = view_of(docs);
+    wins = view_of(wins);
+    if (keys && docs && wins)
+        out = PyTuple_Pack(3, keys, docs, wins);
+done:
+    Py_XDECREF(keys);
+    Py_XDECREF(docs);
+    Py_XDECREF(wins);
+    PyBuffer_Release(&kb);
+    PyBuffer_Release(&db);
+    PyBuffer_Release(&wb);
+    return out;
+}
+
+/* merge_runs(runs) -> columns: runs of rows, each a tuple of columns (int64 keys sorted
+ * ascending, then one or two int32 columns), merged into one run sorted by key; rows with equal
+ * keys keep the order of their runs, then their order within a run (what numpy's stable argsort
+ * of the runs' keys laid end to end gives). */
+typedef struct {
+    const int64_t *key;
+    const int32_t *col[2];
+    size_t at, len, col_end; /* the next row; the rows; the end of the range in hand */
+} Run;
+
+static PyObject *py_merge_runs(PyObject *self, PyObject *runs) {
+    PyObject *seq = PySequence_Fast(runs, "runs must be a sequence of tuples of columns");
+    if (!seq)
+        return NULL;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq), ncols = -1, held = 0;
+    Py_buffer *views = NULL;
+    Run *rs = NULL;
+    PyObject *outs[3] = {NULL, NULL, NULL}, *result = NULL;
+    size_t total = 0;
+    for (Py_ssize_t r = 0; r < k; r++) {
+        PyObject *t = PySequence_Fast_GET_ITEM(seq, r);
+        Py_ssize_t c = PySequence_Check(t) ? PySequence_Size(t) : -1;
+        if (c < 2 || c > 3 || (ncols >= 0 && c != ncols)) {
+            PyErr_SetString(PyExc_ValueError, "merge_runs: every run must have the same 2 or 3 columns");
+            goto done;
+        }
+        ncols = c;
+    }
+    if (k >= ((Py_ssize_t)1 << 23)) {
+        PyErr_SetString(PyExc_ValueError, "merge_runs: too many runs");
+        goto done;
+    }
+    views = calloc((size_t)(k * 3 + 1), sizeof(Py_buffer));
+    rs = calloc((size_t)k + 1, sizeof(Run));
+    if (!views || !rs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t n = 0;
+    for (Py_ssize_t r = 0; r < k; r++) {
+        PyObject *t = PySequence_Fast_GET_ITEM(seq, r);
+        Run run = {0};
+        for (Py_ssize_t c = 0; c < ncols; c++) {
+            PyObject *col = PySequence_GetItem(t, c);
+            if (!col)
+                goto done;
+            int bad = get_items(col, &views[held], c ? 4 : 8, c ? "an int32 column" : "keys");
+            Py_DECREF(col);
+            if (bad < 0)
+                goto done;
+            size_t len = (size_t)(views[held].len / (c ? 4 : 8));
+            if (c == 0) {
+                run.key = views[held].buf;
+                run.len = len;
+            } else {
+                run.col[c - 1] = views[held].buf;
+                if (len != run.len) {
+                    held++;
+                    PyErr_SetString(PyExc_ValueError, "merge_runs: a run's columns must have one value a row");
+                    goto done;
+                }
+            }
+            held++;
+        }
+        total += run.len;
+        if (run.len)
+            rs[n++] = run;
+    }
+    for (Py_ssize_t c = 0; c < ncols; c++) {
+        outs[c] = buf_new((Py_ssize_t)(total * (c ? 4 : 8)));
+        if (!outs[c])
+            goto done;
+    }
+    int64_t *ok = (int64_t *)BUF(outs[0]);
+    int32_t *o1 = (int32_t *)BUF(outs[1]);
+    int32_t *o2 = ncols == 3 ? (int32_t *)BUF(outs[2]) : NULL;
+    /* The runs' keys are hashes, near uniform, and sorted: the rows of one range of keys (their
+     * top bits) are a slice of each run. Range by range, the slices' rows are gathered with
+     * their run and place (which order equal keys: run order, then place), sorted in the cache,
+     * and written out. */
+    int bits = 0;
+    while (bits < 24 && ((size_t)1 << (bits + 10)) < total)
+        bits++;
+    size_t ranges = (size_t)1 << bits, cap = 0, m = 0;
+    int shift = 64 - bits;
+    Item *items = NULL, *sorted = NULL;
+    size_t *sub = malloc(sizeof(size_t) * (((size_t)1 << 16) + 1));
+    if (!sub) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t g = 0; g < ranges; g++) {
+        size_t want = 0;
+        for (size_t r = 0; r < n; r++) {
+            Run *t = &rs[r];
+            size_t e = t->at;
+            while (e < t->len && (bits == 0 || (((uint64_t)t->key[e] ^ FLIP) >> shift) == g))
+                e++;
+            t->col_end = e;
+            want += e - t->at;
+        }
+        if (want > cap) {
+            free(items);
+            free(sorted);
+            cap = 2 * want;
+            items = malloc(sizeof(Item) * cap);
+            sorted = malloc(sizeof(Item) * cap);
+            if (!items || !sorted) {
+                free(items);
+                free(sorted);
+                free(sub);
+                PyErr_NoMemory();
+                goto done;
+            }
+        }
+        size_t k = 0;
+        for (size_t r = 0; r < n; r++) {
+            Run *t = &rs[r];
+            for (size_t i = t->at; i < t->col_end; i++)
+                items[k++] = (Item){(uint64_t)t->key[i] ^ FLIP, ((uint64_t)r << 40) | i};
+            t->at = t->col_end;
+        }
+        sort_bucket(items, sorted, k, shift, sub, shift < 16 ? shift : 16);
+        for (size_t i = 0; i < k; i++) {
+            const Run *t = &rs[sorted[i].rest >> 40];
+            size_t at = (size_t)(sorted[i].rest & ((1ULL << 40) - 1));
+            ok[m] = (int64_t)(sorted[i].key ^ FLIP);
+            o1[m] = t->col[0][at];
+            if (o2)
+                o2[m] = t->col[1][at];
+            m++;
+        }
+    }
+    free(items);
+    free(sorted);
+    free(sub);
+    if (m != total) {
+        PyErr_SetString(PyExc_ValueError, "merge_runs: every run must be sorted by key");
+        goto done;
+    }
+    result = PyTuple_New(ncols);
+    if (result)
+        for (Py_ssize_t c = 0; c < ncols; c++) {
+            PyTuple_SET_ITEM(result, c, view_of(outs[c]));
+            outs[c] = NULL;
+            if (!PyTuple_GET_ITEM(result, c)) {
+                Py_CLEAR(result);
+                break;
+            }
+        }
+done:
+    for (Py_ssize_t i = 0; i < held; i++)
+        PyBuffer_Release(&views[i]);
+    for (int c = 0; c < 3; c++)
+        Py_XDECREF(outs[c]);
+    free(views);
+    free(rs);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* copy_blocks(seg, columns, shift) -> a PostgreSQL binary COPY stream of rows (seg, bucket,
+ * data): the rows given as columns (int64 keys sorted ascending, then one or two int32 columns,
+ * strided or not) cut into blocks by bucket = key >> shift (arithmetic), each block one row whose
+ * data is its rows as packed little-endian records (app.store.blocks). */
+static inline char *put_be16(char *o, int v) {
+    o[0] = (char)(v >> 8);
+    o[1] = (char)v;
+    return o + 2;
+}
+
+static inline char *put_be32(char *o, int64_t v) {
+    uint32_t u = (uint32_t)v;
+    o[0] = (char)(u >> 24);
+    o[1] = (char)(u >> 16);
+    o[2] = (char)(u >> 8);
+    o[3] = (char)u;
+    return o + 4;
+}
+
+static inline char *put_le(char *o, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; i++)
+        o[i] = (char)(v >> (8 * i));
+    return o + bytes;
+}
+
+static inline int64_t shift_right(int64_t key, int shift) { /* arithmetic, whatever the compiler */
+    uint64_t u = (uint64_t)key, b = u >> shift;
+    if (u >> 63)
+        b |= ~(~0ULL >> shift);
+    return (int64_t)b;
+}
+
+static PyObject *py_copy_blocks(PyObject *self, PyObject *args) {
+    long long seg;
+    PyObject *cols;
+    int shift;
+    if (!PyArg_ParseTuple(args, "LOi", &seg, &cols, &shift))
+        return NULL;
+    if (shift < 1 || shift > 63) {
+        PyErr_SetString(PyExc_ValueError, "copy_blocks: a shift of 1 to 63");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(cols, "copy_blocks: columns must be a sequence");
+    if (!seq)
+        return NULL;
+    Py_ssize_t nc = PySequence_Fast_GET_SIZE(seq), held = 0;
+    Py_buffer v[3];
+    PyObject *out = NULL;
+    if (nc < 2 || nc > 3) {
+        PyErr_SetString(PyExc_ValueError, "copy_blocks: keys and one or two int32 columns");
+        goto done;
+    }
+    for (Py_ssize_t c = 0; c < nc; c++) {
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, c), &v[c], PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+            goto done;
+        held++;
+        if (v[c].ndim != 1 || v[c].itemsize != (c ? 4 : 8) || v[c].shape[0] != v[0].shape[0]) {
+            PyErr_SetString(PyExc_ValueError, "copy_blocks: 1-d columns of int64 keys, then int32, one value a row");
+            goto done;
+        }
+    }
+    size_t n = (size_t)v[0].shape[0], width = 8 + 4 * (size_t)(nc - 1), blocks = 0;
+    const char *kp = v[0].buf;
+    Py_ssize_t ks = v[0].strides[0];
+#define KEY(i) (*(const int64_t *)(kp + (Py_ssize_t)(i) * ks))
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || shift_right(KEY(i), shift) != shift_right(KEY(i - 1), shift))
+            blocks++;
+    static const char header[] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+    const size_t hlen = 19, head = 22;
+    out = buf_new((Py_ssize_t)(hlen + blocks * head + n * width + 2));
+    if (!out)
+        goto done;
+    char *o = BUF(out);
+    memcpy(o, header, hlen);
+    o += hlen;
+    for (size_t i = 0; i < n;) {
+        int64_t b = shift_right(KEY(i), shift);
+        size_t e = i + 1;
+        while (e < n && shift_right(KEY(e), shift) == b)
+            e++;
+        o = put_be16(o, 3);
+        o = put_be32(o, 4);
+        o = put_be32(o, seg);
+        o = put_be32(o, 4);
+        o = put_be32(o, b);
+        o = put_be32(o, (int64_t)((e - i) * width));
+        for (; i < e; i++) {
+            o = put_le(o, (uint64_t)KEY(i), 8);
+            for (Py_ssize_t c = 1; c < nc; c++)
+                o = put_le(o, *(const uint32_t *)((const char *)v[c].buf + (Py_ssize_t)i * v[c].strides[0]), 4);
+        }
+    }
+#undef KEY
+    put_be16(o, -1);
+done:
+    for (Py_ssize_t c = 0; c < held; c++)
+        PyBuffer_Release(&v[c]);
+    Py_DECREF(seq);
+    return view_of(out);
+}
+
+/* ------------------------------------------------------------------ the module */
+
+static PyMethodDef methods[] = {
+    {"set_normaliser", py_set_normaliser, METH_VARARGS,
+     "set_normaliser(norm, cache_limit): the function non-ASCII tokens are normalised by (text._norm); "
+     "its answers are cached, up to cache_limit distinct tokens before the cache is emptied."},
+    {"tokens", py_tokens, METH_O, "tokens(text) -> the normalised tokens of text (text.tokenize)"},
+    {"spans", py_spans, METH_O,
+     "spans(text) -> (tokens, starts, ends): tokens and their character spans, int64 as bytearrays"},
+    {"text_hashes", py_text_hashes, METH_O,
+     "text_hashes(texts) -> (hashes, lens): every text's token hashes end to end (uint64) and each "
+     "text's token count (int64), as bytearrays"},
+    {"hash_tokens", py_hash_tokens, METH_O, "hash_tokens(tokens) -> uint64 xxh3_64 of each token, as a bytearray"},
+    {"roll", py_roll, METH_VARARGS, "roll(th, n) -> uint64 hash of every n consecutive token hashes"},
+    {"ngrams", py_ngrams, METH_VARARGS,
+     "ngrams(th, lens, n, sample_mod) -> (uint64 n-gram hashes inside each text, int32 text of each)"},
+    {"minhash", py_minhash, METH_VARARGS,
+     "minhash(th, shingle, a, b, starts, ends) -> uint32 MinHash signature of each window"},
+    {"band_keys", py_band_keys, METH_VARARGS, "band_keys(sigs, bands, rows) -> int64 LSH band keys"},
+    {"stable_order", py_stable_order, METH_O, "stable_order(keys) -> numpy's stable argsort of int64 keys"},
+    {"merge_runs", py_merge_runs, METH_O,
+     "merge_runs(runs) -> columns: sorted runs of (int64 keys, int32 columns...) merged stably by key"},
+    {"copy_blocks", py_copy_blocks, METH_VARARGS,
+     "copy_blocks(seg, columns, shift) -> PostgreSQL binary COPY stream of (seg, bucket, data) blocks"},
+    {"sort_rows", py_sort_rows, METH_VARARGS,
+     "sort_rows(keys, docs, wins, distinct) -> (keys, docs, wins) ordered by (key, doc, win), "
+     "(key, doc) repeats dropped if distinct"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_native", .m_doc = "contam's signing loops in C.", .m_size = -1, .m_methods = methods};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    init_kinds();
+    if (PyType_Ready(&BufType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddObjectRef(m, "Buffer", (PyObject *)&BufType) < 0)
+        Py_CLEAR(m);
+    return m;
+}

@@ -1,0 +1,303 @@
+"""The compiled signing loops (native/native.c) against their definitions: the tokeniser against
+strip_markup, _TOKEN and _norm (the regular expressions and Python's unicodedata), token hashes
+against the xxhash library, and the n-gram roll, MinHash, band keys and the postings' sort against
+plain Python and numpy written from signatures.py's docstring. Random texts mix ASCII, markup,
+CJK, other scripts, lone surrogates and very long runs."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from functools import reduce
+
+import numpy as np
+import pytest
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contam.app.core import _native
+from contam.app.core import signatures as S
+from contam.app.core import text as T
+from contam.app.core.config import SignatureConfig
+from contam.app.core.text import tokenize, tokenize_spans
+from contam.indexer.signing import sign_batch, stable_order
+
+M64 = (1 << 64) - 1
+P = 0x9E3779B97F4A7C15
+
+
+def _by_regex(text: str) -> tuple[list[str], list[int], list[int]]:
+    found = list(T._TOKEN.finditer(T.strip_markup(text)))
+    return [T._norm(m.group()) for m in found], [m.start() for m in found], [m.end() for m in found]
+
+
+def _xxh(tokens: list[str]) -> list[int]:
+    return [xxhash.xxh3_64_intdigest(t.encode("utf-8", "surrogatepass")) for t in tokens]
+
+
+# Markup, near-markup and what its rules turn on: whitespace (\s, Unicode's), entities of each
+# kind and length, comments closed and not, tags with and without attributes.
+# fmt: off
+_PIECES = st.sampled_from(
+    [
+        "<p>", "</b>", "<br/>", "<br />", "<a href='x'>", "<x-y:z>", "<p\u00a0class=x>", "<p\u2003>", "< p>",
+        "<1>", "</>", "<p/ >", "<!--", "-->", "<!-- a -->", "<!--->", "<!---->", "&nbsp;", "&amp", "&#123;",
+        "&#12345678;", "&#x1F;", "&#x;", "&#X1234567;", "&a;", "&ab;", "&" + "a" * 32 + ";", "&" + "b" * 33 + ";",
+        "<", ">", "&", ";", "#", "\ud800", "\udfff", "_", "Ǆ", "ǅ", "İ", "ß", "ﬁ", "Ⅻ", "½", "²", "٣",
+    ]
+)
+# fmt: on
+_CHARS = st.one_of(
+    st.sampled_from("aZ09_ -.,\n\té中ｆｕ\u30fb\u3041\U00020001\U0001f600\u0663\u00b2ÀÉ\u0301ㄱ가\u1100\u1161"),
+    st.characters(codec="utf-8"),
+    st.characters(max_codepoint=127),
+)
+_TEXTS = st.lists(st.one_of(_PIECES, st.text(_CHARS, max_size=12)), max_size=30).map("".join)
+_ASCII = st.lists(
+    st.one_of(_PIECES.filter(str.isascii), st.text(st.characters(max_codepoint=127), max_size=12)), max_size=30
+).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(_TEXTS, _ASCII))
+def test_tokens_and_spans_equal_the_definition(text: str) -> None:
+    tokens, starts, ends = _by_regex(text)
+    assert tokenize(text) == tokens
+    got = tokenize_spans(text)
+    assert (got.tokens, got.starts.tolist(), got.ends.tolist()) == (tokens, starts, ends)
+    assert got.starts.dtype == got.ends.dtype == np.int64
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_TEXTS, _ASCII), max_size=6))
+def test_text_token_hashes_are_the_hashes_of_the_tokens(texts: list[str]) -> None:
+    th, lens = S.text_token_hashes(texts)
+    expected = [_xxh(_by_regex(t)[0]) for t in texts]
+    assert lens.tolist() == [len(e) for e in expected]
+    assert th.tolist() == [h for e in expected for h in e]
+    assert th.dtype == np.uint64 and lens.dtype == np.int64
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(st.one_of(_CHARS, st.sampled_from("\ud800\udbff\udc00")), max_size=20), max_size=20))
+def test_token_hashes_are_xxh3_of_utf8_with_surrogates(tokens: list[str]) -> None:
+    assert S.token_hashes(tokens).tolist() == _xxh(tokens)
+    assert S.token_hashes(tuple(tokens)).tolist() == _xxh(tokens)
+
+
+def test_long_and_empty_inputs() -> None:
+    attr = "x" * 399
+    texts = [
+        "",
+        " ",
+        "<" * 10_000,
+        "<!--" * 5_000 + "a",  # many unclosed comments: each fails without searching again
+        "a" * 100_000,  # one token as long as the text
+        "é" * 50_000,
+        "<p " + attr + ">in</p> <p " + attr + "y>out</p> <p " + attr + "yz>out2</p>",  # the 400-character limit
+        "<p\n" + "a&b " * 200 + ">x",
+        ("Ünïcödé café 東京 " * 2_000) + ("The quick brown fox " * 2_000),
+    ]
+    for t in texts:
+        tokens, starts, ends = _by_regex(t)
+        got = tokenize_spans(t)
+        assert (tokenize(t), got.tokens, got.starts.tolist(), got.ends.tolist()) == (tokens, tokens, starts, ends)
+    th, lens = S.text_token_hashes(texts)
+    assert th.tolist() == [h for t in texts for h in _xxh(_by_regex(t)[0])]
+    assert S.token_hashes([]).tolist() == [] and S.text_token_hashes([])[0].tolist() == []
+
+
+def test_every_code_point_is_classified_as_the_regex_does() -> None:
+    """Each character alone between spaces: a token of its own exactly where _TOKEN says so
+    (letters and digits of every script, CJK one a token, "_" and marks separate)."""
+    text = " ".join(chr(c) for c in range(sys.maxunicode + 1) if c not in (ord("<"), ord("&")))
+    tokens, starts, ends = _by_regex(text)
+    got = tokenize_spans(text)
+    assert len(tokens) > 100_000
+    assert got.starts.tolist() == starts and got.ends.tolist() == ends
+    assert got.tokens == tokens
+
+
+def test_the_normaliser_cache_emptied_when_full_gives_the_same_tokens() -> None:
+    words = [f"é{i}ü" for i in range(500)] + ["東", "京"] * 50
+    text = " ".join(words * 3)
+    expected = _by_regex(text)[0]
+    _native.set_normaliser(T._norm, 7)  # emptied many times over within one text
+    try:
+        assert tokenize(text) == expected
+        assert S.text_token_hashes([text])[0].tolist() == _xxh(expected)
+    finally:
+        _native.set_normaliser(T._norm, T._NORM_CACHE_LIMIT)
+    assert tokenize(text) == expected
+
+
+def test_threads_tokenising_at_once_get_their_own_tokens() -> None:
+    """The normaliser is Python code, so threads take turns inside the tokeniser."""
+    texts = [" ".join(f"wörd{t}x{i} Ä{i % 7}" for i in range(3_000)) for t in range(4)]
+    expected = [_by_regex(t)[0] for t in texts]
+    _native.set_normaliser(T._norm, T._NORM_CACHE_LIMIT)  # a cold cache: every word calls back
+    got: dict[int, list[list[str]]] = {}
+
+    def run(k: int) -> None:
+        got[k] = [tokenize(texts[k]) for _ in range(3)]
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert all(got[k] == [expected[k]] * 3 for k in range(4))
+
+
+def test_type_errors() -> None:
+    with pytest.raises(TypeError):
+        S.token_hashes(["a", 3])  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        tokenize(b"abc")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- the numeric loops
+
+
+def _fmix64(h: int) -> int:
+    h ^= h >> 33
+    h = h * 0xFF51AFD7ED558CCD & M64
+    h ^= h >> 33
+    h = h * 0xC4CEB9FE1A85EC53 & M64
+    return h ^ (h >> 33)
+
+
+def _fmix32(h: int) -> int:
+    h ^= h >> 16
+    h = h * 0x85EBCA6B & 0xFFFFFFFF
+    h ^= h >> 13
+    h = h * 0xC2B2AE35 & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def _roll(th: list[int], n: int) -> list[int]:
+    return [
+        _fmix64(reduce(lambda acc, t: (acc * P + t) & M64, th[i + 1 : i + n], th[i])) for i in range(len(th) - n + 1)
+    ]
+
+
+_HASHES = st.lists(st.integers(0, M64), max_size=80)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_HASHES, st.integers(1, 9))
+def test_rolling_hashes_equal_the_polynomial(th: list[int], n: int) -> None:
+    got = S.rolling_hashes(np.array(th, dtype=np.uint64), n)
+    assert got.dtype == np.uint64 and got.tolist() == _roll(th, n)
+
+
+def _minhash(th: list[int], cfg: SignatureConfig, starts: list[int], ends: list[int]) -> list[list[int]]:
+    a, b = (x.ravel().tolist() for x in S.permutations(cfg.num_perm, cfg.seed))
+    mixed = [_fmix32(h & 0xFFFFFFFF) for h in _roll(th, cfg.shingle)]
+    return [
+        [min((ai * mixed[i] + bi) & 0xFFFFFFFF for i in range(s, e)) for ai, bi in zip(a, b, strict=True)]
+        for s, e in zip(starts, ends, strict=True)
+    ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(_HASHES, st.integers(1, 4), st.integers(1, 20), st.data())
+def test_window_minhashes_and_band_keys_equal_their_definitions(
+    th: list[int], shingle: int, width: int, data: st.DataObject
+) -> None:
+    cfg = SignatureConfig(shingle=shingle, window=max(width, shingle), stride=1, num_perm=8, bands=4, seed=3)
+    m = len(th) - shingle + 1
+    spans = data.draw(st.lists(st.tuples(st.integers(0, m), st.integers(1, width)), max_size=6)) if m > 0 else []
+    starts = [s for s, _ in spans if s < m]
+    ends = [min(s + w, m) for s, w in spans if s < m]
+    arr = np.array(th, dtype=np.uint64)
+    sigs = S.window_minhashes(arr, cfg, np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64))
+    assert sigs.dtype == np.uint32 and sigs.shape == (len(starts), cfg.num_perm)
+    assert sigs.tolist() == _minhash(th, cfg, starts, ends)
+    keys = S.band_keys(sigs, cfg)
+    expected = [
+        [
+            _fmix64(
+                reduce(lambda acc, v: (acc * P + v) & M64, row[k * cfg.rows : (k + 1) * cfg.rows], (k + 1) * P & M64)
+            )
+            for k in range(cfg.bands)
+        ]
+        for row in sigs.tolist()
+    ]
+    assert keys.dtype == np.int64 and keys.view(np.uint64).tolist() == expected
+
+
+def test_a_window_outside_the_shingles_is_refused() -> None:
+    cfg = SignatureConfig()
+    th = np.arange(10, dtype=np.uint64)
+    with pytest.raises(ValueError, match="window 0"):
+        S.window_minhashes(th, cfg, np.array([0]), np.array([9]))  # 8 shingles of 3 tokens
+    with pytest.raises(ValueError, match="window 0"):
+        S.window_minhashes(th, cfg, np.array([2]), np.array([2]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=12), st.integers(1, 6), st.integers(1, 4))
+def test_sign_hashes_is_each_texts_own_grams_and_windows(lens: list[int], n: int, stride_part: int) -> None:
+    cfg = SignatureConfig(ngram_n=n + 3, window=8, stride=min(8, stride_part * 2), shingle=3)
+    rng = np.random.default_rng(sum(lens))
+    th = rng.integers(0, 2**63, sum(lens), dtype=np.int64).view(np.uint64)
+    many = S.sign_hashes(th, np.array(lens, dtype=np.int64), cfg)
+    offs = np.cumsum([0, *lens])
+    for i, k in enumerate(lens):
+        starts = S.window_starts(k, cfg)
+        assert many.win_index[many.win_text == i].tolist() == list(range(len(starts)))
+        own = th[offs[i] : offs[i + 1]]
+        grams = np.concatenate([S.rolling_hashes(own, g) for g in S.channels(cfg)]).view(np.int64)
+        assert many.ngrams[many.ng_text == i].tolist() == grams.tolist()
+        assert many.bands[many.win_text == i].tolist() == S.band_keys(S.window_minhashes(own, cfg), cfg).tolist()
+
+
+# ---------------------------------------------------------------- the postings' sort
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 3000), st.sampled_from([2, 50, 2**62]), st.integers(0, 2**32))
+def test_sort_rows_equal_a_stable_sort_and_its_repeats_dropped(n: int, spread: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(-spread, spread, n, dtype=np.int64)
+    if n and spread == 2**62:
+        keys[rng.integers(0, n, n // 3)] = keys[0]  # one key many times among distinct ones
+    docs = np.sort(rng.integers(0, 40, n)).astype(np.int32)  # rows in (document, window) order
+    wins = np.zeros(n, dtype=np.int32)
+    for d in np.unique(docs):
+        wins[docs == d] = np.arange((docs == d).sum()) // 3
+    order = np.argsort(keys, kind="stable")
+    assert stable_order(keys).tolist() == order.tolist()
+    k, d, w = (
+        np.frombuffer(c, dtype=t)
+        for c, t in zip(_native.sort_rows(keys, docs, wins, False), ["<i8", "<i4", "<i4"], strict=True)
+    )
+    assert (k.tolist(), d.tolist(), w.tolist()) == (keys[order].tolist(), docs[order].tolist(), wins[order].tolist())
+    kd, dd, none = _native.sort_rows(keys, docs, None, True)
+    pairs = sorted(set(zip(keys.tolist(), docs.tolist(), strict=True)))
+    assert none is None
+    assert list(zip(np.frombuffer(kd, np.int64).tolist(), np.frombuffer(dd, np.int32).tolist(), strict=True)) == pairs
+
+
+def test_sign_batch_of_texts_with_markup_and_scripts_is_sign_text_of_their_tokens() -> None:
+    cfg = SignatureConfig(window=16, stride=8)
+    texts = [
+        "<p>The <b>quick</b> brown&nbsp;fox</p> " * 9,
+        "Ünïcödé café 東京タワー naïve ﬁnancial " * 7,
+        "",
+        "x_1 + y_2 " * 30,
+    ]
+    sb = sign_batch(texts, cfg, store_text=False)
+    grams = sorted({(int(h), i) for i, t in enumerate(texts) for h in S.sign_text(tokenize(t), cfg).ngrams})
+    assert list(zip(sb.ng_hash.tolist(), sb.ng_doc.tolist(), strict=True)) == grams
+    bands = sorted(
+        (int(k), i, w)
+        for i, t in enumerate(texts)
+        for w, row in enumerate(S.sign_text(tokenize(t), cfg).bands)
+        for k in row
+    )
+    assert list(zip(sb.band_key.tolist(), sb.band_doc.tolist(), sb.band_win.tolist(), strict=True)) == bands
+    dtypes = (sb.ng_hash.dtype, sb.ng_doc.dtype, sb.band_key.dtype, sb.band_doc.dtype, sb.band_win.dtype)
+    assert dtypes == (np.int64, np.int32, np.int64, np.int32, np.int32)
