@@ -83,6 +83,16 @@ class PreparedItem:
         return self.ids.tolist()
 
     @cached_property
+    def glued_ids(self) -> np.ndarray:
+        """The ids of `glued`, sorted, without repeats."""
+        return np.unique(self.glued[:, 0])
+
+    @cached_property
+    def uids(self) -> np.ndarray:
+        """The item's token ids, sorted, without repeats."""
+        return np.unique(self.ids)
+
+    @cached_property
     def lookup_grams(self) -> np.ndarray:
         """The n-grams looked for in a document: the item's, then its passage's."""
         return np.concatenate([self.grams, self.passage_grams]) if len(self.passage_grams) else self.grams
@@ -95,9 +105,10 @@ class PreparedItem:
 SHORT_ITEM_TOKENS = 32
 
 
-def prepare(item: BenchmarkItem, n: int, short_n: int = 0) -> PreparedItem:
+def prepare(item: BenchmarkItem, n: int, short_n: int = 0, glue: bool = True) -> PreparedItem:
     """An item's scored text as token ids, n-grams and MATCH_N-grams (module doc). short_n: the
-    index's short channel (0: none); an item under SHORT_ITEM_TOKENS tokens gets its n-grams."""
+    index's short channel (0: none); an item under SHORT_ITEM_TOKENS tokens gets its n-grams.
+    glue: work out PreparedItem.glued (only a document's matching reads it)."""
     texts: list[tuple[int, str]] = [(QUESTION, t) for t in item.segments("question")]
     texts += [(CHOICES, c) for c in item.segments("choices")]
     choices = [tokenize(c) for _code, c in texts if _code == CHOICES]
@@ -152,7 +163,7 @@ def prepare(item: BenchmarkItem, n: int, short_n: int = 0) -> PreparedItem:
         stem=xxhash.xxh3_64_intdigest(all_ids[role == QUESTION].tobytes()),
         sgrams=sgrams,
         sgram_pos=sgram_pos,
-        glued=_glued([t for _code, t in texts], bounds[:-1].tolist()),
+        glued=_glued([t for _code, t in texts], bounds[:-1].tolist()) if glue else np.zeros((0, 3), np.int64),
     )
 
 

@@ -142,19 +142,34 @@ class DocTokens:
         return cls(ids.view(np.int64), grams, rolling_hashes(u, MATCH_N).view(np.int64), order, grams[order])
 
     def positions(self, grams: np.ndarray) -> np.ndarray:
-        """Sorted positions where any of `grams` occurs."""
-        if len(grams) == 0 or len(self.grams) == 0:
-            return np.zeros(0, dtype=np.int64)
-        ranked = self.ranked
-        lo = np.searchsorted(ranked, grams, side="left")
-        hi = np.searchsorted(ranked, grams, side="right")
-        hit = hi > lo
-        if not hit.any():
-            return np.zeros(0, dtype=np.int64)
-        lo, hi = lo[hit], hi[hit]
-        counts = hi - lo
-        idx = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts) + np.arange(counts.sum())
-        return np.unique(self.order[idx])
+        """Sorted positions where any of `grams` (index n-grams) occurs."""
+        return _positions(grams, self.order, self.ranked)
+
+    @cached_property
+    def _mgram_index(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(self.mgrams, kind="stable")
+        return order, self.mgrams[order]
+
+    def mpositions(self, mgrams: np.ndarray) -> np.ndarray:
+        """Sorted positions where any of `mgrams` (MATCH_N-grams) occurs: the MATCH_N-grams are
+        sorted once per document, when first asked (a document is asked for many items)."""
+        return _positions(mgrams, *self._mgram_index)
+
+
+def _positions(grams: np.ndarray, order: np.ndarray, ranked: np.ndarray) -> np.ndarray:
+    """Sorted positions holding any of `grams`, given the positions in order of gram (`order`)
+    and the grams in that order (`ranked`)."""
+    if len(grams) == 0 or len(ranked) == 0:
+        return np.zeros(0, dtype=np.int64)
+    lo = np.searchsorted(ranked, grams, side="left")
+    hi = np.searchsorted(ranked, grams, side="right")
+    hit = hi > lo
+    if not hit.any():
+        return np.zeros(0, dtype=np.int64)
+    lo, hi = lo[hit], hi[hit]
+    counts = hi - lo
+    idx = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts) + np.arange(counts.sum())
+    return np.unique(order[idx])
 
 
 def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] | None) -> tuple[int, int]:
@@ -169,7 +184,7 @@ def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] 
     pos = doc.positions(p.lookup_grams)
     grams, width = doc.grams, n
     if not len(pos):
-        pos, grams, width = np.flatnonzero(member(doc.mgrams, p.umgrams)), doc.mgrams, MATCH_N
+        pos, grams, width = doc.mpositions(p.umgrams), doc.mgrams, MATCH_N
     if len(pos):
         _keys, inverse, counts = np.unique(grams[pos], return_inverse=True, return_counts=True)
         lo, hi = densest(pos, 2 * length, 1.0 / counts[inverse])
@@ -179,6 +194,20 @@ def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] 
     else:
         lo, hi = 0, length
     return max(0, lo - length), min(len(doc.ids), hi + length)
+
+
+def _region_near(p: PreparedItem, doc: DocTokens, around: tuple[int, int], n: int) -> tuple[int, int]:
+    """A competitor's own region in a document: region_for by its MATCH_N-grams alone (every item
+    has them, in whichever chunk of the benchmark it is, so the region does not depend on how the
+    benchmark was cut into chunks); `around` (the region that holds part of its copy) if the
+    document holds none of them."""
+    length = max(p.n_tokens, n)
+    pos = doc.mpositions(p.umgrams)
+    if not len(pos):
+        return around
+    _keys, inverse, counts = np.unique(doc.mgrams[pos], return_inverse=True, return_counts=True)
+    lo, hi = densest(pos, 2 * length, 1.0 / counts[inverse])
+    return max(0, lo - length), min(len(doc.ids), hi + MATCH_N + length)
 
 
 def member(x: np.ndarray, sorted_unique: np.ndarray) -> np.ndarray:
@@ -229,7 +258,7 @@ def match_document(
     present = member(p.mgrams, region.mgrams)
     matched = held(p, region.ids, region.mgrams, present=present) & al.matched  # in the item's order
     own, own_hit, competitor, competitor_found = _own_text(
-        i, items, stats, shared, region, matched, al, th, present, doc, n
+        i, items, stats, shared, region, matched, al, th, present, doc, n, (lo, hi)
     )
     solution_held = _solution_share(p, own, own_hit)
     counted = _counted(p, solution_held)
@@ -278,7 +307,10 @@ def _unglued(p: PreparedItem, region: Region, n: int) -> tuple[Region, np.ndarra
     if not len(p.glued):
         return region, None
     # a token the item itself has ("12" beside "1/2") is read as itself
-    hit = np.isin(region.ids, p.glued[:, 0]) & ~np.isin(region.ids, p.ids)
+    hit = member(region.ids, p.glued_ids)
+    if not hit.any():
+        return region, None
+    hit[hit] = ~member(region.ids[hit], p.uids)
     if not hit.any():
         return region, None
     first = {int(h): (int(a), int(k)) for h, a, k in p.glued[::-1].tolist()}  # the first run of each id
@@ -410,6 +442,7 @@ def _own_text(
     present: np.ndarray,
     doc: DocTokens,
     n: int,
+    around: tuple[int, int],
 ) -> tuple[np.ndarray, np.ndarray, int | None, bool]:
     """(own tokens, own tokens held, competitor, whether any other item's own text is held).
 
@@ -419,7 +452,17 @@ def _own_text(
     passages item i shares word for word with another item.
     present: bool per MATCH_N-gram of item i, the region holds it."""
     p = items[i]
-    candidates = _competitors(i, items, stats, shared, region, th, present) if matched.sum() >= 2 else []
+    # Which item the document is a copy of matters only where its verdict can: a match whose
+    # tokens carry fewer than min_bits in all, with no block a passage's length, is clean
+    # whatever its own text is (every route to a status needs one or the other), so no
+    # competitor is looked for (the slowest part of matching a document)
+    hopeless = float(stats.bits[matched].sum()) < th.min_bits and (
+        max((size for _a, _b, size in al.blocks), default=0) < th.passage_tokens
+    )
+    if hopeless:  # own text: what no other item holds (no token of a MATCH_N-gram another item has)
+        own = ~tokens_of(p, p.mgram_pos[stats.mfreq >= th.template_min_items], MATCH_N) & ~stats.common_tok
+        return own, matched & own, None, False
+    candidates = [] if matched.sum() < 2 else _competitors(i, items, stats, shared, region, th, present)
     if not candidates:  # (too little held for a verdict: the passages need not be worked out)
         own = ~stats.passage_tok & ~stats.common_tok if matched.sum() > stats.n else ~stats.common_tok
         return own, matched & own, None, False
@@ -434,7 +477,7 @@ def _own_text(
     # the largest shares; of equal shares, the item that explains more of the region (a longer
     # item held whole explains more than a shorter one whose every gram is in it too)
     order = np.lexsort((-held_count, -bag_share))[:COMPETITORS_ALIGNED].tolist()
-    competitor = _copy_of(p, [items[candidates[k]] for k in order], region, matched, present, doc, n)
+    competitor = _copy_of(p, [items[candidates[k]] for k in order], region, matched, present, doc, n, around)
     competitor = None if competitor is None else candidates[order[competitor]]
     if competitor is None:
         own = ~stats.passage_tok & ~stats.common_tok
@@ -459,20 +502,22 @@ def _copy_of(
     present: np.ndarray,
     doc: DocTokens,
     n: int,
+    around: tuple[int, int],
 ) -> int | None:
     """Which of `others` (if any) the region is a copy of rather than of item p: the index of
     the best one in `others`. present: bool per MATCH_N-gram of p, the region holds it.
 
-    An item longer than p is measured on its own region of the document (region_for): p's
+    An item longer than p is measured on its own region of the document (_region_near): p's
     region, cut to p's length, would hold only part of a longer item's copy, and a short item
-    whose text is a stretch of a longer one's would be the better explanation of it."""
+    whose text is a stretch of a longer one's would be the better explanation of it.
+    around: p's region (document token range)."""
     competitor, best = None, (-1.0, -1.0)
     whole_i = float(matched.mean()) if p.n_tokens else 0.0
     for k, other in enumerate(others):
         if not other.n_tokens:
             continue
         if other.n_tokens > p.n_tokens:
-            region = Region.of(doc, *region_for(other, doc, n, None), n)
+            region = Region.of(doc, *_region_near(other, doc, around, n), n)
         # Two items are told apart by the text they do not share: the region is the other's copy
         # if it holds a larger share of the other's distinct MATCH_N-grams than of this item's (a
         # passage, frame or long solution they share, held or not, decides nothing). On a tie

@@ -391,17 +391,29 @@ class Scanner:
         # the exact channel's n-grams, then the short channel's (short items only, see
         # items.prepare: p.sgrams is p.mgrams, whose benchmark frequencies are s.mfreq), each
         # distinct gram voting once, so a document holding the item's short runs is aligned too
-        for grams, pos, freq in ((p.grams, p.gram_pos, s.freq), (p.sgrams, p.sgram_pos, s.mfreq[: len(p.sgrams)])):
+        short_at: dict[int, set[int]] = defaultdict(set)  # document -> positions of its short-gram hits
+        sampled = self.cfg.sample_mod > 1  # one kept gram may stand for a whole copy (below)
+        for channel, (grams, pos, freq) in enumerate(
+            ((p.grams, p.gram_pos, s.freq), (p.sgrams, p.sgram_pos, s.mfreq[: len(p.sgrams)]))
+        ):
             in_question = (p.role[pos] == QUESTION).tolist() if len(pos) else []
-            for h, f, q in zip(grams.tolist(), freq.tolist(), in_question, strict=True):
+            for h, at, f, q in zip(grams.tolist(), pos.tolist(), freq.tolist(), in_question, strict=True):
                 if h in seen:
                     continue
                 seen.add(h)
                 for d in postings.get(h, ()):
                     votes[d] += 1.0 / max(f, 1)
-                    hits[d] += 1
+                    if not channel:
+                        hits[d] += 1
+                    elif f < self.th.template_min_items or sampled:  # a 3-gram no other item has
+                        short_at[d].add(at)
                     if q:
                         asked[d] += 1.0 / max(f, 1)
+        # Two rare 3-grams of the item's own (that no other item has) count as two hits only in a
+        # row (four words of the item): scattered, or a template's, they are what any document on
+        # the item's subject holds, and no run of own text a verdict needs can come of them
+        for d, at in short_at.items():
+            hits[d] += 2 if any(a + 1 in at for a in at) else min(1, len(at))
         for h in set(p.passage_grams.tolist()) - set(p.grams.tolist()):
             for d in postings.get(h, ()):
                 votes[d] += 0.01
@@ -410,11 +422,10 @@ class Scanner:
         # most of the item: not worth aligning (bench/scan_speed.py measures what this saves);
         # unless the index keeps one n-gram in k (--sample), where one kept n-gram may stand for
         # a whole copy
-        need = (
-            1
-            if self.cfg.sample_mod > 1
-            else min(MIN_GRAMS, len(set(p.grams.tolist()) | set(p.passage_grams.tolist()) | set(p.sgrams.tolist())))
-        )
+        # (an item with one n-gram in all needs that one; the short channel counts only for an item
+        # with no n-gram at all)
+        exact = set(p.grams.tolist()) | set(p.passage_grams.tolist())
+        need = 1 if sampled else min(MIN_GRAMS, len(exact) or len(set(p.sgrams.tolist())))
         ranked = sorted(((d, v) for d, v in votes.items() if hits[d] >= need), key=lambda x: (-x[1], x[0]))
         ranked = ranked[:CANDIDATES]
         out: dict[int, int | None] = {d: None for d, _v in ranked}
@@ -704,7 +715,7 @@ class _Bench:
             if reading is not None and len(cols["ids"]) % READ_EVERY == 0:
                 reading(len(cols["ids"]))
 
-        shared = SharedText((prepare(dataclasses.replace(it, passage="", raw={}), n) for it in items), keep)
+        shared = SharedText((prepare(dataclasses.replace(it, passage="", raw={}), n, glue=False) for it in items), keep)
         parts: dict[str, np.ndarray] = {}
         for k, dtype, offsets in (
             ("ids", np.int64, "tok_at"),
@@ -812,6 +823,7 @@ class _ChunkView(Sequence[PreparedItem]):
 
     def __init__(self, bench: _Bench, lo: int, prepared: list[PreparedItem]) -> None:
         self.bench, self.lo, self.prepared = bench, lo, prepared
+        self._stand_ins: dict[int, PreparedItem] = {}  # a chunk asks for the same competitors often
 
     def __len__(self) -> int:
         return len(self.bench)
@@ -819,7 +831,9 @@ class _ChunkView(Sequence[PreparedItem]):
     def __getitem__(self, k: Any) -> Any:
         if self.lo <= k < self.lo + len(self.prepared):
             return self.prepared[k - self.lo]
-        return self.bench.stand_in(k)
+        if k not in self._stand_ins:
+            self._stand_ins[k] = self.bench.stand_in(k)
+        return self._stand_ins[k]
 
 
 @dataclass
