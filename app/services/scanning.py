@@ -391,7 +391,7 @@ class Scanner:
         # the exact channel's n-grams, then the short channel's (short items only, see
         # items.prepare: p.sgrams is p.mgrams, whose benchmark frequencies are s.mfreq), each
         # distinct gram voting once, so a document holding the item's short runs is aligned too
-        short_at: dict[int, set[int]] = defaultdict(set)  # document -> positions of its short-gram hits
+        short_at: dict[int, dict[int, bool]] = defaultdict(dict)  # document -> its short-gram hits
         sampled = self.cfg.sample_mod > 1  # one kept gram may stand for a whole copy (below)
         for channel, (grams, pos, freq) in enumerate(
             ((p.grams, p.gram_pos, s.freq), (p.sgrams, p.sgram_pos, s.mfreq[: len(p.sgrams)]))
@@ -405,15 +405,17 @@ class Scanner:
                     votes[d] += 1.0 / max(f, 1)
                     if not channel:
                         hits[d] += 1
-                    elif f < self.th.template_min_items or sampled:  # a 3-gram no other item has
-                        short_at[d].add(at)
+                    else:  # position, and whether no other item has the 3-gram
+                        short_at[d][at] = f < self.th.template_min_items or sampled
                     if q:
                         asked[d] += 1.0 / max(f, 1)
-        # Two rare 3-grams of the item's own (that no other item has) count as two hits only in a
-        # row (four words of the item): scattered, or a template's, they are what any document on
-        # the item's subject holds, and no run of own text a verdict needs can come of them
+        # Two rare 3-grams count as two hits only in a row (four words of the item), one of them
+        # the item's own (no other item has it): scattered, or both a template's, they are what
+        # any document on the item's subject holds, and no run of own text a verdict needs can
+        # come of them
         for d, at in short_at.items():
-            hits[d] += 2 if any(a + 1 in at for a in at) else min(1, len(at))
+            pair = any(a + 1 in at and (own or at[a + 1]) for a, own in at.items())
+            hits[d] += 2 if pair else min(1, sum(at.values()))
         for h in set(p.passage_grams.tolist()) - set(p.grams.tolist()):
             for d in postings.get(h, ()):
                 votes[d] += 0.01
