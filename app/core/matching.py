@@ -482,7 +482,20 @@ def _own_text(
     if competitor is None:
         own = ~stats.passage_tok & ~stats.common_tok
         return own, matched & own, None, found_other
-    other = items[competitor]
+    own, own_hit = _beside(p, items[competitor], stats, region, al, present)
+    return own, own_hit, competitor, found_other
+
+
+def _beside(
+    p: PreparedItem,
+    other: PreparedItem,
+    stats: ItemStats,
+    region: Region,
+    al: Alignment,
+    present: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(own tokens, own tokens held) of item p where the region is a copy of item other: what
+    p does not share with it (its MATCH_N-grams other lacks, its short fields other has not)."""
     own_g = ~member(p.mgrams, other.umgrams)
     their_fields = {key for *_se, key in other.tiny_fields}
     own_tiny = [key not in their_fields for *_se, key in p.tiny_fields]
@@ -491,7 +504,7 @@ def _own_text(
         own[s:e] = flag
     own &= ~stats.common_tok
     own_hit = held(p, region.ids, region.mgrams, own_g, own_tiny, present) & own & al.matched
-    return own, own_hit, competitor, found_other
+    return own, own_hit
 
 
 def _copy_of(

@@ -373,17 +373,10 @@ class Scanner:
         keys = band_keys(window_minhashes(th, cfg, np.concatenate(starts), np.concatenate(ends)), cfg)
         return [k.ravel() for k in np.split(keys, np.cumsum(counts)[:-1])]
 
-    def _candidates(
-        self,
-        p: PreparedItem,
-        s: ItemStats,
-        postings: dict[int, list[int]],
-        keys: np.ndarray,
-        bands: dict[int, list[tuple[int, int]]],
-    ) -> dict[int, int | None]:
-        """Documents to align: those holding most of the item's rare n-grams (an n-gram shared by
-        f items weighs 1/f, so a template's copies rank below the item's own text), then those
-        sharing most near-duplicate band keys, with the window they matched in."""
+    def _votes(
+        self, p: PreparedItem, s: ItemStats, postings: dict[int, list[int]]
+    ) -> tuple[dict[int, float], dict[int, float], Counter[int]]:
+        """(votes per document, the votes of the question's n-grams alone, hits per document)."""
         votes: dict[int, float] = defaultdict(float)
         asked: dict[int, float] = defaultdict(float)  # the votes of the question's n-grams alone
         hits: Counter[int] = Counter()
@@ -420,6 +413,21 @@ class Scanner:
             for d in postings.get(h, ()):
                 votes[d] += 0.01
                 hits[d] += 1
+        return votes, asked, hits
+
+    def _candidates(
+        self,
+        p: PreparedItem,
+        s: ItemStats,
+        postings: dict[int, list[int]],
+        keys: np.ndarray,
+        bands: dict[int, list[tuple[int, int]]],
+    ) -> dict[int, int | None]:
+        """Documents to align: those holding most of the item's rare n-grams (an n-gram shared by
+        f items weighs 1/f, so a template's copies rank below the item's own text), then those
+        sharing most near-duplicate band keys, with the window they matched in."""
+        votes, asked, hits = self._votes(p, s, postings)
+        sampled = self.cfg.sample_mod > 1
         # a document holding one n-gram of a longer item cannot show a run of n + 1 tokens, nor
         # most of the item: not worth aligning (bench/scan_speed.py measures what this saves);
         # unless the index keeps one n-gram in k (--sample), where one kept n-gram may stand for
