@@ -53,6 +53,15 @@ def block_rows(rows: np.ndarray | Sequence[np.ndarray]) -> list[int | bytes]:
     return _native.block_rows(list(cols), SHIFT)
 
 
+def slices(keys: np.ndarray, parts: int = 16) -> list[tuple[int, int]]:
+    """(start, end) of `parts` runs of sorted keys, cut where a range of whole buckets ends, so
+    that writing them one after another gives the blocks writing them at once gives (with the
+    memory of one run's block objects, not a segment's)."""
+    lows = np.arange(-(2 ** (BLOCK_BITS - 1)), 2 ** (BLOCK_BITS - 1), 2**BLOCK_BITS // parts, dtype=np.int64) << SHIFT
+    cuts = [0, *np.searchsorted(keys, lows[1:]).tolist(), len(keys)]
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True) if b > a]
+
+
 def decode(table: str, blobs: Iterable[bytes]) -> np.ndarray:
     """The records of fetched blocks, in one array."""
     raw = b"".join(blobs)

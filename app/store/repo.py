@@ -424,18 +424,20 @@ def _insert_blocks(conn: Connection, table: str, seg: int, rows: np.ndarray | Se
     if db.dialect(conn) == "postgresql":
         db.copy_in(conn, f"{table}_block", ("seg", "bucket", "data"), blocks.copy_payload(seg, rows))
         return
-    flat = blocks.block_rows(rows)
+    cols = [rows[name] for name in rows.dtype.names or ()] if isinstance(rows, np.ndarray) else list(rows)
     per = min(_BLOCKS_PER_STATEMENT, db.sqlite_variables(conn) // 2)  # blocks per INSERT
     row = f"({int(seg)}, ?, ?)"
     head = f"INSERT INTO {table}_block (seg, bucket, data) VALUES "
-    full = len(flat) - len(flat) % (2 * per)
     raw = conn.connection.driver_connection
     assert raw is not None
     cur = raw.cursor()
-    if full:
-        cur.executemany(head + ",".join([row] * per), (flat[i : i + 2 * per] for i in range(0, full, 2 * per)))
-    if full < len(flat):
-        cur.execute(head + ",".join([row] * ((len(flat) - full) // 2)), flat[full:])
+    for a, b in blocks.slices(cols[0]):  # a sixteenth of the buckets at a time: the block objects' memory
+        flat = blocks.block_rows([c[a:b] for c in cols])
+        full = len(flat) - len(flat) % (2 * per)
+        if full:
+            cur.executemany(head + ",".join([row] * per), (flat[i : i + 2 * per] for i in range(0, full, 2 * per)))
+        if full < len(flat):
+            cur.execute(head + ",".join([row] * ((len(flat) - full) // 2)), flat[full:])
     cur.close()
 
 
