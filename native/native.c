@@ -10,7 +10,7 @@
  * as "surrogatepass" does. n-gram rolls, MinHash (datasketch's affine32 scheme) and band keys follow
  * signatures.py's definitions; stable_order is numpy's stable argsort of int64 keys, sort_rows
  * the worker's sort of a batch's rows, merge_runs the writer's stable merge of sorted batches, and
- * copy_blocks the PostgreSQL COPY stream of app/store/blocks.py.
+ * copy_blocks the PostgreSQL COPY stream of app/store/blocks.py, block_rows its blocks for SQLite.
  *
  * Every function holds the GIL throughout (the normaliser is Python code), so the caches below are
  * only touched by one thread at a time.
@@ -1351,6 +1351,46 @@ static inline int64_t shift_right(int64_t key, int shift) { /* arithmetic, whate
     return (int64_t)b;
 }
 
+/* The columns of copy_blocks and block_rows: 1-d int64 keys, then one or two int32 columns of as
+ * many values (strided or not), their buffers held in v (release the first *held of them). */
+static int get_columns(const char *fn, PyObject *seq, Py_buffer *v, Py_ssize_t *held) {
+    Py_ssize_t nc = PySequence_Fast_GET_SIZE(seq);
+    if (nc < 2 || nc > 3) {
+        PyErr_Format(PyExc_ValueError, "%s: keys and one or two int32 columns", fn);
+        return -1;
+    }
+    for (Py_ssize_t c = 0; c < nc; c++) {
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, c), &v[c], PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+            return -1;
+        (*held)++;
+        if (v[c].ndim != 1 || v[c].itemsize != (c ? 4 : 8) || v[c].shape[0] != v[0].shape[0]) {
+            PyErr_Format(PyExc_ValueError, "%s: 1-d columns of int64 keys, then int32, one value a row", fn);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+#define KEY_AT(v, i) (*(const int64_t *)((const char *)(v)[0].buf + (Py_ssize_t)(i) * (v)[0].strides[0]))
+
+/* One block's records, packed little-endian, at o; returns the end. */
+static char *put_records(char *o, const Py_buffer *v, Py_ssize_t nc, size_t i, size_t e) {
+    for (; i < e; i++) {
+        o = put_le(o, (uint64_t)KEY_AT(v, i), 8);
+        for (Py_ssize_t c = 1; c < nc; c++)
+            o = put_le(o, *(const uint32_t *)((const char *)v[c].buf + (Py_ssize_t)i * v[c].strides[0]), 4);
+    }
+    return o;
+}
+
+static size_t block_end(const Py_buffer *v, size_t i, size_t n, int shift) {
+    int64_t b = shift_right(KEY_AT(v, i), shift);
+    size_t e = i + 1;
+    while (e < n && shift_right(KEY_AT(v, e), shift) == b)
+        e++;
+    return e;
+}
+
 static PyObject *py_copy_blocks(PyObject *self, PyObject *args) {
     long long seg;
     PyObject *cols;
@@ -1367,26 +1407,11 @@ static PyObject *py_copy_blocks(PyObject *self, PyObject *args) {
     Py_ssize_t nc = PySequence_Fast_GET_SIZE(seq), held = 0;
     Py_buffer v[3];
     PyObject *out = NULL;
-    if (nc < 2 || nc > 3) {
-        PyErr_SetString(PyExc_ValueError, "copy_blocks: keys and one or two int32 columns");
+    if (get_columns("copy_blocks", seq, v, &held) < 0)
         goto done;
-    }
-    for (Py_ssize_t c = 0; c < nc; c++) {
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, c), &v[c], PyBUF_STRIDES | PyBUF_FORMAT) < 0)
-            goto done;
-        held++;
-        if (v[c].ndim != 1 || v[c].itemsize != (c ? 4 : 8) || v[c].shape[0] != v[0].shape[0]) {
-            PyErr_SetString(PyExc_ValueError, "copy_blocks: 1-d columns of int64 keys, then int32, one value a row");
-            goto done;
-        }
-    }
     size_t n = (size_t)v[0].shape[0], width = 8 + 4 * (size_t)(nc - 1), blocks = 0;
-    const char *kp = v[0].buf;
-    Py_ssize_t ks = v[0].strides[0];
-#define KEY(i) (*(const int64_t *)(kp + (Py_ssize_t)(i) * ks))
-    for (size_t i = 0; i < n; i++)
-        if (i == 0 || shift_right(KEY(i), shift) != shift_right(KEY(i - 1), shift))
-            blocks++;
+    for (size_t i = 0; i < n; i = block_end(v, i, n, shift))
+        blocks++;
     static const char header[] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
     const size_t hlen = 19, head = 22;
     out = buf_new((Py_ssize_t)(hlen + blocks * head + n * width + 2));
@@ -1395,24 +1420,16 @@ static PyObject *py_copy_blocks(PyObject *self, PyObject *args) {
     char *o = BUF(out);
     memcpy(o, header, hlen);
     o += hlen;
-    for (size_t i = 0; i < n;) {
-        int64_t b = shift_right(KEY(i), shift);
-        size_t e = i + 1;
-        while (e < n && shift_right(KEY(e), shift) == b)
-            e++;
+    for (size_t i = 0, e; i < n; i = e) {
+        e = block_end(v, i, n, shift);
         o = put_be16(o, 3);
         o = put_be32(o, 4);
         o = put_be32(o, seg);
         o = put_be32(o, 4);
-        o = put_be32(o, b);
+        o = put_be32(o, shift_right(KEY_AT(v, i), shift));
         o = put_be32(o, (int64_t)((e - i) * width));
-        for (; i < e; i++) {
-            o = put_le(o, (uint64_t)KEY(i), 8);
-            for (Py_ssize_t c = 1; c < nc; c++)
-                o = put_le(o, *(const uint32_t *)((const char *)v[c].buf + (Py_ssize_t)i * v[c].strides[0]), 4);
-        }
+        o = put_records(o, v, nc, i, e);
     }
-#undef KEY
     put_be16(o, -1);
 done:
     for (Py_ssize_t c = 0; c < held; c++)
@@ -1420,6 +1437,55 @@ done:
     Py_DECREF(seq);
     return view_of(out);
 }
+
+/* block_rows(columns, shift) -> [bucket, data, bucket, data, ...]: the same blocks as copy_blocks,
+ * each bucket an int and its data a bytes object of packed records, laid end to end in one list
+ * (SQLite's multi-row INSERTs take them a slice at a time). */
+static PyObject *py_block_rows(PyObject *self, PyObject *args) {
+    PyObject *cols;
+    int shift;
+    if (!PyArg_ParseTuple(args, "Oi", &cols, &shift))
+        return NULL;
+    if (shift < 1 || shift > 63) {
+        PyErr_SetString(PyExc_ValueError, "block_rows: a shift of 1 to 63");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(cols, "block_rows: columns must be a sequence");
+    if (!seq)
+        return NULL;
+    Py_ssize_t nc = PySequence_Fast_GET_SIZE(seq), held = 0;
+    Py_buffer v[3];
+    PyObject *out = NULL;
+    if (get_columns("block_rows", seq, v, &held) < 0)
+        goto done;
+    size_t n = (size_t)v[0].shape[0], width = 8 + 4 * (size_t)(nc - 1), blocks = 0;
+    for (size_t i = 0; i < n; i = block_end(v, i, n, shift))
+        blocks++;
+    out = PyList_New((Py_ssize_t)(2 * blocks));
+    if (!out)
+        goto done;
+    Py_ssize_t k = 0;
+    for (size_t i = 0, e; i < n; i = e) {
+        e = block_end(v, i, n, shift);
+        PyObject *b = PyLong_FromLongLong(shift_right(KEY_AT(v, i), shift));
+        PyObject *d = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((e - i) * width));
+        if (!b || !d) {
+            Py_XDECREF(b);
+            Py_XDECREF(d);
+            Py_CLEAR(out);
+            goto done;
+        }
+        put_records(PyBytes_AS_STRING(d), v, nc, i, e);
+        PyList_SET_ITEM(out, k++, b);
+        PyList_SET_ITEM(out, k++, d);
+    }
+done:
+    for (Py_ssize_t c = 0; c < held; c++)
+        PyBuffer_Release(&v[c]);
+    Py_DECREF(seq);
+    return out;
+}
+#undef KEY_AT
 
 /* ------------------------------------------------------------------ the module */
 
@@ -1445,6 +1511,8 @@ static PyMethodDef methods[] = {
      "merge_runs(runs) -> columns: sorted runs of (int64 keys, int32 columns...) merged stably by key"},
     {"copy_blocks", py_copy_blocks, METH_VARARGS,
      "copy_blocks(seg, columns, shift) -> PostgreSQL binary COPY stream of (seg, bucket, data) blocks"},
+    {"block_rows", py_block_rows, METH_VARARGS,
+     "block_rows(columns, shift) -> [bucket, data, ...]: copy_blocks' blocks as ints and bytes, end to end"},
     {"sort_rows", py_sort_rows, METH_VARARGS,
      "sort_rows(keys, docs, wins, distinct) -> (keys, docs, wins) ordered by (key, doc, win), "
      "(key, doc) repeats dropped if distinct"},

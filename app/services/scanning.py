@@ -317,9 +317,7 @@ class Scanner:
         near_keys = self._near_keys(prepared)
         with self.engine.connect() as conn:
             segs = repo.lookup_segments(conn, self.corpus_ids)
-            df = repo.ngram_df(conn, grams.tolist(), self.corpus_ids, segs=segs)
-            rare = [h for h, c in df.items() if c <= th.max_df]
-            postings = repo.ngram_postings(conn, rare, self.corpus_ids, segs=segs)
+            df, postings = repo.ngram_lookup(conn, grams.tolist(), self.corpus_ids, th.max_df, segs=segs)
             keys = np.unique(np.concatenate([np.zeros(0, np.int64), *near_keys])).tolist()
             hits = repo.band_hits(conn, keys, self.corpus_ids, segs=segs)
         sizes = np.cumsum([len(p.grams) for p in prepared])[:-1]

@@ -1,17 +1,17 @@
-"""Posting blocks: how PostgreSQL stores the n-gram and band rows of a segment.
+"""Posting blocks: how the n-gram and band rows of a segment are stored, on both backends.
 
 One PostgreSQL row per posting costs about 93 bytes (a 24-byte tuple header, alignment, and a
 B-tree entry as wide again) and loads at about 1 M rows/s, the B-tree being maintained row by
-row. So on PostgreSQL a segment's postings, sorted by key, are cut into blocks by the top
-BLOCK_BITS bits of the key (keys are uniform 64-bit hashes, so an 8 M-row segment gives blocks
-of about 20 rows), and each block is one row (seg, bucket, data): `data` holds the block's
-postings as packed little-endian records. About 16 bytes a posting, loaded several times
-faster (README, "Measured on this machine"). A look-up fetches the blocks of the keys' buckets
-and keeps the records whose key it asked for, so it answers exactly what one row per posting
-answered. The bucket is the key shifted right (arithmetic), so buckets follow key order.
-
-SQLite keeps one row per posting in its WITHOUT ROWID tables (about 20 bytes a row already).
-A segment that is appended to again gets more blocks for the same buckets: a look-up reads them all.
+row; one SQLite row per posting (a WITHOUT ROWID table) about 20 bytes, and binding and stepping
+each row was nearly all of SQLite's writer thread. So a segment's postings, sorted by key, are
+cut into blocks by the top BLOCK_BITS bits of the key (keys are uniform 64-bit hashes, so an
+8 M-row segment gives blocks of about 30 rows), and each block is one row (seg, bucket, data):
+`data` holds the block's postings as packed little-endian records. About 13-16 bytes a posting,
+loaded several times faster (README, "Measured on this machine"). A look-up fetches the blocks
+of the keys' buckets and keeps the records whose key it asked for, so it answers exactly what
+one row per posting answered. The bucket is the key shifted right (arithmetic), so buckets
+follow key order. A segment that is appended to again gets more blocks for the same buckets: a
+look-up reads them all.
 """
 
 from __future__ import annotations
@@ -43,6 +43,23 @@ def copy_payload(seg: int, rows: np.ndarray | Sequence[np.ndarray]) -> memoryvie
     took about a third of the writer thread on PostgreSQL; the per-block Python loop before it 40%)."""
     cols = [rows[name] for name in rows.dtype.names] if isinstance(rows, np.ndarray) and rows.dtype.names else rows
     return _native.copy_blocks(seg, list(cols), SHIFT)
+
+
+def block_rows(rows: np.ndarray | Sequence[np.ndarray]) -> list[int | bytes]:
+    """The blocks of `rows` (as copy_payload takes them) for SQLite: bucket, data, bucket, data...
+    end to end in one list, for multi-row INSERTs a slice at a time (made in C: a Python loop
+    making each block's slice and tuple cost 5 microseconds a block, 2 M blocks per eval corpus)."""
+    cols = [rows[name] for name in rows.dtype.names] if isinstance(rows, np.ndarray) and rows.dtype.names else rows
+    return _native.block_rows(list(cols), SHIFT)
+
+
+def slices(keys: np.ndarray, parts: int = 16) -> list[tuple[int, int]]:
+    """(start, end) of `parts` runs of sorted keys, cut where a range of whole buckets ends, so
+    that writing them one after another gives the blocks writing them at once gives (with the
+    memory of one run's block objects, not a segment's)."""
+    lows = np.arange(-(2 ** (BLOCK_BITS - 1)), 2 ** (BLOCK_BITS - 1), 2**BLOCK_BITS // parts, dtype=np.int64) << SHIFT
+    cuts = [0, *np.searchsorted(keys, lows[1:]).tolist(), len(keys)]
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True) if b > a]
 
 
 def decode(table: str, blobs: Iterable[bytes]) -> np.ndarray:

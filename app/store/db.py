@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import sqlite3
-import struct
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import ColumnElement, Engine, Float, create_engine, event, inspect, literal_column
@@ -142,29 +140,6 @@ def clock(conn: Connection) -> ColumnElement[float]:
 
 # ---------------------------------------------------------------- bulk writes
 
-_PG_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
-_PG_TRAILER = struct.pack(">h", -1)
-
-
-def _pg_copy_binary(conn: Connection, table: str, columns: Sequence[str], arrays: Sequence[np.ndarray]) -> None:
-    """COPY rows given as column arrays (int64 -> BIGINT, int32 -> INTEGER) in binary format."""
-    n = len(arrays[0])
-    fields: list[tuple[str, str]] = [("nf", ">i2")]
-    for i, arr in enumerate(arrays):
-        width = 8 if arr.dtype == np.int64 else 4
-        fields += [(f"l{i}", ">i4"), (f"v{i}", ">i8" if width == 8 else ">i4")]
-    rec = np.empty(n, dtype=fields)
-    rec["nf"] = len(arrays)
-    for i, arr in enumerate(arrays):
-        rec[f"l{i}"] = 8 if arr.dtype == np.int64 else 4
-        rec[f"v{i}"] = arr
-    raw = conn.connection.driver_connection
-    assert raw is not None
-    with raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as cp:
-        cp.write(_PG_HEADER)
-        cp.write(rec.tobytes())
-        cp.write(_PG_TRAILER)
-
 
 def copy_in(conn: Connection, table: str, columns: Sequence[str], payload: bytes | memoryview) -> None:
     """PostgreSQL: COPY a whole binary COPY stream (header and trailer included) into `table`."""
@@ -172,56 +147,6 @@ def copy_in(conn: Connection, table: str, columns: Sequence[str], payload: bytes
     assert raw is not None
     with raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as cp:
         cp.write(payload)
-
-
-def bulk_insert_arrays(
-    conn: Connection,
-    table: str,
-    columns: Sequence[str],
-    arrays: Sequence[np.ndarray],
-    fixed: tuple[str, int] | None = None,
-) -> None:
-    """Insert rows given as parallel integer column arrays, in the order given; `fixed` is a
-    column with the same integer in every row (on SQLite written into the statement, not bound:
-    binding parameters is most of the insert's cost).
-
-    Callers pass rows sorted by the table's key: each row then lands on the page the previous
-    one used, where out-of-order rows make SQLite read and rewrite pages all over the B-tree.
-    """
-    if len(arrays[0]) == 0:
-        return
-    if dialect(conn) == "postgresql":
-        if fixed is not None:
-            columns = (fixed[0], *columns)
-            arrays = (np.full(len(arrays[0]), fixed[1], dtype=np.int32), *arrays)
-        _pg_copy_binary(conn, table, columns, arrays)
-        return
-    # Statements of many rows each: SQLite's per-statement work is then shared by up to 1000
-    # rows (README, "Where the time goes", has the rates).
-    ncols, n = len(columns), len(arrays[0])
-    per_stmt = min(_ROWS_PER_STATEMENT, sqlite_variables(conn) // ncols)
-    marks = ["?"] * ncols
-    if fixed is not None:
-        columns, marks = (fixed[0], *columns), [str(int(fixed[1])), *marks]
-    row = f"({', '.join(marks)})"
-    head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
-    full = n - n % per_stmt
-    raw = conn.connection.driver_connection
-    assert raw is not None
-    cur = raw.cursor()
-    if full:
-        sql = head + ",".join([row] * per_stmt)
-        step = per_stmt * 100  # rows per executemany; stacked a slice at a time to bound memory
-        for i in range(0, full, step):
-            j = min(i + step, full)
-            flat = np.column_stack([a[i:j] for a in arrays]).astype(np.int64, copy=False)
-            cur.executemany(sql, flat.reshape(-1, per_stmt * ncols).tolist())
-    if full < n:
-        cur.executemany(head + row, zip(*(a[full:].tolist() for a in arrays), strict=True))
-    cur.close()
-
-
-_ROWS_PER_STATEMENT = 1000  # fewer where SQLite binds fewer parameters (999 before 3.32)
 
 
 def bulk_insert_rows(conn: Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
@@ -256,8 +181,7 @@ def checkpoint(conn: Connection, mode: str = "PASSIVE") -> None:
         raw.execute(f"PRAGMA wal_checkpoint({mode})")
 
 
-# ngram_block and band_block hold PostgreSQL's postings (app.store.blocks); ngram and band SQLite's
-STATISTICS_TABLES = ("ngram_block", "band_block", "ngram", "band", "document", "corpus_file", "corpus")
+STATISTICS_TABLES = ("ngram_block", "band_block", "document", "corpus_file", "corpus")
 
 
 def statistics_stale(conn: Connection) -> bool:

@@ -16,14 +16,12 @@ from sqlalchemy.engine import Connection
 from contam.app.core.config import SignatureConfig
 from contam.app.store import blocks, db
 from contam.app.store.schema import (
-    band,
     band_block,
     corpus,
     corpus_file,
     document,
     file_claim,
     index_run,
-    ngram,
     ngram_block,
     segment,
 )
@@ -71,8 +69,6 @@ def delete_corpus(conn: Connection, corpus_id: int) -> None:
     """A corpus and everything indexed into it: postings (by its segments, which the posting
     tables do not reference by key), segments, documents, files and the corpus row."""
     segs = select(segment.c.id).where(segment.c.corpus_id == corpus_id).scalar_subquery()
-    conn.execute(delete(ngram).where(ngram.c.seg.in_(segs)))
-    conn.execute(delete(band).where(band.c.seg.in_(segs)))
     conn.execute(delete(ngram_block).where(ngram_block.c.seg.in_(segs)))
     conn.execute(delete(band_block).where(band_block.c.seg.in_(segs)))
     conn.execute(delete(segment).where(segment.c.corpus_id == corpus_id))
@@ -411,87 +407,85 @@ def open_segment(conn: Connection, corpus_id: int, rows: int, segment_rows: int)
 
 def insert_ngrams(conn: Connection, seg: int, hashes: np.ndarray, doc_ids: np.ndarray) -> None:
     """Append (hash, doc_id) rows, sorted by both, to segment `seg`."""
-    if db.dialect(conn) == "postgresql":
-        _insert_blocks(conn, "ngram", seg, (hashes.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False)))
-        return
-    db.bulk_insert_arrays(
-        conn,
-        "ngram",
-        ("hash", "doc_id"),
-        (hashes.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False)),
-        ("seg", seg),
-    )
+    _insert_blocks(conn, "ngram", seg, (hashes.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False)))
 
 
 def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarray, wins: np.ndarray) -> None:
     """Append (key, doc_id, win) rows, sorted by all three, to segment `seg`."""
-    if db.dialect(conn) == "postgresql":
-        _insert_blocks(
-            conn,
-            "band",
-            seg,
-            (
-                keys.astype(np.int64, copy=False),
-                doc_ids.astype(np.int32, copy=False),
-                wins.astype(np.int32, copy=False),
-            ),
-        )
-        return
-    db.bulk_insert_arrays(
-        conn,
-        "band",
-        ("key", "doc_id", "win"),
-        (keys.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False), wins.astype(np.int32, copy=False)),
-        ("seg", seg),
-    )
+    cols = (keys.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False), wins.astype(np.int32, copy=False))
+    _insert_blocks(conn, "band", seg, cols)
 
 
 def _insert_blocks(conn: Connection, table: str, seg: int, rows: np.ndarray | Sequence[np.ndarray]) -> None:
-    """PostgreSQL: append rows sorted by key (records, or their columns) to segment `seg` as
-    blocks (app.store.blocks)."""
-    if len(rows) if isinstance(rows, np.ndarray) else len(rows[0]):
+    """Append rows sorted by key (records, or their columns) to segment `seg` as blocks
+    (app.store.blocks): on PostgreSQL one binary COPY stream, on SQLite one executemany."""
+    if not (len(rows) if isinstance(rows, np.ndarray) else len(rows[0])):
+        return
+    if db.dialect(conn) == "postgresql":
         db.copy_in(conn, f"{table}_block", ("seg", "bucket", "data"), blocks.copy_payload(seg, rows))
+        return
+    cols = [rows[name] for name in rows.dtype.names or ()] if isinstance(rows, np.ndarray) else list(rows)
+    per = min(_BLOCKS_PER_STATEMENT, db.sqlite_variables(conn) // 2)  # blocks per INSERT
+    row = f"({int(seg)}, ?, ?)"
+    head = f"INSERT INTO {table}_block (seg, bucket, data) VALUES "
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    cur = raw.cursor()
+    for a, b in blocks.slices(cols[0]):  # a sixteenth of the buckets at a time: the block objects' memory
+        flat = blocks.block_rows([c[a:b] for c in cols])
+        full = len(flat) - len(flat) % (2 * per)
+        if full:
+            cur.executemany(head + ",".join([row] * per), (flat[i : i + 2 * per] for i in range(0, full, 2 * per)))
+        if full < len(flat):
+            cur.execute(head + ",".join([row] * ((len(flat) - full) // 2)), flat[full:])
+    cur.close()
+
+
+_BLOCKS_PER_STATEMENT = 300  # a multi-row INSERT halves SQLite's cost per block against one a statement
 
 
 def _fetch_blocks(conn: Connection, table: str, segs: Sequence[int], bucket_ids: Sequence[int] | None) -> np.ndarray:
-    """PostgreSQL: the records of the blocks of `segs` in the given buckets (None: all)."""
-    raw = conn.connection.driver_connection
-    assert raw is not None
+    """The records of the blocks of `segs` in the given buckets (None: all)."""
     head = f"SELECT data FROM {table}_block WHERE seg IN ({','.join(str(int(s)) for s in segs)})"
     found: list[bytes] = []
-    with raw.cursor(binary=True) as cur:
-        if bucket_ids is None:
-            found.extend(r[0] for r in cur.execute(head).fetchall())
-        else:
-            for chunk in db.chunks(list(bucket_ids), _KEYS_BATCH["postgresql"]):
-                found.extend(
-                    r[0] for r in cur.execute(f"{head} AND bucket = ANY(%s::int[])", (list(chunk),)).fetchall()
-                )
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    if db.dialect(conn) == "postgresql":
+        with raw.cursor(binary=True) as cur:
+            if bucket_ids is None:
+                found.extend(r[0] for r in cur.execute(head).fetchall())
+            else:
+                for chunk in db.chunks(list(bucket_ids), _KEYS_BATCH["postgresql"]):
+                    sql = f"{head} AND bucket = ANY(%s::int[])"
+                    found.extend(r[0] for r in cur.execute(sql, (list(chunk),)).fetchall())
+        return blocks.decode(table, found)
+    cur = raw.cursor()
+    if bucket_ids is None:
+        found.extend(r[0] for r in cur.execute(head).fetchall())
+    else:
+        for chunk in db.chunks(list(bucket_ids), min(_KEYS_BATCH["sqlite"], db.sqlite_variables(conn))):
+            sql = f"{head} AND bucket IN ({','.join('?' * len(chunk))})"
+            found.extend(r[0] for r in cur.execute(sql, tuple(chunk)).fetchall())
+    cur.close()
     return blocks.decode(table, found)
 
 
 def postings(conn: Connection, table: str, segs: Sequence[int] | None = None) -> list[tuple[int, ...]]:
     """Every posting row (seg, key, doc[, win]) of `table` ("ngram" or "band"), of the given
     segments or all, sorted, whichever way the backend stores them (for tests and checks)."""
-    if db.dialect(conn) == "postgresql":
-        if segs is None:
-            segs = [int(s) for s in conn.exec_driver_sql(f"SELECT DISTINCT seg FROM {table}_block").scalars()]
-        out: list[tuple[int, ...]] = []
-        for s in segs:
-            rec = blocks.in_order(_fetch_blocks(conn, table, [s], None))
-            out.extend((s, *map(int, r)) for r in rec.tolist())
-        return sorted(out)
-    t = ngram if table == "ngram" else band
-    q = select(*t.c) if segs is None else select(*t.c).where(t.c.seg.in_(segs))
-    return sorted(tuple(int(v) for v in r) for r in conn.execute(q).all())
+    if segs is None:
+        segs = [int(s) for s in conn.exec_driver_sql(f"SELECT DISTINCT seg FROM {table}_block").scalars()]
+    out: list[tuple[int, ...]] = []
+    for s in segs:
+        rec = blocks.in_order(_fetch_blocks(conn, table, [s], None))
+        out.extend((s, *map(int, r)) for r in rec.tolist())
+    return sorted(out)
 
 
 def posting_count(conn: Connection, table: str) -> int:
     """How many postings `table` ("ngram" or "band") holds, whichever way the backend stores them."""
-    if db.dialect(conn) == "postgresql":
-        n = conn.exec_driver_sql(f"SELECT coalesce(sum(length(data)), 0) FROM {table}_block").scalar_one()
-        return int(n) // blocks.RECORDS[table].itemsize
-    return int(conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one())
+    n = conn.exec_driver_sql(f"SELECT coalesce(sum(length(data)), 0) FROM {table}_block").scalar_one()
+    return int(n) // blocks.RECORDS[table].itemsize
 
 
 def segment_sizes(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
@@ -544,38 +538,19 @@ def move_postings(conn: Connection, target: int, sources: Sequence[int], lo: int
     the target or still in its source), and a step repeated after a crash moves nothing twice.
     Keys are uniform 64-bit hashes, so equal key ranges hold about equal numbers of rows."""
     conn.execute(select(segment.c.id).where(segment.c.id == target).with_for_update())  # one mover at a time
-    if db.dialect(conn) == "postgresql":
-        _move_blocks(conn, target, sources, lo, hi)
-        return
-    olds = ", ".join(str(int(s)) for s in sources)
-    moved = 0
-    for table, key, cols in (("ngram", "hash", "hash, doc_id"), ("band", "key", "key, doc_id, win")):
-        rng = f"{key} >= {int(lo)}" + (f" AND {key} < {int(hi)}" if hi is not None else "")
-        conn.exec_driver_sql(
-            f"INSERT INTO {table} (seg, {cols}) SELECT {int(target)}, {cols} FROM {table} "
-            f"WHERE seg IN ({olds}) AND {rng} ORDER BY {cols}"
-        )
-        for src in sources:
-            n = conn.exec_driver_sql(f"DELETE FROM {table} WHERE seg = {int(src)} AND {rng}").rowcount
-            conn.execute(update(segment).where(segment.c.id == src).values(rows=segment.c.rows - n))
-            moved += n
-    conn.execute(update(segment).where(segment.c.id == target).values(rows=segment.c.rows + moved))
+    _move_blocks(conn, target, sources, lo, hi)
 
 
 def _move_blocks(conn: Connection, target: int, sources: Sequence[int], lo: int, hi: int | None) -> None:
-    """move_postings on PostgreSQL: take the sources' blocks of the range's buckets, put their
-    rows in the range into `target` and the rest (edge buckets) back into their source."""
-    raw = conn.connection.driver_connection
-    assert raw is not None
+    """move_postings: take the sources' blocks of the range's buckets, put their rows in the
+    range into `target` and the rest (edge buckets) back into their source."""
     olds = ", ".join(str(int(s)) for s in sources)
     rng = f"bucket >= {int(lo) >> blocks.SHIFT}" + (
         f" AND bucket <= {(int(hi) - 1) >> blocks.SHIFT}" if hi is not None else ""
     )
     moved = 0
     for table in ("ngram", "band"):
-        with raw.cursor(binary=True) as cur:
-            sql = f"DELETE FROM {table}_block WHERE seg IN ({olds}) AND {rng} RETURNING seg, data"
-            taken = cur.execute(sql).fetchall()
+        taken = _take_blocks(conn, f"DELETE FROM {table}_block WHERE seg IN ({olds}) AND {rng} RETURNING seg, data")
         into: list[np.ndarray] = []
         for src in sources:
             rec = blocks.decode(table, (d for s, d in taken if s == src))
@@ -587,6 +562,19 @@ def _move_blocks(conn: Connection, target: int, sources: Sequence[int], lo: int,
             moved += n
         _insert_blocks(conn, table, target, blocks.in_order(np.concatenate(into)))
     conn.execute(update(segment).where(segment.c.id == target).values(rows=segment.c.rows + moved))
+
+
+def _take_blocks(conn: Connection, sql: str) -> list[tuple[int, bytes]]:
+    """The (seg, data) rows a DELETE ... RETURNING takes (data as bytes on both backends)."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    if db.dialect(conn) == "postgresql":
+        with raw.cursor(binary=True) as cur:
+            return [(int(s), bytes(d)) for s, d in cur.execute(sql).fetchall()]
+    cur = raw.cursor()
+    taken = [(int(s), bytes(d)) for s, d in cur.execute(sql).fetchall()]
+    cur.close()
+    return taken
 
 
 def finish_merge(conn: Connection, target: int, sources: Sequence[int]) -> None:
@@ -622,80 +610,58 @@ _IN_BATCH = {"sqlite": 900, "postgresql": 50_000}
 _KEYS_BATCH = {"sqlite": 8_000, "postgresql": 50_000}  # at most; SQLite's own limit may be lower
 
 
-_COUNT = object()  # a column of _lookup: count(*)
-
-
-def _lookup(
-    conn: Connection,
-    columns: Sequence[Any],
-    key: Any,
-    keys: Sequence[int],
-    corpus_ids: Sequence[int] | None,
-    group: bool = False,
-    segs: Sequence[int] | None = None,
-) -> list[Any]:
-    """Rows of `columns` (of key's table) whose `key` is in `keys` (de-duplicated, sorted,
-    batched), in the segments of the given corpora (or all): one index range per (segment, key).
-
-    Written as driver SQL, not a SQLAlchemy select: a scan sends hundreds of these, and compiling
-    an expanding IN of thousands of values cost more than running it (bench/scan_speed.py)."""
+def _matching(
+    conn: Connection, table: str, keys: Sequence[int], corpus_ids: Sequence[int] | None, segs: Sequence[int] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the distinct keys asked for, sorted; the records (key, doc[, win]) whose key is one of
+    them, in the segments of the given corpora (or all; segs: those segments, read here if None),
+    in no particular order; each record's key's place among the keys): the blocks of the keys'
+    buckets, filtered to the keys asked for (app.store.blocks). The filter is a binary search
+    of each record's key among the keys (a block holds about 30 records of which one or two are
+    asked for): np.isin sorted the records and the keys together, a third of a scan's look-ups."""
     segs = segments(conn, corpus_ids) if segs is None else segs
-    if not segs:
-        return []
-    quote = conn.dialect.identifier_preparer.quote
-    table = quote(key.table.name)
-    cols = ", ".join("count(*)" if c is _COUNT else quote(c.name) for c in columns)
-    k = quote(key.name)
-    head = f"SELECT {cols} FROM {table} WHERE seg IN ({','.join(str(int(s)) for s in segs)}) AND {k}"
-    tail = f" GROUP BY {k}" if group else ""
-    pg = db.dialect(conn) == "postgresql"
-    rows: list[Any] = []
-    batch = _KEYS_BATCH["postgresql"] if pg else min(_KEYS_BATCH["sqlite"], db.sqlite_variables(conn))
-    for chunk in db.chunks(sorted(set(keys)), batch):
-        if pg:
-            rows.extend(conn.exec_driver_sql(f"{head} = ANY(%s::bigint[]){tail}", (list(chunk),)).fetchall())
-        else:
-            marks = ",".join("?" * len(chunk))
-            rows.extend(conn.exec_driver_sql(f"{head} IN ({marks}){tail}", tuple(chunk)).fetchall())
-    return rows
-
-
-def _lookup_blocks(conn: Connection, table: str, keys: Sequence[int], corpus_ids: Sequence[int] | None) -> np.ndarray:
-    """PostgreSQL: the records (key, doc[, win]) whose key is in `keys`, in the segments of the
-    given corpora (or all), sorted by key, then doc[, then win]: the blocks of the keys' buckets,
-    filtered to the keys asked for (app.store.blocks)."""
-    segs = segments(conn, corpus_ids)
     want = np.unique(np.asarray(keys, dtype=np.int64))
     if not segs or not len(want):
-        return np.empty(0, dtype=blocks.RECORDS[table])
+        return want, np.empty(0, dtype=blocks.RECORDS[table]), np.empty(0, dtype=np.int64)
     rec = _fetch_blocks(conn, table, segs, np.unique(blocks.buckets(want)).tolist())
-    return blocks.in_order(rec[np.isin(rec["key"], want)])
+    pos = np.minimum(np.searchsorted(want, rec["key"]), len(want) - 1)
+    hit = want[pos] == rec["key"]
+    return want, rec[hit], pos[hit]
+
+
+def ngram_lookup(
+    conn: Connection,
+    hashes: Sequence[int],
+    corpus_ids: Sequence[int] | None,
+    max_df: int,
+    segs: Sequence[int] | None = None,
+) -> tuple[dict[int, int], dict[int, list[int]]]:
+    """(hash -> number of documents holding it, absent if none; hash -> those documents, in
+    order, for the hashes held by at most max_df documents), in the given corpora (or all),
+    from one fetch of their blocks. segs: the corpora's segments from lookup_segments (read
+    here if None)."""
+    want, rec, pos = _matching(conn, "ngram", hashes, corpus_ids, segs)
+    counts = np.bincount(pos, minlength=len(want))
+    held = np.flatnonzero(counts)
+    df = dict(zip(want[held].tolist(), counts[held].tolist(), strict=True))
+    out: dict[int, list[int]] = {}
+    for h, d in blocks.in_order(rec[counts[pos] <= max_df]).tolist():
+        out.setdefault(int(h), []).append(int(d))
+    return df, out
 
 
 def ngram_df(
     conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None, segs: Sequence[int] | None = None
 ) -> dict[int, int]:
-    """hash -> number of documents (of the given corpora, or all) holding it; absent if none.
-    segs: the corpora's segments from lookup_segments (read here if None)."""
-    if db.dialect(conn) == "postgresql":
-        found, counts = np.unique(_lookup_blocks(conn, "ngram", hashes, corpus_ids)["key"], return_counts=True)
-        return dict(zip(found.tolist(), counts.tolist(), strict=True))
-    rows = _lookup(conn, (ngram.c.hash, _COUNT), ngram.c.hash, hashes, corpus_ids, group=True, segs=segs)
-    return {int(h): int(c) for h, c in rows}
+    """hash -> number of documents (of the given corpora, or all) holding it; absent if none."""
+    return ngram_lookup(conn, hashes, corpus_ids, 0, segs)[0]
 
 
 def ngram_postings(
     conn: Connection, hashes: Sequence[int], corpus_ids: Sequence[int] | None, segs: Sequence[int] | None = None
 ) -> dict[int, list[int]]:
-    """hash -> documents holding it (call only for hashes known to be rare); segs as ngram_df."""
-    out: dict[int, list[int]] = {}
-    if db.dialect(conn) == "postgresql":
-        rows: Iterable[Any] = _lookup_blocks(conn, "ngram", hashes, corpus_ids).tolist()
-    else:
-        rows = _lookup(conn, (ngram.c.hash, ngram.c.doc_id), ngram.c.hash, hashes, corpus_ids, segs=segs)
-    for h, d in rows:
-        out.setdefault(int(h), []).append(int(d))
-    return out
+    """hash -> documents holding it (of the given corpora, or all), in order."""
+    return ngram_lookup(conn, hashes, corpus_ids, 2**62, segs)[1]
 
 
 def band_hits(
@@ -706,13 +672,9 @@ def band_hits(
     segs: Sequence[int] | None = None,
 ) -> dict[int, list[tuple[int, int]]]:
     """band key -> [(document, window)], dropping keys shared by more than max_per_key windows
-    (a band value that common is boilerplate, not a near duplicate); segs as ngram_df."""
+    (a band value that common is boilerplate, not a near duplicate); segs as ngram_lookup."""
     out: dict[int, list[tuple[int, int]]] = {}
-    if db.dialect(conn) == "postgresql":
-        rows: Iterable[Any] = _lookup_blocks(conn, "band", keys, corpus_ids).tolist()
-    else:
-        rows = _lookup(conn, (band.c.key, band.c.doc_id, band.c.win), band.c.key, keys, corpus_ids, segs=segs)
-    for k, d, w in rows:
+    for k, d, w in blocks.in_order(_matching(conn, "band", keys, corpus_ids, segs)[1]).tolist():
         out.setdefault(int(k), []).append((int(d), int(w)))
     return {k: v for k, v in out.items() if len(v) <= max_per_key}
 

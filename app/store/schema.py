@@ -2,14 +2,11 @@
 
 Hashes are stored as signed 64-bit integers (SQLite INTEGER, PostgreSQL BIGINT): the
 signatures module converts uint64 to int64 bit for bit.
-The two posting tables are keyed on (segment, hash, document) and, on SQLite, WITHOUT ROWID:
-one B-tree, about 20 bytes a row. A segment is a run of one corpus's postings that is only
-appended to until it holds `segment_rows` rows, then a new one starts: a bulk insert touches
-only the newest segment's pages, so the insert rate does not fall as the index outgrows the
-page cache (README, "How postings are stored"). A look-up by hash is one range scan per segment of the
-corpora asked for.
-On PostgreSQL, where a row costs a 24-byte header and a B-tree entry, the same postings go into
-ngram_block and band_block instead, about 20 to a row (app.store.blocks); ngram and band stay empty.
+The postings (n-gram and band rows) are kept in *segments*: a segment is a run of one corpus's
+postings that is only appended to until it holds `segment_rows` rows, then a new one starts, so
+a bulk insert touches only the newest segment's pages and the insert rate does not fall as the
+index outgrows the page cache (README, "How postings are stored"). Within a segment they are
+packed about 30 to a row in ngram_block and band_block (app.store.blocks), on both backends.
 """
 
 from __future__ import annotations
@@ -129,29 +126,8 @@ segment = Table(
     Index("ix_segment_corpus_id", "corpus_id"),
 )
 
-ngram = Table(
-    "ngram",
-    metadata,
-    Column("seg", Integer, nullable=False),
-    Column("hash", BigInteger, nullable=False),
-    Column("doc_id", Integer, nullable=False),
-    PrimaryKeyConstraint("seg", "hash", "doc_id", name="pk_ngram"),
-    sqlite_with_rowid=False,
-)
-
-band = Table(
-    "band",
-    metadata,
-    Column("seg", Integer, nullable=False),
-    Column("key", BigInteger, nullable=False),
-    Column("doc_id", Integer, nullable=False),
-    Column("win", Integer, nullable=False),
-    PrimaryKeyConstraint("seg", "key", "doc_id", "win", name="pk_band"),
-    sqlite_with_rowid=False,
-)
-
-# PostgreSQL's posting tables: a segment's postings in blocks of about 20, one row per block
-# (app.store.blocks says why and how). SQLite leaves them empty.
+# The posting tables: a segment's postings in blocks of about 30, one row per block
+# (app.store.blocks says why and how).
 ngram_block = Table(
     "ngram_block",
     metadata,

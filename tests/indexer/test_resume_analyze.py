@@ -33,7 +33,7 @@ def pg_url(pg_available: bool) -> Iterator[str]:
 def _analysed(url: str) -> bool:
     engine = make_engine(url)
     with engine.connect() as conn:
-        last = conn.execute(text("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = 'ngram'")).scalar()
+        last = conn.execute(text("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = 'ngram_block'")).scalar()
     engine.dispose()
     return last is not None
 

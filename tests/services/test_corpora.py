@@ -21,19 +21,17 @@ from contam.app.services.reports import ReportService
 from contam.app.store import db, repo
 from contam.app.store import reports as rrepo
 from contam.app.store.schema import (
-    band,
     band_block,
     corpus,
     corpus_file,
     document,
     index_run,
-    ngram,
     ngram_block,
     segment,
 )
 
 TABLES = (corpus, corpus_file, document, segment)
-POSTINGS = {"sqlite": (ngram, band), "postgresql": (ngram_block, band_block)}  # where each keeps them
+POSTINGS = (ngram_block, band_block)
 
 
 def test_health_reports_duplicates_and_lengths(engine: Engine, index_corpus: IndexCorpus) -> None:
@@ -84,7 +82,7 @@ def test_default_scan_uses_the_corpora_whose_settings_match(engine: Engine, inde
 
 def _rows(engine: Engine) -> dict[str, int]:
     with engine.connect() as conn:
-        tables = (*TABLES, *POSTINGS[conn.dialect.name])
+        tables = (*TABLES, *POSTINGS)
         return {t.name: conn.execute(select(func.count()).select_from(t)).scalar_one() for t in tables}
 
 

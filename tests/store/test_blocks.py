@@ -1,5 +1,6 @@
-"""The PostgreSQL block layout's COPY stream: copy_payload (in C, from records or their columns)
-gives the bytes the per-block loop it replaced gave."""
+"""The block layout's writers: copy_payload (PostgreSQL's COPY stream, in C, from records or their
+columns) gives the bytes the per-block loop it replaced gave, and block_rows (SQLite's rows, in C)
+the same blocks."""
 
 from __future__ import annotations
 
@@ -44,3 +45,15 @@ def test_copy_payload_matches_the_block_loop(table: str, n: int) -> None:
     expected = _copy_payload_loop(seg, rec)
     assert bytes(blocks.copy_payload(seg, rec)) == expected
     assert bytes(blocks.copy_payload(seg, cols)) == expected  # the columns themselves
+    # SQLite's rows: the same blocks, each (bucket, data) as the stream's row holds them
+    flat = blocks.block_rows(cols)
+    assert flat == blocks.block_rows(rec)
+    b = blocks.buckets(rec["key"])
+    starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+    ends = np.r_[starts[1:], len(rec)]
+    assert flat[0::2] == b[starts].tolist()
+    assert flat[1::2] == [rec[s:e].tobytes() for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+    # written a slice of buckets at a time (SQLite's writer), the same blocks
+    parts = blocks.slices(keys)
+    assert parts[0][0] == 0 and parts[-1][1] == n and all(b == c for (_a, b), (c, _d) in zip(parts, parts[1:]))
+    assert [x for a, b in parts for x in blocks.block_rows([c[a:b] for c in cols])] == flat
