@@ -55,5 +55,9 @@ def test_copy_payload_matches_the_block_loop(table: str, n: int) -> None:
     assert flat[1::2] == [rec[s:e].tobytes() for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
     # written a slice of buckets at a time (SQLite's writer), the same blocks
     parts = blocks.slices(keys)
-    assert parts[0][0] == 0 and parts[-1][1] == n and all(b == c for (_a, b), (c, _d) in zip(parts, parts[1:]))
+    assert (
+        parts[0][0] == 0
+        and parts[-1][1] == n
+        and all(b == c for (_a, b), (c, _d) in zip(parts, parts[1:], strict=False))
+    )
     assert [x for a, b in parts for x in blocks.block_rows([c[a:b] for c in cols])] == flat
