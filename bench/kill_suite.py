@@ -79,7 +79,7 @@ def fingerprint(url: str) -> dict[str, object]:
     with engine.connect() as conn:
         docs = conn.execute(text("SELECT external_id, text_hash FROM document ORDER BY external_id")).all()
         files = conn.execute(text("SELECT count(*) FROM corpus_file WHERE status = 'done'")).scalar_one()
-        ngrams = repo.posting_count(conn, "ngram")  # rows on SQLite, records in blocks on PostgreSQL
+        ngrams = repo.posting_count(conn, "ngram")  # records in blocks, on both backends
         bands = repo.posting_count(conn, "band")
     engine.dispose()
     digest = hashlib.sha256(repr([tuple(r) for r in docs]).encode()).hexdigest()[:16]

@@ -1371,14 +1371,27 @@ static int get_columns(const char *fn, PyObject *seq, Py_buffer *v, Py_ssize_t *
     return 0;
 }
 
-#define KEY_AT(v, i) (*(const int64_t *)((const char *)(v)[0].buf + (Py_ssize_t)(i) * (v)[0].strides[0]))
+/* Loads through memcpy: the columns may be fields of packed 12- or 16-byte records (unaligned). */
+static inline int64_t load_i64(const char *p) {
+    int64_t x;
+    memcpy(&x, p, 8);
+    return x;
+}
+
+static inline uint32_t load_u32(const char *p) {
+    uint32_t x;
+    memcpy(&x, p, 4);
+    return x;
+}
+
+#define KEY_AT(v, i) load_i64((const char *)(v)[0].buf + (Py_ssize_t)(i) * (v)[0].strides[0])
 
 /* One block's records, packed little-endian, at o; returns the end. */
 static char *put_records(char *o, const Py_buffer *v, Py_ssize_t nc, size_t i, size_t e) {
     for (; i < e; i++) {
         o = put_le(o, (uint64_t)KEY_AT(v, i), 8);
         for (Py_ssize_t c = 1; c < nc; c++)
-            o = put_le(o, *(const uint32_t *)((const char *)v[c].buf + (Py_ssize_t)i * v[c].strides[0]), 4);
+            o = put_le(o, load_u32((const char *)v[c].buf + (Py_ssize_t)i * v[c].strides[0]), 4);
     }
     return o;
 }
@@ -1391,50 +1404,72 @@ static size_t block_end(const Py_buffer *v, size_t i, size_t n, int shift) {
     return e;
 }
 
+/* The columns a block writer was given, their buffers held, and the blocks they make. */
+typedef struct {
+    PyObject *seq;
+    Py_buffer v[3];
+    Py_ssize_t nc, held;
+    size_t n, width, blocks;
+} Columns;
+
+static void columns_close(Columns *c) {
+    for (Py_ssize_t i = 0; i < c->held; i++)
+        PyBuffer_Release(&c->v[i]);
+    c->held = 0;
+    Py_CLEAR(c->seq);
+}
+
+/* Checks the shift and the columns and counts the blocks; on failure (-1) nothing is held. */
+static int columns_open(Columns *c, const char *fn, PyObject *cols, int shift) {
+    c->seq = NULL;
+    c->held = 0;
+    if (shift < 1 || shift > 63) {
+        PyErr_Format(PyExc_ValueError, "%s: a shift of 1 to 63", fn);
+        return -1;
+    }
+    c->seq = PySequence_Fast(cols, "block writer: columns must be a sequence");
+    if (!c->seq)
+        return -1;
+    c->nc = PySequence_Fast_GET_SIZE(c->seq);
+    if (get_columns(fn, c->seq, c->v, &c->held) < 0) {
+        columns_close(c);
+        return -1;
+    }
+    c->n = (size_t)c->v[0].shape[0];
+    c->width = 8 + 4 * (size_t)(c->nc - 1);
+    c->blocks = 0;
+    for (size_t i = 0; i < c->n; i = block_end(c->v, i, c->n, shift))
+        c->blocks++;
+    return 0;
+}
+
 static PyObject *py_copy_blocks(PyObject *self, PyObject *args) {
     long long seg;
     PyObject *cols;
     int shift;
-    if (!PyArg_ParseTuple(args, "LOi", &seg, &cols, &shift))
+    Columns c;
+    if (!PyArg_ParseTuple(args, "LOi", &seg, &cols, &shift) || columns_open(&c, "copy_blocks", cols, shift) < 0)
         return NULL;
-    if (shift < 1 || shift > 63) {
-        PyErr_SetString(PyExc_ValueError, "copy_blocks: a shift of 1 to 63");
-        return NULL;
-    }
-    PyObject *seq = PySequence_Fast(cols, "copy_blocks: columns must be a sequence");
-    if (!seq)
-        return NULL;
-    Py_ssize_t nc = PySequence_Fast_GET_SIZE(seq), held = 0;
-    Py_buffer v[3];
-    PyObject *out = NULL;
-    if (get_columns("copy_blocks", seq, v, &held) < 0)
-        goto done;
-    size_t n = (size_t)v[0].shape[0], width = 8 + 4 * (size_t)(nc - 1), blocks = 0;
-    for (size_t i = 0; i < n; i = block_end(v, i, n, shift))
-        blocks++;
     static const char header[] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
     const size_t hlen = 19, head = 22;
-    out = buf_new((Py_ssize_t)(hlen + blocks * head + n * width + 2));
-    if (!out)
-        goto done;
-    char *o = BUF(out);
-    memcpy(o, header, hlen);
-    o += hlen;
-    for (size_t i = 0, e; i < n; i = e) {
-        e = block_end(v, i, n, shift);
-        o = put_be16(o, 3);
-        o = put_be32(o, 4);
-        o = put_be32(o, seg);
-        o = put_be32(o, 4);
-        o = put_be32(o, shift_right(KEY_AT(v, i), shift));
-        o = put_be32(o, (int64_t)((e - i) * width));
-        o = put_records(o, v, nc, i, e);
+    PyObject *out = buf_new((Py_ssize_t)(hlen + c.blocks * head + c.n * c.width + 2));
+    if (out) {
+        char *o = BUF(out);
+        memcpy(o, header, hlen);
+        o += hlen;
+        for (size_t i = 0, e; i < c.n; i = e) {
+            e = block_end(c.v, i, c.n, shift);
+            o = put_be16(o, 3);
+            o = put_be32(o, 4);
+            o = put_be32(o, seg);
+            o = put_be32(o, 4);
+            o = put_be32(o, shift_right(KEY_AT(c.v, i), shift));
+            o = put_be32(o, (int64_t)((e - i) * c.width));
+            o = put_records(o, c.v, c.nc, i, e);
+        }
+        put_be16(o, -1);
     }
-    put_be16(o, -1);
-done:
-    for (Py_ssize_t c = 0; c < held; c++)
-        PyBuffer_Release(&v[c]);
-    Py_DECREF(seq);
+    columns_close(&c);
     return view_of(out);
 }
 
@@ -1444,45 +1479,31 @@ done:
 static PyObject *py_block_rows(PyObject *self, PyObject *args) {
     PyObject *cols;
     int shift;
-    if (!PyArg_ParseTuple(args, "Oi", &cols, &shift))
+    Columns c;
+    if (!PyArg_ParseTuple(args, "Oi", &cols, &shift) || columns_open(&c, "block_rows", cols, shift) < 0)
         return NULL;
-    if (shift < 1 || shift > 63) {
-        PyErr_SetString(PyExc_ValueError, "block_rows: a shift of 1 to 63");
-        return NULL;
-    }
-    PyObject *seq = PySequence_Fast(cols, "block_rows: columns must be a sequence");
-    if (!seq)
-        return NULL;
-    Py_ssize_t nc = PySequence_Fast_GET_SIZE(seq), held = 0;
-    Py_buffer v[3];
-    PyObject *out = NULL;
-    if (get_columns("block_rows", seq, v, &held) < 0)
-        goto done;
-    size_t n = (size_t)v[0].shape[0], width = 8 + 4 * (size_t)(nc - 1), blocks = 0;
-    for (size_t i = 0; i < n; i = block_end(v, i, n, shift))
-        blocks++;
-    out = PyList_New((Py_ssize_t)(2 * blocks));
-    if (!out)
-        goto done;
+    PyObject *out = PyList_New((Py_ssize_t)(2 * c.blocks));
     Py_ssize_t k = 0;
-    for (size_t i = 0, e; i < n; i = e) {
-        e = block_end(v, i, n, shift);
-        PyObject *b = PyLong_FromLongLong(shift_right(KEY_AT(v, i), shift));
-        PyObject *d = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((e - i) * width));
+    for (size_t i = 0, e; out && i < c.n; i = e) {
+        e = block_end(c.v, i, c.n, shift);
+        if (k + 2 > (Py_ssize_t)(2 * c.blocks)) { /* the keys changed under us (a finaliser, say) */
+            PyErr_SetString(PyExc_RuntimeError, "block_rows: the keys changed while their blocks were made");
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *b = PyLong_FromLongLong(shift_right(KEY_AT(c.v, i), shift));
+        PyObject *d = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((e - i) * c.width));
         if (!b || !d) {
             Py_XDECREF(b);
             Py_XDECREF(d);
-            Py_CLEAR(out);
-            goto done;
+            Py_CLEAR(out); /* the list's unset items are NULL, which its deallocation skips */
+            break;
         }
-        put_records(PyBytes_AS_STRING(d), v, nc, i, e);
+        put_records(PyBytes_AS_STRING(d), c.v, c.nc, i, e);
         PyList_SET_ITEM(out, k++, b);
         PyList_SET_ITEM(out, k++, d);
     }
-done:
-    for (Py_ssize_t c = 0; c < held; c++)
-        PyBuffer_Release(&v[c]);
-    Py_DECREF(seq);
+    columns_close(&c);
     return out;
 }
 #undef KEY_AT

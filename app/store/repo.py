@@ -425,7 +425,7 @@ def _insert_blocks(conn: Connection, table: str, seg: int, rows: np.ndarray | Se
         db.copy_in(conn, f"{table}_block", ("seg", "bucket", "data"), blocks.copy_payload(seg, rows))
         return
     cols = [rows[name] for name in rows.dtype.names or ()] if isinstance(rows, np.ndarray) else list(rows)
-    per = min(_BLOCKS_PER_STATEMENT, db.sqlite_variables(conn) // 2)  # blocks per INSERT
+    per = max(1, min(_BLOCKS_PER_STATEMENT, db.sqlite_variables(conn) // 2))  # blocks per INSERT
     row = f"({int(seg)}, ?, ?)"
     head = f"INSERT INTO {table}_block (seg, bucket, data) VALUES "
     raw = conn.connection.driver_connection
@@ -471,8 +471,8 @@ def _fetch_blocks(conn: Connection, table: str, segs: Sequence[int], bucket_ids:
 
 
 def postings(conn: Connection, table: str, segs: Sequence[int] | None = None) -> list[tuple[int, ...]]:
-    """Every posting row (seg, key, doc[, win]) of `table` ("ngram" or "band"), of the given
-    segments or all, sorted, whichever way the backend stores them (for tests and checks)."""
+    """Every posting (seg, key, doc[, win]) of `table` ("ngram" or "band"), of the given
+    segments or all, sorted, decoded from their blocks (for tests and checks)."""
     if segs is None:
         segs = [int(s) for s in conn.exec_driver_sql(f"SELECT DISTINCT seg FROM {table}_block").scalars()]
     out: list[tuple[int, ...]] = []
@@ -483,7 +483,7 @@ def postings(conn: Connection, table: str, segs: Sequence[int] | None = None) ->
 
 
 def posting_count(conn: Connection, table: str) -> int:
-    """How many postings `table` ("ngram" or "band") holds, whichever way the backend stores them."""
+    """How many postings `table` ("ngram" or "band") holds, counted from its blocks' lengths."""
     n = conn.exec_driver_sql(f"SELECT coalesce(sum(length(data)), 0) FROM {table}_block").scalar_one()
     return int(n) // blocks.RECORDS[table].itemsize
 
