@@ -418,7 +418,7 @@ def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarr
 
 def _insert_blocks(conn: Connection, table: str, seg: int, rows: np.ndarray | Sequence[np.ndarray]) -> None:
     """Append rows sorted by key (records, or their columns) to segment `seg` as blocks
-    (app.store.blocks): on PostgreSQL one binary COPY stream, on SQLite one executemany."""
+    (app.store.blocks): on PostgreSQL one binary COPY stream, on SQLite multi-row INSERTs."""
     if not (len(rows) if isinstance(rows, np.ndarray) else len(rows[0])):
         return
     if db.dialect(conn) == "postgresql":
