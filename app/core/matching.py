@@ -186,14 +186,17 @@ def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] 
     if not len(pos):
         pos, grams, width = doc.mpositions(p.umgrams), doc.mgrams, MATCH_N
     if len(pos):
-        _keys, inverse, counts = np.unique(grams[pos], return_inverse=True, return_counts=True)
-        lo, hi = densest(pos, 2 * length, 1.0 / counts[inverse])
-        hi += width
-    elif window is not None:
-        lo, hi = window
-    else:
-        lo, hi = 0, length
+        return _padded_cluster(doc, pos, grams, width, length)
+    lo, hi = window if window is not None else (0, length)
     return max(0, lo - length), min(len(doc.ids), hi + length)
+
+
+def _padded_cluster(doc: DocTokens, pos: np.ndarray, grams: np.ndarray, width: int, length: int) -> tuple[int, int]:
+    """The densest cluster of the grams at `pos` (each of width tokens; a gram the document holds
+    k times weighs 1/k), padded by `length` tokens on both sides."""
+    _keys, inverse, counts = np.unique(grams[pos], return_inverse=True, return_counts=True)
+    lo, hi = densest(pos, 2 * length, 1.0 / counts[inverse])
+    return max(0, lo - length), min(len(doc.ids), hi + width + length)
 
 
 def _region_near(p: PreparedItem, doc: DocTokens, around: tuple[int, int], n: int) -> tuple[int, int]:
@@ -201,13 +204,8 @@ def _region_near(p: PreparedItem, doc: DocTokens, around: tuple[int, int], n: in
     has them, in whichever chunk of the benchmark it is, so the region does not depend on how the
     benchmark was cut into chunks); `around` (the region that holds part of its copy) if the
     document holds none of them."""
-    length = max(p.n_tokens, n)
     pos = doc.mpositions(p.umgrams)
-    if not len(pos):
-        return around
-    _keys, inverse, counts = np.unique(doc.mgrams[pos], return_inverse=True, return_counts=True)
-    lo, hi = densest(pos, 2 * length, 1.0 / counts[inverse])
-    return max(0, lo - length), min(len(doc.ids), hi + MATCH_N + length)
+    return _padded_cluster(doc, pos, doc.mgrams, MATCH_N, max(p.n_tokens, n)) if len(pos) else around
 
 
 def member(x: np.ndarray, sorted_unique: np.ndarray) -> np.ndarray:
