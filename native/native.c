@@ -1508,6 +1508,101 @@ static PyObject *py_block_rows(PyObject *self, PyObject *args) {
 }
 #undef KEY_AT
 
+/* ------------------------------------------------------------------ key filters
+ *
+ * A segment's key filter (app/store/blocks.py, KeyFilter): a split-block Bloom filter, as Parquet's
+ * (blocks of eight 32-bit words; each key sets one bit in each word of one block). Keys are
+ * uniform 64-bit hashes already (the blocks' buckets rely on it too): the key's own high 32 bits
+ * pick the block, so keys in sorted order (as segments are written and look-ups ask) walk the
+ * filter in order instead of missing the cache on every key (47 -> 8 ns a key for 8 M keys); the
+ * low 32 bits of fmix64(key) times eight odd salts pick the bits. A look-up asks a segment's
+ * blocks only for the keys its filter may hold. */
+
+static const uint32_t FILTER_SALT[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU,
+                                        0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
+
+static inline uint32_t *filter_block(uint32_t *words, uint64_t nblocks, uint64_t key) {
+    return words + 8 * (((key >> 32) * nblocks) >> 32);
+}
+
+/* filter_add(bits, keys): every int64 key set in the filter `bits` (a writable buffer of whole
+ * 32-byte blocks). */
+static PyObject *py_filter_add(PyObject *self, PyObject *args) {
+    PyObject *o_bits, *o_keys;
+    Py_buffer bits, keys;
+    if (!PyArg_ParseTuple(args, "OO", &o_bits, &o_keys))
+        return NULL;
+    if (PyObject_GetBuffer(o_bits, &bits, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        return NULL;
+    if (bits.len == 0 || bits.len % 32) {
+        PyErr_SetString(PyExc_ValueError, "filter_add: the filter is not a whole number of 32-byte blocks");
+        PyBuffer_Release(&bits);
+        return NULL;
+    }
+    if (get_items(o_keys, &keys, 8, "keys") < 0) {
+        PyBuffer_Release(&bits);
+        return NULL;
+    }
+    uint32_t *words = (uint32_t *)bits.buf;
+    const uint64_t nblocks = (uint64_t)bits.len / 32;
+    const uint64_t *k = (const uint64_t *)keys.buf;
+    const Py_ssize_t n = keys.len / 8;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint64_t h = fmix64(k[i]);
+        uint32_t *w = filter_block(words, nblocks, k[i]);
+        for (int j = 0; j < 8; j++)
+            w[j] |= 1U << (((uint32_t)h * FILTER_SALT[j]) >> 27);
+    }
+    PyBuffer_Release(&keys);
+    PyBuffer_Release(&bits);
+    Py_RETURN_NONE;
+}
+
+/* filter_query(bits, keys, out): out[i] |= 1 where the filter may hold keys[i] (out: a writable
+ * buffer of one byte per key, so the parts of one segment are asked into the same answer). */
+static PyObject *py_filter_query(PyObject *self, PyObject *args) {
+    PyObject *o_bits, *o_keys, *o_out;
+    Py_buffer bits, keys, out;
+    if (!PyArg_ParseTuple(args, "OOO", &o_bits, &o_keys, &o_out))
+        return NULL;
+    if (get_items(o_bits, &bits, 32, "filter") < 0)
+        return NULL;
+    if (get_items(o_keys, &keys, 8, "keys") < 0) {
+        PyBuffer_Release(&bits);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(o_out, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&keys);
+        PyBuffer_Release(&bits);
+        return NULL;
+    }
+    const Py_ssize_t n = keys.len / 8;
+    if (out.len != n || bits.len == 0) {
+        PyErr_SetString(PyExc_ValueError, "filter_query: one answer byte per key, and a filter of one block or more");
+    } else {
+        const uint32_t *words = (const uint32_t *)bits.buf;
+        const uint64_t nblocks = (uint64_t)bits.len / 32;
+        const uint64_t *k = (const uint64_t *)keys.buf;
+        uint8_t *o = (uint8_t *)out.buf;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (o[i])
+                continue;
+            const uint64_t h = fmix64(k[i]);
+            const uint32_t *w = filter_block((uint32_t *)words, nblocks, k[i]);
+            uint32_t all = 1;
+            for (int j = 0; j < 8; j++)
+                all &= w[j] >> (((uint32_t)h * FILTER_SALT[j]) >> 27);
+            o[i] = (uint8_t)(all & 1U);
+        }
+    }
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&keys);
+    PyBuffer_Release(&bits);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ the module */
 
 static PyMethodDef methods[] = {
@@ -1537,6 +1632,10 @@ static PyMethodDef methods[] = {
     {"sort_rows", py_sort_rows, METH_VARARGS,
      "sort_rows(keys, docs, wins, distinct) -> (keys, docs, wins) ordered by (key, doc, win), "
      "(key, doc) repeats dropped if distinct"},
+    {"filter_add", py_filter_add, METH_VARARGS,
+     "filter_add(bits, keys): set int64 keys in a split-block Bloom filter (a writable buffer of 32-byte blocks)"},
+    {"filter_query", py_filter_query, METH_VARARGS,
+     "filter_query(bits, keys, out): out[i] |= 1 where the filter may hold keys[i] (one byte per key)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -72,3 +72,41 @@ def in_order(rec: np.ndarray) -> np.ndarray:
     """Records sorted by all their fields, key first."""
     names = list(rec.dtype.names or ())
     return rec[np.lexsort(tuple(rec[n] for n in reversed(names)))]
+
+
+# ---------------------------------------------------------------- key filters
+#
+# Beside its blocks, each segment keeps a key filter per table (`key_filter` rows): a split-block
+# Bloom filter (native.c, filter_add) of every key written into the segment, so a look-up fetches
+# a segment's blocks only for the keys the segment may hold. Most of an item's n-grams are in no
+# segment (a clean item's nearly all of them), and each asked-for key cost one block fetch per
+# segment (about 30 records read to keep one or none). A filter never hides a key it was given; it
+# answers "may hold" for about FILTER_FALSE_RATE of the keys it was not given. A segment's filter
+# is written in the transaction that writes its blocks, in parts: a write adds its keys to the
+# segment's last part while that part has room for them, else starts a part sized for them (at
+# least FILTER_MIN_KEYS), so a part is never loaded past its design. A segment without a filter
+# (written by code that kept none) is probed for every key, as before.
+
+FILTER_SCHEME = 1  # the bit layout above; a filter of another scheme is not read (its segment is probed in full)
+FILTER_BITS_PER_KEY = 10  # about 1% of absent keys pass (FILTER_FALSE_RATE, measured in the tests)
+FILTER_FALSE_RATE = 0.012
+FILTER_MIN_KEYS = 1 << 16  # the smallest part: small appends share one instead of a part each
+
+
+def filter_bytes(capacity: int) -> int:
+    """Bytes of a filter part designed for `capacity` keys: whole 32-byte blocks, at least one."""
+    return 32 * max(1, -(-max(capacity, 1) * FILTER_BITS_PER_KEY // 256))
+
+
+def filter_add(bits: bytearray, keys: np.ndarray) -> None:
+    """Set `keys` (int64) in the filter part `bits`, in place."""
+    _native.filter_add(bits, np.ascontiguousarray(keys, dtype=np.int64))
+
+
+def may_hold(parts: Sequence[bytes | bytearray | np.ndarray], keys: np.ndarray) -> np.ndarray:
+    """bool per key: some part of a segment's filter may hold it (False: the segment does not)."""
+    keys = np.ascontiguousarray(keys, dtype=np.int64)
+    out = np.zeros(len(keys), dtype=np.uint8)
+    for bits in parts:
+        _native.filter_query(bits, keys, out)
+    return out.view(bool)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import functools
 import json
+import secrets
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +25,7 @@ from contam.app.store.schema import (
     document,
     file_claim,
     index_run,
+    key_filter,
     ngram_block,
     segment,
 )
@@ -71,6 +75,7 @@ def delete_corpus(conn: Connection, corpus_id: int) -> None:
     segs = select(segment.c.id).where(segment.c.corpus_id == corpus_id).scalar_subquery()
     conn.execute(delete(ngram_block).where(ngram_block.c.seg.in_(segs)))
     conn.execute(delete(band_block).where(band_block.c.seg.in_(segs)))
+    conn.execute(delete(key_filter).where(key_filter.c.seg.in_(segs)))
     conn.execute(delete(segment).where(segment.c.corpus_id == corpus_id))
     conn.execute(delete(file_claim).where(file_claim.c.corpus_id == corpus_id))
     conn.execute(delete(index_run).where(index_run.c.corpus_id == corpus_id))  # lapsed ones only: see live_runs
@@ -416,11 +421,17 @@ def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarr
     _insert_blocks(conn, "band", seg, cols)
 
 
-def _insert_blocks(conn: Connection, table: str, seg: int, rows: np.ndarray | Sequence[np.ndarray]) -> None:
+def _insert_blocks(
+    conn: Connection, table: str, seg: int, rows: np.ndarray | Sequence[np.ndarray], new_keys: bool = True
+) -> None:
     """Append rows sorted by key (records, or their columns) to segment `seg` as blocks
-    (app.store.blocks): on PostgreSQL one binary COPY stream, on SQLite multi-row INSERTs."""
+    (app.store.blocks): on PostgreSQL one binary COPY stream, on SQLite multi-row INSERTs. Their
+    keys go into the segment's key filter first (new_keys False: rows the segment held before,
+    put back, whose keys its filter has)."""
     if not (len(rows) if isinstance(rows, np.ndarray) else len(rows[0])):
         return
+    if new_keys:
+        _filter_add(conn, table, seg, rows["key"] if isinstance(rows, np.ndarray) else rows[0])
     if db.dialect(conn) == "postgresql":
         db.copy_in(conn, f"{table}_block", ("seg", "bucket", "data"), blocks.copy_payload(seg, rows))
         return
@@ -442,6 +453,99 @@ def _insert_blocks(conn: Connection, table: str, seg: int, rows: np.ndarray | Se
 
 
 _BLOCKS_PER_STATEMENT = 300  # a multi-row INSERT halves SQLite's cost per block against one a statement
+
+
+def _filter_add(conn: Connection, table: str, seg: int, keys: np.ndarray) -> None:
+    """Keys (sorted) about to be written into segment `seg` added to its key filter
+    (app.store.blocks): into its last part while that has room for them, else into a new part
+    sized for them. A segment that holds blocks of this table but no filter (written before
+    filters were kept) first gets one of everything it holds, so its filter never misses a key."""
+    keys = np.asarray(keys, dtype=np.int64)
+    where = (key_filter.c.seg == seg, key_filter.c.tbl == table)
+    last = conn.execute(
+        select(key_filter.c.part, key_filter.c.capacity, key_filter.c.n_keys, key_filter.c.scheme)
+        .where(*where)
+        .order_by(key_filter.c.part.desc())
+        .limit(1)
+    ).first()
+    if last is None:
+        held = conn.exec_driver_sql(f"SELECT 1 FROM {table}_block WHERE seg = {int(seg)} LIMIT 1").first()
+        if held is not None:
+            keys = np.union1d(keys, _fetch_blocks(conn, table, [seg], None)["key"])
+    distinct = int(np.count_nonzero(np.diff(keys))) + 1 if len(keys) else 0
+    if last is not None and last.scheme == blocks.FILTER_SCHEME and last.n_keys + distinct <= last.capacity:
+        part = int(last.part)
+        bits = bytearray(conn.execute(select(key_filter.c.bits).where(*where, key_filter.c.part == part)).scalar_one())
+        blocks.filter_add(bits, keys)
+        conn.execute(
+            update(key_filter)
+            .where(*where, key_filter.c.part == part)
+            .values(n_keys=key_filter.c.n_keys + distinct, stamp=_stamp(), bits=bytes(bits))
+        )
+        return
+    capacity = max(distinct, blocks.FILTER_MIN_KEYS)
+    bits = bytearray(blocks.filter_bytes(capacity))
+    blocks.filter_add(bits, keys)
+    conn.execute(
+        insert(key_filter).values(
+            seg=seg,
+            tbl=table,
+            part=0 if last is None else int(last.part) + 1,
+            scheme=blocks.FILTER_SCHEME,
+            capacity=capacity,
+            n_keys=distinct,
+            stamp=_stamp(),
+            bits=bytes(bits),
+        )
+    )
+
+
+def _stamp() -> int:
+    return secrets.randbits(63)
+
+
+# Filter parts read by this process, by stamp (a part's stamp changes whenever its bits do), least
+# recently used first, up to FILTER_CACHE_BYTES: a scan reads each part once, /check requests share them.
+FILTER_CACHE_BYTES = 1 << 30
+_filters: OrderedDict[int, bytes] = OrderedDict()
+_filters_size = 0
+_filters_lock = threading.Lock()
+
+
+def _segment_filters(conn: Connection, table: str, segs: Sequence[int]) -> dict[int, list[bytes]]:
+    """segment -> the parts of its key filter for `table`, for the segments that have a complete
+    one of this code's scheme (the others are probed for every key)."""
+    global _filters_size
+    if not segs:
+        return {}
+    rows = conn.execute(
+        select(key_filter.c.seg, key_filter.c.part, key_filter.c.scheme, key_filter.c.stamp).where(
+            key_filter.c.tbl == table, key_filter.c.seg.in_([int(s) for s in segs])
+        )
+    ).all()
+    usable = {int(r.seg) for r in rows} - {int(r.seg) for r in rows if r.scheme != blocks.FILTER_SCHEME}
+    out: dict[int, list[bytes]] = {s: [] for s in usable}
+    for r in rows:
+        if int(r.seg) not in usable:
+            continue
+        with _filters_lock:
+            bits = _filters.get(int(r.stamp))
+            if bits is not None:
+                _filters.move_to_end(int(r.stamp))
+        if bits is None:
+            got = conn.execute(
+                select(key_filter.c.bits).where(
+                    key_filter.c.seg == r.seg, key_filter.c.tbl == table, key_filter.c.part == r.part
+                )
+            ).scalar_one()
+            bits = bytes(got)
+            with _filters_lock:
+                _filters[int(r.stamp)] = bits
+                _filters_size += len(bits)
+                while _filters_size > FILTER_CACHE_BYTES and len(_filters) > 1:
+                    _filters_size -= len(_filters.popitem(last=False)[1])
+        out[int(r.seg)].append(bits)
+    return out
 
 
 def _fetch_blocks(conn: Connection, table: str, segs: Sequence[int], bucket_ids: Sequence[int] | None) -> np.ndarray:
@@ -555,7 +659,7 @@ def _move_blocks(conn: Connection, target: int, sources: Sequence[int], lo: int,
         for src in sources:
             rec = blocks.decode(table, (d for s, d in taken if s == src))
             inside = (rec["key"] >= lo) & ((rec["key"] < hi) if hi is not None else True)
-            _insert_blocks(conn, table, int(src), blocks.in_order(rec[~inside]))
+            _insert_blocks(conn, table, int(src), blocks.in_order(rec[~inside]), new_keys=False)
             into.append(rec[inside])
             n = int(inside.sum())
             conn.execute(update(segment).where(segment.c.id == src).values(rows=segment.c.rows - n))
@@ -579,6 +683,7 @@ def _take_blocks(conn: Connection, sql: str) -> list[tuple[int, bytes]]:
 
 def finish_merge(conn: Connection, target: int, sources: Sequence[int]) -> None:
     """Drop the emptied source segments; the target takes new rows and merges again."""
+    conn.execute(delete(key_filter).where(key_filter.c.seg.in_(sources)))
     conn.execute(delete(segment).where(segment.c.id.in_(sources)))
     conn.execute(update(segment).where(segment.c.id == target).values(merging_into=None))
 
@@ -623,7 +728,16 @@ def _matching(
     want = np.unique(np.asarray(keys, dtype=np.int64))
     if not segs or not len(want):
         return want, np.empty(0, dtype=blocks.RECORDS[table]), np.empty(0, dtype=np.int64)
-    rec = _fetch_blocks(conn, table, segs, np.unique(blocks.buckets(want)).tolist())
+    filters = _segment_filters(conn, table, segs)
+    found = []
+    unfiltered = [s for s in segs if s not in filters]
+    if unfiltered:
+        found.append(_fetch_blocks(conn, table, unfiltered, np.unique(blocks.buckets(want)).tolist()))
+    for s, parts in filters.items():  # one query a segment, for the keys its filter may hold
+        maybe = want[blocks.may_hold(parts, want)]
+        if len(maybe):
+            found.append(_fetch_blocks(conn, table, [s], np.unique(blocks.buckets(maybe)).tolist()))
+    rec = np.concatenate(found) if found else np.empty(0, dtype=blocks.RECORDS[table])
     pos = np.minimum(np.searchsorted(want, rec["key"]), len(want) - 1)
     hit = want[pos] == rec["key"]
     return want, rec[hit], pos[hit]

@@ -146,6 +146,21 @@ band_block = Table(
     Index("ix_band_block_seg_bucket", "seg", "bucket", postgresql_with={"fillfactor": 100}),
 )
 
+# Each segment's key filter per posting table, in parts (app.store.blocks says why and how).
+key_filter = Table(
+    "key_filter",
+    metadata,
+    Column("seg", Integer, nullable=False),
+    Column("tbl", String(8), nullable=False),  # "ngram" or "band"
+    Column("part", Integer, nullable=False),
+    Column("scheme", Integer, nullable=False),  # blocks.FILTER_SCHEME it was written with
+    Column("capacity", BigInteger, nullable=False),  # keys the part is designed for
+    Column("n_keys", BigInteger, nullable=False),  # keys added (a key written again counts again)
+    Column("stamp", BigInteger, nullable=False),  # random, new at every change: what readers' caches check
+    Column("bits", LargeBinary, nullable=False),
+    PrimaryKeyConstraint("seg", "tbl", "part", name="pk_key_filter"),
+)
+
 report = Table(
     "report",
     metadata,
