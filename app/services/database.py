@@ -92,6 +92,14 @@ def open_database(url: str) -> Engine:
     if not migrated:
         engine.dispose()
         raise ConfigError("the database has no schema yet: run `contam db upgrade` first")
+    with reaching(url):
+        current, head, known = db.schema_revisions(engine)
+    if current != head:  # tables this code reads may be missing, or shaped otherwise
+        engine.dispose()
+        raise ConfigError(
+            f"the database's schema is at revision {current} and this version of contam needs {head}: "
+            + ("run `contam db upgrade`" if known else "a newer version of contam migrated it; use that version")
+        )
     return engine
 
 

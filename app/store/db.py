@@ -10,6 +10,8 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import ColumnElement, Engine, Float, create_engine, event, inspect, literal_column
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine.url import make_url
@@ -116,6 +118,16 @@ def upgrade(url: str, revision: str = "head") -> None:
 
 def is_migrated(engine: Engine) -> bool:
     return inspect(engine).has_table("corpus")
+
+
+def schema_revisions(engine: Engine) -> tuple[str | None, str, bool]:
+    """(the database's schema revision, the one this code's migrations end at, whether this
+    code knows the database's: False for one a newer version migrated)."""
+    script = ScriptDirectory.from_config(alembic_config(engine.url.render_as_string(hide_password=False)))
+    with engine.connect() as conn:
+        current = MigrationContext.configure(conn).get_current_revision()
+    known = current is None or any(r.revision == current for r in script.walk_revisions())
+    return current, str(script.get_current_head()), known
 
 
 def dialect(conn: Connection) -> str:

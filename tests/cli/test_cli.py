@@ -15,6 +15,7 @@ from typer.testing import CliRunner, Result
 import contam.indexer.job as job_module
 from contam.app.cli import command_name, serve_banner
 from contam.app.settings import Settings, get_settings
+from contam.app.store.db import make_engine, upgrade
 from contam.indexer.cli import app as cli
 from contam.indexer.cli import demo_workdir
 from contam.indexer.options import IndexOptions, index_options
@@ -59,6 +60,16 @@ def test_commands_need_a_migrated_database(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["corpora", "--db", f"sqlite:///{tmp_path / 'empty.db'}"])
     assert r.exit_code == 2 and "contam db upgrade" in r.output
     assert not (tmp_path / "empty.db").exists()  # a read-only command creates no database file
+    old = f"sqlite:///{tmp_path / 'old.db'}"
+    upgrade(old, "0010_sqlite_blocks")  # a schema an older version left: a table this code reads is missing
+    r = CliRunner().invoke(cli, ["scan", str(tmp_path / "b.jsonl"), "--db", old])
+    assert r.exit_code == 2 and "revision 0010_sqlite_blocks" in r.output and "run `contam db upgrade`" in r.output
+    eng = make_engine(old)
+    with eng.begin() as conn:  # one a newer version migrated
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    eng.dispose()
+    r = CliRunner().invoke(cli, ["corpora", "--db", old])
+    assert r.exit_code == 2 and "a newer version of contam migrated it" in r.output
 
 
 def test_serve_refuses_public_bind_without_keys(monkeypatch: pytest.MonkeyPatch) -> None:
