@@ -52,6 +52,7 @@ class Settings(BaseSettings):
     scan_workers: int = Field(
         0, ge=0, description="processes a report job scores its chunks of 500 items in; 0 means one per core"
     )
+    check_workers: int = Field(0, ge=0, description="processes that score /api/v1/check requests; 0 means one per core")
     job_retry_seconds: float = Field(
         RETRY_SECONDS, ge=0, description="how long a report job retries an unreachable database before failing"
     )

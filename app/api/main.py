@@ -35,6 +35,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.reports.start()
     yield
     app.state.reports.shutdown()
+    app.state.checks.close()
     app.state.engine.dispose()
 
 
@@ -64,7 +65,7 @@ def create_app(settings: Settings) -> FastAPI:
         settings.job_lease_seconds,
     )
     app.state.corpora = CorpusService(engine)
-    app.state.checks = CheckService(engine, limits)
+    app.state.checks = CheckService(engine, limits, check_workers=settings.check_workers)
     errors.install(app)
     app.state.sessions = Sessions(settings.session_secret)
     app.add_middleware(BodyLimit, upload_bytes=settings.max_upload_bytes, limits=limits)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import multiprocessing
+import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +18,7 @@ from sqlalchemy import Engine
 
 from contam.app.core.config import Thresholds
 from contam.app.core.types import BenchmarkItem
-from contam.app.errors import InputError
+from contam.app.errors import InputError, UnavailableError
 from contam.app.limits import Limits, exceeded
 from contam.app.readers.benchmark import Source, benchmark_source, iter_benchmark
 from contam.app.services.corpora import select_corpora_listing
@@ -35,16 +40,43 @@ class CheckResult:
     mapping: dict[str, Any] = field(default_factory=dict)  # role -> field, as read from a benchmark file
 
 
+def check_answer(checked: CheckResult) -> dict[str, Any]:
+    """The body of an /api/v1/check answer (the API's CheckResponse, as JSON values): built where
+    the items are scored, so a check worker hands the server plain values to send on."""
+    extra = {"idx": None, "item": None, "report_id": None, "report_name": None}  # ItemResultRead's unset fields
+    return {
+        "fingerprint": checked.fingerprint,
+        "corpora": checked.corpora,
+        "results": [{**r.as_dict(), **extra} for r in checked.results],
+    }
+
+
 class CheckService:
     """Scores items against the indexed corpora and hands the results back (nothing is stored)."""
 
-    def __init__(self, engine: Engine, limits: Limits | None = None, workers: int = 1) -> None:
+    def __init__(
+        self, engine: Engine, limits: Limits | None = None, workers: int = 1, check_workers: int | None = None
+    ) -> None:
         """`workers`: processes that score a benchmark file's chunks (0: one per core); a few
-        items (`items`) are always scored in this process."""
+        items (`items`) are always scored in this process. `check_workers`: processes that
+        `answer` requests (0: one per core; None: this process answers them)."""
         self.engine = engine
         self.limits = limits or Limits()
         self.workers = workers
         self.docs = SharedDocs()  # tokenised documents kept between `items` calls (requests)
+        self.pool = None if check_workers is None else CheckWorkers(engine, self.limits, check_workers)
+
+    def answer(
+        self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None = None, thresholds: Thresholds | None = None
+    ) -> dict[str, Any]:
+        """`items`, as the API answers them (check_answer), scored by a check worker if there are any."""
+        if self.pool is None:
+            return check_answer(self.items(items, corpora, thresholds))
+        return self.pool.answer(items, corpora, thresholds)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
 
     def items(
         self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None = None, thresholds: Thresholds | None = None
@@ -150,3 +182,56 @@ class CheckService:
             progress(0, len(items))
         results = scanner.scan(items, progress, workers=workers)
         return CheckResult(scanner.fingerprint, results, summarize(results, scanner.th), scanner.th, names)
+
+
+class CheckWorkers:
+    """Processes that score /api/v1/check requests. A server's request threads share one
+    interpreter, so requests scored there queued for one core's worth of Python, and a report
+    job's chunks competed with them; in worker processes they use every core, at normal priority
+    (report jobs' scan workers yield to them: WORKER_NICENESS). Each keeps a CheckService of its
+    own, whose tokenised documents and key filters stay read between requests. They start from a
+    fork server (the server runs threads, which must not be forked) when the first request comes;
+    a worker that dies fails its request with a 503 and the pool is started again."""
+
+    def __init__(self, engine: Engine, limits: Limits, workers: int) -> None:
+        self.url = engine.url.render_as_string(hide_password=False)
+        self.limits = limits
+        self.workers = workers or len(os.sched_getaffinity(0))
+        self._lock = threading.Lock()
+        self._pool = self._start()
+
+    def _start(self) -> ProcessPoolExecutor:
+        ctx = multiprocessing.get_context("forkserver")
+        return ProcessPoolExecutor(self.workers, ctx, initializer=_check_worker_start, initargs=(self.url, self.limits))
+
+    def answer(
+        self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None, thresholds: Thresholds | None
+    ) -> dict[str, Any]:
+        pool = self._pool
+        try:
+            answer: dict[str, Any] = pool.submit(_check_worker_answer, list(items), corpora, thresholds).result()
+        except BrokenProcessPool:
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = self._start()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise UnavailableError("the process scoring this check stopped; try again") from None
+        return answer
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+_WORKER: list[CheckService] = []  # a check worker's own service
+
+
+def _check_worker_start(url: str, limits: Limits) -> None:
+    from contam.app.store.db import make_engine
+
+    _WORKER[:] = [CheckService(make_engine(url), limits)]
+
+
+def _check_worker_answer(
+    items: list[BenchmarkItem], corpora: Sequence[str] | None, thresholds: Thresholds | None
+) -> dict[str, Any]:
+    return check_answer(_WORKER[0].items(items, corpora, thresholds))

@@ -6,6 +6,7 @@ import csv
 import gzip
 import io
 import json
+import os
 import time
 from collections.abc import Iterator
 
@@ -16,6 +17,7 @@ from conftest import IndexCorpus
 from fastapi.testclient import TestClient
 
 from contam.app.api.main import create_app
+from contam.app.api.schemas import CheckResponse
 from contam.app.core.config import SignatureConfig
 from contam.app.services import scanning
 from contam.app.services.reports import ReportService
@@ -125,6 +127,28 @@ def test_check_endpoint(client: TestClient) -> None:
     assert res["x"]["status"] == "clean"
     bad = client.post("/api/v1/check", json={"texts": []})
     assert bad.status_code == 422 and "at least one" in bad.json()["error"]
+    # the answer, built by the worker that scored it, is what the declared model says it is
+    body = r.json()
+    assert CheckResponse.model_validate(body).model_dump(mode="json") == body
+
+
+def test_checks_are_scored_in_worker_processes_that_come_back(client: TestClient) -> None:
+    """/check requests are scored in check workers (processes of their own, so the server's one
+    interpreter does not score them); a worker that dies fails its request with a 503 naming
+    what happened, and the next request is answered by a new one."""
+    pool = client.app.state.checks.pool  # type: ignore[attr-defined]
+    assert pool is not None
+    first = client.post("/api/v1/check", json={"texts": [Q1]})
+    assert first.status_code == 200 and first.json()["results"][0]["status"] == "contaminated"
+    workers = list(pool._pool._processes.values())
+    assert workers and all(w.pid != os.getpid() for w in workers)
+    for w in workers:
+        w.kill()
+        w.join()
+    lost = client.post("/api/v1/check", json={"texts": [Q1]})
+    assert lost.status_code == 503 and "stopped" in lost.json()["error"]
+    again = client.post("/api/v1/check", json={"texts": [Q1]})
+    assert again.status_code == 200 and again.json() == first.json()
 
 
 @pytest.mark.parametrize(
