@@ -471,7 +471,7 @@ def _filter_add(conn: Connection, table: str, seg: int, keys: np.ndarray) -> Non
     if last is None:
         held = conn.exec_driver_sql(f"SELECT 1 FROM {table}_block WHERE seg = {int(seg)} LIMIT 1").first()
         if held is not None:
-            keys = np.union1d(keys, _fetch_blocks(conn, table, [seg], None)["key"])
+            keys = np.union1d(keys, _fetch_blocks(conn, table, [seg])["key"])
     distinct = int(np.count_nonzero(np.diff(keys))) + 1 if len(keys) else 0
     if last is not None and last.scheme == blocks.FILTER_SCHEME and last.n_keys + distinct <= last.capacity:
         part = int(last.part)
@@ -504,6 +504,8 @@ def _stamp() -> int:
     return secrets.randbits(63)
 
 
+FILTER_SCHEME = blocks.FILTER_SCHEME
+
 # Filter parts read by this process, by stamp (a part's stamp changes whenever its bits do), least
 # recently used first, up to FILTER_CACHE_BYTES: a scan reads each part once, /check requests share them.
 FILTER_CACHE_BYTES = 1 << 30
@@ -518,59 +520,86 @@ def _segment_filters(conn: Connection, table: str, segs: Sequence[int]) -> dict[
     global _filters_size
     if not segs:
         return {}
-    rows = conn.execute(
-        select(key_filter.c.seg, key_filter.c.part, key_filter.c.scheme, key_filter.c.stamp).where(
-            key_filter.c.tbl == table, key_filter.c.seg.in_([int(s) for s in segs])
-        )
+    # driver SQL: a select built per look-up cost more than running it (a /check makes two)
+    listed = ",".join(str(int(s)) for s in segs)
+    rows = conn.exec_driver_sql(
+        f"SELECT seg, part, scheme, stamp FROM key_filter WHERE tbl = '{table}' AND seg IN ({listed})"
     ).all()
-    usable = {int(r.seg) for r in rows} - {int(r.seg) for r in rows if r.scheme != blocks.FILTER_SCHEME}
+    usable = {int(seg) for seg, _p, _s, _t in rows} - {int(seg) for seg, _p, sch, _t in rows if sch != FILTER_SCHEME}
     out: dict[int, list[bytes]] = {s: [] for s in usable}
-    for r in rows:
-        if int(r.seg) not in usable:
+    for seg, part, _scheme, stamp in rows:
+        if int(seg) not in usable:
             continue
         with _filters_lock:
-            bits = _filters.get(int(r.stamp))
+            bits = _filters.get(int(stamp))
             if bits is not None:
-                _filters.move_to_end(int(r.stamp))
+                _filters.move_to_end(int(stamp))
         if bits is None:
-            got = conn.execute(
-                select(key_filter.c.bits).where(
-                    key_filter.c.seg == r.seg, key_filter.c.tbl == table, key_filter.c.part == r.part
-                )
+            got = conn.exec_driver_sql(
+                f"SELECT bits FROM key_filter WHERE seg = {int(seg)} AND tbl = '{table}' AND part = {int(part)}"
             ).scalar_one()
             bits = bytes(got)
             with _filters_lock:
-                _filters[int(r.stamp)] = bits
+                _filters[int(stamp)] = bits
                 _filters_size += len(bits)
                 while _filters_size > FILTER_CACHE_BYTES and len(_filters) > 1:
                     _filters_size -= len(_filters.popitem(last=False)[1])
-        out[int(r.seg)].append(bits)
+        out[int(seg)].append(bits)
     return out
 
 
-def _fetch_blocks(conn: Connection, table: str, segs: Sequence[int], bucket_ids: Sequence[int] | None) -> np.ndarray:
-    """The records of the blocks of `segs` in the given buckets (None: all)."""
-    head = f"SELECT data FROM {table}_block WHERE seg IN ({','.join(str(int(s)) for s in segs)})"
-    found: list[bytes] = []
+def _fetch_blocks(conn: Connection, table: str, segs: Sequence[int]) -> np.ndarray:
+    """Every record of the blocks of `segs` (look-ups read buckets: _fetch_buckets)."""
+    sql = f"SELECT data FROM {table}_block WHERE seg IN ({','.join(str(int(s)) for s in segs)})"
     raw = conn.connection.driver_connection
     assert raw is not None
     if db.dialect(conn) == "postgresql":
         with raw.cursor(binary=True) as cur:
-            if bucket_ids is None:
-                found.extend(r[0] for r in cur.execute(head).fetchall())
-            else:
-                for chunk in db.chunks(list(bucket_ids), _KEYS_BATCH["postgresql"]):
-                    sql = f"{head} AND bucket = ANY(%s::int[])"
-                    found.extend(r[0] for r in cur.execute(sql, (list(chunk),)).fetchall())
-        return blocks.decode(table, found)
+            return blocks.decode(table, [r[0] for r in cur.execute(sql).fetchall()])
     cur = raw.cursor()
-    if bucket_ids is None:
-        found.extend(r[0] for r in cur.execute(head).fetchall())
-    else:
-        for chunk in db.chunks(list(bucket_ids), min(_KEYS_BATCH["sqlite"], db.sqlite_variables(conn))):
-            sql = f"{head} AND bucket IN ({','.join('?' * len(chunk))})"
-            found.extend(r[0] for r in cur.execute(sql, tuple(chunk)).fetchall())
+    found = [r[0] for r in cur.execute(sql).fetchall()]
     cur.close()
+    return blocks.decode(table, found)
+
+
+def _fetch_buckets(conn: Connection, table: str, asked: dict[int, np.ndarray]) -> np.ndarray:
+    """The records of the blocks of each segment's buckets (`asked`: segment -> sorted buckets),
+    several segments to a statement (a UNION ALL of one indexed select each): a /check asks few
+    buckets of each segment, and a statement a segment cost it more than the reading."""
+    pg = db.dialect(conn) == "postgresql"
+    budget = _KEYS_BATCH["postgresql"] if pg else min(_KEYS_BATCH["sqlite"], db.sqlite_variables(conn))
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    found: list[bytes] = []
+    parts: list[tuple[int, list[int]]] = []
+    size = 0
+
+    def run() -> None:
+        if pg:
+            sql = " UNION ALL ".join(
+                f"SELECT data FROM {table}_block WHERE seg = {s} AND bucket = ANY(%s::int[])" for s, _b in parts
+            )
+            with raw.cursor(binary=True) as cur:
+                found.extend(r[0] for r in cur.execute(sql, [b for _s, b in parts]).fetchall())
+        else:
+            sql = " UNION ALL ".join(
+                f"SELECT data FROM {table}_block WHERE seg = {s} AND bucket IN ({','.join('?' * len(b))})"
+                for s, b in parts
+            )
+            cur = raw.cursor()
+            found.extend(r[0] for r in cur.execute(sql, [x for _s, b in parts for x in b]).fetchall())
+            cur.close()
+        parts.clear()
+
+    for s, buckets in asked.items():
+        for chunk in db.chunks(buckets.tolist(), budget):
+            if size + len(chunk) > budget:
+                run()
+                size = 0
+            parts.append((int(s), list(chunk)))
+            size += len(chunk)
+    if parts:
+        run()
     return blocks.decode(table, found)
 
 
@@ -581,7 +610,7 @@ def postings(conn: Connection, table: str, segs: Sequence[int] | None = None) ->
         segs = [int(s) for s in conn.exec_driver_sql(f"SELECT DISTINCT seg FROM {table}_block").scalars()]
     out: list[tuple[int, ...]] = []
     for s in segs:
-        rec = blocks.in_order(_fetch_blocks(conn, table, [s], None))
+        rec = blocks.in_order(_fetch_blocks(conn, table, [s]))
         out.extend((s, *map(int, r)) for r in rec.tolist())
     return sorted(out)
 
@@ -729,15 +758,12 @@ def _matching(
     if not segs or not len(want):
         return want, np.empty(0, dtype=blocks.RECORDS[table]), np.empty(0, dtype=np.int64)
     filters = _segment_filters(conn, table, segs)
-    found = []
-    unfiltered = [s for s in segs if s not in filters]
-    if unfiltered:
-        found.append(_fetch_blocks(conn, table, unfiltered, np.unique(blocks.buckets(want)).tolist()))
-    for s, parts in filters.items():  # one query a segment, for the keys its filter may hold
-        maybe = want[blocks.may_hold(parts, want)]
-        if len(maybe):
-            found.append(_fetch_blocks(conn, table, [s], np.unique(blocks.buckets(maybe)).tolist()))
-    rec = np.concatenate(found) if found else np.empty(0, dtype=blocks.RECORDS[table])
+    every = blocks.buckets(want)
+    asked: dict[int, np.ndarray] = {}  # segment -> the buckets of the keys its filter may hold
+    for s in segs:
+        parts = filters.get(s)
+        asked[s] = every if parts is None else every[blocks.may_hold(parts, want)]
+    rec = _fetch_buckets(conn, table, {s: np.unique(b) for s, b in asked.items() if len(b)})
     pos = np.minimum(np.searchsorted(want, rec["key"]), len(want) - 1)
     hit = want[pos] == rec["key"]
     return want, rec[hit], pos[hit]

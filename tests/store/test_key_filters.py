@@ -74,14 +74,13 @@ def _brute(
 def fetched(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """The number of buckets each block fetch of the look-ups asked for."""
     asked: list[int] = []
-    real = repo._fetch_blocks
+    real = repo._fetch_buckets
 
-    def counting(conn: Any, table: str, segs: Any, bucket_ids: Any) -> np.ndarray:
-        if bucket_ids is not None:
-            asked.append(len(bucket_ids) * len(segs))
-        return real(conn, table, segs, bucket_ids)
+    def counting(conn: Any, table: str, wanted: dict[int, np.ndarray]) -> np.ndarray:
+        asked.append(sum(len(b) for b in wanted.values()))
+        return real(conn, table, wanted)
 
-    monkeypatch.setattr(repo, "_fetch_blocks", counting)
+    monkeypatch.setattr(repo, "_fetch_buckets", counting)
     yield asked
 
 
