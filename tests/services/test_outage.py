@@ -7,14 +7,16 @@ import json
 import time
 from typing import Any
 
+import psycopg
 import pytest
-from conftest import IndexCorpus
+from conftest import PG_ADMIN_URL, IndexCorpus, drop_pg_database, make_pg_database
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event
 
 from contam.app.api.main import create_app
 from contam.app.services.reports import ReportService
 from contam.app.settings import Settings
+from contam.app.store.db import upgrade
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 Q2 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"
@@ -93,21 +95,59 @@ def test_a_job_stranded_by_a_long_outage_is_picked_up_again(indexed: Engine) -> 
     svc.shutdown()
 
 
+def _assert_unavailable(r: Any) -> None:
+    assert r.status_code == 503 and r.headers["retry-after"] == "5"
+    assert r.json()["error"].startswith("the database is unavailable")
+
+
 def test_the_server_answers_503_with_the_reason_while_the_database_is_away(
     migrated_url: str, index_corpus: IndexCorpus
 ) -> None:
+    """The server's own engine (reports, the dashboard) under an injected outage; /check is
+    scored in worker processes with engines of their own (next test)."""
     index_corpus(migrated_url, [{"id": "page", "text": f"Quiz night! {Q1}"}])
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
         outage = Outage(c.app.state.engine)  # type: ignore[attr-defined]
         outage.start(60)
-        for r in (c.get("/api/v1/reports"), c.post("/api/v1/check", json={"texts": [Q1]})):
-            assert r.status_code == 503 and r.headers["retry-after"] == "5"
-            assert r.json()["error"].startswith("the database is unavailable")
-            assert "server closed the connection" in r.json()["detail"]
+        r = c.get("/api/v1/reports")
+        _assert_unavailable(r)
+        assert "server closed the connection" in r.json()["detail"]
         page = c.get("/")
         assert page.status_code == 503 and "Database unavailable" in page.text
         outage.start(0)
         assert c.get("/api/v1/reports").status_code == 200
+
+
+def test_check_workers_answer_503_while_postgresql_refuses_connections(
+    pg_available: bool, index_corpus: IndexCorpus
+) -> None:
+    """A real outage, seen by every process: the database refuses new connections and its
+    sessions are ended. A check worker's failure reaches the client as the 503 it would be in
+    the server, and the next check after the database is back is answered again."""
+    name, url = make_pg_database()
+    try:
+        upgrade(url)
+        index_corpus(url, [{"id": "page", "text": f"Quiz night! {Q1}"}])
+        with TestClient(create_app(Settings(database_url=url, check_workers=1))) as c:
+            first = c.post("/api/v1/check", json={"texts": [Q1]})
+            assert first.status_code == 200 and first.json()["results"][0]["status"] == "contaminated"
+            _pg_outage(name, on=True)
+            try:
+                r = c.post("/api/v1/check", json={"texts": [Q1]})
+                _assert_unavailable(r)
+            finally:
+                _pg_outage(name, on=False)
+            again = c.post("/api/v1/check", json={"texts": [Q1]})
+            assert again.status_code == 200 and again.json() == first.json()
+    finally:
+        drop_pg_database(name)
+
+
+def _pg_outage(name: str, on: bool) -> None:
+    with psycopg.connect(PG_ADMIN_URL.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS {"false" if on else "true"}')
+        if on:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
 
 
 def test_a_stopping_server_does_not_wait_out_a_jobs_retries(indexed: Engine) -> None:
