@@ -1603,9 +1603,79 @@ static PyObject *py_filter_query(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ sorted tables */
+
+/* sorted_find(keys, dir, shift, needles, out): out[i] = the index of needles[i] in keys (int64,
+ * ascending, without repeats), or -1. dir (int64, 2**(64 - shift) + 1 entries) is where the keys
+ * of each bucket start, a key's bucket being the top bits of the key with its sign bit flipped
+ * (so buckets follow the keys' order): a look-up searches one bucket of a few keys instead of
+ * the whole table, whose binary search missed the cache at every step. */
+static PyObject *py_sorted_find(PyObject *self, PyObject *args) {
+    PyObject *o_keys, *o_dir, *o_needles, *o_out;
+    int shift;
+    Py_buffer keys, dir, needles, out;
+    if (!PyArg_ParseTuple(args, "OOiOO", &o_keys, &o_dir, &shift, &o_needles, &o_out))
+        return NULL;
+    if (shift < 1 || shift > 63) {
+        PyErr_SetString(PyExc_ValueError, "sorted_find: shift must be 1 to 63");
+        return NULL;
+    }
+    if (get_items(o_keys, &keys, 8, "keys") < 0)
+        return NULL;
+    if (get_items(o_dir, &dir, 8, "dir") < 0) {
+        PyBuffer_Release(&keys);
+        return NULL;
+    }
+    if (get_items(o_needles, &needles, 8, "needles") < 0) {
+        PyBuffer_Release(&dir);
+        PyBuffer_Release(&keys);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(o_out, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&needles);
+        PyBuffer_Release(&dir);
+        PyBuffer_Release(&keys);
+        return NULL;
+    }
+    const Py_ssize_t n = needles.len / 8, nk = keys.len / 8;
+    const uint64_t buckets = 1ULL << (64 - shift);
+    if (out.len != needles.len || (uint64_t)(dir.len / 8) != buckets + 1) {
+        PyErr_SetString(PyExc_ValueError, "sorted_find: one int64 answer per needle, and 2**(64 - shift) + 1 offsets");
+    } else {
+        const int64_t *k = (const int64_t *)keys.buf, *d = (const int64_t *)dir.buf, *x = (const int64_t *)needles.buf;
+        int64_t *o = (int64_t *)out.buf;
+        if (d[buckets] != nk) {
+            PyErr_SetString(PyExc_ValueError, "sorted_find: the directory does not end at the table's length");
+        } else {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                const int64_t v = x[i];
+                const uint64_t b = ((uint64_t)v ^ 0x8000000000000000ULL) >> shift;
+                int64_t lo = d[b], hi = d[b + 1];
+                while (lo < hi) {
+                    const int64_t mid = lo + ((hi - lo) >> 1);
+                    if (k[mid] < v)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                o[i] = (lo < d[b + 1] && k[lo] == v) ? lo : -1;
+            }
+        }
+    }
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&needles);
+    PyBuffer_Release(&dir);
+    PyBuffer_Release(&keys);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ the module */
 
 static PyMethodDef methods[] = {
+    {"sorted_find", py_sorted_find, METH_VARARGS,
+     "sorted_find(keys, dir, shift, needles, out): out[i] = index of needles[i] in sorted keys, or -1"},
     {"set_normaliser", py_set_normaliser, METH_VARARGS,
      "set_normaliser(norm, cache_limit): the function non-ASCII tokens are normalised by (text._norm); "
      "its answers are cached, up to cache_limit distinct tokens before the cache is emptied."},

@@ -17,6 +17,7 @@ from functools import cached_property
 import numpy as np
 import xxhash
 
+from contam.app.core import _native
 from contam.app.core.align import covered
 from contam.app.core.config import Thresholds
 from contam.app.core.signatures import rolling_hashes, token_hashes
@@ -227,16 +228,29 @@ def _short_fields(
     return short, tiny
 
 
-_FILTER_BITS = 23  # at most a 1 MiB bitmap per gram table
-_FILTER_MIN_BITS = 10  # at least 128 bytes
-_FILTER_BITS_PER_KEY = 16  # the bitmap's bits per key, below the cap: about 6% of other grams pass
+_DIRECTORY_MAX_BITS = 24  # buckets of a key directory: 2**24 (128 MiB of offsets) for 64 M keys or more
 
 
-def _filter_bits(keys: int) -> int:
-    """Bits of a table's key filter: the low bits of a key index a bitmap of 2**bits bits. A
-    /check of one item holds a few dozen keys: a bitmap sized for the largest benchmark (8 M
-    bools zeroed and packed) was a sixth of the request's time."""
-    return min(_FILTER_BITS, max(_FILTER_MIN_BITS, (keys * _FILTER_BITS_PER_KEY - 1).bit_length()))
+def key_directory(keys: np.ndarray) -> np.ndarray:
+    """Where each bucket of `keys` (int64, ascending, without repeats) starts, for find_sorted: a
+    key's bucket is its top bits (sign bit flipped, so buckets follow the keys' order), two to
+    four keys a bucket (2 bytes a key). 2**bits + 1 offsets; a /check of one item holds a few dozen keys, so the
+    directory is sized to the table, never to the largest benchmark."""
+    bits = min(_DIRECTORY_MAX_BITS, max(1, (len(keys) // 4).bit_length()))
+    buckets = (keys.view(np.uint64) ^ np.uint64(1 << 63)) >> np.uint64(64 - bits)
+    return np.searchsorted(buckets, np.arange((1 << bits) + 1, dtype=np.uint64)).astype(np.int64)
+
+
+def find_sorted(keys: np.ndarray, directory: np.ndarray, needles: np.ndarray) -> np.ndarray:
+    """Index of each needle in `keys` (int64, ascending, without repeats), -1 where absent;
+    `directory` is key_directory(keys). One bucket of a few keys is searched per needle: a binary
+    search over a table of a million keys missed the cache at every step (the largest share of
+    the scorer's look-ups in its benchmark-wide tables)."""
+    out = np.empty(len(needles), dtype=np.int64)
+    if len(needles):
+        shift = 64 - ((len(directory) - 1).bit_length() - 1)
+        _native.sorted_find(keys, directory, shift, np.ascontiguousarray(needles, dtype=np.int64), out)
+    return out
 
 
 def _unique_pairs(first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -259,35 +273,27 @@ class _GramTable:
         )
         self.keys, self.start, self.count = np.unique(table[:, 0], return_index=True, return_counts=True)
         self.groups_by_gram = np.ascontiguousarray(table[:, 1])  # workers map it from a file (services.scanning)
-        # one bit per value of a key's low _FILTER_BITS bits: a gram whose bit is clear is in no
-        # item, and skips the binary search (a document region's grams are mostly not the
-        # benchmark's, and the search over a large table misses the cache at every step)
-        # (its size is the table's: a table mapped from files gets it from the bitmap's length)
-        low = self.keys.astype(np.uint64) & np.uint64((1 << _filter_bits(len(self.keys))) - 1)
-        seen = np.zeros(1 << _filter_bits(len(self.keys)), dtype=bool)
-        seen[low.astype(np.int64)] = True
-        self.filter = np.packbits(seen, bitorder="little")
+        self.directory = key_directory(self.keys)  # (its size is the table's: see key_directory)
 
-    def may_hold(self, grams: np.ndarray) -> np.ndarray:
-        """bool per gram: False where no item holds it (True may still be a gram of none)."""
-        low = grams.astype(np.uint64) & np.uint64(len(self.filter) * 8 - 1)
-        return (self.filter[(low >> np.uint64(3)).astype(np.int64)] >> (low & np.uint64(7)).astype(np.uint8)) & 1 > 0
+    def find(self, grams: np.ndarray) -> np.ndarray:
+        """Row of each gram in `keys`, -1 for a gram no item holds."""
+        return find_sorted(self.keys, self.directory, grams)
 
     def freq(self, grams: np.ndarray) -> np.ndarray:
         """Groups holding each gram (0 for grams not in the benchmark)."""
         if len(self.keys) == 0 or len(grams) == 0:
             return np.zeros(len(grams), dtype=np.int64)
-        idx = np.clip(np.searchsorted(self.keys, grams), 0, len(self.keys) - 1)
-        return np.where(self.keys[idx] == grams, self.count[idx], 0)
+        idx = self.find(grams)
+        return np.where(idx >= 0, self.count[idx], 0)
 
     def groups_of(self, grams: np.ndarray, max_items: int) -> np.ndarray:
         """Every group holding one of `grams` (with repeats, one per gram), skipping grams in
         more than `max_items` groups."""
         if len(self.keys) == 0 or len(grams) == 0:
             return np.zeros(0, dtype=np.int64)
-        grams = grams[self.may_hold(grams)]
-        idx = np.clip(np.searchsorted(self.keys, grams), 0, len(self.keys) - 1)
-        ok = (self.keys[idx] == grams) & (self.count[idx] <= max_items)
+        idx = self.find(grams)
+        idx = idx[idx >= 0]
+        ok = self.count[idx] <= max_items
         starts, counts = self.start[idx[ok]], self.count[idx[ok]]
         if len(counts) == 0:
             return np.zeros(0, dtype=np.int64)

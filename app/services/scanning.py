@@ -588,7 +588,7 @@ class _Bench:
     compared with, its scored text as flat arrays (no Python object per item)."""
 
     ARRAYS = ("bits", "tok_at", "ids", "whole", "m_at", "mgrams", "mgram_pos", "u_at", "umgrams", "t_at", "tiny")
-    TABLES = ("keys", "start", "count", "groups_by_gram", "filter")  # of each of the shared-text gram tables
+    TABLES = ("keys", "start", "count", "groups_by_gram", "directory")  # of each of the shared-text gram tables
 
     def __init__(self, shared: SharedText, bits: np.ndarray, parts: dict[str, np.ndarray]) -> None:
         self.shared, self.bits = shared, bits
