@@ -17,8 +17,8 @@ from functools import cached_property
 import numpy as np
 import xxhash
 
-from contam.app.core import _native
 from contam.app.core.align import covered
+from contam.app.core.arrays import distinct, find_sorted, key_directory
 from contam.app.core.config import Thresholds
 from contam.app.core.signatures import rolling_hashes, token_hashes
 from contam.app.core.text import tokenize, tokenize_spans
@@ -86,12 +86,12 @@ class PreparedItem:
     @cached_property
     def glued_ids(self) -> np.ndarray:
         """The ids of `glued`, sorted, without repeats."""
-        return np.unique(self.glued[:, 0])
+        return distinct(self.glued[:, 0])
 
     @cached_property
     def uids(self) -> np.ndarray:
         """The item's token ids, sorted, without repeats."""
-        return np.unique(self.ids)
+        return distinct(self.ids)
 
     @cached_property
     def lookup_grams(self) -> np.ndarray:
@@ -154,7 +154,7 @@ def prepare(item: BenchmarkItem, n: int, short_n: int = 0, glue: bool = True) ->
         short_fields=short,
         mgrams=mgrams,
         mgram_pos=mgram_pos,
-        umgrams=np.unique(mgrams),
+        umgrams=distinct(mgrams),
         tiny_fields=tiny,
         fields=spans,
         answer_ids=a_ids,
@@ -226,31 +226,6 @@ def _short_fields(
             if e - s < MATCH_N:
                 tiny.append((s, e, key))
     return short, tiny
-
-
-_DIRECTORY_MAX_BITS = 24  # buckets of a key directory: 2**24 (128 MiB of offsets) for 64 M keys or more
-
-
-def key_directory(keys: np.ndarray) -> np.ndarray:
-    """Where each bucket of `keys` (int64, ascending, without repeats) starts, for find_sorted: a
-    key's bucket is its top bits (sign bit flipped, so buckets follow the keys' order), two to
-    four keys a bucket (2 bytes a key). 2**bits + 1 offsets; a /check of one item holds a few dozen keys, so the
-    directory is sized to the table, never to the largest benchmark."""
-    bits = min(_DIRECTORY_MAX_BITS, max(1, (len(keys) // 4).bit_length()))
-    buckets = (keys.view(np.uint64) ^ np.uint64(1 << 63)) >> np.uint64(64 - bits)
-    return np.searchsorted(buckets, np.arange((1 << bits) + 1, dtype=np.uint64)).astype(np.int64)
-
-
-def find_sorted(keys: np.ndarray, directory: np.ndarray, needles: np.ndarray) -> np.ndarray:
-    """Index of each needle in `keys` (int64, ascending, without repeats), -1 where absent;
-    `directory` is key_directory(keys). One bucket of a few keys is searched per needle: a binary
-    search over a table of a million keys missed the cache at every step (the largest share of
-    the scorer's look-ups in its benchmark-wide tables)."""
-    out = np.empty(len(needles), dtype=np.int64)
-    if len(needles):
-        shift = 64 - ((len(directory) - 1).bit_length() - 1)
-        _native.sorted_find(keys, directory, shift, np.ascontiguousarray(needles, dtype=np.int64), out)
-    return out
 
 
 def _unique_pairs(first: np.ndarray, second: np.ndarray) -> np.ndarray:

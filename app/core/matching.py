@@ -20,6 +20,7 @@ from functools import cached_property
 import numpy as np
 
 from contam.app.core.align import Alignment, align, align_fields, covered, densest, find_sequence, longest_run, runs
+from contam.app.core.arrays import distinct, member
 from contam.app.core.config import Thresholds
 from contam.app.core.items import (
     ANSWER,
@@ -169,7 +170,7 @@ def _positions(grams: np.ndarray, order: np.ndarray, ranked: np.ndarray) -> np.n
     lo, hi = lo[hit], hi[hit]
     counts = hi - lo
     idx = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts) + np.arange(counts.sum())
-    return np.unique(order[idx])
+    return distinct(order[idx])
 
 
 def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] | None) -> tuple[int, int]:
@@ -206,14 +207,6 @@ def _region_near(p: PreparedItem, doc: DocTokens, around: tuple[int, int], n: in
     document holds none of them."""
     pos = doc.mpositions(p.umgrams)
     return _padded_cluster(doc, pos, doc.mgrams, MATCH_N, max(p.n_tokens, n)) if len(pos) else around
-
-
-def member(x: np.ndarray, sorted_unique: np.ndarray) -> np.ndarray:
-    """bool per value of x: in `sorted_unique` (a sorted array without repeats)."""
-    if len(sorted_unique) == 0 or len(x) == 0:
-        return np.zeros(len(x), dtype=bool)
-    idx = np.minimum(np.searchsorted(sorted_unique, x), len(sorted_unique) - 1)
-    return sorted_unique[idx] == x
 
 
 def held(
@@ -262,7 +255,7 @@ def match_document(
     counted = _counted(p, solution_held)
     passage = 0.0
     if len(p.passage_grams) and p.passage_tokens:
-        grams = np.unique(doc.grams[lo : max(lo, hi - n + 1)])
+        grams = distinct(doc.grams[lo : max(lo, hi - n + 1)])
         passage = float(covered(member(p.passage_grams, grams), n, p.passage_tokens).mean())
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
     rare_run, rare_tokens = _rare(p, stats, present, own_hit, th)
@@ -323,7 +316,7 @@ def _unglued(p: PreparedItem, region: Region, n: int) -> tuple[Region, np.ndarra
             src.append(np.array([j], dtype=np.int64))
     ids = np.concatenate(parts).astype(np.int64, copy=False)
     u = ids.view(np.uint64)
-    grams = [np.unique(rolling_hashes(u, w).view(np.int64)) for w in (MATCH_N, n)]
+    grams = [distinct(rolling_hashes(u, w).view(np.int64)) for w in (MATCH_N, n)]
     return Region(ids, grams[0], grams[1]), np.concatenate(src)
 
 
@@ -418,8 +411,8 @@ class Region:
     def of(cls, doc: DocTokens, lo: int, hi: int, n: int) -> Region:
         return cls(
             doc.ids[lo:hi],
-            np.unique(doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]),
-            np.unique(doc.grams[lo : max(lo, hi - n + 1)]),
+            distinct(doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]),
+            distinct(doc.grams[lo : max(lo, hi - n + 1)]),
         )
 
     @cached_property

@@ -26,6 +26,7 @@ import numpy as np
 import zstandard
 from sqlalchemy import Engine
 
+from contam.app.core.arrays import distinct
 from contam.app.core.config import SignatureConfig, Thresholds, library_versions
 from contam.app.core.items import (
     QUESTION,
@@ -311,14 +312,14 @@ class Scanner:
         bench = work.bench
         prepared = [prepare(it, n, cfg.short_n) for it in items]
         both = [g for p in prepared for g in (p.grams, p.passage_grams, p.sgrams)]
-        grams = np.unique(np.concatenate(both)) if both else np.zeros(0, np.int64)
+        grams = distinct(np.concatenate(both)) if both else np.zeros(0, np.int64)
         if cfg.sample_mod > 1:
             grams = grams[grams.view(np.uint64) % np.uint64(cfg.sample_mod) == 0]
         near_keys = self._near_keys(prepared)
         with self.engine.connect() as conn:
             segs = repo.lookup_segments(conn, self.corpus_ids)
             df, postings = repo.ngram_lookup(conn, grams.tolist(), self.corpus_ids, th.max_df, segs=segs)
-            keys = np.unique(np.concatenate([np.zeros(0, np.int64), *near_keys])).tolist()
+            keys = distinct(np.concatenate([np.zeros(0, np.int64), *near_keys])).tolist()
             hits = repo.band_hits(conn, keys, self.corpus_ids, segs=segs)
         sizes = np.cumsum([len(p.grams) for p in prepared])[:-1]
         msizes = np.cumsum([len(p.mgrams) for p in prepared])[:-1]

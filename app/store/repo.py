@@ -16,6 +16,7 @@ import numpy as np
 from sqlalchemy import Select, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
+from contam.app.core.arrays import distinct, find_sorted, key_directory
 from contam.app.core.config import SignatureConfig
 from contam.app.store import blocks, db
 from contam.app.store.schema import (
@@ -752,9 +753,10 @@ def _matching(
     in no particular order; each record's key's place among the keys): the blocks of the keys'
     buckets, filtered to the keys asked for (app.store.blocks). The filter is a binary search
     of each record's key among the keys (a block holds about 30 records of which one or two are
-    asked for): np.isin sorted the records and the keys together, a third of a scan's look-ups."""
+    asked for), by bucket (arrays.find_sorted): np.isin sorted the records and the keys together,
+    a third of a scan's look-ups."""
     segs = segments(conn, corpus_ids) if segs is None else segs
-    want = np.unique(np.asarray(keys, dtype=np.int64))
+    want = distinct(np.asarray(keys, dtype=np.int64))
     if not segs or not len(want):
         return want, np.empty(0, dtype=blocks.RECORDS[table]), np.empty(0, dtype=np.int64)
     filters = _segment_filters(conn, table, segs)
@@ -763,9 +765,9 @@ def _matching(
     for s in segs:
         parts = filters.get(s)
         asked[s] = every if parts is None else every[blocks.may_hold(parts, want)]
-    rec = _fetch_buckets(conn, table, {s: np.unique(b) for s, b in asked.items() if len(b)})
-    pos = np.minimum(np.searchsorted(want, rec["key"]), len(want) - 1)
-    hit = want[pos] == rec["key"]
+    rec = _fetch_buckets(conn, table, {s: distinct(b) for s, b in asked.items() if len(b)})
+    pos = find_sorted(want, key_directory(want), rec["key"])
+    hit = pos >= 0
     return want, rec[hit], pos[hit]
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contam.app.core.items import _GramTable, find_sorted, key_directory
+from contam.app.core.items import _GramTable
 
 
 def test_groups_of_lists_every_holder_of_each_gram_in_order() -> None:
@@ -29,21 +29,6 @@ def test_groups_of_lists_every_holder_of_each_gram_in_order() -> None:
 
 
 _INT64 = st.integers(-(2**63), 2**63 - 1)
-# keys at the edges of the buckets: the extremes, around zero (where the sign bit flips) and
-# values sharing their top bits
-_EDGY = st.one_of(_INT64, st.sampled_from([-(2**63), 2**63 - 1, -1, 0, 1, 2**62, -(2**62), 2**62 - 1]))
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(_EDGY, max_size=300), st.lists(_EDGY, max_size=100))
-def test_find_sorted_is_a_plain_search(keys: list[int], others: list[int]) -> None:
-    # the bucketed search finds every key where it is and nothing else, at every table size
-    table = np.unique(np.array(keys, dtype=np.int64))
-    directory = key_directory(table)
-    query = np.concatenate([table, np.array(others, dtype=np.int64)])
-    at = {k: i for i, k in enumerate(table.tolist())}
-    expected = [at.get(q, -1) for q in query.tolist()]
-    assert find_sorted(table, directory, query).tolist() == expected
 
 
 @settings(max_examples=200, deadline=None)
@@ -55,18 +40,6 @@ def test_gram_table_finds_every_group_of_a_gram(items: list[list[int]], others: 
     query = np.concatenate([*grams, np.array(others, dtype=np.int64)])
     expected = [grp for q in query.tolist() for grp, g in enumerate(items) if q in set(g)]
     assert table.groups_of(query, 1000).tolist() == expected
-
-
-def test_key_directory_is_sized_to_the_table() -> None:
-    # a /check of one item builds these tables per request: its directory must not be the one
-    # a 10,000-item benchmark gets, and a gram it holds must still be found
-    small = np.arange(40, dtype=np.int64) * 7919
-    assert len(key_directory(small)) == 2**4 + 1
-    assert (find_sorted(small, key_directory(small), small) == np.arange(40)).all()
-    big = np.arange(400_000, dtype=np.int64) * 7919 * 7919
-    assert len(key_directory(big)) == 2**17 + 1
-    assert (find_sorted(big, key_directory(big), big) == np.arange(400_000)).all()
-    assert len(key_directory(np.zeros(0, dtype=np.int64))) == 3
 
 
 # values whose bytes recur inside other values, so a byte match can start inside an element

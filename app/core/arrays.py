@@ -1,0 +1,57 @@
+"""Sorted-array primitives the scorer calls thousands of times a second (pure).
+
+numpy's own `np.unique` hashes, then sorts: on the few hundred values of an item's or a region's
+grams it took 50 microseconds where a sort and a mask take 8 (numpy 2.4), and it was the
+scorer's largest single cost. A binary search over a benchmark-wide table of a million grams
+misses the cache at every step; a directory of buckets finds each in one or two."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from contam.app.core import _native
+
+
+def distinct(a: np.ndarray) -> np.ndarray:
+    """np.unique(a) of a 1-D array: its distinct values, ascending."""
+    s = np.sort(a)
+    if len(s) < 2:
+        return s
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
+def member(x: np.ndarray, sorted_unique: np.ndarray) -> np.ndarray:
+    """bool per value of x: in `sorted_unique` (a sorted array without repeats)."""
+    if len(sorted_unique) == 0 or len(x) == 0:
+        return np.zeros(len(x), dtype=bool)
+    idx = np.minimum(np.searchsorted(sorted_unique, x), len(sorted_unique) - 1)
+    found: np.ndarray = sorted_unique[idx] == x
+    return found
+
+
+_DIRECTORY_MAX_BITS = 24  # buckets of a key directory: 2**24 (128 MiB of offsets) for 64 M keys or more
+
+
+def key_directory(keys: np.ndarray) -> np.ndarray:
+    """Where each bucket of `keys` (int64, ascending, without repeats) starts, for find_sorted: a
+    key's bucket is its top bits (sign bit flipped, so buckets follow the keys' order), two to
+    four keys a bucket (2 bytes a key). 2**bits + 1 offsets; a /check of one item holds a few dozen keys, so the
+    directory is sized to the table, never to the largest benchmark."""
+    bits = min(_DIRECTORY_MAX_BITS, max(1, (len(keys) // 4).bit_length()))
+    buckets = (keys.view(np.uint64) ^ np.uint64(1 << 63)) >> np.uint64(64 - bits)
+    return np.searchsorted(buckets, np.arange((1 << bits) + 1, dtype=np.uint64)).astype(np.int64)
+
+
+def find_sorted(keys: np.ndarray, directory: np.ndarray, needles: np.ndarray) -> np.ndarray:
+    """Index of each needle in `keys` (int64, ascending, without repeats), -1 where absent;
+    `directory` is key_directory(keys). One bucket of a few keys is searched per needle: a binary
+    search over a table of a million keys missed the cache at every step (the largest share of
+    the scorer's look-ups in its benchmark-wide tables)."""
+    out = np.empty(len(needles), dtype=np.int64)
+    if len(needles):
+        shift = 64 - ((len(directory) - 1).bit_length() - 1)
+        _native.sorted_find(keys, directory, shift, np.ascontiguousarray(needles, dtype=np.int64), out)
+    return out

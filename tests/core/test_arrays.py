@@ -1,0 +1,57 @@
+"""The sorted-array primitives the scorer's hot loops call (app.core.arrays): each must give
+exactly what the plain numpy or Python computation gives."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contam.app.core.arrays import distinct, find_sorted, key_directory, member
+
+_INT64 = st.integers(-(2**63), 2**63 - 1)
+# keys at the edges of the buckets: the extremes, around zero (where the sign bit flips) and
+# values sharing their top bits
+_EDGY = st.one_of(_INT64, st.sampled_from([-(2**63), 2**63 - 1, -1, 0, 1, 2**62, -(2**62), 2**62 - 1]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_EDGY, max_size=300), st.lists(_EDGY, max_size=100))
+def test_find_sorted_is_a_plain_search(keys: list[int], others: list[int]) -> None:
+    # the bucketed search finds every key where it is and nothing else, at every table size
+    table = np.unique(np.array(keys, dtype=np.int64))
+    directory = key_directory(table)
+    query = np.concatenate([table, np.array(others, dtype=np.int64)])
+    at = {k: i for i, k in enumerate(table.tolist())}
+    expected = [at.get(q, -1) for q in query.tolist()]
+    assert find_sorted(table, directory, query).tolist() == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_EDGY, max_size=300))
+def test_distinct_is_numpys_unique(values: list[int]) -> None:
+    a = np.array(values, dtype=np.int64)
+    got, want = distinct(a), np.unique(a)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    u = a.view(np.uint64)  # unsigned order too (the index's raw hashes)
+    assert distinct(u).tolist() == np.unique(u).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_EDGY, max_size=100), st.lists(_EDGY, max_size=100))
+def test_member_is_a_plain_membership_test(values: list[int], table: list[int]) -> None:
+    held = set(table)
+    got = member(np.array(values, dtype=np.int64), np.unique(np.array(table, dtype=np.int64)))
+    assert got.tolist() == [v in held for v in values]
+
+
+def test_key_directory_is_sized_to_the_table() -> None:
+    # a /check of one item builds these tables per request: its directory must not be the one
+    # a 10,000-item benchmark gets, and a gram it holds must still be found
+    small = np.arange(40, dtype=np.int64) * 7919
+    assert len(key_directory(small)) == 2**4 + 1
+    assert (find_sorted(small, key_directory(small), small) == np.arange(40)).all()
+    big = np.arange(400_000, dtype=np.int64) * 7919 * 7919
+    assert len(key_directory(big)) == 2**17 + 1
+    assert (find_sorted(big, key_directory(big), big) == np.arange(400_000)).all()
+    assert len(key_directory(np.zeros(0, dtype=np.int64))) == 3
