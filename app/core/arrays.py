@@ -23,6 +23,14 @@ def distinct(a: np.ndarray) -> np.ndarray:
     return s[keep]
 
 
+def occurrences(a: np.ndarray) -> np.ndarray:
+    """How many times each value of `a` occurs in `a` (np.unique's counts[inverse], without
+    the inverse, which took 100 us on a hundred values)."""
+    s = np.sort(a)
+    counts: np.ndarray = np.searchsorted(s, a, side="right") - np.searchsorted(s, a, side="left")
+    return counts
+
+
 def member(x: np.ndarray, sorted_unique: np.ndarray) -> np.ndarray:
     """bool per value of x: in `sorted_unique` (a sorted array without repeats)."""
     if len(sorted_unique) == 0 or len(x) == 0:

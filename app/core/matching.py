@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 
 from contam.app.core.align import Alignment, align, align_fields, covered, densest, find_sequence, longest_run, runs
-from contam.app.core.arrays import distinct, member
+from contam.app.core.arrays import distinct, member, occurrences
 from contam.app.core.config import Thresholds
 from contam.app.core.items import (
     ANSWER,
@@ -195,8 +195,7 @@ def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] 
 def _padded_cluster(doc: DocTokens, pos: np.ndarray, grams: np.ndarray, width: int, length: int) -> tuple[int, int]:
     """The densest cluster of the grams at `pos` (each of width tokens; a gram the document holds
     k times weighs 1/k), padded by `length` tokens on both sides."""
-    _keys, inverse, counts = np.unique(grams[pos], return_inverse=True, return_counts=True)
-    lo, hi = densest(pos, 2 * length, 1.0 / counts[inverse])
+    lo, hi = densest(pos, 2 * length, 1.0 / occurrences(grams[pos]))
     return max(0, lo - length), min(len(doc.ids), hi + width + length)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contam.app.core.arrays import distinct, find_sorted, key_directory, member
+from contam.app.core.arrays import distinct, find_sorted, key_directory, member, occurrences
 
 _INT64 = st.integers(-(2**63), 2**63 - 1)
 # keys at the edges of the buckets: the extremes, around zero (where the sign bit flips) and
@@ -35,6 +35,13 @@ def test_distinct_is_numpys_unique(values: list[int]) -> None:
     assert got.dtype == want.dtype and got.tolist() == want.tolist()
     u = a.view(np.uint64)  # unsigned order too (the index's raw hashes)
     assert distinct(u).tolist() == np.unique(u).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(_EDGY, st.integers(0, 5)), max_size=200))
+def test_occurrences_count_each_value(values: list[int]) -> None:
+    got = occurrences(np.array(values, dtype=np.int64))
+    assert got.tolist() == [values.count(v) for v in values]
 
 
 @settings(max_examples=200, deadline=None)
