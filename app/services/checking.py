@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import multiprocessing
@@ -73,6 +74,16 @@ class CheckService:
         if self.pool is None:
             return check_answer(self.items(items, corpora, thresholds))
         return self.pool.answer(items, corpora, thresholds)
+
+    async def answer_async(
+        self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None = None, thresholds: Thresholds | None = None
+    ) -> dict[str, Any]:
+        """`answer` for an event loop: the server awaits a check worker's answer without holding a
+        thread of its own for it (a thread hand-off a request cost more than the hand-off to the
+        worker); without check workers, the items are scored in a thread."""
+        if self.pool is None:
+            return await asyncio.to_thread(self.answer, items, corpora, thresholds)
+        return await self.pool.answer_async(items, corpora, thresholds)
 
     def close(self) -> None:
         if self.pool is not None:
@@ -211,12 +222,28 @@ class CheckWorkers:
         try:
             answer: dict[str, Any] = pool.submit(_check_worker_answer, list(items), corpora, thresholds).result()
         except BrokenProcessPool:
-            with self._lock:
-                if self._pool is pool:
-                    self._pool = self._start()
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise UnavailableError("the process scoring this check stopped; try again") from None
+            raise self._restart(pool) from None
         return answer
+
+    async def answer_async(
+        self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None, thresholds: Thresholds | None
+    ) -> dict[str, Any]:
+        pool = self._pool
+        try:
+            future = pool.submit(_check_worker_answer, list(items), corpora, thresholds)
+            answer: dict[str, Any] = await asyncio.wrap_future(future)
+        except BrokenProcessPool:
+            raise self._restart(pool) from None
+        return answer
+
+    def _restart(self, pool: ProcessPoolExecutor) -> UnavailableError:
+        """A new pool in place of `pool`, whose worker died (once, whichever request saw it
+        first), and the error for the request that was in it."""
+        with self._lock:
+            if self._pool is pool:
+                self._pool = self._start()
+        pool.shutdown(wait=False, cancel_futures=True)
+        return UnavailableError("the process scoring this check stopped; try again")
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -151,6 +151,20 @@ def test_checks_are_scored_in_worker_processes_that_come_back(client: TestClient
     assert again.status_code == 200 and again.json() == first.json()
 
 
+def test_check_requests_take_no_thread_of_the_server() -> None:
+    """FastAPI runs a plain `def` dependency or endpoint in its thread pool: a thread hand-off
+    each. /check's dependencies and endpoint are coroutines, so the server's own work on a
+    request is the event loop's (its CPU a request fell by a third: README, /check)."""
+    import inspect
+
+    from contam.app.api import deps
+    from contam.app.api.routes import check
+
+    providers = [f for name, f in vars(deps).items() if name.startswith(("get_", "require_")) and callable(f)]
+    assert providers and all(inspect.iscoroutinefunction(f) for f in providers)
+    assert inspect.iscoroutinefunction(check.check)
+
+
 @pytest.mark.parametrize(
     ("name", "body", "message"),
     [
