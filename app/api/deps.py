@@ -1,7 +1,7 @@
 """Request dependencies as `Annotated` aliases. create_app builds the settings and services once
 and keeps them on the application; these hand them to the routes. They are `async def`: none of
 them waits on anything, and FastAPI runs a plain `def` dependency in its thread pool, a thread
-hand-off per dependency per request (a quarter of the server's own time on /api/v1/check)."""
+hand-off per dependency per request (a third of the server process's own CPU on /api/v1/check)."""
 
 from __future__ import annotations
 
