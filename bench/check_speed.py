@@ -67,6 +67,14 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--dump", type=Path)
     ap.add_argument("--job", type=int, default=0, help="server mode: a report job of N items runs meanwhile")
+    ap.add_argument("--load", choices=("python", "wrk"), default="python", help="server mode: the load generator")
+    ap.add_argument(
+        "--texts",
+        choices=("drop", "mixed"),
+        default="drop",
+        help="server mode: DROP's first 2,000 questions (passage and question, ~250 words), "
+        "or 2,000 drawn from every benchmark",
+    )
     args = ap.parse_args()
     items = evaluation_items(args.eval_dir)
     rng = random.Random(0)
@@ -89,16 +97,20 @@ def main() -> None:
     if args.mode == "server":
         import scan_speed
 
-        questions = [it.question for it in items][:2000]  # as scan_speed.py: its benchmark's first 2,000
+        if args.texts == "drop":  # as scan_speed.py: its benchmark's first 2,000
+            questions = [it.question for it in items][:2000]
+        else:
+            questions = [it.question for it in random.Random(1).sample(items, 2000)]
         job = None
         if args.job:  # a report job of that many evaluation questions, running while the clients check
             picked = [rng.choice(items).question for _ in range(args.job)]
             job = "".join(json.dumps({"id": f"j{k}", "question": q}) + "\n" for k, q in enumerate(picked)).encode()
         said: dict = {}
-        rps, p50, p95 = scan_speed.check_rps(args.db, args.clients, args.seconds, questions, job, said)
+        rps, p50, p95 = scan_speed.check_rps(args.db, args.clients, args.seconds, questions, job, said, args.load)
         during = f" while a {args.job:,}-item report job ran ({said})" if args.job else ""
         print(
-            f"/api/v1/check, {args.clients} clients{during}: {rps:.0f} requests/s, p50 {p50:.0f} ms, p95 {p95:.0f} ms"
+            f"/api/v1/check ({args.texts} texts), {args.clients} {args.load} clients{during}: {rps:.0f} requests/s, "
+            f"p50 {p50:.0f} ms, p95 {p95:.0f} ms"
         )
         return
     texts = [rng.choice(items).question for _ in range(args.requests)]
