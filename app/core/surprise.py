@@ -91,25 +91,37 @@ class TokenModel:
         self._fit(a, _field_pos(fields), lengths, np.asarray(groups, dtype=np.int64))
 
     @classmethod
-    def flat(cls, a: np.ndarray, field_pos: np.ndarray, lengths: np.ndarray, groups: np.ndarray) -> TokenModel:
+    def flat(
+        cls, a: np.ndarray, field_pos: np.ndarray, lengths: np.ndarray, groups: np.ndarray, general: bool = False
+    ) -> TokenModel:
         """The model of items given as one array of token ids (`lengths` per item), each
-        token's position in its field, and each item's duplicate group."""
+        token's position in its field, and each item's duplicate group. general: count a single
+        item's text too (it gives the same bits: tests compare the two)."""
         model = cls.__new__(cls)
-        model._fit(a, field_pos, lengths, groups)
+        model._fit(a, field_pos, lengths, groups, general)
         return model
 
-    def _fit(self, a: np.ndarray, field_pos: np.ndarray, lengths: np.ndarray, groups: np.ndarray) -> None:
+    def _fit(
+        self, a: np.ndarray, field_pos: np.ndarray, lengths: np.ndarray, groups: np.ndarray, general: bool = False
+    ) -> None:
         first = np.zeros(len(lengths), dtype=bool)
         first[np.unique(groups, return_index=True)[1]] = True
         counted = np.repeat(first, lengths)  # items of a group: the first counts, once
         a = a[counted]
         if not len(a):  # no token anywhere: every lookup finds nothing
             a = np.zeros(0, np.int64)
+        self.total, self.vocab = int(counted.sum()), len(np.unique(a)) + 1
+        # One item (a /check of one text): the rest of the benchmark is empty, so every count
+        # less the item's own is 0 and each token's bits are the add-alpha floor (flat_bits); no
+        # table is needed
+        self.alone = len(lengths) <= 1 and not general
+        if self.alone:
+            return
         p1, p2 = (
             _contexts(a, field_pos[counted]) if len(a) else (a, a)
         )  # contexts stay within a field, so within an item
         b1, b2 = _mix(p1, a), _mix(p2, a)
-        self.uni, self.total, self.vocab = _Counts(a), int(counted.sum()), len(np.unique(a)) + 1
+        self.uni = _Counts(a)
         self.big, self.h1, self.tri, self.h2 = _Counts(b1), _Counts(p1), _Counts(b2), _Counts(p2)
         self.t1 = _Counts(p1[np.unique(b1, return_index=True)[1]])  # T(h): distinct words after h
         self.t2 = _Counts(p2[np.unique(b2, return_index=True)[1]])
@@ -128,10 +140,13 @@ class TokenModel:
         """bits, for items given as TokenModel.flat takes them: one array, every token's bits."""
         if not len(a):
             return np.zeros(0)
+        n = self.total - np.repeat(lengths, lengths)
+        if self.alone:  # the general case's value where every count is 0 (a test holds them equal)
+            floor: np.ndarray = -np.log2(_ALPHA / (n + _ALPHA * self.vocab))
+            return floor
         item = np.repeat(np.asarray(index, dtype=np.int64), lengths)
         p1, p2 = _contexts(a, field_pos)
         b1, b2 = _mix(p1, a), _mix(p2, a)
-        n = self.total - np.repeat(lengths, lengths)
         p_uni = (self.uni.get(a) - _own(item, a) + _ALPHA) / (n + _ALPHA * self.vocab)
         p = _interpolate(self.big.get(b1) - _own(item, b1), self.h1.get(p1) - _own(item, p1), self.t1.get(p1), p_uni)
         p = _interpolate(self.tri.get(b2) - _own(item, b2), self.h2.get(p2) - _own(item, p2), self.t2.get(p2), p)

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contam.app.core import matching
 from contam.app.core.align import align, densest, find_sequence
@@ -20,7 +22,7 @@ from contam.app.core.items import SharedText, prepare
 from contam.app.core.matching import DocTokens, match_document
 from contam.app.core.scoring import ItemScore, benchmark_stats, judge, shared_spans, split_marked
 from contam.app.core.signatures import token_hashes
-from contam.app.core.surprise import token_bits
+from contam.app.core.surprise import TokenModel, token_bits
 from contam.app.core.text import tokenize
 from contam.app.core.types import BenchmarkItem, Status
 
@@ -593,3 +595,29 @@ def test_a_copy_that_dropped_the_punctuation_inside_numbers_and_formulas_is_foun
     page = f"{FILLER} {copy} {FILLER}"
     s = scan(item, {"page": page})["m"]
     assert s.status == Status.CONTAMINATED and s.own_coverage > 0.9, s.reason
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), min_size=1, max_size=400),
+    st.lists(st.integers(1, 30), min_size=1, max_size=12),
+)
+def test_a_lone_items_bits_are_those_the_full_model_gives(ids: list[int], cuts: list[int]) -> None:
+    """A benchmark of one item (a /check of one text) skips the trigram tables: with nothing else
+    in the benchmark every count less the item's own is 0. The bits must be those of the full
+    model, bit for bit, whatever the tokens (repeats included) and the fields."""
+    a = np.array(ids, dtype=np.int64) * 0x9E3779B97F4A7C1
+    field_pos, start = [], 0
+    for c in cuts:  # fields of the given lengths, the last one holding what is left
+        if start >= len(a):
+            break
+        width = len(a) - start if c == cuts[-1] else min(c, len(a) - start)
+        field_pos += list(range(width))
+        start += width
+    field_pos += list(range(len(a) - start))
+    pos = np.array(field_pos, dtype=np.int64)
+    lengths, groups, index = np.array([len(a)]), np.array([0]), np.array([0])
+    lone = TokenModel.flat(a, pos, lengths, groups)
+    full = TokenModel.flat(a, pos, lengths, groups, general=True)
+    assert lone.alone and not full.alone
+    assert np.array_equal(lone.flat_bits(a, pos, lengths, index), full.flat_bits(a, pos, lengths, index))
