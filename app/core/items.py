@@ -419,10 +419,17 @@ def _passage_tokens(
     pairs = pairs[pairs[:, 0] != me]
     pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
     need = max(1, th.passage_tokens - n + 1)  # consecutive shared n-grams that span passage_tokens tokens
+    # runs of consecutive n-gram positions shared with one group; each long enough one marks the
+    # tokens from its first n-gram to the end of its last (a difference array, not a loop of slices)
     brk = np.flatnonzero((np.diff(pairs[:, 0]) != 0) | (np.diff(pairs[:, 1]) != 1)) + 1
-    for run in np.split(pairs[:, 1], brk):
-        if len(run) >= need:
-            out[run[0] : run[-1] + n] = True
+    first = np.concatenate(([0], brk))
+    last = np.concatenate((brk, [len(pairs)])) - 1
+    long = (last - first + 1) >= need
+    if long.any():
+        edges = np.zeros(p.n_tokens + 1, dtype=np.int64)
+        np.add.at(edges, pairs[first[long], 1], 1)
+        np.add.at(edges, pairs[last[long], 1] + n, -1)
+        out = np.cumsum(edges[:-1]) > 0
     return out
 
 

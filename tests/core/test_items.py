@@ -6,7 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contam.app.core.items import _GramTable
+from contam.app.core.config import Thresholds
+from contam.app.core.items import COMPETITOR_MAX_ITEMS, SharedText, _GramTable, _passage_tokens, prepare
+from contam.app.core.types import BenchmarkItem
 
 
 def test_groups_of_lists_every_holder_of_each_gram_in_order() -> None:
@@ -67,3 +69,47 @@ def test_find_sequence_by_bytes_finds_what_the_comparison_loop_finds(
     )
     if expected >= 0:
         assert h[expected : expected + len(n)].tolist() == needle
+
+
+def _passage_tokens_by_runs(p, me, shared, freq, n, th):  # type: ignore[no-untyped-def]
+    """The definition, one run at a time: the item's shared n-grams as (group, position) pairs,
+    sorted; each run of consecutive positions with one other group spanning passage_tokens tokens
+    marks its tokens (the implementation before the runs were marked at once)."""
+    out = np.zeros(p.n_tokens, dtype=bool)
+    sel = (freq >= th.template_min_items) & (freq <= COMPETITOR_MAX_ITEMS)
+    pairs = []
+    for g, pos in zip(p.grams[sel].tolist(), p.gram_pos[sel].tolist(), strict=True):
+        row = int(np.searchsorted(shared.ngrams.keys, g))
+        start, count = int(shared.ngrams.start[row]), int(shared.ngrams.count[row])
+        for other in shared.ngrams.groups_by_gram[start : start + count].tolist():
+            if other != me:
+                pairs.append((other, pos))
+    pairs.sort()
+    need = max(1, th.passage_tokens - n + 1)
+    k = 0
+    while k < len(pairs):
+        j = k
+        while j + 1 < len(pairs) and pairs[j + 1][0] == pairs[k][0] and pairs[j + 1][1] == pairs[j][1] + 1:
+            j += 1
+        if j - k + 1 >= need:
+            out[pairs[k][1] : pairs[j][1] + n] = True
+        k = j + 1
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 5), min_size=1, max_size=40), min_size=2, max_size=8), st.integers(3, 12))
+def test_shared_passages_are_the_long_runs_shared_with_one_other_item(words: list[list[int]], span: int) -> None:
+    """Items from a six-word vocabulary share many runs; the tokens inside runs of at least
+    `span` tokens shared word for word with one other item are the passage, as the plain
+    definition finds them."""
+    vocab = ["alpha", "beta", "gamma", "delta", "omega", "kappa"]
+    items = [BenchmarkItem(str(i), i, question=" ".join(vocab[w] for w in ws)) for i, ws in enumerate(words)]
+    prepared = [prepare(it, 3) for it in items]
+    shared = SharedText(prepared)
+    th = Thresholds(passage_tokens=span)
+    for i, p in enumerate(prepared):
+        freq = shared.freq(p.grams)
+        me = int(shared.group[i])
+        got = _passage_tokens(p, me, shared, freq, 3, th)
+        assert got.tolist() == _passage_tokens_by_runs(p, me, shared, freq, 3, th).tolist()
