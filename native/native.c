@@ -354,7 +354,7 @@ static Py_ssize_t markup_end(int kind, const void *d, Py_ssize_t n, Py_ssize_t i
 
 /* ------------------------------------------------------------------ the tokeniser */
 
-enum { M_HASH, M_STR, M_SPANS };
+enum { M_HASH, M_STR, M_SPANS, M_HASH_SPANS }; /* what a pass gives: hashes, str tokens, str tokens and spans, hashes and spans */
 
 static PyObject *normaliser; /* text._norm: raw token -> normalised token */
 static size_t cache_limit = 1000000;
@@ -488,6 +488,12 @@ static inline int emit_span(Tok *t, Py_ssize_t s, Py_ssize_t e) {
     return 0;
 }
 
+static inline int emit_hash(Tok *t, uint64_t h, Py_ssize_t s, Py_ssize_t e) {
+    if (vec_put(&t->hashes, &h, 8) < 0)
+        return -1;
+    return t->mode == M_HASH_SPANS ? emit_span(t, s, e) : 0;
+}
+
 static int emit_str(Tok *t, PyObject *u, Py_ssize_t s, Py_ssize_t e) { /* u borrowed */
     if (PyList_Append(t->list, u) < 0)
         return -1;
@@ -497,8 +503,8 @@ static int emit_str(Tok *t, PyObject *u, Py_ssize_t s, Py_ssize_t e) { /* u borr
 /* An ASCII token, already lower-cased: b[0:len]. */
 static inline int emit_ascii(Tok *t, const char *b, Py_ssize_t len, Py_ssize_t s, Py_ssize_t e) {
     uint64_t h = XXH3_64bits(b, (size_t)len);
-    if (t->mode == M_HASH)
-        return vec_put(&t->hashes, &h, 8);
+    if (t->mode == M_HASH || t->mode == M_HASH_SPANS)
+        return emit_hash(t, h, s, e);
     PyObject **slot = len <= ASCII_LONGEST ? &ascii_strs[h & (ASCII_SLOTS - 1)] : NULL;
     if (slot && *slot && PyUnicode_GET_LENGTH(*slot) == len && !memcmp(PyUnicode_1BYTE_DATA(*slot), b, (size_t)len))
         return emit_str(t, *slot, s, e);
@@ -520,8 +526,8 @@ static int emit_wide(Tok *t, PyObject *text, Py_ssize_t s, Py_ssize_t e) {
     const void *d = PyUnicode_DATA(text);
     Py_UCS4 one = e - s == 1 ? PyUnicode_READ(kind, d, s) : 0x110000;
     if (one < 65536 && one_str[one]) {
-        if (t->mode == M_HASH)
-            return vec_put(&t->hashes, &one_hash[one], 8);
+        if (t->mode == M_HASH || t->mode == M_HASH_SPANS)
+            return emit_hash(t, one_hash[one], s, e);
         return emit_str(t, one_str[one], s, e);
     }
     if (t->buf.cap < 4 * (e - s) && vec_grow(&t->buf, 4 * (e - s)) < 0)
@@ -539,8 +545,8 @@ static int emit_wide(Tok *t, PyObject *text, Py_ssize_t s, Py_ssize_t e) {
         one_str[one] = norm;
         one_hash[one] = h;
     }
-    if (t->mode == M_HASH)
-        return vec_put(&t->hashes, &h, 8);
+    if (t->mode == M_HASH || t->mode == M_HASH_SPANS)
+        return emit_hash(t, h, s, e);
     return emit_str(t, norm, s, e);
 }
 
@@ -670,6 +676,24 @@ static PyObject *py_spans(PyObject *self, PyObject *text) {
     }
     PyObject *starts = view_of(vec_take(&t.starts)), *ends = view_of(vec_take(&t.ends));
     PyObject *out = (starts && ends) ? PyTuple_Pack(3, t.list, starts, ends) : NULL;
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    tok_free(&t);
+    return out;
+}
+
+/* hash_spans(text) -> (uint64 token hashes, int64 start and end of each token): spans and
+ * hash_tokens in one pass, no token made into a str unless it holds a non-ASCII character */
+static PyObject *py_hash_spans(PyObject *self, PyObject *text) {
+    Tok t = {.mode = M_HASH_SPANS};
+    if (tokenise(&t, text) < 0) {
+        tok_free(&t);
+        return NULL;
+    }
+    PyObject *h = view_of(vec_take(&t.hashes));
+    PyObject *starts = view_of(vec_take(&t.starts)), *ends = view_of(vec_take(&t.ends));
+    PyObject *out = (h && starts && ends) ? PyTuple_Pack(3, h, starts, ends) : NULL;
+    Py_XDECREF(h);
     Py_XDECREF(starts);
     Py_XDECREF(ends);
     tok_free(&t);
@@ -1682,6 +1706,8 @@ static PyMethodDef methods[] = {
     {"tokens", py_tokens, METH_O, "tokens(text) -> the normalised tokens of text (text.tokenize)"},
     {"spans", py_spans, METH_O,
      "spans(text) -> (tokens, starts, ends): tokens and their character spans, int64 as bytearrays"},
+    {"hash_spans", py_hash_spans, METH_O,
+     "hash_spans(text) -> (uint64 hash of each token, int64 start of each, int64 end of each)"},
     {"text_hashes", py_text_hashes, METH_O,
      "text_hashes(texts) -> (hashes, lens): every text's token hashes end to end (uint64) and each "
      "text's token count (int64), as bytearrays"},

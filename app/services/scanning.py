@@ -40,9 +40,8 @@ from contam.app.core.items import (
 )
 from contam.app.core.matching import DocMatch, DocTokens
 from contam.app.core.scoring import ItemScore, judge
-from contam.app.core.signatures import band_keys, token_hashes, window_minhashes, window_span
+from contam.app.core.signatures import band_keys, token_hash_spans, window_minhashes, window_span
 from contam.app.core.surprise import TokenModel
-from contam.app.core.text import tokenize_spans
 from contam.app.core.types import BenchmarkItem
 from contam.app.errors import FingerprintMismatch, IncompatibleIndex, NotFoundError
 from contam.app.readers.corpus import read_documents
@@ -202,15 +201,10 @@ class Scanner:
             text = self._dctx.decompress(meta["text"]).decode("utf-8", "surrogatepass")
         else:
             text = self._text_from_source(meta)
-        toks = tokenize_spans(text)
-        doc = _Doc(
-            {k: v for k, v in meta.items() if k != "text"},
-            text,
-            toks.starts,
-            toks.ends,
-            DocTokens.of(token_hashes(toks.tokens), self.cfg.ngram_n),
+        hashes, starts, ends = token_hash_spans(text)
+        return _Doc(
+            {k: v for k, v in meta.items() if k != "text"}, text, starts, ends, DocTokens.of(hashes, self.cfg.ngram_n)
         )
-        return doc
 
     def __getstate__(self) -> dict[str, Any]:
         """For a worker process that was not forked: no engine (it opens its own from the URL),

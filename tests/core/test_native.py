@@ -69,6 +69,15 @@ def test_tokens_and_spans_equal_the_definition(text: str) -> None:
     assert got.starts.dtype == got.ends.dtype == np.int64
 
 
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(_TEXTS, _ASCII))
+def test_token_hash_spans_are_the_hashes_and_spans_of_the_tokens(text: str) -> None:
+    tokens, starts, ends = _by_regex(text)
+    th, got_starts, got_ends = S.token_hash_spans(text)
+    assert (th.tolist(), got_starts.tolist(), got_ends.tolist()) == (_xxh(tokens), starts, ends)
+    assert th.dtype == np.uint64 and got_starts.dtype == got_ends.dtype == np.int64
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(_TEXTS, _ASCII), max_size=6))
 def test_text_token_hashes_are_the_hashes_of_the_tokens(texts: list[str]) -> None:
@@ -103,6 +112,8 @@ def test_long_and_empty_inputs() -> None:
         tokens, starts, ends = _by_regex(t)
         got = tokenize_spans(t)
         assert (tokenize(t), got.tokens, got.starts.tolist(), got.ends.tolist()) == (tokens, tokens, starts, ends)
+        th, got_starts, got_ends = S.token_hash_spans(t)
+        assert (th.tolist(), got_starts.tolist(), got_ends.tolist()) == (_xxh(tokens), starts, ends)
     th, lens = S.text_token_hashes(texts)
     assert th.tolist() == [h for t in texts for h in _xxh(_by_regex(t)[0])]
     assert S.token_hashes([]).tolist() == [] and S.text_token_hashes([])[0].tolist() == []
@@ -155,6 +166,8 @@ def test_type_errors() -> None:
         S.token_hashes(["a", 3])  # type: ignore[list-item]
     with pytest.raises(TypeError):
         tokenize(b"abc")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        S.token_hash_spans(b"abc")  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- the numeric loops
