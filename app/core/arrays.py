@@ -32,12 +32,20 @@ def occurrences(a: np.ndarray) -> np.ndarray:
 
 
 def member(x: np.ndarray, sorted_unique: np.ndarray) -> np.ndarray:
-    """bool per value of x: in `sorted_unique` (a sorted array without repeats)."""
-    if len(sorted_unique) == 0 or len(x) == 0:
-        return np.zeros(len(x), dtype=bool)
-    idx = np.minimum(np.searchsorted(sorted_unique, x), len(sorted_unique) - 1)
-    found: np.ndarray = sorted_unique[idx] == x
+    """bool per value of x (int64): in `sorted_unique` (int64, sorted, without repeats). In C
+    (native member: a table of the keys, or a binary search when they far outnumber x), as
+    np.isin(x, sorted_unique) answers it."""
+    found = np.zeros(len(x), dtype=bool)
+    if len(sorted_unique) and len(x):
+        _native.member(_int64(x), _int64(sorted_unique), found)
     return found
+
+
+def _int64(a: np.ndarray) -> np.ndarray:
+    """a as contiguous int64 (uint64 hashes viewed as the int64 they are stored as)."""
+    if a.dtype == np.uint64:
+        a = a.view(np.int64)
+    return np.ascontiguousarray(a, dtype=np.int64)
 
 
 _DIRECTORY_MAX_BITS = 24  # buckets of a key directory: 2**24 (128 MiB of offsets) for 64 M keys or more

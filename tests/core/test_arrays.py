@@ -44,12 +44,28 @@ def test_occurrences_count_each_value(values: list[int]) -> None:
     assert got.tolist() == [values.count(v) for v in values]
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(_EDGY, max_size=100), st.lists(_EDGY, max_size=100))
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_EDGY, max_size=100), st.lists(_EDGY, max_size=400))
 def test_member_is_a_plain_membership_test(values: list[int], table: list[int]) -> None:
+    # both ways of answering (a table of the keys; a binary search when the keys outnumber the
+    # values eightfold, or for fewer than eight values), the key -1 the table keeps apart included
     held = set(table)
+    values += table[:3]
     got = member(np.array(values, dtype=np.int64), np.unique(np.array(table, dtype=np.int64)))
-    assert got.tolist() == [v in held for v in values]
+    assert got.dtype == bool and got.tolist() == [v in held for v in values]
+    # unsigned hashes (as the index stores them) and a strided view answer the same
+    u = np.array(values, dtype=np.int64).view(np.uint64)
+    assert member(u, np.unique(np.array(table, dtype=np.int64)).view(np.uint64)).tolist() == got.tolist()
+    doubled = np.repeat(np.array(values, dtype=np.int64), 2)[::2]
+    assert member(doubled, np.unique(np.array(table, dtype=np.int64))).tolist() == got.tolist()
+
+
+def test_member_at_scale() -> None:
+    rng = np.random.default_rng(7)
+    for n, k in ((5000, 30), (30, 5000), (3000, 700), (7, 7)):
+        keys = np.unique(rng.integers(-(2**20), 2**20, k))
+        x = rng.integers(-(2**20), 2**20, n)
+        assert member(x, keys).tolist() == np.isin(x, keys).tolist()
 
 
 def test_key_directory_is_sized_to_the_table() -> None:
