@@ -171,6 +171,16 @@ def check_rps(
                     break
             except httpx.HTTPError:
                 time.sleep(0.2)
+        # the check workers start at the first requests (a fork server, then imports): not timed
+        with httpx.Client(base_url=base, timeout=60) as c:
+            warm = [
+                threading.Thread(target=c.post, args=("/api/v1/check",), kwargs={"json": {"texts": [t]}})
+                for t in texts[-clients:]
+            ]
+            for t in warm:
+                t.start()
+            for t in warm:
+                t.join()
         if job is not None:
             created = httpx.post(base + "/api/v1/benchmarks", files={"file": ("job.jsonl", job)}, timeout=600)
             report = created.raise_for_status().json()["id"]
@@ -236,9 +246,9 @@ def _wrk_rps(
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
         f.write(WRK_SCRIPT % bodies)
     try:
-        threads = min(2, clients)
+        threads, duration = min(2, clients), f"-d{max(1, round(seconds))}s"
         out = subprocess.run(
-            ["wrk", f"-t{threads}", f"-c{clients}", f"-d{max(1, round(seconds))}s", "-s", f.name, base + "/api/v1/check"],
+            ["wrk", f"-t{threads}", f"-c{clients}", duration, "-s", f.name, base + "/api/v1/check"],
             capture_output=True,
             text=True,
             check=True,
