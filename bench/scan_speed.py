@@ -149,7 +149,7 @@ def check_rps(
 ) -> tuple[float, float, float]:
     """(requests/s, p50 ms, p95 ms) of one-item /check requests from `clients` concurrent clients
     against a real server; with `job` (a JSONL benchmark), uploaded first, the load starts once its
-    report job runs, and `said` gets the job's progress when the load ends (it must still be
+    report job scores, and `said` gets the job's progress when the load ends (it must still be
     running; it is deleted before the server stops, so no later server on the database takes it
     up). load: "python" (threads with httpx: about 4 ms of CPU a request, on the cores the server
     uses) or "wrk" (Debian's wrk, C: a small fraction of that; random texts through a Lua script)."""
@@ -184,7 +184,10 @@ def check_rps(
         if job is not None:
             created = httpx.post(base + "/api/v1/benchmarks", files={"file": ("job.jsonl", job)}, timeout=600)
             report = created.raise_for_status().json()["id"]
-            while httpx.get(f"{base}/api/v1/reports/{report}").json()["status"] == "queued":
+            # the load starts once the job scores (its first pass, reading the items, is lighter)
+            while (rep := httpx.get(f"{base}/api/v1/reports/{report}").json())["status"] in ("queued", "running"):
+                if rep["status"] == "running" and rep.get("phase") == "scoring":
+                    break
                 time.sleep(0.2)
         if load == "wrk":
             return _wrk_rps(base, clients, seconds, texts, report, said)
