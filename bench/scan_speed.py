@@ -181,6 +181,7 @@ def check_rps(
                 t.start()
             for t in warm:
                 t.join()
+            c.post("/api/v1/check", json={"texts": [texts[0]]}).raise_for_status()
         if job is not None:
             created = httpx.post(base + "/api/v1/benchmarks", files={"file": ("job.jsonl", job)}, timeout=600)
             report = created.raise_for_status().json()["id"]
@@ -189,6 +190,8 @@ def check_rps(
                 if rep["status"] == "running" and rep.get("phase") == "scoring":
                     break
                 time.sleep(0.2)
+            else:
+                raise SystemExit(f"the report job ended before it scored: {rep['status']}")
         if load == "wrk":
             return _wrk_rps(base, clients, seconds, texts, report, said)
         latencies: list[float] = []
@@ -224,10 +227,16 @@ def check_rps(
 
 WRK_SCRIPT = """
 bodies = {%s}
+threads_started = 0
+setup = function(thread)
+  thread:set("offset", threads_started * 7919)
+  threads_started = threads_started + 1
+end
 counter = 0
 request = function()
   counter = counter + 1
-  return wrk.format("POST", "/api/v1/check", {["Content-Type"] = "application/json"}, bodies[(counter %% #bodies) + 1])
+  local k = (offset + counter) %% #bodies
+  return wrk.format("POST", "/api/v1/check", {["Content-Type"] = "application/json"}, bodies[k + 1])
 end
 done = function(summary, latency, requests)
   io.write(string.format("WRK %%d %%f %%f %%f\\n", summary.requests, summary.duration / 1e6,
@@ -239,8 +248,9 @@ end
 def _wrk_rps(
     base: str, clients: int, seconds: float, texts: list[str], report: str | None, said: dict | None
 ) -> tuple[float, float, float]:
-    """check_rps's load from wrk: each connection posts the texts in turn (a shuffled copy, so
-    the connections ask different ones), one a request."""
+    """check_rps's load from wrk: each wrk thread posts the texts (shuffled) in turn from an
+    offset of its own, one a request; a request taking over a minute, or failing, fails the run
+    (wrk leaves timed-out requests out of its latencies)."""
     if shutil.which("wrk") is None:
         raise SystemExit("--load wrk needs wrk (apt-get install wrk)")
     shuffled = texts[:]
@@ -251,7 +261,7 @@ def _wrk_rps(
     try:
         threads, duration = min(2, clients), f"-d{max(1, round(seconds))}s"
         out = subprocess.run(
-            ["wrk", f"-t{threads}", f"-c{clients}", duration, "-s", f.name, base + "/api/v1/check"],
+            ["wrk", f"-t{threads}", f"-c{clients}", duration, "--timeout", "60s", "-s", f.name, base + "/api/v1/check"],
             capture_output=True,
             text=True,
             check=True,
@@ -261,8 +271,8 @@ def _wrk_rps(
     if report is not None and said is not None:
         rep = httpx.get(f"{base}/api/v1/reports/{report}").json()
         said.update({k: rep[k] for k in ("status", "phase", "read_items", "done_items", "total_items")})
-    if "Non-2xx" in out:
-        raise SystemExit(f"wrk saw failed requests:\n{out}")
+    if "Non-2xx" in out or "Socket errors" in out:
+        raise SystemExit(f"wrk saw failed or timed-out requests:\n{out}")
     line = next(x for x in out.splitlines() if x.startswith("WRK "))
     n, duration, p50, p95 = (float(v) for v in line.split()[1:])
     return n / duration, p50, p95

@@ -1629,11 +1629,6 @@ static PyObject *py_filter_query(PyObject *self, PyObject *args) {
 
 /* ------------------------------------------------------------------ sorted tables */
 
-/* sorted_find(keys, dir, shift, needles, out): out[i] = the index of needles[i] in keys (int64,
- * ascending, without repeats), or -1. dir (int64, 2**(64 - shift) + 1 entries) is where the keys
- * of each bucket start, a key's bucket being the top bits of the key with its sign bit flipped
- * (so buckets follow the keys' order): a look-up searches one bucket of a few keys instead of
- * the whole table, whose binary search missed the cache at every step. */
 /* member(needles, keys, out): out[i] = 1 where needles[i] (int64) is one of keys (int64, sorted,
  * without repeats), else 0. The scorer asks this of a few hundred grams against a few hundred to a
  * few thousand many times per document; numpy's binary search (four passes with temporaries) was
@@ -1719,6 +1714,11 @@ static PyObject *py_member(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* sorted_find(keys, dir, shift, needles, out): out[i] = the index of needles[i] in keys (int64,
+ * ascending, without repeats), or -1. dir (int64, 2**(64 - shift) + 1 entries) is where the keys
+ * of each bucket start, a key's bucket being the top bits of the key with its sign bit flipped
+ * (so buckets follow the keys' order): a look-up searches one bucket of a few keys instead of
+ * the whole table, whose binary search missed the cache at every step. */
 static PyObject *py_sorted_find(PyObject *self, PyObject *args) {
     PyObject *o_keys, *o_dir, *o_needles, *o_out;
     int shift;

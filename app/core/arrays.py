@@ -32,20 +32,23 @@ def occurrences(a: np.ndarray) -> np.ndarray:
 
 
 def member(x: np.ndarray, sorted_unique: np.ndarray) -> np.ndarray:
-    """bool per value of x (int64): in `sorted_unique` (int64, sorted, without repeats). In C
-    (native member: a table of the keys, or a binary search when they far outnumber x), as
-    np.isin(x, sorted_unique) answers it."""
+    """bool per value of x: in `sorted_unique` (sorted, without repeats), both 64-bit integers of
+    one signedness. In C (native member: a table of the keys, or a binary search when they far
+    outnumber x), as np.isin(x, sorted_unique) answers it."""
     found = np.zeros(len(x), dtype=bool)
     if len(sorted_unique) and len(x):
-        _native.member(_int64(x), _int64(sorted_unique), found)
+        _native.member(_as_int64(x), _as_int64(sorted_unique), found)
     return found
 
 
-def _int64(a: np.ndarray) -> np.ndarray:
-    """a as contiguous int64 (uint64 hashes viewed as the int64 they are stored as)."""
+def _as_int64(a: np.ndarray) -> np.ndarray:
+    """a as contiguous int64 in the same order: uint64 with its top bit flipped (so values from
+    2**63 up stay above the others, as the binary search needs)."""
     if a.dtype == np.uint64:
-        a = a.view(np.int64)
-    return np.ascontiguousarray(a, dtype=np.int64)
+        return np.ascontiguousarray(a.view(np.int64) ^ np.int64(-(2**63)))
+    if a.dtype != np.int64:
+        raise TypeError(f"member takes 64-bit integers, not {a.dtype}")
+    return np.ascontiguousarray(a)
 
 
 _DIRECTORY_MAX_BITS = 24  # buckets of a key directory: 2**24 (128 MiB of offsets) for 64 M keys or more

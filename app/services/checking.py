@@ -9,7 +9,7 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,23 +67,15 @@ class CheckService:
         self.docs = SharedDocs()  # tokenised documents kept between `items` calls (requests)
         self.pool = None if check_workers is None else CheckWorkers(engine, self.limits, check_workers)
 
-    def answer(
+    async def answer(
         self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None = None, thresholds: Thresholds | None = None
     ) -> dict[str, Any]:
-        """`items`, as the API answers them (check_answer), scored by a check worker if there are any."""
+        """`items`, as the API answers them (check_answer): scored by a check worker, whose answer
+        the event loop awaits (no thread of the server's is held for it: a thread hand-off a
+        request cost more than the hand-off to the worker), or, without check workers, in a thread."""
         if self.pool is None:
-            return check_answer(self.items(items, corpora, thresholds))
-        return self.pool.answer(items, corpora, thresholds)
-
-    async def answer_async(
-        self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None = None, thresholds: Thresholds | None = None
-    ) -> dict[str, Any]:
-        """`answer` for an event loop: the server awaits a check worker's answer without holding a
-        thread of its own for it (a thread hand-off a request cost more than the hand-off to the
-        worker); without check workers, the items are scored in a thread."""
-        if self.pool is None:
-            return await asyncio.to_thread(self.answer, items, corpora, thresholds)
-        return await self.pool.answer_async(items, corpora, thresholds)
+            return await asyncio.to_thread(lambda: check_answer(self.items(items, corpora, thresholds)))
+        return await self.pool.answer(items, corpora, thresholds)
 
     def close(self) -> None:
         if self.pool is not None:
@@ -196,9 +188,9 @@ class CheckService:
 
 
 class CheckWorkers:
-    """Processes that score /api/v1/check requests. A server's request threads share one
-    interpreter, so requests scored there queued for one core's worth of Python, and a report
-    job's chunks competed with them; in worker processes they use every core, at normal priority
+    """Processes that score /api/v1/check requests. Scored in the server, requests queued for
+    its one interpreter (one core's worth of Python), and a report job's chunks competed with
+    them; in worker processes they use every core, at normal priority
     (report jobs' scan workers yield to them: WORKER_NICENESS). Each keeps a CheckService of its
     own, whose tokenised documents and key filters stay read between requests. They start from a
     fork server (the server runs threads, which must not be forked) when the first request comes;
@@ -213,24 +205,26 @@ class CheckWorkers:
 
     def _start(self) -> ProcessPoolExecutor:
         ctx = multiprocessing.get_context("forkserver")
+        self._cold = self.workers  # submissions that may still start a process (see `answer`)
         return ProcessPoolExecutor(self.workers, ctx, initializer=_check_worker_start, initargs=(self.url, self.limits))
 
-    def answer(
+    async def answer(
         self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None, thresholds: Thresholds | None
     ) -> dict[str, Any]:
+        """The answer of a worker for `items`, awaited on the event loop. A new pool's first
+        submissions start its processes (the fork server, then a process each: 20-90 ms that the
+        event loop, and every other request, would wait through), so those are made from a thread."""
         pool = self._pool
-        try:
-            answer: dict[str, Any] = pool.submit(_check_worker_answer, list(items), corpora, thresholds).result()
-        except BrokenProcessPool:
-            raise self._restart(pool) from None
-        return answer
 
-    async def answer_async(
-        self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None, thresholds: Thresholds | None
-    ) -> dict[str, Any]:
-        pool = self._pool
+        def submit() -> Future[dict[str, Any]]:
+            return pool.submit(_check_worker_answer, list(items), corpora, thresholds)
+
         try:
-            future = pool.submit(_check_worker_answer, list(items), corpora, thresholds)
+            if self._cold > 0:
+                self._cold -= 1
+                future = await asyncio.to_thread(submit)
+            else:
+                future = submit()
             answer: dict[str, Any] = await asyncio.wrap_future(future)
         except BrokenProcessPool:
             raise self._restart(pool) from None

@@ -4,6 +4,7 @@ exactly what the plain numpy or Python computation gives."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -53,11 +54,22 @@ def test_member_is_a_plain_membership_test(values: list[int], table: list[int]) 
     values += table[:3]
     got = member(np.array(values, dtype=np.int64), np.unique(np.array(table, dtype=np.int64)))
     assert got.dtype == bool and got.tolist() == [v in held for v in values]
-    # unsigned hashes (as the index stores them) and a strided view answer the same
+    # unsigned hashes (as the index stores them), sorted as unsigned, and a strided view answer
+    # the same
     u = np.array(values, dtype=np.int64).view(np.uint64)
-    assert member(u, np.unique(np.array(table, dtype=np.int64)).view(np.uint64)).tolist() == got.tolist()
+    assert member(u, np.unique(np.array(table, dtype=np.int64).view(np.uint64))).tolist() == got.tolist()
     doubled = np.repeat(np.array(values, dtype=np.int64), 2)[::2]
     assert member(doubled, np.unique(np.array(table, dtype=np.int64))).tolist() == got.tolist()
+
+
+def test_member_of_unsigned_keys_from_the_top_half() -> None:
+    # keys sorted as unsigned with values from 2**63 up: a binary search over them viewed as
+    # signed would miss those (one needle takes the binary search)
+    keys = np.array([1, 2**63, 2**64 - 1], dtype=np.uint64)
+    assert member(np.array([2**63], dtype=np.uint64), keys).tolist() == [True]
+    assert member(np.array([0, 1, 2**63 + 1, 2**64 - 1], dtype=np.uint64), keys).tolist() == [False, True, False, True]
+    with pytest.raises(TypeError):
+        member(np.array([1.0]), np.array([1.0]))
 
 
 def test_member_at_scale() -> None:

@@ -33,7 +33,7 @@ EXAMPLES: dict[str, Any] = {
 @router.post("/check", response_model=CheckResponse)
 async def check(body: Annotated[CheckRequest, Body(openapi_examples=EXAMPLES)], svc: CheckServiceDep) -> Response:
     """Check a few texts or items synchronously."""
-    answer = await svc.answer_async(body.benchmark_items(), body.corpora, body.thresholds.to_thresholds())
+    answer = await svc.answer(body.benchmark_items(), body.corpora, body.thresholds.to_thresholds())
     # CheckResponse's fields, built by the scorer (checking.check_answer; a test holds it to the
     # model): validating them again here cost the server's one interpreter a millisecond a request
     return Response(orjson.dumps(answer), media_type="application/json")
