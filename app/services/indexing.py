@@ -10,6 +10,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 
 import numpy as np
@@ -126,16 +127,97 @@ def drop_stale_claims(engine: Engine, corpus_id: int) -> int:
         return repo.drop_stale_claims(conn, corpus_id)
 
 
+Columns = Callable[[], Sequence[np.ndarray]]  # rows sorted by key, as columns, made when called
+
+
+class SegmentStager:
+    """PostgreSQL: full segments written on a connection and a thread of their own while the
+    commit group goes on, so the server's COPY overlaps reading and signing instead of holding
+    up the writer (README, "How postings are stored"). Each is a pending segment
+    (repo.stage_segment) until the group commits (`publish`, in the group's transaction) or
+    rolls back (`discard`). At most one is being written at a time: the next waits for it."""
+
+    def __init__(self, engine: Engine, corpus_id: int) -> None:
+        self.corpus_id = corpus_id
+        self.conn = engine.connect()
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="contam-segments")
+        self.writing: Future[int] | None = None
+        self.staged: list[int] = []  # the open group's pending segments, written
+        self.failed: BaseException | None = None
+
+    def stage(self, rows: int, ngrams: Columns, bands: Columns) -> None:
+        self.wait()
+        self.writing = self.thread.submit(self._write, rows, ngrams, bands)
+
+    def _write(self, rows: int, ngrams: Columns, bands: Columns) -> int:
+        with self.conn.begin():
+            seg = repo.stage_segment(self.conn, self.corpus_id, rows, ngrams(), None)
+            repo.stage_bands(self.conn, seg, bands())
+        return seg
+
+    def wait(self) -> None:
+        """Wait for the segment being written; raise what writing it raised (once: then the
+        group must roll back)."""
+        writing, self.writing = self.writing, None
+        if writing is not None:
+            try:
+                self.staged.append(writing.result())
+            except BaseException as exc:
+                self.failed = exc
+        if self.failed is not None:
+            failed, self.failed = self.failed, None
+            raise failed
+
+    def publish(self, conn: Connection) -> None:
+        """In the group's transaction on `conn`: its pending segments join the index at its commit."""
+        self.wait()
+        if repo.publish_segments(conn, self.staged) != len(self.staged):
+            raise StateError("a pending segment of this indexer was dropped as abandoned (its connection was lost)")
+
+    def published(self) -> None:
+        """After the group committed: let go of its segments' locks."""
+        segs, self.staged = self.staged, []
+        self.thread.submit(self._unlock, segs).result()
+
+    def _unlock(self, segs: list[int]) -> None:
+        repo.unlock_segments(self.conn, segs)
+        self.conn.commit()
+
+    def discard(self) -> None:
+        """After the group rolled back: drop its pending segments (written or being written)."""
+        with suppress(BaseException):
+            self.wait()
+        segs, self.staged = self.staged, []
+        if segs:
+            self.thread.submit(self._drop, segs).result()
+
+    def _drop(self, segs: list[int]) -> None:
+        with self.conn.begin():
+            repo.drop_pending(self.conn, segs)
+        repo.unlock_segments(self.conn, segs)
+        self.conn.commit()
+
+    def close(self) -> None:
+        try:
+            with suppress(SQLAlchemyError):  # a lost database: the server drops the locks, the next run the segments
+                self.discard()
+        finally:
+            self.thread.shutdown(wait=True)
+            self.conn.close()
+
+
 class CorpusWriter:
     """One connection writing into one corpus. Writes join the group transaction the caller
     opened with `begin` and end with `commit` or `rollback`; nothing here commits on its own
     but `record_failure`, the maintenance steps, which run between groups, and the context
-    manager's exit, which closes the connection."""
+    manager's exit, which closes the connection. On PostgreSQL full segments may be written
+    on a second connection (`stage_segment`), joining the index when the group commits."""
 
     def __init__(self, engine: Engine, corpus_id: int) -> None:
         self.engine, self.corpus_id = engine, corpus_id
         self._conn: Connection | None = None
         self._group: RootTransaction | None = None
+        self._stager: SegmentStager | None = None
 
     def __enter__(self) -> CorpusWriter:
         conn = self._conn = self.engine.connect().execution_options(**db.WRITE)
@@ -143,6 +225,12 @@ class CorpusWriter:
         if conn.dialect.name == "sqlite":
             conn.exec_driver_sql("PRAGMA wal_autocheckpoint=0")  # checkpoint() runs after each group
             conn.commit()  # (the statement began SQLAlchemy's implicit transaction)
+        else:
+            with conn.begin():  # what a killed writer left pending, never part of the index
+                dropped = repo.drop_abandoned_segments(conn, self.corpus_id)
+            if dropped:
+                log.info("dropped %d pending segments a stopped indexer left", len(dropped))
+            self._stager = SegmentStager(self.engine, self.corpus_id)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -152,7 +240,11 @@ class CorpusWriter:
                 db.claim_cache(self.conn, whole=False)  # the pool's other users keep their share
                 self.conn.commit()
         finally:
-            self.conn.close()
+            try:
+                if self._stager is not None:
+                    self._stager.close()
+            finally:
+                self.conn.close()
 
     @property
     def conn(self) -> Connection:
@@ -170,13 +262,19 @@ class CorpusWriter:
 
     def commit(self) -> None:
         if self._group is not None:
+            if self._stager is not None:
+                self._stager.publish(self.conn)
             self._group.commit()
+            if self._stager is not None:
+                self._stager.published()
         self._group = None
 
     def rollback(self) -> None:
         if self._group is not None:
             self._group.rollback()
         self._group = None
+        if self._stager is not None:
+            self._stager.discard()
 
     # ---------------------------------------------------------------- files and documents
 
@@ -270,8 +368,19 @@ class CorpusWriter:
 
     # ---------------------------------------------------------------- postings
 
+    def stage_segment(self, rows: int, ngrams: Columns, bands: Columns) -> bool:
+        """Write `rows` posting rows as a new segment in the background, joining the index when
+        the group commits (PostgreSQL; the columns are made on the writing thread); False where
+        that is not done (SQLite: one writer at a time), and the caller writes them itself."""
+        if self._stager is None:
+            return False
+        self._stager.stage(rows, ngrams, bands)
+        return True
+
     def open_segment(self, rows: int, segment_rows: int) -> int:
         """The segment that takes the next `rows` posting rows (see repo.open_segment)."""
+        if self._stager is not None:  # segments in the order their rows came
+            self._stager.wait()
         return repo.open_segment(self.conn, self.corpus_id, rows, segment_rows)
 
     def insert_ngrams(self, seg: int, hashes: np.ndarray, doc_ids: np.ndarray) -> None:

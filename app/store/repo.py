@@ -397,7 +397,10 @@ def open_segment(conn: Connection, corpus_id: int, rows: int, segment_rows: int)
     row = conn.execute(
         select(segment.c.id)
         .where(
-            segment.c.corpus_id == corpus_id, segment.c.merging_into.is_(None), segment.c.rows + rows <= segment_rows
+            segment.c.corpus_id == corpus_id,
+            segment.c.merging_into.is_(None),
+            ~segment.c.pending,
+            segment.c.rows + rows <= segment_rows,
         )
         .order_by(segment.c.id.desc())
         .limit(1)
@@ -420,6 +423,88 @@ def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarr
     """Append (key, doc_id, win) rows, sorted by all three, to segment `seg`."""
     cols = (keys.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False), wins.astype(np.int32, copy=False))
     _insert_blocks(conn, "band", seg, cols)
+
+
+# ---------------------------------------------------------------- pending segments (PostgreSQL)
+#
+# A full segment is written on a connection of its own, in a transaction of its own, while the
+# indexer's commit group goes on (app.services.indexing.SegmentStager): it stays `pending`,
+# skipped by look-ups, merges and appends, until the group that wrote it commits (migration
+# 0012). Its writer holds a session advisory lock on it (PENDING_LOCK, the segment id) from
+# before its row is visible until it is published or dropped, so a pending segment whose lock
+# is free belongs to a writer that is gone.
+
+PENDING_LOCK = 0x636F6E74  # the advisory locks' first key: pending segments (the second is the id)
+
+
+def stage_segment(
+    conn: Connection, corpus_id: int, rows: int, ngrams: Sequence[np.ndarray], bands: Sequence[np.ndarray] | None
+) -> int:
+    """In the transaction open on `conn`: a new pending segment of a corpus, locked by this
+    session, holding the n-gram rows `ngrams` (columns hash, doc) and, if given, the band rows
+    `bands` (key, doc, win); its id. Nothing of it is visible until publish_segments."""
+    pk = conn.execute(insert(segment).values(corpus_id=corpus_id, rows=rows, pending=True)).inserted_primary_key
+    assert pk is not None
+    seg = int(pk[0])
+    conn.execute(text("SELECT pg_advisory_lock(:ns, :seg)"), {"ns": PENDING_LOCK, "seg": seg})
+    insert_ngrams(conn, seg, *ngrams)
+    if bands is not None:
+        insert_bands(conn, seg, *bands)
+    return seg
+
+
+def stage_bands(conn: Connection, seg: int, bands: Sequence[np.ndarray]) -> None:
+    """The band rows of pending segment `seg` (stage_segment wrote its n-grams)."""
+    insert_bands(conn, seg, *bands)
+
+
+def publish_segments(conn: Connection, segs: Sequence[int]) -> int:
+    """In the commit group's transaction: the pending segments become part of the index when it
+    commits; how many of them were still there (fewer: one was dropped as abandoned)."""
+    if not segs:
+        return 0
+    q = update(segment).where(segment.c.id.in_([int(s) for s in segs]), segment.c.pending).values(pending=False)
+    return int(conn.execute(q).rowcount)
+
+
+def unlock_segments(conn: Connection, segs: Sequence[int]) -> None:
+    """Release this session's locks on segments it published or dropped."""
+    for s in segs:
+        conn.execute(text("SELECT pg_advisory_unlock(:ns, :seg)"), {"ns": PENDING_LOCK, "seg": int(s)})
+
+
+def drop_pending(conn: Connection, segs: Sequence[int]) -> None:
+    """Delete pending segments and their blocks and key filters (a published one is kept)."""
+    segs = [int(s) for s in segs]
+    if not segs:
+        return
+    gone = conn.execute(delete(segment).where(segment.c.id.in_(segs), segment.c.pending).returning(segment.c.id))
+    _drop_segment_rows(conn, [int(s) for s in gone.scalars()])
+
+
+def drop_abandoned_segments(conn: Connection, corpus_id: int) -> list[int]:
+    """Delete the pending segments of a corpus whose writer is gone (its session's lock is
+    free: a killed or disconnected indexer), with their blocks and filters; their ids. A live
+    writer's pending segments are left alone, and so is a segment published meanwhile (the
+    delete re-reads the flag of a row that changed under it)."""
+    if db.dialect(conn) != "postgresql":
+        return []
+    gone = conn.execute(
+        text(
+            "DELETE FROM segment WHERE corpus_id = :c AND pending AND pg_try_advisory_xact_lock(:ns, id) RETURNING id"
+        ),
+        {"c": corpus_id, "ns": PENDING_LOCK},
+    )
+    segs = [int(s) for s in gone.scalars()]
+    _drop_segment_rows(conn, segs)
+    return segs
+
+
+def _drop_segment_rows(conn: Connection, segs: list[int]) -> None:
+    if segs:
+        conn.execute(delete(ngram_block).where(ngram_block.c.seg.in_(segs)))
+        conn.execute(delete(band_block).where(band_block.c.seg.in_(segs)))
+        conn.execute(delete(key_filter).where(key_filter.c.seg.in_(segs)))
 
 
 def _insert_blocks(
@@ -623,8 +708,12 @@ def posting_count(conn: Connection, table: str) -> int:
 
 
 def segment_sizes(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
-    """(segment id, rows) of a corpus, oldest first."""
-    q = select(segment.c.id, segment.c.rows).where(segment.c.corpus_id == corpus_id).order_by(segment.c.id)
+    """(segment id, rows) of a corpus, oldest first (pending ones left out)."""
+    q = (
+        select(segment.c.id, segment.c.rows)
+        .where(segment.c.corpus_id == corpus_id, ~segment.c.pending)
+        .order_by(segment.c.id)
+    )
     return [(int(i), int(n)) for i, n in conn.execute(q).all()]
 
 
@@ -633,7 +722,7 @@ def lock_segments(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
     the transaction ends. On PostgreSQL segments another indexer holds are left out."""
     q = (
         select(segment.c.id, segment.c.rows)
-        .where(segment.c.corpus_id == corpus_id, segment.c.merging_into.is_(None))
+        .where(segment.c.corpus_id == corpus_id, segment.c.merging_into.is_(None), ~segment.c.pending)
         .order_by(segment.c.id)
         .with_for_update(skip_locked=True)
     )
@@ -726,7 +815,7 @@ def segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int]:
 
 
 # built once: each look-up reads the segment list, and building the select cost more than running it
-_SEGMENTS_ALL = select(segment.c.id).order_by(segment.c.id)
+_SEGMENTS_ALL = select(segment.c.id).where(~segment.c.pending).order_by(segment.c.id)
 _SEGMENTS_OF = _SEGMENTS_ALL.where(segment.c.corpus_id.in_(bindparam("ids", expanding=True)))
 
 
