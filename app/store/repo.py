@@ -384,7 +384,16 @@ def allocate_doc_ids(conn: Connection, n: int) -> np.ndarray:
 DOC_COLUMNS = ("id", "corpus_id", "file_id", "external_id", "position", "n_chars", "n_tokens", "text_hash", "text")
 
 
+# PostgreSQL types of DOC_COLUMNS, for a binary COPY
+DOC_TYPES = ("int4", "int4", "int4", "text", "int8", "int4", "int4", "int8", "bytea")
+
+
 def insert_documents(conn: Connection, rows: Iterable[Sequence[Any]]) -> None:
+    """Insert document rows (DOC_COLUMNS). PostgreSQL: one binary COPY (an INSERT per row cost
+    the writer thread and the server about twice as much)."""
+    if db.dialect(conn) == "postgresql":
+        db.copy_rows(conn, "document", DOC_COLUMNS, DOC_TYPES, rows)
+        return
     db.bulk_insert_rows(conn, "document", DOC_COLUMNS, rows)
 
 
