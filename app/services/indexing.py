@@ -134,7 +134,7 @@ class SegmentStager:
     """PostgreSQL: full segments written on a connection and a thread of their own while the
     commit group goes on, so the server's COPY overlaps reading and signing instead of holding
     up the writer (README, "How postings are stored"). Each is a pending segment
-    (repo.stage_segment) until the group commits (`publish`, in the group's transaction) or
+    (repo.open_pending_segment) until the group commits (`publish`, in the group's transaction) or
     rolls back (`discard`). At most one is being written at a time: the next waits for it."""
 
     def __init__(self, engine: Engine, corpus_id: int) -> None:
@@ -142,18 +142,32 @@ class SegmentStager:
         self.conn = engine.connect()
         self.thread = ThreadPoolExecutor(1, thread_name_prefix="contam-segments")
         self.writing: Future[int] | None = None
+        self.opened = threading.Event()  # the segment being written has its id
+        self.opened.set()
         self.staged: list[int] = []  # the open group's pending segments, written
         self.failed: BaseException | None = None
 
     def stage(self, rows: int, ngrams: Columns, bands: Columns) -> None:
         self.wait()
+        self.opened.clear()
         self.writing = self.thread.submit(self._write, rows, ngrams, bands)
 
     def _write(self, rows: int, ngrams: Columns, bands: Columns) -> int:
-        with self.conn.begin():
-            seg = repo.stage_segment(self.conn, self.corpus_id, rows, ngrams(), None)
-            repo.stage_bands(self.conn, seg, bands())
-        return seg
+        try:
+            with self.conn.begin():
+                seg = repo.open_pending_segment(self.conn, self.corpus_id, rows)
+                self.opened.set()
+                repo.insert_ngrams(self.conn, seg, *ngrams())
+                repo.insert_bands(self.conn, seg, *bands())
+            return seg
+        finally:
+            self.opened.set()
+
+    def wait_opened(self) -> None:
+        """Wait until the segment being written has its id (segment ids follow the order of
+        their rows; its blocks may still be on their way: a write on another connection goes
+        on beside them)."""
+        self.opened.wait()
 
     def wait(self) -> None:
         """Wait for the segment being written; raise what writing it raised (once: then the
@@ -379,8 +393,8 @@ class CorpusWriter:
 
     def open_segment(self, rows: int, segment_rows: int) -> int:
         """The segment that takes the next `rows` posting rows (see repo.open_segment)."""
-        if self._stager is not None:  # segments in the order their rows came
-            self._stager.wait()
+        if self._stager is not None:  # segments numbered in the order their rows came
+            self._stager.wait_opened()
         return repo.open_segment(self.conn, self.corpus_id, rows, segment_rows)
 
     def insert_ngrams(self, seg: int, hashes: np.ndarray, doc_ids: np.ndarray) -> None:

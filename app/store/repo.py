@@ -446,25 +446,15 @@ def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarr
 PENDING_LOCK = 0x636F6E74  # the advisory locks' first key: pending segments (the second is the id)
 
 
-def stage_segment(
-    conn: Connection, corpus_id: int, rows: int, ngrams: Sequence[np.ndarray], bands: Sequence[np.ndarray] | None
-) -> int:
-    """In the transaction open on `conn`: a new pending segment of a corpus, locked by this
-    session, holding the n-gram rows `ngrams` (columns hash, doc) and, if given, the band rows
-    `bands` (key, doc, win); its id. Nothing of it is visible until publish_segments."""
+def open_pending_segment(conn: Connection, corpus_id: int, rows: int) -> int:
+    """In the transaction open on `conn`: a new pending segment of a corpus for `rows` posting
+    rows, locked by this session (before its row can be seen); its id. Its rows go in with
+    insert_ngrams and insert_bands; nothing of it is visible until publish_segments."""
     pk = conn.execute(insert(segment).values(corpus_id=corpus_id, rows=rows, pending=True)).inserted_primary_key
     assert pk is not None
     seg = int(pk[0])
     conn.execute(text("SELECT pg_advisory_lock(:ns, :seg)"), {"ns": PENDING_LOCK, "seg": seg})
-    insert_ngrams(conn, seg, *ngrams)
-    if bands is not None:
-        insert_bands(conn, seg, *bands)
     return seg
-
-
-def stage_bands(conn: Connection, seg: int, bands: Sequence[np.ndarray]) -> None:
-    """The band rows of pending segment `seg` (stage_segment wrote its n-grams)."""
-    insert_bands(conn, seg, *bands)
 
 
 def publish_segments(conn: Connection, segs: Sequence[int]) -> int:
