@@ -130,38 +130,70 @@ def drop_stale_claims(engine: Engine, corpus_id: int) -> int:
 Columns = Callable[[], Sequence[np.ndarray]]  # rows sorted by key, as columns, made when called
 
 
+class _Lane:
+    """A connection and the one thread that uses it."""
+
+    def __init__(self, engine: Engine, name: str) -> None:
+        self.conn = engine.connect()
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix=name)
+        self.locked: list[int] = []  # pending segments this session holds a lock on
+
+    def unlock(self) -> None:
+        segs, self.locked = self.locked, []
+        repo.unlock_segments(self.conn, segs)
+        self.conn.commit()
+
+    def close(self) -> None:
+        self.thread.shutdown(wait=True)
+        self.conn.close()
+
+
 class SegmentStager:
-    """PostgreSQL: full segments written on a connection and a thread of their own while the
+    """PostgreSQL: full segments written on connections and threads of their own while the
     commit group goes on, so the server's COPY overlaps reading and signing instead of holding
-    up the writer (README, "How postings are stored"). Each is a pending segment
-    (repo.open_pending_segment) until the group commits (`publish`, in the group's transaction) or
-    rolls back (`discard`). At most one is being written at a time: the next waits for it."""
+    up the writer (README, "How postings are stored"): the segment's n-gram blocks on one
+    connection, its band blocks on another at the same time (a COPY is one server process, which
+    was the run's slowest stage). Each is a pending segment (repo.open_pending_segment) until the
+    group commits (`publish`, in the group's transaction) or rolls back (`discard`). At most one
+    is being written at a time: the next waits for it."""
 
     def __init__(self, engine: Engine, corpus_id: int) -> None:
         self.corpus_id = corpus_id
-        self.conn = engine.connect()
-        self.thread = ThreadPoolExecutor(1, thread_name_prefix="contam-segments")
+        self.lanes = (_Lane(engine, "contam-segments"), _Lane(engine, "contam-bands"))
         self.writing: Future[int] | None = None
         self.opened = threading.Event()  # the segment being written has its id
         self.opened.set()
-        self.staged: list[int] = []  # the open group's pending segments, written
+        self.segs: list[int] = []  # the open group's pending segments (written, or being written)
         self.failed: BaseException | None = None
 
     def stage(self, rows: int, ngrams: Columns, bands: Columns) -> None:
         self.wait()
         self.opened.clear()
-        self.writing = self.thread.submit(self._write, rows, ngrams, bands)
+        self.writing = self.lanes[0].thread.submit(self._write, rows, ngrams, bands)
 
     def _write(self, rows: int, ngrams: Columns, bands: Columns) -> int:
+        lane = self.lanes[0]
         try:
-            with self.conn.begin():
-                seg = repo.open_pending_segment(self.conn, self.corpus_id, rows)
-                self.opened.set()
-                repo.insert_ngrams(self.conn, seg, *ngrams())
-                repo.insert_bands(self.conn, seg, *bands())
-            return seg
+            with lane.conn.begin():  # committed first: both lanes' blocks belong to a segment row
+                seg = repo.open_pending_segment(lane.conn, self.corpus_id, rows)
+                lane.locked.append(seg)
+            self.segs.append(seg)
         finally:
             self.opened.set()
+        band_rows = self.lanes[1].thread.submit(self._bands, seg, bands)
+        try:
+            with lane.conn.begin():
+                repo.insert_ngrams(lane.conn, seg, *ngrams())
+        finally:
+            band_rows.result()
+        return seg
+
+    def _bands(self, seg: int, bands: Columns) -> None:
+        lane = self.lanes[1]
+        with lane.conn.begin():
+            repo.lock_pending_segment(lane.conn, seg)
+            lane.locked.append(seg)
+            repo.insert_bands(lane.conn, seg, *bands())
 
     def wait_opened(self) -> None:
         """Wait until the segment being written has its id (segment ids follow the order of
@@ -175,7 +207,7 @@ class SegmentStager:
         writing, self.writing = self.writing, None
         if writing is not None:
             try:
-                self.staged.append(writing.result())
+                writing.result()
             except BaseException as exc:
                 self.failed = exc
         if self.failed is not None:
@@ -185,39 +217,38 @@ class SegmentStager:
     def publish(self, conn: Connection) -> None:
         """In the group's transaction on `conn`: its pending segments join the index at its commit."""
         self.wait()
-        if repo.publish_segments(conn, self.staged) != len(self.staged):
+        if repo.publish_segments(conn, self.segs) != len(self.segs):
             raise StateError("a pending segment of this indexer was dropped as abandoned (its connection was lost)")
 
     def published(self) -> None:
         """After the group committed: let go of its segments' locks."""
-        segs, self.staged = self.staged, []
-        self.thread.submit(self._unlock, segs).result()
-
-    def _unlock(self, segs: list[int]) -> None:
-        repo.unlock_segments(self.conn, segs)
-        self.conn.commit()
+        self.segs = []
+        with suppress(SQLAlchemyError):  # a lost connection has let go of them already
+            for lane in self.lanes:
+                lane.thread.submit(lane.unlock).result()
 
     def discard(self) -> None:
         """After the group rolled back: drop its pending segments (written or being written)."""
         with suppress(BaseException):
             self.wait()
-        segs, self.staged = self.staged, []
+        segs, self.segs = self.segs, []
         if segs:
-            self.thread.submit(self._drop, segs).result()
+            self.lanes[0].thread.submit(self._drop, segs).result()
+        for lane in self.lanes:
+            lane.thread.submit(lane.unlock).result()
 
     def _drop(self, segs: list[int]) -> None:
-        with self.conn.begin():
-            repo.drop_pending(self.conn, segs)
-        repo.unlock_segments(self.conn, segs)
-        self.conn.commit()
+        conn = self.lanes[0].conn
+        with conn.begin():
+            repo.drop_pending(conn, segs)
 
     def close(self) -> None:
         try:
             with suppress(SQLAlchemyError):  # a lost database: the server drops the locks, the next run the segments
                 self.discard()
         finally:
-            self.thread.shutdown(wait=True)
-            self.conn.close()
+            for lane in self.lanes:
+                lane.close()
 
 
 class CorpusWriter:

@@ -439,9 +439,9 @@ def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarr
 # A full segment is written on a connection of its own, in a transaction of its own, while the
 # indexer's commit group goes on (app.services.indexing.SegmentStager): it stays `pending`,
 # skipped by look-ups, merges and appends, until the group that wrote it commits (migration
-# 0012). Its writer holds a session advisory lock on it (PENDING_LOCK, the segment id) from
-# before its row is visible until it is published or dropped, so a pending segment whose lock
-# is free belongs to a writer that is gone.
+# 0012). Each session writing into it holds a shared advisory lock on it (PENDING_LOCK, the
+# segment id) from before its row is visible until it is published or dropped, so a pending
+# segment whose lock is free belongs to writers that are gone.
 
 PENDING_LOCK = 0x636F6E74  # the advisory locks' first key: pending segments (the second is the id)
 
@@ -453,8 +453,13 @@ def open_pending_segment(conn: Connection, corpus_id: int, rows: int) -> int:
     pk = conn.execute(insert(segment).values(corpus_id=corpus_id, rows=rows, pending=True)).inserted_primary_key
     assert pk is not None
     seg = int(pk[0])
-    conn.execute(text("SELECT pg_advisory_lock(:ns, :seg)"), {"ns": PENDING_LOCK, "seg": seg})
+    lock_pending_segment(conn, seg)
     return seg
+
+
+def lock_pending_segment(conn: Connection, seg: int) -> None:
+    """This session writes into pending segment `seg` (a shared lock: several sessions may)."""
+    conn.execute(text("SELECT pg_advisory_lock_shared(:ns, :seg)"), {"ns": PENDING_LOCK, "seg": int(seg)})
 
 
 def publish_segments(conn: Connection, segs: Sequence[int]) -> int:
@@ -469,7 +474,7 @@ def publish_segments(conn: Connection, segs: Sequence[int]) -> int:
 def unlock_segments(conn: Connection, segs: Sequence[int]) -> None:
     """Release this session's locks on segments it published or dropped."""
     for s in segs:
-        conn.execute(text("SELECT pg_advisory_unlock(:ns, :seg)"), {"ns": PENDING_LOCK, "seg": int(s)})
+        conn.execute(text("SELECT pg_advisory_unlock_shared(:ns, :seg)"), {"ns": PENDING_LOCK, "seg": int(s)})
 
 
 def drop_pending(conn: Connection, segs: Sequence[int]) -> None:
