@@ -228,14 +228,17 @@ class SegmentStager:
                 lane.thread.submit(lane.unlock).result()
 
     def discard(self) -> None:
-        """After the group rolled back: drop its pending segments (written or being written)."""
+        """After the group rolled back: drop its pending segments (written or being written).
+        A database lost meanwhile leaves them pending, their locks gone with the connections:
+        the next writer drops them (and the error that rolled the group back is the one raised)."""
         with suppress(BaseException):
             self.wait()
         segs, self.segs = self.segs, []
-        if segs:
-            self.lanes[0].thread.submit(self._drop, segs).result()
-        for lane in self.lanes:
-            lane.thread.submit(lane.unlock).result()
+        with suppress(SQLAlchemyError):
+            if segs:
+                self.lanes[0].thread.submit(self._drop, segs).result()
+            for lane in self.lanes:
+                lane.thread.submit(lane.unlock).result()
 
     def _drop(self, segs: list[int]) -> None:
         conn = self.lanes[0].conn
@@ -244,8 +247,7 @@ class SegmentStager:
 
     def close(self) -> None:
         try:
-            with suppress(SQLAlchemyError):  # a lost database: the server drops the locks, the next run the segments
-                self.discard()
+            self.discard()
         finally:
             for lane in self.lanes:
                 lane.close()
