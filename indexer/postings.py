@@ -3,6 +3,7 @@ key order, a whole segment at a time."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -12,6 +13,9 @@ from contam.indexer.signing import SignedBatch
 
 
 class PostingSink(Protocol):
+    def stage_segment(
+        self, rows: int, ngrams: Callable[[], list[np.ndarray]], bands: Callable[[], list[np.ndarray]]
+    ) -> bool: ...
     def open_segment(self, rows: int, segment_rows: int) -> int: ...
     def insert_ngrams(self, seg: int, hashes: np.ndarray, doc_ids: np.ndarray) -> None: ...
     def insert_bands(self, seg: int, keys: np.ndarray, doc_ids: np.ndarray, wins: np.ndarray) -> None: ...
@@ -49,10 +53,15 @@ class PostingBuffer:
         self.bd.append((sb.band_key, ids[sb.band_doc], sb.band_win))
         self.rows += len(sb.ng_hash) + len(sb.band_key)
         if self.rows >= self.segment_rows:
-            self.flush()
+            self.flush(full=True)
 
-    def flush(self) -> None:
+    def flush(self, full: bool = False) -> None:
+        """Write the buffered rows. A full buffer is a new segment, which the sink may write in
+        the background (PostgreSQL: merged and copied there while the group goes on); what a
+        group leaves at its commit goes into the newest segment with room, here and now."""
         if not self.rows:
+            return
+        if full and self._stage():
             return
         seg = self.sink.open_segment(self.rows, self.segment_rows)
         ng, bd = self.ng, self.bd
@@ -60,6 +69,14 @@ class PostingBuffer:
         self.sink.insert_ngrams(seg, *merge_runs(ng))
         del ng  # before the bands are merged: peak memory
         self.sink.insert_bands(seg, *merge_runs(bd))
+
+    def _stage(self) -> bool:
+        """Hand the buffer to the sink to write as a new segment in the background, if it does."""
+        ng, bd = self.ng, self.bd
+        if not self.sink.stage_segment(self.rows, lambda: merge_runs(ng), lambda: merge_runs(bd)):
+            return False
+        self.clear()
+        return True
 
     def clear(self) -> None:
         self.ng, self.bd, self.rows = [], [], 0

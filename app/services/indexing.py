@@ -10,6 +10,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 
 import numpy as np
@@ -126,16 +127,144 @@ def drop_stale_claims(engine: Engine, corpus_id: int) -> int:
         return repo.drop_stale_claims(conn, corpus_id)
 
 
+Columns = Callable[[], Sequence[np.ndarray]]  # rows sorted by key, as columns, made when called
+
+
+class _Lane:
+    """A connection and the one thread that uses it."""
+
+    def __init__(self, engine: Engine, name: str) -> None:
+        self.conn = engine.connect()
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix=name)
+        self.locked: list[int] = []  # pending segments this session holds a lock on
+
+    def unlock(self) -> None:
+        segs, self.locked = self.locked, []
+        repo.unlock_segments(self.conn, segs)
+        self.conn.commit()
+
+    def close(self) -> None:
+        self.thread.shutdown(wait=True)
+        self.conn.close()
+
+
+class SegmentStager:
+    """PostgreSQL: full segments written on connections and threads of their own while the
+    commit group goes on, so the server's COPY overlaps reading and signing instead of holding
+    up the writer (README, "How postings are stored"): the segment's n-gram blocks on one
+    connection, its band blocks on another at the same time (a COPY is one server process, which
+    was the run's slowest stage). Each is a pending segment (repo.open_pending_segment) until the
+    group commits (`publish`, in the group's transaction) or rolls back (`discard`). At most one
+    is being written at a time: the next waits for it."""
+
+    def __init__(self, engine: Engine, corpus_id: int) -> None:
+        self.corpus_id = corpus_id
+        self.lanes = (_Lane(engine, "contam-segments"), _Lane(engine, "contam-bands"))
+        self.writing: Future[int] | None = None
+        self.opened = threading.Event()  # the segment being written has its id
+        self.opened.set()
+        self.segs: list[int] = []  # the open group's pending segments (written, or being written)
+        self.failed: BaseException | None = None
+
+    def stage(self, rows: int, ngrams: Columns, bands: Columns) -> None:
+        self.wait()
+        self.opened.clear()
+        self.writing = self.lanes[0].thread.submit(self._write, rows, ngrams, bands)
+
+    def _write(self, rows: int, ngrams: Columns, bands: Columns) -> int:
+        lane = self.lanes[0]
+        try:
+            with lane.conn.begin():  # committed first: both lanes' blocks belong to a segment row
+                seg = repo.open_pending_segment(lane.conn, self.corpus_id, rows)
+                lane.locked.append(seg)
+            self.segs.append(seg)
+        finally:
+            self.opened.set()
+        band_rows = self.lanes[1].thread.submit(self._bands, seg, bands)
+        try:
+            with lane.conn.begin():
+                repo.insert_ngrams(lane.conn, seg, *ngrams())
+        finally:
+            band_rows.result()
+        return seg
+
+    def _bands(self, seg: int, bands: Columns) -> None:
+        lane = self.lanes[1]
+        with lane.conn.begin():
+            repo.lock_pending_segment(lane.conn, seg)
+            lane.locked.append(seg)
+            repo.insert_bands(lane.conn, seg, *bands())
+
+    def wait_opened(self) -> None:
+        """Wait until the segment being written has its id (segment ids follow the order of
+        their rows; its blocks may still be on their way: a write on another connection goes
+        on beside them)."""
+        self.opened.wait()
+
+    def wait(self) -> None:
+        """Wait for the segment being written; raise what writing it raised (once: then the
+        group must roll back)."""
+        writing, self.writing = self.writing, None
+        if writing is not None:
+            try:
+                writing.result()
+            except BaseException as exc:
+                self.failed = exc
+        if self.failed is not None:
+            failed, self.failed = self.failed, None
+            raise failed
+
+    def publish(self, conn: Connection) -> None:
+        """In the group's transaction on `conn`: its pending segments join the index at its commit."""
+        self.wait()
+        if repo.publish_segments(conn, self.segs) != len(self.segs):
+            raise StateError("a pending segment of this indexer was dropped as abandoned (its connection was lost)")
+
+    def published(self) -> None:
+        """After the group committed: let go of its segments' locks."""
+        self.segs = []
+        with suppress(SQLAlchemyError):  # a lost connection has let go of them already
+            for lane in self.lanes:
+                lane.thread.submit(lane.unlock).result()
+
+    def discard(self) -> None:
+        """After the group rolled back: drop its pending segments (written or being written).
+        A database lost meanwhile leaves them pending, their locks gone with the connections:
+        the next writer drops them (and the error that rolled the group back is the one raised)."""
+        with suppress(BaseException):
+            self.wait()
+        segs, self.segs = self.segs, []
+        with suppress(SQLAlchemyError):
+            if segs:
+                self.lanes[0].thread.submit(self._drop, segs).result()
+            for lane in self.lanes:
+                lane.thread.submit(lane.unlock).result()
+
+    def _drop(self, segs: list[int]) -> None:
+        conn = self.lanes[0].conn
+        with conn.begin():
+            repo.drop_pending(conn, segs)
+
+    def close(self) -> None:
+        try:
+            self.discard()
+        finally:
+            for lane in self.lanes:
+                lane.close()
+
+
 class CorpusWriter:
     """One connection writing into one corpus. Writes join the group transaction the caller
     opened with `begin` and end with `commit` or `rollback`; nothing here commits on its own
     but `record_failure`, the maintenance steps, which run between groups, and the context
-    manager's exit, which closes the connection."""
+    manager's exit, which closes the connection. On PostgreSQL full segments may be written
+    on a second connection (`stage_segment`), joining the index when the group commits."""
 
     def __init__(self, engine: Engine, corpus_id: int) -> None:
         self.engine, self.corpus_id = engine, corpus_id
         self._conn: Connection | None = None
         self._group: RootTransaction | None = None
+        self._stager: SegmentStager | None = None
 
     def __enter__(self) -> CorpusWriter:
         conn = self._conn = self.engine.connect().execution_options(**db.WRITE)
@@ -143,6 +272,12 @@ class CorpusWriter:
         if conn.dialect.name == "sqlite":
             conn.exec_driver_sql("PRAGMA wal_autocheckpoint=0")  # checkpoint() runs after each group
             conn.commit()  # (the statement began SQLAlchemy's implicit transaction)
+        else:
+            with conn.begin():  # what a killed writer left pending, never part of the index
+                dropped = repo.drop_abandoned_segments(conn, self.corpus_id)
+            if dropped:
+                log.info("dropped %d pending segments a stopped indexer left", len(dropped))
+            self._stager = SegmentStager(self.engine, self.corpus_id)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -152,7 +287,11 @@ class CorpusWriter:
                 db.claim_cache(self.conn, whole=False)  # the pool's other users keep their share
                 self.conn.commit()
         finally:
-            self.conn.close()
+            try:
+                if self._stager is not None:
+                    self._stager.close()
+            finally:
+                self.conn.close()
 
     @property
     def conn(self) -> Connection:
@@ -170,13 +309,19 @@ class CorpusWriter:
 
     def commit(self) -> None:
         if self._group is not None:
+            if self._stager is not None:
+                self._stager.publish(self.conn)
             self._group.commit()
+            if self._stager is not None:
+                self._stager.published()
         self._group = None
 
     def rollback(self) -> None:
         if self._group is not None:
             self._group.rollback()
         self._group = None
+        if self._stager is not None:
+            self._stager.discard()
 
     # ---------------------------------------------------------------- files and documents
 
@@ -270,8 +415,19 @@ class CorpusWriter:
 
     # ---------------------------------------------------------------- postings
 
+    def stage_segment(self, rows: int, ngrams: Columns, bands: Columns) -> bool:
+        """Write `rows` posting rows as a new segment in the background, joining the index when
+        the group commits (PostgreSQL; the columns are made on the writing thread); False where
+        that is not done (SQLite: one writer at a time), and the caller writes them itself."""
+        if self._stager is None:
+            return False
+        self._stager.stage(rows, ngrams, bands)
+        return True
+
     def open_segment(self, rows: int, segment_rows: int) -> int:
         """The segment that takes the next `rows` posting rows (see repo.open_segment)."""
+        if self._stager is not None:  # segments numbered in the order their rows came
+            self._stager.wait_opened()
         return repo.open_segment(self.conn, self.corpus_id, rows, segment_rows)
 
     def insert_ngrams(self, seg: int, hashes: np.ndarray, doc_ids: np.ndarray) -> None:

@@ -384,7 +384,16 @@ def allocate_doc_ids(conn: Connection, n: int) -> np.ndarray:
 DOC_COLUMNS = ("id", "corpus_id", "file_id", "external_id", "position", "n_chars", "n_tokens", "text_hash", "text")
 
 
+# PostgreSQL types of DOC_COLUMNS, for a binary COPY
+DOC_TYPES = ("int4", "int4", "int4", "text", "int8", "int4", "int4", "int8", "bytea")
+
+
 def insert_documents(conn: Connection, rows: Iterable[Sequence[Any]]) -> None:
+    """Insert document rows (DOC_COLUMNS). PostgreSQL: one binary COPY (an INSERT per row cost
+    the writer thread and the server about twice as much)."""
+    if db.dialect(conn) == "postgresql":
+        db.copy_rows(conn, "document", DOC_COLUMNS, DOC_TYPES, rows)
+        return
     db.bulk_insert_rows(conn, "document", DOC_COLUMNS, rows)
 
 
@@ -397,7 +406,10 @@ def open_segment(conn: Connection, corpus_id: int, rows: int, segment_rows: int)
     row = conn.execute(
         select(segment.c.id)
         .where(
-            segment.c.corpus_id == corpus_id, segment.c.merging_into.is_(None), segment.c.rows + rows <= segment_rows
+            segment.c.corpus_id == corpus_id,
+            segment.c.merging_into.is_(None),
+            ~segment.c.pending,
+            segment.c.rows + rows <= segment_rows,
         )
         .order_by(segment.c.id.desc())
         .limit(1)
@@ -420,6 +432,83 @@ def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarr
     """Append (key, doc_id, win) rows, sorted by all three, to segment `seg`."""
     cols = (keys.astype(np.int64, copy=False), doc_ids.astype(np.int32, copy=False), wins.astype(np.int32, copy=False))
     _insert_blocks(conn, "band", seg, cols)
+
+
+# ---------------------------------------------------------------- pending segments (PostgreSQL)
+#
+# A full segment is written on a connection of its own, in a transaction of its own, while the
+# indexer's commit group goes on (app.services.indexing.SegmentStager): it stays `pending`,
+# skipped by look-ups, merges and appends, until the group that wrote it commits (migration
+# 0012). Each session writing into it holds a shared advisory lock on it (PENDING_LOCK, the
+# segment id) from before its row is visible until it is published or dropped, so a pending
+# segment whose lock is free belongs to writers that are gone.
+
+PENDING_LOCK = 0x636F6E74  # the advisory locks' first key: pending segments (the second is the id)
+
+
+def open_pending_segment(conn: Connection, corpus_id: int, rows: int) -> int:
+    """In the transaction open on `conn`: a new pending segment of a corpus for `rows` posting
+    rows, locked by this session (before its row can be seen); its id. Its rows go in with
+    insert_ngrams and insert_bands; nothing of it is visible until publish_segments."""
+    pk = conn.execute(insert(segment).values(corpus_id=corpus_id, rows=rows, pending=True)).inserted_primary_key
+    assert pk is not None
+    seg = int(pk[0])
+    lock_pending_segment(conn, seg)
+    return seg
+
+
+def lock_pending_segment(conn: Connection, seg: int) -> None:
+    """This session writes into pending segment `seg` (a shared lock: several sessions may)."""
+    conn.execute(text("SELECT pg_advisory_lock_shared(:ns, :seg)"), {"ns": PENDING_LOCK, "seg": int(seg)})
+
+
+def publish_segments(conn: Connection, segs: Sequence[int]) -> int:
+    """In the commit group's transaction: the pending segments become part of the index when it
+    commits; how many of them were still there (fewer: one was dropped as abandoned)."""
+    if not segs:
+        return 0
+    q = update(segment).where(segment.c.id.in_([int(s) for s in segs]), segment.c.pending).values(pending=False)
+    return int(conn.execute(q).rowcount)
+
+
+def unlock_segments(conn: Connection, segs: Sequence[int]) -> None:
+    """Release this session's locks on segments it published or dropped."""
+    for s in segs:
+        conn.execute(text("SELECT pg_advisory_unlock_shared(:ns, :seg)"), {"ns": PENDING_LOCK, "seg": int(s)})
+
+
+def drop_pending(conn: Connection, segs: Sequence[int]) -> None:
+    """Delete pending segments and their blocks and key filters (a published one is kept)."""
+    segs = [int(s) for s in segs]
+    if not segs:
+        return
+    gone = conn.execute(delete(segment).where(segment.c.id.in_(segs), segment.c.pending).returning(segment.c.id))
+    _drop_segment_rows(conn, [int(s) for s in gone.scalars()])
+
+
+def drop_abandoned_segments(conn: Connection, corpus_id: int) -> list[int]:
+    """Delete the pending segments of a corpus whose writer is gone (its session's lock is
+    free: a killed or disconnected indexer), with their blocks and filters; their ids. A live
+    writer's pending segments are left alone, and so is a segment published meanwhile (the
+    delete re-reads the flag of a row that changed under it)."""
+    if db.dialect(conn) != "postgresql":
+        return []
+    gone = conn.execute(
+        text(
+            "DELETE FROM segment WHERE corpus_id = :c AND pending AND pg_try_advisory_xact_lock(:ns, id) RETURNING id"
+        ),
+        {"c": corpus_id, "ns": PENDING_LOCK},
+    )
+    segs = [int(s) for s in gone.scalars()]
+    _drop_segment_rows(conn, segs)
+    return segs
+
+
+def _drop_segment_rows(conn: Connection, segs: list[int]) -> None:
+    if segs:
+        conn.execute(delete(ngram_block).where(ngram_block.c.seg.in_(segs)))
+        conn.execute(delete(band_block).where(band_block.c.seg.in_(segs)))
+        conn.execute(delete(key_filter).where(key_filter.c.seg.in_(segs)))
 
 
 def _insert_blocks(
@@ -623,8 +712,12 @@ def posting_count(conn: Connection, table: str) -> int:
 
 
 def segment_sizes(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
-    """(segment id, rows) of a corpus, oldest first."""
-    q = select(segment.c.id, segment.c.rows).where(segment.c.corpus_id == corpus_id).order_by(segment.c.id)
+    """(segment id, rows) of a corpus, oldest first (pending ones left out)."""
+    q = (
+        select(segment.c.id, segment.c.rows)
+        .where(segment.c.corpus_id == corpus_id, ~segment.c.pending)
+        .order_by(segment.c.id)
+    )
     return [(int(i), int(n)) for i, n in conn.execute(q).all()]
 
 
@@ -633,7 +726,7 @@ def lock_segments(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
     the transaction ends. On PostgreSQL segments another indexer holds are left out."""
     q = (
         select(segment.c.id, segment.c.rows)
-        .where(segment.c.corpus_id == corpus_id, segment.c.merging_into.is_(None))
+        .where(segment.c.corpus_id == corpus_id, segment.c.merging_into.is_(None), ~segment.c.pending)
         .order_by(segment.c.id)
         .with_for_update(skip_locked=True)
     )
@@ -726,7 +819,7 @@ def segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int]:
 
 
 # built once: each look-up reads the segment list, and building the select cost more than running it
-_SEGMENTS_ALL = select(segment.c.id).order_by(segment.c.id)
+_SEGMENTS_ALL = select(segment.c.id).where(~segment.c.pending).order_by(segment.c.id)
 _SEGMENTS_OF = _SEGMENTS_ALL.where(segment.c.corpus_id.in_(bindparam("ids", expanding=True)))
 
 

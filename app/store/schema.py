@@ -28,6 +28,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 NAMING = {
@@ -123,6 +124,9 @@ segment = Table(
     # Set while a merge moves rows: on the segments being emptied, the id of the one being
     # filled; on that one, its own id. Neither takes new rows nor joins another merge.
     Column("merging_into", Integer),
+    # Written outside its indexer's commit group (PostgreSQL), not yet part of the index: look-ups,
+    # merges and appends skip it until the group commits (migration 0012 says how).
+    Column("pending", Boolean, nullable=False, server_default=false()),
     Index("ix_segment_corpus_id", "corpus_id"),
 )
 
