@@ -2,8 +2,8 @@
 
 Usage: python bench/eval.py EVAL_DIR [--db URL] [--reuse] [--workers N] [--ngram N] [--sample K] [--items-out FILE]
 Indexes EVAL_DIR/corpus into a fresh database (default: a temporary SQLite file; --reuse scans
-an index --db already holds), scans every benchmark in EVAL_DIR/benchmarks and prints, per
-benchmark and pooled:
+an index --db already holds, migrated to this version's schema first), scans every benchmark
+in EVAL_DIR/benchmarks and prints, per benchmark and pooled:
   * the share of items flagged (suspicious or contaminated) per planted kind; for `clean`
     items that is the false-positive rate;
   * the share reported `contaminated` per kind;
@@ -86,10 +86,10 @@ def main() -> None:
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     url = args.db or f"sqlite:///{tmp.name}/eval.db"
+    upgrade(url)  # a reused index made by an older version is migrated first (as the server does)
     engine = make_engine(url) if args.reuse else None
     t_index = 0.0
     if engine is None:
-        upgrade(url)
         engine = make_engine(url)
         cfg = SignatureConfig(sample_mod=args.sample, **({"ngram_n": args.ngram} if args.ngram else {}))
         t0 = time.perf_counter()
