@@ -30,12 +30,13 @@ from sqlalchemy import Engine
 
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import CorruptFileError
+from contam.app.processes import exit_with
 from contam.app.readers.corpus import RawDocument, find_files, read_documents, why_no_documents
 from contam.app.services.indexing import file_indexed, forget_failures, indexing_run, open_corpus
 from contam.indexer.options import IndexOptions as IndexOptions  # re-exported: bench/eval.py imports it here
 from contam.indexer.progress import NoProgress, Progress
 from contam.indexer.protocol import Batch, FileEnd, FileStart
-from contam.indexer.signing import SignedBatch, exit_with, sign_batch
+from contam.indexer.signing import SignedBatch, sign_batch
 from contam.indexer.summary import FileReport, IndexSummary
 from contam.indexer.writing import Writer
 

@@ -5,9 +5,6 @@ Pure: texts and settings in, arrays out; nothing here touches the database.
 
 from __future__ import annotations
 
-import os
-import threading
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,23 +14,6 @@ import zstandard
 from contam.app.core import _native
 from contam.app.core.config import SignatureConfig
 from contam.app.core.signatures import sign_hashes, text_token_hashes
-
-
-def exit_with(parent: int, every: float = 1.0) -> None:
-    """A worker's initializer: end the worker when the indexer that started it is gone (killed
-    with -9 it cannot stop its pool, and a worker waiting for work would wait forever)."""
-
-    def watch() -> None:
-        while True:
-            time.sleep(every)
-            try:
-                os.kill(parent, 0)
-            except ProcessLookupError:
-                os._exit(1)
-            except PermissionError:  # the pid now belongs to another user's process: ours is gone
-                os._exit(1)
-
-    threading.Thread(target=watch, name="contam-parent-watch", daemon=True).start()
 
 
 @dataclass

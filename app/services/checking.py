@@ -21,6 +21,7 @@ from contam.app.core.config import Thresholds
 from contam.app.core.types import BenchmarkItem
 from contam.app.errors import InputError, UnavailableError
 from contam.app.limits import Limits, exceeded
+from contam.app.processes import exit_with
 from contam.app.readers.benchmark import Source, benchmark_source, iter_benchmark
 from contam.app.services.corpora import select_corpora_listing
 from contam.app.services.results import Summary, summarize
@@ -206,7 +207,9 @@ class CheckWorkers:
     def _start(self) -> ProcessPoolExecutor:
         ctx = multiprocessing.get_context("forkserver")
         self._cold = self.workers  # submissions that may still start a process (see `answer`)
-        return ProcessPoolExecutor(self.workers, ctx, initializer=_check_worker_start, initargs=(self.url, self.limits))
+        return ProcessPoolExecutor(
+            self.workers, ctx, initializer=_check_worker_start, initargs=(self.url, self.limits, os.getpid())
+        )
 
     async def answer(
         self, items: Sequence[BenchmarkItem], corpora: Sequence[str] | None, thresholds: Thresholds | None
@@ -246,9 +249,11 @@ class CheckWorkers:
 _WORKER: list[CheckService] = []  # a check worker's own service
 
 
-def _check_worker_start(url: str, limits: Limits) -> None:
+def _check_worker_start(url: str, limits: Limits, server: int) -> None:
+    """A check worker: its own service, and gone with the server that started it."""
     from contam.app.store.db import make_engine
 
+    exit_with(server)
     _WORKER[:] = [CheckService(make_engine(url), limits)]
 
 

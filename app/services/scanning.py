@@ -44,6 +44,7 @@ from contam.app.core.signatures import band_keys, token_hash_spans, window_minha
 from contam.app.core.surprise import TokenModel
 from contam.app.core.types import BenchmarkItem
 from contam.app.errors import FingerprintMismatch, IncompatibleIndex, NotFoundError
+from contam.app.processes import exit_with
 from contam.app.readers.corpus import read_documents
 from contam.app.store import repo
 from contam.app.store.db import make_engine
@@ -876,11 +877,16 @@ def _run(work: _Work, chunks: Iterator[tuple[int, list[BenchmarkItem]]], workers
         return
     if threading.active_count() > 1:
         pool = ProcessPoolExecutor(
-            workers, multiprocessing.get_context("forkserver"), initializer=_worker_init, initargs=(work,)
+            workers,
+            multiprocessing.get_context("forkserver"),
+            initializer=_worker_init,
+            initargs=(os.getpid(), work),
         )
     else:
         _FORKED[:] = [work]
-        pool = ProcessPoolExecutor(workers, multiprocessing.get_context("fork"), initializer=_worker_init)
+        pool = ProcessPoolExecutor(
+            workers, multiprocessing.get_context("fork"), initializer=_worker_init, initargs=(os.getpid(),)
+        )
     try:  # a worker that dies (killed, out of memory) fails the scan with BrokenProcessPool, never hangs it
         pending: deque[Future[list[ItemResult]]] = deque()
         for lo, items in chunks:
@@ -895,7 +901,10 @@ def _run(work: _Work, chunks: Iterator[tuple[int, list[BenchmarkItem]]], workers
         work.bench.close()
 
 
-def _worker_init(work: _Work | None = None) -> None:
+def _worker_init(parent: int, work: _Work | None = None) -> None:
+    """A scan worker: lower priority, gone with the process that scans (`parent`: a server
+    stopped, or a CLI killed, mid-scan), and the scan it works for."""
+    exit_with(parent)
     os.nice(WORKER_NICENESS)
     if work is not None:  # started by the fork server: the scan arrives pickled
         _FORKED[:] = [work]

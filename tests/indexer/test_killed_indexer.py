@@ -10,36 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+from helpers import alive, descendants
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            tree.setdefault(ppid, []).append(int(entry.name))
-    return tree
-
-
-def _descendants(pid: int) -> set[int]:
-    tree, found, todo = _children(), set(), [pid]
-    while todo:
-        for child in tree.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = (Path(f"/proc/{pid}") / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_workers_end_when_the_indexer_is_killed(tmp_path: Path) -> None:
@@ -66,7 +39,7 @@ def test_workers_end_when_the_indexer_is_killed(tmp_path: Path) -> None:
     proc = subprocess.Popen([*cmd, str(corpus)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
     workers: set[int] = set()
     for _ in range(300):  # its two workers (forked: the CLI runs no other thread when it starts them)
-        workers = _descendants(proc.pid)
+        workers = descendants(proc.pid)
         if len(workers) >= 2 or proc.poll() is not None:
             break
         time.sleep(0.05)
@@ -76,9 +49,9 @@ def test_workers_end_when_the_indexer_is_killed(tmp_path: Path) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and any(_alive(p) for p in workers):
+    while time.monotonic() < deadline and any(alive(p) for p in workers):
         time.sleep(0.2)
-    left = [p for p in workers if _alive(p)]
+    left = [p for p in workers if alive(p)]
     for p in left:  # do not leave them to the next test
         os.kill(p, signal.SIGKILL)
     assert left == []

@@ -1,0 +1,31 @@
+"""What every pool of worker processes needs: to end when the process that started it is gone.
+
+A ProcessPoolExecutor's workers wait for work on a queue whose other end they hold themselves,
+so a parent that is killed (or exits without shutting its pool down: a server stopped while a
+report job scored) leaves them waiting forever, each holding its memory (a scan worker 200 MB or
+more), and with them the fork server they came from. Each worker therefore watches its parent.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+
+def exit_with(parent: int, every: float = 1.0) -> None:
+    """In a worker (a pool's initializer calls it): end this process once `parent` (the pid of
+    the process that started the pool: for a worker started by a fork server, not its os
+    parent) is gone, checking every `every` seconds."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(every)
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # the pid now belongs to another user's process: ours is gone
+                os._exit(1)
+
+    threading.Thread(target=watch, name="contam-parent-watch", daemon=True).start()
