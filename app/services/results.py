@@ -49,8 +49,8 @@ class Summary:
                 c = self.by_role.setdefault(role, Counter())
                 c["items"] += 1
                 c["found"] += int(rs.found)
-            for corpus in {e.corpus for e in r.evidence}:
-                self.by_corpus.setdefault(corpus, Counter())[status] += 1
+            for corpus, said in _per_corpus(r, status).items():
+                self.by_corpus.setdefault(corpus, Counter())[said] += 1
         return self
 
     def as_dict(self) -> dict[str, Any]:
@@ -78,6 +78,24 @@ class Summary:
                 for name, c in sorted(self.by_corpus.items())
             },
         }
+
+
+def _per_corpus(r: ItemResult, status: Status) -> dict[str, Status]:
+    """What each corpus holding evidence of the item says of it: the most severe verdict of its
+    own documents (a five-word phrase in one corpus is not that corpus's contamination because
+    another corpus holds the whole item). An item flagged by no single document (its own text
+    in more documents than max_df: a widely copied item) is that status in each of them."""
+    said: dict[str, Status] = {}
+    for e in r.evidence:
+        verdict = Status(e.status)
+        if e.corpus not in said or _SEVERITY[verdict] > _SEVERITY[said[e.corpus]]:
+            said[e.corpus] = verdict
+    if status.flagged and not any(v.flagged for v in said.values()):
+        return dict.fromkeys(said, status)
+    return said
+
+
+_SEVERITY = {Status.CONTAMINATED: 2, Status.SUSPICIOUS: 1, Status.CLEAN: 0, Status.TOO_SHORT: 0}
 
 
 def item_row(r: ItemResult, th: Thresholds) -> dict[str, Any]:

@@ -39,10 +39,10 @@ from contam.app.core.items import (
     prepare,
 )
 from contam.app.core.matching import DocMatch, DocTokens
-from contam.app.core.scoring import ItemScore, judge
+from contam.app.core.scoring import ItemScore, judge, verdict
 from contam.app.core.signatures import band_keys, token_hash_spans, window_minhashes, window_span
 from contam.app.core.surprise import TokenModel
-from contam.app.core.types import BenchmarkItem
+from contam.app.core.types import BenchmarkItem, Status
 from contam.app.errors import FingerprintMismatch, IncompatibleIndex, NotFoundError
 from contam.app.processes import exit_with
 from contam.app.readers.corpus import read_documents
@@ -79,6 +79,9 @@ class Evidence:
     coverage: float  # share of all the item's tokens it holds
     longest_match: int  # longest run of own tokens held contiguously
     near_window: int | None  # the near-duplicate window that nominated it, if that channel did
+    # what this document alone says of the item (scoring.verdict): the item's status is its best
+    # document's, and a summary per corpus takes each corpus's own documents' word for it
+    status: str = Status.CLEAN.value
 
 
 @dataclass
@@ -462,11 +465,16 @@ class Scanner:
             aligned[d] = (doc.tokens, window)
         shared = stats[i].shared
         score, ranked = judge(i, items, stats, shared, aligned, self.cfg.ngram_n, self.th)  # type: ignore[arg-type]
-        evidence = [self._evidence(docs[m.doc], m) for m in ranked[: self.k] if m.matched.any()]
+        tells = shared.stem_answer_tells(items[i])
+        evidence = [
+            self._evidence(docs[m.doc], m, verdict(items[i], m, self.cfg.ngram_n, self.th, tells)[0])
+            for m in ranked[: self.k]
+            if m.matched.any()
+        ]
         return ItemResult(items[i].item, score, evidence)
 
     @staticmethod
-    def _evidence(doc: _Doc, m: DocMatch) -> Evidence:
+    def _evidence(doc: _Doc, m: DocMatch, status: Status) -> Evidence:
         """The aligned part of the training text, its matched tokens highlighted."""
         n_tok = len(doc.starts)
         used = [(b, size) for _a, b, size in m.blocks]
@@ -498,6 +506,7 @@ class Scanner:
             coverage=round(m.coverage, 4),
             longest_match=m.longest_own,
             near_window=m.near_window,
+            status=status.value,
         )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ from contam.app.core.signatures import sign_text
 from contam.app.core.text import tokenize
 from contam.app.core.types import BenchmarkItem
 from contam.app.errors import FingerprintMismatch, NotFoundError
+from contam.app.services.results import summarize
 from contam.app.services.scanning import Scanner
 from contam.app.store.db import make_engine
 from contam.app.store.schema import document, segment
@@ -381,3 +382,28 @@ def test_the_short_channel_finds_edited_and_four_word_items_through_the_index(
     else:
         assert res["s0"].score.status == "clean" and res["s1"].score.status == "too_short"
     assert res["s2"].score.status == res["s3"].score.status == "clean"
+
+
+def test_each_corpus_is_credited_with_what_its_own_documents_hold(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """The summary per corpus takes each corpus's own documents' word: an item copied whole in
+    one corpus is not the other corpus's contamination because that one holds a phrase of it
+    (it was: every corpus with any evidence got the item's status). Each piece of evidence says
+    what its document alone makes of the item; an item flagged by no single document keeps its
+    status in every corpus that holds evidence of it."""
+    phrase = " ".join(Q_VERBATIM.split()[2:9])  # seven words of the question: two 5-grams, no copy
+    index_corpus(engine, [{"id": "copy", "text": f"{Q_VERBATIM}\nAnswer: {A_VERBATIM}"}], name="crawl")
+    index_corpus(engine, [{"id": "phrase", "text": f"{FILLER} notes: {phrase} {FILLER}"}], name="books")
+    item = BenchmarkItem("q", 0, question=Q_VERBATIM, answer=A_VERBATIM)
+    r = Scanner(engine).scan([item])[0]
+    assert r.score.status == "contaminated"
+    said = {e.corpus: e.status for e in r.evidence}
+    assert said == {"crawl": "contaminated", "books": "clean"}, said
+    per_corpus = summarize([r], Thresholds())["per_corpus"]
+    assert per_corpus["crawl"]["contaminated"] == 1
+    assert per_corpus.get("books", {}).get("contaminated", 0) == 0 and per_corpus["books"]["suspicious"] == 0
+
+    # flagged by no single document (a widely copied item's own text is in too many documents for
+    # any one to be a candidate): the item's status, in each corpus holding evidence
+    unclaimed = replace(r, evidence=[replace(e, status="clean") for e in r.evidence])
+    per_corpus = summarize([unclaimed], Thresholds())["per_corpus"]
+    assert per_corpus["crawl"]["contaminated"] == per_corpus["books"]["contaminated"] == 1
