@@ -72,6 +72,6 @@ def run_demo(engine: Engine, workdir: Path, max_upload_bytes: int, force: bool =
     svc.shutdown()
     counts = rep["summary"]["counts"]
     return (
-        f"demo: indexed {summary['documents']} stdlib files ({summary['text_mb']} MB of text) as corpus "
-        f"{DEMO_CORPUS!r}; HumanEval checked: {counts} (report {rid})"
+        f"demo: indexed {summary['documents']} stdlib modules as documents of one file "
+        f"({summary['text_mb']} MB of text) as corpus {DEMO_CORPUS!r}; HumanEval checked: {counts} (report {rid})"
     )
