@@ -285,7 +285,7 @@ class Kept:
         def judge(i: int, prepared: Any, stats: Any, shared: Any, docs: Any, n: int, th: Thresholds) -> Any:
             score, ranked = self._judge(i, prepared, stats, shared, docs, n, th)
             p = prepared[i]
-            self.matches[p.item.item_id] = (p, ranked, shared.stem_answer_tells(p), n)
+            self.matches[p.item.item_id] = (p, [m for m, _status in ranked], shared.stem_answer_tells(p), n)
             return score, ranked
 
         scanning.judge = judge  # type: ignore[assignment]

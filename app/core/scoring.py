@@ -62,6 +62,7 @@ from contam.app.core.text import tokenize, tokenize_spans
 from contam.app.core.types import Status
 
 __all__ = [
+    "SEVERITY",
     "ItemScore",
     "RoleScore",
     "Thresholds",
@@ -132,7 +133,7 @@ class ItemScore:
 # (with a short channel; without one, no field of n tokens means no n-gram to look up)
 MIN_TOKENS = 4
 
-_SEVERITY = {Status.CONTAMINATED: 2, Status.SUSPICIOUS: 1, Status.CLEAN: 0}
+SEVERITY = {Status.CONTAMINATED: 2, Status.SUSPICIOUS: 1, Status.CLEAN: 0, Status.TOO_SHORT: 0}  # a verdict's weight
 
 
 def verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: bool = False) -> tuple[Status, str]:
@@ -219,7 +220,7 @@ def rank(
 ) -> list[tuple[DocMatch, Status, str]]:
     """Documents with their verdicts, strongest first (then most own text, most text)."""
     judged = [(m, *verdict(p, m, n, th, stem_tells)) for m in matches]
-    return sorted(judged, key=lambda x: (-_SEVERITY[x[1]], -x[0].own_coverage, -x[0].coverage, x[0].doc))
+    return sorted(judged, key=lambda x: (-SEVERITY[x[1]], -x[0].own_coverage, -x[0].coverage, x[0].doc))
 
 
 def assess(
@@ -419,11 +420,12 @@ def judge(
     docs: Mapping[int, tuple[DocTokens, tuple[int, int] | None]],
     n: int,
     th: Thresholds,
-) -> tuple[ItemScore, list[DocMatch]]:
+) -> tuple[ItemScore, list[tuple[DocMatch, Status]]]:
     """Item i against its candidate documents (document id -> tokens and the near-duplicate
-    window that nominated it, if any): its score, and the documents best first."""
+    window that nominated it, if any): its score, and the documents best first, each with what
+    it alone says of the item (verdict)."""
     p = prepared[i]
     matches = [match_document(i, prepared, stats[i], shared, d, doc, n, th, win) for d, (doc, win) in docs.items()]
     tells = shared.stem_answer_tells(p)
     score = assess(p, stats[i], matches, n, th, tells)
-    return score, [m for m, _status, _reason in rank(p, matches, n, th, tells)]
+    return score, [(m, status) for m, status, _reason in rank(p, matches, n, th, tells)]

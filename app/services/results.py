@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any
 
 from contam.app.core.config import Thresholds
+from contam.app.core.scoring import SEVERITY
 from contam.app.core.types import Status
 from contam.app.services.scanning import ItemResult
 
@@ -88,14 +89,11 @@ def _per_corpus(r: ItemResult, status: Status) -> dict[str, Status]:
     said: dict[str, Status] = {}
     for e in r.evidence:
         verdict = Status(e.status)
-        if e.corpus not in said or _SEVERITY[verdict] > _SEVERITY[said[e.corpus]]:
+        if e.corpus not in said or SEVERITY[verdict] > SEVERITY[said[e.corpus]]:
             said[e.corpus] = verdict
     if status.flagged and not any(v.flagged for v in said.values()):
         return dict.fromkeys(said, status)
     return said
-
-
-_SEVERITY = {Status.CONTAMINATED: 2, Status.SUSPICIOUS: 1, Status.CLEAN: 0, Status.TOO_SHORT: 0}
 
 
 def item_row(r: ItemResult, th: Thresholds) -> dict[str, Any]:

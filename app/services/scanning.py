@@ -39,7 +39,7 @@ from contam.app.core.items import (
     prepare,
 )
 from contam.app.core.matching import DocMatch, DocTokens
-from contam.app.core.scoring import ItemScore, judge, verdict
+from contam.app.core.scoring import ItemScore, judge
 from contam.app.core.signatures import band_keys, token_hash_spans, window_minhashes, window_span
 from contam.app.core.surprise import TokenModel
 from contam.app.core.types import BenchmarkItem, Status
@@ -465,12 +465,7 @@ class Scanner:
             aligned[d] = (doc.tokens, window)
         shared = stats[i].shared
         score, ranked = judge(i, items, stats, shared, aligned, self.cfg.ngram_n, self.th)  # type: ignore[arg-type]
-        tells = shared.stem_answer_tells(items[i])
-        evidence = [
-            self._evidence(docs[m.doc], m, verdict(items[i], m, self.cfg.ngram_n, self.th, tells)[0])
-            for m in ranked[: self.k]
-            if m.matched.any()
-        ]
+        evidence = [self._evidence(docs[m.doc], m, status) for m, status in ranked[: self.k] if m.matched.any()]
         return ItemResult(items[i].item, score, evidence)
 
     @staticmethod
