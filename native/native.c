@@ -1780,6 +1780,143 @@ static PyObject *py_sorted_find(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* Open every buffer of objs as `itemsize`-byte items (views[i]), or none: on failure each one
+ * opened is released and -1 returned with the error set. */
+static int get_all(PyObject *const *objs, Py_buffer *views, int n, Py_ssize_t itemsize, const char *const *names) {
+    for (int i = 0; i < n; i++) {
+        if (get_items(objs[i], &views[i], itemsize, names[i]) < 0) {
+            while (i--)
+                PyBuffer_Release(&views[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* top_groups(keys, dir, shift, start, count, groups, needles, max_items, exclude, k) -> the k
+ * groups that hold the most of needles, the most first, equal counts in ascending order of group.
+ * A benchmark's gram table (items._GramTable): keys (int64, ascending, without repeats) found
+ * through dir as sorted_find does, key r held by the groups groups[start[r] .. start[r] + count[r]).
+ * A needle counts once per time it is given (repeats count again), for each group holding it,
+ * unless more than max_items groups hold it; the group `exclude` is never counted. What
+ * _GramTable.groups_of, then np.unique(..., return_counts=True) and a stable sort by count gave,
+ * in one pass: the competitor search asks it three times per candidate document. */
+static PyObject *py_top_groups(PyObject *self, PyObject *args) {
+    PyObject *objs[7];
+    Py_buffer v[7];
+    static const char *const names[7] = {"keys", "dir", "start", "count", "groups", "needles", "-"};
+    int shift, k;
+    Py_ssize_t max_items;
+    int64_t exclude;
+    if (!PyArg_ParseTuple(args, "OOiOOOOnLi", &objs[0], &objs[1], &shift, &objs[2], &objs[3], &objs[4], &objs[5],
+                          &max_items, &exclude, &k))
+        return NULL;
+    if (shift < 1 || shift > 63 || k < 0) {
+        PyErr_SetString(PyExc_ValueError, "top_groups: shift must be 1 to 63 and k at least 0");
+        return NULL;
+    }
+    if (get_all(objs, v, 6, 8, names) < 0)
+        return NULL;
+    const int64_t *keys = v[0].buf, *dir = v[1].buf, *start = v[2].buf, *count = v[3].buf, *groups = v[4].buf,
+                  *x = v[5].buf;
+    const Py_ssize_t nk = v[0].len / 8, n = v[5].len / 8, ng = v[4].len / 8;
+    const uint64_t buckets = 1ULL << (64 - shift);
+    int64_t *rows = NULL, *slot_g = NULL, *slot_c = NULL, *best_g = NULL, *best_c = NULL;
+    PyObject *result = NULL;
+    if ((uint64_t)(v[1].len / 8) != buckets + 1 || dir[buckets] != nk || v[2].len != v[0].len ||
+        v[3].len != v[0].len) {
+        PyErr_SetString(PyExc_ValueError, "top_groups: 2**(64 - shift) + 1 offsets ending at the table's length, "
+                                          "and a start and a count per key");
+        goto done;
+    }
+    rows = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    if (!rows) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t found = 0, visits = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t val = x[i];
+        const uint64_t b = ((uint64_t)val ^ 0x8000000000000000ULL) >> shift;
+        int64_t lo = dir[b], hi = dir[b + 1];
+        while (lo < hi) {
+            const int64_t mid = lo + ((hi - lo) >> 1);
+            if (keys[mid] < val)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < dir[b + 1] && keys[lo] == val && count[lo] <= max_items) {
+            if (start[lo] < 0 || count[lo] < 0 || start[lo] + count[lo] > ng) {
+                PyErr_SetString(PyExc_ValueError, "top_groups: a key's groups run past the group table");
+                goto done;
+            }
+            rows[found++] = lo;
+            visits += count[lo];
+        }
+    }
+    /* groups counted in an open-addressing table, twice as large as the visits can fill */
+    int bits = 4;
+    while (((Py_ssize_t)1 << bits) < 2 * visits)
+        bits++;
+    const size_t cap = (size_t)1 << bits, mask = cap - 1;
+    slot_g = malloc(sizeof(int64_t) * cap);
+    slot_c = calloc(cap, sizeof(int64_t)); /* count 0: an empty slot */
+    best_g = malloc(sizeof(int64_t) * (size_t)(k ? k : 1));
+    best_c = malloc(sizeof(int64_t) * (size_t)(k ? k : 1));
+    if (!slot_g || !slot_c || !best_g || !best_c) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < found; i++) {
+        const int64_t r = rows[i];
+        for (int64_t j = start[r]; j < start[r] + count[r]; j++) {
+            const int64_t g = groups[j];
+            if (g == exclude)
+                continue;
+            size_t h = (size_t)(((uint64_t)g * P64) >> (64 - bits));
+            while (slot_c[h] && slot_g[h] != g)
+                h = (h + 1) & mask;
+            slot_g[h] = g;
+            slot_c[h]++;
+        }
+    }
+    int m = 0; /* best_*[0..m): the best so far, best first */
+    for (size_t h = 0; h < cap; h++) {
+        const int64_t c = slot_c[h], g = slot_g[h];
+        if (!c)
+            continue;
+        int at = m;
+        while (at > 0 && (best_c[at - 1] < c || (best_c[at - 1] == c && best_g[at - 1] > g)))
+            at--;
+        if (at >= k)
+            continue;
+        if (m < k)
+            m++;
+        memmove(best_g + at + 1, best_g + at, sizeof(int64_t) * (size_t)(m - 1 - at));
+        memmove(best_c + at + 1, best_c + at, sizeof(int64_t) * (size_t)(m - 1 - at));
+        best_g[at] = g;
+        best_c[at] = c;
+    }
+    result = PyList_New(m);
+    for (int i = 0; result && i < m; i++) {
+        PyObject *g = PyLong_FromLongLong(best_g[i]);
+        if (!g)
+            Py_CLEAR(result);
+        else
+            PyList_SET_ITEM(result, i, g);
+    }
+done:
+    free(rows);
+    free(slot_g);
+    free(slot_c);
+    free(best_g);
+    free(best_c);
+    for (int i = 0; i < 6; i++)
+        PyBuffer_Release(&v[i]);
+    return result;
+}
+
 /* ------------------------------------------------------------------ the module */
 
 static PyMethodDef methods[] = {
@@ -1787,6 +1924,9 @@ static PyMethodDef methods[] = {
      "member(needles, keys, out): out[i] = needles[i] is one of keys (int64, sorted, without repeats)"},
     {"sorted_find", py_sorted_find, METH_VARARGS,
      "sorted_find(keys, dir, shift, needles, out): out[i] = index of needles[i] in sorted keys, or -1"},
+    {"top_groups", py_top_groups, METH_VARARGS,
+     "top_groups(keys, dir, shift, start, count, groups, needles, max_items, exclude, k) -> the k groups "
+     "holding most of needles in a gram table, most first, ties by ascending group"},
     {"set_normaliser", py_set_normaliser, METH_VARARGS,
      "set_normaliser(norm, cache_limit): the function non-ASCII tokens are normalised by (text._norm); "
      "its answers are cached, up to cache_limit distinct tokens before the cache is emptied."},

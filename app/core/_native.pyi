@@ -27,3 +27,16 @@ def filter_add(bits: bytearray | memoryview, keys: np.ndarray, /) -> None: ...
 def filter_query(bits: bytes | bytearray | np.ndarray, keys: np.ndarray, out: np.ndarray, /) -> None: ...
 def member(needles: np.ndarray, keys: np.ndarray, out: np.ndarray, /) -> None: ...
 def sorted_find(keys: np.ndarray, dir: np.ndarray, shift: int, needles: np.ndarray, out: np.ndarray, /) -> None: ...
+def top_groups(
+    keys: np.ndarray,
+    dir: np.ndarray,
+    shift: int,
+    start: np.ndarray,
+    count: np.ndarray,
+    groups: np.ndarray,
+    needles: np.ndarray,
+    max_items: int,
+    exclude: int,
+    k: int,
+    /,
+) -> list[int]: ...

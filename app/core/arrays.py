@@ -64,6 +64,11 @@ def key_directory(keys: np.ndarray) -> np.ndarray:
     return np.searchsorted(buckets, np.arange((1 << bits) + 1, dtype=np.uint64)).astype(np.int64)
 
 
+def _shift(directory: np.ndarray) -> int:
+    """How far a key is shifted right to give its bucket in `directory` (key_directory)."""
+    return 64 - ((len(directory) - 1).bit_length() - 1)
+
+
 def find_sorted(keys: np.ndarray, directory: np.ndarray, needles: np.ndarray) -> np.ndarray:
     """Index of each needle in `keys` (int64, ascending, without repeats), -1 where absent;
     `directory` is key_directory(keys). One bucket of a few keys is searched per needle: a binary
@@ -71,6 +76,24 @@ def find_sorted(keys: np.ndarray, directory: np.ndarray, needles: np.ndarray) ->
     the scorer's look-ups in its benchmark-wide tables)."""
     out = np.empty(len(needles), dtype=np.int64)
     if len(needles):
-        shift = 64 - ((len(directory) - 1).bit_length() - 1)
-        _native.sorted_find(keys, directory, shift, np.ascontiguousarray(needles, dtype=np.int64), out)
+        _native.sorted_find(keys, directory, _shift(directory), np.ascontiguousarray(needles, dtype=np.int64), out)
     return out
+
+
+def top_groups(
+    table: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    needles: np.ndarray,
+    max_items: int,
+    exclude: int,
+    k: int,
+) -> list[int]:
+    """The k groups holding most of `needles` in a gram table (keys, their key_directory, and
+    for each key the start and count of its run in the groups column; int64 each), the most
+    first, equal counts in ascending order of group. A needle counts once per time it is given,
+    for each group holding it, unless more than `max_items` groups do; group `exclude` never
+    counts. In C (native top_groups): the groups found, counted, and the top k chosen in one pass."""
+    keys, directory, start, count, groups = table
+    if len(keys) == 0 or len(needles) == 0:
+        return []
+    args = (keys, directory, _shift(directory), start, count, groups)
+    return _native.top_groups(*args, np.ascontiguousarray(needles, dtype=np.int64), max_items, exclude, k)

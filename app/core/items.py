@@ -18,7 +18,7 @@ import numpy as np
 import xxhash
 
 from contam.app.core.align import covered
-from contam.app.core.arrays import distinct, find_sorted, key_directory
+from contam.app.core.arrays import distinct, find_sorted, key_directory, top_groups
 from contam.app.core.config import Thresholds
 from contam.app.core.signatures import rolling_hashes, token_hashes
 from contam.app.core.text import tokenize, tokenize_spans
@@ -261,21 +261,13 @@ class _GramTable:
         idx = self.find(grams)
         return np.where(idx >= 0, self.count[idx], 0)
 
-    def groups_of(self, grams: np.ndarray, max_items: int) -> np.ndarray:
-        """Every group holding one of `grams` (with repeats, one per gram), skipping grams in
-        more than `max_items` groups."""
-        if len(self.keys) == 0 or len(grams) == 0:
-            return np.zeros(0, dtype=np.int64)
-        idx = self.find(grams)
-        idx = idx[idx >= 0]
-        ok = self.count[idx] <= max_items
-        starts, counts = self.start[idx[ok]], self.count[idx[ok]]
-        if len(counts) == 0:
-            return np.zeros(0, dtype=np.int64)
-        # the rows start..start+count-1 of each gram, concatenated, without a slice per gram
-        ends = np.cumsum(counts)
-        rows = np.arange(int(ends[-1])) + np.repeat(starts - (ends - counts), counts)
-        return self.groups_by_gram[rows]
+    def top_groups(self, grams: np.ndarray, max_items: int, exclude: int, k: int) -> list[int]:
+        """The k groups holding most of `grams` (each gram counting once per time it is given,
+        for every group holding it, unless more than `max_items` groups do), the most first,
+        equal counts in ascending order of group; group `exclude` left out. In C (native
+        top_groups): the competitor search asks it three times per candidate document."""
+        table = (self.keys, self.directory, self.start, self.count, self.groups_by_gram)
+        return top_groups(table, grams, max_items, exclude, k)
 
 
 def _answer_key(p: PreparedItem) -> int:
@@ -413,7 +405,7 @@ def _passage_tokens(
     pos = p.gram_pos[sel]
     idx = np.clip(np.searchsorted(shared.ngrams.keys, p.grams[sel]), 0, len(shared.ngrams.keys) - 1)
     starts, counts = shared.ngrams.start[idx], shared.ngrams.count[idx]
-    ends = np.cumsum(counts)  # the table rows of each gram's groups, concatenated (as in groups_of)
+    ends = np.cumsum(counts)  # the table rows of each gram's groups, concatenated
     rows = np.arange(int(ends[-1])) + np.repeat(starts - (ends - counts), counts)
     pairs = np.stack([shared.ngrams.groups_by_gram[rows], np.repeat(pos, counts)], axis=1)
     pairs = pairs[pairs[:, 0] != me]

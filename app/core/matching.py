@@ -568,20 +568,11 @@ def _competitors(
     sharing = present & (stats.mfreq >= th.template_min_items)
     if not sharing.any():
         return []
-    overlap = shared.mgrams.groups_of(p.mgrams[sharing], COMPETITOR_MAX_ITEMS)
-    overlap = overlap[overlap != me]
-    if not len(overlap):
+    candidates = shared.mgrams.top_groups(p.mgrams[sharing], COMPETITOR_MAX_ITEMS, me, COMPETITOR_CANDIDATES)
+    if not candidates:
         return []  # only template grams are shared: no one item explains them
-    groups, counts = np.unique(overlap, return_counts=True)
-    candidates = groups[np.argsort(-counts, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
-    for held in (
-        shared.mgrams.groups_of(region.mgrams, PRESENCE_MAX_ITEMS),  # the region's grams: unique already
-        shared.ngrams.groups_of(region.grams, COMPETITOR_MAX_ITEMS),
-    ):
-        held = held[held != me]
-        if len(held):
-            pg, pc = np.unique(held, return_counts=True)
-            candidates += pg[np.argsort(-pc, kind="stable")[:COMPETITOR_CANDIDATES]].tolist()
+    candidates += shared.mgrams.top_groups(region.mgrams, PRESENCE_MAX_ITEMS, me, COMPETITOR_CANDIDATES)
+    candidates += shared.ngrams.top_groups(region.grams, COMPETITOR_MAX_ITEMS, me, COMPETITOR_CANDIDATES)
     return [shared.members[g] for g in dict.fromkeys(candidates)]
 
 

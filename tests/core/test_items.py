@@ -11,37 +11,51 @@ from contam.app.core.items import COMPETITOR_MAX_ITEMS, SharedText, _GramTable, 
 from contam.app.core.types import BenchmarkItem
 
 
-def test_groups_of_lists_every_holder_of_each_gram_in_order() -> None:
-    """Random tables against a plain reference: for each gram asked, in order, the groups
-    holding it (ascending), unless more than max_items groups hold it."""
+def _top(items: list[list[int]], groups: list[int], asked: list[int], limit: int, exclude: int, k: int) -> list[int]:
+    """A plain reference for _GramTable.top_groups: count, for each gram asked (repeats again),
+    every group holding it unless more than `limit` groups do; the k most counted, ties by group."""
+    counts: dict[int, int] = {}
+    for q in asked:
+        holders = sorted({grp for grp, held in zip(groups, items, strict=True) if q in held})
+        if holders and len(holders) <= limit:
+            for grp in holders:
+                if grp != exclude:
+                    counts[grp] = counts.get(grp, 0) + 1
+    return sorted(counts, key=lambda grp: (-counts[grp], grp))[:k]
+
+
+def test_top_groups_counts_every_holder_of_each_gram() -> None:
+    """Random tables (items in shared groups, as identical items are) against the reference,
+    with the frequencies beside them."""
     rng = np.random.default_rng(0)
-    for _ in range(300):
+    for _ in range(400):
         n = int(rng.integers(0, 30))
-        grams = [rng.integers(0, 40, int(rng.integers(0, 10))) for _ in range(n)]
-        table = _GramTable(grams, list(range(n)))
-        asked = rng.integers(0, 50, int(rng.integers(0, 20)))
-        limit = int(rng.integers(0, 5))
-        expected: list[int] = []
-        for g in asked.tolist():
-            holders = sorted({k for k, held in enumerate(grams) if g in held.tolist()})
-            if holders and len(holders) <= limit:
-                expected += holders
-        assert table.groups_of(asked, limit).tolist() == expected
-        assert table.freq(asked).tolist() == [sum(g in held.tolist() for held in grams) for g in asked.tolist()]
+        items = [rng.integers(0, 40, int(rng.integers(0, 10))).tolist() for _ in range(n)]
+        groups = sorted(rng.integers(0, max(n, 1), n).tolist())
+        table = _GramTable([np.array(g, dtype=np.int64) for g in items], groups)
+        asked = rng.integers(0, 50, int(rng.integers(0, 40))).tolist()
+        limit, exclude, k = int(rng.integers(0, 6)), int(rng.integers(-1, max(n, 1))), int(rng.integers(0, 10))
+        expected = _top(items, groups, asked, limit, exclude, k)
+        assert table.top_groups(np.array(asked, dtype=np.int64), limit, exclude, k) == expected
+        held = [len({grp for grp, h in zip(groups, items, strict=True) if q in h}) for q in asked]
+        assert table.freq(np.array(asked, dtype=np.int64)).tolist() == held
 
 
 _INT64 = st.integers(-(2**63), 2**63 - 1)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(_INT64, max_size=30), min_size=1, max_size=20), st.lists(_INT64, max_size=50))
-def test_gram_table_finds_every_group_of_a_gram(items: list[list[int]], others: list[int]) -> None:
-    # the groups found must be those of a plain search, in the order of the grams asked
-    grams = [np.array(g, dtype=np.int64) for g in items]
-    table = _GramTable(grams, list(range(len(grams))))
-    query = np.concatenate([*grams, np.array(others, dtype=np.int64)])
-    expected = [grp for q in query.tolist() for grp, g in enumerate(items) if q in set(g)]
-    assert table.groups_of(query, 1000).tolist() == expected
+@given(
+    st.lists(st.lists(_INT64, max_size=30), min_size=1, max_size=20),
+    st.lists(_INT64, max_size=50),
+    st.integers(1, 20),
+)
+def test_top_groups_finds_every_group_of_any_int64_gram(items: list[list[int]], others: list[int], k: int) -> None:
+    # keys across the whole int64 range (the directory's buckets flip the sign bit)
+    table = _GramTable([np.array(g, dtype=np.int64) for g in items], list(range(len(items))))
+    asked = [g for held in items for g in held] + others
+    expected = _top(items, list(range(len(items))), asked, 1000, -1, k)
+    assert table.top_groups(np.array(asked, dtype=np.int64), 1000, -1, k) == expected
 
 
 # values whose bytes recur inside other values, so a byte match can start inside an element
