@@ -94,6 +94,11 @@ class PreparedItem:
         return distinct(self.ids)
 
     @cached_property
+    def umgram_key(self) -> int:
+        """A hash of `umgrams`: items with equal keys hold the same MATCH_N-grams."""
+        return xxhash.xxh3_64_intdigest(self.umgrams.tobytes())
+
+    @cached_property
     def lookup_grams(self) -> np.ndarray:
         """The n-grams looked for in a document: the item's, then its passage's."""
         return np.concatenate([self.grams, self.passage_grams]) if len(self.passage_grams) else self.grams

@@ -134,6 +134,9 @@ class DocTokens:
     mgrams: np.ndarray  # int64 MATCH_N-grams
     order: np.ndarray  # positions of `grams` in ascending order of hash
     ranked: np.ndarray  # grams[order]
+    # (MATCH_N-grams' hash, tokens, n) of an item -> where its own region is (_region_near), None
+    # if the document holds none of those grams: a competitor is measured here for each sibling
+    _near: dict[tuple[int, int, int], tuple[int, int] | None] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, ids: np.ndarray, n: int) -> DocTokens:
@@ -204,8 +207,11 @@ def _region_near(p: PreparedItem, doc: DocTokens, around: tuple[int, int], n: in
     has them, in whichever chunk of the benchmark it is, so the region does not depend on how the
     benchmark was cut into chunks); `around` (the region that holds part of its copy) if the
     document holds none of them."""
-    pos = doc.mpositions(p.umgrams)
-    return _padded_cluster(doc, pos, doc.mgrams, MATCH_N, max(p.n_tokens, n)) if len(pos) else around
+    key = (p.umgram_key, p.n_tokens, n)  # what the answer depends on, whichever benchmark p is in
+    if key not in doc._near:
+        pos = doc.mpositions(p.umgrams)
+        doc._near[key] = _padded_cluster(doc, pos, doc.mgrams, MATCH_N, max(p.n_tokens, n)) if len(pos) else None
+    return doc._near[key] or around
 
 
 def held(
