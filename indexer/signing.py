@@ -31,13 +31,6 @@ class SignedBatch:
     band_win: np.ndarray
 
 
-def stable_order(keys: np.ndarray) -> np.ndarray:
-    """np.argsort(keys, kind="stable") of int64 keys, in C several times faster: one pass into
-    buckets by the keys' top bits (they are hashes), then each bucket ordered by (key, index).
-    The same permutation, not just an equally sorted one (a test holds them equal)."""
-    return np.frombuffer(_native.stable_order(np.ascontiguousarray(keys, dtype=np.int64)), dtype=np.int64)
-
-
 def sign_batch(texts: list[str], cfg: SignatureConfig, store_text: bool) -> SignedBatch:
     """Tokenise and sign a batch of texts (runs in a worker process): their token hashes straight
     from the texts (text_token_hashes), then all of them signed at once (sign_hashes)."""

@@ -23,6 +23,13 @@ def distinct(a: np.ndarray) -> np.ndarray:
     return s[keep]
 
 
+def stable_order(keys: np.ndarray) -> np.ndarray:
+    """np.argsort(keys, kind="stable") of int64 keys, in C several times faster: one pass into
+    buckets by the keys' top bits (they are hashes), then each bucket ordered by (key, index).
+    The same permutation, not just an equally sorted one (a test holds them equal)."""
+    return np.frombuffer(_native.stable_order(np.ascontiguousarray(keys, dtype=np.int64)), dtype=np.int64)
+
+
 def occurrences(a: np.ndarray) -> np.ndarray:
     """How many times each value of `a` occurs in `a` (np.unique's counts[inverse], without
     the inverse, which took 100 us on a hundred values)."""

@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 
 from contam.app.core.align import Alignment, align, align_fields, covered, densest, find_sequence, longest_run, runs
-from contam.app.core.arrays import distinct, member, occurrences
+from contam.app.core.arrays import distinct, member, occurrences, stable_order
 from contam.app.core.config import Thresholds
 from contam.app.core.items import (
     ANSWER,
@@ -142,7 +142,7 @@ class DocTokens:
     def of(cls, ids: np.ndarray, n: int) -> DocTokens:
         u = ids.view(np.uint64)
         grams = rolling_hashes(u, n).view(np.int64)
-        order = np.argsort(grams, kind="stable")
+        order = stable_order(grams)
         return cls(ids.view(np.int64), grams, rolling_hashes(u, MATCH_N).view(np.int64), order, grams[order])
 
     def positions(self, grams: np.ndarray) -> np.ndarray:
@@ -151,7 +151,7 @@ class DocTokens:
 
     @cached_property
     def _mgram_index(self) -> tuple[np.ndarray, np.ndarray]:
-        order = np.argsort(self.mgrams, kind="stable")
+        order = stable_order(self.mgrams)
         return order, self.mgrams[order]
 
     def mpositions(self, mgrams: np.ndarray) -> np.ndarray:

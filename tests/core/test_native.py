@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 from contam.app.core import _native
 from contam.app.core import signatures as S
 from contam.app.core import text as T
+from contam.app.core.arrays import stable_order
 from contam.app.core.config import SignatureConfig
 from contam.app.core.text import tokenize, tokenize_spans
-from contam.indexer.signing import sign_batch, stable_order
+from contam.indexer.signing import sign_batch
 
 M64 = (1 << 64) - 1
 P = 0x9E3779B97F4A7C15

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from contam.app.core.arrays import stable_order
 from contam.app.core.config import SignatureConfig
 from contam.app.core.signatures import sign_many, sign_text
 from contam.app.core.text import _TOKEN, _norm, tokenize
-from contam.indexer.signing import sign_batch, stable_order
+from contam.indexer.signing import sign_batch
 
 
 def test_batch_rows_are_every_document_signature_in_key_order() -> None:
