@@ -12,6 +12,17 @@ import numpy as np
 from contam.app.core import _native
 
 
+def share(mask: np.ndarray) -> float:
+    """float(mask.mean()) of a bool array, 0.0 if it is empty: numpy's mean goes through Python
+    (about 6 us a call, thousands of calls a second in the scorer); a count takes 0.3."""
+    return int(np.count_nonzero(mask)) / len(mask) if len(mask) else 0.0
+
+
+def count(mask: np.ndarray) -> int:
+    """int(mask.sum()) of a bool array, without numpy's Python-level reduction."""
+    return int(np.count_nonzero(mask))
+
+
 def distinct(a: np.ndarray) -> np.ndarray:
     """np.unique(a) of a 1-D array: its distinct values, ascending."""
     s = np.sort(a)

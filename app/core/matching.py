@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 
 from contam.app.core.align import Alignment, align, align_fields, covered, densest, find_sequence, longest_run, runs
-from contam.app.core.arrays import distinct, member, occurrences, stable_order
+from contam.app.core.arrays import count, distinct, member, occurrences, share, stable_order
 from contam.app.core.config import Thresholds
 from contam.app.core.items import (
     ANSWER,
@@ -82,11 +82,11 @@ class DocMatch:
     # worked out once (ranking and the verdict ask for each several times).
     @cached_property
     def own_total(self) -> int:
-        return int((self.own if self.counted is None else self.own & self.counted).sum())
+        return count(self.own if self.counted is None else self.own & self.counted)
 
     @cached_property
     def own_matched(self) -> int:
-        return int((self.own_hit if self.counted is None else self.own_hit & self.counted).sum())
+        return count(self.own_hit if self.counted is None else self.own_hit & self.counted)
 
     @cached_property
     def own_coverage(self) -> float:
@@ -95,7 +95,7 @@ class DocMatch:
     @cached_property
     def coverage(self) -> float:
         scope = self.matched[self.counted] if self.counted is not None else self.matched
-        return float(scope.mean()) if len(scope) else 0.0
+        return share(scope)
 
     @cached_property
     def longest_own(self) -> int:
@@ -106,8 +106,8 @@ class DocMatch:
             sel = p.role == code
             own_sel = sel & self.own
             self._roles[code] = (
-                float(self.matched[sel].mean()) if sel.any() else 0.0,
-                float(self.own_hit[own_sel].mean()) if own_sel.any() else None,
+                share(self.matched[sel]),
+                share(self.own_hit[own_sel]) if own_sel.any() else None,
             )
         return self._roles[code]
 
@@ -117,7 +117,7 @@ class DocMatch:
 
     def own_role_tokens(self, p: PreparedItem, code: int) -> int:
         """How many of a field's tokens are own text here."""
-        return int(((p.role == code) & self.own).sum())
+        return count((p.role == code) & self.own)
 
     def own_role_coverage(self, p: PreparedItem, code: int) -> float | None:
         """Share of a field's own tokens the document holds (None: none of it is own here)."""
@@ -261,7 +261,7 @@ def match_document(
     passage = 0.0
     if len(p.passage_grams) and p.passage_tokens:
         grams = distinct(doc.grams[lo : max(lo, hi - n + 1)])
-        passage = float(covered(member(p.passage_grams, grams), n, p.passage_tokens).mean())
+        passage = share(covered(member(p.passage_grams, grams), n, p.passage_tokens))
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
     rare_run, rare_tokens = _rare(p, stats, present, own_hit, th)
     piece = math.log2(max(2, hi - lo))  # bits to place one more piece in the region (`breaks`)
@@ -342,7 +342,7 @@ def _rare(
     if stats.sdf is None or not len(p.sgrams):
         return 0, 0
     rare = own_hit & tokens_of(p, p.mgram_pos[present & (stats.sdf <= th.max_df)], MATCH_N)  # sgrams is mgrams
-    return longest_run(rare), int(rare.sum())
+    return longest_run(rare), count(rare)
 
 
 def _opening(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> int:
@@ -458,9 +458,9 @@ def _own_text(
     if hopeless:  # own text: what no other item holds (no token of a MATCH_N-gram another item has)
         own = ~tokens_of(p, p.mgram_pos[stats.mfreq >= th.template_min_items], MATCH_N) & ~stats.common_tok
         return own, matched & own, None, False
-    candidates = [] if matched.sum() < 2 else _competitors(i, items, stats, shared, region, th, present)
+    candidates = [] if count(matched) < 2 else _competitors(i, items, stats, shared, region, th, present)
     if not candidates:  # (too little held for a verdict: the passages need not be worked out)
-        own = ~stats.passage_tok & ~stats.common_tok if matched.sum() > stats.n else ~stats.common_tok
+        own = ~stats.passage_tok & ~stats.common_tok if count(matched) > stats.n else ~stats.common_tok
         return own, matched & own, None, False
     grams = [items[j].umgrams for j in candidates]
     label = np.concatenate([np.full(len(g), k) for k, g in enumerate(grams)])
@@ -521,7 +521,7 @@ def _copy_of(
     whose text is a stretch of a longer one's would be the better explanation of it.
     around: p's region (document token range)."""
     competitor, best = None, (-1.0, -1.0)
-    whole_i = float(matched.mean()) if p.n_tokens else 0.0
+    whole_i = share(matched)
     for k, other in enumerate(others):
         if not other.n_tokens:
             continue
@@ -535,18 +535,18 @@ def _copy_of(
         mine_g = ~member(p.mgrams, other.umgrams)
         theirs_g = ~member(other.mgrams, p.umgrams)
         if mine_g.any() and theirs_g.any():
-            d_i = float(present[mine_g].mean())
-            d_o = float(member(other.mgrams[theirs_g], region.mgrams).mean())
+            d_i = share(present[mine_g])
+            d_o = share(member(other.mgrams[theirs_g], region.mgrams))
         else:  # one holds all of the other's text: only the whole shares can decide
             d_i = d_o = 0.0
         if d_o < d_i or (d_o, 1.0) <= best:
             continue
         theirs = held(other, region.ids, region.mgrams)
-        if d_o == d_i and float(theirs.mean()) < whole_i:
+        if d_o == d_i and share(theirs) < whole_i:
             continue  # aligned, it would hold no more than that
-        share = float((theirs & align(other.id_list, region.id_list, other.whole).matched).mean())
-        if (d_o > d_i or share >= whole_i) and (d_o, share) > best:
-            competitor, best = k, (d_o, share)
+        held_share = share(theirs & align(other.id_list, region.id_list, other.whole).matched)
+        if (d_o > d_i or held_share >= whole_i) and (d_o, held_share) > best:
+            competitor, best = k, (d_o, held_share)
     return competitor
 
 
@@ -587,7 +587,7 @@ def _solution_share(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> fl
     step is not this item's) that the region holds; 0 for an item whose solution is too short to
     tell (SOLUTION_MIN_TOKENS) or is all shared."""
     sel = (p.role == SOLUTION) & own
-    return float(own_hit[sel].mean()) if sel.sum() >= SOLUTION_MIN_TOKENS else 0.0
+    return share(own_hit[sel]) if count(sel) >= SOLUTION_MIN_TOKENS else 0.0
 
 
 def _answer_found(p: PreparedItem, al: Alignment, matched: np.ndarray, region: np.ndarray, solution: float) -> bool:
@@ -603,8 +603,8 @@ def _answer_found(p: PreparedItem, al: Alignment, matched: np.ndarray, region: n
     answer_sel = p.role == ANSWER
     if len(p.answer_ids) == 0 and not answer_sel.any():
         return False
-    if answer_sel.sum() > 8:
-        return bool(matched[answer_sel].mean() >= 0.5)
+    if count(answer_sel) > 8:
+        return share(matched[answer_sel]) >= 0.5
     asked = (p.role == QUESTION) & al.matched
     if not asked.any():
         return False

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from contam.app.core.align import align, covered, longest_run
+from contam.app.core.arrays import count, share
 from contam.app.core.config import Thresholds
 from contam.app.core.items import (
     MATCH_N,
@@ -247,7 +248,7 @@ def assess(
         ],
     )
     eligible = stats.eligible
-    score.ngram_overlap = float((stats.df[eligible] > 0).mean()) if eligible.any() else 0.0
+    score.ngram_overlap = share(stats.df[eligible] > 0)
     score.answer_found = False if p.item.answer or p.item.solution else None
     if best is not None:
         score.status, score.reason = ranked[0][1], ranked[0][2]
@@ -310,8 +311,8 @@ def _widespread(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> bo
 
     own_tok = tokens_of(own)
     found = tokens_of(own & (stats.df > 0))
-    total = int(own_tok.sum())
-    if total < th.longest_match or found.sum() < th.contaminated_coverage * total:
+    total = count(own_tok)
+    if total < th.longest_match or count(found) < th.contaminated_coverage * total:
         return False
     # n-grams at consecutive positions of one field, each common: their tokens form one run
     pos = np.zeros(p.n_tokens, dtype=bool)
@@ -327,11 +328,11 @@ def _roles(p: PreparedItem, stats: ItemStats, best: DocMatch | None, th: Thresho
         if not sel.any():
             continue
         g = gram_role == code
-        rs = RoleScore(tokens=int(sel.sum()), ngrams=int(g.sum()))
-        rs.shared_ngrams = int((g & (stats.freq >= th.template_min_items)).sum())
-        rs.common_ngrams = int((g & stats.common).sum())
-        rs.eligible_ngrams = int((g & ~stats.common).sum())
-        rs.found_ngrams = int((g & ~stats.common & (stats.df > 0)).sum())
+        rs = RoleScore(tokens=count(sel), ngrams=count(g))
+        rs.shared_ngrams = count(g & (stats.freq >= th.template_min_items))
+        rs.common_ngrams = count(g & stats.common)
+        rs.eligible_ngrams = count(g & ~stats.common)
+        rs.found_ngrams = count(g & ~stats.common & (stats.df > 0))
         if best is not None:
             rs.coverage = best.role_coverage(p, code)
             rs.found = rs.coverage >= th.suspicious_coverage

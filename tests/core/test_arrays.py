@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contam.app.core.arrays import distinct, find_sorted, key_directory, member, occurrences
+from contam.app.core.arrays import count, distinct, find_sorted, key_directory, member, occurrences, share
 
 _INT64 = st.integers(-(2**63), 2**63 - 1)
 # keys at the edges of the buckets: the extremes, around zero (where the sign bit flips) and
@@ -90,3 +90,13 @@ def test_key_directory_is_sized_to_the_table() -> None:
     assert len(key_directory(big)) == 2**17 + 1
     assert (find_sorted(big, key_directory(big), big) == np.arange(400_000)).all()
     assert len(key_directory(np.zeros(0, dtype=np.int64))) == 3
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.booleans(), max_size=300))
+def test_share_and_count_are_numpys_mean_and_sum_of_a_mask(bits: list[bool]) -> None:
+    # bit for bit: the scorer compares shares with each other and with thresholds
+    mask = np.array(bits, dtype=bool)
+    assert count(mask) == int(mask.sum())
+    assert share(mask) == (float(mask.mean()) if len(mask) else 0.0)
+    assert type(share(mask)) is float and type(count(mask)) is int  # JSON takes them as they are
