@@ -1834,7 +1834,7 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    Py_ssize_t found = 0, visits = 0;
+    Py_ssize_t found = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         const int64_t val = x[i];
         const uint64_t b = ((uint64_t)val ^ 0x8000000000000000ULL) >> shift;
@@ -1852,14 +1852,12 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
                 goto done;
             }
             rows[found++] = lo;
-            visits += count[lo];
         }
     }
-    /* groups counted in an open-addressing table, twice as large as the visits can fill */
-    int bits = 4;
-    while (((Py_ssize_t)1 << bits) < 2 * visits)
-        bits++;
-    const size_t cap = (size_t)1 << bits, mask = cap - 1;
+    /* groups counted in an open-addressing table kept at most half full, grown as groups come:
+     * the groups are few (an item's siblings) where the visits are many (a passage's grams) */
+    int bits = 6;
+    size_t cap = (size_t)1 << bits, used = 0;
     slot_g = malloc(sizeof(int64_t) * cap);
     slot_c = calloc(cap, sizeof(int64_t)); /* count 0: an empty slot */
     best_g = malloc(sizeof(int64_t) * (size_t)(k ? k : 1));
@@ -1876,9 +1874,42 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
                 continue;
             size_t h = (size_t)(((uint64_t)g * P64) >> (64 - bits));
             while (slot_c[h] && slot_g[h] != g)
-                h = (h + 1) & mask;
+                h = (h + 1) & (cap - 1);
+            if (slot_c[h]) {
+                slot_c[h]++;
+                continue;
+            }
+            if (2 * (used + 1) > cap) { /* grow, then place g anew */
+                const size_t old_cap = cap;
+                int64_t *old_g = slot_g, *old_c = slot_c;
+                bits++;
+                cap <<= 1;
+                slot_g = malloc(sizeof(int64_t) * cap);
+                slot_c = calloc(cap, sizeof(int64_t));
+                if (!slot_g || !slot_c) {
+                    free(old_g);
+                    free(old_c);
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                for (size_t o = 0; o < old_cap; o++) {
+                    if (!old_c[o])
+                        continue;
+                    size_t q = (size_t)(((uint64_t)old_g[o] * P64) >> (64 - bits));
+                    while (slot_c[q])
+                        q = (q + 1) & (cap - 1);
+                    slot_g[q] = old_g[o];
+                    slot_c[q] = old_c[o];
+                }
+                free(old_g);
+                free(old_c);
+                h = (size_t)(((uint64_t)g * P64) >> (64 - bits));
+                while (slot_c[h])
+                    h = (h + 1) & (cap - 1);
+            }
             slot_g[h] = g;
-            slot_c[h]++;
+            slot_c[h] = 1;
+            used++;
         }
     }
     int m = 0; /* best_*[0..m): the best so far, best first */
