@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from rapidfuzz.distance import LCSseq
 
+from contam.app.core import _native
+
 MIN_BLOCK = 2
 
 
@@ -124,17 +126,13 @@ def densest(positions: np.ndarray, span: int, weights: np.ndarray | None = None)
 
 
 def runs(mask: np.ndarray) -> list[tuple[int, int]]:
-    """[start, end) of every run of True values."""
-    if len(mask) == 0 or not mask.any():
-        return []
-    padded = np.concatenate(([0], mask.astype(np.int8), [0]))
-    edges = np.flatnonzero(np.diff(padded))
-    return list(zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True))
+    """[start, end) of every run of True values of a bool array (in C)."""
+    return _native.runs(np.ascontiguousarray(mask, dtype=bool))
 
 
 def longest_run(mask: np.ndarray) -> int:
-    """Length of the longest run of True values."""
-    return max((e - s for s, e in runs(mask)), default=0)
+    """Length of the longest run of True values of a bool array (in C)."""
+    return _native.longest_run(np.ascontiguousarray(mask, dtype=bool))
 
 
 def covered(mask: np.ndarray, n: int, length: int) -> np.ndarray:

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contam.app.core.align import longest_run, runs
 from contam.app.core.arrays import count, distinct, find_sorted, key_directory, member, occurrences, share
 
 _INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -100,3 +101,19 @@ def test_share_and_count_are_numpys_mean_and_sum_of_a_mask(bits: list[bool]) -> 
     assert count(mask) == int(mask.sum())
     assert share(mask) == (float(mask.mean()) if len(mask) else 0.0)
     assert type(share(mask)) is float and type(count(mask)) is int  # JSON takes them as they are
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.booleans(), max_size=200), st.integers(1, 3))
+def test_runs_are_every_run_of_true(bits: list[bool], step: int) -> None:
+    # a strided view too (the C reads a contiguous copy)
+    mask = np.array(bits, dtype=bool)[::step]
+    expected, start = [], None
+    for i, b in enumerate([*mask.tolist(), False]):
+        if b and start is None:
+            start = i
+        elif not b and start is not None:
+            expected.append((start, i))
+            start = None
+    assert runs(mask) == expected
+    assert longest_run(mask) == max((e - s for s, e in expected), default=0)
