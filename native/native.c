@@ -1948,6 +1948,61 @@ done:
     return result;
 }
 
+static int cmp_int64(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* positions(ranked, order, needles) -> int64, ascending, without repeats: order[j] for every j
+ * where ranked[j] (int64, ascending) equals one of needles. A document's grams sorted once
+ * (ranked, and order: where each stands in the document) answer where an item's grams occur
+ * in it; numpy's way (two searchsorted passes, a repeat, a sort, a mask) cost 3% of a scan. */
+static PyObject *py_positions(PyObject *self, PyObject *args) {
+    PyObject *objs[3];
+    Py_buffer v[3];
+    static const char *const names[3] = {"ranked", "order", "needles"};
+    if (!PyArg_ParseTuple(args, "OOO", &objs[0], &objs[1], &objs[2]))
+        return NULL;
+    if (get_all(objs, v, 3, 8, names) < 0)
+        return NULL;
+    const int64_t *ranked = v[0].buf, *order = v[1].buf, *x = v[2].buf;
+    const Py_ssize_t n = v[0].len / 8, nx = v[2].len / 8;
+    Vec out = {0};
+    PyObject *result = NULL;
+    if (v[1].len != v[0].len) {
+        PyErr_SetString(PyExc_ValueError, "positions: one position per ranked gram");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nx; i++) {
+        const int64_t val = x[i];
+        Py_ssize_t lo = 0, hi = n;
+        while (lo < hi) {
+            const Py_ssize_t mid = lo + ((hi - lo) >> 1);
+            if (ranked[mid] < val)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (Py_ssize_t j = lo; j < n && ranked[j] == val; j++)
+            if (vec_put(&out, &order[j], 8) < 0)
+                goto done;
+    }
+    int64_t *p = (int64_t *)out.p;
+    Py_ssize_t m = out.len / 8, kept = 0;
+    if (m > 1)
+        qsort(p, (size_t)m, sizeof(int64_t), cmp_int64);
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (!kept || p[kept - 1] != p[j])
+            p[kept++] = p[j];
+    out.len = kept * 8;
+    result = view_of(vec_take(&out));
+done:
+    free(out.p);
+    for (int i = 0; i < 3; i++)
+        PyBuffer_Release(&v[i]);
+    return result;
+}
+
 /* ------------------------------------------------------------------ masks */
 
 /* runs(mask) -> [(start, end), ...]: every run of nonzero bytes of a bool array, [start, end).
@@ -1993,6 +2048,8 @@ static PyMethodDef methods[] = {
      "member(needles, keys, out): out[i] = needles[i] is one of keys (int64, sorted, without repeats)"},
     {"sorted_find", py_sorted_find, METH_VARARGS,
      "sorted_find(keys, dir, shift, needles, out): out[i] = index of needles[i] in sorted keys, or -1"},
+    {"positions", py_positions, METH_VARARGS,
+     "positions(ranked, order, needles) -> int64 order[j] for every ranked[j] among needles, ascending, distinct"},
     {"runs", py_runs, METH_O, "runs(mask) -> [(start, end), ...] of every run of True in a bool array"},
     {"longest_run", py_longest_run, METH_O, "longest_run(mask) -> the length of the longest run of True in a bool array"},
     {"top_groups", py_top_groups, METH_VARARGS,

@@ -49,6 +49,16 @@ def occurrences(a: np.ndarray) -> np.ndarray:
     return counts
 
 
+def positions_of(ranked: np.ndarray, order: np.ndarray, needles: np.ndarray) -> np.ndarray:
+    """order[j] for every j where ranked[j] is one of `needles`, ascending, without repeats:
+    where a document holds any of an item's grams, given the document's grams sorted once
+    (`ranked`, int64) and where each of them stands (`order`). In C (native positions)."""
+    if len(needles) == 0 or len(ranked) == 0:
+        return np.zeros(0, dtype=np.int64)
+    found = _native.positions(ranked, order, np.ascontiguousarray(needles, dtype=np.int64))
+    return np.frombuffer(found, dtype=np.int64)
+
+
 def member(x: np.ndarray, sorted_unique: np.ndarray) -> np.ndarray:
     """bool per value of x: in `sorted_unique` (sorted, without repeats), both 64-bit integers of
     one signedness. In C (native member: a table of the keys, or a binary search when they far

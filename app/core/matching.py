@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 
 from contam.app.core.align import Alignment, align, align_fields, covered, densest, find_sequence, longest_run, runs
-from contam.app.core.arrays import count, distinct, member, occurrences, share, stable_order
+from contam.app.core.arrays import count, distinct, member, occurrences, positions_of, share, stable_order
 from contam.app.core.config import Thresholds
 from contam.app.core.items import (
     ANSWER,
@@ -147,7 +147,7 @@ class DocTokens:
 
     def positions(self, grams: np.ndarray) -> np.ndarray:
         """Sorted positions where any of `grams` (index n-grams) occurs."""
-        return _positions(grams, self.order, self.ranked)
+        return positions_of(self.ranked, self.order, grams)
 
     @cached_property
     def _mgram_index(self) -> tuple[np.ndarray, np.ndarray]:
@@ -157,23 +157,8 @@ class DocTokens:
     def mpositions(self, mgrams: np.ndarray) -> np.ndarray:
         """Sorted positions where any of `mgrams` (MATCH_N-grams) occurs: the MATCH_N-grams are
         sorted once per document, when first asked (a document is asked for many items)."""
-        return _positions(mgrams, *self._mgram_index)
-
-
-def _positions(grams: np.ndarray, order: np.ndarray, ranked: np.ndarray) -> np.ndarray:
-    """Sorted positions holding any of `grams`, given the positions in order of gram (`order`)
-    and the grams in that order (`ranked`)."""
-    if len(grams) == 0 or len(ranked) == 0:
-        return np.zeros(0, dtype=np.int64)
-    lo = np.searchsorted(ranked, grams, side="left")
-    hi = np.searchsorted(ranked, grams, side="right")
-    hit = hi > lo
-    if not hit.any():
-        return np.zeros(0, dtype=np.int64)
-    lo, hi = lo[hit], hi[hit]
-    counts = hi - lo
-    idx = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts) + np.arange(counts.sum())
-    return distinct(order[idx])
+        order, ranked = self._mgram_index
+        return positions_of(ranked, order, mgrams)
 
 
 def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] | None) -> tuple[int, int]:

@@ -9,7 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contam.app.core.align import longest_run, runs
-from contam.app.core.arrays import count, distinct, find_sorted, key_directory, member, occurrences, share
+from contam.app.core.arrays import (
+    count,
+    distinct,
+    find_sorted,
+    key_directory,
+    member,
+    occurrences,
+    positions_of,
+    share,
+)
 
 _INT64 = st.integers(-(2**63), 2**63 - 1)
 # keys at the edges of the buckets: the extremes, around zero (where the sign bit flips) and
@@ -117,3 +126,14 @@ def test_runs_are_every_run_of_true(bits: list[bool], step: int) -> None:
             start = None
     assert runs(mask) == expected
     assert longest_run(mask) == max((e - s for s, e in expected), default=0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_EDGY, max_size=200), st.lists(_EDGY, max_size=60))
+def test_positions_of_are_where_any_needle_stands(grams: list[int], others: list[int]) -> None:
+    # a document's grams (repeats and all), and needles some of which it holds, some twice
+    doc = np.array(grams, dtype=np.int64)
+    order = np.argsort(doc, kind="stable")
+    needles = np.array(grams[::3] + others + grams[::5], dtype=np.int64)
+    expected = sorted({i for i, g in enumerate(grams) if g in set(needles.tolist())})
+    assert positions_of(doc[order], order, needles).tolist() == expected
