@@ -1629,6 +1629,26 @@ static PyObject *py_filter_query(PyObject *self, PyObject *args) {
 
 /* ------------------------------------------------------------------ sorted tables */
 
+/* The first index in [lo, hi) of ascending int64 keys whose key is not below v (hi if none). */
+static inline Py_ssize_t lower_bound(const int64_t *k, Py_ssize_t lo, Py_ssize_t hi, int64_t v) {
+    while (lo < hi) {
+        const Py_ssize_t mid = lo + ((hi - lo) >> 1);
+        if (k[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The index of v in keys (ascending, without repeats), or -1, searching only v's bucket of the
+ * key directory dir (see sorted_find). */
+static inline Py_ssize_t dir_find(const int64_t *k, const int64_t *dir, int shift, int64_t v) {
+    const uint64_t b = ((uint64_t)v ^ 0x8000000000000000ULL) >> shift;
+    const Py_ssize_t at = lower_bound(k, dir[b], dir[b + 1], v);
+    return at < dir[b + 1] && k[at] == v ? at : -1;
+}
+
 /* member(needles, keys, out): out[i] = 1 where needles[i] (int64) is one of keys (int64, sorted,
  * without repeats), else 0. The scorer asks this of a few hundred grams against a few hundred to a
  * few thousand many times per document; numpy's binary search (four passes with temporaries) was
@@ -1659,16 +1679,8 @@ static PyObject *py_member(PyObject *self, PyObject *args) {
         memset(o, 0, (size_t)n);
     } else if (n < 8 || nk > 8 * n) {
         for (Py_ssize_t i = 0; i < n; i++) {
-            const int64_t v = x[i];
-            Py_ssize_t lo = 0, hi = nk;
-            while (lo < hi) {
-                const Py_ssize_t mid = lo + ((hi - lo) >> 1);
-                if (k[mid] < v)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            o[i] = lo < nk && k[lo] == v;
+            const Py_ssize_t lo = lower_bound(k, 0, nk, x[i]);
+            o[i] = lo < nk && k[lo] == x[i];
         }
     } else {
         int bits = 1;
@@ -1756,19 +1768,8 @@ static PyObject *py_sorted_find(PyObject *self, PyObject *args) {
         if (d[buckets] != nk) {
             PyErr_SetString(PyExc_ValueError, "sorted_find: the directory does not end at the table's length");
         } else {
-            for (Py_ssize_t i = 0; i < n; i++) {
-                const int64_t v = x[i];
-                const uint64_t b = ((uint64_t)v ^ 0x8000000000000000ULL) >> shift;
-                int64_t lo = d[b], hi = d[b + 1];
-                while (lo < hi) {
-                    const int64_t mid = lo + ((hi - lo) >> 1);
-                    if (k[mid] < v)
-                        lo = mid + 1;
-                    else
-                        hi = mid;
-                }
-                o[i] = (lo < d[b + 1] && k[lo] == v) ? lo : -1;
-            }
+            for (Py_ssize_t i = 0; i < n; i++)
+                o[i] = dir_find(k, d, shift, x[i]);
         }
     }
     PyBuffer_Release(&out);
@@ -1836,17 +1837,8 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
     }
     Py_ssize_t found = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        const int64_t val = x[i];
-        const uint64_t b = ((uint64_t)val ^ 0x8000000000000000ULL) >> shift;
-        int64_t lo = dir[b], hi = dir[b + 1];
-        while (lo < hi) {
-            const int64_t mid = lo + ((hi - lo) >> 1);
-            if (keys[mid] < val)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < dir[b + 1] && keys[lo] == val && count[lo] <= max_items) {
+        const Py_ssize_t lo = dir_find(keys, dir, shift, x[i]);
+        if (lo >= 0 && count[lo] <= max_items) {
             if (start[lo] < 0 || count[lo] < 0 || start[lo] + count[lo] > ng) {
                 PyErr_SetString(PyExc_ValueError, "top_groups: a key's groups run past the group table");
                 goto done;
@@ -1974,16 +1966,7 @@ static PyObject *py_positions(PyObject *self, PyObject *args) {
         goto done;
     }
     for (Py_ssize_t i = 0; i < nx; i++) {
-        const int64_t val = x[i];
-        Py_ssize_t lo = 0, hi = n;
-        while (lo < hi) {
-            const Py_ssize_t mid = lo + ((hi - lo) >> 1);
-            if (ranked[mid] < val)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        for (Py_ssize_t j = lo; j < n && ranked[j] == val; j++)
+        for (Py_ssize_t j = lower_bound(ranked, 0, n, x[i]); j < n && ranked[j] == x[i]; j++)
             if (vec_put(&out, &order[j], 8) < 0)
                 goto done;
     }
