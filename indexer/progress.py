@@ -54,7 +54,7 @@ class LogProgress(NoProgress):
         self.t0, self.text_bytes = time.perf_counter(), 0  # the run's start, and the text committed since
 
     def run_started(self, files: Sequence[Path]) -> None:
-        self.total, self.t0 = len(files), time.perf_counter()
+        self.total, self.t0, self.text_bytes = len(files), time.perf_counter(), 0
 
     def file_started(self, path: str, size: int) -> None:
         self.started += 1

@@ -1803,9 +1803,9 @@ static int get_all(PyObject *const *objs, Py_buffer *views, int n, Py_ssize_t it
  * _GramTable.groups_of, then np.unique(..., return_counts=True) and a stable sort by count gave,
  * in one pass: the competitor search asks it three times per candidate document. */
 static PyObject *py_top_groups(PyObject *self, PyObject *args) {
-    PyObject *objs[7];
-    Py_buffer v[7];
-    static const char *const names[7] = {"keys", "dir", "start", "count", "groups", "needles", "-"};
+    PyObject *objs[6];
+    Py_buffer v[6];
+    static const char *const names[6] = {"keys", "dir", "start", "count", "groups", "needles"};
     int shift, k;
     Py_ssize_t max_items;
     int64_t exclude;
@@ -1839,7 +1839,7 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         const Py_ssize_t lo = dir_find(keys, dir, shift, x[i]);
         if (lo >= 0 && count[lo] <= max_items) {
-            if (start[lo] < 0 || count[lo] < 0 || start[lo] + count[lo] > ng) {
+            if (start[lo] < 0 || count[lo] < 0 || count[lo] > ng - start[lo]) {
                 PyErr_SetString(PyExc_ValueError, "top_groups: a key's groups run past the group table");
                 goto done;
             }
@@ -1906,9 +1906,10 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
     }
     int m = 0; /* best_*[0..m): the best so far, best first */
     for (size_t h = 0; h < cap; h++) {
-        const int64_t c = slot_c[h], g = slot_g[h];
+        const int64_t c = slot_c[h];
         if (!c)
             continue;
+        const int64_t g = slot_g[h];
         int at = m;
         while (at > 0 && (best_c[at - 1] < c || (best_c[at - 1] == c && best_g[at - 1] > g)))
             at--;

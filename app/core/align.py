@@ -98,20 +98,6 @@ def align_fields(
     return Alignment(matched, doc_pos, sorted(blocks))
 
 
-def common_tokens(a_ids: Sequence[int], b_ids: Sequence[int]) -> np.ndarray:
-    """bool per token of `a`: aligned with some token of `b` (any block size).
-
-    Used to find what an item shares with another item of its benchmark: whatever LCS can pair
-    up is shared, so what remains is text only this item has.
-    """
-    out = np.zeros(len(a_ids), dtype=bool)
-    if len(a_ids) == 0 or len(b_ids) == 0:
-        return out
-    for b in LCSseq.opcodes(a_ids, b_ids).as_matching_blocks():
-        out[b.a : b.a + b.size] = True
-    return out
-
-
 def densest(positions: np.ndarray, span: int, weights: np.ndarray | None = None) -> tuple[int, int]:
     """(first, last) of the positions inside `span` with the most weight (each 1 by default);
     positions sorted ascending."""

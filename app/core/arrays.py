@@ -55,7 +55,8 @@ def positions_of(ranked: np.ndarray, order: np.ndarray, needles: np.ndarray) -> 
     (`ranked`, int64) and where each of them stands (`order`). In C (native positions)."""
     if len(needles) == 0 or len(ranked) == 0:
         return np.zeros(0, dtype=np.int64)
-    found = _native.positions(ranked, order, np.ascontiguousarray(needles, dtype=np.int64))
+    as_int64 = [np.ascontiguousarray(a, dtype=np.int64) for a in (ranked, order, needles)]
+    found = _native.positions(*as_int64)
     return np.frombuffer(found, dtype=np.int64)
 
 

@@ -34,15 +34,6 @@ def _ids(tokens: Sequence[str]) -> np.ndarray:
     return token_hashes(tokens).view(np.int64)
 
 
-def weak_ngrams(tokens: Sequence[str], m: int) -> np.ndarray:
-    """Per n-gram position: fewer than half of its tokens are informative (2+ chars or non-ASCII)."""
-    if m <= 0:
-        return np.zeros(0, dtype=bool)
-    n = len(tokens) - m + 1
-    info = np.fromiter((len(t) >= 2 or not t.isascii() for t in tokens), dtype=np.int32, count=len(tokens))
-    return np.convolve(info, np.ones(n, dtype=np.int32), mode="valid")[:m] * 2 < n
-
-
 @dataclass
 class PreparedItem:
     """An item's scored text as token ids, with its n-grams (see the module doc, step 1)."""

@@ -40,6 +40,7 @@ COMPETITOR_CANDIDATES = 8
 PRESENCE_MAX_ITEMS = 64  # grams in at most this many items say which item a region holds
 COMPETITORS_ALIGNED = 3  # candidates aligned in full, those holding the largest share of their grams
 SOLUTION_MIN_TOKENS = 9  # a worked solution shorter than this is judged as a short answer is
+NEAR_CACHE_ITEMS = 4096  # competitors' regions kept per document (about 300 bytes each)
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
 
 
@@ -193,10 +194,14 @@ def _region_near(p: PreparedItem, doc: DocTokens, around: tuple[int, int], n: in
     benchmark was cut into chunks); `around` (the region that holds part of its copy) if the
     document holds none of them."""
     key = (p.umgram_key, p.n_tokens, n)  # what the answer depends on, whichever benchmark p is in
-    if key not in doc._near:
-        pos = doc.mpositions(p.umgrams)
-        doc._near[key] = _padded_cluster(doc, pos, doc.mgrams, MATCH_N, max(p.n_tokens, n)) if len(pos) else None
-    return doc._near[key] or around
+    if key in doc._near:
+        return doc._near[key] or around
+    pos = doc.mpositions(p.umgrams)
+    cluster = _padded_cluster(doc, pos, doc.mgrams, MATCH_N, max(p.n_tokens, n)) if len(pos) else None
+    if len(doc._near) >= NEAR_CACHE_ITEMS:  # a document the server keeps for many /check requests
+        doc._near.clear()
+    doc._near[key] = cluster
+    return cluster or around
 
 
 def held(

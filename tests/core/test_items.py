@@ -127,3 +127,15 @@ def test_shared_passages_are_the_long_runs_shared_with_one_other_item(words: lis
         me = int(shared.group[i])
         got = _passage_tokens(p, me, shared, freq, 3, th)
         assert got.tolist() == _passage_tokens_by_runs(p, me, shared, freq, 3, th).tolist()
+
+
+def test_top_groups_counts_right_past_its_first_table() -> None:
+    """Hundreds of groups (the count table starts at 64 slots and grows as they come): every
+    group's count survives each growth."""
+    rng = np.random.default_rng(3)
+    items = [rng.integers(0, 60, int(rng.integers(1, 12))).tolist() for _ in range(700)]
+    table = _GramTable([np.array(g, dtype=np.int64) for g in items], list(range(len(items))))
+    asked = rng.integers(0, 60, 400).tolist()
+    for k in (1, 8, 700):
+        expected = _top(items, list(range(len(items))), asked, 1000, 5, k)
+        assert table.top_groups(np.array(asked, dtype=np.int64), 1000, 5, k) == expected

@@ -631,3 +631,22 @@ def test_two_items_are_each_scored_by_the_other() -> None:
     bits = model.flat_bits(a, pos, lengths, index)
     assert not model.alone
     assert bits[1] < 1.0 < bits[3]  # "2" follows "1" in the other item too; "4" and "9" differ
+
+
+def test_a_competitors_region_is_kept_per_document_for_its_own_text() -> None:
+    """_region_near keeps each competitor's region on the document, keyed by what it depends on:
+    two items of the same length with different text, asked in turn of one document, each get
+    the region of their own copy."""
+
+    def words(k: int, tag: str) -> str:
+        return " ".join(f"{tag}{j}" for j in range(k))
+
+    first = prepare(BenchmarkItem("a", 0, question=words(12, "first")), N)
+    second = prepare(BenchmarkItem("b", 1, question=words(12, "second")), N)
+    text = f"{first.item.question} {FILLER} {second.item.question} {FILLER}"
+    doc = DocTokens.of(token_hashes(tokenize(text)).view(np.int64), N)
+    at_first, at_second = matching._region_near(first, doc, (0, 1), N), matching._region_near(second, doc, (0, 1), N)
+    assert at_first[0] == 0 < at_first[1] < at_second[0]
+    fresh = DocTokens.of(doc.ids, N)  # nothing kept: the answer as worked out
+    assert matching._region_near(second, fresh, (0, 1), N) == at_second
+    assert matching._region_near(first, doc, (0, 1), N) == at_first  # asked again: kept

@@ -361,13 +361,15 @@ def test_the_progress_bar_moves_before_a_file_commits(tmp_path: Path) -> None:
         bar.close()
 
 
-def test_log_lines_give_the_run_rate_as_the_summary_does() -> None:
+def test_log_lines_give_the_run_rate_as_the_summary_does(monkeypatch: pytest.MonkeyPatch) -> None:
     """A file's own interval (from its first batch written to its last) leaves out the signing
     done ahead of it and the commit: its rate read 19 and 28 MB/s in a run of 5 MB/s."""
     out = io.StringIO()
     log = LogProgress(out)
+    now = [100.0]
+    monkeypatch.setattr("contam.indexer.progress.time.perf_counter", lambda: now[0])
     log.run_started([Path("a.jsonl"), Path("b.jsonl")])
-    log.t0 -= 4.0  # the run started four seconds ago
+    now[0] += 4.0  # four seconds into the run
     for name in ("a.jsonl", "b.jsonl"):
         log.file_finished(FileReport(name, "done", documents=10, tokens=500, text_bytes=2_000_000, seconds=0.1))
     first, second = out.getvalue().splitlines()
