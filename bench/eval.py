@@ -84,6 +84,8 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=1, help="a fresh index keeps n-grams with hash %% K == 0")
     ap.add_argument("--items-out", type=Path, default=None)
     args = ap.parse_args()
+    if not (args.eval_dir / "benchmarks").is_dir() or not (args.reuse or (args.eval_dir / "corpus").is_dir()):
+        raise SystemExit(f"error: {args.eval_dir} is not an evaluation set (benchmarks/ and corpus/): give its path")
     tmp = tempfile.TemporaryDirectory()
     url = args.db or f"sqlite:///{tmp.name}/eval.db"
     upgrade(url)  # a reused index made by an older version is migrated first (as the server does)

@@ -99,7 +99,7 @@ def index(
     short_ngram: Annotated[
         int, typer.Option(help="words per short-channel n-gram (3), or 0 for none: short items and edits need it")
     ] = SIG.short_n,
-    sample: Annotated[int, typer.Option(help="keep n-grams with hash %% SAMPLE == 0 (1: all)")] = SIG.sample_mod,
+    sample: Annotated[int, typer.Option(help="keep n-grams with hash % SAMPLE == 0 (1: all)")] = SIG.sample_mod,
     window: Annotated[int, typer.Option(help="near-channel window, tokens")] = SIG.window,
     stride: Annotated[int, typer.Option(help="near-channel window stride, tokens")] = SIG.stride,
     shingle: Annotated[int, typer.Option(help="words per MinHash shingle")] = SIG.shingle,

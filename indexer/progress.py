@@ -51,7 +51,7 @@ class LogProgress(NoProgress):
     def __init__(self, stream: TextIO | None = None) -> None:
         self.total, self.n, self.started = 0, 0, 0
         self.stream = stream or sys.stderr  # looked up now: sys.stderr may have been replaced since import
-        self.t0, self.text_bytes = time.perf_counter(), 0  # the run's start, and the text committed since
+        self.t0, self.text_bytes = time.perf_counter(), 0  # the run's start, and the text written since
 
     def run_started(self, files: Sequence[Path]) -> None:
         self.total, self.t0, self.text_bytes = len(files), time.perf_counter(), 0
@@ -60,6 +60,9 @@ class LogProgress(NoProgress):
         self.started += 1
         print(f"indexing [{self.started}/{self.total}] {path} ({size / 1e6:.1f} MB)", file=self.stream, flush=True)
 
+    def advanced(self, documents: int, nbytes: int) -> None:
+        self.text_bytes += nbytes
+
     def file_finished(self, report: FileReport) -> None:
         self.n += 1
         if report.status == "unchanged":
@@ -67,9 +70,9 @@ class LogProgress(NoProgress):
         elif report.status == "failed":
             msg = f"FAILED: {failure(report)}"
         else:
-            # The run's rate so far, as the summary gives the whole run's: a file's own interval
+            # The run's rate so far (all text written, files of a commit group reported together
+            # giving one figure), as the summary gives the whole run's: a file's own interval
             # leaves out the signing done ahead of it and the commit, and overstated it 3-5x
-            self.text_bytes += report.text_bytes
             elapsed = time.perf_counter() - self.t0
             rate = self.text_bytes / 1e6 / elapsed if elapsed > 0 else 0.0
             msg = (
