@@ -197,6 +197,8 @@ def main() -> None:
     if not paths:
         shared = ROOT.parent / "shared" / "eval" / "corpus"
         paths = [str(shared)] if shared.exists() else [str(stdlib_corpus(Path(tmp.name) / "stdlib.jsonl.gz"))]
+        if not shared.exists():  # figures of another corpus: they do not compare with the README's
+            print(f"no evaluation corpus at {shared}: indexing this Python's standard library instead", flush=True)
     if args.variants:
         paths = paths + variants(paths, args.variants, Path(tmp.name))
     segs = [int(float(x)) for x in args.segment_rows.split(",") if x] or [None]
