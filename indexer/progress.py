@@ -45,23 +45,40 @@ class NoProgress:
         pass
 
 
-class LogProgress(NoProgress):
+class _RunRate(NoProgress):
+    """The text written since the run started, and its rate (MB/s), as both displays give it:
+    files commit in groups, so a file's own interval leaves out the signing done ahead of it and
+    the commit (it overstated the rate 3-5x), and the files of a group finish at one moment."""
+
+    def __init__(self) -> None:
+        self.t0, self.text_bytes = time.perf_counter(), 0
+
+    def run_started(self, files: Sequence[Path]) -> None:
+        self.t0, self.text_bytes = time.perf_counter(), 0
+
+    def advanced(self, documents: int, nbytes: int) -> None:
+        self.text_bytes += nbytes
+
+    def rate(self) -> float:
+        elapsed = time.perf_counter() - self.t0
+        return self.text_bytes / 1e6 / elapsed if elapsed > 0 else 0.0
+
+
+class LogProgress(_RunRate):
     """One line per file event on a stream (what a log file or CI wants)."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
+        super().__init__()
         self.total, self.n, self.started = 0, 0, 0
         self.stream = stream or sys.stderr  # looked up now: sys.stderr may have been replaced since import
-        self.t0, self.text_bytes = time.perf_counter(), 0  # the run's start, and the text written since
 
     def run_started(self, files: Sequence[Path]) -> None:
-        self.total, self.t0, self.text_bytes = len(files), time.perf_counter(), 0
+        super().run_started(files)
+        self.total = len(files)
 
     def file_started(self, path: str, size: int) -> None:
         self.started += 1
         print(f"indexing [{self.started}/{self.total}] {path} ({size / 1e6:.1f} MB)", file=self.stream, flush=True)
-
-    def advanced(self, documents: int, nbytes: int) -> None:
-        self.text_bytes += nbytes
 
     def file_finished(self, report: FileReport) -> None:
         self.n += 1
@@ -70,24 +87,20 @@ class LogProgress(NoProgress):
         elif report.status == "failed":
             msg = f"FAILED: {failure(report)}"
         else:
-            # The run's rate so far (all text written, files of a commit group reported together
-            # giving one figure), as the summary gives the whole run's: a file's own interval
-            # leaves out the signing done ahead of it and the commit, and overstated it 3-5x
-            elapsed = time.perf_counter() - self.t0
-            rate = self.text_bytes / 1e6 / elapsed if elapsed > 0 else 0.0
             msg = (
                 f"{report.documents} documents, {report.tokens} tokens, {report.text_bytes / 1e6:.1f} MB of text"
-                f" (the run so far: {self.text_bytes / 1e6:.1f} MB at {rate:.1f} MB/s)"
+                f" (the run so far: {self.text_bytes / 1e6:.1f} MB at {self.rate():.1f} MB/s)"
             )
         if report.skipped:
             msg += " (skipped: " + ", ".join(f"{k}={v}" for k, v in report.skipped.items()) + ")"
         print(f"{report.status} [{self.n}/{self.total}] {report.path}: {msg}", file=self.stream, flush=True)
 
 
-class BarProgress(NoProgress):
+class BarProgress(_RunRate):
     """A rich progress bar: files, documents, MB and MB/s. close() it at the end."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.bar = RichProgress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -100,17 +113,17 @@ class BarProgress(NoProgress):
             transient=False,
         )
         self.task: TaskID | None = None
-        self.total_files, self.files, self.docs, self.text_bytes = 0, 0, 0, 0
+        self.total_files, self.files, self.docs = 0, 0, 0
         # MB on disk: of the files finished, and started; text read of files not yet finished
         self.finished_mb, self.started_mb, self.finished_text = 0.0, 0.0, 0
-        self.t0 = time.perf_counter()
 
     def close(self) -> None:
         self.bar.stop()
 
     def run_started(self, files: Sequence[Path]) -> None:
+        super().run_started(files)
         total_mb = sum(f.stat().st_size for f in files) / 1e6
-        self.total_files, self.t0 = len(files), time.perf_counter()
+        self.total_files = len(files)
         self.task = self.bar.add_task(
             "indexing", total=max(total_mb, 1e-6), files=f"0/{len(files)}", docs=0, rate=0.0, text_mb=0.0
         )
@@ -120,8 +133,8 @@ class BarProgress(NoProgress):
         self.started_mb += size / 1e6
 
     def advanced(self, documents: int, nbytes: int) -> None:
+        super().advanced(documents, nbytes)
         self.docs += documents
-        self.text_bytes += nbytes
         self._update()
 
     def file_finished(self, report: FileReport) -> None:
@@ -143,8 +156,6 @@ class BarProgress(NoProgress):
     def _update(self) -> None:
         if self.task is None:
             return
-        elapsed = time.perf_counter() - self.t0
-        rate = self.text_bytes / 1e6 / elapsed if elapsed else 0.0
         files = f"{self.files}/{self.total_files}"
         self.bar.update(
             self.task,
@@ -152,5 +163,5 @@ class BarProgress(NoProgress):
             files=files,
             docs=self.docs,
             text_mb=self.text_bytes / 1e6,
-            rate=rate,
+            rate=self.rate(),
         )
