@@ -53,12 +53,38 @@ def align(
     blocks: list[tuple[int, int, int]] = []
     if n == 0 or len(region_ids) == 0:
         return Alignment(matched, doc_pos, blocks)
-    for b in LCSseq.opcodes(item_ids, region_ids).as_matching_blocks():
-        if b.size >= min_block or (b.size == 1 and whole is not None and whole[b.a]):
-            matched[b.a : b.a + b.size] = True
-            doc_pos[b.a : b.a + b.size] = np.arange(b.b, b.b + b.size)
-            blocks.append((b.a, b.b, b.size))
+    kept = [
+        [b.a, b.b, b.size]
+        for b in LCSseq.opcodes(item_ids, region_ids).as_matching_blocks()
+        if b.size >= min_block or (b.size == 1 and whole is not None and whole[b.a])
+    ]
+    _extend(kept, item_ids, region_ids)
+    for a, b, size in kept:
+        matched[a : a + size] = True
+        doc_pos[a : a + size] = np.arange(b, b + size)
+        blocks.append((a, b, size))
     return Alignment(matched, doc_pos, blocks)
+
+
+def _extend(blocks: list[list[int]], item_ids: Sequence[int], region_ids: Sequence[int]) -> None:
+    """Grow each counted block over the equal tokens beside it that no counted block holds.
+
+    Of the subsequences of equal length, LCS returns one, and in repetitive text (a frame such
+    as "Take 3 steps. Turn left.") it may spend a copy's first words one by one on earlier
+    repeats of them, leaving the copy's run shorter than the document holds it. A run is the
+    evidence of a copy, so each block takes back the tokens that continue it in both sequences,
+    up to its neighbours (blocks: [item start, region start, size], in order; changed in place)."""
+    for k, blk in enumerate(blocks):
+        a, b, size = blk
+        floor_a, floor_b = (blocks[k - 1][0] + blocks[k - 1][2], blocks[k - 1][1] + blocks[k - 1][2]) if k else (0, 0)
+        while a > floor_a and b > floor_b and item_ids[a - 1] == region_ids[b - 1]:
+            a, b, size = a - 1, b - 1, size + 1
+        ceil_a, ceil_b = (
+            (blocks[k + 1][0], blocks[k + 1][1]) if k + 1 < len(blocks) else (len(item_ids), len(region_ids))
+        )
+        while a + size < ceil_a and b + size < ceil_b and item_ids[a + size] == region_ids[b + size]:
+            size += 1
+        blk[:] = [a, b, size]
 
 
 def align_fields(

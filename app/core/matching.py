@@ -5,9 +5,10 @@ n-grams, padded by the item's length; never the whole document): a token of the 
 when a MATCH_N-gram of the item around it occurs in the region and LCS aligns it in the item's
 order (app.core.align). Then the item's own text: if the region holds a larger share of some
 other item's distinct text (what it does not share with this one) than of this item's, or as
-much of both and as large a share of that whole item, it is that item's copy, and only what this
-item does not share with it counts; otherwise all but the passages it shares word for word with
-another item. Common text (boilerplate n-grams) is never own.
+much of both and as large a share of that whole item (or its alignment accounts for more of the
+stretch holding this item's match), it is that item's copy, and only what this item shares with
+none of the items the region is a copy of counts; otherwise all but the passages it shares word
+for word with another item. Common text (boilerplate n-grams) is never own.
 """
 
 from __future__ import annotations
@@ -463,27 +464,30 @@ def _own_text(
     # the largest shares; of equal shares, the item that explains more of the region (a longer
     # item held whole explains more than a shorter one whose every gram is in it too)
     order = np.lexsort((-held_count, -bag_share))[:COMPETITORS_ALIGNED].tolist()
-    competitor = _copy_of(p, [items[candidates[k]] for k in order], region, matched, present, doc, n, around)
-    competitor = None if competitor is None else candidates[order[competitor]]
-    if competitor is None:
+    others = [items[candidates[k]] for k in order]
+    copies = _copy_of(p, others, region, matched, al, present, doc, n, around)
+    if not copies:
         own = ~stats.passage_tok & ~stats.common_tok
         return own, matched & own, None, found_other
-    own, own_hit = _beside(p, items[competitor], stats, region, al, present)
-    return own, own_hit, competitor, found_other
+    own, own_hit = _beside(p, [others[k] for k in copies], stats, region, al, present)
+    return own, own_hit, candidates[order[copies[0]]], found_other
 
 
 def _beside(
     p: PreparedItem,
-    other: PreparedItem,
+    others: Sequence[PreparedItem],
     stats: ItemStats,
     region: Region,
     al: Alignment,
     present: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(own tokens, own tokens held) of item p where the region is a copy of item other: what
-    p does not share with it (its MATCH_N-grams other lacks, its short fields other has not)."""
-    own_g = ~member(p.mgrams, other.umgrams)
-    their_fields = {key for *_se, key in other.tiny_fields}
+    """(own tokens, own tokens held) of item p where the region is a copy of each of `others`
+    (a page may hold several items' copies): what p shares with none of them (its MATCH_N-grams
+    they lack, its short fields they have not)."""
+    own_g = ~member(
+        p.mgrams, others[0].umgrams if len(others) == 1 else distinct(np.concatenate([o.umgrams for o in others]))
+    )
+    their_fields = {key for other in others for *_se, key in other.tiny_fields}
     own_tiny = [key not in their_fields for *_se, key in p.tiny_fields]
     own = tokens_of(p, p.mgram_pos[own_g], MATCH_N)
     for (s, e, _key), flag in zip(p.tiny_fields, own_tiny, strict=True):
@@ -498,46 +502,65 @@ def _copy_of(
     others: Sequence[PreparedItem],
     region: Region,
     matched: np.ndarray,
+    al: Alignment,
     present: np.ndarray,
     doc: DocTokens,
     n: int,
     around: tuple[int, int],
-) -> int | None:
-    """Which of `others` (if any) the region is a copy of rather than of item p: the index of
-    the best one in `others`. present: bool per MATCH_N-gram of p, the region holds it.
+) -> list[int]:
+    """Which of `others` the region is a copy of rather than of item p: their indices in
+    `others`, the best first (a page may hold several items' copies, each explaining part of
+    what the region holds of p). present: bool per MATCH_N-gram of p, the region holds it.
 
     An item longer than p is measured on its own region of the document (_region_near): p's
     region, cut to p's length, would hold only part of a longer item's copy, and a short item
     whose text is a stretch of a longer one's would be the better explanation of it.
     around: p's region (document token range)."""
-    competitor, best = None, (-1.0, -1.0)
+    copies: list[tuple[tuple[float, float], int]] = []
     whole_i = share(matched)
+    at = al.doc_pos[matched]
+    span = (int(at.min()), int(at.max())) if len(at) else (0, -1)
+    gaps = span[1] - span[0] + 1 > len(at)  # the region holds other text between the item's matched words
     for k, other in enumerate(others):
         if not other.n_tokens:
             continue
-        if other.n_tokens > p.n_tokens:
-            region = Region.of(doc, *_region_near(other, doc, around, n), n)
+        theirs_region = (
+            Region.of(doc, *_region_near(other, doc, around, n), n) if other.n_tokens > p.n_tokens else region
+        )
         # Two items are told apart by the text they do not share: the region is the other's copy
         # if it holds a larger share of the other's distinct MATCH_N-grams than of this item's (a
         # passage, frame or long solution they share, held or not, decides nothing). On a tie
         # (both all there, or neither), the larger share of each whole item held decides, the
-        # other item winning ties (it holds at least as large a share of itself).
+        # other item winning ties (it holds at least as large a share of itself), or the other
+        # accounting for more of the stretch that holds this item's match (_fills_gaps).
         mine_g = ~member(p.mgrams, other.umgrams)
         theirs_g = ~member(other.mgrams, p.umgrams)
         if mine_g.any() and theirs_g.any():
             d_i = share(present[mine_g])
-            d_o = share(member(other.mgrams[theirs_g], region.mgrams))
+            d_o = share(member(other.mgrams[theirs_g], theirs_region.mgrams))
         else:  # one holds all of the other's text: only the whole shares can decide
             d_i = d_o = 0.0
-        if d_o < d_i or (d_o, 1.0) <= best:
+        if d_o < d_i:
             continue
-        theirs = held(other, region.ids, region.mgrams)
-        if d_o == d_i and share(theirs) < whole_i:
+        theirs = held(other, theirs_region.ids, theirs_region.mgrams)
+        fills = d_o == d_i and gaps and _fills_gaps(other, region, span, int(count(matched)))
+        if d_o == d_i and share(theirs) < whole_i and not fills:
             continue  # aligned, it would hold no more than that
-        held_share = share(theirs & align(other.id_list, region.id_list, other.whole).matched)
-        if (d_o > d_i or held_share >= whole_i) and (d_o, held_share) > best:
-            competitor, best = k, (d_o, held_share)
-    return competitor
+        held_share = share(theirs & align(other.id_list, theirs_region.id_list, other.whole).matched)
+        if d_o > d_i or held_share >= whole_i or fills:
+            copies.append(((d_o, held_share), k))
+    return [k for _score, k in sorted(copies, key=lambda c: c[0], reverse=True)]
+
+
+def _fills_gaps(other: PreparedItem, region: Region, span: tuple[int, int], mine: int) -> bool:
+    """Whether item `other`, aligned with the region, accounts for more of the stretch of it that
+    holds the item's match (span: its first and last aligned region token) than the item's own
+    `mine` tokens: the stretch holds the item's text with other text between, and the other item
+    explains that text too (an edited copy of a longer item that holds this one's words, with the
+    longer one's words between them, is the longer one's copy)."""
+    al = align(other.id_list, region.id_list, other.whole)
+    pos = al.doc_pos[al.matched & held(other, region.ids, region.mgrams)]
+    return count((pos >= span[0]) & (pos <= span[1])) > mine
 
 
 def _competitors(

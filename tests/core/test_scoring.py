@@ -112,6 +112,23 @@ def test_a_shared_passage_with_the_items_own_question_is_contaminated() -> None:
     assert s["q2"].status != Status.CONTAMINATED
 
 
+def test_a_page_of_several_copies_does_not_make_the_passage_a_siblings_own_text() -> None:
+    """A page holds an unrelated item's copy and, beside it, item 1's (its question lightly
+    edited). Each explains part of what the page holds of item 2: the passage is item 1's, so
+    item 2's own text is its question alone, which the page does not hold."""
+    q1 = BenchmarkItem(
+        "q1", 0, question=f"{PASSAGE} Question: How many mules did the expedition take with it?", answer="eleven"
+    )
+    q2 = BenchmarkItem(
+        "q2", 1, question=f"{PASSAGE} Question: On which day did the party reach the monastery?", answer="the ninth"
+    )
+    other = BenchmarkItem("c", 2, question=CLAIMS[1] + " and " + CLAIMS[2], answer="True")
+    edited = f"{PASSAGE} Question: How many mules did the expedition bring with it? Answer: eleven."
+    s = scan([q1, q2, other], {"page": f"{FILLER} {other.question} Answer: True. {edited} {FILLER}"})
+    assert s["q1"].status == Status.CONTAMINATED and s["c"].status == Status.CONTAMINATED
+    assert s["q2"].status != Status.CONTAMINATED, s["q2"].reason
+
+
 def test_the_passage_alone_makes_each_sibling_at_most_suspicious() -> None:
     q1 = BenchmarkItem("q1", 0, question=f"{PASSAGE} Question: How many mules did the expedition take with it?")
     q2 = BenchmarkItem("q2", 1, question=f"{PASSAGE} Question: On which day did the party reach the monastery?")
@@ -269,6 +286,18 @@ def test_alignment_counts_blocks_not_stray_tokens() -> None:
     assert densest(np.array([1, 2, 50, 51, 52, 90]), 10) == (50, 52)
 
 
+def test_a_copy_in_repetitive_text_aligns_as_one_run() -> None:
+    """LCS may spend a copy's first words one by one on earlier repeats of them (equal-length
+    subsequences); the run the document holds is the evidence, so the block takes them back."""
+    ids = lambda text: token_hashes(tokenize(text)).tolist()  # noqa: E731
+    item = ids("Turn right. Turn around. Take 10 steps backward. Turn left. Take 2 steps backward.")
+    region = ids(
+        "steps forward take 10 steps forward turn around turn right take 9 steps a true q turn right turn "
+        "around take 10 steps backward turn left take 2 steps backward a true q take 5"
+    )
+    assert align(item, region).blocks == [(0, 16, 14)]
+
+
 def test_highlights_on_the_item_side() -> None:
     text = "Which river flows through Baghdad?"
     spans = shared_spans(text, "we know the river flows through Baghdad today")
@@ -328,6 +357,31 @@ def test_pieces_of_siblings_copies_do_not_assemble_a_clean_item(monkeypatch: pyt
     monkeypatch.setattr(matching, "breaks", lambda *_a: 0)
     free = scan(items, {f"page{k}": f"{FILLER[:200]} {page} {FILLER[:200]}" for k, page in enumerate(pages)})
     assert [i for i in copies if s[i].status != free[i].status] == []
+
+
+def test_an_edited_copy_of_a_longer_item_is_not_the_shorter_items_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item s's words are all in item l. A copy of l with one word replaced holds s's words in two
+    pieces with l's words between them: l accounts for more of that stretch than s does, so the
+    page is l's copy (edited), not s's."""
+    rng = random.Random(2)
+    frames = ["Take {} steps.", "Take {} steps forward.", "Take {} steps backward.", "Turn left.", "Turn right."]
+    texts = [
+        " ".join(rng.choice(frames).format(rng.randint(1, 10)) for _ in range(rng.randint(3, 6))) for _ in range(150)
+    ]
+    short = "Take 4 steps. Take 2 steps. Take 7 steps."
+    long = "Take 8 steps. Take 4 steps. Take 4 steps. Take 2 steps. Take 7 steps."
+    texts = [t for t in texts if short not in t] + [short, long]
+    items = [
+        BenchmarkItem(f"n{i}", i, question=t, choices=("True", "False"), answer="False") for i, t in enumerate(texts)
+    ]
+    edited = "Take 8 steps. Take 4 steps. Established 4 steps. Take 2 steps. Take 7 steps. A. True B. False"
+    page = f"{FILLER[:300]} {edited} {FILLER[:300]}"
+    s_id, l_id = f"n{len(texts) - 2}", f"n{len(texts) - 1}"
+    found = scan(items, {"page": page})
+    assert found[l_id].status == Status.CONTAMINATED
+    assert found[s_id].status == Status.CLEAN, found[s_id].reason
+    monkeypatch.setattr(matching, "_fills_gaps", lambda *_a: False)
+    assert flagged(scan(items, {"page": page})[s_id])  # what the rule is for
 
 
 def test_a_verbatim_copy_after_a_siblings_copy_is_one_piece() -> None:
