@@ -40,12 +40,18 @@ class Alignment:
 
 
 def align(
-    item_ids: Sequence[int], region_ids: Sequence[int], whole: np.ndarray | None = None, min_block: int = MIN_BLOCK
+    item_ids: Sequence[int],
+    region_ids: Sequence[int],
+    whole: np.ndarray | None = None,
+    min_block: int = MIN_BLOCK,
+    starts: frozenset[int] = frozenset(),
 ) -> Alignment:
     """Align item tokens with region tokens (longest common subsequence of token ids).
 
     whole: bool per item token, true where the token is a one-token field on its own; such a
         token counts when aligned even in a block of one.
+    starts: where the item's fields start; a block is not grown (_extend) across one, so a field
+        left unmatched is still aligned on its own (align_fields).
     """
     n = len(item_ids)
     matched = np.zeros(n, dtype=bool)
@@ -58,7 +64,7 @@ def align(
         for b in LCSseq.opcodes(item_ids, region_ids).as_matching_blocks()
         if b.size >= min_block or (b.size == 1 and whole is not None and whole[b.a])
     ]
-    _extend(kept, item_ids, region_ids)
+    _extend(kept, item_ids, region_ids, starts)
     for a, b, size in kept:
         matched[a : a + size] = True
         doc_pos[a : a + size] = np.arange(b, b + size)
@@ -66,23 +72,31 @@ def align(
     return Alignment(matched, doc_pos, blocks)
 
 
-def _extend(blocks: list[list[int]], item_ids: Sequence[int], region_ids: Sequence[int]) -> None:
+def _extend(
+    blocks: list[list[int]], item_ids: Sequence[int], region_ids: Sequence[int], starts: frozenset[int]
+) -> None:
     """Grow each counted block over the equal tokens beside it that no counted block holds.
 
     Of the subsequences of equal length, LCS returns one, and in repetitive text (a frame such
     as "Take 3 steps. Turn left.") it may spend a copy's first words one by one on earlier
     repeats of them, leaving the copy's run shorter than the document holds it. A run is the
     evidence of a copy, so each block takes back the tokens that continue it in both sequences,
-    up to its neighbours (blocks: [item start, region start, size], in order; changed in place)."""
+    up to its neighbours and within its fields (blocks: [item start, region start, size], in
+    order; changed in place; starts: where the item's fields start)."""
     for k, blk in enumerate(blocks):
         a, b, size = blk
         floor_a, floor_b = (blocks[k - 1][0] + blocks[k - 1][2], blocks[k - 1][1] + blocks[k - 1][2]) if k else (0, 0)
-        while a > floor_a and b > floor_b and item_ids[a - 1] == region_ids[b - 1]:
+        while a > floor_a and b > floor_b and a not in starts and item_ids[a - 1] == region_ids[b - 1]:
             a, b, size = a - 1, b - 1, size + 1
         ceil_a, ceil_b = (
             (blocks[k + 1][0], blocks[k + 1][1]) if k + 1 < len(blocks) else (len(item_ids), len(region_ids))
         )
-        while a + size < ceil_a and b + size < ceil_b and item_ids[a + size] == region_ids[b + size]:
+        while (
+            a + size < ceil_a
+            and b + size < ceil_b
+            and a + size not in starts
+            and item_ids[a + size] == region_ids[b + size]
+        ):
             size += 1
         blk[:] = [a, b, size]
 
@@ -105,7 +119,7 @@ def align_fields(
     them (the longer alignment explains the text better), and is dropped otherwise. So a title
     in the question and again in the answer, found once in the document, is found once.
     fields: (start, end, role) of each."""
-    al = align(item_ids, region_ids, whole, min_block)
+    al = align(item_ids, region_ids, whole, min_block, frozenset(s for s, _e, _r in fields))
     redo = [(s, e) for s, e, _r in fields if e - s >= min_block and not al.matched[s:e].any()]
     if not redo or not al.blocks:  # nothing aligned at all: no field will be on its own
         return al

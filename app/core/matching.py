@@ -7,7 +7,8 @@ order (app.core.align). Then the item's own text: if the region holds a larger s
 other item's distinct text (what it does not share with this one) than of this item's, or as
 much of both and as large a share of that whole item (or its alignment accounts for more of the
 stretch holding this item's match), it is that item's copy, and only what this item shares with
-none of the items the region is a copy of counts; otherwise all but the passages it shares word
+none of them (the best such item, and the others whose copy is where this item's match is)
+counts; otherwise all but the passages it shares word
 for word with another item. Common text (boilerplate n-grams) is never own.
 """
 
@@ -466,11 +467,28 @@ def _own_text(
     order = np.lexsort((-held_count, -bag_share))[:COMPETITORS_ALIGNED].tolist()
     others = [items[candidates[k]] for k in order]
     copies = _copy_of(p, others, region, matched, al, present, doc, n, around)
+    if len(copies) > 1:  # the best, and the others whose copy is where item i's match is
+        at = np.zeros(len(region.ids), dtype=bool)
+        at[al.doc_pos[matched]] = True
+        copies = copies[:1] + [k for k in copies[1:] if (_stretch(p, others[k], region) & at).any()]
     if not copies:
         own = ~stats.passage_tok & ~stats.common_tok
         return own, matched & own, None, found_other
     own, own_hit = _beside(p, [others[k] for k in copies], stats, region, al, present)
     return own, own_hit, candidates[order[copies[0]]], found_other
+
+
+def _stretch(p: PreparedItem, other: PreparedItem, region: Region) -> np.ndarray:
+    """bool per region token: inside a block of other's alignment that holds some of its distinct
+    text (what p lacks), i.e. where the region holds other's copy."""
+    alo = align(other.id_list, region.id_list, other.whole)
+    mine = ~member(other.mgrams, p.umgrams) & member(other.mgrams, region.mgrams)
+    distinct_tok = tokens_of(other, other.mgram_pos[mine], MATCH_N)
+    out = np.zeros(len(region.ids), dtype=bool)
+    for a, b, size in alo.blocks:
+        if distinct_tok[a : a + size].any():
+            out[b : b + size] = True
+    return out
 
 
 def _beside(

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contam.app.core import matching
-from contam.app.core.align import align, densest, find_sequence
+from contam.app.core.align import align, align_fields, densest, find_sequence
 from contam.app.core.config import Thresholds
 from contam.app.core.items import SharedText, prepare
 from contam.app.core.matching import DocTokens, match_document
@@ -127,6 +127,25 @@ def test_a_page_of_several_copies_does_not_make_the_passage_a_siblings_own_text(
     s = scan([q1, q2, other], {"page": f"{FILLER} {other.question} Answer: True. {edited} {FILLER}"})
     assert s["q1"].status == Status.CONTAMINATED and s["c"].status == Status.CONTAMINATED
     assert s["q2"].status != Status.CONTAMINATED, s["q2"].reason
+
+
+@pytest.mark.parametrize("order", ["BCA", "CAB", "ABC"])
+def test_copies_elsewhere_on_the_page_do_not_take_a_verbatim_copys_own_text(order: str) -> None:
+    """Item A's two halves are each in another item (B holds the first, C the second); a page
+    holds all three copies. A competitor's copy elsewhere on the page explains none of A's match:
+    only the best competitor, and those whose copy is where A's match is, take text from A's own."""
+    x = "The expedition left the coastal village at dawn with eleven mules and salted fish for a month."
+    y = "After crossing the salt flats they reached the ruined monastery on the ninth day."
+    u = "After crossing the river a storm scattered the mules and the cook deserted with the silver."
+    v = "The pilgrims walked from the capital to the shrine carrying bread for a month."
+    texts = {"A": f"{x} {y}", "B": f"{x} {u}", "C": f"{v} {y}"}
+    items = [
+        BenchmarkItem(k, i, question=t, choices=("True", "False"), answer="True")
+        for i, (k, t) in enumerate(texts.items())
+    ]
+    page = " ".join(f"{texts[k]} A. True B. False Answer: True." for k in order)
+    s = scan(items, {"page": f"{FILLER} {page} {FILLER}"})
+    assert s["A"].status == Status.CONTAMINATED, s["A"].reason
 
 
 def test_the_passage_alone_makes_each_sibling_at_most_suspicious() -> None:
@@ -296,6 +315,13 @@ def test_a_copy_in_repetitive_text_aligns_as_one_run() -> None:
         "around take 10 steps backward turn left take 2 steps backward a true q take 5"
     )
     assert align(item, region).blocks == [(0, 16, 14)]
+
+
+def test_a_block_is_not_grown_into_the_next_field() -> None:
+    """Grown over a field's boundary, a block would leave the next field one matched token, and it
+    would not be aligned on its own where the region holds it whole."""
+    al = align_fields([1, 1, 0, 0], [0, 0, 1, 1, 0], None, [(0, 2, 0), (2, 4, 1)])
+    assert al.matched.all() and sorted(al.blocks) == [(0, 2, 2), (2, 0, 2)]
 
 
 def test_highlights_on_the_item_side() -> None:
