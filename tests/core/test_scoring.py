@@ -410,6 +410,27 @@ def test_an_edited_copy_of_a_longer_item_is_not_the_shorter_items_copy(monkeypat
     assert flagged(scan(items, {"page": page})[s_id])  # what the rule is for
 
 
+def test_each_competitor_is_measured_on_its_own_region() -> None:
+    """A longer competitor is measured on its own region of the document (its copy, far from the
+    item's region); a shorter one weighed after it is measured on the item's region, where its
+    copy is, not on the longer one's."""
+    a = "the quick brown fox jumps over the lazy dog"
+    b = "seven silver swans swam slowly across the frozen northern lake while the ferryman slept in his hut"
+    x = "an old fisherman mended nets"
+    c = "while the farmer counted his sheep twice before the storm arrived at noon over the hills and the barns"
+    texts = [("p", f"{a} {b}"), ("longer", f"{a} {c}"), ("shorter", f"{x} {b}")]
+    p, longer, shorter = (prepare(BenchmarkItem(k, i, question=t), N) for i, (k, t) in enumerate(texts))
+    assert longer.n_tokens > p.n_tokens >= shorter.n_tokens
+    doc = DocTokens.of(token_hashes(tokenize(f"{FILLER[:400]} {x} {b} {FILLER[:2000]} {a} {c} {FILLER[:400]}")), N)
+    lo, hi = matching.region_for(p, doc, N, None)
+    region = matching.Region.of(doc, lo, hi, N)
+    al = align_fields(p.id_list, region.id_list, p.whole, p.fields)
+    present = matching.member(p.mgrams, region.mgrams)
+    held = matching.held(p, region.ids, region.mgrams, present=present) & al.matched
+    copies = matching._copy_of(p, [longer, shorter], region, held, al, present, doc, N, (lo, hi))
+    assert 1 in copies  # the shorter item's copy is the item's region
+
+
 def test_a_verbatim_copy_after_a_siblings_copy_is_one_piece() -> None:
     """LCS may take a field's first words from a sibling's copy just before the item's own: the
     region still holds the field in one piece, which costs nothing."""
