@@ -7,30 +7,39 @@ What decides is the item's *own* text, found in one document (DESIGN.md items 2-
    right after the question, because the document lists the choices anyway.
 2. Look-ups give each n-gram its corpus document frequency (df). n-grams in more than
    `max_df` documents, or made mostly of one-character tokens, are *common*: boilerplate or
-   maths identities, never evidence. An item with no other n-gram cannot be judged
-   (`too_short`).
+   maths identities, never evidence. An item under 32 tokens is also looked up by its 3-grams
+   (the short channel). An item whose every field has fewer than 4 tokens cannot be judged
+   (`too_short`); one whose every n-gram is common is `clean`.
 3. Candidate documents (rare n-grams and near-duplicate windows) are aligned with the item
    token by token (app.core.align): a token is matched inside a block of two or more tokens
-   found in the same order in a bounded region of the document.
+   found in the same order in a bounded region of the document; each block is grown over the
+   equal tokens beside it, within its field (LCS may match a copy's first words to earlier
+   repeats of them in repetitive text).
 4. Text the item shares with other items of its benchmark (a template, a frame, a passage,
    shared choices) is not its own. Which part is shared depends on the document: the other
    item that best explains what the document holds (more of its distinct text found there than
    of this item's, the text the two do not share; on a tie, a larger share of it found) is the
-   *competitor*, and the item's own text is what the item does not share with it. So a twin
-   that differs by one word is told apart by that word; a puzzle asked five ways by the words of
-   its question; a templated claim by the claim. With no competitor, own text is what no other
-   item holds. Common text is never own.
+   *competitor* (a longer item measured on its own region of the document; on a tie, also the
+   other item if its alignment accounts for more of the stretch holding this item's match), and
+   the item's own text is what the item does not share with it, nor with any other item whose
+   copy the region holds where this item's match is. So a twin that differs by one word is told
+   apart by that word; a puzzle asked five ways by the words of its question; a templated claim
+   by the claim. With no competitor, own text is what no other item holds. Common text is never
+   own.
 5. Information: a match counts only with at least `min_bits` bits under a language model of the
-   rest of the benchmark (app.core.surprise), less log2(region length) for each piece after the
-   first that a field's match is in (app.core.matching.breaks): pieces of siblings' copies that
-   happen to hold an item's words do not add up to evidence.
+   rest of the benchmark (app.core.surprise), less, for each piece after the first that a
+   field's match is in, the bits of placing it: 1 + log2(1 + g) for a piece resuming g tokens on,
+   at most log2(region length) (app.core.matching.breaks): an edited copy's pieces cost little,
+   pieces of siblings' copies that happen to hold an item's words do not add up to evidence.
 6. Status, from the best document (the highest share of own text found):
      contaminated  own text >= contaminated_coverage found, and as much of the whole item;
                    or the question's own text with its answer right after it
      suspicious    own text >= suspicious_coverage, or a run of >= longest_match own tokens
                    (GPT-3's 13-gram rule); or a passage shared with at most
                    passage_max_items other items found as a run of >= passage_tokens tokens
-                   with none of the item's own text (the reason says so)
+                   with none of the item's own text (the reason says so); or the item's
+                   opening in one run of >= opening_run own tokens; or rare short runs
+                   (README.md, "How items are scored", lists every rule with its reason)
      clean         otherwise
    Thresholds come from the score distribution of unrelated text (bench/calibrate.py, README).
 """
