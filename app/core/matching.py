@@ -8,8 +8,8 @@ other item's distinct text (what it does not share with this one) than of this i
 much of both and as large a share of that whole item (or its alignment accounts for more of the
 stretch holding this item's match), it is that item's copy, and only what this item shares with
 none of them (the best such item, and the others whose copy is where this item's match is)
-counts; otherwise all but the passages it shares word
-for word with another item. Common text (boilerplate n-grams) is never own.
+counts; otherwise all but the passages it shares word for word with another item. Common text
+(boilerplate n-grams) is never own.
 """
 
 from __future__ import annotations
@@ -561,22 +561,26 @@ def _copy_of(
         if d_o < d_i:
             continue
         theirs = held(other, theirs_region.ids, theirs_region.mgrams)
-        fills = d_o == d_i and gaps and _fills_gaps(other, region, span, int(count(matched)))
+        # the other aligned on p's region: for _fills_gaps, and (once) for its held share when
+        # that is also the other's region
+        here = align(other.id_list, region.id_list, other.whole) if d_o == d_i and gaps else None
+        fills = here is not None and _fills_gaps(other, here, region, span, int(count(matched)))
         if d_o == d_i and share(theirs) < whole_i and not fills:
             continue  # aligned, it would hold no more than that
-        held_share = share(theirs & align(other.id_list, theirs_region.id_list, other.whole).matched)
+        if here is None or theirs_region is not region:
+            here = align(other.id_list, theirs_region.id_list, other.whole)
+        held_share = share(theirs & here.matched)
         if d_o > d_i or held_share >= whole_i or fills:
             copies.append(((d_o, held_share), k))
     return [k for _score, k in sorted(copies, key=lambda c: c[0], reverse=True)]
 
 
-def _fills_gaps(other: PreparedItem, region: Region, span: tuple[int, int], mine: int) -> bool:
-    """Whether item `other`, aligned with the region, accounts for more of the stretch of it that
+def _fills_gaps(other: PreparedItem, al: Alignment, region: Region, span: tuple[int, int], mine: int) -> bool:
+    """Whether item `other`, aligned with the region (`al`), accounts for more of the stretch of it that
     holds the item's match (span: its first and last aligned region token) than the item's own
     `mine` tokens: the stretch holds the item's text with other text between, and the other item
     explains that text too (an edited copy of a longer item that holds this one's words, with the
     longer one's words between them, is the longer one's copy)."""
-    al = align(other.id_list, region.id_list, other.whole)
     pos = al.doc_pos[al.matched & held(other, region.ids, region.mgrams)]
     return count((pos >= span[0]) & (pos <= span[1])) > mine
 
