@@ -57,11 +57,14 @@ class PostingBuffer:
 
     def flush(self, full: bool = False) -> None:
         """Write the buffered rows. A full buffer is a new segment, which the sink may write in
-        the background (PostgreSQL: merged and copied there while the group goes on); what a
-        group leaves at its commit goes into the newest segment with room, here and now."""
+        the background (PostgreSQL: merged and copied there while the group goes on, its n-gram
+        and band blocks on two connections at once); so is what a group leaves at its commit
+        when that is at least half a segment (no segment but an empty one has room for it
+        anyway), the commit then waiting for it. A smaller remainder goes into the newest
+        segment with room, here and now."""
         if not self.rows:
             return
-        if full and self._stage():
+        if (full or 2 * self.rows >= self.segment_rows) and self._stage():
             return
         seg = self.sink.open_segment(self.rows, self.segment_rows)
         ng, bd = self.ng, self.bd

@@ -21,15 +21,16 @@ from collections import Counter
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import ijson
 import orjson
-import pyarrow as pa
-import pyarrow.parquet as pq
 import zstandard
 
 from contam.app.errors import CorruptFileError, InputError, first_line
+
+if TYPE_CHECKING:  # imported where Parquet or Arrow is read: an indexer of JSON lines (a Ray worker) never loads it
+    import pyarrow as pa
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 _JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
@@ -213,6 +214,9 @@ def read_txt(path: Path, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTE
 
 
 def read_parquet(path: Path, text_field: str, id_field: str, skipped: Counter[str]) -> Iterator[RawDocument]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         pf = pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as exc:
@@ -249,6 +253,9 @@ def fields_seen(path: Path, records: int = 100) -> list[str]:
     """The field names a corpus file holds (JSON lines: those of its first records; Parquet: its
     columns; a text file has none): what a message about a wrong --text-field shows."""
     fmt = corpus_format(path)
+    if fmt in ("parquet", "arrow"):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
     if fmt == "parquet":
         with contextlib.suppress(pa.ArrowException, OSError):
             return list(pq.ParquetFile(path).schema_arrow.names)
@@ -277,6 +284,8 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
 
 def _arrow_batches(path: Path) -> Iterator[pa.RecordBatch]:
     """The record batches of an Arrow IPC file (stream format, as save_to_disk writes, or file format)."""
+    import pyarrow as pa
+
     try:
         reader: Any = pa.ipc.open_stream(pa.memory_map(str(path)))
     except (pa.ArrowException, OSError):
@@ -291,6 +300,8 @@ def _arrow_batches(path: Path) -> Iterator[pa.RecordBatch]:
 
 def read_arrow(path: Path, text_field: str, id_field: str, skipped: Counter[str]) -> Iterator[RawDocument]:
     """Documents of an Arrow file, batch by batch (memory-mapped: bounded memory)."""
+    import pyarrow as pa
+
     row = 0
     try:
         for batch in _arrow_batches(path):

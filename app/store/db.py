@@ -6,17 +6,16 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import ColumnElement, Engine, Float, create_engine, event, inspect, literal_column
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine.url import make_url
 
 from contam.app.errors import ConfigError
+
+if TYPE_CHECKING:  # Alembic is imported where migrations are read: a Ray worker or a look-up never needs it
+    from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
@@ -105,6 +104,8 @@ def writing(engine: Engine) -> Iterator[Connection]:
 
 
 def alembic_config(url: str) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
@@ -113,6 +114,8 @@ def alembic_config(url: str) -> Config:
 
 def upgrade(url: str, revision: str = "head") -> None:
     """Bring the database schema to `revision` through Alembic."""
+    from alembic import command
+
     command.upgrade(alembic_config(url), revision)
 
 
@@ -123,6 +126,9 @@ def is_migrated(engine: Engine) -> bool:
 def schema_revisions(engine: Engine) -> tuple[str | None, str, bool]:
     """(the database's schema revision, the one this code's migrations end at, whether this
     code knows the database's: False for one a newer version migrated)."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
     script = ScriptDirectory.from_config(alembic_config(engine.url.render_as_string(hide_password=False)))
     with engine.connect() as conn:
         current = MigrationContext.configure(conn).get_current_revision()

@@ -6,7 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contam.indexer.postings import merge_runs
+from contam.indexer.postings import PostingBuffer, merge_runs
+from contam.indexer.signing import SignedBatch
 
 
 def test_posting_buffer_merges_batches_into_key_order() -> None:
@@ -47,3 +48,59 @@ def test_merged_runs_are_the_stable_sort_of_the_runs_laid_end_to_end(
     got = merge_runs(list(runs))
     assert [c.tolist() for c in got] == [c[order].tolist() for c in laid]
     assert [c.dtype for c in got] == [c.dtype for c in laid]
+
+
+class _Sink:
+    """A posting sink that writes in the background (as PostgreSQL's does) and records how."""
+
+    def __init__(self) -> None:
+        self.staged: list[int] = []  # rows per segment handed over to be written in the background
+        self.appended: list[int] = []  # rows written here and now into the newest segment with room
+
+    def stage_segment(self, rows, ngrams, bands) -> bool:  # type: ignore[no-untyped-def]
+        assert len(ngrams()[0]) + len(bands()[0]) == rows
+        self.staged.append(rows)
+        return True
+
+    def open_segment(self, rows: int, segment_rows: int) -> int:
+        self.appended.append(rows)
+        return 1
+
+    def insert_ngrams(self, seg, hashes, doc_ids) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+    def insert_bands(self, seg, keys, doc_ids, wins) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+
+def _batch(rows: int) -> SignedBatch:
+    keys = np.arange(rows, dtype=np.int64)
+    none = np.zeros(0, dtype=np.int64)
+    return SignedBatch(
+        n_chars=[1],
+        n_tokens=np.ones(1, dtype=np.int64),
+        text_hash=np.zeros(1, dtype=np.int64),
+        ng_hash=keys,
+        ng_doc=np.zeros(rows, dtype=np.int64),
+        band_key=none,
+        band_doc=none,
+        band_win=none.astype(np.int32),
+        blobs=None,
+    )
+
+
+def test_a_commits_remainder_of_half_a_segment_or_more_is_written_in_the_background() -> None:
+    """What a commit group leaves in the buffer: half a segment or more becomes a segment of its
+    own, written in the background like a full one (on PostgreSQL its n-gram and band blocks on
+    two connections at once; a Ray worker's last commit was one such remainder of nearly a
+    segment, written on its one connection after the signing had ended); less goes into the
+    newest segment with room."""
+    sink = _Sink()
+    buf = PostingBuffer(sink, segment_rows=100)
+    buf.add(_batch(120), np.array([7]))  # full: staged at once
+    buf.add(_batch(60), np.array([8]))
+    buf.flush()
+    buf.add(_batch(49), np.array([9]))
+    buf.flush()
+    assert sink.staged == [120, 60]
+    assert sink.appended == [49]
