@@ -2,9 +2,11 @@
 /api/v1/check requests per second under concurrent clients.
 
 Usage: python bench/scan_speed.py [--mb 200] [--items 10000] [--clients 8] [--seconds 10] [--pg URL]
-                                  [--backends sqlite,postgresql] [--segment-rows N,M]
+                                  [--backends sqlite,postgresql] [--segment-rows N,M] [--news 1000]
 --segment-rows indexes once per value (posting rows per segment), to weigh insert speed
-against look-ups that visit every segment.
+against look-ups that visit every segment. --news N also scans N news-length items (400 words
+each: 30% a stretch of a corpus document, the rest real text of this machine's that the corpus
+does not hold; 0: not done).
 The corpus is real text from this machine (the shared evaluation corpus if present, Python
 sources and headers, /usr/share/doc); the benchmark mixes the evaluation benchmarks (if
 present) with passages sampled from the corpus (contaminated) and shuffled sentences (clean).
@@ -120,6 +122,43 @@ def build_benchmark(path: Path, n: int, passages: list[str]) -> None:
             q = " ".join(rng.choice(words) for _ in range(rng.randrange(15, 50)))
         items.append({"id": f"gen/{len(items)}", "question": q, "answer": rng.choice(words)})
     path.write_text("".join(json.dumps(x) + "\n" for x in items[:n]))
+
+
+def build_news(path: Path, n: int, files: list[Path], words: int = 400) -> None:
+    """n items of `words` words: 30% a stretch of a corpus document, the rest real text the corpus
+    does not hold (files of this machine's the corpus walk did not reach, or with other text)."""
+    rng = random.Random(7)
+    held: set[str] = set()
+    inside: list[str] = []
+    for f in files:
+        with gzip.open(f, "rt") as fh:
+            for line in fh:
+                text = json.loads(line)["text"]
+                held.add(text)
+                w = text.split()
+                if len(w) > words + 20 and rng.random() < 0.1:
+                    s = rng.randrange(0, len(w) - words)
+                    inside.append(" ".join(w[s : s + words]))
+    want_out = n - int(0.3 * n)
+    outside: list[str] = []
+    roots = [Path("/usr/share/doc"), Path(sysconfig.get_paths()["stdlib"]), Path("/usr/lib/python3/dist-packages")]
+    for root in roots:
+        for p in sorted(root.rglob("*"), reverse=True):
+            if len(outside) >= want_out:
+                break
+            if p.suffix not in TEXT_SUFFIXES or not p.is_file():
+                continue
+            try:
+                text = p.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+            w = text.split()
+            if text not in held and len(w) > words + 20:
+                outside.append(" ".join(w[20 : 20 + words]))
+    items = [{"id": f"in/{k}", "question": t} for k, t in enumerate(rng.sample(inside, min(len(inside), n - want_out)))]
+    items += [{"id": f"out/{k}", "question": t} for k, t in enumerate(outside)]
+    rng.shuffle(items)
+    path.write_text("".join(json.dumps(x) + "\n" for x in items))
 
 
 def segment_count(url: str) -> int:
@@ -289,11 +328,15 @@ def main() -> None:
     ap.add_argument("--backends", default="sqlite,postgresql")
     ap.add_argument("--segment-rows", default="", help="comma-separated values to compare (default: the CLI's)")
     ap.add_argument("--merge-fanout", default="", help="comma-separated values to compare (default: the CLI's)")
+    ap.add_argument("--news", type=int, default=1000, help="news-length items to scan as well (0: none)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="contam-bench-"))
     files, passages = build_corpus(tmp, args.mb)
     bench = tmp / "bench.jsonl"
     build_benchmark(bench, args.items, passages)
+    news = tmp / "news.jsonl"
+    if args.news:
+        build_news(news, args.news, files)
     admin = args.pg.replace("+psycopg", "")
     segs = [int(float(x)) for x in args.segment_rows.split(",") if x] or [None]
     fanouts = [int(x) for x in args.merge_fanout.split(",") if x] or [None]
@@ -343,6 +386,16 @@ def main() -> None:
                 f"(process start included); {counts}",
                 flush=True,
             )
+            if args.news:
+                scan_news = [*CONTAM, "scan", str(news), "--db", url, "--format", "json"]
+                news_runs = [timed(scan_news) for _ in range(args.repeat)]
+                counts = json.loads(news_runs[-1][1])["summary"]["counts"]
+                print(
+                    f"{label}: scan of {args.news} news-length items (400 words): median "
+                    f"{statistics.median(t for t, _out in news_runs):.1f} s of {args.repeat} "
+                    f"(process start included); {counts}",
+                    flush=True,
+                )
             texts = [json.loads(x)["question"] for x in bench.read_text().splitlines()[:2000]]
             rps, p50, p95 = check_rps(url, args.clients, args.seconds, texts)
             print(
