@@ -4,14 +4,21 @@ One PostgreSQL row per posting costs about 93 bytes (a 24-byte tuple header, ali
 B-tree entry as wide again) and loads at about 1 M rows/s, the B-tree being maintained row by
 row; one SQLite row per posting (a WITHOUT ROWID table) about 20 bytes, and binding and stepping
 each row was nearly all of SQLite's writer thread. So a segment's postings, sorted by key, are
-cut into blocks by the top BLOCK_BITS bits of the key (keys are uniform 64-bit hashes, so an
-8 M-row segment gives blocks of about 30 rows), and each block is one row (seg, bucket, data):
+cut into blocks by the top bits of the key (keys are uniform 64-bit hashes, so blocks hold about
+equal numbers of postings: 64 to 128, below), and each block is one row (seg, bucket, data):
 `data` holds the block's postings as packed little-endian records. About 13-16 bytes a posting,
 loaded several times faster (README, "Measured on this machine"). A look-up fetches the blocks
 of the keys' buckets and keeps the records whose key it asked for, so it answers exactly what
 one row per posting answered. The bucket is the key shifted right (arithmetic), so buckets
 follow key order. A segment that is appended to again gets more blocks for the same buckets: a
 look-up reads them all.
+
+How many buckets a segment has is its own (`segment.block_bits`, migration 0014), chosen when it
+is created from the rows it is made to hold (bits_for): blocks of 64 to 128 postings. Each block
+is a row with its B-tree entry, which was about half of PostgreSQL's COPY of an 8 M-row segment
+cut into 2**18 blocks of 30; the blocks stay far below the 2 kB at which PostgreSQL would try to
+compress them (and the tables' toast_tuple_target keeps even a block twice that size inline).
+Segments written before 0014 have BLOCK_BITS.
 """
 
 from __future__ import annotations
@@ -22,42 +29,55 @@ import numpy as np
 
 from contam.app.core import _native
 
-BLOCK_BITS = 18  # buckets per segment: 2**18
-SHIFT = 64 - BLOCK_BITS
+BLOCK_BITS = 18  # buckets per segment written before migration 0014: 2**18
+BLOCK_POSTINGS = 64  # a new segment's blocks hold 64 to 128 of its postings on average (bits_for)
+MIN_BITS, MAX_BITS = 4, 24
 
 NGRAM = np.dtype([("key", "<i8"), ("doc", "<i4")])
 BAND = np.dtype([("key", "<i8"), ("doc", "<i4"), ("win", "<i4")])
 RECORDS = {"ngram": NGRAM, "band": BAND}
 
 
-def buckets(keys: np.ndarray) -> np.ndarray:
-    """The bucket of each key (int64 keys: an arithmetic shift keeps their order)."""
-    return (np.asarray(keys, dtype=np.int64) >> SHIFT).astype(np.int64)
+def bits_for(rows: int) -> int:
+    """The block bits of a segment made to hold `rows` postings: 2**bits buckets of 64 to 128
+    postings each (fewer than 2**MIN_BITS buckets are not worth a look-up's while)."""
+    return max(MIN_BITS, min(MAX_BITS, (max(rows, 1) // BLOCK_POSTINGS).bit_length() - 1))
 
 
-def copy_payload(seg: int, rows: np.ndarray | Sequence[np.ndarray]) -> memoryview:
+def buckets(keys: np.ndarray, bits: int = BLOCK_BITS) -> np.ndarray:
+    """The bucket of each key in a segment of `bits` block bits (int64 keys: an arithmetic shift
+    keeps their order)."""
+    return (np.asarray(keys, dtype=np.int64) >> (64 - bits)).astype(np.int64)
+
+
+def bucket_of(key: int, bits: int) -> int:
+    return int(key) >> (64 - bits)
+
+
+def copy_payload(seg: int, rows: np.ndarray | Sequence[np.ndarray], bits: int = BLOCK_BITS) -> memoryview:
     """A binary COPY stream of rows (seg, bucket, data) holding `rows` (sorted by key: records of
     RECORDS' dtypes, or their columns key, doc[, win]) in blocks: each block's 22-byte row head
     (three fields: seg, bucket, the records' byte length) before its records, laid out in C in
     one pass straight from the columns (a numpy layout of the stream, from records packed first,
     took about a third of the writer thread on PostgreSQL; the per-block Python loop before it 40%)."""
     cols = [rows[name] for name in rows.dtype.names] if isinstance(rows, np.ndarray) and rows.dtype.names else rows
-    return _native.copy_blocks(seg, list(cols), SHIFT)
+    return _native.copy_blocks(seg, list(cols), 64 - bits)
 
 
-def block_rows(rows: np.ndarray | Sequence[np.ndarray]) -> list[int | bytes]:
+def block_rows(rows: np.ndarray | Sequence[np.ndarray], bits: int = BLOCK_BITS) -> list[int | bytes]:
     """The blocks of `rows` (as copy_payload takes them) for SQLite: bucket, data, bucket, data...
     end to end in one list, for multi-row INSERTs a slice at a time (made in C: a Python loop
     making each block's slice and tuple cost 5 microseconds a block, 2 M blocks per eval corpus)."""
     cols = [rows[name] for name in rows.dtype.names] if isinstance(rows, np.ndarray) and rows.dtype.names else rows
-    return _native.block_rows(list(cols), SHIFT)
+    return _native.block_rows(list(cols), 64 - bits)
 
 
-def slices(keys: np.ndarray, parts: int = 16) -> list[tuple[int, int]]:
+def slices(keys: np.ndarray, parts: int = 16, bits: int = BLOCK_BITS) -> list[tuple[int, int]]:
     """(start, end) of `parts` runs of sorted keys, cut where a range of whole buckets ends, so
     that writing them one after another gives the blocks writing them at once gives (with the
     memory of one run's block objects, not a segment's)."""
-    lows = np.arange(-(2 ** (BLOCK_BITS - 1)), 2 ** (BLOCK_BITS - 1), 2**BLOCK_BITS // parts, dtype=np.int64) << SHIFT
+    parts = min(parts, 2**bits)
+    lows = np.arange(-(2 ** (bits - 1)), 2 ** (bits - 1), 2**bits // parts, dtype=np.int64) << (64 - bits)
     cuts = [0, *np.searchsorted(keys, lows[1:]).tolist(), len(keys)]
     return [(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True) if b > a]
 
@@ -80,7 +100,7 @@ def in_order(rec: np.ndarray) -> np.ndarray:
 # Bloom filter (native.c, filter_add) of every key written into the segment, so a look-up fetches
 # a segment's blocks only for the keys the segment may hold. Most of an item's n-grams are in no
 # segment (a clean item's nearly all of them), and each asked-for key cost one block fetch per
-# segment (about 30 records read to keep one or none). A filter never hides a key it was given; it
+# segment (64 to 128 records read to keep one or none). A filter never hides a key it was given; it
 # answers "may hold" for about FILTER_FALSE_RATE of the keys it was not given. A segment's filter
 # is written in the transaction that writes its blocks, in parts: a write adds its keys to the
 # segment's last part while that part has room for them, else starts a part sized for them (at

@@ -416,7 +416,8 @@ def open_segment(conn: Connection, corpus_id: int, rows: int, segment_rows: int)
         .with_for_update(skip_locked=True)
     ).first()
     if row is None:
-        pk = conn.execute(insert(segment).values(corpus_id=corpus_id, rows=rows)).inserted_primary_key
+        bits = blocks.bits_for(max(rows, segment_rows))  # it takes rows until it holds segment_rows
+        pk = conn.execute(insert(segment).values(corpus_id=corpus_id, rows=rows, block_bits=bits)).inserted_primary_key
         assert pk is not None
         return int(pk[0])
     conn.execute(update(segment).where(segment.c.id == row[0]).values(rows=segment.c.rows + rows))
@@ -450,7 +451,8 @@ def open_pending_segment(conn: Connection, corpus_id: int, rows: int) -> int:
     """In the transaction open on `conn`: a new pending segment of a corpus for `rows` posting
     rows, locked by this session (before its row can be seen); its id. Its rows go in with
     insert_ngrams and insert_bands; nothing of it is visible until publish_segments."""
-    pk = conn.execute(insert(segment).values(corpus_id=corpus_id, rows=rows, pending=True)).inserted_primary_key
+    values = {"corpus_id": corpus_id, "rows": rows, "pending": True, "block_bits": blocks.bits_for(rows)}
+    pk = conn.execute(insert(segment).values(**values)).inserted_primary_key
     assert pk is not None
     seg = int(pk[0])
     lock_pending_segment(conn, seg)
@@ -522,8 +524,9 @@ def _insert_blocks(
         return
     if new_keys:
         _filter_add(conn, table, seg, rows["key"] if isinstance(rows, np.ndarray) else rows[0])
+    bits = block_bits(conn, [seg])[seg]
     if db.dialect(conn) == "postgresql":
-        db.copy_in(conn, f"{table}_block", ("seg", "bucket", "data"), blocks.copy_payload(seg, rows))
+        db.copy_in(conn, f"{table}_block", ("seg", "bucket", "data"), blocks.copy_payload(seg, rows, bits))
         return
     cols = [rows[name] for name in rows.dtype.names or ()] if isinstance(rows, np.ndarray) else list(rows)
     per = max(1, min(_BLOCKS_PER_STATEMENT, db.sqlite_variables(conn) // 2))  # blocks per INSERT
@@ -532,14 +535,25 @@ def _insert_blocks(
     raw = conn.connection.driver_connection
     assert raw is not None
     cur = raw.cursor()
-    for a, b in blocks.slices(cols[0]):  # a sixteenth of the buckets at a time: the block objects' memory
-        flat = blocks.block_rows([c[a:b] for c in cols])
+    for a, b in blocks.slices(cols[0], bits=bits):  # a sixteenth of the buckets at a time: the block objects' memory
+        flat = blocks.block_rows([c[a:b] for c in cols], bits)
         full = len(flat) - len(flat) % (2 * per)
         if full:
             cur.executemany(head + ",".join([row] * per), (flat[i : i + 2 * per] for i in range(0, full, 2 * per)))
         if full < len(flat):
             cur.execute(head + ",".join([row] * ((len(flat) - full) // 2)), flat[full:])
     cur.close()
+
+
+def block_bits(conn: Connection, segs: Iterable[int]) -> dict[int, int]:
+    """Each segment's block bits (app.store.blocks), read afresh: on SQLite a deleted segment's
+    id may be given to a new one, so they are not cached."""
+    ids = sorted({int(s) for s in segs})
+    if not ids:
+        return {}
+    q = select(segment.c.id, segment.c.block_bits).where(segment.c.id.in_(ids))
+    found = {int(i): int(b) for i, b in conn.execute(q).all()}
+    return {s: found.get(s, blocks.BLOCK_BITS) for s in ids}
 
 
 _BLOCKS_PER_STATEMENT = 300  # a multi-row INSERT halves SQLite's cost per block against one a statement
@@ -735,7 +749,9 @@ def lock_segments(conn: Connection, corpus_id: int) -> list[tuple[int, int]]:
 
 def start_merge(conn: Connection, corpus_id: int, sources: Sequence[int]) -> int:
     """Create the segment that `sources` merge into and mark all of them as merging."""
-    pk = conn.execute(insert(segment).values(corpus_id=corpus_id, rows=0)).inserted_primary_key
+    rows = select(func.coalesce(func.sum(segment.c.rows), 0)).where(segment.c.id.in_(sources))
+    bits = blocks.bits_for(int(conn.execute(rows).scalar_one()))
+    pk = conn.execute(insert(segment).values(corpus_id=corpus_id, rows=0, block_bits=bits)).inserted_primary_key
     assert pk is not None
     target = int(pk[0])
     conn.execute(update(segment).where(segment.c.id.in_([*sources, target])).values(merging_into=target))
@@ -771,13 +787,15 @@ def move_postings(conn: Connection, target: int, sources: Sequence[int], lo: int
 def _move_blocks(conn: Connection, target: int, sources: Sequence[int], lo: int, hi: int | None) -> None:
     """move_postings: take the sources' blocks of the range's buckets, put their rows in the
     range into `target` and the rest (edge buckets) back into their source."""
-    olds = ", ".join(str(int(s)) for s in sources)
-    rng = f"bucket >= {int(lo) >> blocks.SHIFT}" + (
-        f" AND bucket <= {(int(hi) - 1) >> blocks.SHIFT}" if hi is not None else ""
+    bits = block_bits(conn, sources)
+    rng = " OR ".join(
+        f"(seg = {int(s)} AND bucket >= {blocks.bucket_of(lo, b)}"
+        + (f" AND bucket <= {blocks.bucket_of(int(hi) - 1, b)})" if hi is not None else ")")
+        for s, b in bits.items()
     )
     moved = 0
     for table in ("ngram", "band"):
-        taken = _take_blocks(conn, f"DELETE FROM {table}_block WHERE seg IN ({olds}) AND {rng} RETURNING seg, data")
+        taken = _take_blocks(conn, f"DELETE FROM {table}_block WHERE {rng} RETURNING seg, data")
         into: list[np.ndarray] = []
         for src in sources:
             rec = blocks.decode(table, (d for s, d in taken if s == src))
@@ -845,7 +863,7 @@ def _matching(
     them, in the segments of the given corpora (or all; segs: those segments, read here if None),
     in no particular order; each record's key's place among the keys): the blocks of the keys'
     buckets, filtered to the keys asked for (app.store.blocks). The filter is a binary search
-    of each record's key among the keys (a block holds about 30 records of which one or two are
+    of each record's key among the keys (a block holds 64 to 128 records of which one or two are
     asked for), by bucket (arrays.find_sorted): np.isin sorted the records and the keys together,
     a third of a scan's look-ups."""
     segs = segments(conn, corpus_ids) if segs is None else segs
@@ -853,11 +871,13 @@ def _matching(
     if not segs or not len(want):
         return want, np.empty(0, dtype=blocks.RECORDS[table]), np.empty(0, dtype=np.int64)
     filters = _segment_filters(conn, table, segs)
-    every = blocks.buckets(want)
+    bits = block_bits(conn, segs)
+    every = {b: blocks.buckets(want, b) for b in set(bits.values())}
     asked: dict[int, np.ndarray] = {}  # segment -> the buckets of the keys its filter may hold
     for s in segs:
         parts = filters.get(s)
-        asked[s] = every if parts is None else every[blocks.may_hold(parts, want)]
+        mine = every[bits[int(s)]]
+        asked[s] = mine if parts is None else mine[blocks.may_hold(parts, want)]
     rec = _fetch_buckets(conn, table, {s: distinct(b) for s, b in asked.items() if len(b)})
     pos = find_sorted(want, key_directory(want), rec["key"])
     hit = pos >= 0

@@ -6,7 +6,7 @@ The postings (n-gram and band rows) are kept in *segments*: a segment is a run o
 postings that is only appended to until it holds `segment_rows` rows, then a new one starts, so
 a bulk insert touches only the newest segment's pages and the insert rate does not fall as the
 index outgrows the page cache (README, "How postings are stored"). Within a segment they are
-packed about 30 to a row in ngram_block and band_block (app.store.blocks), on both backends.
+packed 64 to 128 to a row in ngram_block and band_block (app.store.blocks), on both backends.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    text,
 )
 
 NAMING = {
@@ -127,10 +128,13 @@ segment = Table(
     # Written outside its indexer's commit group (PostgreSQL), not yet part of the index: look-ups,
     # merges and appends skip it until the group commits (migration 0012 says how).
     Column("pending", Boolean, nullable=False, server_default=false()),
+    # Its blocks cut its postings by the top block_bits bits of the key (app.store.blocks; set
+    # when it is made, from the rows it is made for; 18 for segments written before 0014)
+    Column("block_bits", Integer, nullable=False, server_default=text("18")),
     Index("ix_segment_corpus_id", "corpus_id"),
 )
 
-# The posting tables: a segment's postings in blocks of about 30, one row per block
+# The posting tables: a segment's postings in blocks of 64 to 128, one row per block
 # (app.store.blocks says why and how).
 ngram_block = Table(
     "ngram_block",

@@ -173,3 +173,38 @@ def test_lookups_with_the_segment_list_read_once_answer_as_each_reading_it(engin
                 repo.band_hits(conn, keys, ids),
             )
         assert shared == alone and shared[0]
+
+
+def test_segments_of_different_block_bits_answer_look_ups_alike(engine: Engine) -> None:
+    """Each segment is cut into blocks by its own block_bits (18 for those written before
+    migration 0014, bits_for(rows) since): look-ups over segments of 18, 16 and 4 bits find every
+    posting, and nothing else, as one row per posting would; a merge of segments of other bits
+    into one keeps every posting."""
+    rng = np.random.default_rng(11)
+    written: dict[int, set[int]] = {}
+    with engine.begin() as conn:
+        cid = repo.create_corpus(conn, "c", SignatureConfig(), True)
+        segs = []
+        for bits, doc in ((18, 1), (16, 2), (4, 3)):
+            seg = repo.open_segment(conn, cid, 4000, 4000)  # full: the next is a new segment
+            conn.exec_driver_sql(f"UPDATE segment SET block_bits = {bits}, rows = 4000 WHERE id = {seg}")
+            h = np.unique(rng.integers(-(2**63), 2**63 - 1, 4000, dtype=np.int64))
+            repo.insert_ngrams(conn, seg, h, np.full(len(h), doc, np.int32))
+            for k in h.tolist():
+                written.setdefault(k, set()).add(doc)
+            segs.append(seg)
+        assert repo.block_bits(conn, segs) == dict(zip(segs, (18, 16, 4), strict=True))
+    shared = list(written)[:300]
+    absent = rng.integers(-(2**63), 2**63 - 1, 300, dtype=np.int64).tolist()
+    with engine.connect() as conn:
+        df, docs = repo.ngram_lookup(conn, list(written) + absent, [cid], max_df=10)
+    assert df == {k: len(v) for k, v in written.items()}
+    assert {k: set(v) for k, v in docs.items()} == written
+    with engine.begin() as conn:
+        target = repo.start_merge(conn, cid, segs)
+        assert repo.block_bits(conn, [target])[target] == repo.blocks.bits_for(12_000)
+        repo.move_postings(conn, target, segs, -(2**63), None)
+    with engine.connect() as conn:
+        assert {k for _s, k, _d in repo.postings(conn, "ngram", [target])} == set(written)
+        df, _docs = repo.ngram_lookup(conn, shared, [cid], max_df=10)
+    assert df == {k: len(written[k]) for k in shared}
