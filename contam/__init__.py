@@ -47,6 +47,10 @@ __all__ = [
 ]
 
 
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__, "as_item"])
+
+
 def __getattr__(name: str) -> Any:
     if name in __all__ or name == "as_item":
         from contam import facade

@@ -14,7 +14,8 @@ follow key order. A segment that is appended to again gets more blocks for the s
 look-up reads them all.
 
 How many buckets a segment has is its own (`segment.block_bits`, migration 0014), chosen when it
-is created from the rows it is made to hold (bits_for): blocks of 64 to 128 postings. Each block
+is created from the rows it is made to hold (bits_for): 64 to 128 of them per bucket, n-gram and
+band rows together (about 3 to 1, so n-gram blocks of about 90 postings, band blocks of 25). Each block
 is a row with its B-tree entry, which was about half of PostgreSQL's COPY of an 8 M-row segment
 cut into 2**18 blocks of 30; the blocks stay far below the 2 kB at which PostgreSQL would try to
 compress them (and the tables' toast_tuple_target keeps even a block twice that size inline).

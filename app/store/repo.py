@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 
 from contam.app.core.arrays import distinct, find_sorted, key_directory
 from contam.app.core.config import SignatureConfig
+from contam.app.errors import StateError
 from contam.app.store import blocks, db
 from contam.app.store.schema import (
     band_block,
@@ -547,13 +548,16 @@ def _insert_blocks(
 
 def block_bits(conn: Connection, segs: Iterable[int]) -> dict[int, int]:
     """Each segment's block bits (app.store.blocks), read afresh: on SQLite a deleted segment's
-    id may be given to a new one, so they are not cached."""
+    id may be given to a new one, so they are not cached. A segment that is not there is an
+    error: guessing its bits could miss every posting written into it."""
     ids = sorted({int(s) for s in segs})
     if not ids:
         return {}
     q = select(segment.c.id, segment.c.block_bits).where(segment.c.id.in_(ids))
     found = {int(i): int(b) for i, b in conn.execute(q).all()}
-    return {s: found.get(s, blocks.BLOCK_BITS) for s in ids}
+    if missing := [s for s in ids if s not in found]:
+        raise StateError(f"posting segment(s) {missing} not in the index (deleted meanwhile?)")
+    return found
 
 
 _BLOCKS_PER_STATEMENT = 300  # a multi-row INSERT halves SQLite's cost per block against one a statement

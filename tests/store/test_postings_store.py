@@ -6,10 +6,12 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import drop_pg_database, make_pg_database
 from sqlalchemy import Engine
 
 from contam.app.core.config import SignatureConfig
+from contam.app.errors import StateError
 from contam.app.store import repo
 from contam.app.store.db import make_engine, upgrade
 
@@ -24,14 +26,15 @@ def _bulk_insert_round_trip(url: str, param_limit: int | None = None) -> None:
     with eng.begin() as conn:
         if param_limit is not None:
             conn.connection.driver_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, param_limit)
-        repo.insert_ngrams(conn, 3, h, d)
-        repo.insert_bands(conn, 3, keys, np.full(1001, 7, np.int32), np.arange(1001, dtype=np.int32))
+        seg = repo.open_segment(conn, repo.create_corpus(conn, "c", SignatureConfig(), True), 3504, 10**6)
+        repo.insert_ngrams(conn, seg, h, d)
+        repo.insert_bands(conn, seg, keys, np.full(1001, 7, np.int32), np.arange(1001, dtype=np.int32))
     with eng.connect() as conn:
         got = repo.postings(conn, "ngram")
         bands = repo.postings(conn, "band")
     eng.dispose()
-    assert got == sorted((3, a, b) for a, b in zip(h.tolist(), d.tolist(), strict=True))
-    assert bands == [(3, k, 7, w) for w, k in enumerate(keys.tolist())]
+    assert got == sorted((seg, a, b) for a, b in zip(h.tolist(), d.tolist(), strict=True))
+    assert bands == [(seg, k, 7, w) for w, k in enumerate(keys.tolist())]
 
 
 def test_bulk_insert_keeps_every_row(db_url: str) -> None:
@@ -194,6 +197,8 @@ def test_segments_of_different_block_bits_answer_look_ups_alike(engine: Engine) 
                 written.setdefault(k, set()).add(doc)
             segs.append(seg)
         assert repo.block_bits(conn, segs) == dict(zip(segs, (18, 16, 4), strict=True))
+        with pytest.raises(StateError, match="not in the index"):  # never a guess at its bits
+            repo.block_bits(conn, [max(segs) + 100])
     shared = list(written)[:300]
     absent = rng.integers(-(2**63), 2**63 - 1, 300, dtype=np.int64).tolist()
     with engine.connect() as conn:
