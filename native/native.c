@@ -834,6 +834,7 @@ static PyObject *py_ngrams(PyObject *self, PyObject *args) {
     int32_t *w = (int32_t *)BUF(owner);
     Py_ssize_t k = 0;
     off = 0;
+    Py_BEGIN_ALLOW_THREADS; /* plain C on buffers: a Ray worker's writer thread runs meanwhile */
     for (Py_ssize_t i = 0; i < texts; i++) {
         for (Py_ssize_t p = off; p + n <= off + ln[i]; p++) {
             uint64_t v = roll_at(h, p, n);
@@ -844,6 +845,7 @@ static PyObject *py_ngrams(PyObject *self, PyObject *args) {
         }
         off += ln[i];
     }
+    Py_END_ALLOW_THREADS;
     PyBuffer_Release(&th);
     PyBuffer_Release(&lens);
     BUF_SHRINK(grams, 8 * k);
@@ -923,9 +925,12 @@ static PyObject *py_minhash(PyObject *self, PyObject *args) {
         goto done;
     }
     const uint64_t *h = th.buf;
+    uint32_t *sig = (uint32_t *)BUF(out);
+    Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t i = lo; i < hi; i++)
         mixed[i] = fmix32((uint32_t)roll_at(h, i, shingle));
-    minhash_windows(mixed, a.buf, b.buf, perms, st, en, windows, (uint32_t *)BUF(out));
+    minhash_windows(mixed, a.buf, b.buf, perms, st, en, windows, sig);
+    Py_END_ALLOW_THREADS;
 done:
     free(mixed);
     PyBuffer_Release(&th);
@@ -961,6 +966,7 @@ static PyObject *py_band_keys(PyObject *self, PyObject *args) {
         goto done;
     const uint32_t *v = sg.buf;
     uint64_t *o = (uint64_t *)BUF(out);
+    Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t w = 0; w < windows; w++)
         for (Py_ssize_t k = 0; k < bands; k++) {
             uint64_t acc = (uint64_t)(k + 1) * P64;
@@ -969,6 +975,7 @@ static PyObject *py_band_keys(PyObject *self, PyObject *args) {
                 acc = acc * P64 + r[j];
             o[w * bands + k] = fmix64(acc);
         }
+    Py_END_ALLOW_THREADS;
 done:
     PyBuffer_Release(&sg);
     return view_of(out);
@@ -1161,7 +1168,11 @@ static PyObject *py_sort_rows(PyObject *self, PyObject *args) {
              .keys = (uint64_t *)BUF(keys),
              .docs = (uint32_t *)BUF(docs),
              .wins = windows ? (uint32_t *)BUF(wins) : NULL};
-    if (sort_out(kb.buf, db.buf, windows ? wb.buf : NULL, n, &o) < 0) {
+    int sorted_ok;
+    Py_BEGIN_ALLOW_THREADS;
+    sorted_ok = sort_out(kb.buf, db.buf, windows ? wb.buf : NULL, n, &o);
+    Py_END_ALLOW_THREADS;
+    if (sorted_ok < 0) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1273,6 +1284,8 @@ static PyObject *py_merge_runs(PyObject *self, PyObject *runs) {
         PyErr_NoMemory();
         goto done;
     }
+    int no_memory = 0;
+    Py_BEGIN_ALLOW_THREADS;
     for (size_t g = 0; g < ranges; g++) {
         size_t want = 0;
         for (size_t r = 0; r < n; r++) {
@@ -1290,11 +1303,8 @@ static PyObject *py_merge_runs(PyObject *self, PyObject *runs) {
             items = malloc(sizeof(Item) * cap);
             sorted = malloc(sizeof(Item) * cap);
             if (!items || !sorted) {
-                free(items);
-                free(sorted);
-                free(sub);
-                PyErr_NoMemory();
-                goto done;
+                no_memory = 1;
+                break;
             }
         }
         size_t k = 0;
@@ -1315,9 +1325,14 @@ static PyObject *py_merge_runs(PyObject *self, PyObject *runs) {
             m++;
         }
     }
+    Py_END_ALLOW_THREADS;
     free(items);
     free(sorted);
     free(sub);
+    if (no_memory) {
+        PyErr_NoMemory();
+        goto done;
+    }
     if (m != total) {
         PyErr_SetString(PyExc_ValueError, "merge_runs: every run must be sorted by key");
         goto done;
@@ -1481,6 +1496,7 @@ static PyObject *py_copy_blocks(PyObject *self, PyObject *args) {
         char *o = BUF(out);
         memcpy(o, header, hlen);
         o += hlen;
+        Py_BEGIN_ALLOW_THREADS;
         for (size_t i = 0, e; i < c.n; i = e) {
             e = block_end(c.v, i, c.n, shift);
             o = put_be16(o, 3);
@@ -1492,6 +1508,7 @@ static PyObject *py_copy_blocks(PyObject *self, PyObject *args) {
             o = put_records(o, c.v, c.nc, i, e);
         }
         put_be16(o, -1);
+        Py_END_ALLOW_THREADS;
     }
     columns_close(&c);
     return view_of(out);
@@ -1571,12 +1588,14 @@ static PyObject *py_filter_add(PyObject *self, PyObject *args) {
     const uint64_t nblocks = (uint64_t)bits.len / 32;
     const uint64_t *k = (const uint64_t *)keys.buf;
     const Py_ssize_t n = keys.len / 8;
+    Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t i = 0; i < n; i++) {
         const uint64_t h = fmix64(k[i]);
         uint32_t *w = filter_block(words, nblocks, k[i]);
         for (int j = 0; j < 8; j++)
             w[j] |= 1U << (((uint32_t)h * FILTER_SALT[j]) >> 27);
     }
+    Py_END_ALLOW_THREADS;
     PyBuffer_Release(&keys);
     PyBuffer_Release(&bits);
     Py_RETURN_NONE;

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import threading
 from functools import reduce
+from typing import Any
 
 import numpy as np
 import pytest
@@ -315,3 +316,61 @@ def test_sign_batch_of_texts_with_markup_and_scripts_is_sign_text_of_their_token
     assert list(zip(sb.band_key.tolist(), sb.band_doc.tolist(), sb.band_win.tolist(), strict=True)) == bands
     dtypes = (sb.ng_hash.dtype, sb.ng_doc.dtype, sb.band_key.dtype, sb.band_doc.dtype, sb.band_win.dtype)
     assert dtypes == (np.int64, np.int32, np.int64, np.int32, np.int32)
+
+
+def _other_thread_runs_during(fn: Any, *args: Any) -> int:
+    """How many times another Python thread went round its loop while fn(*args) ran."""
+    stop = threading.Event()
+    count = [0]
+
+    def spin() -> None:
+        while not stop.is_set():
+            count[0] += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        while count[0] < 10:  # it has started and holds the GIL at times
+            pass
+        before = count[0]
+        fn(*args)
+        during = count[0] - before
+    finally:
+        stop.set()
+        t.join()
+    return during
+
+
+def _long_calls() -> dict[str, tuple[Any, ...]]:
+    rng = np.random.default_rng(0)
+    keys = np.sort(rng.integers(-(2**63), 2**63 - 1, 6_000_000, dtype=np.int64))
+    docs = np.zeros(len(keys), dtype=np.int32)
+    half = len(keys) // 2
+    th = keys.view(np.uint64)
+    return {
+        "sort_rows": (_native.sort_rows, keys[::-1].copy(), docs, None, True),
+        "merge_runs": (_native.merge_runs, [(keys[:half], docs[:half]), (keys[half:], docs[half:])]),
+        "copy_blocks": (_native.copy_blocks, 1, [keys, docs], 48),
+        "filter_add": (_native.filter_add, bytearray(32 * (len(keys) // 16)), keys),
+        "ngrams": (_native.ngrams, th, np.array([len(th)], dtype=np.int64), 5, 1),
+        "minhash": (
+            _native.minhash,
+            th[:400_000],
+            5,
+            np.arange(1, 257, 2, dtype=np.uint32),
+            np.arange(128, dtype=np.uint32),
+            np.arange(0, 399_000, 100, dtype=np.int64),
+            np.arange(100, 399_100, 100, dtype=np.int64),
+        ),
+        "band_keys": (_native.band_keys, rng.integers(0, 2**32, 4_000_000 * 8, dtype=np.uint32), 16, 8),
+    }
+
+
+def test_the_long_loops_let_other_threads_run() -> None:
+    """A Ray worker signs on its main thread while its writer thread merges, lays out and copies
+    postings (and the local executor's main process reads files while its writer does): the C
+    loops on buffers release the GIL, so those threads run side by side. Holding it, the other
+    thread would not go round once while such a call (some 10-200 ms here) ran."""
+    calls = _long_calls()
+    went = {name: _other_thread_runs_during(*call) for name, call in calls.items()}
+    assert all(n > 100 for n in went.values()), went
