@@ -18,19 +18,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from contam.facade import (
-        BenchmarkItem,
-        ContamError,
-        Evidence,
-        FilesFailed,
-        Index,
-        IndexSummary,
-        ItemResult,
-        ScanResult,
-        SignatureConfig,
-        Thresholds,
-        __version__,
-    )
+    from contam.app import __version__
+    from contam.app.core.config import SignatureConfig, Thresholds
+    from contam.app.core.types import BenchmarkItem
+    from contam.app.errors import ContamError
+    from contam.app.services.checking import CheckResult as ScanResult
+    from contam.app.services.scanning import Evidence, ItemResult
+    from contam.facade import FilesFailed, Index
+    from contam.indexer.summary import IndexSummary
 
 __all__ = [
     "BenchmarkItem",

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from contam.app import __version__
+from contam.app import __version__ as __version__  # re-exported by contam/__init__.py, as the two below
 from contam.app.core.config import SignatureConfig, Thresholds
 from contam.app.core.types import BenchmarkItem, answer_of
 from contam.app.errors import ContamError
@@ -14,25 +14,12 @@ from contam.app.services.checking import CheckResult as ScanResult
 from contam.app.services.checking import CheckService
 from contam.app.services.corpora import CorpusService
 from contam.app.services.database import connect, migrate
-from contam.app.services.scanning import Evidence, ItemResult
+from contam.app.services.scanning import Evidence as Evidence
+from contam.app.services.scanning import ItemResult as ItemResult
 from contam.app.settings import get_settings
 from contam.indexer.executors import run_index
 from contam.indexer.options import IndexOptions
 from contam.indexer.summary import IndexSummary
-
-__all__ = [
-    "BenchmarkItem",
-    "ContamError",
-    "Evidence",
-    "FilesFailed",
-    "Index",
-    "IndexSummary",
-    "ItemResult",
-    "ScanResult",
-    "SignatureConfig",
-    "Thresholds",
-    "__version__",
-]
 
 ItemLike = str | Mapping[str, Any] | BenchmarkItem
 
