@@ -196,7 +196,9 @@ def _jsonl(stream: BinaryIO, filename: str) -> Iterator[tuple[int, dict[str, Any
         try:
             obj = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
-            raise InputError(f"{filename}: line {lineno} is not valid JSON ({exc})") from exc
+            # the decoder counts lines and columns within the one line it was given: say the column
+            where = f"column {exc.colno}: " if exc.colno else ""
+            raise InputError(f"{filename}: line {lineno} is not valid JSON ({where}{exc.msg})") from exc
         if not isinstance(obj, dict):
             raise InputError(f"{filename}: line {lineno} is not a JSON object")
         yield lineno, obj

@@ -82,7 +82,9 @@ def open_database(url: str) -> Engine:
         raise ConfigError(f"not a database URL: {url!r} (use sqlite:///PATH or postgresql://...)") from exc
     path = parsed.database if parsed.get_backend_name() == "sqlite" else None
     if path not in (None, "", ":memory:") and not Path(str(path)).exists():
-        raise ConfigError(f"no database at {parsed.database}: run `contam db upgrade` first (or check the path)")
+        raise ConfigError(
+            f"no database at {parsed.database}: run `contam db upgrade --db {shown_url(url)}` first (or check the path)"
+        )
     try:
         engine = db.make_engine(url)
     except ArgumentError as exc:
@@ -91,14 +93,18 @@ def open_database(url: str) -> Engine:
         migrated = db.is_migrated(engine)
     if not migrated:
         engine.dispose()
-        raise ConfigError("the database has no schema yet: run `contam db upgrade` first")
+        raise ConfigError(f"the database has no schema yet: run `contam db upgrade --db {shown_url(url)}` first")
     with reaching(url):
         current, head, known = db.schema_revisions(engine)
     if current != head:  # tables this code reads may be missing, or shaped otherwise
         engine.dispose()
         raise ConfigError(
             f"the database's schema is at revision {current} and this version of contam needs {head}: "
-            + ("run `contam db upgrade`" if known else "a newer version of contam migrated it; use that version")
+            + (
+                f"run `contam db upgrade --db {shown_url(url)}`"
+                if known
+                else "a newer version of contam migrated it; use that version"
+            )
         )
     return engine
 

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import socket
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -58,12 +59,18 @@ def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
 
 def test_commands_need_a_migrated_database(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["corpora", "--db", f"sqlite:///{tmp_path / 'empty.db'}"])
-    assert r.exit_code == 2 and "contam db upgrade" in r.output
+    # the command to run names the database (without --db it would migrate the default one)
+    assert r.exit_code == 2 and f"run `contam db upgrade --db sqlite:///{tmp_path / 'empty.db'}`" in r.output
     assert not (tmp_path / "empty.db").exists()  # a read-only command creates no database file
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (a)").connection.close()  # a file without our schema
+    r = CliRunner().invoke(cli, ["corpora", "--db", f"sqlite:///{other}"])
+    assert r.exit_code == 2 and f"no schema yet: run `contam db upgrade --db sqlite:///{other}`" in r.output
     old = f"sqlite:///{tmp_path / 'old.db'}"
     upgrade(old, "0010_sqlite_blocks")  # a schema an older version left: a table this code reads is missing
     r = CliRunner().invoke(cli, ["scan", str(tmp_path / "b.jsonl"), "--db", old])
-    assert r.exit_code == 2 and "revision 0010_sqlite_blocks" in r.output and "run `contam db upgrade`" in r.output
+    assert r.exit_code == 2 and "revision 0010_sqlite_blocks" in r.output
+    assert f"run `contam db upgrade --db {old}`" in r.output
     eng = make_engine(old)
     with eng.begin() as conn:  # one a newer version migrated
         conn.exec_driver_sql("UPDATE alembic_version SET version_num = '9999_from_the_future'")
