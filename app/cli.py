@@ -295,8 +295,11 @@ def _print_csv(checked: CheckResult) -> None:
 
 
 def _print_table(checked: CheckResult) -> None:
-    """Flagged items, highest score first, then the counts."""
+    """Flagged items, highest score first, under a header line (none when nothing is flagged),
+    then the counts."""
     flagged = [r for r in checked.results if Status(r.score.status).flagged]
+    if flagged:
+        typer.echo(f"{'status':13s} {'score':>5s}  {'item':30s} {'best evidence (corpus:document)'}  reason")
     for r in sorted(flagged, key=lambda r: -r.score.score):
         where = f"{r.evidence[0].corpus}:{r.evidence[0].document_id}" if r.evidence else "-"
         typer.echo(f"{r.score.status:13s} {r.score.score:5.2f}  {r.item.item_id:30s} {where}  {r.score.reason}")

@@ -40,6 +40,8 @@ def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
     bench.write_text(json.dumps({"task_id": "a", "prompt": Q1}) + "\n" + json.dumps({"task_id": "b", "prompt": Q2}))
     table = run.invoke(cli, ["scan", str(bench), "--db", migrated_url])
     assert table.exit_code == 0 and "contaminated" in table.output and "2 items: 1 contaminated" in table.output
+    head, row = table.stdout.splitlines()[:2]  # the flagged rows under a header naming the columns
+    assert head.split()[:3] == ["status", "score", "item"] and row.split()[:3] == ["contaminated", "1.00", "a"]
     js = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
     assert json.loads(js.stdout)["summary"]["contaminated_share"] == 0.5
     jl = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "jsonl", "--corpus", "web"])
