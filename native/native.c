@@ -12,8 +12,11 @@
  * the worker's sort of a batch's rows, merge_runs the writer's stable merge of sorted batches, and
  * copy_blocks the PostgreSQL COPY stream of app/store/blocks.py, block_rows its blocks for SQLite.
  *
- * Every function holds the GIL throughout (the normaliser is Python code), so the caches below are
- * only touched by one thread at a time.
+ * The tokeniser holds the GIL throughout (the normaliser is Python code), so the caches below are
+ * only touched by one thread at a time. The loops on buffers alone (ngrams, minhash, band_keys,
+ * sort_rows, merge_runs, copy_blocks, filter_add) release it while they run, so that another
+ * thread of the process (an indexer's writer, a Ray worker's signing) runs meanwhile; they touch
+ * no cache and no Python object then.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
