@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from contam.app.store import repo
+from contam.app.store import blocks, repo
 from contam.app.store.db import alembic_config, make_engine, upgrade
 from contam.app.store.schema import metadata
 
@@ -166,3 +167,50 @@ def test_document_text_is_stored_without_compressing_it_again(migrated_url: str)
         ).scalar_one()
     eng.dispose()
     assert storage == "e"
+
+
+def test_segments_written_before_block_bits_keep_18_bits_both_ways(db_url: str) -> None:
+    """0014: a segment written before it was cut into 2**18 blocks and reads so after the upgrade
+    (the column's default); the block tables keep rows up to a page inline on PostgreSQL; the
+    downgrade is refused while a segment of other bits exists (it could not be read), and goes
+    back once none does."""
+    upgrade(db_url, "0013_document_text_storage")
+    rng = np.random.default_rng(7)
+    keys = np.unique(rng.integers(-(2**63), 2**63 - 1, 3000, dtype=np.int64))
+    docs = np.full(len(keys), 5, np.int32)
+    eng = make_engine(db_url)
+    with eng.begin() as conn:  # what the code before 0014 wrote: 18-bit blocks, no block_bits
+        conn.exec_driver_sql(
+            "INSERT INTO corpus (id, name, fingerprint, config, store_text, created_at) "
+            "VALUES (1, 'c', 'f', '{}', true, CURRENT_TIMESTAMP)"
+        )
+        conn.exec_driver_sql(f"INSERT INTO segment (id, corpus_id, rows) VALUES (1, 1, {len(keys)})")
+        flat = blocks.block_rows([keys, docs], 18)
+        conn.exec_driver_sql(
+            "INSERT INTO ngram_block (seg, bucket, data) VALUES " + ",".join(["(1, ?, ?)"] * (len(flat) // 2))
+            if db_url.startswith("sqlite")
+            else "INSERT INTO ngram_block (seg, bucket, data) VALUES " + ",".join(["(1, %s, %s)"] * (len(flat) // 2)),
+            tuple(flat),
+        )
+    eng.dispose()
+    upgrade(db_url)
+    eng = make_engine(db_url)
+    with eng.connect() as conn:
+        assert repo.block_bits(conn, [1]) == {1: 18}
+        df, _docs = repo.ngram_lookup(conn, keys.tolist(), [1], max_df=10)
+        assert df == dict.fromkeys(keys.tolist(), 1)
+        if db_url.startswith("postgresql"):
+            opts = conn.exec_driver_sql("SELECT reloptions FROM pg_class WHERE relname = 'ngram_block'").scalar_one()
+            assert "toast_tuple_target=8160" in opts
+    with eng.begin() as conn:
+        conn.exec_driver_sql("INSERT INTO segment (id, corpus_id, rows, block_bits) VALUES (2, 1, 10, 16)")
+    cfg = alembic_config(db_url)
+    with pytest.raises(RuntimeError, match="re-index"):
+        command.downgrade(cfg, "0013_document_text_storage")
+    with eng.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM segment WHERE id = 2")
+    eng.dispose()
+    command.downgrade(cfg, "0013_document_text_storage")
+    eng = make_engine(db_url)
+    assert "block_bits" not in {c["name"] for c in inspect(eng).get_columns("segment")}
+    eng.dispose()
