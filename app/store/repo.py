@@ -515,17 +515,23 @@ def _drop_segment_rows(conn: Connection, segs: list[int]) -> None:
 
 
 def _insert_blocks(
-    conn: Connection, table: str, seg: int, rows: np.ndarray | Sequence[np.ndarray], new_keys: bool = True
+    conn: Connection,
+    table: str,
+    seg: int,
+    rows: np.ndarray | Sequence[np.ndarray],
+    new_keys: bool = True,
+    bits: int | None = None,
 ) -> None:
     """Append rows sorted by key (records, or their columns) to segment `seg` as blocks
     (app.store.blocks): on PostgreSQL one binary COPY stream, on SQLite multi-row INSERTs. Their
     keys go into the segment's key filter first (new_keys False: rows the segment held before,
-    put back, whose keys its filter has)."""
+    put back, whose keys its filter has). bits: the segment's block bits, when the caller has
+    read them already (a merge step writes into several segments)."""
     if not (len(rows) if isinstance(rows, np.ndarray) else len(rows[0])):
         return
     if new_keys:
         _filter_add(conn, table, seg, rows["key"] if isinstance(rows, np.ndarray) else rows[0])
-    bits = block_bits(conn, [seg])[seg]
+    bits = block_bits(conn, [seg])[seg] if bits is None else bits
     if db.dialect(conn) == "postgresql":
         db.copy_in(conn, f"{table}_block", ("seg", "bucket", "data"), blocks.copy_payload(seg, rows, bits))
         return
@@ -791,11 +797,12 @@ def move_postings(conn: Connection, target: int, sources: Sequence[int], lo: int
 def _move_blocks(conn: Connection, target: int, sources: Sequence[int], lo: int, hi: int | None) -> None:
     """move_postings: take the sources' blocks of the range's buckets, put their rows in the
     range into `target` and the rest (edge buckets) back into their source."""
-    bits = block_bits(conn, sources)
+    bits = block_bits(conn, [*sources, target])  # read once for the step's writes
     rng = " OR ".join(
         f"(seg = {int(s)} AND bucket >= {blocks.bucket_of(lo, b)}"
         + (f" AND bucket <= {blocks.bucket_of(int(hi) - 1, b)})" if hi is not None else ")")
         for s, b in bits.items()
+        if s != target
     )
     moved = 0
     for table in ("ngram", "band"):
@@ -804,12 +811,12 @@ def _move_blocks(conn: Connection, target: int, sources: Sequence[int], lo: int,
         for src in sources:
             rec = blocks.decode(table, (d for s, d in taken if s == src))
             inside = (rec["key"] >= lo) & ((rec["key"] < hi) if hi is not None else True)
-            _insert_blocks(conn, table, int(src), blocks.in_order(rec[~inside]), new_keys=False)
+            _insert_blocks(conn, table, int(src), blocks.in_order(rec[~inside]), new_keys=False, bits=bits[int(src)])
             into.append(rec[inside])
             n = int(inside.sum())
             conn.execute(update(segment).where(segment.c.id == src).values(rows=segment.c.rows - n))
             moved += n
-        _insert_blocks(conn, table, target, blocks.in_order(np.concatenate(into)))
+        _insert_blocks(conn, table, target, blocks.in_order(np.concatenate(into)), bits=bits[target])
     conn.execute(update(segment).where(segment.c.id == target).values(rows=segment.c.rows + moved))
 
 
@@ -867,7 +874,7 @@ def _matching(
     them, in the segments of the given corpora (or all; segs: those segments, read here if None),
     in no particular order; each record's key's place among the keys): the blocks of the keys'
     buckets, filtered to the keys asked for (app.store.blocks). The filter is a binary search
-    of each record's key among the keys (a block holds 64 to 128 records of which one or two are
+    of each record's key among the keys (a block holds dozens of records of which one or two are
     asked for), by bucket (arrays.find_sorted): np.isin sorted the records and the keys together,
     a third of a scan's look-ups."""
     segs = segments(conn, corpus_ids) if segs is None else segs
