@@ -282,8 +282,10 @@ class Kept:
         self.matches: dict[str, tuple[Any, list[Any], bool, int]] = {}
         self._judge = scanning.judge
 
-        def judge(i: int, prepared: Any, stats: Any, shared: Any, docs: Any, n: int, th: Thresholds) -> Any:
-            score, ranked = self._judge(i, prepared, stats, shared, docs, n, th)
+        def judge(
+            i: int, prepared: Any, stats: Any, shared: Any, docs: Any, n: int, th: Thresholds, cache: Any = None
+        ) -> Any:
+            score, ranked = self._judge(i, prepared, stats, shared, docs, n, th, cache)
             p = prepared[i]
             self.matches[p.item.item_id] = (p, [m for m, _status in ranked], shared.stem_answer_tells(p), n)
             return score, ranked

@@ -85,6 +85,11 @@ class PreparedItem:
         return distinct(self.ids)
 
     @cached_property
+    def text_key(self) -> int:
+        """A hash of the scored tokens and which are one-token fields: what align() reads of an item."""
+        return xxhash.xxh3_64_intdigest(self.ids.tobytes() + np.packbits(self.whole).tobytes())
+
+    @cached_property
     def umgram_key(self) -> int:
         """A hash of `umgrams`: items with equal keys hold the same MATCH_N-grams."""
         return xxhash.xxh3_64_intdigest(self.umgrams.tobytes())

@@ -237,16 +237,20 @@ def match_document(
     n: int,
     th: Thresholds,
     window: tuple[int, int] | None = None,
+    cache: MatchCache | None = None,
 ) -> DocMatch:
-    """What one document holds of item `i`, and which of that is the item's own text there."""
+    """What one document holds of item `i`, and which of that is the item's own text there.
+    cache: what other items' matching with the same documents worked out (the items of one
+    chunk share candidate documents and competitors)."""
     p = items[i]
+    cache = MatchCache() if cache is None else cache
     lo, hi = region_for(p, doc, n, window)
-    region, src = _unglued(p, Region.of(doc, lo, hi, n), n)
+    region, src = _unglued(p, cache.region(doc, lo, hi, n), n)
     al = align_fields(p.id_list, region.id_list, p.whole, p.fields)
     present = member(p.mgrams, region.mgrams)
     matched = held(p, region.ids, region.mgrams, present=present) & al.matched  # in the item's order
     own, own_hit, competitor, competitor_found = _own_text(
-        i, items, stats, shared, region, matched, al, th, present, doc, n, (lo, hi)
+        i, items, stats, shared, region, matched, al, th, present, doc, n, (lo, hi), cache
     )
     solution_held = _solution_share(p, own, own_hit)
     counted = _counted(p, solution_held)
@@ -301,20 +305,19 @@ def _unglued(p: PreparedItem, region: Region, n: int) -> tuple[Region, np.ndarra
     hit[hit] = ~member(region.ids[hit], p.uids)
     if not hit.any():
         return region, None
-    first = {int(h): (int(a), int(k)) for h, a, k in p.glued[::-1].tolist()}  # the first run of each id
-    parts, src = [], []
-    for j, (tok, glued) in enumerate(zip(region.ids.tolist(), hit.tolist(), strict=True)):
-        if glued:
-            a, k = first[tok]
-            parts.append(p.ids[a : a + k])
-            src.append(np.full(k, j, dtype=np.int64))
-        else:
-            parts.append(region.ids[j : j + 1])
-            src.append(np.array([j], dtype=np.int64))
-    ids = np.concatenate(parts).astype(np.int64, copy=False)
+    # the first run of each glued id (np.unique gives each value's first index)
+    keys, first = np.unique(p.glued[:, 0], return_index=True)
+    run = first[np.searchsorted(keys, region.ids[hit])]
+    start = np.zeros(len(region.ids), dtype=np.int64)  # for a glued token, where its run is in the item
+    width = np.ones(len(region.ids), dtype=np.int64)  # tokens each region token is read as
+    start[hit], width[hit] = p.glued[run, 1], p.glued[run, 2]
+    src = np.repeat(np.arange(len(region.ids), dtype=np.int64), width)
+    offset = np.arange(len(src), dtype=np.int64) - np.repeat(np.cumsum(width) - width, width)
+    ids = np.where(hit[src], p.ids[np.minimum(start[src] + offset, len(p.ids) - 1)], region.ids[src])
+    ids = ids.astype(np.int64, copy=False)
     u = ids.view(np.uint64)
     grams = [distinct(rolling_hashes(u, w).view(np.int64)) for w in (MATCH_N, n)]
-    return Region(ids, grams[0], grams[1]), np.concatenate(src)
+    return Region(ids, grams[0], grams[1]), src
 
 
 def _counted(p: PreparedItem, solution_held: float) -> np.ndarray | None:
@@ -403,6 +406,7 @@ class Region:
     ids: np.ndarray
     mgrams: np.ndarray
     grams: np.ndarray  # its index n-grams, sorted, without repeats
+    key: tuple[int, int, int] | None = None  # (document, lo, hi) of a range of one, None if read otherwise
 
     @classmethod
     def of(cls, doc: DocTokens, lo: int, hi: int, n: int) -> Region:
@@ -410,12 +414,43 @@ class Region:
             doc.ids[lo:hi],
             distinct(doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]),
             distinct(doc.grams[lo : max(lo, hi - n + 1)]),
+            (id(doc), lo, hi),
         )
 
     @cached_property
     def id_list(self) -> list[int]:
         """The ids as a list, as the aligner takes them (the item and up to three competitors)."""
         return self.ids.tolist()
+
+
+class MatchCache:
+    """What matching one item with a document works out that another item's matching with the
+    same document asks again: document ranges (Region.of) and other items aligned with a range.
+    The items of a chunk share candidate documents, and siblings share competitors, so 59% of
+    the competitors' alignments of a 10,000-item scan were repeats (bench/scan_speed.py's
+    benchmark). It lives as long as the caller keeps it (a chunk); keys hold the documents'
+    identities, so the documents must outlive it, as a chunk's do."""
+
+    def __init__(self) -> None:
+        self._regions: dict[tuple[int, int, int, int], Region] = {}
+        self._aligned: dict[tuple[int, int, int, int], Alignment] = {}
+
+    def region(self, doc: DocTokens, lo: int, hi: int, n: int) -> Region:
+        key = (id(doc), lo, hi, n)
+        region = self._regions.get(key)
+        if region is None:
+            region = self._regions[key] = Region.of(doc, lo, hi, n)
+        return region
+
+    def align(self, other: PreparedItem, region: Region) -> Alignment:
+        """align() of item `other` (all its text) with the region."""
+        if region.key is None:  # read otherwise (_unglued): as this item's match reads it only
+            return align(other.id_list, region.id_list, other.whole)
+        key = (other.text_key, *region.key)
+        al = self._aligned.get(key)
+        if al is None:
+            al = self._aligned[key] = align(other.id_list, region.id_list, other.whole)
+        return al
 
 
 def _own_text(
@@ -431,6 +466,7 @@ def _own_text(
     doc: DocTokens,
     n: int,
     around: tuple[int, int],
+    cache: MatchCache,
 ) -> tuple[np.ndarray, np.ndarray, int | None, bool]:
     """(own tokens, own tokens held, competitor, whether any other item's own text is held).
 
@@ -466,11 +502,11 @@ def _own_text(
     # item held whole explains more than a shorter one whose every gram is in it too)
     order = np.lexsort((-held_count, -bag_share))[:COMPETITORS_ALIGNED].tolist()
     others = [items[candidates[k]] for k in order]
-    copies = _copy_of(p, others, region, matched, al, present, doc, n, around)
+    copies = _copy_of(p, others, region, matched, al, present, doc, n, around, cache)
     if len(copies) > 1:  # the best, and the others whose copy is where item i's match is
         at = np.zeros(len(region.ids), dtype=bool)
         at[al.doc_pos[matched]] = True
-        copies = copies[:1] + [k for k in copies[1:] if (_stretch(p, others[k], region) & at).any()]
+        copies = copies[:1] + [k for k in copies[1:] if (_stretch(p, others[k], region, cache) & at).any()]
     if not copies:
         own = ~stats.passage_tok & ~stats.common_tok
         return own, matched & own, None, found_other
@@ -478,10 +514,10 @@ def _own_text(
     return own, own_hit, candidates[order[copies[0]]], found_other
 
 
-def _stretch(p: PreparedItem, other: PreparedItem, region: Region) -> np.ndarray:
+def _stretch(p: PreparedItem, other: PreparedItem, region: Region, cache: MatchCache) -> np.ndarray:
     """bool per region token: inside a block of other's alignment that holds some of its distinct
     text (what p lacks), i.e. where the region holds other's copy."""
-    alo = align(other.id_list, region.id_list, other.whole)
+    alo = cache.align(other, region)
     mine = ~member(other.mgrams, p.umgrams) & member(other.mgrams, region.mgrams)
     distinct_tok = tokens_of(other, other.mgram_pos[mine], MATCH_N)
     out = np.zeros(len(region.ids), dtype=bool)
@@ -525,6 +561,7 @@ def _copy_of(
     doc: DocTokens,
     n: int,
     around: tuple[int, int],
+    cache: MatchCache,
 ) -> list[int]:
     """Which of `others` the region is a copy of rather than of item p: their indices in
     `others`, the best first (a page may hold several items' copies, each explaining part of
@@ -543,7 +580,7 @@ def _copy_of(
         if not other.n_tokens:
             continue
         theirs_region = (
-            Region.of(doc, *_region_near(other, doc, around, n), n) if other.n_tokens > p.n_tokens else region
+            cache.region(doc, *_region_near(other, doc, around, n), n) if other.n_tokens > p.n_tokens else region
         )
         # Two items are told apart by the text they do not share: the region is the other's copy
         # if it holds a larger share of the other's distinct MATCH_N-grams than of this item's (a
@@ -563,12 +600,12 @@ def _copy_of(
         theirs = held(other, theirs_region.ids, theirs_region.mgrams)
         # the other aligned on p's region: for _fills_gaps, and (once) for its held share when
         # that is also the other's region
-        here = align(other.id_list, region.id_list, other.whole) if d_o == d_i and gaps else None
+        here = cache.align(other, region) if d_o == d_i and gaps else None
         fills = here is not None and _fills_gaps(other, here, region, span, int(count(matched)))
         if d_o == d_i and share(theirs) < whole_i and not fills:
             continue  # aligned, it would hold no more than that
         if here is None or theirs_region is not region:
-            here = align(other.id_list, theirs_region.id_list, other.whole)
+            here = cache.align(other, theirs_region)
         held_share = share(theirs & here.matched)
         if d_o > d_i or held_share >= whole_i or fills:
             copies.append(((d_o, held_share), k))

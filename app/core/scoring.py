@@ -65,7 +65,7 @@ from contam.app.core.items import (
     item_stats,
     lookup,
 )
-from contam.app.core.matching import DocMatch, DocTokens, match_document
+from contam.app.core.matching import DocMatch, DocTokens, MatchCache, match_document
 from contam.app.core.signatures import token_hashes
 from contam.app.core.surprise import token_bits
 from contam.app.core.text import tokenize, tokenize_spans
@@ -430,12 +430,17 @@ def judge(
     docs: Mapping[int, tuple[DocTokens, tuple[int, int] | None]],
     n: int,
     th: Thresholds,
+    cache: MatchCache | None = None,
 ) -> tuple[ItemScore, list[tuple[DocMatch, Status]]]:
     """Item i against its candidate documents (document id -> tokens and the near-duplicate
     window that nominated it, if any): its score, and the documents best first, each with what
-    it alone says of the item (verdict)."""
+    it alone says of the item (verdict). cache: kept by the caller for the other items it
+    judges against the same documents (matching.MatchCache)."""
     p = prepared[i]
-    matches = [match_document(i, prepared, stats[i], shared, d, doc, n, th, win) for d, (doc, win) in docs.items()]
+    cache = MatchCache() if cache is None else cache
+    matches = [
+        match_document(i, prepared, stats[i], shared, d, doc, n, th, win, cache) for d, (doc, win) in docs.items()
+    ]
     tells = shared.stem_answer_tells(p)
     score = assess(p, stats[i], matches, n, th, tells)
     return score, [(m, status) for m, status, _reason in rank(p, matches, n, th, tells)]

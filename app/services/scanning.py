@@ -38,7 +38,7 @@ from contam.app.core.items import (
     lookup,
     prepare,
 )
-from contam.app.core.matching import DocMatch, DocTokens
+from contam.app.core.matching import DocMatch, DocTokens, MatchCache
 from contam.app.core.scoring import ItemScore, judge
 from contam.app.core.signatures import band_keys, token_hash_spans, window_minhashes, window_span
 from contam.app.core.surprise import TokenModel
@@ -343,7 +343,8 @@ class Scanner:
         }
         with self.engine.connect() as conn:
             docs = self._load(conn, {d for c in candidates.values() for d in c})
-        return [self._score_one(i, view, stats, candidates[i], docs) for i in range(lo, lo + len(items))]
+        cache = MatchCache()  # the chunk's items share documents and competitors
+        return [self._score_one(i, view, stats, candidates[i], docs, cache) for i in range(lo, lo + len(items))]
 
     def _near_keys(self, prepared: Sequence[PreparedItem]) -> list[np.ndarray]:
         """Per item, the band keys (int64) of its scored text, window by window, windows at half
@@ -455,6 +456,7 @@ class Scanner:
         stats: Mapping[int, ItemStats],
         candidates: dict[int, int | None],
         docs: dict[int, _Doc],
+        cache: MatchCache,
     ) -> ItemResult:
         aligned: dict[int, tuple[DocTokens, tuple[int, int] | None]] = {}
         for d, win in candidates.items():
@@ -464,7 +466,7 @@ class Scanner:
             window = window_span(len(doc.tokens.ids), win, self.cfg) if win is not None else None
             aligned[d] = (doc.tokens, window)
         shared = stats[i].shared
-        score, ranked = judge(i, items, stats, shared, aligned, self.cfg.ngram_n, self.th)  # type: ignore[arg-type]
+        score, ranked = judge(i, items, stats, shared, aligned, self.cfg.ngram_n, self.th, cache)  # type: ignore[arg-type]
         evidence = [self._evidence(docs[m.doc], m, status) for m, status in ranked[: self.k] if m.matched.any()]
         return ItemResult(items[i].item, score, evidence)
 
@@ -579,6 +581,7 @@ class SharedDocs:
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+STAND_INS_KEPT = 8192  # competitors' stand-ins a scanning process keeps (a few kB each, with what matching caches)
 FIRST_CHUNKS = (10, 50, 200)  # items in the first chunks (at most CHUNK): progress shows from the first items
 
 
@@ -631,7 +634,9 @@ class _Bench:
         """The arrays mapped from the files in `spill` (read-only, shared through the page cache)."""
 
         def load(name: str) -> np.ndarray:
-            mapped: np.ndarray = np.load(os.path.join(spill, name + ".npy"), mmap_mode="r")
+            # a plain array over the mapping: numpy.memmap's slices are memmaps too, each built
+            # through Python code (__array_finalize__), 4% of a 10,000-item scan (py-spy)
+            mapped: np.ndarray = np.load(os.path.join(spill, name + ".npy"), mmap_mode="r").view(np.ndarray)
             return mapped
 
         shared = SharedText.__new__(SharedText)
@@ -767,7 +772,18 @@ class _Bench:
         return self.bits[self.tok_at[k] : self.tok_at[k + 1]]
 
     def stand_in(self, k: int) -> PreparedItem:
-        """Item k as another item's competitor sees it: its scored tokens and MATCH_N-grams."""
+        """Item k as another item's competitor sees it: its scored tokens and MATCH_N-grams.
+        Kept for the next chunk this process scores (an item is the competitor of items in many
+        chunks, and matching caches what it derives from it on the stand-in)."""
+        kept: dict[int, PreparedItem] = self.__dict__.setdefault("_stand_ins", {})
+        p = kept.get(k)
+        if p is None:
+            if len(kept) >= STAND_INS_KEPT:
+                kept.clear()
+            p = kept[k] = self._stand_in(k)
+        return p
+
+    def _stand_in(self, k: int) -> PreparedItem:
         t0, t1 = self.tok_at[k], self.tok_at[k + 1]
         m0, m1 = self.m_at[k], self.m_at[k + 1]
         tiny = [(int(s), int(e), int(key)) for s, e, key in self.tiny[self.t_at[k] : self.t_at[k + 1]].tolist()]
@@ -831,7 +847,6 @@ class _ChunkView(Sequence[PreparedItem]):
 
     def __init__(self, bench: _Bench, lo: int, prepared: list[PreparedItem]) -> None:
         self.bench, self.lo, self.prepared = bench, lo, prepared
-        self._stand_ins: dict[int, PreparedItem] = {}  # a chunk asks for the same competitors often
 
     def __len__(self) -> int:
         return len(self.bench)
@@ -839,9 +854,7 @@ class _ChunkView(Sequence[PreparedItem]):
     def __getitem__(self, k: Any) -> Any:
         if self.lo <= k < self.lo + len(self.prepared):
             return self.prepared[k - self.lo]
-        if k not in self._stand_ins:
-            self._stand_ins[k] = self.bench.stand_in(k)
-        return self._stand_ins[k]
+        return self.bench.stand_in(k)
 
 
 @dataclass

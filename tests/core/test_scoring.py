@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from contam.app.core import matching
 from contam.app.core.align import align, align_fields, densest, find_sequence
 from contam.app.core.config import Thresholds
-from contam.app.core.items import SharedText, prepare
-from contam.app.core.matching import DocTokens, match_document
+from contam.app.core.items import PreparedItem, SharedText, prepare
+from contam.app.core.matching import DocMatch, DocTokens, match_document
 from contam.app.core.scoring import ItemScore, benchmark_stats, judge, shared_spans, split_marked
 from contam.app.core.signatures import token_hashes
 from contam.app.core.surprise import TokenModel, token_bits
@@ -44,14 +44,17 @@ def scan(
         df.update(h for d in tokens.values() for h in set(d.mgrams.tolist()))
     stats = benchmark_stats(prepared, shared, df, N, th, short)
     out = {}
+    cache = matching.MatchCache()  # shared by the items, as a chunk's are in the Scanner
     for i, p in enumerate(prepared):
-        cands = {
-            k: (d, None)
-            for k, d in tokens.items()
-            if np.isin(p.grams, d.grams).any() or np.isin(p.sgrams, d.mgrams).any()
-        }
-        out[p.item.item_id] = judge(i, prepared, stats, shared, cands, N, th)[0]
+        out[p.item.item_id] = judge(i, prepared, stats, shared, _candidates(p, tokens), N, th, cache)[0]
     return out
+
+
+def _candidates(p: PreparedItem, tokens: Mapping[int, DocTokens]) -> dict[int, tuple[DocTokens, None]]:
+    """Every document holding one of the item's n-grams or short-channel grams."""
+    return {
+        k: (d, None) for k, d in tokens.items() if np.isin(p.grams, d.grams).any() or np.isin(p.sgrams, d.mgrams).any()
+    }
 
 
 def flagged(s: ItemScore) -> bool:
@@ -96,6 +99,61 @@ PASSAGE = (
     "for a month. After crossing the salt flats they reached the ruined monastery on the ninth day, where "
     "two guides fell ill and the party rested until the rains stopped."
 )
+
+
+def test_a_cache_shared_by_the_items_changes_no_match() -> None:
+    """A chunk's items share one MatchCache (document ranges, and other items aligned with a
+    range): each item's matches with its documents are what they are with a cache of its own,
+    and the cache serves repeats (the page's copy of question 1 competes for every sibling)."""
+    asked = [
+        "How many mules, guides and fish did the expedition take with it when it left the coastal village?",
+        "On which day did the party reach the monastery?",
+        "Where did the party rest until the rains stopped?",
+        "How many guides fell ill?",
+    ]
+    items = [BenchmarkItem(f"q{k}", k, question=f"{PASSAGE} Question: {q}") for k, q in enumerate(asked)]
+    pages = {
+        "a": f"{FILLER[:900]} {items[0].question} {FILLER[900:1800]}",
+        "b": f"{FILLER[:500]} {items[0].question} {FILLER[500:900]} {PASSAGE}",
+    }
+    prepared = [prepare(it, N, 3) for it in items]
+    shared = SharedText(prepared)
+    tokens = {k: DocTokens.of(token_hashes(tokenize(t)), N) for k, t in enumerate(pages.values())}
+    df = Counter(h for d in tokens.values() for g in (d.grams, d.mgrams) for h in set(g.tolist()))
+    th = Thresholds()
+    stats = benchmark_stats(prepared, shared, df, N, th, True)
+    cache = matching.MatchCache()
+    calls: Counter[str] = Counter()
+    real = matching.align
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls["align"] += 1
+        return real(*args, **kwargs)
+
+    def matches(i: int, p: PreparedItem, cache: matching.MatchCache | None) -> tuple[list[DocMatch], int]:
+        before = calls["align"]
+        out = [
+            match_document(i, prepared, stats[i], shared, d, doc, N, th, None, cache)
+            for d, (doc, _w) in _candidates(p, tokens).items()
+        ]
+        return out, calls["align"] - before
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(matching, "align", counted)
+        aligned = {"own": 0, "shared": 0, "again": 0}
+        for i, p in enumerate(prepared):
+            one, k1 = matches(i, p, None)
+            both, k2 = matches(i, p, cache)
+            again, k3 = matches(i, p, cache)
+            aligned["own"] += k1
+            aligned["shared"] += k2
+            aligned["again"] += k3
+            for a, b, c in zip(one, both, again, strict=True):
+                assert repr(a) == repr(b) == repr(c)
+                for name in ("matched", "own", "own_hit"):
+                    assert (getattr(a, name) == getattr(b, name)).all() and (getattr(a, name) == getattr(c, name)).all()
+    # siblings compete for each other: a shared cache aligns less, and nothing the second time
+    assert aligned["own"] > aligned["shared"] > 0 and aligned["again"] == 0, aligned
 
 
 def test_a_shared_passage_with_the_items_own_question_is_contaminated() -> None:
@@ -427,7 +485,7 @@ def test_each_competitor_is_measured_on_its_own_region() -> None:
     al = align_fields(p.id_list, region.id_list, p.whole, p.fields)
     present = matching.member(p.mgrams, region.mgrams)
     held = matching.held(p, region.ids, region.mgrams, present=present) & al.matched
-    copies = matching._copy_of(p, [longer, shorter], region, held, al, present, doc, N, (lo, hi))
+    copies = matching._copy_of(p, [longer, shorter], region, held, al, present, doc, N, (lo, hi), matching.MatchCache())
     assert 1 in copies  # the shorter item's copy is the item's region
 
 
@@ -696,6 +754,38 @@ def test_a_copy_that_dropped_the_punctuation_inside_numbers_and_formulas_is_foun
     page = f"{FILLER} {copy} {FILLER}"
     s = scan(item, {"page": page})["m"]
     assert s.status == Status.CONTAMINATED and s.own_coverage > 0.9, s.reason
+
+
+def _unglued_by_token(p: PreparedItem, region_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """matching._unglued's reading, token by token (as it was written before it was vectorised)."""
+    hit = np.isin(region_ids, p.glued[:, 0]) & ~np.isin(region_ids, p.ids)
+    first = {int(h): (int(a), int(k)) for h, a, k in p.glued[::-1].tolist()}  # each id's first run
+    ids, src = [], []
+    for j, (tok, glued) in enumerate(zip(region_ids.tolist(), hit.tolist(), strict=True)):
+        a, k = first[tok] if glued else (0, 0)
+        ids += p.ids[a : a + k].tolist() if glued else [tok]
+        src += [j] * (k if glued else 1)
+    return np.array(ids, dtype=np.int64), np.array(src, dtype=np.int64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["3", "105", "x", "y", "+", "^", ".", ",", " ", "mod", "is_a(b)", "7"]), max_size=40))
+def test_glued_tokens_are_read_as_their_runs_wherever_they_are(parts: list[str]) -> None:
+    """A region token that glues a run of the item's tokens ("31054105" for "3^105+4^105") is read
+    as the run (the first run, where several glue to it), and each token read keeps where it came
+    from; a token the item itself has is read as itself."""
+    q = "Find 3^105+4^105 mod 7 and x.y+3 where is_a(b) is 1,500, then 31.05 and x.y again " + "".join(parts)
+    p = prepare(BenchmarkItem("m", 0, question=q), N)
+    text = "".join(parts).replace("^", "").replace("+", "").replace(".", "").replace(",", "")
+    region_ids = token_hashes(tokenize(f"find 31054105 {text} mod 7 xy3 1500 {text} isab 3 3105 xy")).view(np.int64)
+    region = matching.Region(region_ids, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    got, src = matching._unglued(p, region, N)
+    want_ids, want_src = _unglued_by_token(p, region_ids)
+    if src is None:  # nothing glued: the region as it was
+        assert got is region and np.array_equal(want_ids, region_ids)
+    else:
+        assert np.array_equal(got.ids, want_ids) and np.array_equal(src, want_src)
+        assert len(got.ids) > len(region_ids)
 
 
 @settings(max_examples=300, deadline=None)
