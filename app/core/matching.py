@@ -44,6 +44,10 @@ COMPETITORS_ALIGNED = 3  # candidates aligned in full, those holding the largest
 SOLUTION_MIN_TOKENS = 9  # a worked solution shorter than this is judged as a short answer is
 NEAR_CACHE_ITEMS = 4096  # competitors' regions kept per document (about 300 bytes each)
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
+# MatchCache: competitors' regions kept (each a few times an item's length in ids and grams: 40 kB
+# for a news article's) and alignments (a few bytes per token of the competitor)
+REGIONS_KEPT = 256
+ALIGNED_KEPT = 4096
 
 
 @dataclass
@@ -245,7 +249,7 @@ def match_document(
     p = items[i]
     cache = MatchCache() if cache is None else cache
     lo, hi = region_for(p, doc, n, window)
-    region, src = _unglued(p, cache.region(doc, lo, hi, n), n)
+    region, src = _unglued(p, Region.of(doc, lo, hi, n), n)  # not kept: few items share it
     al = align_fields(p.id_list, region.id_list, p.whole, p.fields)
     present = member(p.mgrams, region.mgrams)
     matched = held(p, region.ids, region.mgrams, present=present) & al.matched  # in the item's order
@@ -425,7 +429,8 @@ class Region:
 
 class MatchCache:
     """What matching one item with a document works out that another item's matching with the
-    same document asks again: document ranges (Region.of) and other items aligned with a range.
+    same document asks again: competitors' document ranges (Region.of) and other items aligned
+    with a range, at most REGIONS_KEPT and ALIGNED_KEPT of them.
     The items of a chunk share candidate documents, and siblings share competitors, so 59% of
     the competitors' alignments of a 10,000-item scan were repeats (bench/scan_speed.py's
     benchmark). It lives as long as the caller keeps it (a chunk); keys hold the documents'
@@ -439,6 +444,8 @@ class MatchCache:
         key = (id(doc), lo, hi, n)
         region = self._regions.get(key)
         if region is None:
+            if len(self._regions) >= REGIONS_KEPT:
+                self._regions.clear()
             region = self._regions[key] = Region.of(doc, lo, hi, n)
         return region
 
@@ -449,6 +456,8 @@ class MatchCache:
         key = (other.text_key, *region.key)
         al = self._aligned.get(key)
         if al is None:
+            if len(self._aligned) >= ALIGNED_KEPT:
+                self._aligned.clear()
             al = self._aligned[key] = align(other.id_list, region.id_list, other.whole)
         return al
 

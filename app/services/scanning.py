@@ -581,7 +581,7 @@ class SharedDocs:
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
-STAND_INS_KEPT = 8192  # competitors' stand-ins a scanning process keeps (a few kB each, with what matching caches)
+STAND_INS_KEPT = 2048  # competitors' stand-ins a scanning process keeps (a few kB each, with what matching caches)
 FIRST_CHUNKS = (10, 50, 200)  # items in the first chunks (at most CHUNK): progress shows from the first items
 
 
