@@ -83,6 +83,13 @@ class Evidence:
     # document's, and a summary per corpus takes each corpus's own documents' word for it
     status: str = Status.CLEAN.value
 
+    def as_dict(self) -> dict[str, Any]:
+        """What dataclasses.asdict gives, made directly: asdict copies each value recursively
+        (1.5% of a 10,000-item scan, in the one process that writes the report at the end)."""
+        out = dict(self.__dict__)
+        out["highlights"] = [list(span) for span in self.highlights]
+        return out
+
 
 @dataclass
 class ItemResult:
@@ -120,7 +127,7 @@ class ItemResult:
             "answer_with_question": s.answer_with_question,
             "passage_found": s.passage_found,
             "fields": {role: rs.as_dict() for role, rs in s.roles.items()},
-            "evidence": [dataclasses.asdict(e) for e in self.evidence],
+            "evidence": [e.as_dict() for e in self.evidence],
         }
 
 

@@ -16,7 +16,7 @@ from contam.app.core.text import tokenize
 from contam.app.core.types import BenchmarkItem
 from contam.app.errors import FingerprintMismatch, NotFoundError
 from contam.app.services.results import summarize
-from contam.app.services.scanning import Scanner
+from contam.app.services.scanning import Evidence, Scanner
 from contam.app.store.db import make_engine
 from contam.app.store.schema import document, segment
 
@@ -407,3 +407,16 @@ def test_each_corpus_is_credited_with_what_its_own_documents_hold(engine: Engine
     unclaimed = replace(r, evidence=[replace(e, status="clean") for e in r.evidence])
     per_corpus = summarize([unclaimed], Thresholds())["per_corpus"]
     assert per_corpus["crawl"]["contaminated"] == per_corpus["books"]["contaminated"] == 1
+
+
+def test_evidence_serialises_as_its_fields_with_highlights_of_its_own() -> None:
+    """Evidence.as_dict is dataclasses.asdict made directly: every field, and highlight spans
+    that are copies (a caller editing the report's spans leaves the evidence as it was)."""
+    e = Evidence(
+        "c", "doc-7", 7, "f.jsonl", 3, 10, 40, 0, "some text", [[1, 4], [6, 9]], 0.9, 0.8, 12, None, "suspicious"
+    )
+    d = e.as_dict()
+    assert d == asdict(e) and list(d) == list(asdict(e))
+    d["highlights"][0][0] = 99
+    d["highlights"].append([0, 1])
+    assert e.highlights == [[1, 4], [6, 9]]
