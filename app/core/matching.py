@@ -44,10 +44,10 @@ COMPETITORS_ALIGNED = 3  # candidates aligned in full, those holding the largest
 SOLUTION_MIN_TOKENS = 9  # a worked solution shorter than this is judged as a short answer is
 NEAR_CACHE_ITEMS = 4096  # competitors' regions kept per document (about 300 bytes each)
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
-# MatchCache: competitors' regions kept (each a few times an item's length in ids and grams: 40 kB
-# for a news article's) and alignments (a few bytes per token of the competitor)
-REGIONS_KEPT = 256
-ALIGNED_KEPT = 4096
+# MatchCache: the tokens of the competitors' regions kept (about 80 bytes a token: its grams and
+# the id list the aligner takes) and of the alignments (about 10 bytes a token of the competitor)
+REGION_TOKENS_KEPT = 1 << 18  # about 20 MB at most (256 regions of a news article's 1,000 tokens)
+ALIGNED_TOKENS_KEPT = 1 << 20  # about 10 MB at most
 
 
 @dataclass
@@ -131,10 +131,11 @@ class DocMatch:
         return self._role(p, code)[1]
 
 
-@dataclass
+@dataclass(eq=False)
 class DocTokens:
     """A document as the scorer sees it: token ids and gram hashes by position, and the
-    n-grams sorted once, so finding an item's n-grams in it costs a binary search each."""
+    n-grams sorted once, so finding an item's n-grams in it costs a binary search each.
+    Equal and hashed by identity (a MatchCache key holds the document itself)."""
 
     ids: np.ndarray  # int64
     grams: np.ndarray  # int64 index n-grams, len(ids) - n + 1 values
@@ -317,7 +318,7 @@ def _unglued(p: PreparedItem, region: Region, n: int) -> tuple[Region, np.ndarra
     start[hit], width[hit] = p.glued[run, 1], p.glued[run, 2]
     src = np.repeat(np.arange(len(region.ids), dtype=np.int64), width)
     offset = np.arange(len(src), dtype=np.int64) - np.repeat(np.cumsum(width) - width, width)
-    ids = np.where(hit[src], p.ids[np.minimum(start[src] + offset, len(p.ids) - 1)], region.ids[src])
+    ids = np.where(hit[src], p.ids[start[src] + offset], region.ids[src])  # runs lie inside the item
     ids = ids.astype(np.int64, copy=False)
     u = ids.view(np.uint64)
     grams = [distinct(rolling_hashes(u, w).view(np.int64)) for w in (MATCH_N, n)]
@@ -410,7 +411,7 @@ class Region:
     ids: np.ndarray
     mgrams: np.ndarray
     grams: np.ndarray  # its index n-grams, sorted, without repeats
-    key: tuple[int, int, int] | None = None  # (document, lo, hi) of a range of one, None if read otherwise
+    key: tuple[DocTokens, int, int] | None = None  # (document, lo, hi) of a range of one, None if read otherwise
 
     @classmethod
     def of(cls, doc: DocTokens, lo: int, hi: int, n: int) -> Region:
@@ -418,7 +419,7 @@ class Region:
             doc.ids[lo:hi],
             distinct(doc.mgrams[lo : max(lo, hi - MATCH_N + 1)]),
             distinct(doc.grams[lo : max(lo, hi - n + 1)]),
-            (id(doc), lo, hi),
+            (doc, lo, hi),
         )
 
     @cached_property
@@ -430,23 +431,27 @@ class Region:
 class MatchCache:
     """What matching one item with a document works out that another item's matching with the
     same document asks again: competitors' document ranges (Region.of) and other items aligned
-    with a range, at most REGIONS_KEPT and ALIGNED_KEPT of them.
+    with a range, up to REGION_TOKENS_KEPT and ALIGNED_TOKENS_KEPT tokens (then it starts afresh).
     The items of a chunk share candidate documents, and siblings share competitors, so 59% of
     the competitors' alignments of a 10,000-item scan were repeats (bench/scan_speed.py's
-    benchmark). It lives as long as the caller keeps it (a chunk); keys hold the documents'
-    identities, so the documents must outlive it, as a chunk's do."""
+    benchmark). It lives as long as the caller keeps it (a chunk); its keys hold the documents
+    themselves (DocTokens are equal by identity), so no other document can take one's place. What
+    it returns is shared: read it, never write to it (the alignments' arrays are read-only)."""
 
     def __init__(self) -> None:
-        self._regions: dict[tuple[int, int, int, int], Region] = {}
-        self._aligned: dict[tuple[int, int, int, int], Alignment] = {}
+        self._regions: dict[tuple[DocTokens, int, int, int], Region] = {}
+        self._aligned: dict[tuple[int, DocTokens, int, int], Alignment] = {}
+        self._region_tokens = self._aligned_tokens = 0
 
     def region(self, doc: DocTokens, lo: int, hi: int, n: int) -> Region:
-        key = (id(doc), lo, hi, n)
+        key = (doc, lo, hi, n)
         region = self._regions.get(key)
         if region is None:
-            if len(self._regions) >= REGIONS_KEPT:
+            if self._region_tokens + hi - lo > REGION_TOKENS_KEPT:
                 self._regions.clear()
+                self._region_tokens = 0
             region = self._regions[key] = Region.of(doc, lo, hi, n)
+            self._region_tokens += hi - lo
         return region
 
     def align(self, other: PreparedItem, region: Region) -> Alignment:
@@ -456,9 +461,13 @@ class MatchCache:
         key = (other.text_key, *region.key)
         al = self._aligned.get(key)
         if al is None:
-            if len(self._aligned) >= ALIGNED_KEPT:
+            if self._aligned_tokens + other.n_tokens > ALIGNED_TOKENS_KEPT:
                 self._aligned.clear()
-            al = self._aligned[key] = align(other.id_list, region.id_list, other.whole)
+                self._aligned_tokens = 0
+            al = align(other.id_list, region.id_list, other.whole)
+            al.matched.flags.writeable = al.doc_pos.flags.writeable = False
+            self._aligned[key] = al
+            self._aligned_tokens += other.n_tokens
         return al
 
 

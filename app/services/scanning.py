@@ -588,7 +588,9 @@ class SharedDocs:
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
-STAND_INS_KEPT = 2048  # competitors' stand-ins a scanning process keeps (a few kB each, with what matching caches)
+# the tokens of the competitors' stand-ins a scanning process keeps (about 50 bytes a token, with
+# what matching caches on them: about 25 MB at most)
+STAND_IN_TOKENS_KEPT = 1 << 19
 FIRST_CHUNKS = (10, 50, 200)  # items in the first chunks (at most CHUNK): progress shows from the first items
 
 
@@ -785,9 +787,13 @@ class _Bench:
         kept: dict[int, PreparedItem] = self.__dict__.setdefault("_stand_ins", {})
         p = kept.get(k)
         if p is None:
-            if len(kept) >= STAND_INS_KEPT:
+            tokens = int(self.tok_at[k + 1] - self.tok_at[k])
+            held = self.__dict__.get("_stand_in_tokens", 0)
+            if held + tokens > STAND_IN_TOKENS_KEPT:
                 kept.clear()
+                held = 0
             p = kept[k] = self._stand_in(k)
+            self.__dict__["_stand_in_tokens"] = held + tokens
         return p
 
     def _stand_in(self, k: int) -> PreparedItem:

@@ -156,6 +156,28 @@ def test_a_cache_shared_by_the_items_changes_no_match() -> None:
     assert aligned["own"] > aligned["shared"] > 0 and aligned["again"] == 0, aligned
 
 
+def test_a_match_cache_tells_documents_ranges_and_readings_apart() -> None:
+    """A MatchCache answers a repeat with what it worked out before, and never one document's
+    range for another's with the same bounds, a range for another range, or a region read
+    otherwise (_unglued's) for the plain one."""
+    other = prepare(BenchmarkItem("o", 0, question="seven silver swans swam slowly across the frozen lake"), N)
+    texts = ["seven silver swans swam slowly across the frozen lake", "a lake froze while seven swans slept"]
+    docs = [DocTokens.of(token_hashes(tokenize(f"{FILLER[:200]} {t} {FILLER[:200]}")), N) for t in texts]
+    cache = matching.MatchCache()
+    lo, hi = 30, 90
+    a, b = cache.region(docs[0], lo, hi, N), cache.region(docs[1], lo, hi, N)
+    assert a is cache.region(docs[0], lo, hi, N) and a is not b
+    assert cache.region(docs[0], lo, hi + 1, N) is not a and cache.region(docs[0], lo, hi, N + 1) is not a
+    for region in (a, b, cache.region(docs[0], lo + 5, hi, N)):
+        want = align(other.id_list, region.id_list, other.whole)
+        got = cache.align(other, region)
+        assert got is cache.align(other, region) and not got.matched.flags.writeable
+        assert np.array_equal(got.matched, want.matched) and got.blocks == want.blocks
+    assert cache.align(other, a).matched.sum() > cache.align(other, b).matched.sum()
+    unkeyed = matching.Region(a.ids.copy(), a.mgrams, a.grams)  # as _unglued makes one
+    assert cache.align(other, unkeyed) is not cache.align(other, unkeyed)
+
+
 def test_a_shared_passage_with_the_items_own_question_is_contaminated() -> None:
     """Two questions on one passage. The document holds the passage and question 1: item 1 is
     contaminated, item 2 (its sibling) is at most suspicious, and the reason says why."""
