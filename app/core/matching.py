@@ -259,10 +259,6 @@ def match_document(
     )
     solution_held = _solution_share(p, own, own_hit)
     counted = _counted(p, solution_held)
-    passage = 0.0
-    if len(p.passage_grams) and p.passage_tokens:
-        grams = distinct(doc.grams[lo : max(lo, hi - n + 1)])
-        passage = share(covered(member(p.passage_grams, grams), n, p.passage_tokens))
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
     rare_run, rare_tokens = _rare(p, stats, present, own_hit, th)
     piece = math.log2(max(2, hi - lo))  # bits to place one more piece in the region (`breaks`)
@@ -274,12 +270,9 @@ def match_document(
         own_hit=own_hit,
         competitor=competitor,
         region=(lo, hi),
-        blocks=[
-            (a, lo + b, size) if src is None else (a, lo + int(src[b]), int(src[b + size - 1] - src[b]) + 1)
-            for a, b, size in al.blocks
-        ],
+        blocks=_in_document(al.blocks, lo, src),
         answer_found=_answer_found(p, al, matched, region.ids, solution_held),
-        passage_coverage=passage,
+        passage_coverage=_passage_coverage(p, doc, lo, hi, n),
         near_window=window[0] if window else None,
         shared_run=shared_run,
         shared_items=shared_items,
@@ -294,6 +287,22 @@ def match_document(
         own_bits_total=float(stats.bits[own].sum()),
         bits_total=float(stats.bits.sum()),
     )
+
+
+def _in_document(blocks: list[tuple[int, int, int]], lo: int, src: np.ndarray | None) -> list[tuple[int, int, int]]:
+    """Aligned blocks (item start, region start, size) placed in the document: `src` maps an
+    unglued region's tokens back to the document's (None when the region is the document's)."""
+    if src is None:
+        return [(a, lo + b, size) for a, b, size in blocks]
+    return [(a, lo + int(src[b]), int(src[b + size - 1] - src[b]) + 1) for a, b, size in blocks]
+
+
+def _passage_coverage(p: PreparedItem, doc: DocTokens, lo: int, hi: int, n: int) -> float:
+    """Share of the item's shared passage whose n-grams the region [lo, hi) holds."""
+    if not len(p.passage_grams) or not p.passage_tokens:
+        return 0.0
+    grams = distinct(doc.grams[lo : max(lo, hi - n + 1)])
+    return share(covered(member(p.passage_grams, grams), n, p.passage_tokens))
 
 
 def _unglued(p: PreparedItem, region: Region, n: int) -> tuple[Region, np.ndarray | None]:
