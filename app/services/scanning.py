@@ -41,7 +41,7 @@ from contam.app.core.items import (
 from contam.app.core.matching import DocMatch, DocTokens, MatchCache
 from contam.app.core.scoring import ItemScore, judge
 from contam.app.core.signatures import band_keys, token_hash_spans, window_minhashes, window_span
-from contam.app.core.surprise import TokenModel
+from contam.app.core.surprise import flat_bits
 from contam.app.core.types import BenchmarkItem, Status
 from contam.app.errors import FingerprintMismatch, IncompatibleIndex, NotFoundError
 from contam.app.processes import exit_with
@@ -755,22 +755,8 @@ class _Bench:
             del arrays
         field_pos = parts.pop("field_pos")
         lengths = np.diff(parts["tok_at"])
-        model = TokenModel.flat(parts["ids"], field_pos, lengths, shared.group)
-        at = parts["tok_at"]
-        bits = np.concatenate(
-            [np.zeros(0)]
-            + [
-                model.flat_bits(
-                    parts["ids"][at[lo] : at[hi]],
-                    field_pos[at[lo] : at[hi]],
-                    lengths[lo:hi],
-                    np.arange(lo, hi),
-                )
-                for lo in range(0, len(lengths), BITS_BATCH)
-                if (hi := min(lo + BITS_BATCH, len(lengths)))
-            ]
-        )
-        del model, field_pos
+        bits = flat_bits(parts["ids"], field_pos, lengths, np.asarray(shared.group, dtype=np.int64))
+        del field_pos
         if len(lengths) > TRIM_ITEMS:
             _trim()
         if reading is not None:
@@ -829,7 +815,6 @@ def _trim() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-BITS_BATCH = 2000  # items whose bits are worked out at a time (each a few arrays per token)
 # pass 1 of at most this many items gives its memory back without malloc_trim: the tables of a
 # /check (at most 1,000 items) take a few MB, and malloc_trim walks the whole heap under the
 # allocator's lock (25 ms in a process holding 250 MB of small blocks), once per request

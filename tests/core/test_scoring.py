@@ -22,7 +22,7 @@ from contam.app.core.items import PreparedItem, SharedText, prepare
 from contam.app.core.matching import DocMatch, DocTokens, match_document
 from contam.app.core.scoring import ItemScore, benchmark_stats, judge, shared_spans, split_marked
 from contam.app.core.signatures import token_hashes
-from contam.app.core.surprise import TokenModel, token_bits
+from contam.app.core.surprise import flat_bits, token_bits
 from contam.app.core.text import tokenize
 from contam.app.core.types import BenchmarkItem, Status
 
@@ -810,39 +810,77 @@ def test_glued_tokens_are_read_as_their_runs_wherever_they_are(parts: list[str])
         assert len(got.ids) > len(region_ids)
 
 
+def _bits_by_counting(items: list[list[list[int]]], groups: list[int]) -> np.ndarray:
+    """surprise.flat_bits worked out the long way (the module doc's model, read off it): items as
+    fields of token ids; counts over the first item of each group, less the scored item's own;
+    contexts as tuples that restart at every field; Witten-Bell from trigram down to add-alpha."""
+    counted = [k for k, g in enumerate(groups) if groups.index(g) == k]
+
+    def events(item: list[list[int]]) -> list[tuple[int, tuple[object, ...], tuple[object, ...]]]:
+        out = []
+        for f in item:
+            for j, w in enumerate(f):
+                h1 = ("start",) if j == 0 else (f[j - 1],)
+                h2 = ("start", "start") if j == 0 else ("start", f[0]) if j == 1 else (f[j - 2], f[j - 1])
+                out.append((w, h1, h2))
+        return out
+
+    def tally(ev: list[tuple[int, tuple[object, ...], tuple[object, ...]]]) -> Counter[object]:
+        c: Counter[object] = Counter()
+        for w, h1, h2 in ev:
+            c.update([("w", w), ("h", h1), ("hw", h1, w), ("h", h2), ("hw", h2, w)])
+        return c
+
+    every = [events(it) for it in items]
+    total = sum(len(every[k]) for k in counted)
+    seen = tally([e for k in counted for e in every[k]])
+    vocab = len({w for k in counted for w, _h1, _h2 in every[k]}) + 1
+    follow = Counter(key[1] for key in seen if key[0] == "hw")  # T(h): distinct words after h
+    out = []
+    for ev in every:
+        own, n = tally(ev), total - len(ev)
+        for w, h1, h2 in ev:
+            p = (seen["w", w] - own["w", w] + 0.5) / (n + 0.5 * vocab)
+            for h in (h1, h2):
+                pair, context = max(seen["hw", h, w] - own["hw", h, w], 0), max(seen["h", h] - own["h", h], 0)
+                kinds = max(follow[h], 1)
+                p = (pair + kinds * p) / (context + kinds) if context > 0 else p
+            out.append(p)
+    return -np.log2(np.array(out, dtype=np.float64))
+
+
 @settings(max_examples=300, deadline=None)
 @given(
-    st.lists(st.integers(0, 40), min_size=1, max_size=400),
-    st.lists(st.integers(1, 30), min_size=1, max_size=12),
+    st.lists(
+        st.lists(st.lists(st.integers(0, 12), min_size=0, max_size=9), min_size=0, max_size=3),
+        min_size=1,
+        max_size=7,
+    ),
+    st.lists(st.integers(0, 6), min_size=7, max_size=7),
 )
-def test_a_lone_items_bits_are_those_the_full_model_gives(ids: list[int], cuts: list[int]) -> None:
-    """A benchmark of one item (a /check of one text) skips the trigram tables: with nothing else
-    in the benchmark every count less the item's own is 0. The bits must be those of the full
-    model, bit for bit, whatever the tokens (repeats included) and the fields."""
-    a = np.array(ids, dtype=np.int64) * 0x9E3779B97F4A7C1
-    field_pos, start = [], 0
-    for c in cuts:  # fields of the given lengths while there are tokens, then one of what is left
-        width = min(c, len(a) - start)
-        field_pos += list(range(width))
-        start += width
-    field_pos += list(range(len(a) - start))
-    pos = np.array(field_pos, dtype=np.int64)
-    lengths, groups, index = np.array([len(a)]), np.array([0]), np.array([0])
-    lone = TokenModel.flat(a, pos, lengths, groups)
-    full = TokenModel.flat(a, pos, lengths, groups, general=True)
-    assert lone.alone and not full.alone
-    assert np.array_equal(lone.flat_bits(a, pos, lengths, index), full.flat_bits(a, pos, lengths, index))
+def test_token_bits_are_the_models_counts(items: list[list[list[int]]], twin_of: list[int]) -> None:
+    """flat_bits counts every key of the benchmark in one sort per kind (surprise._KeyCounts):
+    it must give what counting each item's events the long way gives, for benchmarks of one
+    item or several, empty fields and items, repeated tokens, and duplicate items (an item
+    copies an earlier one's fields when twin_of says so, and joins its group)."""
+    groups = list(range(len(items)))
+    for k in range(1, len(items)):
+        if twin_of[k] < k:
+            items[k], groups[k] = [list(f) for f in items[twin_of[k]]], groups[twin_of[k]]
+    ids = [np.array([w for f in it for w in f], dtype=np.int64) * 0x9E3779B97F4A7C1 for it in items]
+    lengths = np.array([len(a) for a in ids], dtype=np.int64)
+    pos = [j for it in items for f in it for j in range(len(f))]
+    scaled = [[[w * 0x9E3779B97F4A7C1 for w in f] for f in it] for it in items]
+    got = flat_bits(np.concatenate(ids), np.array(pos, dtype=np.int64), lengths, np.array(groups, dtype=np.int64))
+    np.testing.assert_allclose(got, _bits_by_counting(scaled, groups), rtol=1e-12)
 
 
 def test_two_items_are_each_scored_by_the_other() -> None:
-    """The floor is for a lone item only: with a second item in the benchmark, what the two
-    share is predictable and what only one has is not."""
+    """With a second item in the benchmark, what the two share is predictable and what only one
+    has is not."""
     a = np.array([1, 2, 3, 4, 1, 2, 3, 9], dtype=np.int64)
     pos = np.array([0, 1, 2, 3, 0, 1, 2, 3], dtype=np.int64)
-    lengths, groups, index = np.array([4, 4]), np.array([0, 1]), np.array([0, 1])
-    model = TokenModel.flat(a, pos, lengths, groups)
-    bits = model.flat_bits(a, pos, lengths, index)
-    assert not model.alone
+    bits = flat_bits(a, pos, np.array([4, 4]), np.array([0, 1]))
     assert bits[1] < 1.0 < bits[3]  # "2" follows "1" in the other item too; "4" and "9" differ
 
 
