@@ -48,8 +48,9 @@ def token_bits(
     """Surprisal in bits of every token of every item (see the module doc).
 
     ids: per item, its token ids; fields: per item, (start, end, role) of each field;
-    groups: per item, its duplicate group (items of one group are counted once, and every item
-    leaves its group's text out of the model it is scored with).
+    groups: per item, its duplicate group (items of one group have the same token ids and are
+    counted once; every item leaves its own text, so its group's, out of the model it is scored
+    with).
     """
     if not len(ids):
         return []
@@ -77,7 +78,7 @@ def flat_bits(a: np.ndarray, field_pos: np.ndarray, lengths: np.ndarray, groups:
     first = np.zeros(len(lengths), dtype=bool)
     first[np.unique(groups, return_index=True)[1]] = True
     counted = np.repeat(first, lengths)  # items of a group: the first counts, once
-    item = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    item = np.repeat(np.arange(len(lengths), dtype=np.int32), lengths)
     n = int(counted.sum()) - np.repeat(lengths, lengths)  # the rest of the benchmark's tokens
     uni = _KeyCounts(a, counted, item)
     vocab = int(np.count_nonzero(uni.per_run)) + 1  # distinct counted tokens, and one unseen
@@ -109,7 +110,7 @@ class _KeyCounts:
         del ordered
         run = np.cumsum(starts, dtype=np.int32) - 1  # per sorted token: its key's rank
         kept = counted[order]
-        self.per_run = np.bincount(run, weights=kept, minlength=int(run[-1]) + 1).astype(np.int32)
+        self.per_run = np.bincount(run[kept], minlength=int(run[-1]) + 1).astype(np.int32)
         if firsts:
             at = np.flatnonzero(kept)  # the counted tokens in key order: the first of each key's
             first = np.ones(len(at), dtype=bool)

@@ -857,16 +857,24 @@ def _bits_by_counting(items: list[list[list[int]]], groups: list[int]) -> np.nda
         max_size=7,
     ),
     st.lists(st.integers(0, 6), min_size=7, max_size=7),
+    st.lists(st.integers(0, 9), min_size=7, max_size=7),
+    st.permutations(range(7)),
 )
-def test_token_bits_are_the_models_counts(items: list[list[list[int]]], twin_of: list[int]) -> None:
+def test_token_bits_are_the_models_counts(
+    items: list[list[list[int]]], twin_of: list[int], cut: list[int], labels: list[int]
+) -> None:
     """flat_bits counts every key of the benchmark in one sort per kind (surprise._KeyCounts):
     it must give what counting each item's events the long way gives, for benchmarks of one
-    item or several, empty fields and items, repeated tokens, and duplicate items (an item
-    copies an earlier one's fields when twin_of says so, and joins its group)."""
-    groups = list(range(len(items)))
+    item or several, empty fields and items, repeated tokens, and duplicate items: an item
+    copies an earlier one's tokens when twin_of says so, cut into fields its own way (a group
+    shares its token ids, not always its fields), and joins its group; group labels are any
+    numbers, the first member of a group not the one with the label's index."""
+    groups = [labels[k] for k in range(len(items))]
     for k in range(1, len(items)):
         if twin_of[k] < k:
-            items[k], groups[k] = [list(f) for f in items[twin_of[k]]], groups[twin_of[k]]
+            tokens = [w for f in items[twin_of[k]] for w in f]
+            at = min(cut[k], len(tokens))
+            items[k], groups[k] = [tokens[:at], tokens[at:]], groups[twin_of[k]]
     ids = [np.array([w for f in it for w in f], dtype=np.int64) * 0x9E3779B97F4A7C1 for it in items]
     lengths = np.array([len(a) for a in ids], dtype=np.int64)
     pos = [j for it in items for f in it for j in range(len(f))]
