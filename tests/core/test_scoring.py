@@ -875,10 +875,10 @@ def test_token_bits_are_the_models_counts(
             tokens = [w for f in items[twin_of[k]] for w in f]
             at = min(cut[k], len(tokens))
             items[k], groups[k] = [tokens[:at], tokens[at:]], groups[twin_of[k]]
-    ids = [np.array([w for f in it for w in f], dtype=np.int64) * 0x9E3779B97F4A7C1 for it in items]
+    scaled = [[[w * 0x9E3779B97F4A7C1 for w in f] for f in it] for it in items]
+    ids = [np.array([w for f in it for w in f], dtype=np.int64) for it in scaled]
     lengths = np.array([len(a) for a in ids], dtype=np.int64)
     pos = [j for it in items for f in it for j in range(len(f))]
-    scaled = [[[w * 0x9E3779B97F4A7C1 for w in f] for f in it] for it in items]
     got = flat_bits(np.concatenate(ids), np.array(pos, dtype=np.int64), lengths, np.array(groups, dtype=np.int64))
     np.testing.assert_allclose(got, _bits_by_counting(scaled, groups), rtol=1e-12)
 
