@@ -66,7 +66,7 @@ class DocMatch:
     near_window: int | None = None
     shared_run: int = 0  # longest verbatim run of text shared with other items
     shared_items: int = 0  # how many items hold that run (this one included)
-    competitor_found: bool = False  # the region holds some other item's own text, in its order
+    competitor_found: bool = False  # the region holds distinct text of an item it is a copy of
     # own text held inside short-channel n-grams that are each in at most max_df documents of the
     # corpus: its longest run, and how many tokens (0 without a short channel, or for a long item)
     rare_run: int = 0
@@ -495,7 +495,8 @@ def _own_text(
     around: tuple[int, int],
     cache: MatchCache,
 ) -> tuple[np.ndarray, np.ndarray, int | None, bool]:
-    """(own tokens, own tokens held, competitor, whether any other item's own text is held).
+    """(own tokens, own tokens held, competitor, whether another item's own text is found: distinct
+    text of an item the region is a copy of).
 
     If the region holds a larger share of another item's distinct text than of item i's (or an
     equal share, and as large a share of that whole item as of item i), it is that item's copy:
@@ -521,8 +522,6 @@ def _own_text(
     label = np.concatenate([np.full(len(g), k) for k, g in enumerate(grams)])
     flat = np.concatenate(grams)
     in_region = member(flat, region.mgrams)
-    theirs_only = ~member(flat, p.umgrams)
-    found_other = bool((in_region & theirs_only).any())
     held_count = np.bincount(label[in_region], minlength=len(grams))
     bag_share = held_count / np.maximum([len(g) for g in grams], 1)
     # the largest shares; of equal shares, the item that explains more of the region (a longer
@@ -536,7 +535,12 @@ def _own_text(
         copies = copies[:1] + [k for k in copies[1:] if (_stretch(p, others[k], region, cache) & at).any()]
     if not copies:
         own = ~stats.passage_tok & ~stats.common_tok
-        return own, matched & own, None, found_other
+        return own, matched & own, None, False
+    # another item's own text is found only as part of its copy: the distinct text of an item the
+    # region is a copy of. Grams of the other candidates in the padded region are chance (the
+    # phrases of one passage recur in others); they do not make a passage found alone another's
+    chosen = np.isin(label, [order[k] for k in copies])
+    found_other = bool((in_region & chosen & ~member(flat, p.umgrams)).any())
     own, own_hit = _beside(p, [others[k] for k in copies], stats, region, al, present)
     return own, own_hit, candidates[order[copies[0]]], found_other
 

@@ -236,6 +236,20 @@ def test_the_passage_alone_makes_each_sibling_at_most_suspicious() -> None:
         assert s[k].status == Status.SUSPICIOUS and "passage" in s[k].reason and s[k].passage_found
 
 
+def test_three_words_of_another_items_question_near_the_passage_do_not_hide_it() -> None:
+    """The page holds the passage alone and, a sentence on, three words that item 3's question
+    also has ("the harbour master"), as any text might. Item 3 is on another subject: the page is
+    no copy of it, so for items 1 and 2 the passage is still found alone: suspicious, not clean."""
+    q1 = BenchmarkItem("q1", 0, question=f"{PASSAGE} Question: How many mules did the expedition take with it?")
+    q2 = BenchmarkItem("q2", 1, question=f"{PASSAGE} Question: On which day did the party reach the monastery?")
+    q3 = BenchmarkItem("q3", 2, question="Why did the harbour master close the northern quay to the fishing boats?")
+    page = f"{FILLER} {PASSAGE} Later the harbour master wrote to the abbot. {FILLER}"
+    s = scan([q1, q2, q3], {"page": page})
+    for k in ("q1", "q2"):
+        assert s[k].status == Status.SUSPICIOUS and "passage" in s[k].reason, (k, s[k].reason)
+    assert s["q3"].status == Status.CLEAN
+
+
 SPORTS = [
     "Juan Soto did a double stepover",
     "Jamal Murray beat the buzzer",
