@@ -536,13 +536,29 @@ def _own_text(
     if not copies:
         own = ~stats.passage_tok & ~stats.common_tok
         return own, matched & own, None, False
-    # another item's own text is found only as part of its copy: the distinct text of an item the
-    # region is a copy of. Grams of the other candidates in the padded region are chance (the
-    # phrases of one passage recur in others); they do not make a passage found alone another's
-    chosen = np.isin(label, [order[k] for k in copies])
-    found_other = bool((in_region & chosen & ~member(flat, p.umgrams)).any())
+    chosen = [(order[k], others[k]) for k in copies]
+    found_other = _copy_text_found(p, present, chosen, label[in_region], flat[in_region])
     own, own_hit = _beside(p, [others[k] for k in copies], stats, region, al, present)
     return own, own_hit, candidates[order[copies[0]]], found_other
+
+
+def _copy_text_found(
+    p: PreparedItem,
+    present: np.ndarray,
+    copies: Sequence[tuple[int, PreparedItem]],
+    held_label: np.ndarray,
+    held: np.ndarray,
+) -> bool:
+    """Whether the region holds distinct text (MATCH_N-grams p lacks) of an item it is a copy of
+    that shares some of what the region holds of p. Only such a copy's text is another item's own
+    text found: grams of the other candidates in the padded region are chance (the phrases of one
+    passage recur in others), and an unrelated item's copy beside a passage found alone does not
+    make the passage its copy's; neither hides the passage. copies: (label, item) of the items the
+    region is a copy of; held, held_label: each candidate's gram the region holds, and its label;
+    present: bool per MATCH_N-gram of p, the region holds it."""
+    mine = p.mgrams[present]
+    labels = [k for k, other in copies if member(mine, other.umgrams).any()]
+    return bool((np.isin(held_label, labels) & ~member(held, p.umgrams)).any())
 
 
 def _stretch(p: PreparedItem, other: PreparedItem, region: Region, cache: MatchCache) -> np.ndarray:
@@ -568,7 +584,9 @@ def _beside(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(own tokens, own tokens held) of item p where the region is a copy of each of `others`
     (a page may hold several items' copies): what p shares with none of them (its MATCH_N-grams
-    they lack, its short fields they have not)."""
+    they lack, its short fields they have not), and, as with no copy, no passage p shares with
+    another item (that item's copy need not be among them: a passage beside an unrelated item's
+    copy is still no item's own text)."""
     own_g = ~member(
         p.mgrams, others[0].umgrams if len(others) == 1 else distinct(np.concatenate([o.umgrams for o in others]))
     )
@@ -577,7 +595,7 @@ def _beside(
     own = tokens_of(p, p.mgram_pos[own_g], MATCH_N)
     for (s, e, _key), flag in zip(p.tiny_fields, own_tiny, strict=True):
         own[s:e] = flag
-    own &= ~stats.common_tok
+    own &= ~stats.common_tok & ~stats.passage_tok
     own_hit = held(p, region.ids, region.mgrams, own_g, own_tiny, present) & own & al.matched
     return own, own_hit
 
@@ -727,13 +745,16 @@ def _answer_found(p: PreparedItem, al: Alignment, matched: np.ndarray, region: n
 def _shared_run(
     p: PreparedItem, stats: ItemStats, blocks: Sequence[tuple[int, int, int]], own: np.ndarray, n: int
 ) -> tuple[int, int]:
-    """Longest verbatim run (one aligned block) of text the item shares with other items, and
-    how many items hold all of it."""
+    """Longest verbatim run (one aligned block) of text the item shares with other items, counted
+    in tokens that are not common in the corpus, and how many items hold all of it: a notice or a
+    licence that several items carry and many documents hold is boilerplate, not their passage
+    (a common phrase inside a passage does not cut it)."""
     best, items = 0, 0
     for a, _b, size in blocks:
         for s, e in runs(~own[a : a + size]):
             s, e = s + a, e + a
             inside = (p.gram_pos >= s) & (p.gram_pos + n <= e)
-            if e - s > best and inside.any():
-                best, items = e - s, int(stats.freq[inside].min())
+            rare = int(count(~stats.common_tok[s:e]))
+            if rare > best and inside.any():
+                best, items = rare, int(stats.freq[inside].min())
     return best, items

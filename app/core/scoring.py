@@ -195,7 +195,7 @@ def verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: bo
             f"one document holds the item's opening in one run ({m.opening} tokens of its own text), "
             "as a truncated copy does"
         )
-    if m.shared_run >= th.passage_tokens and not m.competitor_found and 0 < m.shared_items <= th.passage_max_items + 1:
+    if m.shared_run >= th.passage_tokens and not m.competitor_found and 1 < m.shared_items <= th.passage_max_items + 1:
         return Status.SUSPICIOUS, (
             f"a {m.shared_run}-token passage it shares with {m.shared_items - 1} other "
             "item(s) was found, but not this item's own text"

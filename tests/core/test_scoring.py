@@ -205,8 +205,12 @@ def test_a_page_of_several_copies_does_not_make_the_passage_a_siblings_own_text(
     other = BenchmarkItem("c", 2, question=CLAIMS[1] + " and " + CLAIMS[2], answer="True")
     edited = f"{PASSAGE} Question: How many mules did the expedition bring with it? Answer: eleven."
     s = scan([q1, q2, other], {"page": f"{FILLER} {other.question} Answer: True. {edited} {FILLER}"})
-    assert s["q1"].status == Status.CONTAMINATED and s["c"].status == Status.CONTAMINATED
+    assert s["c"].status == Status.CONTAMINATED
     assert s["q2"].status != Status.CONTAMINATED, s["q2"].reason
+    # item 1 is judged by its own text, the edited question, as on a page without the other copy:
+    # the unrelated copy beside it does not make the passage item 1's own
+    alone = scan([q1, q2, other], {"page": f"{FILLER} {edited} {FILLER}"})["q1"]
+    assert s["q1"].status == alone.status == Status.SUSPICIOUS and s["q1"].own_tokens == alone.own_tokens
 
 
 @pytest.mark.parametrize("order", ["BCA", "CAB", "ABC"])
@@ -248,6 +252,44 @@ def test_three_words_of_another_items_question_near_the_passage_do_not_hide_it()
     for k in ("q1", "q2"):
         assert s[k].status == Status.SUSPICIOUS and "passage" in s[k].reason, (k, s[k].reason)
     assert s["q3"].status == Status.CLEAN
+    # the flip side: with item 2's whole copy there (and the same three words), the passage is
+    # item 2's: item 1 is clean, not suspicious
+    s = scan([q1, q2, q3], {"page": f"{FILLER} {q2.question} Later the harbour master wrote. {FILLER}"})
+    assert s["q2"].status == Status.CONTAMINATED and s["q1"].status == Status.CLEAN, s["q1"].reason
+
+
+NOTICE = (
+    "This article was produced by the regional news desk and may be republished free of charge by "
+    "member newspapers provided that the byline and this notice are kept intact in every edition"
+)
+
+
+def test_a_notice_common_in_the_corpus_is_no_passage_of_the_items_that_carry_it() -> None:
+    """Three items end with the same 32-word notice, which 12 documents hold (more than max_df):
+    text common in the corpus, found alone, flags none of them, passage rule or not."""
+    items = [
+        BenchmarkItem(f"n{k}", k, question=" ".join(f"story{k}word{j}" for j in range(40)) + " " + NOTICE)
+        for k in range(3)
+    ]
+    docs = {f"d{k}": f"{FILLER} {NOTICE} {FILLER}" for k in range(12)}
+    s = scan(items, docs)
+    assert all(s[f"n{k}"].status == Status.CLEAN for k in range(3)), {k: v.reason for k, v in s.items()}
+
+
+def test_a_passage_beside_an_unrelated_items_copy_is_still_no_items_own_text() -> None:
+    """The page holds the passage alone and, right after it, a whole copy of an unrelated item.
+    That copy explains none of the passage: items 1 and 2 share it, so it is neither's own text,
+    neither is contaminated, and the unrelated copy does not hide the passage found alone: both
+    are suspicious, as with the passage alone."""
+    q1 = BenchmarkItem("q1", 0, question=f"{PASSAGE} Question: How many mules did the expedition take with it?")
+    q2 = BenchmarkItem("q2", 1, question=f"{PASSAGE} Question: On which day did the party reach the monastery?")
+    q3 = BenchmarkItem(
+        "q3", 2, question="Why did the harbour master close the northern quay to the fishing boats in winter?"
+    )
+    s = scan([q1, q2, q3], {"page": f"{FILLER} {PASSAGE} {q3.question} {FILLER}"})
+    assert s["q3"].status == Status.CONTAMINATED
+    for k in ("q1", "q2"):
+        assert s[k].status == Status.SUSPICIOUS and "passage" in s[k].reason and s[k].own_coverage < 0.5, s[k].reason
 
 
 SPORTS = [
