@@ -537,7 +537,7 @@ def _own_text(
         own = ~stats.passage_tok & ~stats.common_tok
         return own, matched & own, None, False
     chosen = [(order[k], others[k]) for k in copies]
-    found_other = _copy_text_found(p, present, chosen, label[in_region], flat[in_region])
+    found_other = _copy_text_found(p, present, stats, chosen, label[in_region], flat[in_region])
     own, own_hit = _beside(p, [others[k] for k in copies], stats, region, al, present)
     return own, own_hit, candidates[order[copies[0]]], found_other
 
@@ -545,19 +545,22 @@ def _own_text(
 def _copy_text_found(
     p: PreparedItem,
     present: np.ndarray,
+    stats: ItemStats,
     copies: Sequence[tuple[int, PreparedItem]],
     held_label: np.ndarray,
     held: np.ndarray,
 ) -> bool:
     """Whether the region holds distinct text (MATCH_N-grams p lacks) of an item it is a copy of
-    that shares some of what the region holds of p. Only such a copy's text is another item's own
-    text found: grams of the other candidates in the padded region are chance (the phrases of one
-    passage recur in others), and an unrelated item's copy beside a passage found alone does not
-    make the passage its copy's; neither hides the passage. copies: (label, item) of the items the
-    region is a copy of; held, held_label: each candidate's gram the region holds, and its label;
-    present: bool per MATCH_N-gram of p, the region holds it."""
-    mine = p.mgrams[present]
-    labels = [k for k, other in copies if member(mine, other.umgrams).any()]
+    that shares p's passage there (most of the grams of it the region holds, those not common in
+    the corpus). Only such a copy's text is another item's own text found: grams of the other
+    candidates in the padded region are chance (the phrases of one passage recur in others), and
+    an unrelated item's copy beside a passage found alone (sharing a phrase with it at most) does
+    not make the passage its copy's; neither hides the passage. copies: (label, item) of the items
+    the region is a copy of; held, held_label: each candidate's gram the region holds, and its
+    label; present: bool per MATCH_N-gram of p, the region holds it."""
+    passage = stats.passage_tok & ~stats.common_tok
+    mine = p.mgrams[present & passage[p.mgram_pos]]
+    labels = [k for k, other in copies if 2 * count(member(mine, other.umgrams)) > len(mine)]
     return bool((np.isin(held_label, labels) & ~member(held, p.umgrams)).any())
 
 

@@ -20,7 +20,7 @@ from contam.app.core.align import align, align_fields, densest, find_sequence
 from contam.app.core.config import Thresholds
 from contam.app.core.items import PreparedItem, SharedText, prepare
 from contam.app.core.matching import DocMatch, DocTokens, match_document
-from contam.app.core.scoring import ItemScore, benchmark_stats, judge, shared_spans, split_marked
+from contam.app.core.scoring import ItemScore, benchmark_stats, judge, shared_spans, split_marked, verdict
 from contam.app.core.signatures import token_hashes
 from contam.app.core.surprise import flat_bits, token_bits
 from contam.app.core.text import tokenize
@@ -276,6 +276,19 @@ def test_a_notice_common_in_the_corpus_is_no_passage_of_the_items_that_carry_it(
     assert all(s[f"n{k}"].status == Status.CLEAN for k in range(3)), {k: v.reason for k, v in s.items()}
 
 
+@pytest.mark.parametrize(("items", "status"), [(1, Status.CLEAN), (2, Status.SUSPICIOUS), (12, Status.CLEAN)])
+def test_a_passage_is_a_run_that_2_to_11_items_hold(items: int, status: Status) -> None:
+    """The passage rule on one document's match: a 30-token run the item shares with others,
+    none of its own text. Held by the item alone (its 3-grams are another item's, its n-grams
+    not: the run is nobody's passage) or by more than passage_max_items + 1 items (a template),
+    it flags nothing; held by 2 items it is their passage."""
+    p = prepare(BenchmarkItem("q", 0, question=PASSAGE), N, 3)
+    none = np.zeros(p.n_tokens, dtype=bool)
+    m = DocMatch(0, ~none, none, none, None, (0, p.n_tokens), [(0, 0, p.n_tokens)], False)
+    m.shared_run, m.shared_items = 30, items
+    assert verdict(p, m, N, Thresholds())[0] == status
+
+
 def test_a_passage_beside_an_unrelated_items_copy_is_still_no_items_own_text() -> None:
     """The page holds the passage alone and, right after it, a whole copy of an unrelated item.
     That copy explains none of the passage: items 1 and 2 share it, so it is neither's own text,
@@ -286,10 +299,17 @@ def test_a_passage_beside_an_unrelated_items_copy_is_still_no_items_own_text() -
     q3 = BenchmarkItem(
         "q3", 2, question="Why did the harbour master close the northern quay to the fishing boats in winter?"
     )
-    s = scan([q1, q2, q3], {"page": f"{FILLER} {PASSAGE} {q3.question} {FILLER}"})
-    assert s["q3"].status == Status.CONTAMINATED
-    for k in ("q1", "q2"):
-        assert s[k].status == Status.SUSPICIOUS and "passage" in s[k].reason and s[k].own_coverage < 0.5, s[k].reason
+    # the unrelated item may share a phrase with the passage ("crossing the salt flats") by chance
+    q4 = BenchmarkItem(
+        "q4", 3, question="Which caravan lost its way crossing the salt flats in the spring of that year?"
+    )
+    for q in (q3, q4):
+        s = scan([q1, q2, q], {"page": f"{FILLER} {PASSAGE} {q.question} {FILLER}"})
+        assert s[q.item_id].status == Status.CONTAMINATED
+        for k in ("q1", "q2"):
+            assert s[k].status == Status.SUSPICIOUS and "passage" in s[k].reason and s[k].own_coverage < 0.5, s[
+                k
+            ].reason
 
 
 SPORTS = [
