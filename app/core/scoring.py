@@ -35,9 +35,10 @@ What decides is the item's *own* text, found in one document (DESIGN.md items 2-
      contaminated  own text >= contaminated_coverage found, and as much of the whole item;
                    or the question's own text with its answer right after it
      suspicious    own text >= suspicious_coverage, or a run of >= longest_match own tokens
-                   (GPT-3's 13-gram rule); or a passage shared with at most
+                   (GPT-3's 13-gram rule); or a passage shared with 1 to
                    passage_max_items other items found as a run of >= passage_tokens tokens
-                   with none of the item's own text (the reason says so); or the item's
+                   not common in the corpus, with none of the item's own text and no copy
+                   there of an item sharing it (the reason says so); or the item's
                    opening in one run of >= opening_run own tokens; or rare short runs
                    (README.md, "How items are scored", lists every rule with its reason)
      clean         otherwise
