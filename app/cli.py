@@ -53,6 +53,7 @@ from contam.app.settings import get_settings
 # --fail-above, or corpus files that failed), 2 a usage error (bad options, files, names), 3 a
 # runtime error (the database cannot be reached, an empty corpus, anything unexpected).
 EXIT_GATE, EXIT_USAGE, EXIT_RUNTIME = 1, 2, 3
+EXIT_PIPE = 128 + 13  # stdout's reader went away (SIGPIPE's number): what a shell reports for a killed writer
 # Domain error -> exit code; the nearest class in an error's ancestry decides.
 EXIT_CODES: dict[type[ContamError], int] = {
     ContamError: EXIT_RUNTIME,
@@ -95,6 +96,9 @@ class ContamGroup(TyperGroup):
             _fail(f"{exc.format_message()} (see {where} --help)", EXIT_USAGE)
         except (typer.Exit, typer.Abort, TyperException):  # click's own exits
             raise
+        except BrokenPipeError:  # `contam scan F | head`: the reader has what it wanted; stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the last flush cannot fail
+            raise typer.Exit(EXIT_PIPE) from None
         except Exception as exc:
             first = first_line(exc)
             hint = "" if ctx.meta.get(DEBUG) else " (run with --debug for the traceback)"

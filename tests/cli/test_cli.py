@@ -7,6 +7,7 @@ import io
 import json
 import socket
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
@@ -57,6 +58,24 @@ def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
     assert mapped.exit_code == 0 and "2 too short" in mapped.output
     missing = run.invoke(cli, ["scan", str(tmp_path / "nope.jsonl"), "--db", migrated_url])
     assert missing.exit_code == 2 and "no such file" in missing.output
+
+
+def test_a_reader_that_stops_early_ends_the_scan_quietly(migrated_url: str, tmp_path: Path) -> None:
+    """`contam scan F --format jsonl | head -1`: when stdout's reader goes away, the scan stops
+    without an error line on stderr, with SIGPIPE's exit status (141), as a Unix tool does."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    bench = tmp_path / "b.jsonl"  # enough results to fill a pipe's buffer (64 KiB) many times over
+    bench.write_text("".join(json.dumps({"id": f"i{k}", "question": f"{Q1} {k}"}) + "\n" for k in range(600)))
+    cmd = [sys.executable, "-m", "contam.indexer.cli", "scan", str(bench), "--db", migrated_url, "--format", "jsonl"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(120) == 141 and json.loads(first)["item_id"] == "i0"
+    assert "error" not in err and "Traceback" not in err, err
 
 
 def test_commands_need_a_migrated_database(tmp_path: Path) -> None:
