@@ -278,7 +278,9 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
         return f"no documents: no field {text_field!r}; fields seen: {', '.join(fields)} ({TEXT_FIELD_HINT})"
     if skipped:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items()))
-        return f"no documents: every record was skipped ({reasons})"
+        # a file in another encoding (UTF-16 from Windows tools, say) fails as garbled records
+        encoding = " (the file is not UTF-8 text: re-encode it as UTF-8)" if skipped["invalid_utf8_replaced"] else ""
+        return f"no documents: every record was skipped ({reasons}){encoding}"
     return "no documents: the file holds no records"
 
 

@@ -154,3 +154,22 @@ def test_a_json_array_corpus_file_is_read_a_record_at_a_time(tmp_path: Path) -> 
         CorruptFileError, match=r"cut.json: not valid JSON after record \d+ .parse error: premature EOF"
     ):
         list(read_jsonl(tmp_path / "cut.json", "text", "id", Counter()))
+
+
+def test_a_corpus_file_in_utf16_is_told_to_be_reencoded(tmp_path: Path) -> None:
+    """A JSONL file saved as UTF-16 (as some Windows tools do) gives no document; the reason says
+    the file is not UTF-8 and to re-encode it, beside the counts of what was skipped."""
+    from contam.app.readers.corpus import why_no_documents
+
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes("".join(json.dumps({"id": f"d{i}", "text": "rivers"}) + "\n" for i in range(3)).encode("utf-16"))
+    skipped: Counter[str] = Counter()
+    assert list(read_jsonl(path, "text", "id", skipped)) == []
+    why = why_no_documents(path, "text", skipped)
+    assert why.startswith("no documents: every record was skipped (") and "re-encode it as UTF-8" in why
+    utf8 = tmp_path / "ok.jsonl"
+    utf8.write_text(json.dumps({"id": "d", "text": 7}) + "\n")  # skipped for another reason: no such hint
+    skipped = Counter()
+    assert list(read_jsonl(utf8, "text", "id", skipped)) == [] and "UTF-8" not in why_no_documents(
+        utf8, "text", skipped
+    )
