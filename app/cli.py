@@ -277,7 +277,8 @@ def _print_json(checked: CheckResult) -> None:
     head |= {"thresholds": checked.thresholds.as_dict(), "summary": checked.summary}
     # orjson: the standard library's encoder took 3 s of a 10,000-item scan's 30 in this process
     sys.stdout.flush()
-    sys.stdout.buffer.write(orjson.dumps(head | {"items": [r.as_dict() for r in checked.results]}, option=_INDENT))
+    # "results", as /api/v1/check answers: one script reads both
+    sys.stdout.buffer.write(orjson.dumps(head | {"results": [r.as_dict() for r in checked.results]}, option=_INDENT))
     sys.stdout.buffer.write(b"\n")
     sys.stdout.buffer.flush()
 

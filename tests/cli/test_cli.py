@@ -43,8 +43,10 @@ def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
     assert table.exit_code == 0 and "contaminated" in table.output and "2 items: 1 contaminated" in table.output
     head, row = table.stdout.splitlines()[:2]  # the flagged rows under a header naming the columns
     assert head.split()[:3] == ["status", "score", "item"] and row.split()[:3] == ["contaminated", "1.00", "a"]
-    js = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
-    assert json.loads(js.stdout)["summary"]["contaminated_share"] == 0.5
+    js = json.loads(run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"]).stdout)
+    assert js["summary"]["contaminated_share"] == 0.5
+    # the results under the key /api/v1/check answers with, so one script reads both
+    assert [r["item_id"] for r in js["results"]] == ["a", "b"] and "items" not in js
     jl = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "jsonl", "--corpus", "web"])
     assert [json.loads(x)["status"] for x in jl.stdout.splitlines()] == ["contaminated", "clean"]
     csv_out = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "csv"])
