@@ -216,6 +216,7 @@ def health_text(h: dict[str, Any]) -> str:
         + ("; per document " + ", ".join(f"{k} {v:,}" for k, v in spread.items()) if spread else ""),
         f"  postings:   {h['ngrams']:,} n-grams, {h['windows']:,} windows, in {_count(h['segments'], 'segment')}",
         "  skipped:    " + (", ".join(f"{k}={v:,}" for k, v in h["skipped"].items()) or "nothing"),
+        "  repaired:   " + (", ".join(f"{k}={v:,}" for k, v in h["repaired"].items()) or "nothing"),
         f"  settings:   n={c['ngram_n']}, short={c.get('short_n', 0)}, sample={c['sample_mod']}, "
         f"window={c['window']}/{c['stride']}, "
         f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']}",

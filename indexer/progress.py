@@ -11,6 +11,7 @@ from typing import Protocol, TextIO
 from rich.progress import BarColumn, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
+from contam.app.readers.corpus import split_counts
 from contam.indexer.summary import FileReport
 
 
@@ -91,8 +92,9 @@ class LogProgress(_RunRate):
                 f"{report.documents} documents, {report.tokens} tokens, {report.text_bytes / 1e6:.1f} MB of text"
                 f" (the run so far: {self.text_bytes / 1e6:.1f} MB at {self.rate():.1f} MB/s)"
             )
-        if report.skipped:
-            msg += " (skipped: " + ", ".join(f"{k}={v}" for k, v in report.skipped.items()) + ")"
+        for what, counts in zip(("skipped", "repaired"), split_counts(report.skipped), strict=True):
+            if counts:
+                msg += f" ({what}: " + ", ".join(f"{k}={v}" for k, v in counts.items()) + ")"
         print(f"{report.status} [{self.n}/{self.total}] {report.path}: {msg}", file=self.stream, flush=True)
 
 

@@ -6,6 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from contam.app.readers.corpus import split_counts
+
 
 @dataclass
 class FileReport:
@@ -17,7 +19,7 @@ class FileReport:
     windows: int = 0
     bytes: int = 0  # file size on disk
     text_bytes: int = 0  # characters of document text read
-    skipped: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)  # records by reason: left out, or repaired (REPAIRS)
     error: str | None = None
     seconds: float = 0.0
 
@@ -46,14 +48,16 @@ class IndexSummary:
     def failed(self) -> list[FileReport]:
         return [f for f in self.files if f.status == "failed"]
 
-    def skipped(self) -> dict[str, int]:
+    def records(self) -> tuple[dict[str, int], dict[str, int]]:
+        """(records skipped, records indexed with a repair), each by reason, over the files."""
         c: Counter[str] = Counter()
         for f in self.files:
             c.update(f.skipped)
-        return dict(sorted(c.items()))
+        return split_counts(c)
 
     def as_dict(self) -> dict[str, Any]:
         mb = self.total("text_bytes") / 1e6
+        skipped, repaired = self.records()
         return {
             "corpus": self.corpus,
             "files_indexed": sum(f.status == "done" for f in self.files),
@@ -63,7 +67,8 @@ class IndexSummary:
             "tokens": self.total("tokens"),
             "ngrams": self.total("ngrams"),
             "windows": self.total("windows"),
-            "skipped": self.skipped(),
+            "skipped": skipped,
+            "repaired": repaired,
             "seconds": round(self.seconds, 3),
             "text_mb": round(mb, 3),
             "mb_per_s": round(mb / self.seconds, 3) if self.seconds > 0 else 0.0,

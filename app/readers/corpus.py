@@ -4,7 +4,9 @@ Formats, by file name: *.jsonl / *.ndjson / *.json (one JSON object a line), opt
 .gz or .zst compressed; *.parquet; *.arrow (Arrow IPC, as Hugging Face save_to_disk writes;
 the folder's state.json and dataset_info.json are left out); *.txt (optionally .gz/.zst; the
 whole file is one document).
-Bad records never stop a file: each is counted in `skipped` under a reason. A file that cannot
+Bad records never stop a file: each is counted in `skipped` under a reason, as is a record
+kept with a repair (REPAIRS: invalid UTF-8 read with replacement characters), which
+`split_counts` tells apart from the records left out. A file that cannot
 be read to its end (truncated or corrupt compression, unreadable Parquet) raises
 CorruptFileError, so the caller can record it as failed and roll back what it read.
 """
@@ -18,7 +20,7 @@ import io
 import os
 import zlib
 from collections import Counter
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -105,6 +107,16 @@ def open_binary(path: Path) -> IO[bytes]:
     if name.endswith((".zst", ".zstd")):
         return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True, closefd=True)
     return open(path, "rb")
+
+
+# reasons counted for records that were indexed, repaired, not left out
+REPAIRS = frozenset({"invalid_utf8_replaced"})
+
+
+def split_counts(counts: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+    """(records skipped, records indexed with a repair), each by reason, from one count of both."""
+    skipped = {k: v for k, v in sorted(counts.items()) if k not in REPAIRS}
+    return skipped, {k: v for k, v in sorted(counts.items()) if k in REPAIRS}
 
 
 def _decode(raw: bytes, skipped: Counter[str]) -> str:
@@ -276,10 +288,11 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
     fields = fields_seen(path)
     if fields and text_field not in fields:
         return f"no documents: no field {text_field!r}; fields seen: {', '.join(fields)} ({TEXT_FIELD_HINT})"
-    if skipped:
-        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items()))
+    left_out, repaired = split_counts(skipped)
+    if left_out:
+        reasons = ", ".join(f"{k}: {v}" for k, v in left_out.items())
         # a file in another encoding (UTF-16 from Windows tools, say) fails as garbled records
-        encoding = " (the file is not UTF-8 text: re-encode it as UTF-8)" if skipped["invalid_utf8_replaced"] else ""
+        encoding = " (the file is not UTF-8 text: re-encode it as UTF-8)" if repaired else ""
         return f"no documents: every record was skipped ({reasons}){encoding}"
     return "no documents: the file holds no records"
 

@@ -9,6 +9,7 @@ from sqlalchemy import Connection, Engine
 
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import InputError, NotFoundError, SettingsConflict, StateError
+from contam.app.readers.corpus import split_counts
 from contam.app.services.indexing import RUN_LEASE_SECONDS
 from contam.app.store import db, repo
 from contam.app.store import reports as reports_repo
@@ -78,9 +79,9 @@ class CorpusService:
 
 
 def _health_view(conn: Connection, row: dict[str, Any]) -> dict[str, Any]:
-    return {"name": row["name"], "fingerprint": row["fingerprint"], "config": row["config"]} | repo.corpus_health(
-        conn, int(row["id"])
-    )
+    health = repo.corpus_health(conn, int(row["id"]))
+    health["skipped"], health["repaired"] = split_counts(health["skipped"])  # left out, and kept repaired
+    return {"name": row["name"], "fingerprint": row["fingerprint"], "config": row["config"]} | health
 
 
 def _config_text(cfg: dict[str, Any], base: dict[str, Any]) -> str:

@@ -121,6 +121,28 @@ def test_corrupt_file_fails_alone_and_exit_code(migrated_url: str, tmp_path: Pat
     assert rerun.exit_code == 1 and '"files_unchanged": 2' in rerun.output
 
 
+def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url: str, tmp_path: Path) -> None:
+    """A record of invalid UTF-8 (Latin-1 from an old tool) is indexed with replacement
+    characters: the summary, the progress log and the corpus's health say it was repaired, and
+    skipped (left out) stays for what was left out. It was counted among the skipped records."""
+    path = tmp_path / "old.jsonl"
+    path.write_bytes(
+        '{"id": 1, "text": "caf\u00e9 au lait in the old town square"}\n'.encode("latin-1")
+        + b'{"id": 2, "text": "plain text of the second record"}\nnot json\n'
+    )
+    args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "log", str(path)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["documents"] == 2
+    assert summary["skipped"] == {"malformed_json": 1} and summary["repaired"] == {"invalid_utf8_replaced": 1}
+    assert "(skipped: malformed_json=1) (repaired: invalid_utf8_replaced=1)" in result.stderr
+    health = json.loads(CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url, "--json"]).stdout)
+    assert health["skipped"] == {"malformed_json": 1} and health["repaired"] == {"invalid_utf8_replaced": 1}
+    shown = CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url]).output
+    assert "skipped:    malformed_json=1" in shown and "repaired:   invalid_utf8_replaced=1" in shown
+
+
 def test_corrupt_file_inside_a_group_leaves_the_rest_indexed_once(
     db_url: str, tmp_path: Path, index_corpus: IndexCorpus
 ) -> None:
