@@ -282,6 +282,11 @@ def assess(
         score.status, score.reason = judged
     elif widespread:  # most of its text is common only because it was copied so often
         score.status, score.reason = Status.CONTAMINATED, "the item's own text is in many documents (widespread copy)"
+    if score.status in (Status.CLEAN, Status.TOO_SHORT):
+        # what a document that is no evidence holds is chance: it finds neither the question nor
+        # the answer ("true" a few words after a navigation frame met in a Go file)
+        score.question_found = score.answer_with_question = False
+        score.answer_found = False if score.answer_found is not None else None
     return score
 
 

@@ -662,6 +662,30 @@ def test_a_worked_solution_found_with_its_question_is_contamination() -> None:
     assert s["m1"].status == Status.SUSPICIOUS and not s["m1"].answer_found, s["m1"].reason
 
 
+def test_a_document_that_is_no_evidence_finds_neither_the_question_nor_the_answer() -> None:
+    """question_found and answer_found describe the evidence. A document whose match cannot be
+    told from chance (here: min_bits set above what the copy carries) is no evidence, and what
+    it holds is reported as not found: they once came from the best document whatever its
+    verdict, so a navigation item met by chance in a Go file, `false` a few words on, was clean
+    with its question and answer "found"."""
+    item = BenchmarkItem(
+        "n1",
+        0,
+        question="Always face forward. Take 10 steps forward. Take 10 steps backward.",
+        choices=("True", "False"),
+        answer="True",
+    )
+    other = BenchmarkItem(
+        "n2", 1, question="Take 2 steps. Take 3 steps. Turn around. Take 5 steps.", choices=("True", "False"), answer="False"
+    )
+    page = {"page": f"{FILLER} {item.question} Options: True False. Answer: True {FILLER}"}
+    found = scan([item, other], page)["n1"]
+    assert found.status == Status.CONTAMINATED and found.question_found and found.answer_with_question, found.reason
+    chance = scan([item, other], page, Thresholds(min_bits=200))["n1"]
+    assert chance.status == Status.CLEAN and "chance" in chance.reason
+    assert not chance.question_found and chance.answer_found is False and not chance.answer_with_question
+
+
 def test_a_page_with_the_final_answer_but_not_the_solution_is_judged_without_the_solution() -> None:
     """Pages give the final answer, the worked solution, or both: a page holding the question
     and the final answer is a copy even though the (long) solution is not there."""
