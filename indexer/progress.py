@@ -70,7 +70,8 @@ class LogProgress(_RunRate):
 
     def __init__(self, stream: TextIO | None = None) -> None:
         super().__init__()
-        self.total, self.n, self.started = 0, 0, 0
+        self.total, self.n = 0, 0
+        self.numbers: dict[str, int] = {}  # path -> its number in the run's lines
         self.stream = stream or sys.stderr  # looked up now: sys.stderr may have been replaced since import
 
     def run_started(self, files: Sequence[Path]) -> None:
@@ -78,8 +79,10 @@ class LogProgress(_RunRate):
         self.total = len(files)
 
     def file_started(self, path: str, size: int) -> None:
-        self.started += 1
-        print(f"indexing [{self.started}/{self.total}] {path} ({size / 1e6:.1f} MB)", file=self.stream, flush=True)
+        # a file started again (the good files of a group one file failed in) keeps its number
+        verb = "indexing again" if path in self.numbers else "indexing"
+        k = self.numbers.setdefault(path, len(self.numbers) + 1)
+        print(f"{verb} [{k}/{self.total}] {path} ({size / 1e6:.1f} MB)", file=self.stream, flush=True)
 
     def file_finished(self, report: FileReport) -> None:
         self.n += 1

@@ -119,12 +119,23 @@ def split_counts(counts: Mapping[str, int]) -> tuple[dict[str, int], dict[str, i
     return skipped, {k: v for k, v in sorted(counts.items()) if k in REPAIRS}
 
 
-def _decode(raw: bytes, skipped: Counter[str]) -> str:
+def _decode(raw: bytes) -> tuple[str, bool]:
+    """The text, and whether bytes that are not UTF-8 were replaced (counted, as
+    invalid_utf8_replaced, only for a record that becomes a document)."""
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8"), False
     except UnicodeDecodeError:
-        skipped["invalid_utf8_replaced"] += 1
-        return raw.decode("utf-8", "replace")
+        return raw.decode("utf-8", "replace"), True
+
+
+def _not_utf8(path: Path, sample: int = 1 << 16) -> bool:
+    """Whether the file's first bytes are not UTF-8 text (UTF-16, Latin-1)."""
+    with contextlib.suppress(*_COMPRESSION_ERRORS), open_binary(path) as stream:
+        try:
+            codecs.getincrementaldecoder("utf-8")().decode(stream.read(sample), final=False)
+        except UnicodeDecodeError:
+            return True
+    return False
 
 
 def _read_lines(stream: IO[bytes], skipped: Counter[str], max_bytes: int) -> Iterator[tuple[int, bytes]]:
@@ -165,9 +176,10 @@ def _id_of(value: Any, fallback: str) -> str:
     return str(value)
 
 
-def _json_records(path: Path, skipped: Counter[str], max_bytes: int) -> Generator[tuple[int, Any], None, None]:
-    """(line number, value) of a JSON-lines file, or (record number, value) of a JSON array
-    (parsed one at a time); malformed lines are skipped and counted."""
+def _json_records(path: Path, skipped: Counter[str], max_bytes: int) -> Generator[tuple[int, Any, bool], None, None]:
+    """(line number, value, whether invalid UTF-8 was replaced) of a JSON-lines file, or (record
+    number, value, False) of a JSON array (parsed one at a time); malformed lines are skipped and
+    counted."""
     with open_binary(path) as raw:
         stream = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(cast(Any, raw), 1 << 20)
         if stream.peek(3)[:3] == codecs.BOM_UTF8:  # a byte order mark: JSON parsers refuse it
@@ -176,22 +188,24 @@ def _json_records(path: Path, skipped: Counter[str], max_bytes: int) -> Generato
             row = 0
             try:
                 for row, obj in enumerate(ijson.items(stream, "item", use_float=True), 1):
-                    yield row, obj
+                    yield row, obj, False
             except ijson.JSONError as exc:
                 raise CorruptFileError(f"{path}: not valid JSON after record {row} ({first_line(exc)})") from exc
             return
         for lineno, line in _read_lines(stream, skipped, max_bytes):
             if not line.strip():
                 continue
+            repaired = False
             try:
                 obj = orjson.loads(line)
             except orjson.JSONDecodeError:
-                try:  # orjson rejects invalid UTF-8: replace the bad bytes and count it
-                    obj = orjson.loads(_decode(line, skipped).encode("utf-8"))
+                try:  # orjson rejects invalid UTF-8: replace the bad bytes
+                    text, repaired = _decode(line)
+                    obj = orjson.loads(text.encode("utf-8"))
                 except orjson.JSONDecodeError:
                     skipped["malformed_json"] += 1
                     continue
-            yield lineno, obj
+            yield lineno, obj, repaired
 
 
 def read_jsonl(
@@ -199,13 +213,15 @@ def read_jsonl(
 ) -> Iterator[RawDocument]:
     """Documents of a JSON-lines file (.jsonl, .ndjson, .json) or of a .json file holding a JSON array."""
     try:
-        for lineno, obj in _json_records(path, skipped, max_bytes):
+        for lineno, obj, repaired in _json_records(path, skipped, max_bytes):
             if not isinstance(obj, dict):
                 skipped["not_an_object"] += 1
                 continue
             text = _text_of(obj.get(text_field), skipped)
             if text is None:
                 continue
+            if repaired:
+                skipped["invalid_utf8_replaced"] += 1
             yield RawDocument(_id_of(obj.get(id_field), f"{path.name}:{lineno}"), lineno, text)
     except _COMPRESSION_ERRORS as exc:
         raise CorruptFileError(f"{path}: cannot read to the end ({type(exc).__name__}: {exc})") from exc
@@ -220,8 +236,11 @@ def read_txt(path: Path, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTE
     if len(raw) > max_bytes:
         skipped["record_too_long"] += 1
         return
-    text = _text_of(_decode(raw, skipped), skipped)
+    decoded, repaired = _decode(raw)
+    text = _text_of(decoded, skipped)
     if text is not None:
+        if repaired:
+            skipped["invalid_utf8_replaced"] += 1
         yield RawDocument(path.name, 0, text)
 
 
@@ -253,7 +272,7 @@ def _jsonl_fields(path: Path, records: int) -> list[str]:
     seen: dict[str, None] = {}
     records_read = _json_records(path, Counter(), MAX_RECORD_BYTES)
     with contextlib.suppress(*_COMPRESSION_ERRORS, CorruptFileError), contextlib.closing(records_read):
-        for n, (_lineno, obj) in enumerate(records_read):
+        for n, (_lineno, obj, _repaired) in enumerate(records_read):
             if n >= records:
                 break
             if isinstance(obj, dict):
@@ -288,11 +307,11 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
     fields = fields_seen(path)
     if fields and text_field not in fields:
         return f"no documents: no field {text_field!r}; fields seen: {', '.join(fields)} ({TEXT_FIELD_HINT})"
-    left_out, repaired = split_counts(skipped)
+    left_out, _repaired = split_counts(skipped)
     if left_out:
         reasons = ", ".join(f"{k}: {v}" for k, v in left_out.items())
         # a file in another encoding (UTF-16 from Windows tools, say) fails as garbled records
-        encoding = " (the file is not UTF-8 text: re-encode it as UTF-8)" if repaired else ""
+        encoding = " (the file is not UTF-8 text: re-encode it as UTF-8)" if _not_utf8(path) else ""
         return f"no documents: every record was skipped ({reasons}){encoding}"
     return "no documents: the file holds no records"
 

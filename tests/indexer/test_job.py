@@ -128,19 +128,26 @@ def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url
     path = tmp_path / "old.jsonl"
     path.write_bytes(
         '{"id": 1, "text": "caf\u00e9 au lait in the old town square"}\n'.encode("latin-1")
+        + '{"id": 3, "body": "no text field, na\u00efve"}\n'.encode("latin-1")  # repaired, then skipped
         + b'{"id": 2, "text": "plain text of the second record"}\nnot json\n'
     )
-    args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "log", str(path)]
-    result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 0, result.output
+    utf16 = tmp_path / "wide.jsonl"  # every record garbled: skipped, none repaired
+    utf16.write_bytes((json.dumps({"id": "w", "text": "rivers and tides"}) + "\n").encode("utf-16"))
+    args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "log"]
+    result = CliRunner().invoke(cli, [*args, str(path), str(utf16)])
+    assert result.exit_code == 1, result.output  # the UTF-16 file gave no document
     summary = json.loads(result.stdout)
     assert summary["documents"] == 2
-    assert summary["skipped"] == {"malformed_json": 1} and summary["repaired"] == {"invalid_utf8_replaced": 1}
-    assert "(skipped: malformed_json=1) (repaired: invalid_utf8_replaced=1)" in result.stderr
+    assert summary["skipped"] == {"malformed_json": 3, "missing_text": 1}  # the UTF-16 file: 2 garbled lines
+    assert summary["repaired"] == {"invalid_utf8_replaced": 1}  # the one record indexed, not the one skipped
+    assert "(skipped: malformed_json=1, missing_text=1) (repaired: invalid_utf8_replaced=1)" in result.stderr
+    assert "re-encode it as UTF-8" in result.stderr and "repaired" not in result.stderr.split("wide.jsonl")[-1]
+    # old.jsonl, in the failed file's commit group, is indexed again under its own number ([3/2] before)
+    assert f"indexing again [1/2] {path}" in result.stderr and "[3/2]" not in result.stderr
     health = json.loads(CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url, "--json"]).stdout)
-    assert health["skipped"] == {"malformed_json": 1} and health["repaired"] == {"invalid_utf8_replaced": 1}
+    assert health["documents"] == 2 and health["repaired"] == {"invalid_utf8_replaced": 1}
     shown = CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url]).output
-    assert "skipped:    malformed_json=1" in shown and "repaired:   invalid_utf8_replaced=1" in shown
+    assert "repaired:   invalid_utf8_replaced=1" in shown
 
 
 def test_corrupt_file_inside_a_group_leaves_the_rest_indexed_once(
