@@ -251,10 +251,15 @@ def _json_array(stream: io.BufferedReader, filename: str) -> Iterator[tuple[int,
                 raise InputError(f"{filename}: item {row} is not a JSON object")
             yield row, rec
     except ijson.JSONError as exc:
-        raise InputError(f"{filename}: not valid JSON after item {row} ({first_line(exc)})") from exc
+        raise InputError(f"{filename}: not valid JSON {_after(row)} ({first_line(exc)})") from exc
 
 
 _OPEN, _CLOSE = ("start_map", "start_array"), ("end_map", "end_array")
+
+
+def _after(row: int) -> str:
+    """Where a JSON file went wrong, by the items read before it."""
+    return f"after item {row}" if row else "before its first item"
 
 
 def _json_value(events: Iterator[tuple[str, str, Any]], event: str, value: Any, keep: bool) -> Any:
@@ -317,9 +322,9 @@ def _json_object(stream: io.BufferedReader, filename: str) -> Iterator[tuple[int
                     row += 1
                     yield row, rec
     except ijson.JSONError as exc:
-        raise InputError(f"{filename}: not valid JSON after item {row} ({first_line(exc)})") from exc
+        raise InputError(f"{filename}: not valid JSON {_after(row)} ({first_line(exc)})") from exc
     except StopIteration:
-        raise InputError(f"{filename}: the JSON ends early, after item {row}") from None
+        raise InputError(f"{filename}: the JSON ends early, {_after(row)}") from None
     if items_key is None:
         raise InputError(f"{filename}: a JSON object must hold exactly one array of items (objects)")
 

@@ -204,6 +204,12 @@ def test_a_json_array_is_read_an_item_at_a_time(tmp_path: Path) -> None:
     broken.write_text(json.dumps(_rows(3))[:-40])
     with pytest.raises(InputError, match="broken.json: not valid JSON after item 2"):
         _streamed_peak(broken, "broken.json")
+    # broken before any item was read: said so, not "after item 0" (a new user's report)
+    for text, name in (('[{"question": "a", ', "cut.json"), ('[{"question": nope}]', "bad.json"), ("[", "open.json")):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(InputError, match="before its first item") as err:
+            _streamed_peak(tmp_path / name, name)
+        assert "item 0" not in str(err.value)
 
 
 def test_a_json_object_holding_the_items_is_read_an_item_at_a_time(tmp_path: Path) -> None:
