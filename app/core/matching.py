@@ -511,8 +511,8 @@ def _own_text(
     hopeless = float(stats.bits[matched].sum()) < th.min_bits and (
         max((size for _a, _b, size in al.blocks), default=0) < th.passage_tokens
     )
-    if hopeless:  # own text: what no other item holds (no token of a MATCH_N-gram another item has)
-        own = ~tokens_of(p, p.mgram_pos[stats.mfreq >= th.template_min_items], MATCH_N) & ~stats.common_tok
+    if hopeless:
+        own = unshared(p, stats, th)
         return own, matched & own, None, False
     candidates = [] if count(matched) < 2 else _competitors(i, items, stats, shared, region, th, present)
     if not candidates:  # (too little held for a verdict: the passages need not be worked out)
@@ -540,6 +540,12 @@ def _own_text(
     found_other = _copy_text_found(p, present, stats, chosen, label[in_region], flat[in_region])
     own, own_hit = _beside(p, [others[k] for k in copies], stats, region, al, present)
     return own, own_hit, candidates[order[copies[0]]], found_other
+
+
+def unshared(p: PreparedItem, stats: ItemStats, th: Thresholds) -> np.ndarray:
+    """bool per item token: the item's own text when no document says which other item it is
+    measured against: no token of a MATCH_N-gram another item has, nor common text."""
+    return ~tokens_of(p, p.mgram_pos[stats.mfreq >= th.template_min_items], MATCH_N) & ~stats.common_tok
 
 
 def _copy_text_found(

@@ -66,7 +66,7 @@ from contam.app.core.items import (
     item_stats,
     lookup,
 )
-from contam.app.core.matching import DocMatch, DocTokens, MatchCache, match_document
+from contam.app.core.matching import DocMatch, DocTokens, MatchCache, match_document, unshared
 from contam.app.core.signatures import token_hashes
 from contam.app.core.surprise import token_bits
 from contam.app.core.text import tokenize, tokenize_spans
@@ -259,6 +259,10 @@ def assess(
     )
     eligible = stats.eligible
     score.ngram_overlap = share(stats.df[eligible] > 0)
+    # with no document, the item's own text and information are its own, not zero
+    own = unshared(p, stats, th)
+    score.own_tokens, score.own_bits_total = count(own), float(stats.bits[own].sum())
+    score.bits_total = float(stats.bits.sum())
     score.answer_found = False if p.item.answer or p.item.solution else None
     if best is not None:
         score.status, score.reason = ranked[0][1], ranked[0][2]
@@ -287,6 +291,8 @@ def assess(
         # the answer ("true" a few words after a navigation frame met in a Go file)
         score.question_found = score.answer_with_question = False
         score.answer_found = False if score.answer_found is not None else None
+        for rs in score.roles.values():  # each field's coverage stays: what the best document holds
+            rs.found = False
     return score
 
 

@@ -676,7 +676,11 @@ def test_a_document_that_is_no_evidence_finds_neither_the_question_nor_the_answe
         answer="True",
     )
     other = BenchmarkItem(
-        "n2", 1, question="Take 2 steps. Take 3 steps. Turn around. Take 5 steps.", choices=("True", "False"), answer="False"
+        "n2",
+        1,
+        question="Take 2 steps. Take 3 steps. Turn around. Take 5 steps.",
+        choices=("True", "False"),
+        answer="False",
     )
     page = {"page": f"{FILLER} {item.question} Options: True False. Answer: True {FILLER}"}
     found = scan([item, other], page)["n1"]
@@ -684,6 +688,18 @@ def test_a_document_that_is_no_evidence_finds_neither_the_question_nor_the_answe
     chance = scan([item, other], page, Thresholds(min_bits=200))["n1"]
     assert chance.status == Status.CLEAN and "chance" in chance.reason
     assert not chance.question_found and chance.answer_found is False and not chance.answer_with_question
+    assert not any(rs.found for rs in chance.roles.values()) and chance.roles["question"].coverage == 1.0
+
+
+def test_an_item_no_document_holds_still_reports_its_own_text_and_information() -> None:
+    """own_tokens and item_bits are the item's own figures: with no candidate document they
+    were 0, as if the item had no text of its own (a new user's report)."""
+    q = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
+    a = BenchmarkItem("a", 0, question=q)
+    b = BenchmarkItem("b", 1, question="Tides on the open ocean are driven mostly by the moon and the sun together")
+    s = scan([a, b], {"page": FILLER})["a"]
+    assert s.status == Status.CLEAN and s.best_doc is None
+    assert s.own_tokens == s.tokens == len(tokenize(q)) and s.bits_total > 0 and s.own_bits_total == s.bits_total
 
 
 def test_a_page_with_the_final_answer_but_not_the_solution_is_judged_without_the_solution() -> None:
