@@ -18,8 +18,8 @@ from contam.app.readers.benchmark import benchmark_format, benchmark_records
 
 CSV_COLUMNS = [
     "item_id", "row", "status", "score", "reason", "tokens", "own_tokens", "own_coverage", "coverage",
-    "longest_match", "own_bits", "ngram_overlap", "question_found", "answer_found", "answer_with_question",
-    "best_document", "best_corpus",
+    "longest_match", "longest_match_share", "own_bits", "ngram_overlap", "question_found", "answer_found",
+    "answer_with_question", "passage_found", "best_document", "best_corpus",
 ]  # fmt: skip
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
 
@@ -38,9 +38,9 @@ def csv_row(item: dict[str, Any]) -> list[Any]:
     m, ev = item["metrics"], (item["evidence"][0] if item["evidence"] else {})
     return [_cell(v) for v in [
         item["item_id"], item["idx"], item["status"], item["score"], item["reason"], m["tokens"], m["own_tokens"],
-        m["own_coverage"], m["coverage"], m["longest_match"], m["own_bits"], m["ngram_overlap"],
-        item["question_found"], item["answer_found"], item["answer_with_question"], ev.get("document_id", ""),
-        ev.get("corpus", ""),
+        m["own_coverage"], m["coverage"], m["longest_match"], m.get("longest_match_share", ""), m["own_bits"],
+        m["ngram_overlap"], item["question_found"], item["answer_found"], item["answer_with_question"],
+        item.get("passage_found", ""), ev.get("document_id", ""), ev.get("corpus", ""),
     ]]  # fmt: skip
 
 
