@@ -64,6 +64,32 @@ def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "no such file" in missing.output
 
 
+def test_the_readmes_example_files_give_what_it_says(migrated_url: str) -> None:
+    """First ten minutes, step 0: the commands the README gives for examples/, and the summary it
+    says they end with (a new user found no file of the walkthrough's at hand)."""
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    commands = [
+        "contam index --corpus example examples/corpus.jsonl",
+        "contam scan examples/benchmark.jsonl --corpus example",
+    ]
+    assert all(f".venv/bin/{c}" in readme for c in commands)
+    said = "`6 items: 3 contaminated, 0 suspicious, 3 clean, 0 too short`"
+    assert said in readme
+    get_settings.cache_clear()
+    run = CliRunner()
+    args = [c.split()[1:] for c in commands]
+    assert run.invoke(cli, [*args[0][:-1], "--db", migrated_url, str(root / args[0][-1])]).exit_code == 0
+    table = run.invoke(cli, [args[1][0], str(root / args[1][1]), *args[1][2:], "--db", migrated_url])
+    assert table.exit_code == 0 and said.strip("`") in table.stdout, table.output
+    flagged = {line.split()[2]: line.split()[3] for line in table.stdout.splitlines()[1:4]}
+    assert flagged == {
+        "q1": "example:blog-rivers",
+        "q2": "example:forum-fables",
+        "q3": "example:news-lighthouse",
+    }
+
+
 def test_a_reader_that_stops_early_ends_the_scan_quietly(migrated_url: str, tmp_path: Path) -> None:
     """`contam scan F --format jsonl | head -1`: when stdout's reader goes away, the scan stops
     without an error line on stderr, with SIGPIPE's exit status (141), as a Unix tool does."""
