@@ -128,8 +128,14 @@ def _decode(raw: bytes) -> tuple[str, bool]:
         return raw.decode("utf-8", "replace"), True
 
 
+_ENCODING_HINT = " (the file is not UTF-8 text: re-encode it as UTF-8)"
+
+
 def _not_utf8(path: Path, sample: int = 1 << 16) -> bool:
-    """Whether the file's first bytes are not UTF-8 text (UTF-16, Latin-1)."""
+    """Whether a JSON-lines or text file's first bytes are not UTF-8 text (UTF-16, Latin-1); a
+    Parquet or Arrow file is binary, and never text in another encoding."""
+    if corpus_format(path) not in ("jsonl", "txt"):
+        return False
     with contextlib.suppress(*_COMPRESSION_ERRORS), open_binary(path) as stream:
         try:
             codecs.getincrementaldecoder("utf-8")().decode(stream.read(sample), final=False)
@@ -190,7 +196,9 @@ def _json_records(path: Path, skipped: Counter[str], max_bytes: int) -> Generato
                 for row, obj in enumerate(ijson.items(stream, "item", use_float=True), 1):
                     yield row, obj, False
             except ijson.JSONError as exc:
-                raise CorruptFileError(f"{path}: not valid JSON after record {row} ({first_line(exc)})") from exc
+                where = f"after record {row}" if row else "before its first record"
+                hint = _ENCODING_HINT if _not_utf8(path) else ""
+                raise CorruptFileError(f"{path}: not valid JSON {where} ({first_line(exc)}){hint}") from exc
             return
         for lineno, line in _read_lines(stream, skipped, max_bytes):
             if not line.strip():
@@ -311,7 +319,7 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
     if left_out:
         reasons = ", ".join(f"{k}: {v}" for k, v in left_out.items())
         # a file in another encoding (UTF-16 from Windows tools, say) fails as garbled records
-        encoding = " (the file is not UTF-8 text: re-encode it as UTF-8)" if _not_utf8(path) else ""
+        encoding = _ENCODING_HINT if _not_utf8(path) else ""
         return f"no documents: every record was skipped ({reasons}){encoding}"
     return "no documents: the file holds no records"
 

@@ -173,3 +173,16 @@ def test_a_corpus_file_in_utf16_is_told_to_be_reencoded(tmp_path: Path) -> None:
     assert list(read_jsonl(utf8, "text", "id", skipped)) == [] and "UTF-8" not in why_no_documents(
         utf8, "text", skipped
     )
+    # a Parquet file is binary, never text in another encoding: its empty texts get no such hint
+    table = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "text": [None, ""]}), table)
+    skipped = Counter()
+    assert list(read_documents(table, skipped)) == []
+    why = why_no_documents(table, "text", skipped)
+    assert why.startswith("no documents: every record was skipped (") and "UTF-8" not in why
+    # a JSON array in Latin-1 breaks before its first record: said so, with the hint
+    latin = tmp_path / "old.json"
+    latin.write_bytes('[{"id": "a", "text": "caf\u00e9"}]'.encode("latin-1"))
+    with pytest.raises(CorruptFileError, match="before its first record") as err:
+        list(read_jsonl(latin, "text", "id", Counter()))
+    assert "record 0" not in str(err.value) and "re-encode it as UTF-8" in str(err.value)
