@@ -117,11 +117,15 @@ class ItemResultRead(BaseModel):
     reason: str
     score: float
     metrics: dict[str, Any]
-    question_found: bool
-    answer_found: bool | None
-    answer_with_question: bool
-    passage_found: bool
-    fields: dict[str, Any]
+    question_found: bool = Field(
+        description="the best document holds the question (its own text); false for an item judged clean or too_short"
+    )
+    answer_found: bool | None = Field(
+        description="the answer follows the question there; null for an item with no answer; false when clean"
+    )
+    answer_with_question: bool = Field(description="both of the above")
+    passage_found: bool = Field(description="a candidate document holds the shared passage, whatever the status")
+    fields: dict[str, Any] = Field(description="per field: tokens, n-grams, coverage in the best document, found")
     evidence: list[dict[str, Any]]
     item: dict[str, Any] | None = None
     report_id: str | None = None
