@@ -259,12 +259,12 @@ def assess(
     )
     eligible = stats.eligible
     score.ngram_overlap = share(stats.df[eligible] > 0)
-    # with no document, the item's own text and information are its own, not zero
-    own = unshared(p, stats, th)
-    score.own_tokens, score.own_bits_total = count(own), float(stats.bits[own].sum())
-    score.bits_total = float(stats.bits.sum())
     score.answer_found = False if p.item.answer or p.item.solution else None
-    if best is not None:
+    if best is None:  # the item's own text and information are its own, not zero
+        own = unshared(p, stats, th)
+        score.own_tokens, score.own_bits_total = count(own), float(stats.bits[own].sum())
+        score.bits_total = float(stats.bits.sum())
+    else:
         score.status, score.reason = ranked[0][1], ranked[0][2]
         score.best_doc = best.doc
         score.own_tokens, score.own_coverage, score.coverage = best.own_total, best.own_coverage, best.coverage
