@@ -49,10 +49,13 @@ class IndexSummary:
         return [f for f in self.files if f.status == "failed"]
 
     def records(self) -> tuple[dict[str, int], dict[str, int]]:
-        """(records skipped, records indexed with a repair), each by reason, over the files."""
+        """(records skipped, records indexed with a repair), each by reason, over the files indexed
+        (as documents and tokens are): a failed file keeps none of its records, and its error
+        says what it skipped when that is why it failed."""
         c: Counter[str] = Counter()
         for f in self.files:
-            c.update(f.skipped)
+            if f.status == "done":
+                c.update(f.skipped)
         return split_counts(c)
 
     def as_dict(self) -> dict[str, Any]:

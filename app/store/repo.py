@@ -178,8 +178,9 @@ def _corpora_query() -> Select[Any]:
 def corpus_health(conn: Connection, corpus_id: int) -> dict[str, Any]:
     """Documents, tokens, skipped records by reason, failed files, duplicates, length spread."""
     files = conn.execute(select(corpus_file).where(corpus_file.c.corpus_id == corpus_id)).mappings().all()
-    skipped: dict[str, int] = {}
-    for f in files:
+    done = [f for f in files if f["status"] == "done"]
+    skipped: dict[str, int] = {}  # over the files indexed, as the other counts: a failed file keeps no record
+    for f in done:
         for reason, n in json.loads(f["skipped"]).items():
             skipped[reason] = skipped.get(reason, 0) + n
     docs_q = select(func.count(), func.count(func.distinct(document.c.text_hash))).where(
@@ -194,7 +195,6 @@ def corpus_health(conn: Connection, corpus_id: int) -> dict[str, Any]:
     if len(lengths):
         for name, q in (("min", 0), ("p10", 10), ("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)):
             spread[name] = int(np.percentile(lengths, q))
-    done = [f for f in files if f["status"] == "done"]
     return {
         "files": len(done),
         "documents": int(n_docs),

@@ -138,7 +138,10 @@ def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url
     assert result.exit_code == 1, result.output  # the UTF-16 file gave no document
     summary = json.loads(result.stdout)
     assert summary["documents"] == 2
-    assert summary["skipped"] == {"malformed_json": 3, "missing_text": 1}  # the UTF-16 file: 2 garbled lines
+    # the files indexed only, as documents are: the UTF-16 file kept nothing, and its error says
+    # what it skipped (it was counted here, and under the corpus's health, as kept files' were)
+    assert summary["skipped"] == {"malformed_json": 1, "missing_text": 1}
+    assert "every record was skipped (malformed_json: 2)" in result.stderr
     assert summary["repaired"] == {"invalid_utf8_replaced": 1}  # the one record indexed, not the one skipped
     assert "(skipped: malformed_json=1, missing_text=1) (repaired: invalid_utf8_replaced=1)" in result.stderr
     assert "re-encode it as UTF-8" in result.stderr and "repaired" not in result.stderr.split("wide.jsonl")[-1]
@@ -146,6 +149,7 @@ def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url
     assert f"indexing again [1/2] {path}" in result.stderr and "[3/2]" not in result.stderr
     health = json.loads(CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url, "--json"]).stdout)
     assert health["documents"] == 2 and health["repaired"] == {"invalid_utf8_replaced": 1}
+    assert health["skipped"] == {"malformed_json": 1, "missing_text": 1}
     shown = CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url]).output
     assert "repaired:   invalid_utf8_replaced=1" in shown
 
