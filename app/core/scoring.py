@@ -235,10 +235,17 @@ def rank(
 
 
 def assess(
-    p: PreparedItem, stats: ItemStats, matches: Sequence[DocMatch], n: int, th: Thresholds, stem_tells: bool = False
+    p: PreparedItem,
+    stats: ItemStats,
+    matches: Sequence[DocMatch],
+    n: int,
+    th: Thresholds,
+    stem_tells: bool = False,
+    ranked: Sequence[tuple[DocMatch, Status, str]] | None = None,
 ) -> ItemScore:
-    """Status and metrics of one item from its aligned candidate documents (module doc, step 5)."""
-    ranked = rank(p, matches, n, th, stem_tells)
+    """Status and metrics of one item from its aligned candidate documents (module doc, step 5).
+    ranked: rank() of the matches, if the caller has it."""
+    ranked = rank(p, matches, n, th, stem_tells) if ranked is None else ranked
     best = ranked[0][0] if ranked else None
     score = ItemScore(
         status=Status.CLEAN,
@@ -454,5 +461,6 @@ def judge(
         match_document(i, prepared, stats[i], shared, d, doc, n, th, win, cache) for d, (doc, win) in docs.items()
     ]
     tells = shared.stem_answer_tells(p)
-    score = assess(p, stats[i], matches, n, th, tells)
-    return score, [(m, status) for m, status, _reason in rank(p, matches, n, th, tells)]
+    ranked = rank(p, matches, n, th, tells)
+    score = assess(p, stats[i], matches, n, th, tells, ranked)
+    return score, [(m, status) for m, status, _reason in ranked]
