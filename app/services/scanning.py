@@ -290,8 +290,9 @@ class Scanner:
         Pass 1 reads each item's scored text (not its passage) into what the whole benchmark
         says about every item: text shared between items, each token's information. Pass 2 reads
         the items again and scores them in chunks (CHUNK items; the first ones smaller, so
-        progress shows at once), by `workers` processes (default: the scanner's own setting) with
-        at most two chunks each in flight: memory holds the benchmark-wide tables and the chunks
+        progress shows at once, and with several workers the last ones too: _chunks), by
+        `workers` processes (default: the scanner's own setting) with at most two chunks each
+        in flight: memory holds the benchmark-wide tables and the chunks
         under way, never every item or every result.
 
         `reading(n)` is called during pass 1 with the items read so far (every READ_EVERY items,
@@ -302,7 +303,8 @@ class Scanner:
             total = len(bench)
             work = _Work(self, bench)
             done = 0
-            for part in _run(work, _chunks(source()), workers if workers is not None else self.workers):
+            workers = _workers(workers if workers is not None else self.workers)
+            for part in _run(work, _chunks(source(), total, workers), workers):
                 done += len(part)
                 yield part
                 if progress:
@@ -592,6 +594,7 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 # what matching caches on them: about 25 MB at most)
 STAND_IN_TOKENS_KEPT = 1 << 19
 FIRST_CHUNKS = (10, 50, 200)  # items in the first chunks (at most CHUNK): progress shows from the first items
+TAIL_CHUNK = 50  # the smallest the last chunks of a scan by several workers are cut to
 
 
 class _Bench:
@@ -863,11 +866,22 @@ class _Work:
     bench: _Bench
 
 
-def _chunks(items: Iterable[BenchmarkItem]) -> Iterator[tuple[int, list[BenchmarkItem]]]:
-    """(first item's position, items) of each chunk: FIRST_CHUNKS, then CHUNK items a chunk."""
-    sizes = itertools.chain((min(c, CHUNK) for c in FIRST_CHUNKS), itertools.repeat(CHUNK))
+def _chunks(items: Iterable[BenchmarkItem], total: int, workers: int) -> Iterator[tuple[int, list[BenchmarkItem]]]:
+    """(first item's position, items) of each chunk: FIRST_CHUNKS, then CHUNK items a chunk; with
+    several workers, the last ones cut to what is left over twice the workers (at least
+    TAIL_CHUNK), so the workers finish together rather than one scoring a whole chunk alone
+    (1,000 items were chunks of 10, 50, 200, 500 and 240: 550 items for one worker, 450 for the
+    other). `total`: the items there are."""
+    first = iter(FIRST_CHUNKS)
     it, lo = iter(items), 0
-    while chunk := [dataclasses.replace(x, raw={}) for x in itertools.islice(it, next(sizes))]:
+    while True:
+        size = next(first, None)
+        if size is None:
+            left = -(-(total - lo) // (2 * workers))
+            size = CHUNK if workers <= 1 else max(TAIL_CHUNK, left)
+        chunk = [dataclasses.replace(x, raw={}) for x in itertools.islice(it, min(size, CHUNK))]
+        if not chunk:
+            return
         yield lo, chunk
         lo += len(chunk)
 
@@ -883,7 +897,6 @@ def _run(work: _Work, chunks: Iterator[tuple[int, list[BenchmarkItem]]], workers
     threads (the server) must not fork (a lock another thread holds would stay held in the
     child), so its workers start from a fork server and receive `work` pickled, the scanner
     without its engine and cache (Scanner.__getstate__)."""
-    workers = workers or len(os.sched_getaffinity(0))
     head = list(itertools.islice(chunks, 2))
     chunks = itertools.chain(head, chunks)
     if workers <= 1 or len(head) < 2:  # one chunk: no process to start
@@ -914,6 +927,11 @@ def _run(work: _Work, chunks: Iterator[tuple[int, list[BenchmarkItem]]], workers
         pool.shutdown(wait=True, cancel_futures=True)
         _FORKED.clear()
         work.bench.close()
+
+
+def _workers(asked: int) -> int:
+    """Scan worker processes: as asked, 0 for one per core."""
+    return asked or len(os.sched_getaffinity(0))
 
 
 def _worker_init(parent: int, work: _Work | None = None) -> None:

@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import IndexCorpus
 from sqlalchemy import Engine, func, select
@@ -232,6 +233,26 @@ def test_workers_give_the_same_results_in_input_order(scanner: Scanner, monkeypa
     assert [r.as_dict() for r in forked] == [r.as_dict() for r in alone]
     assert progress[-1] == (len(items), len(items)) and len(progress) == -(-len(items) // 2)
     assert {r.item.item_id: r.score.status for r in forked}["verbatim"] == "contaminated"
+
+
+def test_the_last_chunks_are_cut_so_the_workers_finish_together() -> None:
+    """1,000 items on two workers were chunks of 10, 50, 200, 500 and 240: one worker scored
+    550 items, the other 450, and the scan waited for the first (news-length items: 0.87x the
+    wall time once cut, bench/MEASUREMENTS.md). Alone, a worker keeps whole chunks."""
+    import contam.app.services.scanning as scanning
+
+    items = [BenchmarkItem(f"i{k}", k, question="q") for k in range(1000)]
+
+    def chunks(workers: int) -> list[tuple[int, int]]:
+        return [(lo, len(c)) for lo, c in scanning._chunks(items, len(items), workers)]
+
+    assert [size for _lo, size in chunks(1)] == [10, 50, 200, 500, 240]
+    # after the first chunks, a quarter of what is left each time (two chunks a worker in
+    # flight), never under TAIL_CHUNK but for the remainder
+    two = chunks(2)
+    assert [size for _lo, size in two] == [10, 50, 200, 185, 139, 104, 78, 59, 50, 50, 50, 25]
+    assert [lo for lo, _size in two] == [0, *np.cumsum([size for _lo, size in two])[:-1].tolist()]
+    assert [size for _lo, size in chunks(8)] == [10, 50, 200, *[50] * 14, 40]
 
 
 def test_a_small_document_cache_changes_nothing(scanner: Scanner, monkeypatch: pytest.MonkeyPatch) -> None:
