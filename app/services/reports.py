@@ -403,12 +403,21 @@ class ReportService:
         with self.engine.connect() as conn:
             return rrepo.query_items(conn, report_id, **filters)
 
-    def item(self, report_id: str, item_id: str) -> dict[str, Any]:
+    def item(self, report_id: str, item_id: str, idx: int | None = None) -> dict[str, Any]:
+        """The report's item with this id; idx (its position in the benchmark, the results'
+        `idx`) picks one of several items that share the id, which is refused without it."""
         with self.engine.connect() as conn:
-            it = rrepo.get_item(conn, report_id, item_id)
-        if it is None:
-            raise NotFoundError(f"no item {item_id!r} in report {report_id}")
-        return it
+            found = rrepo.get_items(conn, report_id, item_id, idx)
+        if not found:
+            at = f" at idx {idx}" if idx is not None else ""
+            raise NotFoundError(f"no item {item_id!r}{at} in report {report_id}")
+        if len(found) > 1:
+            where = ", ".join(str(it["idx"]) for it in found[:10]) + (", ..." if len(found) > 10 else "")
+            raise InputError(
+                f"{len(found)} items of report {report_id} have the id {item_id!r} (idx {where}): "
+                "ask for one by its idx (?idx=N)"
+            )
+        return found[0]
 
     def delete(self, report_id: str) -> None:
         with self.engine.begin() as conn:

@@ -162,9 +162,11 @@ def items_page(
 
 
 @signed_in.get("/reports/{report_id}/items/{item_id:path}")
-def item_page(request: Request, report_id: str, item_id: str, svc: ReportServiceDep) -> HTMLResponse:
+def item_page(
+    request: Request, report_id: str, item_id: str, svc: ReportServiceDep, idx: int | None = Query(None, ge=0)
+) -> HTMLResponse:
     rep = svc.get(report_id)
-    it = svc.item(report_id, item_id)
+    it = svc.item(report_id, item_id, idx)
     return render(request, "item.html", r=rep, it=it, **_highlighted(it))
 
 

@@ -84,6 +84,26 @@ def test_upload_each_format(client: TestClient, name: str) -> None:
     assert item["item"]["answer"] == "Tigris"
 
 
+def test_items_that_share_an_id_are_told_apart_by_their_idx(client: TestClient) -> None:
+    """A benchmark may give two items one id (here the copied q1 and the clean q2 are both "dup").
+    Asked by id alone, the first one was returned for both, so the dashboard's link to the clean
+    one opened the contaminated one: now the id alone is refused, naming their idx, and `?idx=`
+    picks one; the dashboard links by idx."""
+    rows = [{**ROWS[0], "id": "dup"}, {**ROWS[1], "id": "dup"}]
+    body = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    rid = client.post("/api/v1/benchmarks", files={"file": ("d.jsonl", body)}).json()["id"]
+    assert _wait(client, rid)["status"] == "done"
+    ambiguous = client.get(f"/api/v1/reports/{rid}/items/dup")
+    assert ambiguous.status_code == 422 and "2 items" in ambiguous.text and "idx 0, 1" in ambiguous.text
+    first, second = (client.get(f"/api/v1/reports/{rid}/items/dup", params={"idx": k}).json() for k in (0, 1))
+    assert (first["idx"], first["status"]) == (0, "contaminated")
+    assert (second["idx"], second["status"]) == (1, "clean")
+    assert client.get(f"/api/v1/reports/{rid}/items/dup", params={"idx": 5}).status_code == 404
+    page = client.get("/items", params={"report": rid, "status": ["contaminated", "clean"]}).text
+    assert f'/reports/{rid}/items/dup?idx=0"' in page and f'/reports/{rid}/items/dup?idx=1"' in page
+    assert "Tides on the open ocean" in client.get(f"/reports/{rid}/items/dup", params={"idx": 1}).text
+
+
 def test_report_endpoints(client: TestClient) -> None:
     rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}).json()["id"]
     rep = _wait(client, rid)

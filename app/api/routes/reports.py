@@ -131,9 +131,15 @@ def list_items(
 
 
 @router.get("/reports/{report_id}/items/{item_id:path}", response_model=ItemResultRead)
-def get_item(report_id: str, item_id: str, svc: ReportServiceDep) -> dict[str, Any]:
-    """One item with its metrics and every evidence match."""
-    return svc.item(report_id, item_id)
+def get_item(
+    report_id: str,
+    item_id: str,
+    svc: ReportServiceDep,
+    idx: int | None = Query(None, ge=0, description="the item's position (its `idx`), for ids several items share"),
+) -> dict[str, Any]:
+    """One item with its metrics and every evidence match (422 naming their idx when several
+    items share the id and no idx is given)."""
+    return svc.item(report_id, item_id, idx)
 
 
 @router.get("/reports/{report_id}/export", responses={200: {"content": {"application/x-ndjson": {}, "text/csv": {}}}})
