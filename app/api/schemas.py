@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contam.app.core.config import Thresholds
 from contam.app.core.types import BenchmarkItem, answer_of
+from contam.app.errors import InputError
 
 
 class ErrorRead(BaseModel):
@@ -80,6 +81,11 @@ MAX_OFFSET = 1_000_000_000
 
 
 class CheckItemIn(BaseModel):
+    """One item; a field not named here is refused (`Question` would have been dropped, and the
+    item judged too short)."""
+
+    model_config = ConfigDict(extra="forbid")
+
     id: str | None = None
     question: str = ""
     passage: str = ""
@@ -90,7 +96,10 @@ class CheckItemIn(BaseModel):
 
 class CheckRequest(BaseModel):
     """Texts and items are scored together as one benchmark (texts first): text several of them
-    share (a passage, a template) counts as shared, and decides nothing for any one of them."""
+    share (a passage, a template) counts as shared, and decides nothing for any one of them.
+    Unknown keys are refused (`corpus` for `corpora` checked every corpus)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     texts: list[str] = Field(default_factory=list, description="plain texts, each checked as a question")
     items: list[CheckItemIn] = Field(default_factory=list, description="items with fields")
@@ -104,7 +113,10 @@ class CheckRequest(BaseModel):
         items = [BenchmarkItem(str(i), i, question=t) for i, t in enumerate(self.texts)]
         for i, it in enumerate(self.items, len(self.texts)):
             choices = tuple(it.choices)
-            answer = answer_of(it.answer, choices)
+            try:
+                answer = answer_of(it.answer, choices)
+            except InputError as exc:
+                raise InputError(f"items[{i - len(self.texts)}]: {exc.message}") from None
             items.append(BenchmarkItem(it.id or str(i), i, it.question, it.passage, choices, answer, it.solution))
         return items
 

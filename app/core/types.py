@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from contam.app.errors import InputError
+
 ROLES = ("question", "passage", "choices", "answer", "solution")
 
 
@@ -59,7 +61,19 @@ class BenchmarkItem:
 
 
 def answer_of(answer: object, choices: Sequence[str]) -> str:
-    """An answer given as text, or as an index (an int, from 0) into `choices`."""
-    if isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer < len(choices):
-        return choices[answer]
+    """An answer given as text, or as an index (an int, from 0) into `choices`. An int that is
+    neither (5 with four choices) is refused: read as the text "5", it was scored as an answer
+    the item does not have."""
+    if isinstance(answer, int) and not isinstance(answer, bool) and choices:
+        if 0 <= answer < len(choices):
+            return choices[answer]
+        if str(answer) not in choices:
+            raise InputError(not_an_index(answer, len(choices)))
     return str(answer)
+
+
+def not_an_index(answer: int, choices: int) -> str:
+    return (
+        f"answer {answer} is not an index into its {choices} choice(s) (0 to {choices - 1}) "
+        "nor the text of one of them"
+    )

@@ -147,6 +147,13 @@ def test_check_endpoint(client: TestClient) -> None:
     assert res["x"]["status"] == "clean"
     bad = client.post("/api/v1/check", json={"texts": []})
     assert bad.status_code == 422 and "at least one" in bad.json()["error"]
+    # a key the request does not have is refused, not dropped: `corpus` checked every corpus,
+    # and an item's `Question` left it with no text (too_short)
+    for body in ({"texts": [Q1], "corpus": ["c"]}, {"items": [{"Question": Q1}]}):
+        wrong = client.post("/api/v1/check", json=body)
+        assert wrong.status_code == 422 and "Extra inputs are not permitted" in wrong.text, body
+    past = client.post("/api/v1/check", json={"items": [{"question": Q1, "choices": ["Nile", "Tigris"], "answer": 7}]})
+    assert past.status_code == 422 and "items[0]: answer 7 is not an index into its 2 choice(s)" in past.text
     # the answer, built by the worker that scored it, is what the declared model says it is
     body = r.json()
     assert CheckResponse.model_validate(body).model_dump(mode="json") == body

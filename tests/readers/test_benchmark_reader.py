@@ -128,3 +128,25 @@ def test_mapping_override_and_row_ids() -> None:
     items, mapping = read_benchmark(data, "b.jsonl", {"question": "q", "answer": "a"})
     assert [i.item_id for i in items] == ["0", "1"] and items[1].answer == "y"
     assert mapping == {"question": "q", "answer": "a"}
+
+
+def test_an_answer_index_past_the_choices_is_refused_naming_the_row() -> None:
+    """`"answer": 5` with four choices was read as the answer text "5", and the item was judged
+    against an answer it does not have (a "5" after the question made it "question and answer
+    found together"). An index is refused when it is neither an index into the choices nor the
+    text of one; the text of one (numeric choices) is that choice, as before."""
+    from contam.app.errors import InputError
+
+    choices = ["3", "4", "6", "7"]
+    rows = [
+        {"question": "How many legs has a spider, minus two?", "choices": choices, "answer": 2},
+        {"question": "How many sides has a square, plus three?", "choices": choices, "answer": 7},
+    ]
+    items, _mapping = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "q.jsonl")
+    assert [it.answer for it in items] == ["6", "7"]  # an index; the text of a choice
+    rows.append({"question": "How many wheels has a tricycle?", "choices": choices, "answer": 5})
+    with pytest.raises(InputError) as exc:
+        read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "q.jsonl")
+    assert exc.value.message == (
+        "q.jsonl: row 3: answer 5 is not an index into its 4 choice(s) (0 to 3) nor the text of one of them"
+    )
