@@ -221,7 +221,9 @@ def health_text(h: dict[str, Any]) -> str:
         f"window={c['window']}/{c['stride']}, "
         f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']}",
     ]
-    lines += [f"  failed:     {f['error']}" for f in h["failed_files"]]
+    for f in h["failed_files"]:  # what it skipped before it failed: none of it is in the corpus
+        skipped = ", ".join(f"{k}={v}" for k, v in f.get("skipped", {}).items())
+        lines.append(f"  failed:     {f['error']}" + (f" (skipped before: {skipped})" if skipped else ""))
     return "\n".join(lines)
 
 
@@ -417,7 +419,7 @@ def scan(
     ] = None,
     progress: Annotated[str, typer.Option(help="on stderr: auto (a bar on a terminal) | bar | log | none")] = "auto",
     workers: Annotated[
-        int, typer.Option(min=0, help="processes scoring chunks of 500 items (0: one per core); same results")
+        int, typer.Option(min=0, help="processes scoring chunks of up to 500 items (0: one per core); same results")
     ] = 0,
     db: DbOpt = None,
 ) -> None:

@@ -50,7 +50,7 @@ class Settings(BaseSettings):
     )
     job_workers: int = Field(2, ge=1, description="report jobs the server runs at once")
     scan_workers: int = Field(
-        0, ge=0, description="processes a report job scores its chunks of 500 items in; 0 means one per core"
+        0, ge=0, description="processes a report job scores its chunks of up to 500 items in; 0 means one per core"
     )
     check_workers: int = Field(0, ge=0, description="processes that score /api/v1/check requests; 0 means one per core")
     job_retry_seconds: float = Field(

@@ -74,6 +74,5 @@ def answer_of(answer: object, choices: Sequence[str]) -> str:
 
 def not_an_index(answer: int, choices: int) -> str:
     return (
-        f"answer {answer} is not an index into its {choices} choice(s) (0 to {choices - 1}) "
-        "nor the text of one of them"
+        f"answer {answer} is not an index into its {choices} choice(s) (0 to {choices - 1}) nor the text of one of them"
     )

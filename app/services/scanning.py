@@ -867,18 +867,21 @@ class _Work:
 
 
 def _chunks(items: Iterable[BenchmarkItem], total: int, workers: int) -> Iterator[tuple[int, list[BenchmarkItem]]]:
-    """(first item's position, items) of each chunk: FIRST_CHUNKS, then CHUNK items a chunk; with
-    several workers, the last ones cut to what is left over twice the workers (at least
-    TAIL_CHUNK), so the workers finish together rather than one scoring a whole chunk alone
-    (1,000 items were chunks of 10, 50, 200, 500 and 240: 550 items for one worker, 450 for the
-    other). `total`: the items there are."""
+    """(first item's position, items) of each chunk: FIRST_CHUNKS, then up to CHUNK items a
+    chunk; with several workers, what is left over twice the workers (two chunks a worker in
+    flight: a quarter of it on two workers), at least TAIL_CHUNK, and a remainder under
+    TAIL_CHUNK joins the chunk before it, so the workers finish together rather than one scoring
+    a whole chunk alone (1,000 items were chunks of 10, 50, 200, 500 and 240: 550 items for one
+    of two workers, 450 for the other). `total`: the items there are."""
     first = iter(FIRST_CHUNKS)
     it, lo = iter(items), 0
     while True:
         size = next(first, None)
         if size is None:
-            left = -(-(total - lo) // (2 * workers))
-            size = CHUNK if workers <= 1 else max(TAIL_CHUNK, left)
+            size = CHUNK
+            if workers > 1:
+                size = max(TAIL_CHUNK, -(-(total - lo) // (2 * workers)))
+                size = total - lo if total - lo - size < TAIL_CHUNK else size
         chunk = [dataclasses.replace(x, raw={}) for x in itertools.islice(it, min(size, CHUNK))]
         if not chunk:
             return

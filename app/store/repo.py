@@ -203,7 +203,11 @@ def corpus_health(conn: Connection, corpus_id: int) -> dict[str, Any]:
         "windows": int(sum(f["n_windows"] for f in done)),
         "bytes": int(sum(f["size"] for f in done)),
         "skipped": dict(sorted(skipped.items())),
-        "failed_files": [{"path": f["path"], "error": f["error"]} for f in files if f["status"] == "failed"],
+        "failed_files": [
+            {"path": f["path"], "error": f["error"], "skipped": json.loads(f["skipped"])}
+            for f in files
+            if f["status"] == "failed"
+        ],
         "duplicate_documents": int(n_docs - distinct),
         "segments": len(segments(conn, [corpus_id])),
         "tokens_per_document": spread,

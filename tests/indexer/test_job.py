@@ -150,8 +150,10 @@ def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url
     health = json.loads(CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url, "--json"]).stdout)
     assert health["documents"] == 2 and health["repaired"] == {"invalid_utf8_replaced": 1}
     assert health["skipped"] == {"malformed_json": 1, "missing_text": 1}
+    assert [(f["path"], f["skipped"]) for f in health["failed_files"]] == [(str(utf16), {"malformed_json": 2})]
     shown = CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url]).output
     assert "repaired:   invalid_utf8_replaced=1" in shown
+    assert "(skipped before: malformed_json=2)" in shown
 
 
 def test_corrupt_file_inside_a_group_leaves_the_rest_indexed_once(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -247,12 +248,45 @@ def test_the_last_chunks_are_cut_so_the_workers_finish_together() -> None:
         return [(lo, len(c)) for lo, c in scanning._chunks(items, len(items), workers)]
 
     assert [size for _lo, size in chunks(1)] == [10, 50, 200, 500, 240]
-    # after the first chunks, a quarter of what is left each time (two chunks a worker in
-    # flight), never under TAIL_CHUNK but for the remainder
+    # after the first chunks, what is left over twice the workers (two chunks a worker in
+    # flight), never under TAIL_CHUNK: a remainder under it joins the chunk before
     two = chunks(2)
-    assert [size for _lo, size in two] == [10, 50, 200, 185, 139, 104, 78, 59, 50, 50, 50, 25]
+    assert [size for _lo, size in two] == [10, 50, 200, 185, 139, 104, 78, 59, 50, 50, 75]
     assert [lo for lo, _size in two] == [0, *np.cumsum([size for _lo, size in two])[:-1].tolist()]
-    assert [size for _lo, size in chunks(8)] == [10, 50, 200, *[50] * 14, 40]
+    assert [size for _lo, size in chunks(8)] == [10, 50, 200, *[50] * 13, 90]
+
+
+def test_a_scan_on_one_worker_per_core_cuts_its_tail_and_gives_one_process_s_results(
+    scanner: Scanner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """workers=0 (one per core, the default) reaches the chunking as the core count, and chunks
+    of uneven sizes scored by worker processes give one process's results, in order."""
+    import contam.app.services.scanning as scanning
+
+    monkeypatch.setattr(scanning, "FIRST_CHUNKS", (1,))
+    monkeypatch.setattr(scanning, "TAIL_CHUNK", 1)
+    monkeypatch.setattr(scanning, "CHUNK", 6)
+    monkeypatch.setattr(scanning.os, "sched_getaffinity", lambda _pid: {0, 1})  # two cores
+    items = [*ITEMS, *(BenchmarkItem(f"copy{i}", 9 + i, question=Q_VERBATIM, answer=A_VERBATIM) for i in range(8))]
+    sizes: list[int] = []
+    real = scanning._chunks
+
+    def seen(*args: Any) -> Any:
+        for lo, chunk in real(*args):
+            sizes.append(len(chunk))
+            yield lo, chunk
+
+    monkeypatch.setattr(scanning, "_chunks", seen)
+    progress: list[tuple[int, int]] = []
+    forked = scanner.scan(items, progress=lambda done, total: progress.append((done, total)), workers=0)
+    total = len(items)
+    expected, lo = [1], 1
+    while lo < total:  # what is left over four, at least one
+        expected.append(min(6, -(-(total - lo) // 4)))
+        lo += expected[-1]
+    assert sizes == expected and len(set(sizes[1:])) > 1  # uneven: the tail was cut
+    assert [r.as_dict() for r in forked] == [r.as_dict() for r in scanner.scan(items, workers=1)]
+    assert progress[-1] == (total, total) and len(progress) == len(expected)
 
 
 def test_a_small_document_cache_changes_nothing(scanner: Scanner, monkeypatch: pytest.MonkeyPatch) -> None:
