@@ -33,6 +33,7 @@ from typer.exceptions import TyperException
 from contam.app import __version__
 from contam.app.api.schemas import ThresholdsIn
 from contam.app.core.config import Thresholds
+from contam.app.core.scoring import SEVERITY
 from contam.app.core.types import Status
 from contam.app.errors import (
     ConfigError,
@@ -303,12 +304,14 @@ def _print_csv(checked: CheckResult) -> None:
 
 
 def _print_table(checked: CheckResult) -> None:
-    """Flagged items, highest score first, under a header line (none when nothing is flagged),
-    then the counts."""
+    """Flagged items, contaminated before suspicious and the highest score first within each (a
+    suspicious item's score may be higher than a contaminated one's: the status says what the
+    evidence shows, the score how much of the item's own text it holds), under a header line
+    (none when nothing is flagged), then the counts."""
     flagged = [r for r in checked.results if Status(r.score.status).flagged]
     if flagged:
         typer.echo(f"{'status':13s} {'score':>5s}  {'item':30s} {'best evidence (corpus:document)'}  reason")
-    for r in sorted(flagged, key=lambda r: -r.score.score):
+    for r in sorted(flagged, key=lambda r: (-SEVERITY[Status(r.score.status)], -r.score.score)):
         where = f"{r.evidence[0].corpus}:{r.evidence[0].document_id}" if r.evidence else "-"
         typer.echo(f"{r.score.status:13s} {r.score.score:5.2f}  {r.item.item_id:30s} {where}  {r.score.reason}")
     c, share = checked.summary["counts"], checked.summary["contaminated_share"]

@@ -566,3 +566,29 @@ def test_index_a_save_to_disk_folder_from_the_command_line(migrated_url: str, tm
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout[r.stdout.index("{") :])
     assert (summary["documents"], summary["files_indexed"], summary["files_failed"]) == (3, 1, 0)
+
+
+def test_the_table_lists_contaminated_items_before_suspicious_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    """The table was sorted by score alone, so a suspicious item whose question is all there
+    (0.65) came above a contaminated one found by its question and answer (0.57)."""
+    from contam.app.cli import _print_table
+    from contam.app.core.config import Thresholds
+    from contam.app.core.scoring import ItemScore
+    from contam.app.core.types import BenchmarkItem, Status
+    from contam.app.services.checking import CheckResult
+    from contam.app.services.scanning import ItemResult
+
+    def result(item_id: str, status: Status, own_coverage: float) -> ItemResult:
+        score = ItemScore(status=status, reason=f"{status} here", tokens=20, own_coverage=own_coverage)
+        return ItemResult(BenchmarkItem(item_id, 0, question="q"), score)
+
+    results = [
+        result("low", Status.SUSPICIOUS, 0.45),
+        result("qonly", Status.SUSPICIOUS, 0.65),
+        result("clean", Status.CLEAN, 0.9),
+        result("qa", Status.CONTAMINATED, 0.57),
+    ]
+    counts = {s.value: sum(r.score.status == s for r in results) for s in Status}
+    _print_table(CheckResult("f", results, {"counts": counts, "contaminated_share": 0.25}, Thresholds(), ["c"]))
+    rows = [line.split()[2] for line in capsys.readouterr().out.splitlines()[1:-1]]
+    assert rows == ["qa", "qonly", "low"]  # contaminated first; then by score; clean not listed
