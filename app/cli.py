@@ -15,8 +15,10 @@ import ipaddress
 import json
 import os
 import shutil
+import signal
 import socket
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -55,6 +57,7 @@ from contam.app.settings import get_settings
 # runtime error (the database cannot be reached, an empty corpus, anything unexpected).
 EXIT_GATE, EXIT_USAGE, EXIT_RUNTIME = 1, 2, 3
 EXIT_PIPE = 128 + 13  # stdout's reader went away (SIGPIPE's number): what a shell reports for a killed writer
+EXIT_INTERRUPTED = 128 + 2  # SIGINT's number, as a shell reports Ctrl-C; SIGTERM ends a command the same way
 # Domain error -> exit code; the nearest class in an error's ancestry decides.
 EXIT_CODES: dict[type[ContamError], int] = {
     ContamError: EXIT_RUNTIME,
@@ -85,8 +88,14 @@ class ContamGroup(TyperGroup):
     and keeps the exit code (a CI job tells a runtime error from a tripped gate either way)."""
 
     def invoke(self, ctx: Any) -> Any:  # a click Context (typer vendors its own click)
+        with _terminate_as_interrupt():
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (timeout, docker stop, systemd): cleaned up on the way out
+            _fail("interrupted: nothing half-written is kept (an index keeps the files it committed)", EXIT_INTERRUPTED)
         except ContamError as exc:
             _fail(exc.message, exit_code(exc), ctx)
         except OperationalError as exc:  # the database went away mid-command: one line, not a traceback
@@ -104,6 +113,31 @@ class ContamGroup(TyperGroup):
             first = first_line(exc)
             hint = "" if ctx.meta.get(DEBUG) else " (run with --debug for the traceback)"
             _fail(f"{type(exc).__name__}: {first}{hint}", EXIT_RUNTIME, ctx)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt in this process while a command runs, so it cleans up as
+    Ctrl-C does: a killed `contam index` held its corpus (delete and rename refused) until its
+    run's lease lapsed, two minutes on. A process forked meanwhile (a worker) ends on SIGTERM as
+    it always did. Outside the main thread (a test runner's) nothing is changed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    me = os.getpid()
+
+    def terminated(signum: int, _frame: Any) -> None:
+        if os.getpid() != me:  # a forked worker: the default action
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _version(value: bool) -> None:

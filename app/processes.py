@@ -16,11 +16,16 @@ import time
 def exit_with(parent: int, every: float = 1.0) -> None:
     """In a worker (a pool's initializer calls it): end this process once `parent` (the pid of
     the process that started the pool: for a worker started by a fork server, not its os
-    parent) is gone, checking every `every` seconds."""
+    parent) is gone, checking every `every` seconds. A forked worker also ends when it is handed
+    to another parent: a parent that died is a zombie until its own parent reaps it, and the
+    zombie still answers kill(pid, 0), so its workers (blocked writing to it) lived on."""
+    forked = os.getppid() == parent
 
     def watch() -> None:
         while True:
             time.sleep(every)
+            if forked and os.getppid() != parent:
+                os._exit(1)
             try:
                 os.kill(parent, 0)
             except ProcessLookupError:

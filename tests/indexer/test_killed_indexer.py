@@ -55,3 +55,78 @@ def test_workers_end_when_the_indexer_is_killed(tmp_path: Path) -> None:
     for p in left:  # do not leave them to the next test
         os.kill(p, signal.SIGKILL)
     assert left == []
+
+
+def test_sigterm_ends_an_indexer_as_ctrl_c_does_and_lets_go_of_its_corpus(tmp_path: Path) -> None:
+    """SIGTERM (timeout, docker stop, systemd) killed the indexer without its clean-up: no word on
+    stderr, and its run held the corpus for two minutes (delete and rename refused, "while it is
+    being indexed"). Now it ends as Ctrl-C does: it says so, exits 130, and lets go at once."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for f in range(40):
+        docs = [{"id": f"{f}-{d}", "text": f"document {d} of file {f} " * 200} for d in range(400)]
+        (corpus / f"{f}.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    db = f"sqlite:///{tmp_path / 'c.db'}"
+    env = {**os.environ, "CONTAM_DATABASE_URL": db}
+    contam = [sys.executable, "-m", "contam.indexer.cli"]
+    subprocess.run([*contam, "db", "upgrade"], cwd=ROOT, env=env, check=True, capture_output=True)
+    cmd = [*contam, "index", "--corpus", "web", "--workers", "2", "--progress", "log", str(corpus)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:  # under way: its run holds the corpus
+        if "indexing [2/40]" in line:
+            break
+    workers = descendants(proc.pid)
+    os.kill(proc.pid, signal.SIGTERM)
+    try:
+        rest = proc.communicate(timeout=60)[1]
+    finally:
+        for p in workers | {proc.pid}:  # do not leave them to the next test
+            if alive(p):
+                os.kill(p, signal.SIGKILL)
+    assert proc.returncode == 130, rest
+    assert "interrupted" in rest and "Traceback" not in rest, rest
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(alive(p) for p in workers):
+        time.sleep(0.2)
+    assert not [p for p in workers if alive(p)]
+    gone = subprocess.run([*contam, "corpora", "delete", "web", "--yes"], cwd=ROOT, env=env, capture_output=True)
+    assert gone.returncode == 0, gone.stderr
+
+
+PARENT = """
+import os
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from contam.app.processes import exit_with
+
+
+def pid(_x):
+    return os.getpid()
+
+
+pool = ProcessPoolExecutor(2, get_context("fork"), initializer=exit_with, initargs=(os.getpid(),))
+print(" ".join(map(str, set(pool.map(pid, range(50))))), flush=True)
+os._exit(0)  # no shutdown: its workers wait on their queue
+"""
+
+
+def test_workers_end_when_their_parent_is_a_zombie(tmp_path: Path) -> None:
+    """A parent that died stays a zombie until its own parent reaps it, and a zombie answers
+    kill(pid, 0): its workers took it for alive and waited forever (a script running `contam
+    index` under subprocess.Popen that had not called wait() yet). A forked worker now also ends
+    when it is handed to another parent."""
+    script = tmp_path / "parent.py"
+    script.write_text(PARENT)
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    workers = {int(p) for p in proc.stdout.readline().split()}
+    assert workers
+    deadline = time.monotonic() + 15  # not reaped meanwhile: the parent is a zombie all along
+    while time.monotonic() < deadline and any(alive(p) for p in workers):
+        time.sleep(0.2)
+    left = [p for p in workers if alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    proc.wait()
+    assert left == []
