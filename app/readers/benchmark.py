@@ -573,7 +573,8 @@ def _mapping_for(rec: Mapping[str, Any], given: dict[str, Any], filename: str, r
     if "question" not in used:
         raise InputError(
             f"{filename}: row {row}: no question field found among {sorted(rec)}; "
-            "give a field mapping such as question=<field>"
+            "give a field mapping such as question=<field> (`contam scan --fields question=<field>`; the "
+            'API\'s and the upload form\'s `mapping`, {"question": "<field>"})'
         )
     return used
 

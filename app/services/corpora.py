@@ -27,8 +27,9 @@ class CorpusService:
         with self.engine.connect() as conn:
             return repo.list_corpora(conn)
 
-    def names(self) -> list[str]:
-        return [c["name"] for c in self.list_corpora()]
+    def names(self, with_documents: bool = False) -> list[str]:
+        """Every corpus's name; with_documents: only those a benchmark can be checked against."""
+        return [c["name"] for c in self.list_corpora() if c["documents"] or not with_documents]
 
     def health(self, name: str) -> dict[str, Any]:
         """One corpus's health: documents, tokens, skipped records, failed files, duplicates,
@@ -138,7 +139,11 @@ def select_corpora_listing(engine: Engine, names: list[str] | None = None) -> tu
     if empty:
         raise StateError(
             "nothing to check against: "
-            + "; ".join(f"corpus {r['name']!r} holds 0 documents ({r['failed_files']} failed files)" for r in empty)
+            + "; ".join(f"corpus {r['name']!r} holds 0 documents ({_files(r['failed_files'])} failed)" for r in empty)
             + ". Index documents into it first (`contam corpora NAME` shows why its files failed)"
         )
     return [r["name"] for r in _one_setting(chosen, bool(names))], rows
+
+
+def _files(n: int) -> str:
+    return f"{n} file" if n == 1 else f"{n} files"

@@ -229,7 +229,9 @@ def corpus_delete(request: Request, name: str, corpora: CorpusServiceDep) -> Res
 
 @signed_in.get("/upload")
 def upload_form(request: Request, corpora: CorpusServiceDep) -> HTMLResponse:
-    return render(request, "upload.html", corpora=corpora.names(), error=None, accept=UPLOAD_SUFFIXES)
+    return render(
+        request, "upload.html", corpora=corpora.names(with_documents=True), error=None, accept=UPLOAD_SUFFIXES
+    )
 
 
 @signed_in.post("/upload")
@@ -262,7 +264,12 @@ def upload(
     except ContamError as exc:  # the form again, with the reason
         code, _title = page_status(exc)
         return render(
-            request, "upload.html", code, corpora=corpora_svc.names(), error=exc.message, accept=UPLOAD_SUFFIXES
+            request,
+            "upload.html",
+            code,
+            corpora=corpora_svc.names(with_documents=True),
+            error=exc.message,
+            accept=UPLOAD_SUFFIXES,
         )
     return RedirectResponse(f"/reports/{rid}", status_code=303)
 

@@ -258,7 +258,7 @@ def test_exit_codes_and_one_line_errors(migrated_url: str, tmp_path: Path) -> No
     corpus.write_text(json.dumps({"id": "p", "body": Q1}) + "\n")
     assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 1  # no field 'text'
     hollow = run.invoke(cli, ["scan", str(bench), "--db", migrated_url])
-    assert hollow.exit_code == 3 and "corpus 'web' holds 0 documents" in hollow.output
+    assert hollow.exit_code == 3 and "corpus 'web' holds 0 documents (1 file failed)" in hollow.output
     assert run.invoke(cli, ["scan", "--bogus"]).exit_code == 2  # click's usage errors
     version = run.invoke(cli, ["--version"])
     assert version.exit_code == 0 and version.output.startswith("contam 0.")

@@ -150,3 +150,14 @@ def test_an_answer_index_past_the_choices_is_refused_naming_the_row() -> None:
     assert exc.value.message == (
         "q.jsonl: row 3: answer 5 is not an index into its 4 choice(s) (0 to 3) nor the text of one of them"
     )
+
+
+def test_a_benchmark_with_no_question_field_is_told_how_to_name_it() -> None:
+    """The error said "give a field mapping such as question=<field>", and the CLI's option for
+    it is --fields: it now names the option and the API's `mapping`."""
+    from contam.app.errors import InputError
+
+    with pytest.raises(InputError) as exc:
+        read_benchmark(b'{"colour": "What is the capital of France?"}\n', "b.jsonl")
+    assert "no question field found among ['colour']" in exc.value.message
+    assert "contam scan --fields question=<field>" in exc.value.message and "`mapping`" in exc.value.message

@@ -85,6 +85,21 @@ def test_pages_render_and_escape(migrated_url: str, tmp_path: Path, index_corpus
         assert 'accept=".jsonl' in odd.text  # the form shown again keeps them
 
 
+def test_the_upload_form_offers_only_corpora_holding_documents(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """A corpus with no documents (its files all failed) was offered, and ticking it gave a 409."""
+    from contam.app.services.indexing import open_corpus
+    from contam.app.store.db import make_engine
+
+    index_corpus(migrated_url, CORPUS)
+    engine = make_engine(migrated_url)
+    open_corpus(engine, "hollow", SignatureConfig(), True)
+    engine.dispose()
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        form = c.get("/upload").text
+        assert 'value="web"' in form and 'value="hollow"' not in form
+        assert "hollow" in c.get("/corpora").text  # still listed where corpora are shown
+
+
 def test_domain_errors_are_pages_never_500(migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus) -> None:
     """Every dashboard path answers a domain error with a page and the status from one table."""
     index_corpus(migrated_url, CORPUS)
