@@ -117,7 +117,8 @@ def index(
     address: AddressOpt = None,
     db: DbOpt = None,
 ) -> None:
-    """Index corpus files (JSONL, JSONL.gz/.zst, Parquet, .txt) into a named corpus."""
+    """Index corpus files (JSON lines: .jsonl, .ndjson, .json, gzip or zstd compressed or not;
+    Parquet; Arrow or a save_to_disk folder; .txt) into a named corpus."""
     cfg = SignatureConfig(
         ngram_n=ngram, short_n=short_ngram, sample_mod=sample, window=window, stride=stride, shingle=shingle,
         num_perm=num_perm, bands=bands, seed=seed,
