@@ -139,6 +139,11 @@ def index(
         if isinstance(reporter, BarProgress):
             reporter.close()
     typer.echo(json.dumps(summary.as_dict(), indent=2))
+    skipped, repaired = summary.records()
+    for what, counts in (("left out", skipped), ("indexed with invalid UTF-8 replaced", repaired)):
+        if counts:  # said where it is seen too, not only in the JSON (`contam corpora NAME` keeps it)
+            reasons = ", ".join(f"{k}={v}" for k, v in counts.items())
+            typer.echo(f"{sum(counts.values())} record(s) {what}: {reasons}", err=True)
     if summary.failed:
         typer.echo(f"{len(summary.failed)} file(s) failed:", err=True)
         for f in summary.failed:  # the errors of unreadable files name their path already

@@ -144,6 +144,9 @@ def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url
     assert "every record was skipped (malformed_json: 2)" in result.stderr
     assert summary["repaired"] == {"invalid_utf8_replaced": 1}  # the one record indexed, not the one skipped
     assert "(skipped: malformed_json=1, missing_text=1) (repaired: invalid_utf8_replaced=1)" in result.stderr
+    # said at the end whatever the progress mode, not only in the JSON
+    assert "2 record(s) left out: malformed_json=1, missing_text=1" in result.stderr
+    assert "1 record(s) indexed with invalid UTF-8 replaced: invalid_utf8_replaced=1" in result.stderr
     assert "re-encode it as UTF-8" in result.stderr and "repaired" not in result.stderr.split("wide.jsonl")[-1]
     # old.jsonl, in the failed file's commit group, is indexed again under its own number ([3/2] before)
     assert f"indexing again [1/2] {path}" in result.stderr and "[3/2]" not in result.stderr
