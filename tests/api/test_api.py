@@ -125,6 +125,10 @@ def test_report_endpoints(client: TestClient) -> None:
     bogus = client.get(f"/api/v1/reports/{rid}/items", params={"status": "bogus"})
     assert bogus.status_code == 422 and "contaminated" in bogus.text  # it answered 200 with no items
     assert client.get("/items", params={"status": "bogus"}).status_code == 422  # the page listed every item
+    no_field = client.get(f"/api/v1/reports/{rid}/items", params={"field": "bogus"})  # answered 0 items
+    assert no_field.status_code == 422 and "question|choices|answer|solution" in no_field.text
+    found = client.get(f"/api/v1/reports/{rid}/items", params={"field": "question"}).json()
+    assert found["total"] >= 1 and all(it["question_found"] for it in found["items"])
     exp = client.get(f"/api/v1/reports/{rid}/export", params={"format": "jsonl"})
     assert exp.status_code == 200 and len(exp.text.splitlines()) == 2
     exp_csv = client.get(f"/api/v1/reports/{rid}/export", params={"format": "csv"})

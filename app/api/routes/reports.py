@@ -22,6 +22,7 @@ from contam.app.api.schemas import (
     ReportRead,
     ThresholdsIn,
 )
+from contam.app.core.items import SCORED_ROLES
 from contam.app.core.types import Status
 from contam.app.errors import InputError
 from contam.app.limits import Limits, check_json_depth
@@ -106,8 +107,13 @@ def list_items(
     svc: ReportServiceDep,
     status: Annotated[list[Status] | None, Query(description="repeatable: contaminated, suspicious, clean ...")] = None,
     min_score: Annotated[float | None, Query(ge=0, le=1, allow_inf_nan=False)] = None,
-    field: Annotated[str | None, Query(description="only items whose FIELD was found")] = None,
-    corpus: Annotated[str | None, Query(description="only items with evidence in this corpus")] = None,
+    field: Annotated[
+        str | None,
+        Query(pattern=f"^({'|'.join(SCORED_ROLES)})$", description="only items whose FIELD was found"),
+    ] = None,
+    corpus: Annotated[
+        str | None, Query(description="only items with evidence in this corpus, whatever their status")
+    ] = None,
     q: Annotated[str | None, Query(description="text search in the item")] = None,
     sort: Annotated[str, Query(pattern="^(score|row|item_id|status)$")] = "score",
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
