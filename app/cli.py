@@ -466,12 +466,18 @@ def scan(
     _gate(fail_above)
     th = _thresholds(thresholds)
     mapping = _mapping(fields)
+    engine = open_database(database_url(db))
     with scan_progress(progress) as (report, read):
-        checked = CheckService(open_database(database_url(db)), workers=workers).path(
+        checked = CheckService(engine, workers=workers).path(
             file, mapping, corpus, th, report, keep_text=False, reading=read
         )
     used = ", ".join(f"{role}={f}" for role, f in checked.mapping.items())
     typer.echo(f"fields: {used}; corpora: {', '.join(checked.corpora)}", err=True)
+    left = [] if corpus else [c for c in CorpusService(engine).names(True) if c not in checked.corpora]
+    if left:  # chosen by their settings: say which were not, rather than leave them out unsaid
+        typer.echo(
+            f"left out (indexed with other settings; --corpus NAME checks against them): {', '.join(left)}", err=True
+        )
     FORMATS[fmt](checked)
     share = checked.summary["contaminated_share"]
     if fail_above is not None and share > fail_above:

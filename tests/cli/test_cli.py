@@ -592,3 +592,19 @@ def test_the_table_lists_contaminated_items_before_suspicious_ones(capsys: pytes
     _print_table(CheckResult("f", results, {"counts": counts, "contaminated_share": 0.25}, Thresholds(), ["c"]))
     rows = [line.split()[2] for line in capsys.readouterr().out.splitlines()[1:-1]]
     assert rows == ["qa", "qonly", "low"]  # contaminated first; then by score; clean not listed
+
+
+def test_a_scan_names_the_corpora_it_left_out_for_their_settings(migrated_url: str, tmp_path: Path) -> None:
+    """Without --corpus a scan checks the corpora of one set of settings: one indexed with others
+    was left out, said only by its absence from the `corpora:` line."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    assert index_cli(migrated_url, "n8", "--progress", "none", "--ngram", "8", str(corpus)).exit_code == 0
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"id": "a", "question": Q1}) + "\n")
+    result = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url])
+    assert result.exit_code == 0 and "corpora: web\n" in result.stderr
+    assert "left out (indexed with other settings; --corpus NAME checks against them): n8" in result.stderr
+    named = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--corpus", "web"])
+    assert named.exit_code == 0 and "left out" not in named.stderr
