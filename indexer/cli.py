@@ -15,6 +15,7 @@ import typer
 from contam.app import cli as service_cli
 from contam.app.cli import ContamGroup, DbOpt, database_url
 from contam.app.core.config import SignatureConfig
+from contam.app.readers.corpus import files_not_read
 from contam.app.services.database import open_database
 from contam.app.settings import get_settings
 from contam.indexer.demo import run_demo
@@ -139,6 +140,11 @@ def index(
         if isinstance(reporter, BarProgress):
             reporter.close()
     typer.echo(json.dumps(summary.as_dict(), indent=2))
+    if others := files_not_read(paths):  # a folder's .csv or .md is not indexed: say so
+        kinds = ", ".join(f"{k}: {v}" for k, v in sorted(others.items()))
+        typer.echo(
+            f"{sum(others.values())} file(s) in the folders not indexed, not a corpus format ({kinds})", err=True
+        )
     skipped, repaired = summary.records()
     for what, counts in (("left out", skipped), ("indexed with invalid UTF-8 replaced", repaired)):
         if counts:  # said where it is seen too, not only in the JSON (`contam corpora NAME` keeps it)

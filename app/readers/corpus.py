@@ -81,6 +81,19 @@ def _files_in(folder: Path) -> list[Path]:
     ]
 
 
+def files_not_read(paths: list[Path]) -> Counter[str]:
+    """Files under the given folders that find_files leaves out, by suffix: not a corpus format
+    (hidden files and save_to_disk metadata not counted)."""
+    out: Counter[str] = Counter()
+    for p in paths:
+        if p.is_dir():
+            for _root, _dirs, files in os.walk(p):
+                for f in files:
+                    if not (corpus_format(Path(f)) or f in HF_METADATA or f.startswith(".")):
+                        out[Path(f).suffix.lower() or "no suffix"] += 1
+    return out
+
+
 def find_files(paths: list[Path]) -> list[Path]:
     """Corpus files under the given files and directories (recursive), sorted, de-duplicated."""
     found: dict[str, Path] = {}

@@ -414,3 +414,20 @@ def test_log_lines_give_the_run_rate_as_the_summary_does(monkeypatch: pytest.Mon
         log.file_finished(FileReport(name, "done", documents=10, tokens=500, text_bytes=2_000_000, seconds=0.1))
     lines = out.getvalue().splitlines()
     assert [x.endswith("2.0 MB of text (the run so far: 4.0 MB at 1.0 MB/s)") for x in lines] == [True, True]
+
+
+def test_a_folder_s_files_that_are_no_corpus_format_are_named_not_left_out_silently(
+    migrated_url: str, tmp_path: Path
+) -> None:
+    """A folder's .csv and .md were left out of the index without a word."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(json.dumps({"id": 1, "text": "plain text of the first record"}) + "\n")
+    (folder / "b.csv").write_text("id,text\n1,x\n")
+    (folder / "notes.md").write_text("# notes\n")
+    (folder / ".hidden").write_text("x")
+    args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none", str(folder)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["documents"] == 1
+    assert "2 file(s) in the folders not indexed, not a corpus format (.csv: 1, .md: 1)" in result.stderr
