@@ -22,6 +22,7 @@ from contam.indexer.demo import run_demo
 from contam.indexer.executors import check_executor, run_index
 from contam.indexer.options import IndexOptions, index_options
 from contam.indexer.progress import BarProgress, LogProgress, NoProgress
+from contam.indexer.summary import IndexSummary
 
 SIG = SignatureConfig()  # the defaults the options show
 OPTS = IndexOptions()
@@ -140,6 +141,12 @@ def index(
         if isinstance(reporter, BarProgress):
             reporter.close()
     typer.echo(json.dumps(summary.as_dict(), indent=2))
+    _tell(summary, paths)
+
+
+def _tell(summary: IndexSummary, paths: list[Path]) -> None:
+    """On stderr, what the JSON summary alone would leave unsaid: a folder's files of other types
+    not read, records left out or repaired, and the files that failed (exit 1)."""
     if others := files_not_read(paths):  # a folder's .csv or .md is not indexed: say so
         kinds = ", ".join(f"{k}: {v}" for k, v in sorted(others.items()))
         typer.echo(

@@ -235,17 +235,10 @@ def rank(
 
 
 def assess(
-    p: PreparedItem,
-    stats: ItemStats,
-    matches: Sequence[DocMatch],
-    n: int,
-    th: Thresholds,
-    stem_tells: bool = False,
-    ranked: Sequence[tuple[DocMatch, Status, str]] | None = None,
+    p: PreparedItem, stats: ItemStats, ranked: Sequence[tuple[DocMatch, Status, str]], n: int, th: Thresholds
 ) -> ItemScore:
-    """Status and metrics of one item from its aligned candidate documents (module doc, step 5).
-    ranked: rank() of the matches, if the caller has it."""
-    ranked = rank(p, matches, n, th, stem_tells) if ranked is None else ranked
+    """Status and metrics of one item from its aligned candidate documents, as rank() orders
+    them with their verdicts (module doc, step 5)."""
     best = ranked[0][0] if ranked else None
     score = ItemScore(
         status=Status.CLEAN,
@@ -285,7 +278,7 @@ def assess(
         score.answer_with_question = bool(best.answer_found and score.question_found)
         score.shared_match, score.shared_items = best.shared_run, best.shared_items
         score.passage_found = (
-            any(m.passage_coverage >= th.suspicious_coverage for m in matches) or "passage" in score.reason
+            any(m.passage_coverage >= th.suspicious_coverage for m, _s, _r in ranked) or "passage" in score.reason
         )
     widespread = _widespread(p, stats, n, th)
     judged = _judged(p, stats, n, th) if not widespread else None
@@ -462,5 +455,5 @@ def judge(
     ]
     tells = shared.stem_answer_tells(p)
     ranked = rank(p, matches, n, th, tells)
-    score = assess(p, stats[i], matches, n, th, tells, ranked)
+    score = assess(p, stats[i], ranked, n, th)
     return score, [(m, status) for m, status, _reason in ranked]
