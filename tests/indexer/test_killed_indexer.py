@@ -15,15 +15,22 @@ from helpers import alive, descendants
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_workers_end_when_the_indexer_is_killed(tmp_path: Path) -> None:
+def _big_corpus(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """40 files of 400 documents (an indexer takes seconds over them), and the environment of a
+    migrated SQLite database beside them."""
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     for f in range(40):
         docs = [{"id": f"{f}-{d}", "text": f"document {d} of file {f} " * 200} for d in range(400)]
         (corpus / f"{f}.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
-    db = f"sqlite:///{tmp_path / 'c.db'}"
-    env = {**os.environ, "CONTAM_DATABASE_URL": db}
-    subprocess.run([sys.executable, "-m", "contam.indexer.cli", "db", "upgrade"], cwd=ROOT, env=env, check=True)
+    env = {**os.environ, "CONTAM_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}"}
+    upgrade = [sys.executable, "-m", "contam.indexer.cli", "db", "upgrade"]
+    subprocess.run(upgrade, cwd=ROOT, env=env, check=True, capture_output=True)
+    return corpus, env
+
+
+def test_workers_end_when_the_indexer_is_killed(tmp_path: Path) -> None:
+    corpus, env = _big_corpus(tmp_path)
     cmd = [
         sys.executable,
         "-m",
@@ -61,15 +68,8 @@ def test_sigterm_ends_an_indexer_as_ctrl_c_does_and_lets_go_of_its_corpus(tmp_pa
     """SIGTERM (timeout, docker stop, systemd) killed the indexer without its clean-up: no word on
     stderr, and its run held the corpus for two minutes (delete and rename refused, "while it is
     being indexed"). Now it ends as Ctrl-C does: it says so, exits 130, and lets go at once."""
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    for f in range(40):
-        docs = [{"id": f"{f}-{d}", "text": f"document {d} of file {f} " * 200} for d in range(400)]
-        (corpus / f"{f}.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
-    db = f"sqlite:///{tmp_path / 'c.db'}"
-    env = {**os.environ, "CONTAM_DATABASE_URL": db}
+    corpus, env = _big_corpus(tmp_path)
     contam = [sys.executable, "-m", "contam.indexer.cli"]
-    subprocess.run([*contam, "db", "upgrade"], cwd=ROOT, env=env, check=True, capture_output=True)
     cmd = [*contam, "index", "--corpus", "web", "--workers", "2", "--progress", "log", str(corpus)]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
