@@ -114,7 +114,7 @@ class CheckRequest(BaseModel):
         for i, it in enumerate(self.items, len(self.texts)):
             choices = tuple(it.choices)
             try:
-                answer = answer_of(it.answer, choices)
+                answer = answer_of(it.answer, choices, strict=True)
             except InputError as exc:
                 raise InputError(f"items[{i - len(self.texts)}]: {exc.message}") from None
             items.append(BenchmarkItem(it.id or str(i), i, it.question, it.passage, choices, answer, it.solution))

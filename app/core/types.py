@@ -60,15 +60,18 @@ class BenchmarkItem:
         return "\n".join(p for p in parts if p)
 
 
-def answer_of(answer: object, choices: Sequence[str]) -> str:
+def answer_of(answer: object, choices: Sequence[str], strict: bool = False) -> str:
     """An answer given as text, or as an index (an int, from 0) into `choices`. An int that is
-    neither (5 with four choices) is refused: read as the text "5", it was scored as an answer
-    the item does not have."""
+    neither an index nor the text of a choice (-1, Hugging Face's mark for an unlabelled test
+    item; 5 with four choices) is no answer: read as the text "5" it was scored as an answer the
+    item does not have. strict (a request naming its items one by one): refused instead."""
     if isinstance(answer, int) and not isinstance(answer, bool) and choices:
         if 0 <= answer < len(choices):
             return choices[answer]
         if str(answer) not in choices:
-            raise InputError(not_an_index(answer, len(choices)))
+            if strict:
+                raise InputError(not_an_index(answer, len(choices)))
+            return ""
     return str(answer)
 
 

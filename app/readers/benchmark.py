@@ -486,7 +486,7 @@ def _answer(value: Any, choices: list[str], labels: list[Any]) -> str:
     if isinstance(value, int) and choices:
         if labels and value in labels and len(labels) == len(choices) and not all(isinstance(x, int) for x in labels):
             return choices[labels.index(value)]
-        return answer_of(value, choices)  # an index, the text of a choice, or refused
+        return answer_of(value, choices)  # an index, the text of a choice, or no answer
     if isinstance(value, str) and choices:
         s = value.strip()
         if labels and s in [str(x) for x in labels]:
@@ -637,10 +637,7 @@ def iter_benchmark(
                 used.update(found)
         if not any(x in rec for x in _fields(found["question"])):
             raise InputError(f"{filename}: row {row} has no field {found['question']!r} (mapped to question)")
-        try:
-            item = to_item(n, rec, found)
-        except InputError as exc:  # a value no item can have (an answer index past the choices)
-            raise InputError(f"{filename}: row {row}: {exc.message}") from None
+        item = to_item(n, rec, found)
         _check_item(item, filename, row, limits)
         n += 1
         yield item if keep_raw else dataclasses.replace(item, raw={})

@@ -130,26 +130,21 @@ def test_mapping_override_and_row_ids() -> None:
     assert mapping == {"question": "q", "answer": "a"}
 
 
-def test_an_answer_index_past_the_choices_is_refused_naming_the_row() -> None:
+def test_an_answer_index_outside_the_choices_is_no_answer() -> None:
     """`"answer": 5` with four choices was read as the answer text "5", and the item was judged
     against an answer it does not have (a "5" after the question made it "question and answer
-    found together"). An index is refused when it is neither an index into the choices nor the
-    text of one; the text of one (numeric choices) is that choice, as before."""
-    from contam.app.errors import InputError
-
+    found together"). An index outside the choices that is not the text of one is no answer:
+    -1 is how Hugging Face test splits mark an unlabelled item, and refusing it would refuse the
+    very splits people check. The text of a choice (numeric choices) is that choice, as before."""
     choices = ["3", "4", "6", "7"]
     rows = [
         {"question": "How many legs has a spider, minus two?", "choices": choices, "answer": 2},
         {"question": "How many sides has a square, plus three?", "choices": choices, "answer": 7},
+        {"question": "How many wheels has a tricycle?", "choices": choices, "answer": 5},
+        {"question": "Which of these is unlabelled here?", "choices": choices, "answer": -1},
     ]
     items, _mapping = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "q.jsonl")
-    assert [it.answer for it in items] == ["6", "7"]  # an index; the text of a choice
-    rows.append({"question": "How many wheels has a tricycle?", "choices": choices, "answer": 5})
-    with pytest.raises(InputError) as exc:
-        read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "q.jsonl")
-    assert exc.value.message == (
-        "q.jsonl: row 3: answer 5 is not an index into its 4 choice(s) (0 to 3) nor the text of one of them"
-    )
+    assert [it.answer for it in items] == ["6", "7", "", ""]
 
 
 def test_a_benchmark_with_no_question_field_is_told_how_to_name_it() -> None:
