@@ -136,8 +136,8 @@ def _terminate_as_interrupt() -> Iterator[None]:
     before = signal.signal(signal.SIGTERM, terminated)
     try:
         yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
+    finally:  # None: a handler set outside Python, which cannot be put back; the default then
+        signal.signal(signal.SIGTERM, before if before is not None else signal.SIG_DFL)
 
 
 def _version(value: bool) -> None:

@@ -85,12 +85,16 @@ def files_not_read(paths: list[Path]) -> Counter[str]:
     """Files under the given folders that find_files leaves out, by suffix: not a corpus format
     (hidden files and save_to_disk metadata not counted)."""
     out: Counter[str] = Counter()
-    for p in paths:
+    for p in dict.fromkeys(p.resolve() for p in paths):
         if p.is_dir():
-            for _root, _dirs, files in os.walk(p):
+            for _root, dirs, files in os.walk(p):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]  # .git, .cache: not the corpus's
                 for f in files:
                     if not (corpus_format(Path(f)) or f in HF_METADATA or f.startswith(".")):
-                        out[Path(f).suffix.lower() or "no suffix"] += 1
+                        suffixes = (
+                            Path(f).suffixes[-2:] if Path(f).suffix.lower() in _COMPRESSIONS else Path(f).suffixes[-1:]
+                        )
+                        out["".join(suffixes).lower() or "no suffix"] += 1
     return out
 
 

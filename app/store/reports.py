@@ -240,18 +240,30 @@ def _item(row: Any) -> dict[str, Any]:
     return {**d, **data, "row": d["idx"]}  # the item's place in the benchmark, as the CLI and exports give it
 
 
-def get_items(conn: Connection, report_id: str, item_id: str, idx: int | None = None) -> list[dict[str, Any]]:
-    """The items of a report with this id (a benchmark may give several the same one), in input
-    order; with idx, only the one at that position."""
+def item_positions(conn: Connection, report_id: str, item_id: str, limit: int) -> list[int]:
+    """The idx of a report's items with this id (a benchmark may give several the same one), in
+    input order, at most `limit` of them."""
     q = (
-        select(report_item, report.c.name.label("report_name"))
-        .join(report, report.c.id == report_item.c.report_id)
+        select(report_item.c.idx)
         .where(report_item.c.report_id == report_id, report_item.c.item_id == item_id)
         .order_by(report_item.c.idx)
+        .limit(limit)
     )
-    if idx is not None:
-        q = q.where(report_item.c.idx == idx)
-    return [_item(row) for row in conn.execute(q).mappings().all()]
+    return [int(i) for i in conn.execute(q).scalars()]
+
+
+def get_item(conn: Connection, report_id: str, item_id: str, idx: int) -> dict[str, Any] | None:
+    """The report's item at position idx, if it has this id."""
+    row = (
+        conn.execute(
+            select(report_item, report.c.name.label("report_name"))
+            .join(report, report.c.id == report_item.c.report_id)
+            .where(report_item.c.report_id == report_id, report_item.c.item_id == item_id, report_item.c.idx == idx)
+        )
+        .mappings()
+        .first()
+    )
+    return _item(row) if row else None
 
 
 def statuses_by_idx(conn: Connection, report_id: str) -> dict[int, str]:

@@ -18,6 +18,7 @@ from contam.app.api.deps import (
     has_sign_in,
 )
 from contam.app.api.schemas import MAX_PAGE
+from contam.app.core.items import SCORED_ROLES
 from contam.app.core.scoring import shared_spans, split_marked
 from contam.app.core.types import Status
 from contam.app.errors import ContamError, InputError
@@ -118,7 +119,7 @@ def items_page(
     report: str | None = None,
     status: Annotated[list[Status] | None, Query()] = None,
     corpus: str | None = None,
-    field: str | None = None,
+    field: Annotated[str | None, Query(pattern=f"^({'|'.join(SCORED_ROLES)})?$")] = None,
     q: str | None = None,
     min_score: str | None = None,
     sort: Annotated[str, Query(pattern="^(score|row|item_id|status)$")] = "score",

@@ -94,7 +94,7 @@ def test_items_that_share_an_id_are_told_apart_by_their_idx(client: TestClient) 
     rid = client.post("/api/v1/benchmarks", files={"file": ("d.jsonl", body)}).json()["id"]
     assert _wait(client, rid)["status"] == "done"
     ambiguous = client.get(f"/api/v1/reports/{rid}/items/dup")
-    assert ambiguous.status_code == 422 and "2 items" in ambiguous.text and "idx 0, 1" in ambiguous.text
+    assert ambiguous.status_code == 422 and "several items" in ambiguous.text and "idx 0, 1)" in ambiguous.text
     first, second = (client.get(f"/api/v1/reports/{rid}/items/dup", params={"idx": k}).json() for k in (0, 1))
     assert (first["idx"], first["status"]) == (0, "contaminated")
     assert (second["idx"], second["status"]) == (1, "clean")
@@ -127,6 +127,8 @@ def test_report_endpoints(client: TestClient) -> None:
     assert client.get("/items", params={"status": "bogus"}).status_code == 422  # the page listed every item
     no_field = client.get(f"/api/v1/reports/{rid}/items", params={"field": "bogus"})  # answered 0 items
     assert no_field.status_code == 422 and "question|choices|answer|solution" in no_field.text
+    assert client.get("/items", params={"field": "bogus"}).status_code == 422  # the page as the API
+    assert client.get("/items", params={"field": ""}).status_code == 200  # the form's "any"
     found = client.get(f"/api/v1/reports/{rid}/items", params={"field": "question"}).json()
     assert found["total"] >= 1 and all(it["question_found"] for it in found["items"])
     exp = client.get(f"/api/v1/reports/{rid}/export", params={"format": "jsonl"})

@@ -426,8 +426,11 @@ def test_a_folder_s_files_that_are_no_corpus_format_are_named_not_left_out_silen
     (folder / "b.csv").write_text("id,text\n1,x\n")
     (folder / "notes.md").write_text("# notes\n")
     (folder / ".hidden").write_text("x")
+    (folder / ".git").mkdir()  # a clone's own files are not the corpus's
+    (folder / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (folder / "rows.csv.gz").write_bytes(b"")
     args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none", str(folder)]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["documents"] == 1
-    assert "2 file(s) in the folders not indexed, not a corpus format (.csv: 1, .md: 1)" in result.stderr
+    assert "3 file(s) in the folders not indexed, not a corpus format (.csv: 1, .csv.gz: 1, .md: 1)" in result.stderr
