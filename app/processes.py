@@ -16,15 +16,16 @@ import time
 def exit_with(parent: int, every: float = 1.0) -> None:
     """In a worker (a pool's initializer calls it): end this process once `parent` (the pid of
     the process that started the pool: for a worker started by a fork server, not its os
-    parent) is gone, checking every `every` seconds. A forked worker also ends when it is handed
-    to another parent: a parent that died is a zombie until its own parent reaps it, and the
-    zombie still answers kill(pid, 0), so its workers (blocked writing to it) lived on."""
+    parent) is gone, checking every `every` seconds. A parent that died is a zombie until its own
+    parent reaps it, and a zombie still answers kill(pid, 0), so its workers (blocked writing to
+    it) lived on: a forked worker also ends when it is handed to another parent, and any worker
+    when the kernel says the parent is a zombie."""
     forked = os.getppid() == parent
 
     def watch() -> None:
         while True:
             time.sleep(every)
-            if forked and os.getppid() != parent:
+            if (forked and os.getppid() != parent) or _zombie(parent):
                 os._exit(1)
             try:
                 os.kill(parent, 0)
@@ -34,3 +35,12 @@ def exit_with(parent: int, every: float = 1.0) -> None:
                 os._exit(1)
 
     threading.Thread(target=watch, name="contam-parent-watch", daemon=True).start()
+
+
+def _zombie(pid: int) -> bool:
+    """The process has exited and waits to be reaped (its state in /proc; False where there is none)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from helpers import alive, descendants
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,6 +97,7 @@ def test_sigterm_ends_an_indexer_as_ctrl_c_does_and_lets_go_of_its_corpus(tmp_pa
 
 PARENT = """
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from contam.app.processes import exit_with
@@ -105,20 +107,24 @@ def pid(_x):
     return os.getpid()
 
 
-pool = ProcessPoolExecutor(2, get_context("fork"), initializer=exit_with, initargs=(os.getpid(),))
-print(" ".join(map(str, set(pool.map(pid, range(50))))), flush=True)
-os._exit(0)  # no shutdown: its workers wait on their queue
+if __name__ == "__main__":
+    pool = ProcessPoolExecutor(2, get_context(sys.argv[1]), initializer=exit_with, initargs=(os.getpid(),))
+    print(" ".join(map(str, set(pool.map(pid, range(50))))), flush=True)
+    os._exit(0)  # no shutdown: its workers wait on their queue
 """
 
 
-def test_workers_end_when_their_parent_is_a_zombie(tmp_path: Path) -> None:
+@pytest.mark.parametrize("start", ["fork", "forkserver"])
+def test_workers_end_when_their_parent_is_a_zombie(tmp_path: Path, start: str) -> None:
     """A parent that died stays a zombie until its own parent reaps it, and a zombie answers
     kill(pid, 0): its workers took it for alive and waited forever (a script running `contam
-    index` under subprocess.Popen that had not called wait() yet). A forked worker now also ends
-    when it is handed to another parent."""
+    index` under subprocess.Popen that had not called wait() yet). A worker now also ends when the
+    kernel says its parent is a zombie: a forked one is handed to another parent too, and one
+    from a fork server (the server's) has the fork server for its parent, which lives on."""
     script = tmp_path / "parent.py"
     script.write_text(PARENT)
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    cmd = [sys.executable, str(script), start]  # (its leaked-semaphore warning kept out of the output)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     workers = {int(p) for p in proc.stdout.readline().split()}
     assert workers
