@@ -369,6 +369,10 @@ class RayJob:
         import ray
 
         if not ray.is_initialized():
+            # ray.init sets its own SIGTERM handler (sys.exit(15)): the CLI's, which ends a run
+            # as Ctrl-C does (exit 130, "interrupted"), is put back after it
+            main = threading.current_thread() is threading.main_thread()
+            before = signal.getsignal(signal.SIGTERM) if main else None
             try:
                 ray.init(address=self.address, logging_level=logging.WARNING, include_dashboard=False)
             except ConnectionError as exc:
@@ -378,6 +382,9 @@ class RayJob:
                     else " (a cluster with token authentication: set RAY_AUTH_MODE=token)"
                 )
                 raise ContamError(f"cannot reach the Ray cluster at {self.address or 'auto'}: {exc}{hint}") from exc
+            finally:
+                if before is not None:
+                    signal.signal(signal.SIGTERM, before)
             self._connected = True
         return self
 

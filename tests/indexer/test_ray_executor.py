@@ -241,3 +241,27 @@ def test_ray_executor_refuses_sqlite(tmp_path: Path) -> None:
     assert wrong.exit_code == 2 and "error: --executor must be local or ray" in wrong.output
     stray = CliRunner().invoke(cli, [*args, "--address", "head:6379"])
     assert stray.exit_code == 2 and "--address" in stray.output
+
+
+def test_connecting_keeps_the_sigterm_handler_of_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ray.init sets a SIGTERM handler of its own (sys.exit(15)): `contam index --executor ray`
+    killed by SIGTERM exited 15 without a word, where every other command ends as Ctrl-C does
+    (130, "interrupted"). The handler the command had is put back after connecting."""
+    import signal
+
+    def ours(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    def init(**_kw: object) -> None:  # what ray.init does to the handler, without a cluster
+        signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(signum))
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    before = signal.signal(signal.SIGTERM, ours)
+    try:
+        engine = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none")  # never connected
+        with RayJob(engine, "web", SignatureConfig(), IndexOptions()):
+            assert signal.getsignal(signal.SIGTERM) is ours
+    finally:
+        signal.signal(signal.SIGTERM, before)
