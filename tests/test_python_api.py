@@ -71,6 +71,12 @@ def test_an_answer_may_be_an_index_into_the_choices() -> None:
     assert as_item(0, {"question": "Capital?", "choices": ["Rome", "Paris"], "answer": "Paris"}).answer == "Paris"
     body = CheckRequest.model_validate({"items": [{"question": "2+2?", "choices": ["3", "4"], "answer": 1}]})
     assert body.benchmark_items()[0].answer == "4"
+    # a DataFrame's numpy integer is an index too (it was the text "1"); one outside the choices
+    # (-1, an unlabelled test item) is no answer
+    import numpy as np
+
+    assert as_item(0, {"question": "2+2?", "choices": ["3", "4"], "answer": np.int64(1)}).answer == "4"
+    assert as_item(0, {"question": "2+2?", "choices": ["3", "4"], "answer": -1}).answer == ""
 
 
 def test_a_mapping_item_keeps_its_worked_solution() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -65,7 +66,8 @@ def answer_of(answer: object, choices: Sequence[str], strict: bool = False) -> s
     neither an index nor the text of a choice (-1, Hugging Face's mark for an unlabelled test
     item; 5 with four choices) is no answer: read as the text "5" it was scored as an answer the
     item does not have. strict (a request naming its items one by one): refused instead."""
-    if isinstance(answer, int) and not isinstance(answer, bool) and choices:
+    if isinstance(answer, numbers.Integral) and not isinstance(answer, bool) and choices:
+        answer = int(answer)  # numpy's integers too (a DataFrame's column), not only Python's
         if 0 <= answer < len(choices):
             return choices[answer]
         if str(answer) not in choices:
