@@ -64,6 +64,10 @@ def reaching(url: str) -> Iterator[None]:
         yield
     except DBAPIError as exc:
         reason = unavailable_reason(exc)
+        if "file is not a database" in reason:  # SQLite's word for a file of something else: a wrong path
+            raise ConfigError(
+                f"{shown_url(url)} is not an SQLite database (file is not a database): check the path"
+            ) from exc
         raise UnavailableError(f"the database is unavailable: {reason} ({shown_url(url)})") from exc
 
 

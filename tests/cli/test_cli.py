@@ -248,6 +248,10 @@ def test_exit_codes_and_one_line_errors(migrated_url: str, tmp_path: Path) -> No
     assert debug.output.splitlines()[-1].startswith("error: the database is unavailable: ")
     no_host = run.invoke(cli, ["corpora", "--db", "postgresql://postgres@no-such-host.invalid:5432/db"])
     assert no_host.exit_code == 3 and no_host.output.count("\n") == 1 and "no-such-host.invalid" in no_host.output
+    text_file = tmp_path / "notes.txt"  # --db at a file of something else: a usage error, not an outage
+    text_file.write_text("not a database at all, just some notes\n" * 200)
+    not_db = run.invoke(cli, ["corpora", "--db", f"sqlite:///{text_file}"])
+    assert not_db.exit_code == 2 and "is not an SQLite database" in not_db.output, not_db.output
     folder = run.invoke(cli, ["scan", str(tmp_path), "--db", migrated_url])
     assert folder.exit_code == 2 and "is a folder: give a benchmark file" in folder.output
     bench = tmp_path / "b.jsonl"
