@@ -331,6 +331,11 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
     the fields it does hold), records that were all skipped, or no records at all."""
     fields = fields_seen(path)
     if fields and text_field not in fields:
+        if wrapper := _records_inside(path):  # {"data": [{...}, ...]}: the records are one level down
+            return (
+                f"no documents: the file is one JSON object whose {wrapper!r} holds the records; give contam "
+                f"JSON lines or a JSON array of records (e.g. jq -c '.{wrapper}[]' FILE > FILE.jsonl)"
+            )
         return f"no documents: no field {text_field!r}; fields seen: {', '.join(fields)} ({TEXT_FIELD_HINT})"
     left_out, _repaired = split_counts(skipped)
     if left_out:
@@ -339,6 +344,19 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
         encoding = _ENCODING_HINT if _not_utf8(path) else ""
         return f"no documents: every record was skipped ({reasons}){encoding}"
     return "no documents: the file holds no records"
+
+
+def _records_inside(path: Path) -> str | None:
+    """The field of a JSON file's one object that holds a list of objects (records wrapped in an
+    object, as some exports write them), if that is all the file holds."""
+    records_read = _json_records(path, Counter(), MAX_RECORD_BYTES)
+    first: list[Any] = []
+    with contextlib.suppress(*_COMPRESSION_ERRORS, CorruptFileError), contextlib.closing(records_read):
+        first = [obj for _n, (_lineno, obj, _repaired) in zip(range(2), records_read, strict=False)]
+    if len(first) != 1 or not isinstance(first[0], dict):
+        return None
+    lists = [k for k, v in first[0].items() if isinstance(v, list) and v and isinstance(v[0], dict)]
+    return str(lists[0]) if len(lists) == 1 else None
 
 
 def _arrow_batches(path: Path) -> Iterator[pa.RecordBatch]:

@@ -379,6 +379,13 @@ def test_index_command_exits_non_zero_when_nothing_was_indexed(migrated_url: str
     r = run.invoke(cli, [*args, "--text-field", "body", str(data)])
     assert r.exit_code == 1 and "no field 'body'; fields seen: id, text" in r.output
     assert run.invoke(cli, [*args, str(data)]).exit_code == 0
+    # records wrapped in one object (some exports write {"data": [...]}) were told to choose
+    # another --text-field, which cannot help: they are told where the records are
+    wrapped = tmp_path / "w.json"
+    wrapped.write_text(json.dumps({"data": make_docs(2, 40, 2, "w"), "version": 2}))
+    r = run.invoke(cli, [*args, str(wrapped)])
+    assert r.exit_code == 1 and "one JSON object whose 'data' holds the records" in r.output, r.output
+    assert "--text-field" not in r.output.split("w.json")[-1]
 
 
 def test_the_progress_bar_moves_before_a_file_commits(tmp_path: Path) -> None:
