@@ -11,6 +11,9 @@ packed 64 to 128 to a row in ngram_block and band_block (app.store.blocks), on b
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -27,10 +30,14 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    TypeDecorator,
     UniqueConstraint,
     false,
     text,
 )
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Dialect
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -39,6 +46,20 @@ NAMING = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp in UTC, read back as one on every backend: SQLite keeps no time zone, so its
+    values came back naive ("2026-12-04T18:42:30", while PostgreSQL's said +00:00); every value
+    written is UTC (repo.now), so a naive one read is UTC."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+
 metadata = MetaData(naming_convention=NAMING)
 
 corpus = Table(
@@ -49,7 +70,7 @@ corpus = Table(
     Column("fingerprint", String(32), nullable=False),
     Column("config", Text, nullable=False),
     Column("store_text", Boolean, nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
 )
 
 corpus_file = Table(
@@ -68,7 +89,7 @@ corpus_file = Table(
     Column("n_windows", BigInteger, nullable=False, default=0),
     Column("skipped", Text, nullable=False, default="{}"),
     Column("seconds", Float, nullable=False, default=0.0),
-    Column("indexed_at", DateTime(timezone=True), nullable=False),
+    Column("indexed_at", UTCDateTime(), nullable=False),
     UniqueConstraint("corpus_id", "content_hash", name="uq_corpus_file_corpus_id_content_hash"),
 )
 
@@ -99,7 +120,7 @@ file_claim = Table(
     Column("content_hash", String(32), nullable=False),
     Column("path", Text, nullable=False),
     Column("owner", String(64), nullable=False),  # the task attempt holding it (a random token)
-    Column("expires_at", DateTime(timezone=True), nullable=False),  # the database's clock
+    Column("expires_at", UTCDateTime(), nullable=False),  # the database's clock
     Column("takeovers", Integer, nullable=False),  # times a lapsed claim was taken over
     PrimaryKeyConstraint("corpus_id", "content_hash", name="pk_file_claim"),
 )
@@ -112,7 +133,7 @@ index_run = Table(
     Column("id", String(32), primary_key=True),
     Column("corpus_id", Integer, ForeignKey("corpus.id", ondelete="CASCADE"), nullable=False),
     Column("owner", String(64), nullable=False),  # host:pid of the run, for the refusal's message
-    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("started_at", UTCDateTime(), nullable=False),
     Column("lease_until", Float, nullable=False),
 )
 
@@ -189,8 +210,8 @@ report = Table(
     Column("software_version", String(32), nullable=False),
     Column("summary", Text),  # JSON, when done
     Column("upload", LargeBinary, nullable=False),  # zstd of the uploaded file, for re-runs and the clean subset
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("finished_at", DateTime(timezone=True)),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("finished_at", UTCDateTime()),
     # the server running the job and its lease, in seconds since the epoch on the database's
     # clock (migration 0008 says how a job is held, taken up and fenced)
     Column("owner", String(64)),

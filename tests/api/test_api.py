@@ -9,6 +9,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -108,6 +109,9 @@ def test_report_endpoints(client: TestClient) -> None:
     rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}).json()["id"]
     rep = _wait(client, rid)
     assert rep["fingerprint"] == SignatureConfig().fingerprint() and rep["thresholds"]["longest_match"] == 13
+    # times say their zone on every backend (SQLite's came back naive: "2026-12-04T18:42:30.146108")
+    for stamp in (rep["created_at"], rep["finished_at"]):
+        assert datetime.fromisoformat(stamp).utcoffset() == timedelta(0), stamp
     assert rep["software_version"] and len(rep["file_hash"]) == 64 and rep["corpora"] == ["web"]
     assert rep["summary"]["per_corpus"]["web"]["contaminated"] == 1
     assert client.get("/api/v1/reports").json()["total"] == 1
