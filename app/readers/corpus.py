@@ -292,16 +292,21 @@ def read_parquet(path: Path, text_field: str, id_field: str, skipped: Counter[st
         raise CorruptFileError(f"{path}: corrupt Parquet data after row {row} ({exc})") from exc
 
 
+def _first_records(path: Path, records: int) -> list[Any]:
+    """The first `records` values of a JSON-lines file (or array), as far as it reads."""
+    first: list[Any] = []
+    records_read = _json_records(path, Counter(), MAX_RECORD_BYTES)
+    with contextlib.suppress(*_COMPRESSION_ERRORS, CorruptFileError), contextlib.closing(records_read):
+        first.extend(obj for _n, (_lineno, obj, _repaired) in zip(range(records), records_read, strict=False))
+    return first
+
+
 def _jsonl_fields(path: Path, records: int) -> list[str]:
     """The keys of the first `records` JSON objects of a JSON-lines file (or array), in order of appearance."""
     seen: dict[str, None] = {}
-    records_read = _json_records(path, Counter(), MAX_RECORD_BYTES)
-    with contextlib.suppress(*_COMPRESSION_ERRORS, CorruptFileError), contextlib.closing(records_read):
-        for n, (_lineno, obj, _repaired) in enumerate(records_read):
-            if n >= records:
-                break
-            if isinstance(obj, dict):
-                seen.update(dict.fromkeys(map(str, obj)))
+    for obj in _first_records(path, records):
+        if isinstance(obj, dict):
+            seen.update(dict.fromkeys(map(str, obj)))
     return list(seen)
 
 
@@ -349,10 +354,7 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
 def _records_inside(path: Path) -> str | None:
     """The field of a JSON file's one object that holds a list of objects (records wrapped in an
     object, as some exports write them), if that is all the file holds."""
-    records_read = _json_records(path, Counter(), MAX_RECORD_BYTES)
-    first: list[Any] = []
-    with contextlib.suppress(*_COMPRESSION_ERRORS, CorruptFileError), contextlib.closing(records_read):
-        first = [obj for _n, (_lineno, obj, _repaired) in zip(range(2), records_read, strict=False)]
+    first = _first_records(path, 2)
     if len(first) != 1 or not isinstance(first[0], dict):
         return None
     lists = [k for k, v in first[0].items() if isinstance(v, list) and v and isinstance(v[0], dict)]

@@ -157,6 +157,7 @@ def items_page(
         pages=pages,
         f=params,
         reports=reports,
+        roles=SCORED_ROLES,
         corpora=corpora.names(),
         link=link,
     )
