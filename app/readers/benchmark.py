@@ -18,6 +18,7 @@ import dataclasses
 import gzip
 import io
 import lzma
+import numbers
 import shutil
 import tempfile
 import zlib
@@ -37,8 +38,21 @@ from contam.app.limits import Limits, exceeded
 
 DEFAULT_LIMITS = Limits()
 
-QUESTION_KEYS = ("question", "prompt", "input", "problem", "ctx", "goal", "query", "instruction", "sentence", "text")
-PASSAGE_KEYS = ("passage", "context", "paragraph", "article", "story")
+QUESTION_KEYS = (
+    "question",
+    "question_stem",  # OpenBookQA
+    "prompt",
+    "input",
+    "problem",
+    "ctx",
+    "goal",
+    "query",
+    "instruction",
+    "sentence",
+    "text",
+    "hypothesis",  # NLI: judged beside its premise (a passage)
+)
+PASSAGE_KEYS = ("passage", "context", "paragraph", "article", "story", "premise")
 CHOICE_KEYS = ("choices", "options", "endings", "mc1_targets", "candidates")
 ANSWER_KEYS = (
     "answer",
@@ -65,6 +79,18 @@ LETTER_COLUMNS = [
     ("choice_a", "choice_b", "choice_c", "choice_d", "choice_e"),
     ("opa", "opb", "opc", "opd", "ope"),
     ("ending0", "ending1", "ending2", "ending3"),
+]
+# One column per choice, numbered or lettered after a stem: option1/option2 (WinoGrande), sol1/sol2
+# (PIQA), choice1/choice2 (COPA), answerA-answerC (Social IQa)
+LETTER_COLUMNS += [
+    cols
+    for cols in (
+        tuple(f"{stem}{sep}{s}" for s in suffixes)
+        for stem in ("option", "choice", "sol", "answer", "ending")
+        for sep in ("", "_")
+        for suffixes in ("01234", "12345", "ABCDE", "abcde")
+    )
+    if cols not in LETTER_COLUMNS
 ]
 
 
@@ -476,16 +502,70 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
     return mapping
 
 
-def _answer(value: Any, choices: list[str], labels: list[Any]) -> str:
-    """The answer's text: an index or letter into the choices, a label, or text itself."""
+def _int_like(value: Any) -> int | None:
+    """An answer given as a number: an int (not a bool) or a string of digits ("2" in CSV)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def index_base(records: Iterator[dict[str, Any]], mapping: Mapping[str, Any]) -> int:
+    """Whether a file's numeric answers count the choices from 1 (WinoGrande's "1"/"2", Social
+    IQa's labels 1-3) or from 0 (MMLU, PIQA, HellaSwag): from 1 when some answer equals its
+    item's number of choices (an index past the last one, counted from 0) and none is 0. Items
+    whose choices carry their own labels (ARC's "1"-"4") are named by those, and not counted.
+    Stops at the first 0, so a file counting from 0 is read only up to it."""
+    past_last = False
+    for rec in records:
+        choices, labels = _item_choices(rec, mapping)
+        k = _int_like(_get(rec, mapping["answer"]))
+        if k is None or labels or len(choices) < 2:
+            continue
+        if k == 0:
+            return 0
+        past_last = past_last or k == len(choices)
+    return 1 if past_last else 0
+
+
+def _item_choices(rec: Mapping[str, Any], mapping: Mapping[str, Any]) -> tuple[list[str], list[Any]]:
+    """(choice texts, labels) of a record under `mapping` (no choices without a choices role)."""
+    if "choices" not in mapping:
+        return [], []
+    field = mapping["choices"]
+    if isinstance(field, list):  # lettered or numbered columns, one per choice
+        return [_as_text(v) for v in (rec.get(f) for f in field) if v not in (None, "")], []
+    return _choices(rec.get(field))
+
+
+def _get(rec: Mapping[str, Any], field: Any) -> Any:
+    """A field's value, or the values of a list of fields."""
+    return [rec.get(f) for f in field] if isinstance(field, list) else rec.get(field)
+
+
+def _flags(labels: list[Any], choices: list[str]) -> bool:
+    """Whether `labels` mark exactly one of the choices correct with a 1 among 0s."""
+    return (
+        len(labels) == len(choices) > 1
+        and all(isinstance(x, int) and not isinstance(x, bool) and x in (0, 1) for x in labels)
+        and labels.count(1) == 1
+    )
+
+
+def _answer(value: Any, choices: list[str], labels: list[Any], base: int = 0) -> str:
+    """The answer's text: an index (counted from `base`) or letter into the choices, a label, or
+    text itself."""
     if isinstance(value, dict) and choices and labels and all(isinstance(v, (int, float)) for v in value.values()):
         best = max(value, key=lambda k: value[k])  # BIG-bench target_scores
         return str(best)
     if isinstance(value, bool):
         return str(value)
-    if isinstance(value, int) and choices:
+    if isinstance(value, numbers.Integral) and choices:
         if labels and value in labels and len(labels) == len(choices) and not all(isinstance(x, int) for x in labels):
             return choices[labels.index(value)]
+        if base and 1 <= int(value) <= len(choices):
+            return choices[int(value) - 1]
         return answer_of(value, choices)  # an index, the text of a choice, or no answer
     if isinstance(value, str) and choices:
         s = value.strip()
@@ -493,33 +573,31 @@ def _answer(value: Any, choices: list[str], labels: list[Any]) -> str:
             return choices[[str(x) for x in labels].index(s)]
         if len(s) == 1 and s.upper() in "ABCDEFGHIJ" and ord(s.upper()) - 65 < len(choices):
             return choices[ord(s.upper()) - 65]
-        if s.isdigit() and int(s) < len(choices) and len(choices) > 1:
-            return choices[int(s)]
+        if s.isdigit() and 0 <= int(s) - base < len(choices) and len(choices) > 1:
+            return choices[int(s) - base]
     if isinstance(value, list) and labels and choices and len(value) == len(choices):
         picked = [c for c, flag in zip(choices, value, strict=True) if flag]
         return " ".join(picked)
     return _as_text(value)
 
 
-def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any]) -> BenchmarkItem:
-    def get(field: Any) -> Any:
-        if isinstance(field, list):
-            return [rec.get(f) for f in field]
-        return rec.get(field)
+def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int = 0) -> BenchmarkItem:
+    """The item of one record under a role mapping; base: what the file's numeric answers count
+    the choices from (index_base)."""
 
-    choices: list[str] = []
-    labels: list[Any] = []
-    if "choices" in mapping:
-        choices, labels = _choices(get(mapping["choices"]))
-        if isinstance(mapping["choices"], list):
-            choices = [_as_text(v) for v in get(mapping["choices"]) if v not in (None, "")]
+    def get(field: Any) -> Any:
+        return _get(rec, field)
+
+    choices, labels = _item_choices(rec, mapping)
     answer = ""
     if "answer" in mapping:
         value = get(mapping["answer"])
         if mapping.get("answer") == "target_scores" and isinstance(value, dict):
             answer = str(max(value, key=lambda k: value[k])) if value else ""
         else:
-            answer = _answer(value, choices, labels)
+            answer = _answer(value, choices, labels, base)
+    elif _flags(labels, choices):  # TruthfulQA's {choices, labels}: 1 marks the correct choice
+        answer = choices[labels.index(1)]
     ident = get(mapping["id"]) if "id" in mapping else None
     return BenchmarkItem(
         item_id=_as_text(ident) if ident not in (None, "") else str(row),
@@ -627,22 +705,40 @@ def iter_benchmark(
     each item's record (the scanner does not need it)."""
     given = _given_mapping(mapping)
     found: dict[str, Any] | None = None
-    n = 0
+    n = base = 0
     for row, raw in benchmark_records(data, filename, limits):
         _nested_within(raw, limits.json_depth, filename, row)
         rec = known_layout(raw)
         if found is None:
             found = _mapping_for(rec, given, filename, row)
+            base = _base_of(data, filename, limits, rec, found)
             if used is not None:
                 used.update(found)
         if not any(x in rec for x in _fields(found["question"])):
             raise InputError(f"{filename}: row {row} has no field {found['question']!r} (mapped to question)")
-        item = to_item(n, rec, found)
+        item = to_item(n, rec, found, base)
         _check_item(item, filename, row, limits)
         n += 1
         yield item if keep_raw else dataclasses.replace(item, raw={})
     if not n:
         raise InputError(f"{filename}: no items in the file")
+
+
+def _base_of(data: Source, filename: str, limits: Limits, first: dict[str, Any], mapping: dict[str, Any]) -> int:
+    """What the file's numeric answers count the choices from (index_base), read ahead of the
+    items when the first record's answer is a number into choices without labels of their own."""
+    if "answer" not in mapping or mapping["answer"] == "target_scores":
+        return 0
+    choices, labels = _item_choices(first, mapping)
+    if labels or len(choices) < 2 or _int_like(_get(first, mapping["answer"])) is None:
+        return 0
+
+    def records() -> Iterator[dict[str, Any]]:
+        for row, raw in benchmark_records(data, filename, limits):
+            _nested_within(raw, limits.json_depth, filename, row)
+            yield known_layout(raw)
+
+    return index_base(records(), mapping)
 
 
 # ---------------------------------------------------------------- the layouts ML teams hold

@@ -107,6 +107,46 @@ SHAPES = [
         {"problem": "What is 2+2?", "solution": "2+2 is $4$."},
         {"question": "What is 2+2?", "answer": "2+2 is $4$.", "solution": ""},
     ),
+    (  # a question field of its own name; the choices labelled as ARC's are
+        "openbookqa",
+        {
+            "id": "7-980",
+            "question_stem": "The sun is responsible for",
+            "choices": {"text": ["puppies learning", "plants sprouting"], "label": ["A", "B"]},
+            "answerKey": "B",
+        },
+        {"question": "The sun is responsible for", "choices": ("puppies learning", "plants sprouting")},
+    ),
+    (  # one column per choice, numbered from 1, and a label counted from 0
+        "piqa",
+        {"goal": "How do I dry a shirt?", "sol1": "Hang it in the sun.", "sol2": "Hang it in the sea.", "label": 0},
+        {"question": "How do I dry a shirt?", "choices": ("Hang it in the sun.", "Hang it in the sea.")},
+    ),
+    (  # the premise is the item's text; its "question" is only "cause" or "effect"
+        "copa",
+        {
+            "premise": "My body cast a shadow over the grass.",
+            "choice1": "The sun was rising.",
+            "choice2": "The grass was cut.",
+            "question": "cause",
+            "label": 0,
+        },
+        {
+            "passage": "My body cast a shadow over the grass.",
+            "choices": ("The sun was rising.", "The grass was cut."),
+            "answer": "The sun was rising.",
+        },
+    ),
+    (
+        "anli",
+        {"uid": "a1", "premise": "The cat sat on the warm mat.", "hypothesis": "A cat is sitting.", "label": 0},
+        {"passage": "The cat sat on the warm mat.", "question": "A cat is sitting."},
+    ),
+    (  # with no answer field, the choice its labels mark 1 is the answer
+        "truthfulqa_mc",
+        {"question": "What is the capital of France?", "mc1_targets": {"choices": ["Lyon", "Paris"], "labels": [0, 1]}},
+        {"choices": ("Lyon", "Paris"), "answer": "Paris"},
+    ),
     (
         "aqua",
         {"question": "How far?", "options": ["A)4", "B)5"], "rationale": "It is 5 km.", "correct": "B"},
@@ -156,3 +196,40 @@ def test_a_benchmark_with_no_question_field_is_told_how_to_name_it() -> None:
         read_benchmark(b'{"colour": "What is the capital of France?"}\n', "b.jsonl")
     assert "no question field found among ['colour']" in exc.value.message
     assert "contam scan --fields question=<field>" in exc.value.message and "`mapping`" in exc.value.message
+
+
+def _answers(rows: list[dict], name: str = "b.jsonl") -> list[str]:
+    items, _mapping = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), name)
+    return [it.answer for it in items]
+
+
+def test_numeric_answers_counted_from_one_are_read_so() -> None:
+    """WinoGrande's answers are "1" and "2" for option1 and option2, Social IQa's labels 1-3 for
+    answerA-answerC: read as indexes from 0, "1" was the other option and "2" (or "3") no choice
+    at all, the text "2", so every item was judged against a wrong answer. A file whose numeric
+    answers reach its items' number of choices and never 0 counts from 1; one with a 0 (MMLU,
+    PIQA) from 0, as before; choices with labels of their own (ARC's "1"-"4") go by the labels."""
+    winogrande = [
+        {"sentence": "Sarah was a better surgeon than Maria so _ got the harder cases.", "option1": "Sarah",
+         "option2": "Maria", "answer": "1"},
+        {"sentence": "Sarah was a better surgeon than Maria so _ got the easier cases.", "option1": "Sarah",
+         "option2": "Maria", "answer": "2"},
+    ]  # fmt: skip
+    assert _answers(winogrande) == ["Sarah", "Maria"]
+    siqa = [
+        {"context": "Cameron had a barbecue.", "question": "How would others feel?", "answerA": "glad",
+         "answerB": "sad", "answerC": "bored", "label": lab}
+        for lab in ("1", "3", "2")
+    ]  # fmt: skip
+    assert _answers(siqa) == ["glad", "bored", "sad"]
+    from_zero = [{"question": f"Question number {k}?", "choices": ["a", "b", "c"], "answer": k} for k in (1, 2, 0)]
+    assert _answers(from_zero) == ["b", "c", "a"]
+    csv = b"question,choices,answer\nFirst one?,\"['a','b','c']\",3\nSecond one?,\"['d','e','f']\",1\n"
+    items, _mapping = read_benchmark(csv, "b.csv")
+    assert [it.answer for it in items] == ["c", "d"]
+    arc = [
+        {"question": f"Which is {k}?", "choices": {"text": ["w", "x", "y", "z"], "label": ["1", "2", "3", "4"]},
+         "answerKey": str(k)}
+        for k in (4, 2)
+    ]  # fmt: skip
+    assert _answers(arc) == ["z", "x"]
