@@ -35,6 +35,7 @@ import zstandard
 from contam.app.core.types import BenchmarkItem, answer_of
 from contam.app.errors import InputError, first_line
 from contam.app.limits import Limits, exceeded
+from contam.app.readers.corpus import as_utf8
 
 DEFAULT_LIMITS = Limits()
 
@@ -172,7 +173,7 @@ def open_content(data: Source, filename: str, max_bytes: int) -> io.BufferedRead
         inner = lzma.LZMAFile(raw)  # noqa: SIM115 - read to its end by the caller
     else:
         inner = cast(_ReadsInto, raw)  # BytesIO or a file opened "rb": both read into a buffer
-    return io.BufferedReader(_Bounded(inner, max_bytes, filename), buffer_size=1 << 20)
+    return as_utf8(io.BufferedReader(_Bounded(inner, max_bytes, filename), buffer_size=1 << 20))
 
 
 class _Prefixed(io.RawIOBase):

@@ -116,14 +116,67 @@ def find_files(paths: list[Path]) -> list[Path]:
     return [found[k] for k in sorted(found)]
 
 
-def open_binary(path: Path) -> IO[bytes]:
-    """The file's decompressed byte stream (gzip and zstd by name)."""
+def open_binary(path: Path) -> io.BufferedReader:
+    """The file's decompressed byte stream (gzip and zstd by name), as UTF-8 (as_utf8)."""
+    stream = _decompressed(path)
+    return as_utf8(stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(cast(Any, stream), 1 << 20))
+
+
+def _decompressed(path: Path) -> IO[bytes]:
     name = path.name.lower()
     if name.endswith(".gz"):
         return cast(IO[bytes], gzip.open(path, "rb"))
     if name.endswith((".zst", ".zstd")):
         return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True, closefd=True)
     return open(path, "rb")
+
+
+# byte order marks of the wide encodings Windows tools write ("Unicode text"): UTF-32's first, as
+# UTF-32LE's begins with UTF-16LE's
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def as_utf8(stream: io.BufferedReader) -> io.BufferedReader:
+    """The stream as UTF-8 bytes: a UTF-16 or UTF-32 file, told by its byte order mark, is
+    decoded as it is read (read as bytes, each of its lines was a malformed record); any other
+    stream is returned as it is."""
+    head = stream.peek(4)[:4]
+    for bom, encoding in _WIDE_BOMS:
+        if head.startswith(bom):
+            return io.BufferedReader(_Transcoded(stream, encoding), 1 << 20)
+    return stream
+
+
+class _Transcoded(io.RawIOBase):
+    """A stream in `encoding` read as UTF-8 bytes (characters it cannot decode replaced)."""
+
+    def __init__(self, stream: io.BufferedReader, encoding: str) -> None:
+        self._text = io.TextIOWrapper(stream, encoding=encoding, errors="replace", newline="")
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        while not self._pending:
+            chunk = self._text.read(1 << 16)
+            if not chunk:
+                return 0
+            self._pending = chunk.encode("utf-8")
+        n = min(len(buf), len(self._pending))
+        buf[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._text.close()
+        super().close()
 
 
 # reasons counted for records that were indexed, repaired, not left out
@@ -154,8 +207,11 @@ def _not_utf8(path: Path, sample: int = 1 << 16) -> bool:
     if corpus_format(path) not in ("jsonl", "txt"):
         return False
     with contextlib.suppress(*_COMPRESSION_ERRORS), open_binary(path) as stream:
+        head = stream.read(sample)
+        if b"\x00" in head:  # UTF-16 or UTF-32 with no byte order mark: text never holds NUL
+            return True
         try:
-            codecs.getincrementaldecoder("utf-8")().decode(stream.read(sample), final=False)
+            codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
         except UnicodeDecodeError:
             return True
     return False
@@ -203,8 +259,7 @@ def _json_records(path: Path, skipped: Counter[str], max_bytes: int) -> Generato
     """(line number, value, whether invalid UTF-8 was replaced) of a JSON-lines file, or (record
     number, value, False) of a JSON array (parsed one at a time); malformed lines are skipped and
     counted."""
-    with open_binary(path) as raw:
-        stream = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(cast(Any, raw), 1 << 20)
+    with open_binary(path) as stream:
         if stream.peek(3)[:3] == codecs.BOM_UTF8:  # a byte order mark: JSON parsers refuse it
             stream.read(3)
         if stream.peek(1 << 12).lstrip()[:1] == b"[":  # a JSON array of records (a .json file)

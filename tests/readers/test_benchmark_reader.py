@@ -233,3 +233,15 @@ def test_numeric_answers_counted_from_one_are_read_so() -> None:
         for k in (4, 2)
     ]  # fmt: skip
     assert _answers(arc) == ["z", "x"]
+
+
+def test_a_benchmark_in_utf16_with_a_byte_order_mark_is_read() -> None:
+    """A CSV or JSONL benchmark saved as UTF-16 (spreadsheet tools' "Unicode" export) was refused
+    as "not UTF-8 text"; told by its byte order mark, it is read (the mark itself, and UTF-8's,
+    are no part of the first field's name)."""
+    csv = 'question,answer\r\n"What is the capital of France, caf\u00e9?",Paris\r\n'.encode("utf-16")
+    items, mapping = read_benchmark(csv, "b.csv")
+    assert [(it.question, it.answer) for it in items] == [("What is the capital of France, caf\u00e9?", "Paris")]
+    assert mapping["question"] == "question"
+    lines = (json.dumps({"question": "What is the capital of Spain?", "answer": "Madrid"}) + "\n").encode("utf-32")
+    assert [it.answer for it in read_benchmark(lines, "b.jsonl")[0]] == ["Madrid"]

@@ -1,3 +1,4 @@
+import codecs
 import gzip
 import json
 from collections import Counter
@@ -156,13 +157,32 @@ def test_a_json_array_corpus_file_is_read_a_record_at_a_time(tmp_path: Path) -> 
         list(read_jsonl(tmp_path / "cut.json", "text", "id", Counter()))
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-16-be-bom"])
+def test_a_corpus_file_in_utf16_or_utf32_with_a_byte_order_mark_is_read(tmp_path: Path, encoding: str) -> None:
+    """Windows tools save "Unicode text" as UTF-16 with a byte order mark: read as bytes, each of
+    its records was a malformed line (and one more for the NUL after each newline: 6 for 5
+    records), so the file gave no document. Told by its mark, it is decoded as it is read, in
+    JSON lines and in plain text alike."""
+    records = [{"id": f"d{i}", "text": f"caf\u00e9 rivers and tides number {i}"} for i in range(5)]
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\r\n" for r in records)
+    data = codecs.BOM_UTF16_BE + text.encode("utf-16-be") if encoding == "utf-16-be-bom" else text.encode(encoding)
+    (tmp_path / "docs.jsonl").write_bytes(data)
+    skipped: Counter[str] = Counter()
+    docs = list(read_jsonl(tmp_path / "docs.jsonl", "text", "id", skipped))
+    assert [(d.external_id, d.text) for d in docs] == [(r["id"], r["text"]) for r in records] and not skipped
+    (tmp_path / "notes.txt").write_bytes("Plain caf\u00e9 notes.".encode(encoding.removesuffix("-be-bom")))
+    assert [d.text for d in read_documents(tmp_path / "notes.txt", skipped)] == ["Plain caf\u00e9 notes."]
+
+
 def test_a_corpus_file_in_utf16_is_told_to_be_reencoded(tmp_path: Path) -> None:
-    """A JSONL file saved as UTF-16 (as some Windows tools do) gives no document; the reason says
-    the file is not UTF-8 and to re-encode it, beside the counts of what was skipped."""
+    """A JSONL file saved as UTF-16 with no byte order mark gives no document; the reason says
+    the file is not UTF-8 and to re-encode it, beside the counts of what was skipped (its NUL
+    bytes tell it: they are valid UTF-8, but never in text)."""
     from contam.app.readers.corpus import why_no_documents
 
     path = tmp_path / "docs.jsonl"
-    path.write_bytes("".join(json.dumps({"id": f"d{i}", "text": "rivers"}) + "\n" for i in range(3)).encode("utf-16"))
+    rows = "".join(json.dumps({"id": f"d{i}", "text": "rivers"}) + "\n" for i in range(3))
+    path.write_bytes(rows.encode("utf-16-le"))
     skipped: Counter[str] = Counter()
     assert list(read_jsonl(path, "text", "id", skipped)) == []
     why = why_no_documents(path, "text", skipped)
