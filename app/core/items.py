@@ -94,11 +94,6 @@ class PreparedItem:
         """A hash of `umgrams`: items with equal keys hold the same MATCH_N-grams."""
         return xxhash.xxh3_64_intdigest(self.umgrams.tobytes())
 
-    @cached_property
-    def lookup_grams(self) -> np.ndarray:
-        """The n-grams looked for in a document: the item's, then its passage's."""
-        return np.concatenate([self.grams, self.passage_grams]) if len(self.passage_grams) else self.grams
-
 
 # An item this short (scored tokens) is also looked up in the short channel: an edited copy of a
 # longer one keeps runs of n tokens (under 30% of words changed, a run of 5 survives at a sixth of

@@ -175,11 +175,16 @@ def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] 
     the document holds it k times, so a run of siblings repeating the item's frame ("Turn left.
     Take 3 steps.") does not outweigh the one place that holds each of the item's n-grams."""
     length = max(p.n_tokens, n)
+    # Placed by the item's own n-grams: a passage given as a field of its own (scored apart, and
+    # often several times the question's length) would place the range inside itself, away from
+    # a question copied after it. By the passage's only if the document holds none of the item's.
     # An item none of whose n-grams the document holds (an edited copy of a short one) is placed
     # by its MATCH_N-grams. Only then: a frame's 3-grams are everywhere in a page of siblings, and
     # placed by them, a copy would be aligned with its siblings' more often than by its n-grams.
-    pos = doc.positions(p.lookup_grams)
+    pos = doc.positions(p.grams)
     grams, width = doc.grams, n
+    if not len(pos) and len(p.passage_grams):
+        pos = doc.positions(p.passage_grams)
     if not len(pos):
         pos, grams, width = doc.mpositions(p.umgrams), doc.mgrams, MATCH_N
     if len(pos):
@@ -272,7 +277,7 @@ def match_document(
         region=(lo, hi),
         blocks=_in_document(al.blocks, lo, src),
         answer_found=_answer_found(p, al, matched, region.ids, solution_held),
-        passage_coverage=_passage_coverage(p, doc, lo, hi, n),
+        passage_coverage=_passage_coverage(p, doc, n),
         near_window=window[0] if window else None,
         shared_run=shared_run,
         shared_items=shared_items,
@@ -297,10 +302,16 @@ def _in_document(blocks: list[tuple[int, int, int]], lo: int, src: np.ndarray | 
     return [(a, lo + int(src[b]), int(src[b + size - 1] - src[b]) + 1) for a, b, size in blocks]
 
 
-def _passage_coverage(p: PreparedItem, doc: DocTokens, lo: int, hi: int, n: int) -> float:
-    """Share of the item's shared passage whose n-grams the region [lo, hi) holds."""
+def _passage_coverage(p: PreparedItem, doc: DocTokens, n: int) -> float:
+    """Share of the item's passage field whose n-grams the document holds in one place: the
+    densest cluster of them, padded by the passage's length (the item's own text, placed apart,
+    may be on either side of it, or elsewhere)."""
     if not len(p.passage_grams) or not p.passage_tokens:
         return 0.0
+    pos = doc.positions(p.passage_grams)
+    if not len(pos):
+        return 0.0
+    lo, hi = _padded_cluster(doc, pos, doc.grams, n, max(p.passage_tokens, n))
     grams = distinct(doc.grams[lo : max(lo, hi - n + 1)])
     return share(covered(member(p.passage_grams, grams), n, p.passage_tokens))
 

@@ -51,9 +51,13 @@ def scan(
 
 
 def _candidates(p: PreparedItem, tokens: Mapping[int, DocTokens]) -> dict[int, tuple[DocTokens, None]]:
-    """Every document holding one of the item's n-grams or short-channel grams."""
+    """Every document holding one of the item's n-grams, its passage's, or its short-channel grams."""
     return {
-        k: (d, None) for k, d in tokens.items() if np.isin(p.grams, d.grams).any() or np.isin(p.sgrams, d.mgrams).any()
+        k: (d, None)
+        for k, d in tokens.items()
+        if np.isin(p.grams, d.grams).any()
+        or np.isin(p.passage_grams, d.grams).any()
+        or np.isin(p.sgrams, d.mgrams).any()
     }
 
 
@@ -190,6 +194,40 @@ def test_a_shared_passage_with_the_items_own_question_is_contaminated() -> None:
     s = scan([q1, q2], {"page": f"{FILLER} {q1.question} Answer: eleven. {FILLER}"})
     assert s["q1"].status == Status.CONTAMINATED
     assert s["q2"].status != Status.CONTAMINATED
+
+
+PARMA = (
+    "The Parma trolleybus system forms part of the public transport network of the city and comune of Parma, in "
+    "the region of Emilia-Romagna, northern Italy. In operation since 1953, the system presently comprises four "
+    "urban routes and is run by the municipal company."
+)
+
+
+@pytest.mark.parametrize("order", ["passage first", "question first"])
+def test_a_question_copied_beside_its_passage_field_is_contaminated(order: str) -> None:
+    """Reading-comprehension items (SQuAD, BoolQ) give the passage as a field of its own, scored
+    apart from the item's text. A page holding the passage, then the question and its answer,
+    word for word, was clean ("runs of at most 4 tokens"): the range aligned was placed by the
+    passage's n-grams with the item's, so it sat inside the passage, several times longer than
+    the question, and the question after it was matched only through the words it shares with
+    the passage. Placed by the item's own n-grams, the question is found on either side; the
+    passage alone still leaves the item clean, its presence said by passage_found."""
+    q = "How many urban routes does the Parma trolleybus system presently comprise?"
+    item = BenchmarkItem("parma", 0, question=q, passage=PARMA, answer="four")
+    other = BenchmarkItem(
+        "champions",
+        1,
+        question="In what year was The Champions first broadcast?",
+        passage="The Champions was a British espionage and science fiction adventure series first broadcast in 1968.",
+        answer="1968",
+    )
+    copy = (
+        f"{PARMA} Question: {q} Answer: four." if order == "passage first" else f"Question: {q} Answer: four. {PARMA}"
+    )
+    s = scan([item, other], {"page": f"{FILLER} {copy} {FILLER}"})["parma"]
+    assert s.status == Status.CONTAMINATED and s.passage_found and s.answer_found, s.reason
+    alone = scan([item, other], {"wiki": f"{FILLER} {PARMA} {FILLER}"})["parma"]
+    assert alone.status == Status.CLEAN and alone.passage_found, alone.reason
 
 
 def test_a_page_of_several_copies_does_not_make_the_passage_a_siblings_own_text() -> None:
