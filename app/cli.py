@@ -296,14 +296,21 @@ def corpora_rename(
     typer.echo(f"renamed corpus {old!r} to {new!r}")
 
 
-def _mapping(fields: list[str] | None) -> dict[str, str] | None:
-    """--fields role=field, repeated, as a mapping (None: detect the fields)."""
-    mapping = {}
+def _mapping(fields: list[str] | None) -> dict[str, str | list[str]] | None:
+    """--fields role=field, repeated, as a mapping (None: detect the fields); choices given more
+    than once are one column per choice, in order (--fields choices=sol1 --fields choices=sol2)."""
+    mapping: dict[str, str | list[str]] = {}
     for f in fields or []:
-        role, sep, name = f.partition("=")
+        role, sep, name = (x.strip() for x in f.partition("="))
         if not sep:
             raise InputError(f"--fields takes role=field, got {f!r}")
-        mapping[role.strip()] = name.strip()
+        if role in mapping and role != "choices":
+            raise InputError(f"--fields names {role} twice ({mapping[role]!r}, {name!r}); only choices takes several")
+        if role in mapping:
+            before = mapping[role]
+            mapping[role] = [*(before if isinstance(before, list) else [before]), name]
+        else:
+            mapping[role] = name
     return mapping or None
 
 

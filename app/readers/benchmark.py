@@ -91,7 +91,8 @@ LETTER_COLUMNS += [
         for sep in ("", "_")
         for suffixes in ("01234", "12345", "ABCDE", "abcde")
     )
-    if cols not in LETTER_COLUMNS
+    # NarrativeQA's answer1/answer2 are two correct answers, not choices: answers are lettered
+    if cols not in LETTER_COLUMNS and not (cols[0].startswith("answer") and cols[0][-1].isdigit())
 ]
 
 
@@ -473,6 +474,9 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
     """Role -> field name (or list of field names for lettered choice columns)."""
     mapping: dict[str, Any] = {}
     q = _first(rec, QUESTION_KEYS)
+    premise = _first(rec, ("premise",))
+    if premise and (not q or len(str(rec[q]).split()) <= 1 < len(str(rec[premise]).split())):
+        q = premise  # COPA's "question" is only "cause" or "effect": its premise is the item's text
     if q:
         mapping["question"] = q
     p = _first(rec, PASSAGE_KEYS)
@@ -504,30 +508,38 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _int_like(value: Any) -> int | None:
-    """An answer given as a number: an int (not a bool) or a string of digits ("2" in CSV)."""
+    """An answer given as a number: an int (not a bool) or a string of ASCII digits, maybe
+    negative ("2", "-1" in CSV; not "\u00b2", which str.isdigit() takes)."""
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+    if isinstance(value, str):
+        s = value.strip()
+        if s.isascii() and s.removeprefix("-").isdigit():
+            return int(s)
     return None
 
 
 def index_base(records: Iterator[dict[str, Any]], mapping: Mapping[str, Any]) -> int:
     """Whether a file's numeric answers count the choices from 1 (WinoGrande's "1"/"2", Social
-    IQa's labels 1-3) or from 0 (MMLU, PIQA, HellaSwag): from 1 when some answer equals its
-    item's number of choices (an index past the last one, counted from 0) and none is 0. Items
-    whose choices carry their own labels (ARC's "1"-"4") are named by those, and not counted.
-    Stops at the first 0, so a file counting from 0 is read only up to it."""
-    past_last = False
+    IQa's labels 1-3) or from 0 (MMLU, PIQA, HellaSwag). From 1 when none is 0 and either some
+    answer equals its item's number of choices (an index past the last one, counted from 0), or
+    there are so many answers that a file counting from 0 would have shown a 0 (under a 1%
+    chance of none, answers spread evenly over k choices). Otherwise from 0, the default. Not
+    counted: items whose choices carry their own labels (ARC's "1"-"4": named by those), answers
+    that are also the text of one of the item's choices, negative answers (unlabelled items).
+    Stops at the first 0."""
+    past_last, no_zero_chance = False, 1.0
     for rec in records:
         choices, labels = _item_choices(rec, mapping)
-        k = _int_like(_get(rec, mapping["answer"]))
-        if k is None or labels or len(choices) < 2:
+        value = _get(rec, mapping["answer"])
+        k = _int_like(value)
+        if k is None or k < 0 or labels or len(choices) < 2 or str(value).strip() in choices:
             continue
         if k == 0:
             return 0
         past_last = past_last or k == len(choices)
-    return 1 if past_last else 0
+        no_zero_chance *= 1 - 1 / len(choices)
+    return 1 if past_last or no_zero_chance < 0.01 else 0
 
 
 def _item_choices(rec: Mapping[str, Any], mapping: Mapping[str, Any]) -> tuple[list[str], list[Any]]:
@@ -574,8 +586,12 @@ def _answer(value: Any, choices: list[str], labels: list[Any], base: int = 0) ->
             return choices[[str(x) for x in labels].index(s)]
         if len(s) == 1 and s.upper() in "ABCDEFGHIJ" and ord(s.upper()) - 65 < len(choices):
             return choices[ord(s.upper()) - 65]
-        if s.isdigit() and 0 <= int(s) - base < len(choices) and len(choices) > 1:
-            return choices[int(s) - base]
+        k = _int_like(s)
+        if k is not None and len(choices) > 1:
+            if 0 <= k - base < len(choices):
+                return choices[k - base]
+            if s not in choices:  # a number into no choice (-1: unlabelled) is no answer, as an int is
+                return ""
     if isinstance(value, list) and labels and choices and len(value) == len(choices):
         picked = [c for c, flag in zip(choices, value, strict=True) if flag]
         return " ".join(picked)
@@ -595,10 +611,12 @@ def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int
         value = get(mapping["answer"])
         if mapping.get("answer") == "target_scores" and isinstance(value, dict):
             answer = str(max(value, key=lambda k: value[k])) if value else ""
+        elif not choices and mapping["answer"] == "label" and _int_like(value) is not None:
+            answer = ""  # a class label (NLI's 0-2; -1: unlabelled) of an item without choices is no text
         else:
             answer = _answer(value, choices, labels, base)
-    elif _flags(labels, choices):  # TruthfulQA's {choices, labels}: 1 marks the correct choice
-        answer = choices[labels.index(1)]
+    elif _flags(labels, choices) and isinstance(get(mapping["choices"]), dict) and "labels" in get(mapping["choices"]):
+        answer = choices[labels.index(1)]  # TruthfulQA's {choices, labels}: 1 marks the correct choice
     ident = get(mapping["id"]) if "id" in mapping else None
     return BenchmarkItem(
         item_id=_as_text(ident) if ident not in (None, "") else str(row),
@@ -613,19 +631,30 @@ def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int
 
 
 ROLES = ("question", "passage", "choices", "answer", "solution", "id")
+# not a role: what a file's numeric answers count its choices from, "0" or "1" (index_base)
+ANSWER_BASE = "answer_base"
 
 
 def _given_mapping(mapping: Mapping[str, Any] | None) -> dict[str, Any]:
     """A user's role -> field mapping, checked: known roles, each naming a field (or a list of
     fields, as for lettered choice columns)."""
     given = dict(mapping or {})
-    unknown = set(given) - set(ROLES)
+    unknown = set(given) - {*ROLES, ANSWER_BASE}
     if unknown:
         raise InputError(
             f"unknown role(s) in field mapping: {', '.join(sorted(map(str, unknown)))} "
-            "(roles: question, passage, choices, answer, solution, id)"
+            f"(roles: question, passage, choices, answer, solution, id; and {ANSWER_BASE}=0 or 1)"
         )
+    if ANSWER_BASE in given:
+        if str(given[ANSWER_BASE]) not in ("0", "1"):
+            raise InputError(f"field mapping: {ANSWER_BASE} is 0 or 1 (numeric answers count the choices from it)")
+        given[ANSWER_BASE] = str(given[ANSWER_BASE])
+    choices = given.get("choices")
+    if isinstance(choices, str) and "," in choices:  # "option1,option2": one column per choice
+        given["choices"] = [c.strip() for c in choices.split(",") if c.strip()]
     for role, f in given.items():
+        if role == ANSWER_BASE:
+            continue
         names = f if isinstance(f, list) else [f]
         if not names or not all(isinstance(x, str) and x for x in names):
             raise InputError(
@@ -645,7 +674,13 @@ def _fields(f: Any) -> list[Any]:
 def _mapping_for(rec: Mapping[str, Any], given: dict[str, Any], filename: str, row: int) -> dict[str, Any]:
     """The roles detected on the first record, under those the user gave: a partial mapping
     leaves detection of the other roles on (a detected role never reuses a given field)."""
-    taken = {x for f in given.values() for x in _fields(f)}
+    named = {r: f for r, f in given.items() if r != ANSWER_BASE}
+    missing = [f"{r}={x}" for r, f in named.items() for x in _fields(f) if x not in rec]
+    if missing:
+        raise InputError(
+            f"{filename}: row {row}: field mapping names no field of it: {', '.join(missing)}; fields: {sorted(rec)}"
+        )
+    taken = {x for f in named.values() for x in _fields(f)}
     detected = detect_mapping(rec)
     used = {r: f for r, f in detected.items() if r not in given and not taken & set(_fields(f))}
     used.update(given)
@@ -712,7 +747,10 @@ def iter_benchmark(
         rec = known_layout(raw)
         if found is None:
             found = _mapping_for(rec, given, filename, row)
-            base = _base_of(data, filename, limits, rec, found)
+            counted_from = _base_of(data, filename, limits, rec, found)
+            if counted_from is not None:  # said with the fields, and kept with a report's mapping
+                found[ANSWER_BASE] = str(counted_from)
+                base = counted_from
             if used is not None:
                 used.update(found)
         if not any(x in rec for x in _fields(found["question"])):
@@ -725,19 +763,25 @@ def iter_benchmark(
         raise InputError(f"{filename}: no items in the file")
 
 
-def _base_of(data: Source, filename: str, limits: Limits, first: dict[str, Any], mapping: dict[str, Any]) -> int:
-    """What the file's numeric answers count the choices from (index_base), read ahead of the
-    items when the first record's answer is a number into choices without labels of their own."""
+def _base_of(data: Source, filename: str, limits: Limits, first: dict[str, Any], mapping: dict[str, Any]) -> int | None:
+    """What the file's numeric answers count the choices from (index_base; `answer_base` in the
+    mapping, if given), read ahead of the items when the first record's answer is a number into
+    choices without labels of their own; None for a file with no such answers."""
     if "answer" not in mapping or mapping["answer"] == "target_scores":
-        return 0
+        return None
     choices, labels = _item_choices(first, mapping)
     if labels or len(choices) < 2 or _int_like(_get(first, mapping["answer"])) is None:
-        return 0
+        return None
+    if ANSWER_BASE in mapping:
+        return int(mapping[ANSWER_BASE])
 
     def records() -> Iterator[dict[str, Any]]:
-        for row, raw in benchmark_records(data, filename, limits):
-            _nested_within(raw, limits.json_depth, filename, row)
-            yield known_layout(raw)
+        try:
+            for row, raw in benchmark_records(data, filename, limits):
+                _nested_within(raw, limits.json_depth, filename, row)
+                yield known_layout(raw)
+        except InputError:  # said by the items' own reading, at its row, after the items before it
+            return
 
     return index_base(records(), mapping)
 

@@ -122,7 +122,9 @@ SHAPES = [
         {"goal": "How do I dry a shirt?", "sol1": "Hang it in the sun.", "sol2": "Hang it in the sea.", "label": 0},
         {"question": "How do I dry a shirt?", "choices": ("Hang it in the sun.", "Hang it in the sea.")},
     ),
-    (  # the premise is the item's text; its "question" is only "cause" or "effect"
+    (  # the premise is the item's text: its "question" is only "cause" or "effect", shared by
+        # half the items (as a passage, the premise went unscored, and "cause" with a choice near
+        # it was "question and answer found together")
         "copa",
         {
             "premise": "My body cast a shadow over the grass.",
@@ -132,15 +134,22 @@ SHAPES = [
             "label": 0,
         },
         {
-            "passage": "My body cast a shadow over the grass.",
+            "question": "My body cast a shadow over the grass.",
+            "passage": "",
             "choices": ("The sun was rising.", "The grass was cut."),
             "answer": "The sun was rising.",
         },
     ),
-    (
+    (  # NLI: the premise (several hypotheses may share it) beside the hypothesis; the class
+        # label of an item without choices is no answer text ("1" found after it was the answer)
         "anli",
-        {"uid": "a1", "premise": "The cat sat on the warm mat.", "hypothesis": "A cat is sitting.", "label": 0},
-        {"passage": "The cat sat on the warm mat.", "question": "A cat is sitting."},
+        {"uid": "a1", "premise": "The cat sat on the warm mat.", "hypothesis": "A cat is sitting.", "label": 1},
+        {"passage": "The cat sat on the warm mat.", "question": "A cat is sitting.", "answer": ""},
+    ),
+    (  # NarrativeQA: two correct answers, not two choices
+        "narrativeqa",
+        {"question": "Who is the story about?", "answer1": "A sailor.", "answer2": "The sailor Ishmael."},
+        {"question": "Who is the story about?", "choices": ()},
     ),
     (  # with no answer field, the choice its labels mark 1 is the answer
         "truthfulqa_mc",
@@ -245,3 +254,67 @@ def test_a_benchmark_in_utf16_with_a_byte_order_mark_is_read() -> None:
     assert mapping["question"] == "question"
     lines = (json.dumps({"question": "What is the capital of Spain?", "answer": "Madrid"}) + "\n").encode("utf-32")
     assert [it.answer for it in read_benchmark(lines, "b.jsonl")[0]] == ["Madrid"]
+
+
+def test_numeric_answers_are_counted_from_0_unless_the_file_says_otherwise() -> None:
+    """A file that gives no sign (no 0, no answer past the last choice counted from 0, too few
+    answers for the missing 0 to say anything) is counted from 0, the default, and `answer_base`
+    in the mapping says which was used and can set it. Eight answers over two choices with no 0
+    are a sign: a file counted from 0 would show one but for a 0.4% chance. Answers that are also
+    the text of a choice (numeric choices) tell nothing either way: they used to switch the file
+    to 1 ("4" among "2", "3", "4", "5")."""
+    row = {"sentence": "The trophy does not fit in the suitcase because the _ is too big.", "option1": "trophy",
+           "option2": "suitcase", "answer": "1"}  # fmt: skip
+    items, used = read_benchmark((json.dumps(row) + "\n").encode(), "wg.jsonl")
+    assert items[0].answer == "suitcase" and used["answer_base"] == "0"
+    items, used = read_benchmark((json.dumps(row) + "\n").encode(), "wg.jsonl", {"answer_base": "1"})
+    assert items[0].answer == "trophy" and used["answer_base"] == "1"
+    assert _answers([row] * 8) == ["trophy"] * 8
+    numeric = [
+        {"question": f"Which number {k}?", "choices": ["2", "3", "4", "5"], "answer": a}
+        for k, a in ((1, "4"), (2, "3"))
+    ]
+    assert _answers(numeric) == ["4", "5"]
+    unlabelled = [{"goal": f"Goal {k}?", "sol1": "a", "sol2": "b", "label": "-1"} for k in range(3)]
+    assert _answers(unlabelled, "piqa.csv".replace(".csv", ".jsonl")) == ["", "", ""]
+
+
+def test_an_answer_in_other_digits_is_text_not_an_index() -> None:
+    """str.isdigit() takes "\u00b2"; int() does not: the file was refused with a ValueError. A
+    negative number is an answer of its own for an item without choices (a maths answer)."""
+    rows = [{"question": "Pick one of these three", "choices": ["a", "b", "c"], "answer": 1},
+            {"question": "What is the area of a unit square?", "answer": "1 m\u00b2"},
+            {"question": "What is two squared, as a power?", "answer": "\u00b2"},
+            {"question": "What is the sum of the roots of x^2 + x - 6?", "answer": "-1"}]  # fmt: skip
+    assert _answers(rows) == ["b", "1 m\u00b2", "\u00b2", "-1"]
+
+
+def test_reading_ahead_for_the_answers_keeps_errors_in_file_order() -> None:
+    """Reading ahead for how answers count reported a bad line 15 before the NUL of row 3, and
+    no item came out before it; the items' own reading reports the first, after the items before."""
+    rows = [json.dumps({"question": f"Question number {k}?", "choices": ["a", "b"], "answer": 1}) for k in range(14)]
+    rows[2] = json.dumps({"question": "Bad \u0000 question?", "choices": ["a", "b"], "answer": 1})
+    data = ("\n".join(rows) + "\n{not json\n").encode()
+    from contam.app.errors import InputError
+    from contam.app.readers.benchmark import iter_benchmark
+
+    seen = []
+    with pytest.raises(InputError, match="row 3") as exc:
+        seen.extend(iter_benchmark(data, "b.jsonl"))
+    assert "NUL" in exc.value.message and len(seen) == 2
+
+
+def test_a_mapping_naming_no_field_is_refused_and_choices_take_several() -> None:
+    """`choices=nosuch` was taken: the items had no choices and the label "0" became the answer
+    text. A field the first row lacks is refused, naming the fields it has; choices named as
+    "choice1,choice2" (the upload form takes one string) or as a list are one column per choice."""
+    from contam.app.errors import InputError
+
+    row = {"premise": "My body cast a shadow.", "choice1": "The sun rose.", "choice2": "It rained.", "label": 0}
+    data = (json.dumps(row) + "\n").encode()
+    with pytest.raises(InputError, match="choices=nosuch") as exc:
+        read_benchmark(data, "copa.jsonl", {"question": "premise", "choices": "nosuch"})
+    assert "'choice1'" in exc.value.message
+    for choices in ("choice1,choice2", ["choice1", "choice2"]):
+        items, _used = read_benchmark(data, "copa.jsonl", {"question": "premise", "choices": choices})
+        assert items[0].choices == ("The sun rose.", "It rained.") and items[0].answer == "The sun rose."

@@ -112,7 +112,7 @@ def test_lm_evaluation_harness_samples_check_the_prompt_the_model_saw() -> None:
     gen = {"doc_id": 8, "doc": {"question": "q"}, "target": "4", "arguments": [[prompt, {"until": ["\n"]}]]}
     data = (json.dumps(mc) + "\n" + json.dumps(gen) + "\n").encode()
     items, used = read_benchmark(data, "samples_arc.jsonl")
-    assert used == {"question": "prompt", "choices": "choices", "answer": "target", "id": "id"}
+    assert used == {"question": "prompt", "choices": "choices", "answer": "target", "id": "id", "answer_base": "0"}
     assert items[0].question == prompt and items[0].choices == (" Nile", " Tigris") and items[0].answer == " Tigris"
     assert items[1].question == prompt and items[1].answer == "4" and items[1].item_id == "8"
 
