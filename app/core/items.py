@@ -310,6 +310,16 @@ class SharedText:
         self.lone = {
             (stem, answer) for stem, a in stems.items() if len(a) > 1 for answer, gs in a.items() if len(gs) == 1
         }
+        # groups of several items: items with a passage field of their own whose scored text
+        # (question, choices, answer) is the same are one group, told apart only by the passage
+        self.crowded = {g for g, c in enumerate(np.bincount(self.group)) if c > 1} if len(group) else set()
+
+    def passage_tells(self, p: PreparedItem, group: int) -> bool:
+        """The item (of `group`) has a passage field of its own, and other items have the same
+        scored text (DROP asks "How many yards was the shortest field goal?" of several
+        passages, with the same answer): only its passage, scored apart, tells which item a copy
+        of that text is."""
+        return p.passage_tokens > 0 and group in self.crowded
 
     def stem_answer_tells(self, p: PreparedItem) -> bool:
         """Other items ask the same question, and only this one (and its duplicates) has this

@@ -147,11 +147,26 @@ MIN_TOKENS = 4
 SEVERITY = {Status.CONTAMINATED: 2, Status.SUSPICIOUS: 1, Status.CLEAN: 0, Status.TOO_SHORT: 0}  # a verdict's weight
 
 
-def verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: bool = False) -> tuple[Status, str]:
+def verdict(
+    p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: bool = False, passage_tells: bool = False
+) -> tuple[Status, str]:
     """What one document says about the item (module doc, step 5). stem_tells: the question is
     shared word for word with other items whose answers differ (SharedText.stem_answer_tells).
-    A partial match must include a run of more than n own tokens in a row (two chained n-grams):
-    one n-gram of ordinary prose recurs by chance, two in a row rarely do (bench/calibrate.py)."""
+    passage_tells: only the item's passage field tells it from other items with the same scored
+    text (SharedText.passage_tells): without the passage, the document's copy may be theirs, so
+    it is at most suspicious."""
+    status, reason = _verdict(p, m, n, th, stem_tells)
+    if passage_tells and status is Status.CONTAMINATED and m.passage_coverage < th.suspicious_coverage:
+        return Status.SUSPICIOUS, (
+            f"{reason}, but not its passage: other items have the same text about other passages"
+        )
+    return status, reason
+
+
+def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: bool) -> tuple[Status, str]:
+    """verdict() but for the passage. A partial match must include a run of more than n own
+    tokens in a row (two chained n-grams): one n-gram of ordinary prose recurs by chance, two in
+    a row rarely do (bench/calibrate.py)."""
     q_own = m.own_role_coverage(p, QUESTION)
     if (
         m.own_total
@@ -227,10 +242,15 @@ def _clean_reason(m: DocMatch, th: Thresholds) -> str:
 
 
 def rank(
-    p: PreparedItem, matches: Sequence[DocMatch], n: int, th: Thresholds, stem_tells: bool = False
+    p: PreparedItem,
+    matches: Sequence[DocMatch],
+    n: int,
+    th: Thresholds,
+    stem_tells: bool = False,
+    passage_tells: bool = False,
 ) -> list[tuple[DocMatch, Status, str]]:
     """Documents with their verdicts, strongest first (then most own text, most text)."""
-    judged = [(m, *verdict(p, m, n, th, stem_tells)) for m in matches]
+    judged = [(m, *verdict(p, m, n, th, stem_tells, passage_tells)) for m in matches]
     return sorted(judged, key=lambda x: (-SEVERITY[x[1]], -x[0].own_coverage, -x[0].coverage, x[0].doc))
 
 
@@ -278,7 +298,8 @@ def assess(
         score.answer_with_question = bool(best.answer_found and score.question_found)
         score.shared_match, score.shared_items = best.shared_run, best.shared_items
         score.passage_found = (
-            any(m.passage_coverage >= th.suspicious_coverage for m, _s, _r in ranked) or "passage" in score.reason
+            any(m.passage_coverage >= th.suspicious_coverage for m, _s, _r in ranked)
+            or "-token passage it shares with" in score.reason
         )
     widespread = _widespread(p, stats, n, th)
     judged = _judged(p, stats, n, th) if not widespread else None
@@ -453,7 +474,6 @@ def judge(
     matches = [
         match_document(i, prepared, stats[i], shared, d, doc, n, th, win, cache) for d, (doc, win) in docs.items()
     ]
-    tells = shared.stem_answer_tells(p)
-    ranked = rank(p, matches, n, th, tells)
+    ranked = rank(p, matches, n, th, shared.stem_answer_tells(p), shared.passage_tells(p, stats[i].group))
     score = assess(p, stats[i], ranked, n, th)
     return score, [(m, status) for m, status, _reason in ranked]

@@ -230,6 +230,22 @@ def test_a_question_copied_beside_its_passage_field_is_contaminated(order: str) 
     assert alone.status == Status.CLEAN and alone.passage_found, alone.reason
 
 
+def test_an_item_whose_text_others_have_with_other_passages_needs_its_own_passage() -> None:
+    """DROP asks "How many yards was the shortest field goal?" of seven passages. With the passage
+    a field of its own, two such items with the same answer have the same scored text, and a page
+    holding one's passage, question and answer made both contaminated (0.55% of DROP's clean
+    items in that layout). Only the passage tells them apart: without it the copy may be the
+    other's, so it is at most suspicious; with it, contaminated, as before."""
+    q = "How many yards was the shortest field goal of the game?"
+    other_passage = "The Bears opened the scoring with a long drive that ended in a short field goal in the rain."
+    a = BenchmarkItem("a", 0, question=q, passage=PARMA, answer="24")
+    b = BenchmarkItem("b", 1, question=q, passage=other_passage, answer="24")
+    s = scan([a, b], {"page": f"{FILLER} {PARMA} Question: {q} Answer: 24. {FILLER}"})
+    assert s["a"].status == Status.CONTAMINATED and s["a"].passage_found, s["a"].reason
+    assert s["b"].status == Status.SUSPICIOUS and not s["b"].passage_found, s["b"].reason
+    assert "not its passage" in s["b"].reason
+
+
 def test_a_page_of_several_copies_does_not_make_the_passage_a_siblings_own_text() -> None:
     """A page holds an unrelated item's copy and, beside it, item 1's (its question lightly
     edited). Each explains part of what the page holds of item 2: the passage is item 1's, so
