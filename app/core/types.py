@@ -62,10 +62,15 @@ class BenchmarkItem:
 
 
 def answer_of(answer: object, choices: Sequence[str], strict: bool = False) -> str:
-    """An answer given as text, or as an index (an int, from 0) into `choices`. An int that is
-    neither an index nor the text of a choice (-1, Hugging Face's mark for an unlabelled test
-    item; 5 with four choices) is no answer: read as the text "5" it was scored as an answer the
-    item does not have. strict (a request naming its items one by one): refused instead."""
+    """An answer given as text, or as an index (an int, or a string of digits that is not the
+    text of a choice, from 0) into `choices`. An index that is neither an index nor the text of a
+    choice (-1, Hugging Face's mark for an unlabelled test item; 5 with four choices) is no
+    answer: read as the text "5" it was scored as an answer the item does not have. strict (a
+    request naming its items one by one): refused instead."""
+    if isinstance(answer, str) and choices and answer.strip() not in choices:
+        digits = answer.strip()
+        if digits.isascii() and digits.removeprefix("-").isdigit():  # "1" as a benchmark file's reader takes it
+            answer = int(digits)
     if isinstance(answer, numbers.Integral) and not isinstance(answer, bool) and choices:
         answer = int(answer)  # numpy's integers too (a DataFrame's column), not only Python's
         if 0 <= answer < len(choices):

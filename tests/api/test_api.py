@@ -149,6 +149,12 @@ def test_report_endpoints(client: TestClient) -> None:
     assert gone.status_code == 404 and gone.json()["error"].startswith("no report")
 
 
+def benchmark_of(body: dict) -> list:
+    from contam.app.api.schemas import CheckRequest
+
+    return CheckRequest.model_validate(body).benchmark_items()
+
+
 def test_check_endpoint(client: TestClient) -> None:
     r = client.post("/api/v1/check", json={"texts": [Q1, "Is ice cold?"], "items": [{"id": "x", "question": Q2}]})
     assert r.status_code == 200
@@ -164,6 +170,12 @@ def test_check_endpoint(client: TestClient) -> None:
         assert wrong.status_code == 422 and "Extra inputs are not permitted" in wrong.text, body
     past = client.post("/api/v1/check", json={"items": [{"question": Q1, "choices": ["Nile", "Tigris"], "answer": 7}]})
     assert past.status_code == 422 and "items[0]: answer 7 is not an index into its 2 choice(s)" in past.text
+    # a string of digits is an index too, as a benchmark file's reader takes it (it was the text "1")
+    item = {"question": Q1, "choices": ["Nile", "Tigris"], "answer": "1"}
+    assert client.post("/api/v1/check", json={"items": [item]}).status_code == 200
+    assert benchmark_of({"items": [item]})[0].answer == "Tigris"
+    past = client.post("/api/v1/check", json={"items": [item | {"answer": "7"}]})
+    assert past.status_code == 422 and "items[0]: answer 7 is not an index" in past.text
     # the answer, built by the worker that scored it, is what the declared model says it is
     body = r.json()
     assert CheckResponse.model_validate(body).model_dump(mode="json") == body
