@@ -318,3 +318,15 @@ def test_a_mapping_naming_no_field_is_refused_and_choices_take_several() -> None
     for choices in ("choice1,choice2", ["choice1", "choice2"]):
         items, _used = read_benchmark(data, "copa.jsonl", {"question": "premise", "choices": choices})
         assert items[0].choices == ("The sun rose.", "It rained.") and items[0].answer == "The sun rose."
+
+
+def test_a_csv_byte_that_is_not_utf8_is_named_by_its_line() -> None:
+    """Decoded ahead in blocks, a Latin-1 byte on line 502 was reported "near row 352"."""
+    from contam.app.errors import InputError
+
+    rows = ["question,answer"] + [f"Question number {k}?,yes" for k in range(600)]
+    rows[501] = "Caf\u00e9 question here?,yes"
+    with pytest.raises(InputError, match="line 502 is not UTF-8 text"):
+        read_benchmark(("\r\n".join(rows) + "\r\n").encode("latin-1"), "b.csv")
+    quoted = b'question,answer\r\n"a question over\r\ntwo lines?",yes\r\n'  # a field's line break kept
+    assert [it.question for it in read_benchmark(quoted, "b.csv")[0]] == ["a question over\r\ntwo lines?"]
