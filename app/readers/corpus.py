@@ -142,14 +142,31 @@ _WIDE_BOMS = (
 
 
 def as_utf8(stream: io.BufferedReader) -> io.BufferedReader:
-    """The stream as UTF-8 bytes: a UTF-16 or UTF-32 file, told by its byte order mark, is
-    decoded as it is read (read as bytes, each of its lines was a malformed record); any other
-    stream is returned as it is."""
-    head = stream.peek(4)[:4]
+    """The stream as UTF-8 bytes: a UTF-16 or UTF-32 file, told by its byte order mark, or
+    UTF-16 without one, told by the NUL byte beside each character of Latin script, is decoded
+    as it is read (read as bytes, each of its lines was a malformed record); any other stream is
+    returned as it is."""
+    head = stream.peek(4096)[:4096]
     for bom, encoding in _WIDE_BOMS:
         if head.startswith(bom):
             return io.BufferedReader(_Transcoded(stream, encoding), 1 << 20)
-    return stream
+    guessed = _utf16_without_bom(head)
+    return io.BufferedReader(_Transcoded(stream, guessed), 1 << 20) if guessed else stream
+
+
+def _utf16_without_bom(head: bytes) -> str | None:
+    """ "utf-16-le" or "utf-16-be" for text of mostly Latin script written in UTF-16 with no byte
+    order mark (a NUL after, or before, nearly every character), else None. Binary files
+    (Parquet, Arrow) have NULs in both places, UTF-8 text none."""
+    if len(head) < 16:
+        return None
+    head = head[: len(head) // 2 * 2]
+    even, odd = head[0::2].count(0) / (len(head) // 2), head[1::2].count(0) / (len(head) // 2)
+    if odd > 0.9 and even < 0.1:
+        return "utf-16-le"
+    if even > 0.9 and odd < 0.1:
+        return "utf-16-be"
+    return None
 
 
 class _Transcoded(io.RawIOBase):

@@ -131,8 +131,8 @@ def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url
         + '{"id": 3, "body": "no text field, na\u00efve"}\n'.encode("latin-1")  # repaired, then skipped
         + b'{"id": 2, "text": "plain text of the second record"}\nnot json\n'
     )
-    utf16 = tmp_path / "wide.jsonl"  # UTF-16 with no byte order mark: every record garbled, none repaired
-    utf16.write_bytes((json.dumps({"id": "w", "text": "rivers and tides"}) + "\n").encode("utf-16-le"))
+    utf16 = tmp_path / "wide.jsonl"  # UTF-32 with no byte order mark: every record garbled, none repaired
+    utf16.write_bytes((json.dumps({"id": "w", "text": "rivers and tides"}) + "\n").encode("utf-32-le"))
     args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "log"]
     result = CliRunner().invoke(cli, [*args, str(path), str(utf16)])
     assert result.exit_code == 1, result.output  # the UTF-16 file gave no document

@@ -174,15 +174,26 @@ def test_a_corpus_file_in_utf16_or_utf32_with_a_byte_order_mark_is_read(tmp_path
     assert [d.text for d in read_documents(tmp_path / "notes.txt", skipped)] == ["Plain caf\u00e9 notes."]
 
 
-def test_a_corpus_file_in_utf16_is_told_to_be_reencoded(tmp_path: Path) -> None:
-    """A JSONL file saved as UTF-16 with no byte order mark gives no document; the reason says
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_a_corpus_file_in_utf16_without_a_byte_order_mark_is_read(tmp_path: Path, encoding: str) -> None:
+    """UTF-16 with no mark: a NUL beside nearly every character of Latin script tells it (each
+    line was a malformed record, and one more for the NUL after the newline)."""
+    records = [{"id": f"d{i}", "text": f"caf\u00e9 rivers and tides number {i}"} for i in range(5)]
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode(encoding))
+    skipped: Counter[str] = Counter()
+    assert [d.text for d in read_jsonl(path, "text", "id", skipped)] == [r["text"] for r in records] and not skipped
+
+
+def test_a_corpus_file_in_utf32_is_told_to_be_reencoded(tmp_path: Path) -> None:
+    """A JSONL file saved as UTF-32 with no byte order mark gives no document; the reason says
     the file is not UTF-8 and to re-encode it, beside the counts of what was skipped (its NUL
     bytes tell it: they are valid UTF-8, but never in text)."""
     from contam.app.readers.corpus import why_no_documents
 
     path = tmp_path / "docs.jsonl"
     rows = "".join(json.dumps({"id": f"d{i}", "text": "rivers"}) + "\n" for i in range(3))
-    path.write_bytes(rows.encode("utf-16-le"))
+    path.write_bytes(rows.encode("utf-32-le"))
     skipped: Counter[str] = Counter()
     assert list(read_jsonl(path, "text", "id", skipped)) == []
     why = why_no_documents(path, "text", skipped)
