@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 from sqlalchemy.exc import OperationalError
@@ -49,6 +50,15 @@ def error_page(request: Request, exc: ContamError) -> Response:
     return render(request, "error.html", code, title=title, message=exc.message)
 
 
+def invalid_query(exc: RequestValidationError) -> str:
+    """What a request's parameters got wrong, one clause each ("field: String should match ...")."""
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(x) for x in err.get("loc", ())[1:]) or "request"
+        parts.append(f"{where}: {err.get('msg', 'invalid')} (got {err.get('input')!r})")
+    return "; ".join(parts)
+
+
 class PageRoute(APIRoute):
     """A dashboard route: domain errors become an error page, a missing sign-in a redirect."""
 
@@ -62,6 +72,8 @@ class PageRoute(APIRoute):
                 return RedirectResponse(f"/login?{urlencode({'next': request.url.path})}", status_code=303)
             except ContamError as exc:
                 return error_page(request, exc)
+            except RequestValidationError as exc:  # a query parameter out of its range: a page, not JSON
+                return error_page(request, InputError(invalid_query(exc)))
             except OperationalError as exc:  # the database is away: say so, never a 500
                 reason = f"the database is unavailable; try again shortly ({unavailable_reason(exc)})"
                 return error_page(request, UnavailableError(reason))
