@@ -157,6 +157,15 @@ def _tell(summary: IndexSummary, paths: list[Path]) -> None:
         if counts:  # said where it is seen too, not only in the JSON (`contam corpora NAME` keeps it)
             reasons = ", ".join(f"{k}={v}" for k, v in counts.items())
             typer.echo(f"{sum(counts.values())} record(s) {what}: {reasons}", err=True)
+    if summary.older_versions:  # a file fixed and indexed again: its old documents stay too
+        typer.echo(
+            f"warning: {len(summary.older_versions)} file(s) were indexed before with other content, and the "
+            f"corpus holds every version's documents (to keep only the current ones, delete the corpus, "
+            f"`contam corpora delete {summary.corpus}`, and index again):",
+            err=True,
+        )
+        for path, n in sorted(summary.older_versions.items()):
+            typer.echo(f"  {path}: {n} versions", err=True)
     if summary.failed:
         typer.echo(f"{len(summary.failed)} file(s) failed:", err=True)
         for f in summary.failed:  # the errors of unreadable files name their path already

@@ -57,6 +57,7 @@ from contam.app.services.indexing import (
     file_indexed,
     forget_failures,
     indexing_run,
+    older_versions,
     open_corpus,
     release_claims,
     renew_claims,
@@ -410,7 +411,8 @@ class RayJob:
                 store.refresh_statistics()
         drop_stale_claims(self.engine, corpus_id)
         order = {str(p): i for i, p in enumerate(files)}
-        return IndexSummary(self.corpus, sorted(reports, key=lambda r: order[r.path]), time.perf_counter() - t0)
+        done = sorted(reports, key=lambda r: order[r.path])
+        return IndexSummary(self.corpus, done, time.perf_counter() - t0, older_versions(self.engine, corpus_id, done))
 
 
 class _Scheduler:

@@ -32,7 +32,7 @@ from contam.app.core.config import SignatureConfig
 from contam.app.errors import CorruptFileError
 from contam.app.processes import exit_with
 from contam.app.readers.corpus import RawDocument, find_files, read_documents, why_no_documents
-from contam.app.services.indexing import file_indexed, forget_failures, indexing_run, open_corpus
+from contam.app.services.indexing import file_indexed, forget_failures, indexing_run, older_versions, open_corpus
 from contam.indexer.options import IndexOptions as IndexOptions  # re-exported: bench/eval.py imports it here
 from contam.indexer.progress import NoProgress, Progress
 from contam.indexer.protocol import Batch, FileEnd, FileStart
@@ -153,7 +153,8 @@ class IndexJob:
             forget_failures(self.engine, corpus_id, forgotten)
         order = {str(p): i for i, p in enumerate(files)}
         reports = sorted(writer.reports + unchanged, key=lambda r: order[r.path])
-        return IndexSummary(self.corpus, reports, time.perf_counter() - t0)
+        older = older_versions(self.engine, corpus_id, reports)
+        return IndexSummary(self.corpus, reports, time.perf_counter() - t0, older)
 
     def _send(self, path: Path, writer: Writer, corpus_id: int, queued: set[str], unchanged: list[FileReport]) -> None:
         """Hand one file to the writer (its batches signed by the workers), unless already indexed."""

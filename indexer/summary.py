@@ -40,6 +40,9 @@ class IndexSummary:
     corpus: str
     files: list[FileReport]
     seconds: float
+    # paths of files this run indexed that the corpus held with other content before -> how many
+    # versions of each it holds now (both versions' documents are in the corpus)
+    older_versions: dict[str, int] = field(default_factory=dict)
 
     def total(self, name: str) -> int:
         return sum(getattr(f, name) for f in self.files if f.status == "done")
@@ -75,4 +78,5 @@ class IndexSummary:
             "seconds": round(self.seconds, 3),
             "text_mb": round(mb, 3),
             "mb_per_s": round(mb / self.seconds, 3) if self.seconds > 0 else 0.0,
+            "paths_with_older_versions": sorted(self.older_versions),
         }

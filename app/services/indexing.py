@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
+from typing import Protocol
 
 import numpy as np
 from sqlalchemy import Connection, Engine, RootTransaction
@@ -89,6 +90,22 @@ def file_indexed(engine: Engine, corpus_id: int, content_hash: str) -> bool:
     with engine.connect() as conn:
         existing = repo.find_file(conn, corpus_id, content_hash)
     return existing is not None and existing["status"] == "done"
+
+
+class FileVersion(Protocol):
+    path: str
+    status: str
+
+
+def older_versions(engine: Engine, corpus_id: int, reports: Sequence[FileVersion]) -> dict[str, int]:
+    """Of the files this run indexed, those whose path the corpus held with other content before
+    (a file fixed and indexed again: both versions' documents stay in the corpus), with how many
+    versions it holds now."""
+    done = [r.path for r in reports if r.status == "done"]
+    if not done:
+        return {}
+    with engine.connect() as conn:
+        return repo.versions_at(conn, corpus_id, done)
 
 
 def forget_failures(engine: Engine, corpus_id: int, path: str) -> None:

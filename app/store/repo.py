@@ -304,6 +304,21 @@ def delete_file(conn: Connection, file_id: int) -> None:
     conn.execute(delete(corpus_file).where(corpus_file.c.id == file_id))
 
 
+def versions_at(conn: Connection, corpus_id: int, paths: Sequence[str]) -> dict[str, int]:
+    """Of `paths`, those at which the corpus holds more than one indexed content (a file changed
+    and indexed again: both versions' documents are in the corpus), with how many."""
+    out: dict[str, int] = {}
+    for chunk in db.chunks(list(paths), 500):
+        q = (
+            select(corpus_file.c.path, func.count())
+            .where(corpus_file.c.corpus_id == corpus_id, corpus_file.c.status == "done", corpus_file.c.path.in_(chunk))
+            .group_by(corpus_file.c.path)
+            .having(func.count() > 1)
+        )
+        out.update({str(p): int(n) for p, n in conn.execute(q).all()})
+    return out
+
+
 def delete_failed_files_at(conn: Connection, corpus_id: int, path: str) -> None:
     """Forget the failed records of a path (a run with other settings has read it since)."""
     conn.execute(

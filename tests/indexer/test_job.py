@@ -441,3 +441,21 @@ def test_a_folder_s_files_that_are_no_corpus_format_are_named_not_left_out_silen
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["documents"] == 1
     assert "3 file(s) in the folders not indexed, not a corpus format (.csv: 1, .csv.gz: 1, .md: 1)" in result.stderr
+
+
+def test_a_file_indexed_again_with_other_content_is_told(migrated_url: str, tmp_path: Path) -> None:
+    """A file fixed (re-encoded, a record corrected) and indexed again at the same path is new
+    content: the corpus then holds both versions' documents. Nothing said so (a new user's trial:
+    "7 indexed files for 6 paths"); the summary lists the path and stderr says how to start over."""
+    path = tmp_path / "notes.jsonl"
+    path.write_text(json.dumps({"id": "a", "text": "caf\u00e9 rivers and tides in the old town"}) + "\n")
+    args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none", str(path)]
+    first = CliRunner().invoke(cli, args)
+    assert first.exit_code == 0 and json.loads(first.stdout)["paths_with_older_versions"] == []
+    again = CliRunner().invoke(cli, args)  # unchanged: nothing to say
+    assert json.loads(again.stdout)["paths_with_older_versions"] == [] and "warning" not in again.stderr
+    path.write_text(json.dumps({"id": "a", "text": "cafe rivers and tides in the old town, fixed"}) + "\n")
+    fixed = CliRunner().invoke(cli, args)
+    assert fixed.exit_code == 0 and json.loads(fixed.stdout)["paths_with_older_versions"] == [str(path)]
+    assert "1 file(s) were indexed before with other content" in fixed.stderr and f"{path}: 2 versions" in fixed.stderr
+    assert "contam corpora delete c" in fixed.stderr
