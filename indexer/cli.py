@@ -157,6 +157,13 @@ def _tell(summary: IndexSummary, paths: list[Path]) -> None:
         if counts:  # said where it is seen too, not only in the JSON (`contam corpora NAME` keeps it)
             reasons = ", ".join(f"{k}={v}" for k, v in counts.items())
             typer.echo(f"{sum(counts.values())} record(s) {what}: {reasons}", err=True)
+    if repaired:  # Latin-1 from an old tool: its accented letters are lost, not its words
+        typer.echo(
+            "  (their bytes that are not UTF-8 became U+FFFD; to keep those characters, re-encode the file as "
+            "UTF-8, e.g. iconv -f latin1 -t utf-8, and index it into a new corpus: indexed again here, the "
+            "changed file would sit beside its old version)",
+            err=True,
+        )
     if summary.older_versions:  # a file fixed and indexed again: its old documents stay too
         typer.echo(
             f"warning: {len(summary.older_versions)} file(s) were indexed before with other content, and the "
