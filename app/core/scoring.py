@@ -297,10 +297,7 @@ def assess(
         score.answer_found = bool(best.answer_found) if p.item.answer or p.item.solution else None
         score.answer_with_question = bool(best.answer_found and score.question_found)
         score.shared_match, score.shared_items = best.shared_run, best.shared_items
-        score.passage_found = (
-            any(m.passage_coverage >= th.suspicious_coverage for m, _s, _r in ranked)
-            or "-token passage it shares with" in score.reason
-        )
+        score.passage_found = _passage_found(ranked, score.reason, th)
     widespread = _widespread(p, stats, n, th)
     judged = _judged(p, stats, n, th) if not widespread else None
     if judged is not None:
@@ -315,6 +312,14 @@ def assess(
         for rs in score.roles.values():  # each field's coverage stays: what the best document holds
             rs.found = False
     return score
+
+
+def _passage_found(ranked: Sequence[tuple[DocMatch, Status, str]], reason: str, th: Thresholds) -> bool:
+    """A document holds the passage field, or the status is that of a passage shared with other
+    items found without the item's own text."""
+    return any(m.passage_coverage >= th.suspicious_coverage for m, _s, _r in ranked) or (
+        "-token passage it shares with" in reason
+    )
 
 
 def _judged(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> tuple[Status, str] | None:
