@@ -55,6 +55,7 @@ class PreparedItem:
     answer_ids: np.ndarray  # a multiple-choice answer's tokens, searched after the question
     passage_grams: np.ndarray
     passage_tokens: int
+    passage_key: int  # the passage field's text hashed (0: none)
     key: int  # identical scored text, identical key
     # the short channel's n-grams (SignatureConfig.short_n tokens, inside fields) and where they
     # start; empty when the index has no short channel or the item does not need it (prepare)
@@ -102,10 +103,16 @@ class PreparedItem:
 SHORT_ITEM_TOKENS = 32
 
 
-def prepare(item: BenchmarkItem, n: int, short_n: int = 0, glue: bool = True) -> PreparedItem:
-    """An item's scored text as token ids, n-grams and MATCH_N-grams (module doc). short_n: the
-    index's short channel (0: none); an item under SHORT_ITEM_TOKENS tokens gets its n-grams.
-    glue: work out PreparedItem.glued (only a document's matching reads it)."""
+def _passage_grams(passage: str, n: int) -> tuple[np.ndarray, int]:
+    """A passage field's n-grams and its number of tokens."""
+    toks = tokenize(passage) if passage else []
+    return (rolling_hashes(_ids(toks).view(np.uint64), n).view(np.int64) if toks else np.zeros(0, np.int64)), len(toks)
+
+
+def prepare(item: BenchmarkItem, n: int, short_n: int = 0, glue: bool = True, passage: bool = True) -> PreparedItem:
+    """An item's scored text as token ids, n-grams and MATCH_N-grams (module doc). short_n: the index's short
+    channel (0: none; an item under SHORT_ITEM_TOKENS tokens gets its n-grams); glue: work out PreparedItem.glued
+    (a document's matching reads it); passage: the passage field's n-grams (SharedText needs only its key)."""
     texts: list[tuple[int, str]] = [(QUESTION, t) for t in item.segments("question")]
     texts += [(CHOICES, c) for c in item.segments("choices")]
     choices = [tokenize(c) for _code, c in texts if _code == CHOICES]
@@ -137,8 +144,7 @@ def prepare(item: BenchmarkItem, n: int, short_n: int = 0, glue: bool = True) ->
     else:
         sgrams = sgram_pos = np.zeros(0, dtype=np.int64)
     a_ids = _ids(answer) if answer_is_choice else np.zeros(0, dtype=np.int64)
-    p_toks = tokenize(item.passage) if item.passage else []
-    p_grams = rolling_hashes(_ids(p_toks).view(np.uint64), n).view(np.int64) if p_toks else np.zeros(0, np.int64)
+    p_grams, p_len = _passage_grams(item.passage if passage else "", n)
     return PreparedItem(
         item=item,
         ids=all_ids,
@@ -155,7 +161,8 @@ def prepare(item: BenchmarkItem, n: int, short_n: int = 0, glue: bool = True) ->
         fields=spans,
         answer_ids=a_ids,
         passage_grams=p_grams,
-        passage_tokens=len(p_toks),
+        passage_tokens=p_len,
+        passage_key=xxhash.xxh3_64_intdigest(item.passage.encode("utf-8", "replace")) if item.passage else 0,
         key=xxhash.xxh3_64_intdigest(all_ids.tobytes() + b"|" + a_ids.tobytes()),
         stem=xxhash.xxh3_64_intdigest(all_ids[role == QUESTION].tobytes()),
         sgrams=sgrams,
@@ -285,12 +292,14 @@ class SharedText:
         grams: list[np.ndarray] = []
         mgrams: list[np.ndarray] = []
         asked: list[tuple[int, int, int]] = []  # (question, answer, group) of every item
+        passage_keys: list[int] = []
         for p in items:
             g = keys.setdefault(p.key, len(keys))
             group.append(g)
             grams.append(p.grams)
             mgrams.append(p.mgrams)
             asked.append((p.stem, _answer_key(p), g))
+            passage_keys.append(p.passage_key)
             if each is not None:
                 each(p)
         del keys
@@ -310,16 +319,20 @@ class SharedText:
         self.lone = {
             (stem, answer) for stem, a in stems.items() if len(a) > 1 for answer, gs in a.items() if len(gs) == 1
         }
-        # groups of several items: items with a passage field of their own whose scored text
-        # (question, choices, answer) is the same are one group, told apart only by the passage
-        self.crowded = {g for g, c in enumerate(np.bincount(self.group)) if c > 1} if len(group) else set()
+        # groups of items with the same scored text (question, choices, answer) and passage fields
+        # of their own that differ: told apart only by the passage
+        passages: dict[int, set[int]] = {}
+        for g, key in zip(group, passage_keys, strict=True):
+            if key:
+                passages.setdefault(g, set()).add(key)
+        self.crowded = {g for g, keys in passages.items() if len(keys) > 1}
 
     def passage_tells(self, p: PreparedItem, group: int) -> bool:
         """The item (of `group`) has a passage field of its own, and other items have the same
         scored text (DROP asks "How many yards was the shortest field goal?" of several
         passages, with the same answer): only its passage, scored apart, tells which item a copy
         of that text is."""
-        return p.passage_tokens > 0 and group in self.crowded
+        return len(p.passage_grams) > 0 and group in self.crowded
 
     def stem_answer_tells(self, p: PreparedItem) -> bool:
         """Other items ask the same question, and only this one (and its duplicates) has this

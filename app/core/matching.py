@@ -63,6 +63,7 @@ class DocMatch:
     blocks: list[tuple[int, int, int]]  # (item start, document token start, size), in order
     answer_found: bool
     passage_coverage: float = 0.0
+    passage_near: float = 0.0  # the same, within the passage's length of the region
     near_window: int | None = None
     shared_run: int = 0  # longest verbatim run of text shared with other items
     shared_items: int = 0  # how many items hold that run (this one included)
@@ -183,8 +184,11 @@ def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] 
     # placed by them, a copy would be aligned with its siblings' more often than by its n-grams.
     pos = doc.positions(p.grams)
     grams, width = doc.grams, n
-    if not len(pos) and len(p.passage_grams):
-        pos = doc.positions(p.passage_grams)
+    ppos = doc.positions(p.passage_grams) if len(p.passage_grams) else pos[:0]
+    if len(pos) and len(ppos) and _copies_of_text(p, doc, pos, length):
+        return _padded_cluster(doc, pos, grams, width, length, ppos)  # the passage chooses between copies
+    if not len(pos):
+        pos = ppos
     if not len(pos):
         pos, grams, width = doc.mpositions(p.umgrams), doc.mgrams, MATCH_N
     if len(pos):
@@ -193,10 +197,30 @@ def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] 
     return max(0, lo - length), min(len(doc.ids), hi + length)
 
 
-def _padded_cluster(doc: DocTokens, pos: np.ndarray, grams: np.ndarray, width: int, length: int) -> tuple[int, int]:
+def _copies_of_text(p: PreparedItem, doc: DocTokens, pos: np.ndarray, length: int) -> bool:
+    """Whether the densest cluster of the item's n-grams (at `pos`) holds half its distinct
+    n-grams or more: a copy of its text, which the page may hold more than once (a dump of a
+    benchmark asking one question of many passages), the passage then choosing between them.
+    Between chance matches of a phrase (a question sharing "how many percent were not" with its
+    siblings) the passage does not choose: it would place the item beside a sibling's copy."""
+    lo, hi = densest(pos, 2 * length, 1.0 / occurrences(doc.grams[pos]))
+    inside = pos[(pos >= lo) & (pos <= hi)]
+    return 2 * len(distinct(doc.grams[inside])) >= len(distinct(p.grams))
+
+
+def _padded_cluster(
+    doc: DocTokens, pos: np.ndarray, grams: np.ndarray, width: int, length: int, ties: np.ndarray | None = None
+) -> tuple[int, int]:
     """The densest cluster of the grams at `pos` (each of width tokens; a gram the document holds
-    k times weighs 1/k), padded by `length` tokens on both sides."""
-    lo, hi = densest(pos, 2 * length, 1.0 / occurrences(grams[pos]))
+    k times weighs 1/k), padded by `length` tokens on both sides. ties: positions that weigh
+    less than half a gram in all (the passage's n-grams), to choose between equal clusters."""
+    weights = 1.0 / occurrences(grams[pos])
+    if ties is not None and len(ties):
+        pos = np.concatenate([pos, ties])
+        weights = np.concatenate([weights, np.full(len(ties), 0.5 / (len(ties) + 1))])
+        order = np.argsort(pos, kind="stable")
+        pos, weights = pos[order], weights[order]
+    lo, hi = densest(pos, 2 * length, weights)
     return max(0, lo - length), min(len(doc.ids), hi + width + length)
 
 
@@ -278,6 +302,7 @@ def match_document(
         blocks=_in_document(al.blocks, lo, src),
         answer_found=_answer_found(p, al, matched, region.ids, solution_held),
         passage_coverage=_passage_coverage(p, doc, n),
+        passage_near=_passage_coverage(p, doc, n, (lo, hi)) if len(p.passage_grams) else 0.0,
         near_window=window[0] if window else None,
         shared_run=shared_run,
         shared_items=shared_items,
@@ -302,13 +327,16 @@ def _in_document(blocks: list[tuple[int, int, int]], lo: int, src: np.ndarray | 
     return [(a, lo + int(src[b]), int(src[b + size - 1] - src[b]) + 1) for a, b, size in blocks]
 
 
-def _passage_coverage(p: PreparedItem, doc: DocTokens, n: int) -> float:
+def _passage_coverage(p: PreparedItem, doc: DocTokens, n: int, near: tuple[int, int] | None = None) -> float:
     """Share of the item's passage field whose n-grams the document holds in one place: the
     densest cluster of them, padded by the passage's length (the item's own text, placed apart,
-    may be on either side of it, or elsewhere)."""
+    may be on either side of it, or elsewhere); near: only within the passage's length of that
+    document range (the item's region)."""
     if not len(p.passage_grams) or not p.passage_tokens:
         return 0.0
     pos = doc.positions(p.passage_grams)
+    if near is not None:
+        pos = pos[(pos >= near[0] - p.passage_tokens) & (pos < near[1] + p.passage_tokens)]
     if not len(pos):
         return 0.0
     lo, hi = _padded_cluster(doc, pos, doc.grams, n, max(p.passage_tokens, n))

@@ -156,7 +156,7 @@ def verdict(
     text (SharedText.passage_tells): without the passage, the document's copy may be theirs, so
     it is at most suspicious."""
     status, reason = _verdict(p, m, n, th, stem_tells)
-    if passage_tells and status is Status.CONTAMINATED and m.passage_coverage < th.suspicious_coverage:
+    if passage_tells and status is Status.CONTAMINATED and m.passage_near < th.suspicious_coverage:
         return Status.SUSPICIOUS, (
             f"{reason}, but not its passage: other items have the same text about other passages"
         )

@@ -69,7 +69,7 @@ def answer_of(answer: object, choices: Sequence[str], strict: bool = False) -> s
     request naming its items one by one): refused instead."""
     if isinstance(answer, str) and choices and answer.strip() not in choices:
         digits = answer.strip()
-        if digits.isascii() and digits.removeprefix("-").isdigit():  # "1" as a benchmark file's reader takes it
+        if digits.isascii() and digits.removeprefix("-").isdigit() and len(digits) <= 18:  # as a file's reader does
             answer = int(digits)
     if isinstance(answer, numbers.Integral) and not isinstance(answer, bool) and choices:
         answer = int(answer)  # numpy's integers too (a DataFrame's column), not only Python's

@@ -19,6 +19,7 @@ import gzip
 import io
 import lzma
 import numbers
+import re
 import shutil
 import tempfile
 import zlib
@@ -91,8 +92,8 @@ LETTER_COLUMNS += [
         for sep in ("", "_")
         for suffixes in ("01234", "12345", "ABCDE", "abcde")
     )
-    # NarrativeQA's answer1/answer2 are two correct answers, not choices: answers are lettered
-    if cols not in LETTER_COLUMNS and not (cols[0].startswith("answer") and cols[0][-1].isdigit())
+    # NarrativeQA's answer1/answer2 are two correct answers, not choices (CosmosQA's answer0-3 are)
+    if cols not in LETTER_COLUMNS and not (cols[0].startswith("answer") and cols[0].endswith("1"))
 ]
 
 
@@ -250,6 +251,9 @@ def _csv(stream: BinaryIO, filename: str, delimiter: str, max_field: int) -> Ite
         raise InputError(f"{filename}: row {i + 1} is not valid CSV ({exc})") from exc
 
 
+_CR_LINE = re.compile(r"(?<=\r)(?!\n)")  # after a CR that no LF follows
+
+
 def _utf8_lines(stream: BinaryIO, filename: str) -> Iterator[str]:
     """The file's lines as text, line endings kept (as csv wants them), each decoded on its own
     so that a byte that is not UTF-8 is named by its line (decoded ahead in blocks, it was put
@@ -261,7 +265,11 @@ def _utf8_lines(stream: BinaryIO, filename: str) -> Iterator[str]:
             raise InputError(
                 f"{filename}: line {lineno} is not UTF-8 text (its byte {exc.start + 1}); re-encode the file as UTF-8"
             ) from exc
-        yield text.removeprefix("\ufeff") if lineno == 1 else text
+        text = text.removeprefix("\ufeff") if lineno == 1 else text
+        if "\r" in text.rstrip("\r\n"):  # lines ended by CR alone (old Mac tools): csv wants them apart
+            yield from _CR_LINE.split(text)
+        else:
+            yield text
 
 
 PARQUET_BATCH = 1000  # rows converted to Python at a time
@@ -501,7 +509,7 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
     else:
         for cols in LETTER_COLUMNS:
             present = [k for k in cols if k in rec]
-            if len(present) >= 2:
+            if len(present) >= 2 and cols[0] in rec:  # from the first: answer1/answer2 are not answer0-4
                 mapping["choices"] = present
                 break
     a = _first(rec, tuple(k for k in ANSWER_KEYS if k not in (mapping.get("choices"), q, p)))
@@ -525,7 +533,7 @@ def _int_like(value: Any) -> int | None:
         return int(value)
     if isinstance(value, str):
         s = value.strip()
-        if s.isascii() and s.removeprefix("-").isdigit():
+        if s.isascii() and s.removeprefix("-").isdigit() and len(s) <= 18:  # int() refuses 4,300 digits
             return int(s)
     return None
 
@@ -686,11 +694,6 @@ def _mapping_for(rec: Mapping[str, Any], given: dict[str, Any], filename: str, r
     """The roles detected on the first record, under those the user gave: a partial mapping
     leaves detection of the other roles on (a detected role never reuses a given field)."""
     named = {r: f for r, f in given.items() if r != ANSWER_BASE}
-    missing = [f"{r}={x}" for r, f in named.items() for x in _fields(f) if x not in rec]
-    if missing:
-        raise InputError(
-            f"{filename}: row {row}: field mapping names no field of it: {', '.join(missing)}; fields: {sorted(rec)}"
-        )
     taken = {x for f in named.values() for x in _fields(f)}
     detected = detect_mapping(rec)
     used = {r: f for r, f in detected.items() if r not in given and not taken & set(_fields(f))}
@@ -751,12 +754,17 @@ def iter_benchmark(
     `used`, if given, receives the role mapping once the first record is read; `keep_raw`: keep
     each item's record (the scanner does not need it)."""
     given = _given_mapping(mapping)
+    unseen = {f"{r}={x}": x for r, f in given.items() if r != ANSWER_BASE for x in _fields(f)}  # named, no row has
+    first: list[str] = []
     found: dict[str, Any] | None = None
     n = base = 0
     for row, raw in benchmark_records(data, filename, limits):
         _nested_within(raw, limits.json_depth, filename, row)
         rec = known_layout(raw)
+        if unseen:
+            unseen = {k: x for k, x in unseen.items() if x not in rec}
         if found is None:
+            first = sorted(rec)
             found = _mapping_for(rec, given, filename, row)
             counted_from = _base_of(data, filename, limits, rec, found)
             if counted_from is not None:  # said with the fields, and kept with a report's mapping
@@ -772,6 +780,10 @@ def iter_benchmark(
         yield item if keep_raw else dataclasses.replace(item, raw={})
     if not n:
         raise InputError(f"{filename}: no items in the file")
+    if unseen:  # `choices=nosuch` left every item without choices, its label the answer text
+        raise InputError(
+            f"{filename}: the field mapping names a field no row has: {', '.join(unseen)}; fields: {first}"
+        )
 
 
 def _base_of(data: Source, filename: str, limits: Limits, first: dict[str, Any], mapping: dict[str, Any]) -> int | None:
@@ -780,11 +792,11 @@ def _base_of(data: Source, filename: str, limits: Limits, first: dict[str, Any],
     choices without labels of their own; None for a file with no such answers."""
     if "answer" not in mapping or mapping["answer"] == "target_scores":
         return None
+    if ANSWER_BASE in mapping:  # the user's word, whatever the first record's answer is
+        return int(mapping[ANSWER_BASE])
     choices, labels = _item_choices(first, mapping)
     if labels or len(choices) < 2 or _int_like(_get(first, mapping["answer"])) is None:
         return None
-    if ANSWER_BASE in mapping:
-        return int(mapping[ANSWER_BASE])
 
     def records() -> Iterator[dict[str, Any]]:
         try:

@@ -740,7 +740,9 @@ class _Bench:
             if reading is not None and len(cols["ids"]) % READ_EVERY == 0:
                 reading(len(cols["ids"]))
 
-        shared = SharedText((prepare(dataclasses.replace(it, passage="", raw={}), n, glue=False) for it in items), keep)
+        shared = SharedText(
+            (prepare(dataclasses.replace(it, raw={}), n, glue=False, passage=False) for it in items), keep
+        )
         parts: dict[str, np.ndarray] = {}
         for k, dtype, offsets in (
             ("ids", np.int64, "tok_at"),
@@ -807,6 +809,7 @@ class _Bench:
             answer_ids=_EMPTY,
             passage_grams=_EMPTY,
             passage_tokens=0,
+            passage_key=0,
             key=0,
         )
 

@@ -246,6 +246,30 @@ def test_an_item_whose_text_others_have_with_other_passages_needs_its_own_passag
     assert "not its passage" in s["b"].reason
 
 
+def test_passage_fields_tell_apart_copies_on_one_page() -> None:
+    """Three cases a review found. (1) The page holds the question alone, then the passage, the
+    question and the answer: placed by the question's n-grams alone, the region went to the first
+    copy (equal weight) and the item was clean; the passage's n-grams now break such ties. (2) The
+    same item listed twice (same passage) is not told apart by its passage: a copy of its text
+    without the passage stays contaminated. (3) Another item's passage elsewhere on the page is no
+    passage of this item's copy: the passage is looked for beside the copy."""
+    q = "How many yards was the shortest field goal of the game?"
+    other_passage = "The Bears opened the scoring with a long drive that ended in a short field goal in the rain."
+    a = BenchmarkItem("a", 0, question=q, passage=PARMA, answer="24")
+    b = BenchmarkItem("b", 1, question=q, passage=other_passage, answer="31")
+    others = [BenchmarkItem(f"o{k}", 2 + k, question=c, answer="yes") for k, c in enumerate(CLAIMS)]
+    page = f"{FILLER} Question: {q} {FILLER} {PARMA} Question: {q} Answer: 24. {FILLER}"
+    s = scan([a, b, *others], {"page": page})["a"]
+    assert s.status == Status.CONTAMINATED and s.answer_found, s.reason
+    twin = BenchmarkItem("a2", 1, question=q, passage=PARMA, answer="24")
+    s = scan([a, twin, *others], {"page": f"{FILLER} Question: {q} Answer: 24. {FILLER}"})["a"]
+    assert s.status == Status.CONTAMINATED, s.reason
+    b24 = BenchmarkItem("b", 1, question=q, passage=other_passage, answer="24")
+    page = f"{FILLER} {PARMA} Question: {q} Answer: 24. {FILLER} {other_passage} {FILLER}"
+    s = scan([a, b24], {"page": page})["b"]
+    assert s.status == Status.SUSPICIOUS and "not its passage" in s.reason, s.reason
+
+
 def test_a_page_of_several_copies_does_not_make_the_passage_a_siblings_own_text() -> None:
     """A page holds an unrelated item's copy and, beside it, item 1's (its question lightly
     edited). Each explains part of what the page holds of item 2: the passage is item 1's, so

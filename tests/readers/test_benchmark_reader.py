@@ -330,3 +330,28 @@ def test_a_csv_byte_that_is_not_utf8_is_named_by_its_line() -> None:
         read_benchmark(("\r\n".join(rows) + "\r\n").encode("latin-1"), "b.csv")
     quoted = b'question,answer\r\n"a question over\r\ntwo lines?",yes\r\n'  # a field's line break kept
     assert [it.question for it in read_benchmark(quoted, "b.csv")[0]] == ["a question over\r\ntwo lines?"]
+
+
+def test_review_cases_of_layouts_and_answers() -> None:
+    """answer_base given is used whatever the first record's answer (it was ignored when that was
+    text); CosmosQA's answer0-answer3 with a label are choices (NarrativeQA's answer1/answer2 are
+    not); a CSV whose lines end with CR alone is read; a field the first row lacks but later rows
+    have is taken (a field no row has is refused, at the end); 5,000 digits are no index (int()
+    refuses them: a 500 on upload)."""
+    rows = [{"question": f"Which colour {k}?", "choices": ["red", "green", "blue"], "answer": a}
+            for k, a in enumerate(["blue", 1, 2])]  # fmt: skip
+    items, used = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "b.jsonl", {"answer_base": 1})
+    assert [it.answer for it in items] == ["blue", "red", "green"] and used["answer_base"] == "1"
+    cosmos = {"context": "A story.", "question": "Why?", "answer0": "a", "answer1": "b", "answer2": "c", "answer3": "d",
+              "label": 2}  # fmt: skip
+    assert _answers([cosmos]) == ["c"]
+    assert [it.answer for it in read_benchmark(b"question,answer\rFirst one?,a\rSecond one?,b\r", "b.csv")[0]] == [
+        "a",
+        "b",
+    ]
+    sparse = [{"question": "First question here?"}, {"question": "Second question here?", "rationale": "Because."}]
+    data = "".join(json.dumps(r) + "\n" for r in sparse).encode()
+    items, _used = read_benchmark(data, "b.jsonl", {"solution": "rationale"})
+    assert [it.solution for it in items] == ["", "Because."]
+    long = {"question": "Pick one of these three", "choices": ["a", "b", "c"], "answer": "7" * 5000}
+    assert _answers([long]) == ["7" * 5000]
