@@ -144,6 +144,16 @@ def index(
     _tell(summary, paths)
 
 
+def _tell_where(summary: IndexSummary, reasons: set[str]) -> None:
+    """Where the first records of each reason were, file by file (of the files indexed)."""
+    for f in summary.files:
+        places = {k: v for k, v in f.skipped_at.items() if k in reasons and v}
+        if f.status == "done" and places:
+            more = {k: f.skipped.get(k, 0) > len(v) for k, v in places.items()}
+            said = "; ".join(f"{k} at {', '.join(v)}{', ...' if more[k] else ''}" for k, v in places.items())
+            typer.echo(f"  {f.path}: {said}", err=True)
+
+
 def _tell(summary: IndexSummary, paths: list[Path]) -> None:
     """On stderr, what the JSON summary alone would leave unsaid: a folder's files of other types
     not read, records left out or repaired, and the files that failed (exit 1)."""
@@ -157,6 +167,7 @@ def _tell(summary: IndexSummary, paths: list[Path]) -> None:
         if counts:  # said where it is seen too, not only in the JSON (`contam corpora NAME` keeps it)
             reasons = ", ".join(f"{k}={v}" for k, v in counts.items())
             typer.echo(f"{sum(counts.values())} record(s) {what}: {reasons}", err=True)
+            _tell_where(summary, set(counts))
     if repaired:  # Latin-1 from an old tool: its accented letters are lost, not its words
         typer.echo(
             "  (their bytes that are not UTF-8 became U+FFFD; to keep those characters, re-encode the file as "

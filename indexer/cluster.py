@@ -49,7 +49,7 @@ from sqlalchemy.exc import OperationalError
 
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import ConfigError, ContamError, CorruptFileError
-from contam.app.readers.corpus import RawDocument, find_files, read_documents, why_no_documents
+from contam.app.readers.corpus import RawDocument, Skipped, find_files, read_documents, why_no_documents
 from contam.app.services.database import connect
 from contam.app.services.indexing import (
     CorpusWriter,
@@ -282,7 +282,7 @@ def _write_file(writes: _Writes, c: Claimed, cfg: SignatureConfig, opts: IndexOp
     if file_id is None:
         report.status = "unchanged"
         return report
-    skipped: Counter[str] = Counter()
+    skipped = Skipped()
     try:
         docs = read_documents(c.path, skipped, opts.text_field, opts.id_field, opts.limit)
         for batch in batches(docs, opts):
@@ -301,7 +301,7 @@ def _write_file(writes: _Writes, c: Claimed, cfg: SignatureConfig, opts: IndexOp
         report.status, report.error = "failed", exc.message
     finally:
         writes.drain()
-    report.skipped = dict(sorted(skipped.items()))
+    report.skipped, report.skipped_at = dict(sorted(skipped.items())), skipped.where
     if report.status == "done" and report.documents == 0:  # zero is never silent
         report.status, report.error = "failed", f"{c.path}: {why_no_documents(c.path, opts.text_field, skipped)}"
     if report.status != "done":

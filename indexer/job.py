@@ -19,7 +19,7 @@ import json
 import os
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
@@ -31,7 +31,7 @@ from sqlalchemy import Engine
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import CorruptFileError
 from contam.app.processes import exit_with
-from contam.app.readers.corpus import RawDocument, find_files, read_documents, why_no_documents
+from contam.app.readers.corpus import RawDocument, Skipped, find_files, read_documents, why_no_documents
 from contam.app.services.indexing import file_indexed, forget_failures, indexing_run, older_versions, open_corpus
 from contam.indexer.options import IndexOptions as IndexOptions  # re-exported: bench/eval.py imports it here
 from contam.indexer.progress import NoProgress, Progress
@@ -169,7 +169,7 @@ class IndexJob:
             return
         queued.add(chash)
         writer.inbox.put(FileStart(path, size, chash))
-        skipped: Counter[str] = Counter()
+        skipped = Skipped()
         error = None
         documents = 0
         try:

@@ -20,6 +20,7 @@ class FileReport:
     bytes: int = 0  # file size on disk
     text_bytes: int = 0  # characters of document text read
     skipped: dict[str, int] = field(default_factory=dict)  # records by reason: left out, or repaired (REPAIRS)
+    skipped_at: dict[str, list[str]] = field(default_factory=dict)  # reason -> where the first few were
     error: str | None = None
     seconds: float = 0.0
 

@@ -143,6 +143,7 @@ class Writer(threading.Thread):
             return
         end = self._batches(file_id, report)
         report.skipped = dict(sorted(end.skipped.items()))
+        report.skipped_at = dict(getattr(end.skipped, "where", {}))
         if end.error is not None:
             self._fail(start, report, end.error)
             return

@@ -196,6 +196,31 @@ class _Transcoded(io.RawIOBase):
         super().close()
 
 
+class Skipped(Counter[str]):
+    """Records skipped or repaired, by reason (a Counter), and where the first few of each were
+    (`where`: reason -> ["line 4", ...]): the readers say where they are (`at`) as they read."""
+
+    SHOWN = 3
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.at = ""
+        self.where: dict[str, list[str]] = {}
+
+    def __setitem__(self, key: str, value: int) -> None:
+        if self.at and value > self.get(key, 0):
+            places = self.where.setdefault(key, [])
+            if len(places) < self.SHOWN:
+                places.append(self.at)
+        super().__setitem__(key, value)
+
+
+def _at(skipped: Counter[str], place: str) -> None:
+    """Say where the reader is, for a Skipped count (a plain Counter keeps no places)."""
+    if isinstance(skipped, Skipped):
+        skipped.at = place
+
+
 # reasons counted for records that were indexed, repaired, not left out
 REPAIRS = frozenset({"invalid_utf8_replaced"})
 
@@ -243,6 +268,7 @@ def _read_lines(stream: IO[bytes], skipped: Counter[str], max_bytes: int) -> Ite
         if not line:
             return
         lineno += 1
+        _at(skipped, f"line {lineno}")
         if len(line) > max_bytes and not line.endswith(b"\n"):
             skipped["record_too_long"] += 1
             while True:  # drain the rest of the line
@@ -283,6 +309,7 @@ def _json_records(path: Path, skipped: Counter[str], max_bytes: int) -> Generato
             row = 0
             try:
                 for row, obj in enumerate(ijson.items(stream, "item", use_float=True), 1):
+                    _at(skipped, f"record {row}")
                     yield row, obj, False
             except ijson.JSONError as exc:
                 where = f"after record {row}" if row else "before its first record"
@@ -474,6 +501,7 @@ def _batch_documents(
 ) -> Iterator[RawDocument]:
     """The documents of one column batch (Parquet or Arrow) whose rows start at first_row."""
     for row, (value, ident) in enumerate(zip(texts, ids, strict=True), first_row):
+        _at(skipped, f"row {row}")
         text = _text_of(value, skipped)
         if text is not None:
             yield RawDocument(_id_of(ident, f"{path.name}:{row}"), row, text)

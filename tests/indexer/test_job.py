@@ -146,6 +146,9 @@ def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url
     assert "(skipped: malformed_json=1, missing_text=1) (repaired: invalid_utf8_replaced=1)" in result.stderr
     # said at the end whatever the progress mode, not only in the JSON
     assert "2 record(s) left out: malformed_json=1, missing_text=1" in result.stderr
+    # and where they were, file by file (counts alone sent users through the file looking)
+    assert f"  {path}: missing_text at line 2; malformed_json at line 4" in result.stderr
+    assert f"  {path}: invalid_utf8_replaced at line 1" in result.stderr
     assert "1 record(s) indexed with invalid UTF-8 replaced: invalid_utf8_replaced=1" in result.stderr
     assert "iconv -f latin1 -t utf-8, and index it into a new corpus" in result.stderr  # what to do about it
     assert "re-encode it as UTF-8" in result.stderr and "repaired" not in result.stderr.split("wide.jsonl")[-1]

@@ -217,3 +217,28 @@ def test_a_corpus_file_in_utf32_is_told_to_be_reencoded(tmp_path: Path) -> None:
     with pytest.raises(CorruptFileError, match="before its first record") as err:
         list(read_jsonl(latin, "text", "id", Counter()))
     assert "record 0" not in str(err.value) and "re-encode it as UTF-8" in str(err.value)
+
+
+def test_skipped_records_say_where_they_were(tmp_path: Path) -> None:
+    """A Skipped count keeps the first places of each reason (lines of JSON lines, records of a
+    JSON array, rows of Parquet); a plain Counter keeps the counts only, as before."""
+    from contam.app.readers.corpus import Skipped
+
+    lines = ['{"id": 1, "text": "kept"}', "not json", '{"id": 3}', "[1, 2]", "also not json"] + ["bad"] * 3
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n")
+    skipped = Skipped()
+    assert [d.text for d in read_documents(tmp_path / "a.jsonl", skipped)] == ["kept"]
+    assert skipped == {"malformed_json": 5, "missing_text": 1, "not_an_object": 1}
+    assert skipped.where == {
+        "malformed_json": ["line 2", "line 5", "line 6"],  # the first three
+        "missing_text": ["line 3"],
+        "not_an_object": ["line 4"],
+    }
+    (tmp_path / "b.json").write_text(json.dumps([{"id": 1, "text": "kept"}, {"id": 2}]))
+    skipped = Skipped()
+    list(read_documents(tmp_path / "b.json", skipped))
+    assert skipped.where == {"missing_text": ["record 2"]}
+    pq.write_table(pa.table({"id": ["a", "b"], "text": ["kept", None]}), tmp_path / "c.parquet")
+    skipped = Skipped()
+    list(read_documents(tmp_path / "c.parquet", skipped))
+    assert skipped.where == {"missing_text": ["row 1"]}
