@@ -286,6 +286,9 @@ def match_document(
     own, own_hit, competitor, competitor_found = _own_text(
         i, items, stats, shared, region, matched, al, th, present, doc, n, (lo, hi), cache
     )
+    if len(p.passage_grams):  # what the question quotes of its passage is found in any copy of the passage
+        quoted = tokens_of(p, p.gram_pos[member(p.grams, distinct(p.passage_grams))], n)
+        own, own_hit = own & ~quoted, own_hit & ~quoted
     solution_held = _solution_share(p, own, own_hit)
     counted = _counted(p, solution_held)
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)

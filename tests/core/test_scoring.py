@@ -246,6 +246,21 @@ def test_an_item_whose_text_others_have_with_other_passages_needs_its_own_passag
     assert "not its passage" in s["b"].reason
 
 
+def test_what_a_question_quotes_of_its_passage_is_no_evidence() -> None:
+    """SQuAD's questions quote their passage ("the system presently comprises four urban routes"):
+    a page holding the passage alone (Wikipedia's, in any web corpus) held a six-word run of the
+    question and made it suspicious. The quoted words are found wherever the passage is, so they
+    are not the item's own text; the question copied whole is still contaminated."""
+    q = "Which municipal company runs what forms part of the public transport network of the city and comune of Parma?"
+    item = BenchmarkItem("parma", 0, question=q, passage=PARMA, answer="the municipal company")
+    others = [BenchmarkItem(f"o{k}", 1 + k, question=c, answer="yes") for k, c in enumerate(CLAIMS)]
+    alone = scan([item, *others], {"wiki": f"{FILLER} {PARMA} {FILLER}"})["parma"]
+    assert alone.status == Status.CLEAN and alone.passage_found, alone.reason
+    page = f"{FILLER} {PARMA} Question: {q} Answer: the municipal company. {FILLER}"
+    copied = scan([item, *others], {"page": page})["parma"]
+    assert copied.status == Status.CONTAMINATED and copied.answer_found, copied.reason
+
+
 def test_passage_fields_tell_apart_copies_on_one_page() -> None:
     """Three cases a review found. (1) The page holds the question alone, then the passage, the
     question and the answer: placed by the question's n-grams alone, the region went to the first
