@@ -259,10 +259,9 @@ def _not_utf8(path: Path, sample: int = 1 << 16) -> bool:
     return False
 
 
-def _read_lines(stream: IO[bytes], skipped: Counter[str], max_bytes: int) -> Iterator[tuple[int, bytes]]:
+def _read_lines(buffered: io.BufferedReader, skipped: Counter[str], max_bytes: int) -> Iterator[tuple[int, bytes]]:
     """(line number, line) pairs; over-long lines are skipped without holding them in memory."""
     lineno = 0
-    buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(cast(Any, stream), 1 << 20)
     while True:
         line = buffered.readline(max_bytes + 1)
         if not line:
