@@ -75,8 +75,13 @@ def test_a_job_rides_out_a_short_outage(indexed: Engine) -> None:
 
 
 def test_a_job_fails_with_the_reason_when_the_outage_outlasts_its_retries(indexed: Engine) -> None:
-    Outage(indexed, at="SET done_items", seconds=0.6)
-    svc = _service(indexed, retry_seconds=0.3)  # progress gives up before the database is back
+    # Retries back off 0.05 s doubling, so with 1 s of them the progress write is tried last at
+    # 1.55 s and gives up; the failure's own retries try last at 3.1 s. The database is back at
+    # 2.3 s, between the two with 0.75 s to spare on each side. (It was 0.6 s against 0.3 s of
+    # retries, tried last at 0.35 and 0.7 s: a loaded CI run's late retry found the database
+    # back, and the job ran to "done".)
+    Outage(indexed, at="SET done_items", seconds=2.3)
+    svc = _service(indexed, retry_seconds=1.0)
     rid = svc.submit(BENCH, "b.jsonl")
     rep = _wait(svc, rid)
     assert rep["status"] == "failed"
