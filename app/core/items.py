@@ -18,7 +18,7 @@ import numpy as np
 import xxhash
 
 from contam.app.core.align import covered
-from contam.app.core.arrays import distinct, find_sorted, key_directory, top_groups
+from contam.app.core.arrays import distinct, find_sorted, key_directory, member, top_groups
 from contam.app.core.config import Thresholds
 from contam.app.core.signatures import rolling_hashes, token_hashes
 from contam.app.core.text import tokenize, tokenize_spans
@@ -65,6 +65,9 @@ class PreparedItem:
     # ("3.14", "1,500", "x^8+4x^6", "is_palindrome(s)"), as the one token a copy with that
     # punctuation dropped holds ("314"): app.core.matching reads such a token as the run
     glued: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
+    # bool per token: inside an n-gram of the item that its passage field holds (what a question
+    # quotes of its passage, found in any copy of it); None without a passage field
+    quoted: np.ndarray | None = None
 
     @property
     def n_tokens(self) -> int:
@@ -103,16 +106,23 @@ class PreparedItem:
 SHORT_ITEM_TOKENS = 32
 
 
-def _passage_grams(passage: str, n: int) -> tuple[np.ndarray, int]:
-    """A passage field's n-grams and its number of tokens."""
+def _passage_grams(
+    passage: str, n: int, grams: np.ndarray, gram_pos: np.ndarray, n_tokens: int
+) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """A passage field's n-grams, its number of tokens, and which of the item's tokens are inside
+    its n-grams (`grams` at `gram_pos`) that the passage holds: what the question quotes of it."""
     toks = tokenize(passage) if passage else []
-    return (rolling_hashes(_ids(toks).view(np.uint64), n).view(np.int64) if toks else np.zeros(0, np.int64)), len(toks)
+    if not toks:
+        return np.zeros(0, np.int64), 0, None
+    p_grams = rolling_hashes(_ids(toks).view(np.uint64), n).view(np.int64)
+    quoted = np.zeros(n_tokens, dtype=bool)
+    quoted[gram_pos[member(grams, distinct(p_grams))]] = True
+    return p_grams, len(toks), covered(quoted, n, n_tokens)
 
 
 def prepare(item: BenchmarkItem, n: int, short_n: int = 0, glue: bool = True, passage: bool = True) -> PreparedItem:
-    """An item's scored text as token ids, n-grams and MATCH_N-grams (module doc). short_n: the index's short
-    channel (0: none; an item under SHORT_ITEM_TOKENS tokens gets its n-grams); glue: work out PreparedItem.glued
-    (a document's matching reads it); passage: the passage field's n-grams (SharedText needs only its key)."""
+    """An item's scored text as token ids, n-grams and MATCH_N-grams (module doc); short_n: the short channel (0:
+    none), glue: work out PreparedItem.glued, passage: the passage field's n-grams (SharedText needs its key only)."""
     texts: list[tuple[int, str]] = [(QUESTION, t) for t in item.segments("question")]
     texts += [(CHOICES, c) for c in item.segments("choices")]
     choices = [tokenize(c) for _code, c in texts if _code == CHOICES]
@@ -144,7 +154,7 @@ def prepare(item: BenchmarkItem, n: int, short_n: int = 0, glue: bool = True, pa
     else:
         sgrams = sgram_pos = np.zeros(0, dtype=np.int64)
     a_ids = _ids(answer) if answer_is_choice else np.zeros(0, dtype=np.int64)
-    p_grams, p_len = _passage_grams(item.passage if passage else "", n)
+    p_grams, p_len, quoted = _passage_grams(item.passage if passage else "", n, grams, gram_pos, len(all_ids))
     return PreparedItem(
         item=item,
         ids=all_ids,
@@ -162,6 +172,7 @@ def prepare(item: BenchmarkItem, n: int, short_n: int = 0, glue: bool = True, pa
         answer_ids=a_ids,
         passage_grams=p_grams,
         passage_tokens=p_len,
+        quoted=quoted,
         passage_key=xxhash.xxh3_64_intdigest(item.passage.encode("utf-8", "replace")) if item.passage else 0,
         key=xxhash.xxh3_64_intdigest(all_ids.tobytes() + b"|" + a_ids.tobytes()),
         stem=xxhash.xxh3_64_intdigest(all_ids[role == QUESTION].tobytes()),

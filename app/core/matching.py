@@ -170,11 +170,14 @@ class DocTokens:
         return positions_of(ranked, order, mgrams)
 
 
-def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] | None) -> tuple[int, int]:
+def region_for(
+    p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] | None, ppos: np.ndarray | None = None
+) -> tuple[int, int]:
     """The bounded document range to align: the densest cluster of the item's n-grams (or the
     near-duplicate window), padded by the item's length on both sides. An n-gram weighs 1/k where
     the document holds it k times, so a run of siblings repeating the item's frame ("Turn left.
-    Take 3 steps.") does not outweigh the one place that holds each of the item's n-grams."""
+    Take 3 steps.") does not outweigh the one place that holds each of the item's n-grams.
+    ppos: where the document holds the passage field's n-grams, if the caller has them."""
     length = max(p.n_tokens, n)
     # Placed by the item's own n-grams: a passage given as a field of its own (scored apart, and
     # often several times the question's length) would place the range inside itself, away from
@@ -184,7 +187,8 @@ def region_for(p: PreparedItem, doc: DocTokens, n: int, window: tuple[int, int] 
     # placed by them, a copy would be aligned with its siblings' more often than by its n-grams.
     pos = doc.positions(p.grams)
     grams, width = doc.grams, n
-    ppos = doc.positions(p.passage_grams) if len(p.passage_grams) else pos[:0]
+    if ppos is None:
+        ppos = doc.positions(p.passage_grams) if len(p.passage_grams) else pos[:0]
     if len(pos) and len(ppos) and _copies_of_text(p, doc, pos, length):
         return _padded_cluster(doc, pos, grams, width, length, ppos)  # the passage chooses between copies
     if not len(pos):
@@ -278,7 +282,8 @@ def match_document(
     chunk share candidate documents and competitors)."""
     p = items[i]
     cache = MatchCache() if cache is None else cache
-    lo, hi = region_for(p, doc, n, window)
+    ppos = doc.positions(p.passage_grams) if len(p.passage_grams) else None  # asked three times below
+    lo, hi = region_for(p, doc, n, window, ppos)
     region, src = _unglued(p, Region.of(doc, lo, hi, n), n)  # not kept: few items share it
     al = align_fields(p.id_list, region.id_list, p.whole, p.fields)
     present = member(p.mgrams, region.mgrams)
@@ -286,9 +291,8 @@ def match_document(
     own, own_hit, competitor, competitor_found = _own_text(
         i, items, stats, shared, region, matched, al, th, present, doc, n, (lo, hi), cache
     )
-    if len(p.passage_grams):  # what the question quotes of its passage is found in any copy of the passage
-        quoted = tokens_of(p, p.gram_pos[member(p.grams, distinct(p.passage_grams))], n)
-        own, own_hit = own & ~quoted, own_hit & ~quoted
+    if p.quoted is not None:  # what the question quotes of its passage is found in any copy of the passage
+        own, own_hit = own & ~p.quoted, own_hit & ~p.quoted
     solution_held = _solution_share(p, own, own_hit)
     counted = _counted(p, solution_held)
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
@@ -304,8 +308,8 @@ def match_document(
         region=(lo, hi),
         blocks=_in_document(al.blocks, lo, src),
         answer_found=_answer_found(p, al, matched, region.ids, solution_held),
-        passage_coverage=_passage_coverage(p, doc, n),
-        passage_near=_passage_coverage(p, doc, n, (lo, hi)) if len(p.passage_grams) else 0.0,
+        passage_coverage=_passage_coverage(p, doc, n, ppos),
+        passage_near=_passage_coverage(p, doc, n, ppos, (lo, hi)),
         near_window=window[0] if window else None,
         shared_run=shared_run,
         shared_items=shared_items,
@@ -330,14 +334,15 @@ def _in_document(blocks: list[tuple[int, int, int]], lo: int, src: np.ndarray | 
     return [(a, lo + int(src[b]), int(src[b + size - 1] - src[b]) + 1) for a, b, size in blocks]
 
 
-def _passage_coverage(p: PreparedItem, doc: DocTokens, n: int, near: tuple[int, int] | None = None) -> float:
+def _passage_coverage(
+    p: PreparedItem, doc: DocTokens, n: int, pos: np.ndarray | None, near: tuple[int, int] | None = None
+) -> float:
     """Share of the item's passage field whose n-grams the document holds in one place: the
     densest cluster of them, padded by the passage's length (the item's own text, placed apart,
     may be on either side of it, or elsewhere); near: only within the passage's length of that
-    document range (the item's region)."""
-    if not len(p.passage_grams) or not p.passage_tokens:
+    document range (the item's region). pos: where the document holds the passage's n-grams."""
+    if pos is None or not p.passage_tokens:
         return 0.0
-    pos = doc.positions(p.passage_grams)
     if near is not None:
         pos = pos[(pos >= near[0] - p.passage_tokens) & (pos < near[1] + p.passage_tokens)]
     if not len(pos):
