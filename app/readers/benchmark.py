@@ -625,6 +625,7 @@ def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int
         return _get(rec, field)
 
     choices, labels = _item_choices(rec, mapping)
+    listed = get(mapping["choices"]) if "choices" in mapping else None
     answer = ""
     if "answer" in mapping:
         value = get(mapping["answer"])
@@ -634,7 +635,7 @@ def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int
             answer = ""  # a class label (NLI's 0-2; -1: unlabelled) of an item without choices is no text
         else:
             answer = _answer(value, choices, labels, base)
-    elif _flags(labels, choices) and isinstance(get(mapping["choices"]), dict) and "labels" in get(mapping["choices"]):
+    elif isinstance(listed, dict) and "labels" in listed and _flags(labels, choices):
         answer = choices[labels.index(1)]  # TruthfulQA's {choices, labels}: 1 marks the correct choice
     ident = get(mapping["id"]) if "id" in mapping else None
     return BenchmarkItem(
@@ -758,9 +759,7 @@ def iter_benchmark(
     first: list[str] = []
     found: dict[str, Any] | None = None
     n = base = 0
-    for row, raw in benchmark_records(data, filename, limits):
-        _nested_within(raw, limits.json_depth, filename, row)
-        rec = known_layout(raw)
+    for row, rec in _layout_records(data, filename, limits):
         if unseen:
             unseen = {k: x for k, x in unseen.items() if x not in rec}
         if found is None:
@@ -800,13 +799,19 @@ def _base_of(data: Source, filename: str, limits: Limits, first: dict[str, Any],
 
     def records() -> Iterator[dict[str, Any]]:
         try:
-            for row, raw in benchmark_records(data, filename, limits):
-                _nested_within(raw, limits.json_depth, filename, row)
-                yield known_layout(raw)
+            for _row, rec in _layout_records(data, filename, limits):
+                yield rec
         except InputError:  # said by the items' own reading, at its row, after the items before it
             return
 
     return index_base(records(), mapping)
+
+
+def _layout_records(data: Source, filename: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row, record) of a benchmark file, each checked for depth and flattened from a known layout."""
+    for row, raw in benchmark_records(data, filename, limits):
+        _nested_within(raw, limits.json_depth, filename, row)
+        yield row, known_layout(raw)
 
 
 # ---------------------------------------------------------------- the layouts ML teams hold
