@@ -51,10 +51,14 @@ QUESTION_KEYS = (
     "query",
     "instruction",
     "sentence",
+    "claim",  # fact checking (FEVER, SciFact)
     "text",
     "hypothesis",  # NLI: judged beside its premise (a passage)
 )
-PASSAGE_KEYS = ("passage", "context", "paragraph", "article", "story", "premise")
+# text an item's question is asked about, often shared by several items (a reading passage, a
+# database schema); with no question field, the item's own text (a summarisation benchmark's
+# article, document or dialogue, whose summary is the answer)
+PASSAGE_KEYS = ("passage", "context", "paragraph", "article", "story", "premise", "document", "dialogue", "schema")
 CHOICE_KEYS = ("choices", "options", "endings", "mc1_targets", "candidates")
 ANSWER_KEYS = (
     "answer",
@@ -70,6 +74,9 @@ ANSWER_KEYS = (
     "gold",
     "correct_answer",
     "output",
+    "summary",  # summarisation (XSum, SAMSum)
+    "highlights",  # CNN/DailyMail
+    "query",  # text-to-SQL (Spider): the SQL, where the question has a field of its own
 )
 # a worked solution or rationale beside a separate final answer: scored as part of the answer
 SOLUTION_KEYS = ("solution", "canonical_solution", "rationale", "explanation", "reasoning")
@@ -496,9 +503,10 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
     premise = _first(rec, ("premise",))
     if premise and (not q or len(str(rec[q]).split()) <= 1 < len(str(rec[premise]).split())):
         q = premise  # COPA's "question" is only "cause" or "effect": its premise is the item's text
+    p = _first(rec, PASSAGE_KEYS)
+    q = q or p  # no question: the passage is the item's own text (an article to summarise)
     if q:
         mapping["question"] = q
-    p = _first(rec, PASSAGE_KEYS)
     if p and p != q:
         mapping["passage"] = p
     c = _first(rec, CHOICE_KEYS)

@@ -156,6 +156,35 @@ SHAPES = [
         {"question": "What is the capital of France?", "mc1_targets": {"choices": ["Lyon", "Paris"], "labels": [0, 1]}},
         {"choices": ("Lyon", "Paris"), "answer": "Paris"},
     ),
+    (  # summarisation: no question field, so the article is the item's text, its summary the answer
+        "cnn_dailymail",
+        {"article": "(CNN) The river rose overnight.", "highlights": "A river rose.", "id": "c1"},
+        {"question": "(CNN) The river rose overnight.", "passage": "", "answer": "A river rose.", "item_id": "c1"},
+    ),
+    (
+        "xsum",
+        {"document": "The council met on Monday.", "summary": "A council met.", "id": "x1"},
+        {"question": "The council met on Monday.", "passage": "", "answer": "A council met."},
+    ),
+    (  # fact checking: the claim is the item's text
+        "fever",
+        {"id": 75397, "label": "SUPPORTS", "claim": "Nikolaj Coster-Waldau worked with Fox."},
+        {"question": "Nikolaj Coster-Waldau worked with Fox.", "answer": "SUPPORTS"},
+    ),
+    (  # text-to-SQL: the SQL query is the answer, the schema (shared by many items) a passage
+        "spider",
+        {
+            "db_id": "concert_singer",
+            "question": "How many singers do we have?",
+            "schema": "CREATE TABLE singer (id INT, name TEXT)",
+            "query": "SELECT count(*) FROM singer",
+        },
+        {
+            "question": "How many singers do we have?",
+            "passage": "CREATE TABLE singer (id INT, name TEXT)",
+            "answer": "SELECT count(*) FROM singer",
+        },
+    ),
     (
         "aqua",
         {"question": "How far?", "options": ["A)4", "B)5"], "rationale": "It is 5 km.", "correct": "B"},
