@@ -17,7 +17,7 @@ from functools import cached_property
 import numpy as np
 import xxhash
 
-from contam.app.core.align import covered
+from contam.app.core.align import covered, find_sequence
 from contam.app.core.arrays import distinct, find_sorted, key_directory, member, top_groups
 from contam.app.core.config import Thresholds
 from contam.app.core.signatures import rolling_hashes, token_hashes
@@ -107,17 +107,29 @@ SHORT_ITEM_TOKENS = 32
 
 
 def _passage_grams(
-    passage: str, n: int, grams: np.ndarray, gram_pos: np.ndarray, n_tokens: int
+    passage: str,
+    n: int,
+    grams: np.ndarray,
+    gram_pos: np.ndarray,
+    ids: np.ndarray,
+    spans: Sequence[tuple[int, int, int]],
 ) -> tuple[np.ndarray, int, np.ndarray | None]:
-    """A passage field's n-grams, its number of tokens, and which of the item's tokens are inside
-    its n-grams (`grams` at `gram_pos`) that the passage holds: what the question quotes of it."""
+    """A passage field's n-grams, its number of tokens, and which of the item's tokens (`ids`,
+    fields at `spans`) the passage quotes: those inside its n-grams (`grams` at `gram_pos`) that
+    the passage holds, and a free-text answer the passage holds whole, however short (an
+    extractive answer, SQuAD's "10th and 11th centuries", is in every copy of the passage)."""
     toks = tokenize(passage) if passage else []
     if not toks:
         return np.zeros(0, np.int64), 0, None
-    p_grams = rolling_hashes(_ids(toks).view(np.uint64), n).view(np.int64)
-    quoted = np.zeros(n_tokens, dtype=bool)
+    p_ids = _ids(toks)
+    p_grams = rolling_hashes(p_ids.view(np.uint64), n).view(np.int64)
+    quoted = np.zeros(len(ids), dtype=bool)
     quoted[gram_pos[member(grams, distinct(p_grams))]] = True
-    return p_grams, len(toks), covered(quoted, n, n_tokens)
+    quoted = covered(quoted, n, len(ids))
+    for s, e, code in spans:
+        if code == ANSWER and find_sequence(p_ids, ids[s:e]) >= 0:
+            quoted[s:e] = True
+    return p_grams, len(toks), quoted
 
 
 def prepare(item: BenchmarkItem, n: int, short_n: int = 0, glue: bool = True, passage: bool = True) -> PreparedItem:
@@ -154,7 +166,7 @@ def prepare(item: BenchmarkItem, n: int, short_n: int = 0, glue: bool = True, pa
     else:
         sgrams = sgram_pos = np.zeros(0, dtype=np.int64)
     a_ids = _ids(answer) if answer_is_choice else np.zeros(0, dtype=np.int64)
-    p_grams, p_len, quoted = _passage_grams(item.passage if passage else "", n, grams, gram_pos, len(all_ids))
+    p_grams, p_len, quoted = _passage_grams(item.passage if passage else "", n, grams, gram_pos, all_ids, spans)
     return PreparedItem(
         item=item,
         ids=all_ids,

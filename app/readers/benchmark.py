@@ -77,6 +77,7 @@ ANSWER_KEYS = (
     "summary",  # summarisation (XSum, SAMSum)
     "highlights",  # CNN/DailyMail
     "query",  # text-to-SQL (Spider): the SQL, where the question has a field of its own
+    "code",  # MBPP: the reference solution of a task given as `text`
 )
 # a worked solution or rationale beside a separate final answer: scored as part of the answer
 SOLUTION_KEYS = ("solution", "canonical_solution", "rationale", "explanation", "reasoning")
@@ -622,6 +623,13 @@ def _answer(value: Any, choices: list[str], labels: list[Any], base: int = 0) ->
     if isinstance(value, list) and labels and choices and len(value) == len(choices):
         picked = [c for c, flag in zip(choices, value, strict=True) if flag]
         return " ".join(picked)
+    if isinstance(value, dict) and isinstance(value.get("text"), list):
+        value = value["text"]  # SQuAD's {text: [...], answer_start: [...]}
+    if isinstance(value, list) and not choices:
+        # accepted answers, any one of them right (SQuAD's annotators', TriviaQA's aliases, NQ's):
+        # the first, as a copy gives one answer (joined, SQuAD's three "Denver Broncos" were
+        # one answer no page holds)
+        return next((t for t in map(_as_text, value) if t.strip()), "")
     return _as_text(value)
 
 
@@ -646,6 +654,9 @@ def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int
     elif isinstance(listed, dict) and "labels" in listed and _flags(labels, choices):
         answer = choices[labels.index(1)]  # TruthfulQA's {choices, labels}: 1 marks the correct choice
     ident = get(mapping["id"]) if "id" in mapping else None
+    solution = _as_text(get(mapping["solution"])) if "solution" in mapping else ""
+    if not solution and not choices:
+        answer, solution = final_answer(answer)
     return BenchmarkItem(
         item_id=_as_text(ident) if ident not in (None, "") else str(row),
         row=row,
@@ -653,9 +664,33 @@ def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int
         passage=_as_text(get(mapping["passage"])) if "passage" in mapping else "",
         choices=tuple(choices),
         answer=answer,
-        solution=_as_text(get(mapping["solution"])) if "solution" in mapping else "",
+        solution=solution,
         raw=rec,
     )
+
+
+_GSM8K_FINAL = re.compile(r"\n####[ \t]*(\S[^\n]*?)\s*$")
+
+
+def final_answer(text: str) -> tuple[str, str]:
+    """(final answer, worked solution) of a free-text answer that is a worked solution ending in
+    its final answer, as maths benchmarks write them: GSM8K's "...\\n#### 72" (the solution is the
+    text before the mark) and MATH's "... $\\boxed{10}$" (the last box; the solution is the whole
+    text). Scored as an answer beside its solution, a page giving the final answer after the
+    question is a copy with its answer, as one giving the whole solution is. Other text: (text, "")."""
+    m = _GSM8K_FINAL.search(text)
+    if m:
+        return m.group(1), text[: m.start()].strip()
+    at = text.rfind("\\boxed{")
+    if at < 0:
+        return text, ""
+    depth, start = 0, at + len("\\boxed{")
+    for k in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[k], 0)
+        if depth < 0:
+            boxed = text[start:k].strip()
+            return (boxed, text) if boxed else (text, "")
+    return text, ""  # unbalanced: no final answer told apart
 
 
 ROLES = ("question", "passage", "choices", "answer", "solution", "id")

@@ -6,6 +6,7 @@ frequencies counted over the documents given and every document a candidate.
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,7 @@ from contam.app.core.signatures import token_hashes
 from contam.app.core.surprise import flat_bits, token_bits
 from contam.app.core.text import tokenize
 from contam.app.core.types import BenchmarkItem, Status
+from contam.app.readers.benchmark import read_benchmark
 
 N = 5
 FILLER = " ".join(f"alpha{i} beta{i % 7} gamma{i % 13}" for i in range(400))  # unrelated text
@@ -259,6 +261,55 @@ def test_what_a_question_quotes_of_its_passage_is_no_evidence() -> None:
     page = f"{FILLER} {PARMA} Question: {q} Answer: the municipal company. {FILLER}"
     copied = scan([item, *others], {"page": page})["parma"]
     assert copied.status == Status.CONTAMINATED and copied.answer_found, copied.reason
+
+
+NORMANS = (
+    "The Normans (Norman: Nourmands; French: Normands; Latin: Normanni) were the people who in the 10th and 11th "
+    "centuries gave their name to Normandy, a region in France. They were descended from Norse raiders and pirates "
+    "from Denmark, Iceland and Norway who, under their leader Rollo, agreed to swear fealty to King Charles III."
+)
+
+
+def test_an_answer_quoted_from_the_passage_is_no_evidence() -> None:
+    """An extractive answer (SQuAD's) is a span of the passage, so every copy of the passage holds
+    it, however short: a page holding the Normans passage alone held "10th and 11th centuries"
+    (4 tokens, under an n-gram's length, so not counted as quoted) and "Normans" of the question,
+    40% of the item's own text, and made it suspicious. The question copied with its answer is
+    still contaminated, the answer found."""
+    asked = [
+        ("In what country is Normandy located?", "France"),
+        ("When were the Normans in Normandy?", "10th and 11th centuries"),
+        ("Who was the Norse leader?", "Rollo"),
+    ]
+    items = [BenchmarkItem(f"n{k}", k, question=q, passage=NORMANS, answer=a) for k, (q, a) in enumerate(asked)]
+    items += [BenchmarkItem(f"o{k}", 10 + k, question=c, answer="yes") for k, c in enumerate(CLAIMS)]
+    alone = scan(items, {"wiki": f"{FILLER} {NORMANS} {FILLER}"})
+    assert all(alone[f"n{k}"].status == Status.CLEAN for k in range(3)), [alone[f"n{k}"].reason for k in range(3)]
+    page = f"{FILLER} {NORMANS} Q: {asked[1][0]} A: {asked[1][1]}. {FILLER}"
+    copied = scan(items, {"page": page})["n1"]
+    assert copied.status == Status.CONTAMINATED and copied.answer_found, copied.reason
+
+
+def test_a_maths_final_answer_after_the_question_is_its_answer() -> None:
+    """GSM8K's answer is a worked solution ending "#### 72": read whole as the answer, a page giving
+    the question and "Answer: 72" was "the question ... without its answer" (the answer looked for
+    was the whole solution). Read as a final answer beside its solution, that page is the question
+    with its answer; the question alone is still told apart (answer_found false)."""
+    q = (
+        "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+        "How many clips did Natalia sell altogether in April and May?"
+    )
+    solution = "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 clips in all."
+    other = {"question": "Weng earns $12 an hour for babysitting. How much did she earn for 50 minutes?"}
+    rows = [
+        {"question": q, "answer": f"{solution}\n#### 72"},
+        {**other, "answer": "She earned 12/60*50 = 10.\n#### 10"},
+    ]
+    items, _ = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "gsm8k.jsonl")
+    with_answer = scan(items, {"page": f"{FILLER} Question: {q} Answer: 72 {FILLER}"})["0"]
+    assert with_answer.status == Status.CONTAMINATED and with_answer.answer_found, with_answer.reason
+    alone = scan(items, {"page": f"{FILLER} {q} {FILLER}"})["0"]
+    assert not alone.answer_found, alone.reason
 
 
 def test_passage_fields_tell_apart_copies_on_one_page() -> None:

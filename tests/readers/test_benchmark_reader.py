@@ -24,9 +24,9 @@ SHAPES = [
         },
     ),
     (
-        "gsm8k",
+        "gsm8k",  # the worked solution, then "#### " and the final answer
         {"question": "Tom has 3 apples and buys 2 more. How many?", "answer": "3 + 2 = 5\n#### 5"},
-        {"question": "Tom has 3 apples and buys 2 more. How many?", "answer": "3 + 2 = 5\n#### 5"},
+        {"question": "Tom has 3 apples and buys 2 more. How many?", "answer": "5", "solution": "3 + 2 = 5"},
     ),
     (
         "humaneval",
@@ -107,6 +107,11 @@ SHAPES = [
         {"problem": "What is 2+2?", "solution": "2+2 is $4$."},
         {"question": "What is 2+2?", "answer": "2+2 is $4$.", "solution": ""},
     ),
+    (  # ... and its last box, if it has one, the final answer beside it
+        "math_boxed",
+        {"problem": "What is 1/2+1/4?", "solution": "It is $\\boxed{\\frac{3}{4}}$."},
+        {"answer": "\\frac{3}{4}", "solution": "It is $\\boxed{\\frac{3}{4}}$."},
+    ),
     (  # a question field of its own name; the choices labelled as ARC's are
         "openbookqa",
         {
@@ -184,6 +189,26 @@ SHAPES = [
             "passage": "CREATE TABLE singer (id INT, name TEXT)",
             "answer": "SELECT count(*) FROM singer",
         },
+    ),
+    (  # accepted answers: any one is right, so the first is the answer (joined, SQuAD's
+        # annotators' three "Denver Broncos" were an answer no page holds)
+        "squad_validation",
+        {
+            "context": "Super Bowl 50 was an American football game.",
+            "question": "Which NFL team represented the AFC at Super Bowl 50?",
+            "answers": {"text": ["Denver Broncos", "Denver Broncos"], "answer_start": [177, 177]},
+        },
+        {"passage": "Super Bowl 50 was an American football game.", "answer": "Denver Broncos"},
+    ),
+    (
+        "nq_open",
+        {"question": "who wrote hamlet", "answer": ["", "William Shakespeare", "Shakespeare"]},
+        {"question": "who wrote hamlet", "answer": "William Shakespeare"},
+    ),
+    (
+        "mbpp",
+        {"task_id": 2, "text": "Write a function to add two numbers.", "code": "def add(a, b):\n    return a + b"},
+        {"question": "Write a function to add two numbers.", "answer": "def add(a, b):\n    return a + b"},
     ),
     (
         "aqua",
