@@ -78,6 +78,7 @@ ANSWER_KEYS = (
     "highlights",  # CNN/DailyMail
     "query",  # text-to-SQL (Spider): the SQL, where the question has a field of its own
     "code",  # MBPP: the reference solution of a task given as `text`
+    "sql",  # WikiSQL: {human_readable, sel, agg, conds}
 )
 # a worked solution or rationale beside a separate final answer: scored as part of the answer
 SOLUTION_KEYS = ("solution", "canonical_solution", "rationale", "explanation", "reasoning")
@@ -467,7 +468,7 @@ def _as_text(value: Any) -> str:
     if isinstance(value, list):
         return " ".join(_as_text(v) for v in value)
     if isinstance(value, dict):
-        for k in ("text", "answer", "value"):
+        for k in ("text", "answer", "value", "human_readable"):
             if k in value:
                 return _as_text(value[k])
     return str(value)
@@ -576,13 +577,33 @@ def _item_choices(rec: Mapping[str, Any], mapping: Mapping[str, Any]) -> tuple[l
         return [], []
     field = mapping["choices"]
     if isinstance(field, list):  # lettered or numbered columns, one per choice
-        return [_as_text(v) for v in (rec.get(f) for f in field) if v not in (None, "")], []
-    return _choices(rec.get(field))
+        return [_as_text(v) for v in (_value(rec, f) for f in field) if v not in (None, "")], []
+    return _choices(_value(rec, field))
 
 
 def _get(rec: Mapping[str, Any], field: Any) -> Any:
     """A field's value, or the values of a list of fields."""
-    return [rec.get(f) for f in field] if isinstance(field, list) else rec.get(field)
+    return [_value(rec, f) for f in field] if isinstance(field, list) else _value(rec, field)
+
+
+_ABSENT = object()
+
+
+def _value(rec: Mapping[str, Any], name: str, default: Any = None) -> Any:
+    """rec[name], or, for a name with dots that is not a key, the value at that path inside
+    nested objects ("sql.human_readable": WikiSQL's SQL); `default` if there is none."""
+    if name in rec or "." not in name:
+        return rec.get(name, default)
+    head, _dot, rest = name.partition(".")
+    while head not in rec and "." in rest:  # a key may hold dots itself: the shortest that is one
+        more, _dot, rest = rest.partition(".")
+        head = f"{head}.{more}"
+    inner = rec.get(head)
+    return _value(inner, rest, default) if isinstance(inner, Mapping) else default
+
+
+def _has(rec: Mapping[str, Any], name: str) -> bool:
+    return _value(rec, name, _ABSENT) is not _ABSENT
 
 
 def _flags(labels: list[Any], choices: list[str]) -> bool:
@@ -804,7 +825,7 @@ def iter_benchmark(
     n = base = 0
     for row, rec in _layout_records(data, filename, limits):
         if unseen:
-            unseen = {k: x for k, x in unseen.items() if x not in rec}
+            unseen = {k: x for k, x in unseen.items() if not _has(rec, x)}
         if found is None:
             first = sorted(rec)
             found = _mapping_for(rec, given, filename, row)
@@ -814,7 +835,7 @@ def iter_benchmark(
                 base = counted_from
             if used is not None:
                 used.update(found)
-        if not any(x in rec for x in _fields(found["question"])):
+        if not any(_has(rec, x) for x in _fields(found["question"])):
             raise InputError(f"{filename}: row {row} has no field {found['question']!r} (mapped to question)")
         item = to_item(n, rec, found, base)
         _check_item(item, filename, row, limits)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from contam.app.errors import InputError
 from contam.app.readers.benchmark import read_benchmark
 
 SHAPES = [
@@ -210,6 +211,14 @@ SHAPES = [
         {"task_id": 2, "text": "Write a function to add two numbers.", "code": "def add(a, b):\n    return a + b"},
         {"question": "Write a function to add two numbers.", "answer": "def add(a, b):\n    return a + b"},
     ),
+    (  # WikiSQL: the SQL is an object; its human-readable form is the answer
+        "wikisql",
+        {
+            "question": "What position does the player who played for butler cc (ks) play?",
+            "sql": {"human_readable": "SELECT Position FROM table WHERE School = butler cc (ks)", "sel": 3},
+        },
+        {"answer": "SELECT Position FROM table WHERE School = butler cc (ks)"},
+    ),
     (
         "aqua",
         {"question": "How far?", "options": ["A)4", "B)5"], "rationale": "It is 5 km.", "correct": "B"},
@@ -253,7 +262,6 @@ def test_an_answer_index_outside_the_choices_is_no_answer() -> None:
 def test_a_benchmark_with_no_question_field_is_told_how_to_name_it() -> None:
     """The error said "give a field mapping such as question=<field>", and the CLI's option for
     it is --fields: it now names the option and the API's `mapping`."""
-    from contam.app.errors import InputError
 
     with pytest.raises(InputError) as exc:
         read_benchmark(b'{"colour": "What is the capital of France?"}\n', "b.jsonl")
@@ -349,7 +357,6 @@ def test_reading_ahead_for_the_answers_keeps_errors_in_file_order() -> None:
     rows = [json.dumps({"question": f"Question number {k}?", "choices": ["a", "b"], "answer": 1}) for k in range(14)]
     rows[2] = json.dumps({"question": "Bad \u0000 question?", "choices": ["a", "b"], "answer": 1})
     data = ("\n".join(rows) + "\n{not json\n").encode()
-    from contam.app.errors import InputError
     from contam.app.readers.benchmark import iter_benchmark
 
     seen = []
@@ -358,11 +365,27 @@ def test_reading_ahead_for_the_answers_keeps_errors_in_file_order() -> None:
     assert "NUL" in exc.value.message and len(seen) == 2
 
 
+def test_a_mapping_names_a_field_inside_an_object_by_its_path() -> None:
+    """A role's field may be inside a nested object, named by its path ("sql.human_readable");
+    a path no row has is refused as a missing field is; a key that holds a dot is still a key."""
+    rows = [
+        {"q": {"text": "How many singers?"}, "sql": {"human_readable": "SELECT count(*) FROM singer"}, "a.b": "x"},
+        {"q": {"text": "Name every singer."}, "sql": {"human_readable": "SELECT name FROM singer"}, "a.b": "y"},
+    ]
+    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    items, _ = read_benchmark(data, "w.jsonl", {"question": "q.text", "answer": "sql.human_readable", "id": "a.b"})
+    assert [(it.question, it.answer, it.item_id) for it in items] == [
+        ("How many singers?", "SELECT count(*) FROM singer", "x"),
+        ("Name every singer.", "SELECT name FROM singer", "y"),
+    ]
+    with pytest.raises(InputError, match="names a field no row has: answer=sql.nosuch"):
+        read_benchmark(data, "w.jsonl", {"question": "q.text", "answer": "sql.nosuch"})
+
+
 def test_a_mapping_naming_no_field_is_refused_and_choices_take_several() -> None:
     """`choices=nosuch` was taken: the items had no choices and the label "0" became the answer
     text. A field the first row lacks is refused, naming the fields it has; choices named as
     "choice1,choice2" (the upload form takes one string) or as a list are one column per choice."""
-    from contam.app.errors import InputError
 
     row = {"premise": "My body cast a shadow.", "choice1": "The sun rose.", "choice2": "It rained.", "label": 0}
     data = (json.dumps(row) + "\n").encode()
@@ -376,7 +399,6 @@ def test_a_mapping_naming_no_field_is_refused_and_choices_take_several() -> None
 
 def test_a_csv_byte_that_is_not_utf8_is_named_by_its_line() -> None:
     """Decoded ahead in blocks, a Latin-1 byte on line 502 was reported "near row 352"."""
-    from contam.app.errors import InputError
 
     rows = ["question,answer"] + [f"Question number {k}?,yes" for k in range(600)]
     rows[501] = "Caf\u00e9 question here?,yes"
