@@ -350,11 +350,12 @@ def _print_table(checked: CheckResult) -> None:
     evidence shows, the score how much of the item's own text it holds), under a header line
     (none when nothing is flagged), then the counts."""
     flagged = [r for r in checked.results if Status(r.score.status).flagged]
+    width = max([30, *(len(r.item.item_id) for r in flagged)])  # ids as long as a hash keep the columns
     if flagged:
-        typer.echo(f"{'status':13s} {'score':>5s}  {'item':30s} {'best evidence (corpus:document)'}  reason")
+        typer.echo(f"{'status':13s} {'score':>5s}  {'item':{width}s} {'best evidence (corpus:document)'}  reason")
     for r in sorted(flagged, key=lambda r: (-SEVERITY[Status(r.score.status)], -r.score.score)):
         where = f"{r.evidence[0].corpus}:{r.evidence[0].document_id}" if r.evidence else "-"
-        typer.echo(f"{r.score.status:13s} {r.score.score:5.2f}  {r.item.item_id:30s} {where}  {r.score.reason}")
+        typer.echo(f"{r.score.status:13s} {r.score.score:5.2f}  {r.item.item_id:{width}s} {where}  {r.score.reason}")
     c, share = checked.summary["counts"], checked.summary["contaminated_share"]
     counts = ", ".join(f"{c[s]} {s.replace('_', ' ')}" for s in Status)
     typer.echo(

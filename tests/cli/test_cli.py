@@ -606,6 +606,11 @@ def test_the_table_lists_contaminated_items_before_suspicious_ones(capsys: pytes
     _print_table(CheckResult("f", results, {"counts": counts, "contaminated_share": 0.25}, Thresholds(), ["c"]))
     rows = [line.split()[2] for line in capsys.readouterr().out.splitlines()[1:-1]]
     assert rows == ["qa", "qonly", "low"]  # contaminated first; then by score; clean not listed
+    # an id longer than the column (CNN/DailyMail's 40-character hashes) widens it for every row
+    results[0] = result("62918b000e965b8f5d31c77a1dbefba4542bfe3f", Status.SUSPICIOUS, 0.45)
+    _print_table(CheckResult("f", results, {"counts": counts, "contaminated_share": 0.25}, Thresholds(), ["c"]))
+    lines = capsys.readouterr().out.splitlines()[:-1]
+    assert len({line.index("best evidence" if k == 0 else "-  ") for k, line in enumerate(lines)}) == 1, lines
 
 
 def test_a_scan_names_the_corpora_it_left_out_for_their_settings(migrated_url: str, tmp_path: Path) -> None:
