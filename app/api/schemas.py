@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contam.app.core.config import Thresholds
-from contam.app.core.types import BenchmarkItem, answer_of
+from contam.app.core.types import BenchmarkItem, answer_of, final_answer
 from contam.app.errors import InputError
 
 
@@ -117,7 +117,10 @@ class CheckRequest(BaseModel):
                 answer = answer_of(it.answer, choices, strict=True)
             except InputError as exc:
                 raise InputError(f"items[{i - len(self.texts)}]: {exc.message}") from None
-            items.append(BenchmarkItem(it.id or str(i), i, it.question, it.passage, choices, answer, it.solution))
+            solution = it.solution
+            if not solution and not choices:  # a worked solution ending in its final answer, as a file's is read
+                answer, solution = final_answer(answer)
+            items.append(BenchmarkItem(it.id or str(i), i, it.question, it.passage, choices, answer, solution))
         return items
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -80,6 +81,33 @@ def answer_of(answer: object, choices: Sequence[str], strict: bool = False) -> s
                 raise InputError(not_an_index(answer, len(choices)))
             return ""
     return str(answer)
+
+
+# GSM8K's "...\n#### 72": a number (maybe negative, with thousands commas, a decimal point or a
+# fraction) alone on the last line after the mark ("#### end", a Markdown heading, is no answer)
+_GSM8K_FINAL = re.compile(r"\n####[ \t]*(-?\$?\d[\d,]*(?:\.\d+)?(?:/\d+)?)[ \t]*\.?\s*$")
+_BOXED = "\\boxed{"
+
+
+def final_answer(text: str) -> tuple[str, str]:
+    """(final answer, worked solution) of a free-text answer that is a worked solution ending in
+    its final answer, as maths benchmarks write them: GSM8K's "...\\n#### 72" (the solution is the
+    text before the mark) and MATH's "... $\\boxed{10}$" (the last box; the solution is the whole
+    text). Scored as an answer beside its solution, a page giving the final answer after the
+    question is a copy with its answer, as one giving the whole solution is. Other text: (text, "")."""
+    m = _GSM8K_FINAL.search(text)
+    if m:
+        return m.group(1), text[: m.start()].strip()
+    at = text.rfind(_BOXED)
+    if at < 0:
+        return text, ""
+    depth, start = 0, at + len(_BOXED)
+    for k in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[k], 0)
+        if depth < 0:
+            boxed = text[start:k].strip()
+            return (boxed, text) if boxed else (text, "")
+    return text, ""  # unbalanced: no final answer told apart
 
 
 def not_an_index(answer: int, choices: int) -> str:

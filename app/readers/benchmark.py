@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
-from contam.app.core.types import BenchmarkItem, answer_of
+from contam.app.core.types import BenchmarkItem, answer_of, final_answer
 from contam.app.errors import InputError, first_line
 from contam.app.limits import Limits, exceeded
 from contam.app.readers.corpus import as_utf8
@@ -458,6 +458,10 @@ def _limited(
         yield row, rec
 
 
+_TEXT_KEYS_IN_ORDER = ("text", "answer", "value", "human_readable")  # an object's text, the first of these it has
+_TEXT_KEYS = set(_TEXT_KEYS_IN_ORDER)
+
+
 def _as_text(value: Any) -> str:
     if value is None:
         return ""
@@ -468,17 +472,25 @@ def _as_text(value: Any) -> str:
     if isinstance(value, list):
         return " ".join(_as_text(v) for v in value)
     if isinstance(value, dict):
-        for k in ("text", "answer", "value", "human_readable"):
+        for k in _TEXT_KEYS_IN_ORDER:
             if k in value:
                 return _as_text(value[k])
     return str(value)
 
 
-def _first(rec: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+def _first(rec: Mapping[str, Any], keys: tuple[str, ...], text: bool = False) -> str | None:
+    """The first of `keys` the record has with a value (text: a string or a list of strings,
+    not an object such as Natural Questions' `document`, its HTML and token lists)."""
     lower = {k.lower(): k for k in rec}
     for k in keys:
-        if k.lower() in lower and rec[lower[k.lower()]] not in (None, "", [], {}):
-            return lower[k.lower()]
+        value = rec[lower[k.lower()]] if k.lower() in lower else None
+        if value in (None, "", [], {}):
+            continue
+        if text and not (
+            isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+        ):
+            continue
+        return lower[k.lower()]
     return None
 
 
@@ -505,8 +517,9 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
     premise = _first(rec, ("premise",))
     if premise and (not q or len(str(rec[q]).split()) <= 1 < len(str(rec[premise]).split())):
         q = premise  # COPA's "question" is only "cause" or "effect": its premise is the item's text
-    p = _first(rec, PASSAGE_KEYS)
-    q = q or p  # no question: the passage is the item's own text (an article to summarise)
+    p = _first(rec, PASSAGE_KEYS, text=True)
+    if not q and not any(k in rec for k in QUESTION_KEYS) and not any("question" in k.lower() for k in rec):
+        q = p  # no question field at all: the passage is the item's own text (an article to summarise)
     if q:
         mapping["question"] = q
     if p and p != q:
@@ -594,12 +607,14 @@ def _value(rec: Mapping[str, Any], name: str, default: Any = None) -> Any:
     nested objects ("sql.human_readable": WikiSQL's SQL); `default` if there is none."""
     if name in rec or "." not in name:
         return rec.get(name, default)
-    head, _dot, rest = name.partition(".")
-    while head not in rec and "." in rest:  # a key may hold dots itself: the shortest that is one
-        more, _dot, rest = rest.partition(".")
-        head = f"{head}.{more}"
-    inner = rec.get(head)
-    return _value(inner, rest, default) if isinstance(inner, Mapping) else default
+    parts = name.split(".")
+    for cut in range(1, len(parts)):  # a key may hold dots itself: each way of reading the path
+        inner = rec.get(".".join(parts[:cut]))
+        if isinstance(inner, Mapping):
+            found = _value(inner, ".".join(parts[cut:]), _ABSENT)
+            if found is not _ABSENT:
+                return found
+    return default
 
 
 def _has(rec: Mapping[str, Any], name: str) -> bool:
@@ -650,7 +665,8 @@ def _answer(value: Any, choices: list[str], labels: list[Any], base: int = 0) ->
         # accepted answers, any one of them right (SQuAD's annotators', TriviaQA's aliases, NQ's):
         # the first, as a copy gives one answer (joined, SQuAD's three "Denver Broncos" were
         # one answer no page holds)
-        return next((t for t in map(_as_text, value) if t.strip()), "")
+        texts = (_as_text(v) for v in value if not isinstance(v, dict) or _TEXT_KEYS & v.keys())
+        return next((t for t in texts if t.strip()), "")  # KILT's provenance objects are no answer
     return _as_text(value)
 
 
@@ -688,30 +704,6 @@ def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int
         solution=solution,
         raw=rec,
     )
-
-
-_GSM8K_FINAL = re.compile(r"\n####[ \t]*(\S[^\n]*?)\s*$")
-
-
-def final_answer(text: str) -> tuple[str, str]:
-    """(final answer, worked solution) of a free-text answer that is a worked solution ending in
-    its final answer, as maths benchmarks write them: GSM8K's "...\\n#### 72" (the solution is the
-    text before the mark) and MATH's "... $\\boxed{10}$" (the last box; the solution is the whole
-    text). Scored as an answer beside its solution, a page giving the final answer after the
-    question is a copy with its answer, as one giving the whole solution is. Other text: (text, "")."""
-    m = _GSM8K_FINAL.search(text)
-    if m:
-        return m.group(1), text[: m.start()].strip()
-    at = text.rfind("\\boxed{")
-    if at < 0:
-        return text, ""
-    depth, start = 0, at + len("\\boxed{")
-    for k in range(start, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[k], 0)
-        if depth < 0:
-            boxed = text[start:k].strip()
-            return (boxed, text) if boxed else (text, "")
-    return text, ""  # unbalanced: no final answer told apart
 
 
 ROLES = ("question", "passage", "choices", "answer", "solution", "id")

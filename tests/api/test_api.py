@@ -178,6 +178,9 @@ def test_check_endpoint(client: TestClient) -> None:
     assert past.status_code == 422 and "items[0]: answer 7 is not an index" in past.text
     many = client.post("/api/v1/check", json={"items": [item | {"answer": "7" * 5000}]})  # int() refuses it: a 500
     assert many.status_code == 200
+    # a worked solution ending in its final answer is read as a file's is (the answer "72" beside it)
+    gsm = benchmark_of({"items": [{"question": Q1, "answer": "48/2 = 24 in May.\n#### 72"}]})[0]
+    assert (gsm.answer, gsm.solution) == ("72", "48/2 = 24 in May.")
     # the answer, built by the worker that scored it, is what the declared model says it is
     body = r.json()
     assert CheckResponse.model_validate(body).model_dump(mode="json") == body

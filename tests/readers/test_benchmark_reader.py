@@ -211,6 +211,26 @@ SHAPES = [
         {"task_id": 2, "text": "Write a function to add two numbers.", "code": "def add(a, b):\n    return a + b"},
         {"question": "Write a function to add two numbers.", "answer": "def add(a, b):\n    return a + b"},
     ),
+    (  # Natural Questions: the document is an object (its HTML and tokens), no passage; the
+        # question an object with its text (the document as passage refused the file: 180k characters)
+        "natural_questions",
+        {
+            "id": "797803103760793766",
+            "document": {"title": "Google", "html": "<p>Google LLC</p>", "tokens": {"token": ["Google"]}},
+            "question": {"text": "who founded google", "tokens": ["who", "founded", "google"]},
+        },
+        {"question": "who founded google", "passage": ""},
+    ),
+    (  # KILT: the answer is the output object that has one, not the first (provenance only)
+        "kilt",
+        {"id": "1", "input": "who sings does he love me?", "output": [{"provenance": []}, {"answer": "Reba McEntire"}]},
+        {"question": "who sings does he love me?", "answer": "Reba McEntire"},
+    ),
+    (  # a code answer with a "####" line is no maths solution
+        "code_hashes",
+        {"prompt": "Write f returning 5.", "canonical_solution": "def f():\n    return 5\n#### end of solution"},
+        {"answer": "def f():\n    return 5\n#### end of solution", "solution": ""},
+    ),
     (  # WikiSQL: the SQL is an object; its human-readable form is the answer
         "wikisql",
         {
@@ -380,6 +400,30 @@ def test_a_mapping_names_a_field_inside_an_object_by_its_path() -> None:
     ]
     with pytest.raises(InputError, match="names a field no row has: answer=sql.nosuch"):
         read_benchmark(data, "w.jsonl", {"question": "q.text", "answer": "sql.nosuch"})
+    # a key holding a dot beside a shorter key: each way of reading the path is tried
+    dotted = json.dumps({"a": "x", "a.b": {"c": "deep"}, "q": "Why?"}).encode()
+    items, _ = read_benchmark(dotted, "d.jsonl", {"question": "q", "answer": "a.b.c"})
+    assert items[0].answer == "deep"
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        # CoQA and QuAC: a story and a list of questions, not a summarisation article
+        {
+            "story": "The Vatican Library is old.",
+            "questions": ["When was it opened?"],
+            "answers": {"input_text": ["1475"]},
+        },
+        {"question": "", "passage": "Some passage about things.", "answer": "x"},  # an empty question, first row
+    ],
+)
+def test_a_passage_is_the_question_only_when_the_file_has_no_question_field(record: dict) -> None:
+    """The passage is read as the item's text (a summarisation article) only when the record has
+    no question field at all: a list of questions, or an empty question, is still refused with a
+    request for a mapping (the story was read as the question, and the answers' object as text)."""
+    with pytest.raises(InputError, match="no question field found"):
+        read_benchmark((json.dumps(record) + "\n").encode(), "b.jsonl")
 
 
 def test_a_mapping_naming_no_field_is_refused_and_choices_take_several() -> None:
