@@ -79,6 +79,11 @@ class PreparedItem:
         return self.ids.tolist()
 
     @cached_property
+    def alternative_ids(self) -> list[np.ndarray]:
+        """The token ids of each of the item's other accepted answers (item.alternatives)."""
+        return [_ids(t) for t in map(tokenize, self.item.alternatives) if t]
+
+    @cached_property
     def glued_ids(self) -> np.ndarray:
         """The ids of `glued`, sorted, without repeats."""
         return distinct(self.glued[:, 0])

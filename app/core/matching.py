@@ -795,7 +795,13 @@ def _answer_found(p: PreparedItem, al: Alignment, matched: np.ndarray, region: n
         hits, at = hits + 1, at + k + len(needle)
     others = [c for c in choices if not np.array_equal(c, needle)]
     listed = bool(others) and sum(find_sequence(window, c) >= 0 for c in others) * 2 >= len(others)
-    return hits >= (2 if listed and len(p.answer_ids) else 1)
+    if hits >= (2 if listed and len(p.answer_ids) else 1):
+        return True
+    # another accepted answer of a free-text answer, as short, in the same window
+    return not len(p.answer_ids) and any(
+        len(alt) <= 8 and find_sequence(region[q_end : q_end + ANSWER_WINDOW + 2 * len(alt)], alt) >= 0
+        for alt in p.alternative_ids
+    )
 
 
 def _shared_run(

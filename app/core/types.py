@@ -41,6 +41,10 @@ class BenchmarkItem:
     answer: str = ""
     solution: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    # other texts that give the answer (SQuAD's other annotators', NQ's and TriviaQA's accepted
+    # answers, "yes" for a boolean true): a page giving one after the question has its answer;
+    # never scored as the item's text
+    alternatives: tuple[str, ...] = ()
 
     def segments(self, role: str) -> list[str]:
         """The texts of a role; n-grams never cross from one segment to the next."""

@@ -630,6 +630,25 @@ def _flags(labels: list[Any], choices: list[str]) -> bool:
     )
 
 
+def _alternatives(value: Any, choices: list[str], answer: str) -> tuple[str, ...]:
+    """Other texts that give a free-text answer (BenchmarkItem.alternatives): the rest of a list
+    of accepted answers (SQuAD's {text: [...]}, NQ's), TriviaQA's aliases, "yes" or "no" beside a
+    boolean's "True" or "False" (BoolQ: pages answer its questions so). None for an answer
+    among choices (the choices say it)."""
+    if choices:
+        return ()
+    if isinstance(value, bool):
+        texts: list[str] = ["yes" if value else "no"]
+    elif isinstance(value, dict):
+        listed: list[Any] = next((value[k] for k in ("text", "aliases") if isinstance(value.get(k), list)), [])
+        texts = [_as_text(v) for v in listed]
+    elif isinstance(value, list):
+        texts = [_as_text(v) for v in value if not isinstance(v, dict) or _TEXT_KEYS & v.keys()]
+    else:
+        return ()
+    return tuple(dict.fromkeys(t.strip() for t in texts if t.strip() and t.strip() != answer.strip()))
+
+
 def _answer(value: Any, choices: list[str], labels: list[Any], base: int = 0) -> str:
     """The answer's text: an index (counted from `base`) or letter into the choices, a label, or
     text itself."""
@@ -679,7 +698,7 @@ def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int
 
     choices, labels = _item_choices(rec, mapping)
     listed = get(mapping["choices"]) if "choices" in mapping else None
-    answer = ""
+    answer, alternatives = "", ()  # type: tuple[str, tuple[str, ...]]
     if "answer" in mapping:
         value = get(mapping["answer"])
         if mapping.get("answer") == "target_scores" and isinstance(value, dict):
@@ -688,6 +707,7 @@ def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int
             answer = ""  # a class label (NLI's 0-2; -1: unlabelled) of an item without choices is no text
         else:
             answer = _answer(value, choices, labels, base)
+        alternatives = _alternatives(value, choices, answer) if answer else ()
     elif isinstance(listed, dict) and "labels" in listed and _flags(labels, choices):
         answer = choices[labels.index(1)]  # TruthfulQA's {choices, labels}: 1 marks the correct choice
     ident = get(mapping["id"]) if "id" in mapping else None
@@ -703,6 +723,7 @@ def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int
         answer=answer,
         solution=solution,
         raw=rec,
+        alternatives=alternatives,
     )
 
 

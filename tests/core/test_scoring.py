@@ -316,6 +316,28 @@ def test_a_maths_final_answer_after_the_question_is_its_answer() -> None:
     assert alone.reason.endswith("(its answer was not found with it)")
 
 
+def test_any_accepted_answer_after_the_question_is_its_answer() -> None:
+    """A page gives one of an item's accepted answers: BoolQ's true as "yes", TriviaQA's alias
+    "Sunset Blvd" for "Sunset Boulevard". Only the first was looked for, so such a copy was "the
+    question ... without its answer". The other answers are never scored as the item's text."""
+    rows = [
+        {"question": "is the parma trolleybus system run by the municipal company", "passage": PARMA, "answer": True},
+        {
+            "question": "Which Lloyd Webber musical premiered in the US on 10th December 1993?",
+            "answer": {"aliases": ["Sunset Blvd", "Sunset Boulevard"], "value": "Sunset Boulevard"},
+        },
+        *({"question": c, "answer": "yes"} for c in CLAIMS),
+    ]
+    items, _ = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "qa.jsonl")
+    boolq = f"{FILLER} {PARMA} Q: {rows[0]['question']}? A: Yes. {FILLER}"
+    s = scan(items, {"page": boolq})["0"]
+    assert s.answer_found and s.status == Status.CONTAMINATED, s.reason
+    trivia = f"{FILLER} Quiz night! {rows[1]['question']} Answer: Sunset Blvd. {FILLER}"
+    s = scan(items, {"page": trivia})["1"]
+    assert s.answer_found and s.status == Status.CONTAMINATED, s.reason
+    assert items[1].answer == "Sunset Boulevard" and "blvd" not in " ".join(tokenize(items[1].display_text()))
+
+
 def test_passage_fields_tell_apart_copies_on_one_page() -> None:
     """Three cases a review found. (1) The page holds the question alone, then the passage, the
     question and the answer: placed by the question's n-grams alone, the region went to the first
