@@ -630,6 +630,9 @@ def _flags(labels: list[Any], choices: list[str]) -> bool:
     )
 
 
+MAX_ALTERNATIVES = 32  # accepted answers kept beside the answer (each is looked for after the question)
+
+
 def _alternatives(value: Any, choices: list[str], answer: str) -> tuple[str, ...]:
     """Other texts that give a free-text answer (BenchmarkItem.alternatives): the rest of a list
     of accepted answers (SQuAD's {text: [...]}, NQ's), TriviaQA's aliases, "yes" or "no" beside a
@@ -646,7 +649,8 @@ def _alternatives(value: Any, choices: list[str], answer: str) -> tuple[str, ...
         texts = [_as_text(v) for v in value if not isinstance(v, dict) or _TEXT_KEYS & v.keys()]
     else:
         return ()
-    return tuple(dict.fromkeys(t.strip() for t in texts if t.strip() and t.strip() != answer.strip()))
+    kept = dict.fromkeys(t.strip() for t in texts if t.strip() and t.strip() != answer.strip())
+    return tuple(kept)[:MAX_ALTERNATIVES]
 
 
 def _answer(value: Any, choices: list[str], labels: list[Any], base: int = 0) -> str:
@@ -791,6 +795,7 @@ def _check_item(item: BenchmarkItem, filename: str, row: int, limits: Limits) ->
     texts = [("id", item.item_id), ("question", item.question), ("passage", item.passage), ("answer", item.answer)]
     texts.append(("solution", item.solution))
     texts += [(f"choice {i + 1}", c) for i, c in enumerate(item.choices)]
+    texts += [(f"accepted answer {i + 2}", a) for i, a in enumerate(item.alternatives)]
     where = f"{filename}: item {item.item_id[:80]!r} (row {row}), field {{}}"
     for field, text in texts:
         if len(text) > limits.item_chars:

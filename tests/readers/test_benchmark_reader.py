@@ -7,7 +7,7 @@ import json
 import pytest
 
 from contam.app.errors import InputError
-from contam.app.readers.benchmark import read_benchmark
+from contam.app.readers.benchmark import MAX_ALTERNATIVES, read_benchmark
 
 SHAPES = [
     (
@@ -404,6 +404,26 @@ def test_a_mapping_names_a_field_inside_an_object_by_its_path() -> None:
     dotted = json.dumps({"a": "x", "a.b": {"c": "deep"}, "q": "Why?"}).encode()
     items, _ = read_benchmark(dotted, "d.jsonl", {"question": "q", "answer": "a.b.c"})
     assert items[0].answer == "deep"
+
+
+def test_accepted_answers_beside_the_answer() -> None:
+    """A list's other answers, TriviaQA's aliases and a boolean's "yes"/"no" are accepted answers
+    (BenchmarkItem.alternatives), at most MAX_ALTERNATIVES of them, each held to the field limit."""
+    rows = [
+        {"question": "Which team?", "answers": {"text": ["Denver Broncos", "Denver Broncos", "the Denver Broncos"]}},
+        {
+            "question": "Which musical?",
+            "answers": {"aliases": ["Sunset Blvd", "Sunset Boulevard"], "value": "Sunset Boulevard"},
+        },
+        {"question": "Is it?", "answers": False},
+        {"question": "Which numbers?", "answers": [str(k) for k in range(100)]},
+    ]
+    items, _ = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "a.jsonl")
+    assert [it.alternatives[:2] for it in items] == [("the Denver Broncos",), ("Sunset Blvd",), ("no",), ("1", "2")]
+    assert len(items[3].alternatives) == MAX_ALTERNATIVES
+    huge = json.dumps({"question": "Q?", "answers": ["a", "b" * 200_000]}).encode()
+    with pytest.raises(InputError, match="accepted answer 2"):
+        read_benchmark(huge, "h.jsonl")
 
 
 @pytest.mark.parametrize(
