@@ -24,7 +24,8 @@ What decides is the item's *own* text, found in one document (DESIGN.md items 2-
    the item's own text is what the item does not share with it, nor with any other item whose
    copy the region holds where this item's match is. So a twin that differs by one word is told
    apart by that word; a puzzle asked five ways by the words of its question; a templated claim
-   by the claim. With no competitor, own text is what no other item holds. Common text is never
+   by the claim. With no competitor, own text is all but the passages the item shares (a
+   template counts: README, "Own text"). Common text is never
    own.
 5. Information: a match counts only with at least `min_bits` bits under a language model of the
    rest of the benchmark (app.core.surprise), less, for each piece after the first that a
