@@ -12,7 +12,10 @@ and names the worst benchmark for each kind. Labels: EVAL_DIR/labels.jsonl (benc
 kind). An unplanted item whose text (question, choices, answer) is identical to a planted item's
 of the same benchmark is truly in the corpus: it is counted apart, as `duplicate`, and left
 out of the false-positive rate. --items-out writes every item's status, reason, metrics and
-label as JSON lines.
+label as JSON lines. Fields are mapped to roles as `contam scan` maps them; EVAL_DIR/mappings.json
+(or --mappings FILE), {"benchmark name": {"question": "field", ...}}, gives a benchmark's mapping.
+A benchmark that cannot be read is named at the end and the others are measured; items whose
+id is not in the labels are counted and left out.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contam.app.core.config import SignatureConfig  # noqa: E402
+from contam.app.errors import InputError  # noqa: E402
 from contam.app.readers.benchmark import read_benchmark  # noqa: E402
 from contam.app.services.scanning import Scanner  # noqa: E402
 from contam.app.store.db import make_engine, upgrade  # noqa: E402
@@ -83,7 +87,15 @@ def main() -> None:
     ap.add_argument("--ngram", type=int, default=None, help="n-gram size of a fresh index")
     ap.add_argument("--sample", type=int, default=1, help="a fresh index keeps n-grams with hash %% K == 0")
     ap.add_argument("--items-out", type=Path, default=None)
+    ap.add_argument(
+        "--mappings",
+        type=Path,
+        default=None,
+        help="JSON: benchmark name -> field mapping (default: EVAL_DIR/mappings.json if present)",
+    )
     args = ap.parse_args()
+    mappings_path = args.mappings or args.eval_dir / "mappings.json"
+    mappings = json.loads(mappings_path.read_text()) if mappings_path.is_file() else {}
     if not (args.eval_dir / "benchmarks").is_dir() or not (args.reuse or (args.eval_dir / "corpus").is_dir()):
         raise SystemExit(f"error: {args.eval_dir} is not an evaluation set (benchmarks/ and corpus/): give its path")
     tmp = tempfile.TemporaryDirectory()
@@ -107,12 +119,22 @@ def main() -> None:
     out = args.items_out.open("w") if args.items_out else None
     t1 = time.perf_counter()
     n_items = 0
+    unread: list[str] = []
+    unlabelled: Counter[str] = Counter()
     for path in sorted((args.eval_dir / "benchmarks").glob("*.jsonl")):
         bench = path.name[: -len(".jsonl")]
-        items, _ = read_benchmark(path.read_bytes(), path.name)
+        try:
+            items, used = read_benchmark(path.read_bytes(), path.name, mappings.get(bench))
+        except InputError as exc:  # one benchmark the reader cannot map: said, and the others measured
+            unread.append(f"{bench}: {exc.message}")
+            print(f"{bench}: NOT READ: {exc.message}", file=sys.stderr)
+            continue
+        print(f"{bench}: {len(items)} items, fields {used}", file=sys.stderr)
+        unlabelled[bench] = sum((bench, it.item_id) not in labels for it in items)
+        items = [it for it in items if (bench, it.item_id) in labels]
         text = {it.item_id: (it.question, it.choices, it.answer) for it in items}
         planted = {text[it.item_id] for it in items if labels[(bench, it.item_id)]["kind"] in PLANTED}
-        for r in scanner.scan(items):
+        for r in scanner.scan(items) if items else []:
             kind = labels[(bench, r.item.item_id)]["kind"]
             if kind in ("clean", "sibling") and text[r.item.item_id] in planted:
                 kind = "duplicate"
@@ -151,6 +173,11 @@ def main() -> None:
         f"\nsiblings reported contaminated: {sib}; question_only with answer_found: "
         f"{answers['answer_found']} of {answers['items']}"
     )
+    for bench, n in sorted(unlabelled.items()):
+        if n:  # an id the reader took from another field than the labels' (or a row number)
+            print(f"{bench}: {n} items with no label (their ids are not in labels.jsonl), left out")
+    for line in unread:
+        print(f"NOT READ (give it a field mapping in {mappings_path} to measure it): {line}")
     engine.dispose()
 
 
