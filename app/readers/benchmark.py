@@ -79,6 +79,7 @@ ANSWER_KEYS = (
     "query",  # text-to-SQL (Spider): the SQL, where the question has a field of its own
     "code",  # MBPP: the reference solution of a task given as `text`
     "sql",  # WikiSQL: {human_readable, sel, agg, conds}
+    "correct",  # AQuA-RAT, MathQA: the letter of the right option
 )
 # a worked solution or rationale beside a separate final answer: scored as part of the answer
 SOLUTION_KEYS = ("solution", "canonical_solution", "rationale", "explanation", "reasoning")
@@ -520,8 +521,9 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
     p = _first(rec, PASSAGE_KEYS, text=True)
     if not q and not any(k in rec for k in QUESTION_KEYS) and not any("question" in k.lower() for k in rec):
         q = p  # no question field at all: the passage is the item's own text (an article to summarise)
-    if q:
-        mapping["question"] = q
+    body = _first(rec, ("body",), text=True)
+    if q:  # a maths word problem's body before its question (SVAMP, ASDiv) is the item's text too
+        mapping["question"] = [body, q] if body and body != q else q
     if p and p != q:
         mapping["passage"] = p
     c = _first(rec, CHOICE_KEYS)

@@ -231,6 +231,25 @@ SHAPES = [
         {"prompt": "Write f returning 5.", "canonical_solution": "def f():\n    return 5\n#### end of solution"},
         {"answer": "def f():\n    return 5\n#### end of solution", "solution": ""},
     ),
+    (  # SVAMP, ASDiv: a word problem's body, then its question: both are the item's text
+        "svamp",
+        {
+            "ID": "chal-1",
+            "Body": "Each pack of dvds costs 76 dollars.",
+            "Question": "How much is each pack?",
+            "Answer": 76.0,
+        },
+        {
+            "question": "Each pack of dvds costs 76 dollars. How much is each pack?",
+            "answer": "76.0",
+            "item_id": "chal-1",
+        },
+    ),
+    (  # AQuA-RAT: the letter of the right option is `correct`
+        "aqua_answer",
+        {"question": "How far?", "options": ["A)4", "B)5"], "rationale": "It is 5 km.", "correct": "B"},
+        {"answer": "B)5", "solution": "It is 5 km."},
+    ),
     (  # WikiSQL: the SQL is an object; its human-readable form is the answer
         "wikisql",
         {
