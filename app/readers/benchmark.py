@@ -80,10 +80,11 @@ ANSWER_KEYS = (
     "code",  # MBPP: the reference solution of a task given as `text`
     "sql",  # WikiSQL: {human_readable, sel, agg, conds}
     "correct",  # AQuA-RAT, MathQA: the letter of the right option
+    "answers_spans",  # DROP on Hugging Face: {spans: [...], types: [...]}
 )
 # a worked solution or rationale beside a separate final answer: scored as part of the answer
 SOLUTION_KEYS = ("solution", "canonical_solution", "rationale", "explanation", "reasoning")
-ID_KEYS = ("id", "task_id", "idx", "uid", "question_id", "qid")
+ID_KEYS = ("id", "task_id", "idx", "uid", "question_id", "qid", "query_id")
 LETTER_COLUMNS = [
     ("A", "B", "C", "D", "E"),
     ("answer_a", "answer_b", "answer_c", "answer_d", "answer_e"),
@@ -461,6 +462,7 @@ def _limited(
 
 _TEXT_KEYS_IN_ORDER = ("text", "answer", "value", "human_readable")  # an object's text, the first of these it has
 _TEXT_KEYS = set(_TEXT_KEYS_IN_ORDER)
+_LIST_KEYS = ("text", "spans")  # an answer object's list of accepted answers
 
 
 def _as_text(value: Any) -> str:
@@ -645,7 +647,7 @@ def _alternatives(value: Any, choices: list[str], answer: str) -> tuple[str, ...
     if isinstance(value, bool):
         texts: list[str] = ["yes" if value else "no"]
     elif isinstance(value, dict):
-        listed: list[Any] = next((value[k] for k in ("text", "aliases") if isinstance(value.get(k), list)), [])
+        listed: list[Any] = next((value[k] for k in (*_LIST_KEYS, "aliases") if isinstance(value.get(k), list)), [])
         texts = [_as_text(v) for v in listed]
     elif isinstance(value, list):
         texts = [_as_text(v) for v in value if not isinstance(v, dict) or _TEXT_KEYS & v.keys()]
@@ -684,8 +686,10 @@ def _answer(value: Any, choices: list[str], labels: list[Any], base: int = 0) ->
     if isinstance(value, list) and labels and choices and len(value) == len(choices):
         picked = [c for c, flag in zip(choices, value, strict=True) if flag]
         return " ".join(picked)
-    if isinstance(value, dict) and isinstance(value.get("text"), list):
-        value = value["text"]  # SQuAD's {text: [...], answer_start: [...]}
+    if isinstance(value, dict) and (
+        listed := next((value[k] for k in _LIST_KEYS if isinstance(value.get(k), list)), None)
+    ):
+        value = listed  # SQuAD's {text: [...], answer_start: [...]}, DROP's {spans: [...], types: [...]}
     if isinstance(value, list) and not choices:
         # accepted answers, any one of them right (SQuAD's annotators', TriviaQA's aliases, NQ's):
         # the first, as a copy gives one answer (joined, SQuAD's three "Denver Broncos" were

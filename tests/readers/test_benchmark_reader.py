@@ -250,6 +250,16 @@ SHAPES = [
         {"question": "How far?", "options": ["A)4", "B)5"], "rationale": "It is 5 km.", "correct": "B"},
         {"answer": "B)5", "solution": "It is 5 km."},
     ),
+    (  # DROP on Hugging Face: the answer's spans are its accepted answers
+        "drop_hf",
+        {
+            "query_id": "f37e81fa",
+            "passage": "The Raiders stayed at home.",
+            "question": "How many field goals did Kris Brown kick?",
+            "answers_spans": {"spans": ["2", "two"], "types": ["number", "number"]},
+        },
+        {"answer": "2", "alternatives": ("two",), "item_id": "f37e81fa", "passage": "The Raiders stayed at home."},
+    ),
     (  # WikiSQL: the SQL is an object; its human-readable form is the answer
         "wikisql",
         {
