@@ -52,6 +52,7 @@ QUESTION_KEYS = (
     "instruction",
     "sentence",
     "claim",  # fact checking (FEVER, SciFact)
+    "statement",  # fact checking (LIAR)
     "text",
     "hypothesis",  # NLI: judged beside its premise (a passage)
 )

@@ -177,6 +177,16 @@ SHAPES = [
         {"id": 75397, "label": "SUPPORTS", "claim": "Nikolaj Coster-Waldau worked with Fox."},
         {"question": "Nikolaj Coster-Waldau worked with Fox.", "answer": "SUPPORTS"},
     ),
+    (  # LIAR: the statement is the item's text
+        "liar",
+        {
+            "id": "2635.json",
+            "label": 0,
+            "statement": "Says the Annies List political group supports abortions.",
+            "speaker": "x",
+        },
+        {"question": "Says the Annies List political group supports abortions."},
+    ),
     (  # text-to-SQL: the SQL query is the answer, the schema (shared by many items) a passage
         "spider",
         {
