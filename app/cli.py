@@ -298,14 +298,17 @@ def corpora_rename(
 
 def _mapping(fields: list[str] | None) -> dict[str, str | list[str]] | None:
     """--fields role=field, repeated, as a mapping (None: detect the fields); choices given more
-    than once are one column per choice, in order (--fields choices=sol1 --fields choices=sol2)."""
+    than once are one column per choice, in order (--fields choices=sol1 --fields choices=sol2),
+    a question given more than once its fields' texts in order (Body, then Question)."""
     mapping: dict[str, str | list[str]] = {}
     for f in fields or []:
         role, sep, name = (x.strip() for x in f.partition("="))
         if not sep:
             raise InputError(f"--fields takes role=field, got {f!r}")
-        if role in mapping and role != "choices":
-            raise InputError(f"--fields names {role} twice ({mapping[role]!r}, {name!r}); only choices takes several")
+        if role in mapping and role not in ("choices", "question"):
+            raise InputError(
+                f"--fields names {role} twice ({mapping[role]!r}, {name!r}); only choices and question take several"
+            )
         if role in mapping:
             before = mapping[role]
             mapping[role] = [*(before if isinstance(before, list) else [before]), name]
@@ -479,7 +482,8 @@ def scan(
         checked = CheckService(engine, workers=workers).path(
             file, mapping, corpus, th, report, keep_text=False, reading=read
         )
-    used = ", ".join(f"{role}={f}" for role, f in checked.mapping.items())
+    # as --fields takes them back: a list of fields is the role given once per field
+    used = ", ".join(f"{role}={x}" for role, f in checked.mapping.items() for x in (f if isinstance(f, list) else [f]))
     typer.echo(f"fields: {used}; corpora: {', '.join(checked.corpora)}", err=True)
     left = [] if corpus else [c for c in CorpusService(engine).names(True) if c not in checked.corpora]
     if left:  # chosen by their settings: say which were not, rather than leave them out unsaid

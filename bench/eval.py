@@ -27,6 +27,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -95,7 +96,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     mappings_path = args.mappings or args.eval_dir / "mappings.json"
-    mappings = json.loads(mappings_path.read_text()) if mappings_path.is_file() else {}
+    mappings = _mappings(mappings_path)
     if not (args.eval_dir / "benchmarks").is_dir() or not (args.reuse or (args.eval_dir / "corpus").is_dir()):
         raise SystemExit(f"error: {args.eval_dir} is not an evaluation set (benchmarks/ and corpus/): give its path")
     tmp = tempfile.TemporaryDirectory()
@@ -112,7 +113,7 @@ def main() -> None:
         t_index = time.perf_counter() - t0
         print(f"indexed {summary['documents']} documents ({summary['text_mb']} MB) in {t_index:.1f} s")
     lines = (args.eval_dir / "labels.jsonl").read_text().splitlines()
-    labels = {(r["benchmark"], r["id"]): r for r in map(json.loads, lines)}
+    labels = {(r["benchmark"], str(r["id"])): r for r in map(json.loads, lines)}  # ids as the reader gives them
     scanner = Scanner(engine, workers=args.workers)
     rows: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
     answers: Counter[str] = Counter()
@@ -121,8 +122,10 @@ def main() -> None:
     n_items = 0
     unread: list[str] = []
     unlabelled: Counter[str] = Counter()
-    for path in sorted((args.eval_dir / "benchmarks").glob("*.jsonl")):
-        bench = path.name[: -len(".jsonl")]
+    files = {bench: path for path in sorted((args.eval_dir / "benchmarks").iterdir()) if (bench := _name(path))}
+    for bench in sorted(set(mappings) - set(files)):
+        print(f"{mappings_path}: no benchmark named {bench!r} (benchmarks: {', '.join(sorted(files))})")
+    for bench, path in files.items():
         try:
             items, used = read_benchmark(path.read_bytes(), path.name, mappings.get(bench))
         except InputError as exc:  # one benchmark the reader cannot map: said, and the others measured
@@ -179,6 +182,41 @@ def main() -> None:
     for line in unread:
         print(f"NOT READ (give it a field mapping in {mappings_path} to measure it): {line}")
     engine.dispose()
+    unmeasured = [b for b in files if not any(rows[b][k].total() for k in rows[b])]
+    if unmeasured:  # every table is printed; the run still says it measured less than it was given
+        print(f"not measured: {', '.join(unmeasured)}")
+        raise SystemExit(1)
+
+
+BENCHMARK_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet", ".arrow")
+COMPRESSION_SUFFIXES = (".gz", ".zst", ".zstd", ".bz2", ".xz")
+
+
+def _name(path: Path) -> str | None:
+    """A benchmark file's name as labels.jsonl gives it (qa.jsonl.gz: "qa"); None for a file of
+    another type (said)."""
+    name = path.name
+    for suffix in COMPRESSION_SUFFIXES:
+        name = name.removesuffix(suffix)
+    for suffix in BENCHMARK_SUFFIXES:
+        if path.is_file() and name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    if not path.name.startswith("."):
+        print(f"{path}: not a benchmark file ({', '.join(BENCHMARK_SUFFIXES)}), left out", file=sys.stderr)
+    return None
+
+
+def _mappings(path: Path) -> dict[str, dict[str, Any]]:
+    """EVAL_DIR/mappings.json: benchmark name -> {role: field or [fields]}, checked."""
+    if not path.is_file():
+        return {}
+    try:
+        found = json.loads(path.read_text())
+    except ValueError as exc:
+        raise SystemExit(f"error: {path}: not JSON ({exc})") from None
+    if not (isinstance(found, dict) and all(isinstance(m, dict) for m in found.values())):
+        raise SystemExit(f'error: {path}: give {{"benchmark name": {{"question": "field", ...}}, ...}}')
+    return found
 
 
 if __name__ == "__main__":

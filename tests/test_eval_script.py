@@ -47,13 +47,23 @@ def _run(eval_dir: Path, db: Path) -> subprocess.CompletedProcess[str]:
 
 def test_eval_measures_what_it_can_read_and_names_the_rest(tmp_path: Path) -> None:
     eval_dir = _eval_set(tmp_path / "set")
+    # a CSV benchmark whose ids are numbers in the labels (as JSON gives them): measured too
+    (eval_dir / "benchmarks" / "nums.csv").write_text(f"id,question,answer\n7,{QUESTION},Hoi An\n")
+    with (eval_dir / "labels.jsonl").open("a") as f:
+        f.write(json.dumps({"benchmark": "nums", "id": 7, "kind": "verbatim"}) + "\n")
     done = _run(eval_dir, tmp_path / "a.db")
-    assert done.returncode == 0, done.stderr
-    rows = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines() if line.startswith(("qa ", "ALL "))}
+    # every table is printed, and the run says it measured less than it was given
+    assert done.returncode == 1 and "not measured: stories" in done.stdout, done.stdout + done.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines() if line.startswith(("qa ", "nums "))}
     assert rows["qa"][0] == "1.000" and rows["qa"][8] == "0.000", done.stdout  # the copy found, the clean item clean
+    assert rows["nums"][0] == "1.000", done.stdout
     assert "NOT READ" in done.stdout and "stories" in done.stdout.split("NOT READ")[-1]
     # a mappings file maps it, and it is measured
-    (eval_dir / "mappings.json").write_text(json.dumps({"stories": {"question": "tale"}}))
+    (eval_dir / "mappings.json").write_text(json.dumps({"stories": {"question": "tale"}, "typo": {}}))
     done = _run(eval_dir, tmp_path / "b.db")
     assert done.returncode == 0 and "NOT READ" not in done.stdout, done.stdout + done.stderr
     assert any(line.startswith("stories ") for line in done.stdout.splitlines()), done.stdout
+    assert "no benchmark named 'typo'" in done.stdout
+    (eval_dir / "mappings.json").write_text(json.dumps({"stories": "tale"}))  # not an object of mappings
+    done = _run(eval_dir, tmp_path / "c.db")
+    assert done.returncode == 1 and "mappings.json: give" in done.stderr, done.stderr

@@ -44,6 +44,7 @@ COMPETITORS_ALIGNED = 3  # candidates aligned in full, those holding the largest
 SOLUTION_MIN_TOKENS = 9  # a worked solution shorter than this is judged as a short answer is
 NEAR_CACHE_ITEMS = 4096  # competitors' regions kept per document (about 300 bytes each)
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
+SHORT_ALT_WINDOW = 2  # tokens before a one- or two-word accepted answer after the question ("A:", "Answer:")
 # MatchCache: the tokens of the competitors' regions kept (about 80 bytes a token: its grams and
 # the id list the aligner takes) and of the alignments (about 10 bytes a token of the competitor)
 REGION_TOKENS_KEPT = 1 << 18  # about 20 MB at most (256 regions of a news article's 1,000 tokens)
@@ -797,9 +798,15 @@ def _answer_found(p: PreparedItem, al: Alignment, matched: np.ndarray, region: n
     listed = bool(others) and sum(find_sequence(window, c) >= 0 for c in others) * 2 >= len(others)
     if hits >= (2 if listed and len(p.answer_ids) else 1):
         return True
-    # another accepted answer of a free-text answer, as short, in the same window
+    # another accepted answer of a free-text answer: one or two words ("no", "1") right after the
+    # question (an "Answer:" between), as chance puts such words anywhere in a wider window
+    # ("no" is in 4-6% of 18-token windows of prose); a longer one in the answer's window
     return not len(p.answer_ids) and any(
-        len(alt) <= 8 and find_sequence(region[q_end : q_end + ANSWER_WINDOW + 2 * len(alt)], alt) >= 0
+        len(alt) <= 8
+        and find_sequence(
+            region[q_end : q_end + (SHORT_ALT_WINDOW if len(alt) <= 2 else ANSWER_WINDOW) + len(alt)], alt
+        )
+        >= 0
         for alt in p.alternative_ids
     )
 

@@ -524,8 +524,10 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
     p = _first(rec, PASSAGE_KEYS, text=True)
     if not q and not any(k in rec for k in QUESTION_KEYS) and not any("question" in k.lower() for k in rec):
         q = p  # no question field at all: the passage is the item's own text (an article to summarise)
-    body = _first(rec, ("body",), text=True)
-    if q:  # a maths word problem's body before its question (SVAMP, ASDiv) is the item's text too
+    # a maths word problem's body before its question is the item's text too (SVAMP's and ASDiv's,
+    # told by their equation; a forum post's body follows its title, and is no word problem)
+    body = _first(rec, ("body",), text=True) if _first(rec, ("equation", "formula")) else None
+    if q:
         mapping["question"] = [body, q] if body and body != q else q
     if p and p != q:
         mapping["passage"] = p
@@ -541,6 +543,8 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
                 mapping["choices"] = present
                 break
     a = _first(rec, tuple(k for k in ANSWER_KEYS if k not in (mapping.get("choices"), q, p)))
+    if a and a.lower() == "correct" and len(_item_choices(rec, mapping)[0]) < 2:
+        a = None  # AQuA's letter names one of the options; without a list of them it is no answer (a flag)
     if a:
         mapping["answer"] = a
     elif "target_scores" in rec:
@@ -757,9 +761,10 @@ def _given_mapping(mapping: Mapping[str, Any] | None) -> dict[str, Any]:
         if str(given[ANSWER_BASE]) not in ("0", "1"):
             raise InputError(f"field mapping: {ANSWER_BASE} is 0 or 1 (numeric answers count the choices from it)")
         given[ANSWER_BASE] = str(given[ANSWER_BASE])
-    choices = given.get("choices")
-    if isinstance(choices, str) and "," in choices:  # "option1,option2": one column per choice
-        given["choices"] = [c.strip() for c in choices.split(",") if c.strip()]
+    for role in ("choices", "question"):  # "option1,option2": one column per choice; "Body,Question"
+        several = given.get(role)
+        if isinstance(several, str) and "," in several:
+            given[role] = [c.strip() for c in several.split(",") if c.strip()]
     for role, f in given.items():
         if role == ANSWER_BASE:
             continue
@@ -785,7 +790,13 @@ def _mapping_for(rec: Mapping[str, Any], given: dict[str, Any], filename: str, r
     named = {r: f for r, f in given.items() if r != ANSWER_BASE}
     taken = {x for f in named.values() for x in _fields(f)}
     detected = detect_mapping(rec)
-    used = {r: f for r, f in detected.items() if r not in given and not taken & set(_fields(f))}
+    used: dict[str, Any] = {}
+    for role, f in detected.items():
+        if role in given:
+            continue
+        kept = [x for x in _fields(f) if x not in taken]  # a field the user gave another role is theirs
+        if kept == _fields(f) or (role == "question" and kept):
+            used[role] = f if kept == _fields(f) else kept[0] if len(kept) == 1 else kept
     used.update(given)
     if "question" not in used:
         raise InputError(

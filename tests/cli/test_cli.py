@@ -62,16 +62,19 @@ def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
     assert mapped.exit_code == 0 and "2 too short" in mapped.output
     missing = run.invoke(cli, ["scan", str(tmp_path / "nope.jsonl"), "--db", migrated_url])
     assert missing.exit_code == 2 and "no such file" in missing.output
-    # --fields choices given twice is one column per choice (it kept the last); another role twice is refused
+    # --fields choices given twice is one column per choice (it kept the last); a question given
+    # twice is its fields' texts in order (as the mapping printed says it); another role twice is refused
     copa = tmp_path / "copa.jsonl"
-    copa.write_text(json.dumps({"premise": Q1, "choice1": "yes", "choice2": "no", "label": 1}) + "\n")
+    copa.write_text(json.dumps({"premise": Q1, "choice1": "yes", "choice2": "no", "label": 1, "a": "x"}) + "\n")
     two = ["--fields", "choices=choice1", "--fields", "choices=choice2", "--format", "json"]
     js = json.loads(run.invoke(cli, ["scan", str(copa), "--db", migrated_url, *two]).stdout)
     assert js["mapping"]["choices"] == ["choice1", "choice2"] and js["mapping"]["question"] == "premise"
-    twice = run.invoke(
-        cli, ["scan", str(copa), "--db", migrated_url, "--fields", "question=a", "--fields", "question=b"]
+    both = run.invoke(
+        cli, ["scan", str(copa), "--db", migrated_url, "--fields", "question=a", "--fields", "question=premise"]
     )
-    assert twice.exit_code == 2 and "names question twice" in twice.output
+    assert both.exit_code == 0 and "question=a, question=premise," in both.stderr, both.output
+    twice = run.invoke(cli, ["scan", str(copa), "--db", migrated_url, "--fields", "id=a", "--fields", "id=premise"])
+    assert twice.exit_code == 2 and "names id twice" in twice.output
 
 
 def test_the_readmes_example_files_give_what_it_says(migrated_url: str) -> None:

@@ -332,6 +332,10 @@ def test_any_accepted_answer_after_the_question_is_its_answer() -> None:
     boolq = f"{FILLER} {PARMA} Q: {rows[0]['question']}? A: Yes. {FILLER}"
     s = scan(items, {"page": boolq})["0"]
     assert s.answer_found and s.status == Status.CONTAMINATED, s.reason
+    # a word as common as "yes" or "no" counts only right after the question: elsewhere near it,
+    # chance puts it there ("no" is in 4-6% of 18-token windows of prose)
+    chatter = f"{FILLER} {PARMA} Q: {rows[0]['question']}? I could not find yes or no in any guide. {FILLER}"
+    assert not scan(items, {"page": chatter})["0"].answer_found
     trivia = f"{FILLER} Quiz night! {rows[1]['question']} Answer: Sunset Blvd. {FILLER}"
     s = scan(items, {"page": trivia})["1"]
     assert s.answer_found and s.status == Status.CONTAMINATED, s.reason

@@ -247,6 +247,7 @@ SHAPES = [
             "ID": "chal-1",
             "Body": "Each pack of dvds costs 76 dollars.",
             "Question": "How much is each pack?",
+            "Equation": "( 76.0 )",
             "Answer": 76.0,
         },
         {
@@ -254,6 +255,16 @@ SHAPES = [
             "answer": "76.0",
             "item_id": "chal-1",
         },
+    ),
+    (  # a forum post's body follows its title: no word problem (that has an equation), not prepended
+        "stackexchange",
+        {"question": "How do I undo a commit?", "body": "I committed by mistake.", "answer": "git reset --soft HEAD~1"},
+        {"question": "How do I undo a commit?", "answer": "git reset --soft HEAD~1"},
+    ),
+    (  # a `correct` flag beside no options is no answer (an evaluation log's)
+        "graded_response",
+        {"question": "What is the capital of Australia?", "response": "Sydney", "correct": False},
+        {"answer": "", "alternatives": ()},
     ),
     (  # AQuA-RAT: the letter of the right option is `correct`
         "aqua_answer",
@@ -439,6 +450,13 @@ def test_a_mapping_names_a_field_inside_an_object_by_its_path() -> None:
     ]
     with pytest.raises(InputError, match="names a field no row has: answer=sql.nosuch"):
         read_benchmark(data, "w.jsonl", {"question": "q.text", "answer": "sql.nosuch"})
+    # a field of the detected question (SVAMP's Body before its Question) that the user maps to
+    # another role is theirs, and the rest of the question stays detected (it was dropped whole)
+    svamp = {"Body": "Each pack costs 76 dollars.", "Question": "How much is a pack?", "Equation": "76", "Answer": 76}
+    items, used = read_benchmark(json.dumps(svamp).encode(), "s.jsonl", {"passage": "Body"})
+    assert (used["question"], items[0].question, items[0].passage) == ("Question", "How much is a pack?", svamp["Body"])
+    items, used = read_benchmark(json.dumps(svamp).encode(), "s.jsonl", {"question": "Body,Question"})
+    assert items[0].question == "Each pack costs 76 dollars. How much is a pack?"  # as the upload form gives several
     # a key holding a dot beside a shorter key: each way of reading the path is tried
     dotted = json.dumps({"a": "x", "a.b": {"c": "deep"}, "q": "Why?"}).encode()
     items, _ = read_benchmark(dotted, "d.jsonl", {"question": "q", "answer": "a.b.c"})
