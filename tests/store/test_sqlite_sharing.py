@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import traceback
 from pathlib import Path
 
 from conftest import IndexCorpus
@@ -29,13 +30,13 @@ def test_two_indexers_on_one_sqlite_file_wait_for_each_other(tmp_path: Path, ind
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     upgrade(url)
     corpora = {name: _files(tmp_path, name, 12) for name in ("left", "right", "same")}
-    errors: list[BaseException] = []
+    errors: list[str] = []
 
     def run(name: str, files: list[Path]) -> None:
         try:
             index_corpus(url, files, name, commit_bytes=0)
-        except BaseException as exc:  # reported below, with the others
-            errors.append(exc)
+        except BaseException:  # reported below, with the others, where it was raised
+            errors.append(traceback.format_exc())
 
     jobs = [("left", corpora["left"]), ("right", corpora["right"]), ("same", corpora["same"])]
     jobs.append(("same", corpora["same"]))  # two indexers on the same files too
@@ -44,7 +45,7 @@ def test_two_indexers_on_one_sqlite_file_wait_for_each_other(tmp_path: Path, ind
         t.start()
     for t in threads:
         t.join()
-    assert errors == []
+    assert errors == [], "\n".join(errors)  # seen once on a loaded machine: "database is locked", place unknown
     engine = make_engine(url)
     with engine.connect() as conn:
         counts = dict(
