@@ -510,8 +510,24 @@ def _choices(value: Any) -> tuple[list[str], list[Any]]:
             return [_as_text(v) for v in value["choices"]], list(value.get("labels", []))
         return [str(k) for k in value], list(value.values())
     if isinstance(value, str) and value.strip():
-        return [value], []
+        return _lettered(value) or [value], []
     return [], []
+
+
+_OPTION = re.compile(r"(?:^|,\s*|\s)([a-jA-J])\s*\)\s*")
+
+
+def _lettered(text: str) -> list[str]:
+    """The options of one string that lists them lettered in order, MathQA's "a ) rs . 400 , b )
+    rs . 300 , c ) ..." (the letter's "a )" left out, as a choice's text is); [] otherwise."""
+    starts: list[tuple[int, int]] = []  # (where the letter's mark starts, where its text starts)
+    for m in _OPTION.finditer(text):
+        if m.group(1).lower() == "abcdefghij"[len(starts)]:
+            starts.append((m.start(), m.end()))
+    if len(starts) < 2 or starts[0][0] != 0:
+        return []
+    ends = [s for s, _e in starts[1:]] + [len(text)]
+    return [text[e:end].strip().rstrip(",").strip() for (_s, e), end in zip(starts, ends, strict=True)]
 
 
 def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:

@@ -266,6 +266,16 @@ SHAPES = [
         {"question": "What is the capital of Australia?", "response": "Sydney", "correct": False},
         {"answer": "", "alternatives": ()},
     ),
+    (  # MathQA: its options are one string, lettered; `correct` names one of them
+        "mathqa",
+        {
+            "Problem": "the banker ' s gain of a certain sum due 3 years hence at 10 % per annum is rs . 36 .",
+            "Rationale": "explanation : t = 3 years r = 10 %",
+            "options": "a ) rs . 400 , b ) rs . 300 , c ) rs . 500 , d ) rs . 350 , e ) none of these",
+            "correct": "b",
+        },
+        {"choices": ("rs . 400", "rs . 300", "rs . 500", "rs . 350", "none of these"), "answer": "rs . 300"},
+    ),
     (  # AQuA-RAT: the letter of the right option is `correct`
         "aqua_answer",
         {"question": "How far?", "options": ["A)4", "B)5"], "rationale": "It is 5 km.", "correct": "B"},
