@@ -92,6 +92,12 @@ class CheckItemIn(BaseModel):
     choices: list[str] = Field(default_factory=list)
     answer: str | int = Field("", description="the answer's text, or its index (from 0) into `choices`")
     solution: str = Field("", description="a worked solution or rationale beside the answer (scored with it)")
+    alternatives: list[str] = Field(
+        default_factory=list,
+        max_length=32,
+        description="other accepted answers (aliases, 'yes' for true): found after the question, the answer is found;"
+        " never scored as the item's text",
+    )
 
 
 class CheckRequest(BaseModel):
@@ -120,7 +126,13 @@ class CheckRequest(BaseModel):
             solution = it.solution
             if not solution and not choices:  # a worked solution ending in its final answer, as a file's is read
                 answer, solution = final_answer(answer)
-            items.append(BenchmarkItem(it.id or str(i), i, it.question, it.passage, choices, answer, solution))
+            # as a file's: other accepted answers of a free-text answer (an answer among choices is said by them)
+            others = [] if choices else [a.strip() for a in it.alternatives]
+            alternatives = tuple(a for a in dict.fromkeys(others) if a and a != answer.strip())
+            ident = it.id or str(i)
+            items.append(
+                BenchmarkItem(ident, i, it.question, it.passage, choices, answer, solution, alternatives=alternatives)
+            )
         return items
 
 

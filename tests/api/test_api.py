@@ -181,6 +181,11 @@ def test_check_endpoint(client: TestClient) -> None:
     # a worked solution ending in its final answer is read as a file's is (the answer "72" beside it)
     gsm = benchmark_of({"items": [{"question": Q1, "answer": "48/2 = 24 in May.\n#### 72"}]})[0]
     assert (gsm.answer, gsm.solution) == ("72", "48/2 = 24 in May.")
+    # other accepted answers, as a file's lists and aliases give them (at most 32)
+    alias = {"question": Q1, "answer": "Sunset Boulevard", "alternatives": ["Sunset Blvd", "", "Sunset Boulevard"]}
+    assert benchmark_of({"items": [alias]})[0].alternatives == ("Sunset Blvd",)
+    many = client.post("/api/v1/check", json={"items": [alias | {"alternatives": ["x"] * 33}]})
+    assert many.status_code == 422
     # the answer, built by the worker that scored it, is what the declared model says it is
     body = r.json()
     assert CheckResponse.model_validate(body).model_dump(mode="json") == body
