@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contam.app.core.config import SignatureConfig  # noqa: E402
 from contam.app.errors import InputError  # noqa: E402
-from contam.app.readers.benchmark import read_benchmark  # noqa: E402
+from contam.app.readers.benchmark import COMPRESSIONS, benchmark_format, read_benchmark  # noqa: E402
 from contam.app.services.scanning import Scanner  # noqa: E402
 from contam.app.store.db import make_engine, upgrade  # noqa: E402
 from contam.indexer.job import IndexJob, IndexOptions  # noqa: E402
@@ -188,22 +188,19 @@ def main() -> None:
         raise SystemExit(1)
 
 
-BENCHMARK_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet", ".arrow")
-COMPRESSION_SUFFIXES = (".gz", ".zst", ".zstd", ".bz2", ".xz")
-
-
 def _name(path: Path) -> str | None:
     """A benchmark file's name as labels.jsonl gives it (qa.jsonl.gz: "qa"); None for a file of
-    another type (said)."""
+    a type the reader does not take (said)."""
+    try:
+        benchmark_format(path.name)
+    except InputError:
+        if not path.name.startswith("."):
+            print(f"{path}: not a benchmark file, left out", file=sys.stderr)
+        return None
     name = path.name
-    for suffix in COMPRESSION_SUFFIXES:
+    for suffix, _kind in COMPRESSIONS:
         name = name.removesuffix(suffix)
-    for suffix in BENCHMARK_SUFFIXES:
-        if path.is_file() and name.lower().endswith(suffix):
-            return name[: -len(suffix)]
-    if not path.name.startswith("."):
-        print(f"{path}: not a benchmark file ({', '.join(BENCHMARK_SUFFIXES)}), left out", file=sys.stderr)
-    return None
+    return name.rsplit(".", 1)[0] if path.is_file() else None
 
 
 def _mappings(path: Path) -> dict[str, dict[str, Any]]:

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from contam.app.core.config import Thresholds
-from contam.app.core.types import BenchmarkItem, answer_of, final_answer
+from contam.app.core.types import MAX_ALTERNATIVES, BenchmarkItem, answer_of, final_answer
 from contam.app.errors import InputError
 
 
@@ -94,7 +94,7 @@ class CheckItemIn(BaseModel):
     solution: str = Field("", description="a worked solution or rationale beside the answer (scored with it)")
     alternatives: list[str] = Field(
         default_factory=list,
-        max_length=32,
+        max_length=MAX_ALTERNATIVES,
         description="other accepted answers (aliases, 'yes' for true): found after the question, the answer is found;"
         " never scored as the item's text",
     )

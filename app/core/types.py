@@ -12,6 +12,7 @@ from typing import Any
 from contam.app.errors import InputError
 
 ROLES = ("question", "passage", "choices", "answer", "solution")
+MAX_ALTERNATIVES = 32  # accepted answers kept beside an item's answer (each is looked for after its question)
 
 
 class Status(StrEnum):

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
-from contam.app.core.types import BenchmarkItem, answer_of, final_answer
+from contam.app.core.types import MAX_ALTERNATIVES, BenchmarkItem, answer_of, final_answer
 from contam.app.errors import InputError, first_line
 from contam.app.limits import Limits, exceeded
 from contam.app.readers.corpus import as_utf8
@@ -655,7 +655,15 @@ def _flags(labels: list[Any], choices: list[str]) -> bool:
     )
 
 
-MAX_ALTERNATIVES = 32  # accepted answers kept beside the answer (each is looked for after the question)
+def _listed(value: Any, keys: tuple[str, ...] = _LIST_KEYS) -> list[str] | None:
+    """The texts of an answer given as several (a list; an object's `keys` list: SQuAD's {text:
+    [...]}, DROP's {spans: [...]}), objects without text left out (KILT's provenance); None for
+    an answer given once."""
+    if isinstance(value, dict):
+        value = next((value[k] for k in keys if isinstance(value.get(k), list)), None)
+    if not isinstance(value, list):
+        return None
+    return [_as_text(v) for v in value if not isinstance(v, dict) or _TEXT_KEYS & v.keys()]
 
 
 def _alternatives(value: Any, choices: list[str], answer: str) -> tuple[str, ...]:
@@ -665,14 +673,8 @@ def _alternatives(value: Any, choices: list[str], answer: str) -> tuple[str, ...
     among choices (the choices say it)."""
     if choices:
         return ()
-    if isinstance(value, bool):
-        texts: list[str] = ["yes" if value else "no"]
-    elif isinstance(value, dict):
-        listed: list[Any] = next((value[k] for k in (*_LIST_KEYS, "aliases") if isinstance(value.get(k), list)), [])
-        texts = [_as_text(v) for v in listed]
-    elif isinstance(value, list):
-        texts = [_as_text(v) for v in value if not isinstance(v, dict) or _TEXT_KEYS & v.keys()]
-    else:
+    texts = ["yes" if value else "no"] if isinstance(value, bool) else _listed(value, (*_LIST_KEYS, "aliases"))
+    if texts is None:
         return ()
     kept = dict.fromkeys(t.strip() for t in texts if t.strip() and t.strip() != answer.strip())
     return tuple(kept)[:MAX_ALTERNATIVES]
@@ -707,16 +709,11 @@ def _answer(value: Any, choices: list[str], labels: list[Any], base: int = 0) ->
     if isinstance(value, list) and labels and choices and len(value) == len(choices):
         picked = [c for c, flag in zip(choices, value, strict=True) if flag]
         return " ".join(picked)
-    if isinstance(value, dict) and (
-        listed := next((value[k] for k in _LIST_KEYS if isinstance(value.get(k), list)), None)
-    ):
-        value = listed  # SQuAD's {text: [...], answer_start: [...]}, DROP's {spans: [...], types: [...]}
-    if isinstance(value, list) and not choices:
+    if not choices and (texts := _listed(value)) is not None:
         # accepted answers, any one of them right (SQuAD's annotators', TriviaQA's aliases, NQ's):
         # the first, as a copy gives one answer (joined, SQuAD's three "Denver Broncos" were
         # one answer no page holds)
-        texts = (_as_text(v) for v in value if not isinstance(v, dict) or _TEXT_KEYS & v.keys())
-        return next((t for t in texts if t.strip()), "")  # KILT's provenance objects are no answer
+        return next((t for t in texts if t.strip()), "")
     return _as_text(value)
 
 
@@ -729,7 +726,8 @@ def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int
 
     choices, labels = _item_choices(rec, mapping)
     listed = get(mapping["choices"]) if "choices" in mapping else None
-    answer, alternatives = "", ()  # type: tuple[str, tuple[str, ...]]
+    answer = ""
+    alternatives: tuple[str, ...] = ()
     if "answer" in mapping:
         value = get(mapping["answer"])
         if mapping.get("answer") == "target_scores" and isinstance(value, dict):
