@@ -1,7 +1,7 @@
 """Token alignment of a benchmark item with a bounded region of a training document (pure).
 
 Tokens are compared by their 64-bit hashes (ids), never as characters, so the cost is that of
-an LCS over token ids (rapidfuzz, bit-parallel: about 10 us for 40 x 200 tokens) and the work
+an LCS over token ids (bit-parallel, in C: a few microseconds for 40 x 200 tokens) and the work
 is bounded by the region, a few times the item's length, never a whole document (DESIGN.md 10).
 
 A token of the item counts as *matched* only inside an aligned block of at least MIN_BLOCK
@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from rapidfuzz.distance import LCSseq
 
 from contam.app.core import _native
 
@@ -40,70 +39,52 @@ class Alignment:
 
 
 def align(
-    item_ids: Sequence[int],
-    region_ids: Sequence[int],
+    item_ids: np.ndarray,
+    region_ids: np.ndarray,
     whole: np.ndarray | None = None,
     min_block: int = MIN_BLOCK,
-    starts: frozenset[int] = frozenset(),
+    starts: Sequence[int] = (),
 ) -> Alignment:
-    """Align item tokens with region tokens (longest common subsequence of token ids).
+    """Align item tokens with region tokens (int64 ids; longest common subsequence).
 
     whole: bool per item token, true where the token is a one-token field on its own; such a
         token counts when aligned even in a block of one.
-    starts: where the item's fields start; a block is not grown (_extend) across one, so a field
-        left unmatched is still aligned on its own (align_fields).
-    """
-    n = len(item_ids)
-    matched = np.zeros(n, dtype=bool)
-    doc_pos = np.full(n, -1, dtype=np.int64)
-    blocks: list[tuple[int, int, int]] = []
-    if n == 0 or len(region_ids) == 0:
-        return Alignment(matched, doc_pos, blocks)
-    kept = [
-        [b.a, b.b, b.size]
-        for b in LCSseq.opcodes(item_ids, region_ids).as_matching_blocks()
-        if b.size >= min_block or (b.size == 1 and whole is not None and whole[b.a])
-    ]
-    _extend(kept, item_ids, region_ids, starts)
-    for a, b, size in kept:
-        matched[a : a + size] = True
-        doc_pos[a : a + size] = np.arange(b, b + size)
-        blocks.append((a, b, size))
-    return Alignment(matched, doc_pos, blocks)
+    starts: where the item's fields start; a block is not grown across one, so a field left
+        unmatched is still aligned on its own (align_fields).
+
+    The subsequence is rapidfuzz's (LCSseq.opcodes: Hyyrö's bit-parallel matrix traced back
+    from the end), cut into blocks as its matching blocks are, computed in C (_native.align; a
+    test holds the two equal). Of the subsequences of equal length, LCS returns one, and in
+    repetitive text (a frame such as "Take 3 steps. Turn left.") it may spend a copy's first
+    words one by one on earlier repeats of them, leaving the copy's run shorter than the
+    document holds it. A run is the evidence of a copy, so each kept block takes back the tokens
+    that continue it in both sequences, up to its neighbours and within its fields."""
+    item = _int64(item_ids)
+    field_start = None
+    if len(starts):
+        field_start = np.zeros(len(item), dtype=bool)
+        field_start[list(starts)] = True
+    matched, doc_pos, blocks = _native.align(
+        item,
+        _int64(region_ids),
+        None if whole is None else np.ascontiguousarray(whole, dtype=bool),
+        field_start,
+        min_block,
+    )
+    return Alignment(np.frombuffer(matched, dtype=bool), np.frombuffer(doc_pos, dtype=np.int64), blocks)
 
 
-def _extend(
-    blocks: list[list[int]], item_ids: Sequence[int], region_ids: Sequence[int], starts: frozenset[int]
-) -> None:
-    """Grow each counted block over the equal tokens beside it that no counted block holds.
-
-    Of the subsequences of equal length, LCS returns one, and in repetitive text (a frame such
-    as "Take 3 steps. Turn left.") it may spend a copy's first words one by one on earlier
-    repeats of them, leaving the copy's run shorter than the document holds it. A run is the
-    evidence of a copy, so each block takes back the tokens that continue it in both sequences,
-    up to its neighbours and within its fields (blocks: [item start, region start, size], in
-    order; changed in place; starts: where the item's fields start)."""
-    for k, blk in enumerate(blocks):
-        a, b, size = blk
-        floor_a, floor_b = (blocks[k - 1][0] + blocks[k - 1][2], blocks[k - 1][1] + blocks[k - 1][2]) if k else (0, 0)
-        while a > floor_a and b > floor_b and a not in starts and item_ids[a - 1] == region_ids[b - 1]:
-            a, b, size = a - 1, b - 1, size + 1
-        ceil_a, ceil_b = (
-            (blocks[k + 1][0], blocks[k + 1][1]) if k + 1 < len(blocks) else (len(item_ids), len(region_ids))
-        )
-        while (
-            a + size < ceil_a
-            and b + size < ceil_b
-            and a + size not in starts
-            and item_ids[a + size] == region_ids[b + size]
-        ):
-            size += 1
-        blk[:] = [a, b, size]
+def _int64(ids: np.ndarray) -> np.ndarray:
+    """Token ids as contiguous int64 (hashes given as uint64 are read as the same 64 bits)."""
+    arr = np.asarray(ids)
+    if arr.dtype == np.uint64:
+        arr = arr.view(np.int64)
+    return np.ascontiguousarray(arr, dtype=np.int64)
 
 
 def align_fields(
-    item_ids: Sequence[int],
-    region_ids: Sequence[int],
+    item_ids: np.ndarray,
+    region_ids: np.ndarray,
     whole: np.ndarray | None,
     fields: Sequence[tuple[int, int, int]],
     min_block: int = MIN_BLOCK,
@@ -119,7 +100,7 @@ def align_fields(
     them (the longer alignment explains the text better), and is dropped otherwise. So a title
     in the question and again in the answer, found once in the document, is found once.
     fields: (start, end, role) of each."""
-    al = align(item_ids, region_ids, whole, min_block, frozenset(s for s, _e, _r in fields))
+    al = align(item_ids, region_ids, whole, min_block, [s for s, _e, _r in fields])
     redo = [(s, e) for s, e, _r in fields if e - s >= min_block and not al.matched[s:e].any()]
     if not redo or not al.blocks:  # nothing aligned at all: no field will be on its own
         return al

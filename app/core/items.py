@@ -74,11 +74,6 @@ class PreparedItem:
         return len(self.ids)
 
     @cached_property
-    def id_list(self) -> list[int]:
-        """The ids as a list, as the aligner takes them (once, not per candidate document)."""
-        return self.ids.tolist()
-
-    @cached_property
     def alternative_ids(self) -> list[np.ndarray]:
         """The token ids of each of the item's other accepted answers (item.alternatives)."""
         return [_ids(t) for t in map(tokenize, self.item.alternatives) if t]

@@ -286,7 +286,7 @@ def match_document(
     ppos = doc.positions(p.passage_grams) if len(p.passage_grams) else None  # asked three times below
     lo, hi = region_for(p, doc, n, window, ppos)
     region, src = _unglued(p, Region.of(doc, lo, hi, n), n)  # not kept: few items share it
-    al = align_fields(p.id_list, region.id_list, p.whole, p.fields)
+    al = align_fields(p.ids, region.ids, p.whole, p.fields)
     present = member(p.mgrams, region.mgrams)
     matched = held(p, region.ids, region.mgrams, present=present) & al.matched  # in the item's order
     own, own_hit, competitor, competitor_found = _own_text(
@@ -479,11 +479,6 @@ class Region:
             (doc, lo, hi),
         )
 
-    @cached_property
-    def id_list(self) -> list[int]:
-        """The ids as a list, as the aligner takes them (the item and up to three competitors)."""
-        return self.ids.tolist()
-
 
 class MatchCache:
     """What matching one item with a document works out that another item's matching with the
@@ -514,14 +509,14 @@ class MatchCache:
     def align(self, other: PreparedItem, region: Region) -> Alignment:
         """align() of item `other` (all its text) with the region."""
         if region.key is None:  # read otherwise (_unglued): as this item's match reads it only
-            return align(other.id_list, region.id_list, other.whole)
+            return align(other.ids, region.ids, other.whole)
         key = (other.text_key, *region.key)
         al = self._aligned.get(key)
         if al is None:
             if self._aligned_tokens + other.n_tokens > ALIGNED_TOKENS_KEPT:
                 self._aligned.clear()
                 self._aligned_tokens = 0
-            al = align(other.id_list, region.id_list, other.whole)
+            al = align(other.ids, region.ids, other.whole)
             al.matched.flags.writeable = al.doc_pos.flags.writeable = False
             self._aligned[key] = al
             self._aligned_tokens += other.n_tokens

@@ -396,9 +396,7 @@ def shared_spans(text: str, other: str) -> list[tuple[int, int]]:
     toks = tokenize_spans(text)
     if not len(toks):
         return []
-    al = align(
-        _ids(toks.tokens).tolist(), _ids(tokenize(other)).tolist(), np.full(len(toks), len(toks) == 1, dtype=bool)
-    )
+    al = align(_ids(toks.tokens), _ids(tokenize(other)), np.full(len(toks), len(toks) == 1, dtype=bool))
     spans: list[tuple[int, int]] = []
     for i in np.flatnonzero(al.matched).tolist():
         s, e = int(toks.starts[i]), int(toks.ends[i])

@@ -374,3 +374,79 @@ def test_the_long_loops_let_other_threads_run() -> None:
     calls = _long_calls()
     went = {name: _other_thread_runs_during(*call) for name, call in calls.items()}
     assert all(n > 100 for n in went.values()), went
+
+
+def _rapidfuzz_align(
+    item: list[int], region: list[int], whole: list[bool] | None, min_block: int, starts: set[int]
+) -> list[tuple[int, int, int]]:
+    """align()'s blocks as align.py computed them before _native.align: rapidfuzz's LCS matching
+    blocks, those min_block long or a one-token field kept, each grown over the equal tokens beside
+    it up to its neighbours, never across a field start."""
+    from rapidfuzz.distance import LCSseq
+
+    kept = [
+        [b.a, b.b, b.size]
+        for b in LCSseq.opcodes(item, region).as_matching_blocks()
+        if b.size >= min_block or (b.size == 1 and whole is not None and whole[b.a])
+    ]
+    for k, blk in enumerate(kept):
+        a, b, size = blk
+        floor_a, floor_b = (kept[k - 1][0] + kept[k - 1][2], kept[k - 1][1] + kept[k - 1][2]) if k else (0, 0)
+        while a > floor_a and b > floor_b and a not in starts and item[a - 1] == region[b - 1]:
+            a, b, size = a - 1, b - 1, size + 1
+        ceil_a, ceil_b = (kept[k + 1][0], kept[k + 1][1]) if k + 1 < len(kept) else (len(item), len(region))
+        while a + size < ceil_a and b + size < ceil_b and a + size not in starts and item[a + size] == region[b + size]:
+            size += 1
+        blk[:] = [a, b, size]
+    return [(a, b, size) for a, b, size in kept]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.integers(1, 6),  # alphabet: few symbols make many equal-length subsequences (ties)
+    st.lists(st.integers(0, 5), max_size=150),
+    st.lists(st.integers(0, 5), max_size=400),
+    st.lists(st.booleans(), max_size=150),
+    st.sets(st.integers(0, 149), max_size=4),
+    st.integers(1, 3),
+    st.integers(-1, 300),
+)
+def test_the_c_aligner_gives_rapidfuzz_lcs_blocks(
+    alphabet: int,
+    a: list[int],
+    b: list[int],
+    whole_bits: list[bool],
+    starts: set[int],
+    min_block: int,
+    plant: int,
+) -> None:
+    """_native.align is the LCS rapidfuzz's LCSseq.opcodes finds (of the equal-length
+    subsequences, the same one), cut, kept and grown as align.py did with it in Python: a scan's
+    statuses and evidence are the same with either. Items over 64 tokens take several machine
+    words a row; ids are any 64-bit values, signed."""
+    salt = [(P * (v + 1)) & M64 for v in range(6)]
+    item = [salt[v % alphabet] - (1 << 63) for v in a]
+    region = [salt[v % alphabet] - (1 << 63) for v in b]
+    if 0 <= plant <= len(region) and item:  # a copy of the item's tail inside the region
+        region = region[:plant] + item[plant % len(item) :] + region[plant:]
+    whole = [whole_bits[i] if i < len(whole_bits) else False for i in range(len(item))]
+    field_starts = {s for s in starts if s < len(item)}
+    mask = np.zeros(len(item), dtype=bool)
+    mask[list(field_starts)] = True
+    use_whole = bool(whole_bits)
+    matched, doc_pos, blocks = _native.align(
+        np.array(item, dtype=np.int64),
+        np.array(region, dtype=np.int64),
+        np.array(whole, dtype=bool) if use_whole else None,
+        mask if field_starts else None,
+        min_block,
+    )
+    want = _rapidfuzz_align(item, region, whole if use_whole else None, min_block, field_starts)
+    assert blocks == want
+    want_matched = np.zeros(len(item), dtype=bool)
+    want_pos = np.full(len(item), -1, dtype=np.int64)
+    for s, t, size in want:
+        want_matched[s : s + size] = True
+        want_pos[s : s + size] = np.arange(t, t + size)
+    assert np.array_equal(np.frombuffer(matched, dtype=bool), want_matched)
+    assert np.array_equal(np.frombuffer(doc_pos, dtype=np.int64), want_pos)

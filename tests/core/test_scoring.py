@@ -175,7 +175,7 @@ def test_a_match_cache_tells_documents_ranges_and_readings_apart() -> None:
     assert a is cache.region(docs[0], lo, hi, N) and a is not b
     assert cache.region(docs[0], lo, hi + 1, N) is not a and cache.region(docs[0], lo, hi, N + 1) is not a
     for region in (a, b, cache.region(docs[0], lo + 5, hi, N)):
-        want = align(other.id_list, region.id_list, other.whole)
+        want = align(other.ids, region.ids, other.whole)
         got = cache.align(other, region)
         assert got is cache.align(other, region) and not got.matched.flags.writeable
         assert np.array_equal(got.matched, want.matched) and got.blocks == want.blocks
@@ -638,7 +638,7 @@ def test_alignment_counts_blocks_not_stray_tokens() -> None:
 def test_a_copy_in_repetitive_text_aligns_as_one_run() -> None:
     """LCS may spend a copy's first words one by one on earlier repeats of them (equal-length
     subsequences); the run the document holds is the evidence, so the block takes them back."""
-    ids = lambda text: token_hashes(tokenize(text)).tolist()  # noqa: E731
+    ids = lambda text: token_hashes(tokenize(text))  # noqa: E731
     item = ids("Turn right. Turn around. Take 10 steps backward. Turn left. Take 2 steps backward.")
     region = ids(
         "steps forward take 10 steps forward turn around turn right take 9 steps a true q turn right turn "
@@ -754,7 +754,7 @@ def test_each_competitor_is_measured_on_its_own_region() -> None:
     doc = DocTokens.of(token_hashes(tokenize(f"{FILLER[:400]} {x} {b} {FILLER[:2000]} {a} {c} {FILLER[:400]}")), N)
     lo, hi = matching.region_for(p, doc, N, None)
     region = matching.Region.of(doc, lo, hi, N)
-    al = align_fields(p.id_list, region.id_list, p.whole, p.fields)
+    al = align_fields(p.ids, region.ids, p.whole, p.fields)
     present = matching.member(p.mgrams, region.mgrams)
     held = matching.held(p, region.ids, region.mgrams, present=present) & al.matched
     copies = matching._copy_of(p, [longer, shorter], region, held, al, present, doc, N, (lo, hi), matching.MatchCache())
