@@ -143,12 +143,8 @@ def longest_run(mask: np.ndarray) -> int:
 
 
 def covered(mask: np.ndarray, n: int, length: int) -> np.ndarray:
-    """Token mask: token i is covered if some n-gram starting in [i-n+1, i] is in `mask`."""
-    if length == 0:
-        return np.zeros(0, dtype=bool)
-    if len(mask) == 0:
-        return np.zeros(length, dtype=bool)
-    return np.convolve(mask.astype(np.int32), np.ones(n, dtype=np.int32))[:length] > 0
+    """Token mask: token i is covered if some n-gram starting in [i-n+1, i] is in `mask` (in C)."""
+    return np.frombuffer(_native.covered(np.ascontiguousarray(mask, dtype=bool), n, length), dtype=bool)
 
 
 def find_sequence(haystack: np.ndarray, needle: np.ndarray, allowed: np.ndarray | None = None) -> int:

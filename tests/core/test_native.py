@@ -450,3 +450,22 @@ def test_the_c_aligner_gives_rapidfuzz_lcs_blocks(
         want_pos[s : s + size] = np.arange(t, t + size)
     assert np.array_equal(np.frombuffer(matched, dtype=bool), want_matched)
     assert np.array_equal(np.frombuffer(doc_pos, dtype=np.int64), want_pos)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.booleans(), max_size=80), st.integers(1, 6), st.integers(0, 90))
+def test_covered_is_the_convolution_it_replaced(mask: list[bool], n: int, length: int) -> None:
+    """align.covered (in C) marks the tokens inside an n-gram that starts where the mask is set,
+    as the convolution with ones it replaced did, for every length its callers give (the tokens
+    the grams span, or fewer), and with nothing set past the mask's grams."""
+    from contam.app.core.align import covered
+
+    m = np.array(mask, dtype=bool)
+    length = min(length, len(m) + n - 1) if len(m) else length
+    got = covered(m, n, length)
+    want = (
+        np.convolve(m.astype(np.int32), np.ones(n, dtype=np.int32))[:length] > 0
+        if len(m) and length
+        else np.zeros(length, dtype=bool)
+    )
+    assert got.dtype == bool and np.array_equal(got, want)
