@@ -624,9 +624,13 @@ def _stretch(p: PreparedItem, other: PreparedItem, region: Region, cache: MatchC
     mine = ~member(other.mgrams, p.umgrams) & member(other.mgrams, region.mgrams)
     distinct_tok = tokens_of(other, other.mgram_pos[mine], MATCH_N)
     out = np.zeros(len(region.ids), dtype=bool)
-    for a, b, size in alo.blocks:
-        if distinct_tok[a : a + size].any():
-            out[b : b + size] = True
+    if not alo.blocks:
+        return out
+    blocks = np.array(alo.blocks, dtype=np.int64)
+    held_before = np.concatenate(([0], np.cumsum(distinct_tok)))  # distinct tokens before each item token
+    keep = held_before[blocks[:, 0] + blocks[:, 2]] > held_before[blocks[:, 0]]
+    for b, size in blocks[keep, 1:].tolist():
+        out[b : b + size] = True
     return out
 
 
