@@ -699,14 +699,15 @@ def _copy_of(
         # accounting for more of the stretch that holds this item's match (_fills_gaps).
         mine_g = ~member(p.mgrams, other.umgrams)
         theirs_g = ~member(other.mgrams, p.umgrams)
+        theirs_present = member(other.mgrams, theirs_region.mgrams)
         if mine_g.any() and theirs_g.any():
             d_i = share(present[mine_g])
-            d_o = share(member(other.mgrams[theirs_g], theirs_region.mgrams))
+            d_o = share(theirs_present[theirs_g])
         else:  # one holds all of the other's text: only the whole shares can decide
             d_i = d_o = 0.0
         if d_o < d_i:
             continue
-        theirs = held(other, theirs_region.ids, theirs_region.mgrams)
+        theirs = held(other, theirs_region.ids, theirs_region.mgrams, present=theirs_present)
         # the other aligned on p's region: for _fills_gaps, and (once) for its held share when
         # that is also the other's region
         here = cache.align(other, region) if d_o == d_i and gaps else None
