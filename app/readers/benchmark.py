@@ -234,8 +234,9 @@ def _jsonl(stream: BinaryIO, filename: str) -> Iterator[tuple[int, dict[str, Any
         if not line.strip():
             continue
         text = _text(line, filename) if lineno > 1 else _text(line, filename).lstrip("\ufeff")
-        try:
-            obj = orjson.loads(text)
+        try:  # without its line ending: a line cut short mid-string is then "unexpected end of
+            # data", not an "unexpected control character" (the newline) inside the string
+            obj = orjson.loads(text.rstrip("\r\n"))
         except orjson.JSONDecodeError as exc:
             # the decoder counts lines and columns within the one line it was given: say the column
             where = f"column {exc.colno}: " if exc.colno else ""

@@ -229,6 +229,8 @@ def test_check_requests_take_no_thread_of_the_server() -> None:
     [
         ("b.jsonl", b"", "empty"),
         ("b.jsonl", b'{"question": "ok"}\n{"question": broken\n', "line 2 is not valid JSON (column 14: "),
+        # a line cut short mid-string: the end of its data, not its newline, is what is wrong
+        ("b.jsonl", b'{"question": "ok"}\n{"question": "cut\n', "line 2 is not valid JSON (column 18: unexpected end"),
         ("b.jsonl", '{"question": "caf\u00e9"}\n'.encode("latin-1"), "not UTF-8"),
         ("b.xlsx", b"whatever", "unsupported benchmark file type"),
         ("b.jsonl", b'{"colour": "red"}\n', "no question field"),
