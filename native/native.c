@@ -2036,12 +2036,12 @@ static int lcs_pairs(const int64_t *a, Py_ssize_t n1, const int64_t *b, Py_ssize
     while (cap < (size_t)n1 * 2)
         cap <<= 1;
     int64_t *keys = malloc(cap * sizeof(int64_t));
-    int32_t *slot = malloc(cap * sizeof(int32_t));
-    uint64_t *pm = calloc((size_t)n1 * (size_t)words, sizeof(uint64_t)); /* one row per distinct value */
+    int32_t *slot = malloc(cap * sizeof(int32_t)), *row_of = malloc((size_t)n1 * sizeof(int32_t));
+    uint64_t *pm = NULL; /* one row of bits per distinct value */
     uint64_t *matrix = malloc((size_t)n2 * (size_t)words * sizeof(uint64_t));
     uint64_t *zero = calloc((size_t)words, sizeof(uint64_t)), *start = calloc((size_t)words, sizeof(uint64_t));
     int rc = -1;
-    if (!keys || !slot || !pm || !matrix || !zero || !start)
+    if (!keys || !slot || !row_of || !matrix || !zero || !start)
         goto done;
     for (size_t s = 0; s < cap; s++)
         slot[s] = -1;
@@ -2054,8 +2054,13 @@ static int lcs_pairs(const int64_t *a, Py_ssize_t n1, const int64_t *b, Py_ssize
             slot[s] = rows++;
             keys[s] = a[i];
         }
-        pm[(size_t)slot[s] * (size_t)words + (size_t)(i >> 6)] |= 1ULL << (i & 63);
+        row_of[i] = slot[s];
     }
+    pm = calloc((size_t)rows * (size_t)words, sizeof(uint64_t)); /* rows, not n1: few for repetitive text */
+    if (!pm)
+        goto done;
+    for (Py_ssize_t i = 0; i < n1; i++)
+        pm[(size_t)row_of[i] * (size_t)words + (size_t)(i >> 6)] |= 1ULL << (i & 63);
     for (Py_ssize_t w = 0; w < words; w++) /* S = (1 << n1) - 1 */
         start[w] = (w == words - 1 && n1 % 64) ? (1ULL << (n1 % 64)) - 1 : ~0ULL;
     const uint64_t *prev = start;
@@ -2101,6 +2106,7 @@ static int lcs_pairs(const int64_t *a, Py_ssize_t n1, const int64_t *b, Py_ssize
 done:
     free(keys);
     free(slot);
+    free(row_of);
     free(pm);
     free(matrix);
     free(zero);

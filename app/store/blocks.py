@@ -111,8 +111,8 @@ def in_order(rec: np.ndarray) -> np.ndarray:
 FILTER_SCHEME = 1  # the bit layout above; a filter of another scheme is not read (its segment is probed in full)
 # 16 bits a key: about 0.13% of absent keys pass (FILTER_FALSE_RATE, measured in the tests). At 10
 # bits (1.2%), with 7 segments, a fifth of a 10,000-item scan's n-gram block reads and half its
-# band block reads were for keys no block held; 16 bits cost 3.7% more index (36 MB of 973 on
-# bench/scan_speed.py's 200 MB) and made its scan 0.98x and its news scan 0.965x (bench/MEASUREMENTS.md, session 22)
+# band block reads were for keys no block held; 16 bits made the index 3.7% larger (36 MB more
+# on bench/scan_speed.py's 200 MB) and its scan and news scan 2-3% faster (bench/MEASUREMENTS.md, session 22)
 FILTER_BITS_PER_KEY = 16
 FILTER_FALSE_RATE = 0.0013
 FILTER_MIN_KEYS = 1 << 16  # the smallest part: small appends share one instead of a part each

@@ -469,3 +469,23 @@ def test_covered_is_the_convolution_it_replaced(mask: list[bool], n: int, length
         else np.zeros(length, dtype=bool)
     )
     assert got.dtype == bool and np.array_equal(got, want)
+
+
+def test_the_c_aligner_on_long_items_and_wide_alphabets() -> None:
+    """Items of several machine words (64 to 700 tokens, lengths on a word's boundary among
+    them), regions to 2,500 tokens and alphabets from 2 symbols to thousands (the hash table of
+    the item's distinct ids, nearly one per token as in prose), against rapidfuzz's blocks."""
+    rng = np.random.default_rng(22)
+    for case in range(60):
+        n = int(rng.choice([64, 128, 192, int(rng.integers(65, 700))]))
+        alphabet = int(rng.choice([2, 5, 50, 5000]))
+        values = rng.integers(-(2**63), 2**63 - 1, alphabet, dtype=np.int64)
+        item = values[rng.integers(0, alphabet, n)]
+        region = values[rng.integers(0, alphabet, int(rng.integers(1, 2500)))]
+        if case % 2:  # an edited copy of the item inside the region
+            copy = item.copy()
+            copy[rng.integers(0, n, n // 10)] = values[rng.integers(0, alphabet, n // 10)]
+            at = int(rng.integers(0, len(region) + 1))
+            region = np.concatenate([region[:at], copy, region[at:]])
+        _matched, _pos, blocks = _native.align(item, region, None, None, 2)
+        assert blocks == _rapidfuzz_align(item.tolist(), region.tolist(), None, 2, set()), case
