@@ -31,6 +31,16 @@ def positions(ranked: np.ndarray, order: np.ndarray, needles: np.ndarray, /) -> 
 def align(
     item: np.ndarray, region: np.ndarray, whole: np.ndarray | None, starts: np.ndarray | None, min_block: int, /
 ) -> tuple[memoryview, memoryview, list[tuple[int, int, int]]]: ...
+def breaks(
+    sel: np.ndarray,
+    matched: np.ndarray,
+    doc_pos: np.ndarray,
+    field_starts: np.ndarray,
+    item: np.ndarray,
+    region: np.ndarray,
+    piece: float,
+    /,
+) -> float: ...
 def covered(mask: np.ndarray, n: int, length: int, /) -> memoryview: ...
 def runs(mask: np.ndarray, /) -> list[tuple[int, int]]: ...
 def longest_run(mask: np.ndarray, /) -> int: ...

@@ -84,6 +84,11 @@ class PreparedItem:
         return distinct(self.glued[:, 0])
 
     @cached_property
+    def field_starts(self) -> np.ndarray:
+        """Where each field starts (int64, ascending, as `fields` lists them)."""
+        return np.array([s for s, _e, _r in self.fields], dtype=np.int64)
+
+    @cached_property
     def uids(self) -> np.ndarray:
         """The item's token ids, sorted, without repeats."""
         return distinct(self.ids)

@@ -21,6 +21,7 @@ from functools import cached_property
 
 import numpy as np
 
+from contam.app.core import _native
 from contam.app.core.align import Alignment, align, align_fields, covered, densest, find_sequence, longest_run, runs
 from contam.app.core.arrays import count, distinct, member, occurrences, positions_of, share, stable_order
 from contam.app.core.config import Thresholds
@@ -434,30 +435,17 @@ def breaks(
     The aligner's pieces are not the count: LCS may take a field's first words from an earlier
     sibling's copy and the rest from the item's own copy, and a token between two blocks may not
     count as matched. Pieces are one piece when the region holds the item's text from the first
-    to the last of them contiguously."""
-    idx = np.flatnonzero(sel & matched)
-    if len(idx) < 2:
-        return 0.0
-    starts = np.array([s for s, _e, _r in p.fields])
-    field = np.searchsorted(starts, idx, side="right")
-    offset = doc_pos[idx] - idx
-    missing = np.cumsum(~matched)[idx]
-    same_field = field[1:] == field[:-1]
-    cuts = np.flatnonzero(~same_field | (np.diff(offset) != 0) | (np.diff(missing) != 0)) + 1
-    bounds = [0, *cuts.tolist(), len(idx)]  # the aligner's pieces: idx[bounds[k]:bounds[k + 1]]
-    cost, first = 0.0, int(idx[0])  # first: where the current piece starts in the item
-    for k in range(1, len(bounds) - 1):
-        c, end = bounds[k], int(idx[bounds[k + 1] - 1])
-        if not same_field[c - 1]:
-            first = int(idx[c])
-        elif find_sequence(region_ids, p.ids[first : end + 1]) >= 0:
-            continue  # the region holds the joined text in one piece
-        else:
-            a, b = int(idx[c - 1]), int(idx[c])
-            gap = (b - a - 1) + (int(doc_pos[b]) - int(doc_pos[a]) - 1)
-            cost += min(piece, 1.0 + math.log2(1 + gap)) if gap >= 0 else piece
-            first = b
-    return cost
+    to the last of them contiguously. In C (_native.breaks; a test holds it equal to this rule
+    written in numpy)."""
+    return _native.breaks(
+        np.ascontiguousarray(sel, dtype=bool),
+        np.ascontiguousarray(matched, dtype=bool),
+        np.ascontiguousarray(doc_pos, dtype=np.int64),
+        p.field_starts,
+        p.ids,
+        np.ascontiguousarray(region_ids, dtype=np.int64),
+        piece,
+    )
 
 
 @dataclass

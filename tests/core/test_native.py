@@ -489,3 +489,70 @@ def test_the_c_aligner_on_long_items_and_wide_alphabets() -> None:
             region = np.concatenate([region[:at], copy, region[at:]])
         _matched, _pos, blocks = _native.align(item, region, None, None, 2)
         assert blocks == _rapidfuzz_align(item.tolist(), region.tolist(), None, 2, set()), case
+
+
+def _numpy_breaks(
+    starts: np.ndarray,
+    ids: np.ndarray,
+    sel: np.ndarray,
+    matched: np.ndarray,
+    doc_pos: np.ndarray,
+    region_ids: np.ndarray,
+    piece: float,
+) -> float:
+    """matching.breaks as it was written in numpy before _native.breaks (its docstring's rule)."""
+    import math
+
+    from contam.app.core.align import find_sequence
+
+    idx = np.flatnonzero(sel & matched)
+    if len(idx) < 2:
+        return 0.0
+    field = np.searchsorted(starts, idx, side="right")
+    offset = doc_pos[idx] - idx
+    missing = np.cumsum(~matched)[idx]
+    same_field = field[1:] == field[:-1]
+    cuts = np.flatnonzero(~same_field | (np.diff(offset) != 0) | (np.diff(missing) != 0)) + 1
+    bounds = [0, *cuts.tolist(), len(idx)]
+    cost, first = 0.0, int(idx[0])
+    for k in range(1, len(bounds) - 1):
+        c, end = bounds[k], int(idx[bounds[k + 1] - 1])
+        if not same_field[c - 1]:
+            first = int(idx[c])
+        elif find_sequence(region_ids, ids[first : end + 1]) >= 0:
+            continue
+        else:
+            a, b = int(idx[c - 1]), int(idx[c])
+            gap = (b - a - 1) + (int(doc_pos[b]) - int(doc_pos[a]) - 1)
+            cost += min(piece, 1.0 + math.log2(1 + gap)) if gap >= 0 else piece
+            first = b
+    return cost
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.data())
+def test_breaks_in_c_is_the_numpy_rule(data: st.DataObject) -> None:
+    """_native.breaks gives matching.breaks' bits exactly (the same pieces, the same float sum):
+    pieces cut where the field, the offset or a missing token changes, joined when the region
+    holds the text between them in one run, each resumption costing 1 + log2(1 + gap) bits or
+    `piece`, whichever is less; a piece placed before the last costs `piece`."""
+    n = data.draw(st.integers(0, 40))
+    ids = np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), dtype=np.int64)
+    matched = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    sel = matched & np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    steps = data.draw(st.lists(st.integers(-3, 4), min_size=n, max_size=n))
+    doc_pos = np.full(n, -1, dtype=np.int64)
+    at = data.draw(st.integers(0, 10))
+    for i in range(n):  # where the region holds each matched token: mostly in order, some jumps back
+        at = max(0, at + steps[i])
+        if matched[i]:
+            doc_pos[i] = at
+    starts = np.array(sorted({0, *data.draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=3))}), dtype=np.int64)
+    region = np.array(data.draw(st.lists(st.integers(0, 3), max_size=60)), dtype=np.int64)
+    if n and data.draw(st.booleans()):  # a stretch of the item in the region
+        s = data.draw(st.integers(0, n - 1))
+        region = np.concatenate([region, ids[s : s + data.draw(st.integers(1, n))]])
+    piece = data.draw(st.floats(1.0, 12.0))
+    want = _numpy_breaks(starts, ids, sel, matched, doc_pos, region, piece)
+    got = _native.breaks(sel, matched, doc_pos, starts, ids, region, piece)
+    assert got == want
