@@ -598,11 +598,10 @@ def _copy_text_found(
     passage = stats.passage_tok & ~stats.common_tok
     mine = p.mgrams[present & passage[p.mgram_pos]]
     labels = [k for k, other in copies if 2 * count(member(mine, other.umgrams)) > len(mine)]
-    if not labels:
-        return False
-    of_copy = np.zeros(int(held_label.max(initial=-1)) + 1 if len(held_label) else 0, dtype=bool)
-    of_copy[[k for k in labels if k < len(of_copy)]] = True  # label -> a copy's (np.isin, 50 us a call)
-    return bool((of_copy[held_label] & ~member(held, p.umgrams)).any())
+    of_copy = np.zeros(len(held_label), dtype=bool)
+    for k in labels:  # at most COMPETITORS_ALIGNED of them (np.isin took 50 us a call)
+        of_copy |= held_label == k
+    return bool((of_copy & ~member(held, p.umgrams)).any())
 
 
 def _stretch(p: PreparedItem, other: PreparedItem, region: Region, cache: MatchCache) -> np.ndarray:
