@@ -292,6 +292,29 @@ class Kept:
 
         scanning.judge = judge  # type: ignore[assignment]
 
+    def measures(self, item_id: str) -> dict[str, Any]:
+        """What each aligned document measured of the item, and the verdict of the defaults."""
+        if item_id not in self.matches:
+            return {"item_id": item_id, "docs": []}
+        p, ranked, tells, n = self.matches[item_id]
+        docs = [
+            {
+                "own_total": m.own_total,
+                "own_coverage": round(m.own_coverage, 4),
+                "coverage": round(m.coverage, 4),
+                "own_bits": round(m.own_bits, 2),
+                "own_bits_total": round(m.own_bits_total, 2),
+                "matched_bits": round(m.matched_bits, 2),
+                "longest_own": m.longest_own,
+                "rare_run": m.rare_run,
+                "opening": m.opening,
+                "pieces": len(m.blocks),
+                "status": str(status),
+            }
+            for m, status, _reason in scoring.rank(p, ranked, n, Thresholds(), tells)
+        ]
+        return {"item_id": item_id, "tokens": p.n_tokens, "docs": docs}
+
     def flagged(self, item_id: str, th: Thresholds) -> bool:
         p, ranked, tells, n = self.matches[item_id]
         judged = scoring.rank(p, ranked, n, th, tells)
@@ -305,6 +328,12 @@ def main() -> None:
     ap.add_argument("--plant", type=float, default=0.05)
     ap.add_argument("--db", default=None)
     ap.add_argument("--out", type=Path, default=None, help="per-item results as JSON lines")
+    ap.add_argument(
+        "--matches-out",
+        type=Path,
+        default=None,
+        help="every aligned document's measures, per item, as JSON lines (to study a rule on the null)",
+    )
     args = ap.parse_args()
     rng = random.Random(7)
     files = machine_text(args.mb * 1.5)
@@ -338,6 +367,7 @@ def main() -> None:
     kept = Kept()
     scanner = Scanner(engine, thresholds=Thresholds(), workers=1)
     out = args.out.open("w") if args.out else None
+    matches_out = args.matches_out.open("w") if args.matches_out else None
     rows: dict[str, dict[str, Any]] = {}
     for bench, items in benchmarks.items():
         kept.matches.clear()
@@ -378,6 +408,11 @@ def main() -> None:
                     )
                     + "\n"
                 )
+        if matches_out:
+            for r in res:
+                k = kinds.get((bench, r.item.item_id)) or ("sibling" if r.item.item_id in sibling else None)
+                k = k or ("same" if r.item.item_id in same else "null")
+                matches_out.write(json.dumps({"benchmark": bench, "kind": k, **kept.measures(r.item.item_id)}) + "\n")
         grid = {}
         for cov in COVERAGES:
             for bits in BITS:
@@ -425,8 +460,9 @@ def main() -> None:
             f"{count(row['siblings'], ('contaminated',))})   planted: "
             + " ".join(f"{k}={count(row['planted'].get(k, []))}" for k in KINDS)
         )
-    if out:
-        out.close()
+    for f in (out, matches_out):
+        if f:
+            f.close()
     engine.dispose()
 
 
