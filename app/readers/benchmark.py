@@ -23,9 +23,9 @@ import re
 import shutil
 import tempfile
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol, cast
+from typing import IO, Any, BinaryIO, Protocol
 
 import ijson
 import orjson
@@ -148,11 +148,18 @@ class _Bounded(io.RawIOBase):
     """A (decompressing) stream that refuses to give more than `limit` bytes: the size is
     counted as the content is inflated, so a small bomb stops at the limit, never in memory."""
 
-    def __init__(self, inner: _ReadsInto, limit: int, filename: str) -> None:
+    def __init__(self, inner: _ReadsInto, limit: int, filename: str, owns: Sequence[IO[bytes]] = ()) -> None:
         self.inner, self.limit, self.filename, self.count = inner, limit, filename, 0
+        self._owns = owns  # closed with this stream: the decompressor and the file under it
 
     def readable(self) -> bool:
         return True
+
+    def close(self) -> None:
+        if not self.closed:
+            for f in self._owns:
+                f.close()
+        super().close()
 
     def readinto(self, buf: Any) -> int:
         try:
@@ -173,21 +180,33 @@ def _raw(source: Source) -> BinaryIO:
 
 
 def open_content(data: Source, filename: str, max_bytes: int) -> io.BufferedReader:
-    """The file's content as a stream, decompressed on the fly, at most `max_bytes` of it."""
+    """The file's content as a stream, decompressed on the fly, at most `max_bytes` of it.
+    Closing it closes the file: the caller closes it however its reading ends (`_closing`)."""
     _fmt, comp = detect_format(filename)
     raw = _raw(data)
-    inner: _ReadsInto
-    if comp == "gzip":
-        inner = gzip.GzipFile(fileobj=raw)
-    elif comp == "zstd":
-        inner = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-    elif comp == "bz2":
-        inner = bz2.BZ2File(raw)
-    elif comp == "xz":
-        inner = lzma.LZMAFile(raw)  # noqa: SIM115 - read to its end by the caller
-    else:
-        inner = cast(_ReadsInto, raw)  # BytesIO or a file opened "rb": both read into a buffer
-    return as_utf8(io.BufferedReader(_Bounded(inner, max_bytes, filename), buffer_size=1 << 20))
+    inner: Any
+    try:
+        if comp == "gzip":
+            inner = gzip.GzipFile(fileobj=raw)
+        elif comp == "zstd":
+            inner = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        elif comp == "bz2":
+            inner = bz2.BZ2File(raw)
+        elif comp == "xz":
+            inner = lzma.LZMAFile(raw)  # noqa: SIM115 - closed with the stream (_Bounded owns it)
+        else:
+            inner = raw  # BytesIO or a file opened "rb": both read into a buffer
+        owns = (inner, raw) if inner is not raw else (raw,)
+        return as_utf8(io.BufferedReader(_Bounded(inner, max_bytes, filename, owns), buffer_size=1 << 20))
+    except BaseException:
+        raw.close()
+        raise
+
+
+def _closing(stream: IO[bytes], records: Iterator[tuple[int, dict[str, Any]]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`records`, read from `stream`, which is closed when they end, fail or are dropped."""
+    with stream:
+        yield from records
 
 
 class _Prefixed(io.RawIOBase):
@@ -216,7 +235,8 @@ def _then(head: bytes, stream: BinaryIO) -> io.BufferedReader:
 
 def decompress(data: Source, comp: str | None, filename: str, max_bytes: int = Limits.decompressed_bytes) -> bytes:
     """The whole content of a (compressed) file, at most `max_bytes` of it."""
-    return open_content(data, filename, max_bytes).read()
+    with open_content(data, filename, max_bytes) as stream:
+        return stream.read()
 
 
 def _text(data: bytes, filename: str) -> str:
@@ -426,22 +446,26 @@ def read_records(data: Source, filename: str, limits: Limits = DEFAULT_LIMITS) -
 def _stream_records(
     stream: io.BufferedReader, fmt: str, filename: str, limits: Limits
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Records of a (decompressed) stream in format `fmt`."""
-    if fmt == "parquet":  # compressed, say: Parquet needs to seek, so it is spooled to disk first
-        if not stream.peek(1):
+    """Records of a (decompressed) stream in format `fmt`; the stream is closed once they end."""
+    try:
+        if fmt == "parquet":  # compressed, say: Parquet needs to seek, so it is spooled to disk first
+            if not stream.peek(1):
+                raise InputError(f"{filename}: the file is empty")
+            records = _spooled_parquet(stream, filename, limits)
+        elif fmt == "json":
+            if not stream.peek(1 << 12).strip():
+                raise InputError(f"{filename}: the file is empty")
+            records = _json_array(stream, filename)
+        elif not stream.peek(1):
             raise InputError(f"{filename}: the file is empty")
-        records = _spooled_parquet(stream, filename, limits)
-    elif fmt == "json":
-        if not stream.peek(1 << 12).strip():
-            raise InputError(f"{filename}: the file is empty")
-        records = _json_array(stream, filename)
-    elif not stream.peek(1):
-        raise InputError(f"{filename}: the file is empty")
-    elif fmt == "jsonl":
-        records = _jsonl(stream, filename)
-    else:
-        records = _csv(stream, filename, "\t" if fmt == "tsv" else ",", limits.csv_field_chars)
-    return _limited(records, filename, limits)
+        elif fmt == "jsonl":
+            records = _jsonl(stream, filename)
+        else:
+            records = _csv(stream, filename, "\t" if fmt == "tsv" else ",", limits.csv_field_chars)
+    except BaseException:
+        stream.close()
+        raise
+    return _limited(_closing(stream, records), filename, limits)
 
 
 def _spooled_parquet(stream: io.BufferedReader, filename: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -967,6 +991,13 @@ def benchmark_records(
         return
     stream = open_content(data, filename, limits.decompressed_bytes)
     stem = filename.rsplit(".", 1)[0] if comp else filename  # the name of the decompressed content
+    yield from _closing(stream, _sniffed_records(stream, fmt, stem, limits))
+
+
+def _sniffed_records(
+    stream: io.BufferedReader, fmt: str, stem: str, limits: Limits
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """benchmark_records of a JSON, CSV or TSV stream, its layout told by its first lines."""
     if fmt == "json":
         _skip_bom(stream)
     if fmt == "json" and stream.peek(1 << 12).lstrip()[:1] == b"[":  # an array (often one line: the whole file)

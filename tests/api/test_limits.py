@@ -4,15 +4,20 @@ answered 500. Every refusal is a 413 or 422 that names what was refused."""
 from __future__ import annotations
 
 import bz2
+import contextlib
+import gc
 import gzip
 import io
 import json
 import lzma
+import os
 import time
 import tracemalloc
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 import zstandard
 from conftest import IndexCorpus
@@ -20,7 +25,7 @@ from fastapi.testclient import TestClient
 
 from contam.app.api.main import create_app
 from contam.app.api.routes.reports import attachment
-from contam.app.errors import LimitError
+from contam.app.errors import InputError, LimitError
 from contam.app.limits import Limits
 from contam.app.readers.benchmark import read_benchmark, read_records
 from contam.app.settings import Settings
@@ -246,3 +251,47 @@ def test_every_compression_the_reader_knows_reads_back() -> None:
     multi = zstandard.ZstdCompressor().compress(JSONL) + zstandard.ZstdCompressor().compress(JSONL)
     assert len(read_benchmark(multi, "b.jsonl.zst")[0]) == 2  # every frame, not the first only
     assert len(read_benchmark(io.BytesIO(gzip.compress(JSONL) * 2).getvalue(), "b.jsonl.gz")[0]) == 2
+
+
+def _arrow(columns: dict[str, list[str]]) -> bytes:
+    sink = pa.BufferOutputStream()
+    table = pa.table(columns)
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        *((f"b.jsonl{suffix}", COMPRESS[suffix](_bomb(8 << 20))) for suffix in COMPRESS),  # over the limit
+        ("cut.jsonl.gz", gzip.compress(JSONL * 50)[:-40]),  # a corrupt stream
+        ("bad.jsonl", JSONL + b"{not json\n"),  # a malformed line
+        ("bad.json", b'[{"question": "q"}, {"question":'),  # a JSON array cut short
+        ("empty.csv", b""),  # refused before reading a record
+        ("ok.jsonl.zst", zstandard.compress(JSONL * 3)),  # read to the end
+        ("ok.tsv", b"question\tanswer\nq one two three\tyes\n"),
+        ("bad.arrow", b"not an Arrow stream at all"),  # opened twice (stream, then file format)
+        ("ok.arrow", _arrow({"question": ["q one two three"], "answer": ["yes"]})),
+    ],
+)
+def test_a_file_read_from_disk_is_closed_however_reading_ends(tmp_path: Path, name: str, content: bytes) -> None:
+    """A refused or broken upload leaves no file open behind it: the server reads thousands of
+    uploads in one process, and an unclosed file is a descriptor held until the collector runs
+    (and a ResourceWarning then)."""
+    path = tmp_path / name
+    path.write_bytes(content)
+    gc.collect()
+    gc.disable()  # what the collector would close later is what the reader left open
+    try:
+        before = len(os.listdir("/proc/self/fd"))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            with contextlib.suppress(InputError, LimitError):
+                read_benchmark(path, name, limits=Limits(decompressed_bytes=1 << 20))
+            left_open = len(os.listdir("/proc/self/fd")) - before
+            gc.collect()
+    finally:
+        gc.enable()
+    assert left_open == 0
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)], [str(w.message) for w in caught]
