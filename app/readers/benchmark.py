@@ -186,6 +186,8 @@ def open_content(data: Source, filename: str, max_bytes: int) -> io.BufferedRead
     raw = _raw(data)
     inner: Any
     try:
+        if comp is None:
+            _refuse_unnamed_compression(raw, filename)
         if comp == "gzip":
             inner = gzip.GzipFile(fileobj=raw)
         elif comp == "zstd":
@@ -201,6 +203,28 @@ def open_content(data: Source, filename: str, max_bytes: int) -> io.BufferedRead
     except BaseException:
         raw.close()
         raise
+
+
+# what each compression's stream starts with, and the suffix that names it
+_MAGIC = (
+    (re.compile(rb"\x1f\x8b\x08"), ".gz"),
+    (re.compile(rb"\x28\xb5\x2f\xfd"), ".zst"),
+    (re.compile(rb"BZh[1-9]1AY&SY"), ".bz2"),
+    (re.compile(rb"\xfd7zXZ\x00"), ".xz"),
+)
+
+
+def _refuse_unnamed_compression(raw: BinaryIO, filename: str) -> None:
+    """A compressed file whose name does not say so was refused as "not UTF-8 text" at its first
+    byte: say what it is and what to call it. `raw` is read from where it was (its start)."""
+    head = raw.read(10)
+    raw.seek(0)
+    for magic, suffix in _MAGIC:
+        if magic.match(head):
+            raise InputError(
+                f"{filename}: the file is {suffix[1:]}-compressed but its name does not say so; "
+                f"name it {filename}{suffix} (benchmark files are decompressed by their suffix)"
+            )
 
 
 def _closing(stream: IO[bytes], records: Iterator[tuple[int, dict[str, Any]]]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -269,7 +293,9 @@ def _jsonl(stream: BinaryIO, filename: str) -> Iterator[tuple[int, dict[str, Any
 def _csv(stream: BinaryIO, filename: str, delimiter: str, max_field: int) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows of a CSV/TSV file; a field over `max_field` characters is refused naming the limit."""
     csv.field_size_limit(max_field)  # process-wide, and every reader sets it before reading
-    reader = csv.DictReader(_utf8_lines(stream, filename), delimiter=delimiter)
+    # strict: a quoted field still open at the end of the file is an error, not every line after
+    # a stray opening quote read into one field (rows silently lost)
+    reader = csv.DictReader(_utf8_lines(stream, filename), delimiter=delimiter, strict=True)
     i = 1
     try:
         if not reader.fieldnames:
@@ -281,6 +307,11 @@ def _csv(stream: BinaryIO, filename: str, delimiter: str, max_field: int) -> Ite
     except csv.Error as exc:
         if "field limit" in str(exc):
             raise exceeded("csv_field_chars", max_field, f"{filename}: a field of row {i + 1}") from exc
+        if "unexpected end of data" in str(exc):
+            raise InputError(
+                f'{filename}: row {i + 1} opens a quoted field that is never closed (a stray " at the start of a '
+                "field?): quote the whole field and double the quotes inside it"
+            ) from exc
         raise InputError(f"{filename}: row {i + 1} is not valid CSV ({exc})") from exc
 
 
@@ -841,9 +872,22 @@ def _mapping_for(rec: Mapping[str, Any], given: dict[str, Any], filename: str, r
         raise InputError(
             f"{filename}: row {row}: no question field found among {sorted(rec)}; "
             "give a field mapping such as question=<field> (`contam scan --fields question=<field>`; the "
-            'API\'s and the upload form\'s `mapping`, {"question": "<field>"})'
+            'API\'s `mapping`, {"question": "<field>"}; the upload form\'s "question" box)'
+            + (
+                "; a CSV file's first row names its columns: if this file has no header row, add one"
+                if _is_table(filename)
+                else ""
+            )
         )
     return used
+
+
+def _is_table(filename: str) -> bool:
+    """A CSV or TSV file, compressed or not."""
+    name = filename.lower()
+    for suffix, _kind in COMPRESSIONS:
+        name = name.removesuffix(suffix)
+    return name.endswith((".csv", ".tsv"))
 
 
 def _check_item(item: BenchmarkItem, filename: str, row: int, limits: Limits) -> None:

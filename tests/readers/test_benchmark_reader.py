@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
+import lzma
+from typing import Any
 
 import pytest
+import zstandard
 
 from contam.app.errors import InputError
 from contam.app.readers.benchmark import MAX_ALTERNATIVES, read_benchmark
@@ -562,3 +567,43 @@ def test_review_cases_of_layouts_and_answers() -> None:
     assert [it.solution for it in items] == ["", "Because."]
     long = {"question": "Pick one of these three", "choices": ["a", "b", "c"], "answer": "7" * 5000}
     assert _answers([long]) == ["7" * 5000]
+
+
+def test_a_stray_quote_in_a_csv_is_refused_not_read_as_one_field() -> None:
+    """A field opening with a quote that nothing closes swallowed every row after it into one
+    question (5 rows read as 2 items, exit 0); the row is named instead."""
+    rows = ["question,answer"] + [f"Question number {k} about river valley trade routes,ans{k}" for k in range(1, 6)]
+    rows[2] = '"' + rows[2]
+    with pytest.raises(InputError, match=r"row 3 opens a quoted field that is never closed"):
+        read_benchmark(("\n".join(rows) + "\n").encode(), "stray.csv")
+    quoted = 'question,answer\n"A field, with a comma and ""quotes""\nover two lines",yes\nplain one,no\n'
+    items, _ = read_benchmark(quoted.encode(), "ok.csv")  # a well-quoted field may hold both
+    assert [it.question for it in items] == ['A field, with a comma and "quotes"\nover two lines', "plain one"]
+
+
+def test_a_csv_without_a_header_row_is_told_to_add_one() -> None:
+    data = b"What is the capital of France?,Paris\nWhat is the capital of Spain?,Madrid\n"
+    with pytest.raises(InputError, match=r"no question field found.*if this file has no header row, add one"):
+        read_benchmark(data, "nohdr.csv")
+    with pytest.raises(InputError) as err:  # not said of a format whose fields are named in every record
+        read_benchmark(b'{"q": "What is the capital of France?"}\n', "b.jsonl")
+    assert "header" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("compress", "suffix"),
+    [
+        (gzip.compress, ".gz"),
+        (zstandard.compress, ".zst"),
+        (bz2.compress, ".bz2"),
+        (lzma.compress, ".xz"),
+    ],
+)
+def test_a_compressed_file_named_as_plain_text_is_told_its_suffix(compress: Any, suffix: str) -> None:
+    """It was "not UTF-8 text (invalid byte at line 1); re-encode the file as UTF-8"."""
+    data = compress(b'{"question": "What is the capital of France?", "answer": "Paris"}\n')
+    with pytest.raises(
+        InputError, match=rf"is {suffix[1:]}-compressed but its name does not say so; name it b.jsonl\{suffix}"
+    ):
+        read_benchmark(data, "b.jsonl")
+    assert read_benchmark(data, f"b.jsonl{suffix}")[0][0].answer == "Paris"
