@@ -1086,28 +1086,35 @@ def read_arrow_records(
     """Rows of an Arrow IPC file, stream format (Hugging Face `save_to_disk`) or file format,
     a record batch at a time."""
     reader: Any = None
-    for opener in (pa.ipc.open_stream, pa.ipc.open_file):
-        try:
-            reader = opener(pa.BufferReader(data) if isinstance(data, bytes) else pa.OSFile(str(data)))
-            break
-        except (pa.ArrowException, OSError):
-            continue
-    if reader is None:
-        raise InputError(f"{filename}: not a readable Arrow file")
-    if isinstance(reader, pa.ipc.RecordBatchFileReader):
-        batches: Iterator[pa.RecordBatch] = (reader.get_batch(i) for i in range(reader.num_record_batches))
-    else:
-        batches = iter(reader)
-    row = 0
+    opened: list[Any] = []  # closed however the reading ends: Arrow keeps a refused file open
     try:
-        for batch in batches:
-            if row + batch.num_rows > limits.items:
-                raise exceeded("items", limits.items, f"{filename}: more than {limits.items:,} rows")
-            for rec in batch.to_pylist():
-                row += 1
-                yield row, rec
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{filename}: not a readable Arrow file ({exc})") from exc
+        for opener in (pa.ipc.open_stream, pa.ipc.open_file):
+            source = pa.BufferReader(data) if isinstance(data, bytes) else pa.OSFile(str(data))
+            opened.append(source)
+            try:
+                reader = opener(source)
+                break
+            except (pa.ArrowException, OSError):
+                continue
+        if reader is None:
+            raise InputError(f"{filename}: not a readable Arrow file")
+        if isinstance(reader, pa.ipc.RecordBatchFileReader):
+            batches: Iterator[pa.RecordBatch] = (reader.get_batch(i) for i in range(reader.num_record_batches))
+        else:
+            batches = iter(reader)
+        row = 0
+        try:
+            for batch in batches:
+                if row + batch.num_rows > limits.items:
+                    raise exceeded("items", limits.items, f"{filename}: more than {limits.items:,} rows")
+                for rec in batch.to_pylist():
+                    row += 1
+                    yield row, rec
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"{filename}: not a readable Arrow file ({exc})") from exc
+    finally:
+        for source in opened:
+            source.close()
 
 
 def benchmark_source(path: Path) -> tuple[Source, str]:
