@@ -280,6 +280,9 @@ class Kept:
 
     def __init__(self) -> None:
         self.matches: dict[str, tuple[Any, list[Any], bool, int]] = {}
+        # the scanner's status of each item, and whether the item alone decided it (too short, a
+        # common phrase, a widespread copy: scoring.assess), whatever its documents say
+        self.items: dict[str, tuple[str, bool]] = {}
         self._judge = scanning.judge
 
         def judge(
@@ -288,18 +291,24 @@ class Kept:
             score, ranked = self._judge(i, prepared, stats, shared, docs, n, th, cache)
             p = prepared[i]
             self.matches[p.item.item_id] = (p, [m for m, _status in ranked], shared.stem_answer_tells(p), n)
+            s = stats[i]
+            fixed = scoring._judged(p, s, n, th) is not None or scoring._widespread(p, s, n, th)
+            self.items[p.item.item_id] = (str(score.status), fixed)
             return score, ranked
 
         scanning.judge = judge  # type: ignore[assignment]
 
     def measures(self, item_id: str) -> dict[str, Any]:
-        """What each aligned document measured of the item, and the verdict of the defaults."""
+        """The scanner's status of the item, whether the item alone decided it, and what each
+        aligned document measured of it with the verdict of the defaults."""
+        status, fixed = self.items.get(item_id, ("clean", False))
         if item_id not in self.matches:
-            return {"item_id": item_id, "docs": []}
+            return {"item_id": item_id, "status": status, "fixed": fixed, "docs": []}
         p, ranked, tells, n = self.matches[item_id]
         docs = [
             {
                 "own_total": m.own_total,
+                "own_matched": m.own_matched,
                 "own_coverage": round(m.own_coverage, 4),
                 "coverage": round(m.coverage, 4),
                 "own_bits": round(m.own_bits, 2),
@@ -309,11 +318,11 @@ class Kept:
                 "rare_run": m.rare_run,
                 "opening": m.opening,
                 "pieces": len(m.blocks),
-                "status": str(status),
+                "status": str(verdict),
             }
-            for m, status, _reason in scoring.rank(p, ranked, n, Thresholds(), tells)
+            for m, verdict, _reason in scoring.rank(p, ranked, n, Thresholds(), tells)
         ]
-        return {"item_id": item_id, "tokens": p.n_tokens, "docs": docs}
+        return {"item_id": item_id, "status": status, "fixed": fixed, "tokens": p.n_tokens, "docs": docs}
 
     def flagged(self, item_id: str, th: Thresholds) -> bool:
         p, ranked, tells, n = self.matches[item_id]
@@ -371,6 +380,7 @@ def main() -> None:
     rows: dict[str, dict[str, Any]] = {}
     for bench, items in benchmarks.items():
         kept.matches.clear()
+        kept.items.clear()
         res = scanner.scan(items)
         sibling = siblings(items, {i for b, i in kinds if b == bench})
         # an item identical to a planted one (benchmarks hold duplicates) is in the corpus too
