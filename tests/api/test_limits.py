@@ -295,3 +295,35 @@ def test_a_file_read_from_disk_is_closed_however_reading_ends(tmp_path: Path, na
         gc.enable()
     assert left_open == 0
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)], [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("name", ["many.jsonl.gz", "many.csv", "many.json"])
+def test_a_file_is_closed_when_its_reader_stops_early(tmp_path: Path, name: str) -> None:
+    """A consumer that takes a few records and drops the rest (an export's first row, an answer
+    base read ahead) closes the file with the generator."""
+    rows = [{"question": f"question number {k} about trade routes", "answer": "yes"} for k in range(500)]
+    if name.endswith(".csv"):
+        content = ("question,answer\n" + "".join(f"{r['question']},yes\n" for r in rows)).encode()
+    elif name.endswith(".json"):
+        content = json.dumps(rows).encode()
+    else:
+        content = gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode())
+    path = tmp_path / name
+    path.write_bytes(content)
+    gc.collect()
+    gc.disable()
+    try:
+        before = len(os.listdir("/proc/self/fd"))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            records = read_records(path, name)
+            assert next(records)[1]["question"] == "question number 0 about trade routes"
+            records.close()  # type: ignore[attr-defined]
+            del records
+            left_open = len(os.listdir("/proc/self/fd")) - before
+            gc.collect()
+    finally:
+        gc.enable()
+    assert left_open == 0
+    # closed by the reader, not found open and closed by the interpreter when the generator went
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)], [str(w.message) for w in caught]
