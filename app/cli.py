@@ -347,18 +347,28 @@ def _print_csv(checked: CheckResult) -> None:
         w.writerow(csv_row(d | {"idx": d["row"]}))
 
 
+EVIDENCE_COLUMN_MAX = 80  # characters of the evidence column; a longer document name pushes its reason on
+
+
 def _print_table(checked: CheckResult) -> None:
     """Flagged items, contaminated before suspicious and the highest score first within each (a
     suspicious item's score may be higher than a contaminated one's: the status says what the
     evidence shows, the score how much of the item's own text it holds), under a header line
     (none when nothing is flagged), then the counts."""
-    flagged = [r for r in checked.results if Status(r.score.status).flagged]
+    flagged = sorted(
+        (r for r in checked.results if Status(r.score.status).flagged),
+        key=lambda r: (-SEVERITY[Status(r.score.status)], -r.score.score),
+    )
     width = max([30, *(len(r.item.item_id) for r in flagged)])  # ids as long as a hash keep the columns
+    wheres = [f"{r.evidence[0].corpus}:{r.evidence[0].document_id}" if r.evidence else "-" for r in flagged]
+    header = "best evidence (corpus:document)"
+    # the reasons line up after the evidence, unless a document's name is longer than a line
+    at = max([len(header), *(len(w) for w in wheres if len(w) <= EVIDENCE_COLUMN_MAX)])
     if flagged:
-        typer.echo(f"{'status':13s} {'score':>5s}  {'item':{width}s} {'best evidence (corpus:document)'}  reason")
-    for r in sorted(flagged, key=lambda r: (-SEVERITY[Status(r.score.status)], -r.score.score)):
-        where = f"{r.evidence[0].corpus}:{r.evidence[0].document_id}" if r.evidence else "-"
-        typer.echo(f"{r.score.status:13s} {r.score.score:5.2f}  {r.item.item_id:{width}s} {where}  {r.score.reason}")
+        typer.echo(f"{'status':13s} {'score':>5s}  {'item':{width}s} {header:{at}s}  reason")
+    for r, where in zip(flagged, wheres, strict=True):
+        status, item = f"{r.score.status:13s} {r.score.score:5.2f}", f"{r.item.item_id:{width}s}"
+        typer.echo(f"{status}  {item} {where:{at}s}  {r.score.reason}")
     c, share = checked.summary["counts"], checked.summary["contaminated_share"]
     counts = ", ".join(f"{c[s]} {s.replace('_', ' ')}" for s in Status)
     typer.echo(

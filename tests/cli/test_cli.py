@@ -593,7 +593,7 @@ def test_the_table_lists_contaminated_items_before_suspicious_ones(capsys: pytes
     from contam.app.core.scoring import ItemScore
     from contam.app.core.types import BenchmarkItem, Status
     from contam.app.services.checking import CheckResult
-    from contam.app.services.scanning import ItemResult
+    from contam.app.services.scanning import Evidence, ItemResult
 
     def result(item_id: str, status: Status, own_coverage: float) -> ItemResult:
         score = ItemScore(status=status, reason=f"{status} here", tokens=20, own_coverage=own_coverage)
@@ -614,6 +614,14 @@ def test_the_table_lists_contaminated_items_before_suspicious_ones(capsys: pytes
     _print_table(CheckResult("f", results, {"counts": counts, "contaminated_share": 0.25}, Thresholds(), ["c"]))
     lines = capsys.readouterr().out.splitlines()[:-1]
     assert len({line.index("best evidence" if k == 0 else "-  ") for k, line in enumerate(lines)}) == 1, lines
+    # evidence of any length up to a line's: the reasons start in one column
+    for k, name in enumerate(["a.txt", "shard-00017.jsonl.gz:doc-000123456", "x" * 60]):
+        results[k].evidence = [Evidence("web", name, k, "f.jsonl", k, 0, 1, 0, "q", [[0, 1]], 1.0, 1.0, 1, None)]
+    _print_table(CheckResult("f", results, {"counts": counts, "contaminated_share": 0.25}, Thresholds(), ["c"]))
+    header, *rows = capsys.readouterr().out.splitlines()[:-1]
+    # each row ends with its reason, "<status> here"
+    starts = {len(row) - len(f"{row.split()[0]} here") for row in rows}
+    assert starts == {header.index("reason")}, [header, *rows]
 
 
 def test_a_scan_names_the_corpora_it_left_out_for_their_settings(migrated_url: str, tmp_path: Path) -> None:
