@@ -454,7 +454,8 @@ def scan(
     file: Annotated[
         Path,
         typer.Argument(
-            help="benchmark file (JSONL, JSON, CSV/TSV, Parquet, Arrow; .gz/.zst/.bz2/.xz) or save_to_disk folder"
+            help="benchmark file (JSONL, JSON, CSV/TSV, Parquet, Arrow; .gz/.zst/.bz2/.xz) or save_to_disk folder",
+            metavar="FILE|FOLDER",
         ),
     ],
     corpus: Annotated[

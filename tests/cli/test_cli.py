@@ -638,3 +638,9 @@ def test_a_scan_names_the_corpora_it_left_out_for_their_settings(migrated_url: s
     assert "left out (indexed with other settings; --corpus NAME checks against them): n8" in result.stderr
     named = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--corpus", "web"])
     assert named.exit_code == 0 and "left out" not in named.stderr
+
+
+def test_scan_help_names_its_argument_as_the_readme_does() -> None:
+    """The README documents `contam scan FILE|FOLDER`; the help said `{file}`."""
+    out = CliRunner().invoke(cli, ["scan", "--help"], terminal_width=120).output
+    assert "FILE|FOLDER" in out and "{file}" not in out
