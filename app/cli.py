@@ -33,7 +33,6 @@ from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
 from contam.app import __version__
-from contam.app.api.schemas import ThresholdsIn
 from contam.app.core.config import Thresholds
 from contam.app.core.scoring import SEVERITY
 from contam.app.core.types import Status
@@ -406,6 +405,8 @@ def _thresholds(text: str | None) -> Thresholds | None:
             close = difflib.get_close_matches(name, known, 1)
             hint = f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(known)})"
             raise InputError(f"unknown threshold {name!r}{hint}")
+    from contam.app.api.schemas import ThresholdsIn  # the API's models: only --thresholds needs them here
+
     try:
         return ThresholdsIn.model_validate(given).to_thresholds()
     except ValidationError as exc:

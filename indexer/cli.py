@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,11 +18,14 @@ from contam.app.core.config import SignatureConfig
 from contam.app.readers.corpus import files_not_read
 from contam.app.services.database import open_database
 from contam.app.settings import get_settings
-from contam.indexer.demo import run_demo
-from contam.indexer.executors import check_executor, run_index
 from contam.indexer.options import IndexOptions, index_options
-from contam.indexer.progress import BarProgress, LogProgress, NoProgress
-from contam.indexer.summary import IndexSummary
+
+if TYPE_CHECKING:
+    from contam.indexer.progress import NoProgress
+    from contam.indexer.summary import IndexSummary
+
+# The job's modules (the executors, Ray's included, the writer, the progress bar, the demo) are
+# imported by the commands that run them: `contam scan`, `serve` and `corpora` start without them.
 
 SIG = SignatureConfig()  # the defaults the options show
 OPTS = IndexOptions()
@@ -33,6 +36,8 @@ app = typer.Typer(
 
 
 def _progress(mode: str) -> NoProgress:
+    from contam.indexer.progress import BarProgress, LogProgress, NoProgress
+
     if mode == "auto":
         mode = "bar" if sys.stderr.isatty() else "log"
     return BarProgress() if mode == "bar" else LogProgress() if mode == "log" else NoProgress()
@@ -129,6 +134,9 @@ def index(
         get_settings(), workers=workers, batch_size=batch_size, commit_mb=commit_mb, segment_rows=segment_rows,
         merge_fanout=merge_fanout, text_field=text_field, id_field=id_field, limit=limit, store_text=store_text,
     )  # fmt: skip
+    from contam.indexer.executors import check_executor, run_index
+    from contam.indexer.progress import BarProgress
+
     check_executor(executor, address)
     engine = open_database(database_url(db))
     reporter = _progress(progress)
@@ -202,6 +210,8 @@ def demo(db: DbOpt = None, force: bool = False) -> None:
     if not settings.demo and not force:
         typer.echo("demo disabled (CONTAM_DEMO=false)")
         return
+    from contam.indexer.demo import run_demo
+
     url = database_url(db)
     typer.echo(run_demo(open_database(url), demo_workdir(url), settings.max_upload_bytes, force))
 

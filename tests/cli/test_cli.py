@@ -644,3 +644,14 @@ def test_scan_help_names_its_argument_as_the_readme_does() -> None:
     """The README documents `contam scan FILE|FOLDER`; the help said `{file}`."""
     out = CliRunner().invoke(cli, ["scan", "--help"], terminal_width=120).output
     assert "FILE|FOLDER" in out and "{file}" not in out
+
+
+def test_the_command_starts_without_the_job_and_api_modules() -> None:
+    """Every `contam` command imports the CLI first: the indexing job, the demo, the progress bar
+    and the API's models are imported by the commands that use them (0.13 s of 1.3 s at start on
+    a slow machine, bench/MEASUREMENTS.md, session 23)."""
+    heavy = ["contam.indexer.job", "contam.indexer.demo", "contam.indexer.executors", "rich.progress"]
+    heavy += ["contam.app.api.schemas", "fastapi", "uvicorn", "ray"]
+    code = f"import sys, contam.indexer.cli; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
