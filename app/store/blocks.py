@@ -89,6 +89,18 @@ def decode(table: str, blobs: Iterable[bytes]) -> np.ndarray:
     return np.frombuffer(raw, dtype=RECORDS[table]).copy() if raw else np.empty(0, dtype=RECORDS[table])
 
 
+def select(
+    table: str, blobs: Sequence[bytes], keys: np.ndarray, directory: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(the records of fetched blocks whose key is one of `keys`, in the order read; each one's
+    index in keys): keys int64, ascending, without repeats, `directory` their key_directory. In
+    C, one pass over the blocks (native select_records): decoding every record, then searching
+    each, copied the blocks twice to keep one or two records of each."""
+    shift = 64 - ((len(directory) - 1).bit_length() - 1)  # as arrays.find_sorted
+    raw, pos = _native.select_records(blobs, RECORDS[table].itemsize, keys, directory, shift)
+    return np.frombuffer(raw, dtype=RECORDS[table]), np.frombuffer(pos, dtype=np.int64)
+
+
 def in_order(rec: np.ndarray) -> np.ndarray:
     """Records sorted by all their fields, key first."""
     names = list(rec.dtype.names or ())

@@ -16,7 +16,7 @@ import numpy as np
 from sqlalchemy import Select, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
-from contam.app.core.arrays import distinct, find_sorted, key_directory
+from contam.app.core.arrays import distinct, key_directory
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import StateError
 from contam.app.store import blocks, db
@@ -695,8 +695,8 @@ def _fetch_blocks(conn: Connection, table: str, segs: Sequence[int]) -> np.ndarr
     return blocks.decode(table, found)
 
 
-def _fetch_buckets(conn: Connection, table: str, asked: dict[int, np.ndarray]) -> np.ndarray:
-    """The records of the blocks of each segment's buckets (`asked`: segment -> sorted buckets),
+def _fetch_buckets(conn: Connection, table: str, asked: dict[int, np.ndarray]) -> list[bytes]:
+    """The blocks of each segment's buckets (`asked`: segment -> sorted buckets),
     several segments to a statement (a UNION ALL of one indexed select each): a /check asks few
     buckets of each segment, and a statement a segment cost it more than the reading."""
     pg = db.dialect(conn) == "postgresql"
@@ -733,7 +733,7 @@ def _fetch_buckets(conn: Connection, table: str, asked: dict[int, np.ndarray]) -
             size += len(chunk)
     if parts:
         run()
-    return blocks.decode(table, found)
+    return found
 
 
 def postings(conn: Connection, table: str, segs: Sequence[int] | None = None) -> list[tuple[int, ...]]:
@@ -892,10 +892,10 @@ def _matching(
     """(the distinct keys asked for, sorted; the records (key, doc[, win]) whose key is one of
     them, in the segments of the given corpora (or all; segs: those segments, read here if None),
     in no particular order; each record's key's place among the keys): the blocks of the keys'
-    buckets, filtered to the keys asked for (app.store.blocks). The filter is a binary search
-    of each record's key among the keys (a block holds dozens of records of which one or two are
-    asked for), by bucket (arrays.find_sorted): np.isin sorted the records and the keys together,
-    a third of a scan's look-ups."""
+    buckets, filtered to the keys asked for (app.store.blocks.select). The filter is a binary
+    search of each record's key among the keys (a block holds dozens of records of which one or
+    two are asked for), by bucket of a key directory, in C as the blocks are read: np.isin sorted
+    the records and the keys together, a third of a scan's look-ups."""
     segs = segments(conn, corpus_ids) if segs is None else segs
     want = distinct(np.asarray(keys, dtype=np.int64))
     if not segs or not len(want):
@@ -908,10 +908,9 @@ def _matching(
         parts = filters.get(s)
         mine = every[bits[int(s)]]
         asked[s] = mine if parts is None else mine[blocks.may_hold(parts, want)]
-    rec = _fetch_buckets(conn, table, {s: distinct(b) for s, b in asked.items() if len(b)})
-    pos = find_sorted(want, key_directory(want), rec["key"])
-    hit = pos >= 0
-    return want, rec[hit], pos[hit]
+    found = _fetch_buckets(conn, table, {s: distinct(b) for s, b in asked.items() if len(b)})
+    rec, pos = blocks.select(table, found, want, key_directory(want))
+    return want, rec, pos
 
 
 def ngram_lookup(

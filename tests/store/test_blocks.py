@@ -87,3 +87,50 @@ def test_blocks_of_any_bits_hold_their_bucket_and_the_slices_cut_between_buckets
         assert set(blocks.buckets(blocks.decode("ngram", [flat[i + 1]])["key"], bits).tolist()) == {flat[i]}
     parts = blocks.slices(keys, bits=bits)
     assert [x for a, b in parts for x in blocks.block_rows([keys[a:b], docs[a:b]], bits)] == flat
+
+
+def _select_reference(table: str, blobs: list[bytes], keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What a look-up did before blocks.select: every record decoded, each key searched, the hits kept."""
+    rec = blocks.decode(table, blobs)
+    idx = np.searchsorted(keys, rec["key"])
+    hit = (idx < len(keys)) & (keys[np.minimum(idx, len(keys) - 1)] == rec["key"])
+    return rec[hit], idx[hit]
+
+
+@pytest.mark.parametrize("table", ["ngram", "band"])
+@pytest.mark.parametrize("seed", range(6))
+def test_select_keeps_the_records_of_the_keys_asked_for_in_the_order_read(table: str, seed: int) -> None:
+    """blocks.select (C) keeps exactly the records a decode and a search of every key kept, in
+    the same order, with each one's index among the keys: over blocks of several segments'
+    bits, keys asked that no block holds, keys held several times, and empty blocks."""
+    from contam.app.core.arrays import distinct, key_directory
+
+    rng = np.random.default_rng(seed)
+    held = rng.integers(-(2**63), 2**63 - 1, int(rng.integers(1, 3000)), dtype=np.int64)
+    held = np.r_[held, held[: len(held) // 4], [-(2**63), 2**63 - 1, 0]]  # repeats and the extremes
+    dtype = blocks.RECORDS[table]
+    rec = np.zeros(len(held), dtype=dtype)
+    rec["key"], rec["doc"] = held, rng.integers(1, 2**31 - 1, len(held))
+    if table == "band":
+        rec["win"] = rng.integers(0, 2**31 - 1, len(held))
+    rec = rec[np.argsort(rec["key"], kind="stable")]
+    bits = int(rng.integers(blocks.MIN_BITS, 12))
+    b = blocks.buckets(rec["key"], bits)
+    cuts = np.flatnonzero(np.r_[True, b[1:] != b[:-1], True])
+    blobs = [rec[s:e].tobytes() for s, e in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True)]
+    blobs = [blobs[i] for i in rng.permutation(len(blobs))] + [b""]  # in any order, an empty one too
+    asked = np.r_[rng.choice(held, min(len(held), 500)), rng.integers(-(2**63), 2**63 - 1, 300, dtype=np.int64)]
+    for keys in (distinct(asked), distinct(asked[:1]), distinct(held)):
+        got_rec, got_pos = blocks.select(table, blobs, keys, key_directory(keys))
+        want_rec, want_pos = _select_reference(table, blobs, keys)
+        assert got_rec.tobytes() == want_rec.tobytes()
+        assert got_pos.tolist() == want_pos.tolist()
+        assert len(got_rec) >= 1
+
+
+def test_select_refuses_a_block_of_broken_records() -> None:
+    from contam.app.core.arrays import key_directory
+
+    keys = np.array([1, 2, 3], dtype=np.int64)
+    with pytest.raises(ValueError, match="not whole 12-byte records"):
+        blocks.select("ngram", [b"\x00" * 12, b"\x00" * 13], keys, key_directory(keys))

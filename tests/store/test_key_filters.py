@@ -79,7 +79,7 @@ def fetched(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     asked: list[int] = []
     real = repo._fetch_buckets
 
-    def counting(conn: Any, table: str, wanted: dict[int, np.ndarray]) -> np.ndarray:
+    def counting(conn: Any, table: str, wanted: dict[int, np.ndarray]) -> list[bytes]:
         asked.append(sum(len(b) for b in wanted.values()))
         return real(conn, table, wanted)
 
