@@ -23,7 +23,7 @@ import re
 import shutil
 import tempfile
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Protocol
 
@@ -942,12 +942,14 @@ def iter_benchmark(
     first: list[str] = []
     found: dict[str, Any] | None = None
     n = base = 0
+    later = _later_roles(data, filename, limits, given)  # read ahead, before the items' own reading opens the file
     for row, rec in _layout_records(data, filename, limits):
         if unseen:
             unseen = {k: x for k, x in unseen.items() if not _has(rec, x)}
         if found is None:
             first = sorted(rec)
             found = _mapping_for(rec, given, filename, row)
+            found |= later
             counted_from = _base_of(data, filename, limits, rec, found)
             if counted_from is not None:  # said with the fields, and kept with a report's mapping
                 found[ANSWER_BASE] = str(counted_from)
@@ -968,6 +970,45 @@ def iter_benchmark(
         )
 
 
+DETECT_ROWS = 100  # records read ahead for roles the first one lacks (a later row's choices)
+
+
+def _later_roles(data: Source, filename: str, limits: Limits, given: dict[str, Any]) -> dict[str, Any]:
+    """Roles the first record lacks that the first DETECT_ROWS records have between them: a file
+    whose first item is open-ended and whose third has choices (and a numeric answer that indexes
+    them) kept no choices for any item, and took that answer as its text. The first record's own
+    roles and fields stay as they are (_mapping_for); a role taken here uses no field they use.
+    Read in a pass of its own, closed before the items' reading starts; whatever is wrong with the
+    file is left for that reading to say, at its row."""
+    first: dict[str, Any] | None = None
+    merged: dict[str, Any] = {}
+    records = _layout_records(data, filename, limits)
+    try:
+        for k, (_row, rec) in enumerate(records):
+            if k >= DETECT_ROWS:
+                break
+            first = rec if first is None else first
+            for key, value in rec.items():
+                if merged.get(key) in (None, "", [], {}) and value not in (None, "", [], {}):
+                    merged[key] = value
+    except InputError:
+        pass
+    finally:
+        records.close()
+    if first is None or merged.keys() <= {k for k, v in first.items() if v not in (None, "", [], {})}:
+        return {}
+    try:
+        found = _mapping_for(first, given, filename, 1)
+    except InputError:
+        return {}
+    taken = {x for f in found.values() for x in _fields(f)}
+    return {
+        role: f
+        for role, f in detect_mapping(merged).items()
+        if role not in found and role not in given and not taken & set(_fields(f))
+    }
+
+
 def _base_of(data: Source, filename: str, limits: Limits, first: dict[str, Any], mapping: dict[str, Any]) -> int | None:
     """What the file's numeric answers count the choices from (index_base; `answer_base` in the
     mapping, if given), read ahead of the items when the first record's answer is a number into
@@ -977,7 +1018,11 @@ def _base_of(data: Source, filename: str, limits: Limits, first: dict[str, Any],
     if ANSWER_BASE in mapping:  # the user's word, whatever the first record's answer is
         return int(mapping[ANSWER_BASE])
     choices, labels = _item_choices(first, mapping)
-    if labels or len(choices) < 2 or _int_like(_get(first, mapping["answer"])) is None:
+    # a first record without choices (a file mixing open and multiple-choice items) says nothing:
+    # the records with choices do
+    if choices and (labels or len(choices) < 2 or _int_like(_get(first, mapping["answer"])) is None):
+        return None
+    if not choices and "choices" not in mapping:
         return None
 
     def records() -> Iterator[dict[str, Any]]:
@@ -990,7 +1035,7 @@ def _base_of(data: Source, filename: str, limits: Limits, first: dict[str, Any],
     return index_base(records(), mapping)
 
 
-def _layout_records(data: Source, filename: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
+def _layout_records(data: Source, filename: str, limits: Limits) -> Generator[tuple[int, dict[str, Any]], None, None]:
     """(row, record) of a benchmark file, each checked for depth and flattened from a known layout."""
     for row, raw in benchmark_records(data, filename, limits):
         _nested_within(raw, limits.json_depth, filename, row)

@@ -607,3 +607,57 @@ def test_a_compressed_file_named_as_plain_text_is_told_its_suffix(compress: Any,
     ):
         read_benchmark(data, "b.jsonl")
     assert read_benchmark(data, f"b.jsonl{suffix}")[0][0].answer == "Paris"
+
+
+def _lines(rows: list[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def test_a_role_only_later_rows_have_is_mapped() -> None:
+    """A file mixing open-ended and multiple-choice items, the first open-ended: roles were
+    detected on the first record alone, so no item kept its choices and a third item's answer
+    index 1 was scored as the text "1" (a new user's trial). The first rows are read for the
+    roles the first lacks: the choices are mapped, and the index names its choice."""
+    rows = [
+        {"id": "k1", "question": "What colour is the pigment made from iron oxide clay?", "answer": "ochre"},
+        {"id": "k2", "question": "Which gas do plants take in to make sugar?", "answer": "carbon dioxide"},
+        {
+            "id": "k3",
+            "question": "Why does a copper kettle not heat on an induction hob?",
+            "choices": ["It is too heavy", "Induction needs a magnetic material", "Copper melts"],
+            "answer": 1,
+        },
+    ]
+    items, mapping = read_benchmark(_lines(rows), "mixed.jsonl")
+    assert mapping["choices"] == "choices" and mapping["question"] == "question"
+    assert [it.choices for it in items[:2]] == [(), ()]
+    assert [it.answer for it in items] == ["ochre", "carbon dioxide", "Induction needs a magnetic material"]
+    assert items[2].choices == ("It is too heavy", "Induction needs a magnetic material", "Copper melts")
+    # counted from 1 when the items with choices say so, though the first item has none
+    rows += [
+        {"id": f"m{i}", "question": f"Pick {i}?", "choices": ["x", "y", "z"], "answer": a} for i, a in enumerate((3, 1))
+    ]
+    items, mapping = read_benchmark(_lines(rows), "mixed.jsonl")
+    assert mapping["answer_base"] == "1"
+    assert [it.answer for it in items[2:]] == ["It is too heavy", "z", "x"]
+    # the first record's own roles stay: a later row's other question field is not taken
+    later = [
+        {"prompt": "Where is the lighthouse?", "answer": "north"},
+        {"prompt": "x?", "question": "Which?", "answer": "y"},
+    ]
+    _items, mapping = read_benchmark(_lines(later), "q.jsonl")
+    assert mapping["question"] == "prompt"
+
+
+def test_reading_ahead_for_roles_leaves_a_bad_row_to_be_told_at_its_place() -> None:
+    """The read-ahead for roles says nothing of a broken row: the items before it are read, then
+    the row's own error, as without the read-ahead."""
+    good = [{"question": f"Question number {i} here?", "answer": "a"} for i in range(3)]
+    data = _lines(good) + b'{"question": "broken\n' + _lines([{"question": "q?", "choices": ["a", "b"], "answer": 0}])
+    seen: list[str] = []
+    with pytest.raises(InputError, match="line 4"):
+        from contam.app.readers.benchmark import iter_benchmark
+
+        for it in iter_benchmark(data, "b.jsonl"):
+            seen.append(it.question)
+    assert len(seen) == 3
