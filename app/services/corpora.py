@@ -8,9 +8,9 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from contam.app.core.config import SignatureConfig
-from contam.app.errors import InputError, NotFoundError, SettingsConflict, StateError
+from contam.app.errors import NotFoundError, SettingsConflict, StateError
 from contam.app.readers.corpus import split_counts
-from contam.app.services.indexing import RUN_LEASE_SECONDS
+from contam.app.services.indexing import RUN_LEASE_SECONDS, check_corpus_name
 from contam.app.store import db, repo
 from contam.app.store import reports as reports_repo
 
@@ -50,8 +50,7 @@ class CorpusService:
     def rename(self, name: str, new_name: str) -> None:
         """Give a corpus another name; refused while a report job or an indexing run uses it, or
         if the name is taken."""
-        if not new_name.strip():
-            raise InputError("a corpus name cannot be empty")
+        check_corpus_name(new_name)
         with db.writing(self.engine) as conn:
             row = self._unused(conn, name, "rename")
             if repo.get_corpus(conn, new_name) is not None:

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, RootTransaction
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from contam.app.core.config import SignatureConfig
-from contam.app.errors import FingerprintMismatch, SettingsConflict, StateError, first_line
+from contam.app.errors import FingerprintMismatch, InputError, SettingsConflict, StateError, first_line
 from contam.app.readers.corpus import RawDocument
 from contam.app.services.segments import merge_segments
 from contam.app.store import db, repo
@@ -64,11 +64,31 @@ def indexing_run(engine: Engine, corpus_id: int, lease: float = RUN_LEASE_SECOND
             repo.end_run(conn, run_id)
 
 
+CORPUS_NAME_MAX = 200  # characters (the column's width)
+
+
+def check_corpus_name(name: str) -> None:
+    """Refuse a name the API and the dashboard could not address: one with a slash (a path's
+    separator: `/api/v1/corpora/x%2Fy` was a 404, and the dashboard's delete link too), a control
+    character, space at either end, none at all, or more than CORPUS_NAME_MAX characters."""
+    if not name.strip():
+        raise InputError("a corpus name cannot be empty")
+    bad = "a slash" if "/" in name else "a control character" if any(ord(c) < 32 or ord(c) == 127 for c in name) else ""
+    if bad or name != name.strip() or len(name) > CORPUS_NAME_MAX:
+        why = bad or ("space at its start or end" if name != name.strip() else f"over {CORPUS_NAME_MAX} characters")
+        raise InputError(
+            f"corpus name {name[:80]!r} holds {why}: the API and the dashboard address a corpus by "
+            "its name in their URLs; choose another (e.g. 'web-2024')"
+        )
+
+
 def open_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: bool) -> int:
-    """The corpus id, creating the corpus; refuses settings that differ from the stored ones."""
+    """The corpus id, creating the corpus (its name checked: check_corpus_name); refuses
+    settings that differ from the stored ones."""
     with db.writing(engine) as conn:  # reads, then may write: two indexers wait for each other
         row = repo.get_corpus(conn, name)
         if row is None:
+            check_corpus_name(name)
             return repo.create_corpus(conn, name, cfg, store_text)
         if row["fingerprint"] != cfg.fingerprint():
             diffs = repo.corpus_config(row).differences(cfg)

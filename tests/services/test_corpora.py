@@ -201,3 +201,28 @@ def test_a_corpus_a_job_uses_cannot_be_deleted(engine: Engine, index_corpus: Ind
         rrepo.set_status(conn, rid, "done")
     svc.delete("web")
     assert svc.names() == []
+
+
+def test_a_corpus_name_the_api_cannot_address_is_refused(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """`x/y` was accepted by `contam index` and `corpora rename`, then the API (`/corpora/x%2Fy`)
+    and the dashboard's delete link answered 404: a name with a slash, a control character,
+    space at either end or over 200 characters is refused when a corpus is made or renamed,
+    naming why; a name already in use keeps working."""
+    from contam.app.errors import InputError
+    from contam.app.services.indexing import open_corpus
+
+    cfg = SignatureConfig()
+    for name, why in (("x/y", "a slash"), ("a\tb", "a control character"), (" web", "space"), ("w" * 201, "over 200")):
+        with pytest.raises(InputError, match=why):
+            open_corpus(engine, name, cfg, True)
+    index_corpus(engine, make_docs(1, 60, 1, "a"), "web")
+    svc = CorpusService(engine)
+    with pytest.raises(InputError, match="a slash"):
+        svc.rename("web", "web/2024")
+    svc.rename("web", "web:2024 (v2)")
+    assert svc.names() == ["web:2024 (v2)"]
+    with db.writing(engine) as conn:  # made before names were checked: still indexed into, renamed away
+        old = repo.create_corpus(conn, "a/b", cfg, True)
+    assert open_corpus(engine, "a/b", cfg, True) == old
+    svc.rename("a/b", "a-b")
+    assert svc.names() == ["a-b", "web:2024 (v2)"]
