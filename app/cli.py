@@ -185,7 +185,11 @@ class CorporaGroup(ContamGroup):
         return super().resolve_command(ctx, args)
 
 
-corpora_app = typer.Typer(cls=CorporaGroup, invoke_without_command=True, help="List, show, rename and delete corpora.")
+corpora_app = typer.Typer(
+    cls=CorporaGroup,
+    invoke_without_command=True,
+    help="List, show, rename and delete corpora. `contam corpora` lists them; `contam corpora NAME` shows one.",
+)
 app.add_typer(corpora_app, name="corpora")
 
 
@@ -212,7 +216,8 @@ def corpora(
     for r in rows:
         c = r["config"]
         typer.echo(
-            f"{r['name']}: {r['files']} files ({r['failed_files']} failed), {r['documents']} documents, "
+            f"{r['name']}: {_count(r['files'], 'file')} ({r['failed_files']} failed), "
+            f"{_count(r['documents'], 'document')}, "
             f"{r['tokens']} tokens, {r['bytes'] / 1e6:.1f} MB of files on disk; fingerprint {r['fingerprint']} "
             f"(n={c['ngram_n']}, short={c.get('short_n', 0)}, sample={c['sample_mod']}, "
             f"window={c['window']}/{c['stride']}, "
@@ -229,6 +234,7 @@ def corpora_show(
 ) -> None:
     """One corpus's health: documents, skipped records, failed files and why, settings."""
     health = _corpora(ctx, db).health(name)
+    as_json = as_json or bool(ctx.parent and ctx.parent.params.get("as_json"))  # `corpora --json NAME` too
     typer.echo(json.dumps(health, indent=2, default=str) if as_json else health_text(health))
 
 
@@ -273,14 +279,16 @@ def corpora_delete(
     health = service.health(name)
     if not yes:
         try:
-            ok = typer.confirm(f"delete corpus {name!r} ({health['documents']} documents)?")
+            ok = typer.confirm(f"delete corpus {name!r} ({_count(health['documents'], 'document')})?")
         except typer.Abort:  # no answer: end of input (a script, a pipe) or Ctrl-C
             _fail(f"corpus {name!r} kept: nothing answered the question; pass --yes to delete without asking", 2)
         if not ok:  # declined: nothing to do, and not an error
             typer.echo(f"kept corpus {name!r}")
             return
     service.delete(name)
-    typer.echo(f"deleted corpus {name!r} ({health['documents']} documents, {health['files']} files)")
+    typer.echo(
+        f"deleted corpus {name!r} ({_count(health['documents'], 'document')}, {_count(health['files'], 'file')})"
+    )
 
 
 @corpora_app.command("rename")
@@ -371,7 +379,8 @@ def _print_table(checked: CheckResult) -> None:
     c, share = checked.summary["counts"], checked.summary["contaminated_share"]
     counts = ", ".join(f"{c[s]} {s.replace('_', ' ')}" for s in Status)
     typer.echo(
-        f"{len(checked.results)} items: {counts}; contaminated share {share:.2%} (fingerprint {checked.fingerprint})"
+        f"{_count(len(checked.results), 'item')}: {counts}; contaminated share {share:.2%} "
+        f"(fingerprint {checked.fingerprint})"
     )
 
 

@@ -330,15 +330,17 @@ def test_corpora_delete_and_rename(migrated_url: str, tmp_path: Path) -> None:
     assert shown.exit_code == 0 and "documents:  1 (0 exact duplicates" in shown.output
     assert not shown.output.lstrip().startswith("{")  # a summary for a person; --json for a program
     assert json.loads(run.invoke(cli, ["corpora", "books", "--json", "--db", migrated_url]).output)["documents"] == 1
+    for before in (["corpora", "--json", "books"], ["corpora", "--json", "show", "books"]):  # --json before the name
+        assert json.loads(run.invoke(cli, [*before, "--db", migrated_url]).output)["documents"] == 1, before
     kept = run.invoke(cli, ["corpora", "delete", "books", "--db", migrated_url], input="n\n")
     assert kept.exit_code == 0 and "kept corpus 'books'" in kept.output
     unnamed = run.invoke(cli, ["corpora", "delete", "--yes", "--db", migrated_url])
     assert unnamed.exit_code == 2 and "(see contam corpora delete --help)" in unnamed.output
     unasked = run.invoke(cli, ["corpora", "delete", "books", "--db", migrated_url], input="")  # a script's empty stdin
     assert unasked.exit_code == 2 and "pass --yes" in unasked.output
-    assert "books: 1 files" in run.invoke(cli, ["corpora", "--db", migrated_url]).output
+    assert "books: 1 file (0 failed), 1 document," in run.invoke(cli, ["corpora", "--db", migrated_url]).output
     gone = run.invoke(cli, ["corpora", "--db", migrated_url, "delete", "books", "--yes"])
-    assert gone.exit_code == 0 and "deleted corpus 'books' (1 documents, 1 files)" in gone.output
+    assert gone.exit_code == 0 and "deleted corpus 'books' (1 document, 1 file)" in gone.output
     assert "no corpora indexed yet" in run.invoke(cli, ["corpora", "--db", migrated_url]).output
     missing = run.invoke(cli, ["corpora", "delete", "books", "--yes", "--db", migrated_url])
     assert missing.exit_code == 2 and "no corpus named 'books'" in missing.output
