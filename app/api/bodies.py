@@ -79,12 +79,17 @@ def is_json(content_type: str) -> bool:
 
 class JsonRoute(APIRoute):
     """An API route: a JSON body must say so (form posts, which any web page can make, get 415)
-    and is refused over the nesting limit (CONTAM_MAX_JSON_DEPTH) before it is parsed."""
+    and is refused over the nesting limit (CONTAM_MAX_JSON_DEPTH) before it is parsed. A form
+    route (an upload) must be sent as a multipart form, with the fields it takes, each once:
+    a JSON body or a raw file got a bare "Field required" for `file`, a file sent as `upload`
+    the same, and two files in `file` were taken as the last one, silently."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
         field = self.body_field
         takes_json = field is not None and not isinstance(field.field_info, params.Form)
+        takes_form = field is not None and not takes_json
+        fields = [f.alias for f in self.dependant.body_params]
 
         async def route(request: Request) -> Response:
             if takes_json:
@@ -92,6 +97,33 @@ class JsonRoute(APIRoute):
                     raise HTTPException(415, "send the request body as JSON (Content-Type: application/json)")
                 limits: Limits = request.app.state.limits
                 check_json_depth(await request.body(), limits.json_depth)
+            elif takes_form:
+                await _check_form(request, fields)
             return await handler(request)
 
         return route
+
+
+async def _check_form(request: Request, fields: list[str]) -> None:
+    """Refuse, naming the problem, a form route's request that is not a multipart form, holds a
+    field the route does not take, or gives one of its fields more than once."""
+    example = f"curl -F {fields[0]}=@FILE ..." if fields else "a multipart form"
+    main = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if main not in FORM_TYPES:
+        raise HTTPException(
+            415,
+            f"send a multipart form (Content-Type: multipart/form-data) with the fields {', '.join(fields)} "
+            f"({example}), not {main or 'a body without a Content-Type'}",
+        )
+    form = await request.form()  # kept on the request: the handler reads the same parse
+    unknown = sorted({k for k in form if k not in fields})
+    if unknown:
+        raise HTTPException(
+            422,
+            f"unknown form field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: this takes {', '.join(fields)}",
+        )
+    repeated = sorted({k for k in form if len(form.getlist(k)) > 1})
+    if repeated:
+        raise HTTPException(
+            422, f"form field {', '.join(repeated)} given more than once: send one of each (one file an upload)"
+        )

@@ -118,7 +118,7 @@ class CheckService:
         names, listing = select_corpora_listing(self.engine, list(corpora or []))
         scanner = Scanner(self.engine, names, thresholds, workers=self.workers, listing=listing)
         results: list[ItemResult] = []
-        summary = Summary()
+        summary = Summary([r["name"] for r in scanner.corpora])
         started = False
 
         def moved(done: int, total: int) -> None:
@@ -185,7 +185,13 @@ class CheckService:
         if progress is not None:
             progress(0, len(items))
         results = scanner.scan(items, progress, workers=workers)
-        return CheckResult(scanner.fingerprint, results, summarize(results, scanner.th), scanner.th, names)
+        return CheckResult(
+            scanner.fingerprint,
+            results,
+            summarize(results, scanner.th, [r["name"] for r in scanner.corpora]),
+            scanner.th,
+            names,
+        )
 
 
 class CheckWorkers:

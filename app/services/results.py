@@ -6,6 +6,7 @@ decided in one place (services.scanning) and only laid out here."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from contam.app.core.config import Thresholds
@@ -20,22 +21,24 @@ def _share(k: int, n: int) -> float:
     return round(k / n, 4) if n else 0.0
 
 
-def summarize(results: list[ItemResult], th: Thresholds) -> dict[str, Any]:
-    """Counts per status; contaminated share overall, per field and per corpus; histograms."""
-    return Summary().add(results).as_dict()
+def summarize(results: list[ItemResult], th: Thresholds, corpora: Sequence[str] = ()) -> dict[str, Any]:
+    """Counts per status; contaminated share overall, per field and per corpus (every corpus of
+    `corpora`, those that hold nothing of the benchmark too); histograms."""
+    return Summary(corpora).add(results).as_dict()
 
 
 class Summary:
     """summarize(), built a chunk of results at a time (nothing of an item is kept)."""
 
-    def __init__(self) -> None:
+    def __init__(self, corpora: Sequence[str] = ()) -> None:
+        """corpora: the corpora scanned, each listed per corpus even where it holds nothing."""
         self.n = 0
         self.counts: Counter[Status] = Counter()
         self.cov_bins = [0] * 10
         self.longest_bins = [0] * len(LONGEST_EDGES)
         self.answer_with_question = 0
         self.by_role: dict[str, Counter[str]] = {}
-        self.by_corpus: dict[str, Counter[Status]] = {}
+        self.by_corpus: dict[str, Counter[Status]] = {name: Counter() for name in corpora}
 
     def add(self, results: list[ItemResult]) -> Summary:
         for r in results:

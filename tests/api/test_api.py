@@ -423,3 +423,22 @@ def test_swagger_example_bodies_work(client: TestClient) -> None:
     for ex in examples.values():
         r = client.post("/api/v1/check", json=ex["value"])
         assert r.status_code == 200, r.text
+
+
+def test_an_upload_sent_wrongly_is_told_what_is_wrong(client: TestClient) -> None:
+    """A new user's trial: a JSON body or the raw file (application/octet-stream, x-ndjson) got
+    422 "Field required" for `file`, as did a file sent as `upload`; two files in `file` were
+    taken as the second, silently. Each is now refused naming the problem, and nothing is made."""
+    data = _payloads()["b.jsonl"]
+    for ctype, body in (("application/json", b'{"question": "x"}'), ("application/octet-stream", data)):
+        r = client.post("/api/v1/benchmarks", content=body, headers={"content-type": ctype})
+        assert r.status_code == 415 and "multipart/form-data" in r.json()["error"], r.text
+        assert "-F file=@FILE" in r.json()["error"] and ctype in r.json()["error"]
+    r = client.post("/api/v1/benchmarks", files={"upload": ("b.jsonl", data)})
+    assert r.status_code == 422 and r.json()["error"].startswith("unknown form field upload: this takes file, name")
+    two = [("file", ("b.jsonl", data)), ("file", ("c.jsonl", data))]
+    r = client.post("/api/v1/benchmarks", files=two)
+    assert r.status_code == 422 and "form field file given more than once" in r.json()["error"]
+    assert client.get("/api/v1/reports").json()["total"] == 0
+    ok = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"name": "quiz"})
+    assert ok.status_code == 202, ok.text

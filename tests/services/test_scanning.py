@@ -463,6 +463,15 @@ def test_each_corpus_is_credited_with_what_its_own_documents_hold(engine: Engine
     per_corpus = summarize([unclaimed], Thresholds())["per_corpus"]
     assert per_corpus["crawl"]["contaminated"] == per_corpus["books"]["contaminated"] == 1
 
+    # every corpus scanned is listed, one that holds nothing of the benchmark too (it was left
+    # out, so a scan of three corpora listed two: a new user's trial)
+    index_corpus(engine, [{"id": "other", "text": f"{FILLER} and nothing else"}], name="news")
+    from contam.app.services.checking import CheckService
+
+    checked = CheckService(engine).items([item], None, Thresholds())
+    assert set(checked.summary["per_corpus"]) == {"books", "crawl", "news"}
+    assert checked.summary["per_corpus"]["news"] == {"contaminated": 0, "suspicious": 0, "contaminated_share": 0.0}
+
 
 def test_evidence_serialises_as_its_fields_with_highlights_of_its_own() -> None:
     """Evidence.as_dict is dataclasses.asdict made directly: every field, and highlight spans
