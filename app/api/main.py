@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from contam.app import __version__
 from contam.app.api import errors
@@ -14,12 +15,14 @@ from contam.app.api.bodies import BodyLimit
 from contam.app.api.deps import AuthDep
 from contam.app.api.routes import check, corpora, docs, health, reports
 from contam.app.api.security import SameOrigin, SecurityHeaders, Sessions
+from contam.app.errors import NotFoundError
 from contam.app.services.checking import CheckService
 from contam.app.services.corpora import CorpusService
 from contam.app.services.database import connect, migrate
 from contam.app.services.reports import ReportService
 from contam.app.settings import Settings
 from contam.app.web import pages
+from contam.app.web.errors import error_page
 
 DESCRIPTION = (
     "Benchmark contamination detector: which benchmark items are in the indexed training corpora, "
@@ -47,6 +50,18 @@ def api_router() -> APIRouter:
     return api
 
 
+async def _page_or_json(request: Request, exc: Exception) -> Response:
+    """An address nothing answers: the dashboard's "Not found" page for a browser (one asking
+    for HTML, outside /api/ and /docs), the API's JSON error otherwise (it was JSON for every
+    address: a mistyped dashboard link showed `{"error":"Not Found"}`)."""
+    assert isinstance(exc, StarletteHTTPException)
+    path = request.url.path
+    wants_page = "text/html" in request.headers.get("accept", "") and not path.startswith(("/api/", "/docs"))
+    if exc.status_code == 404 and wants_page:
+        return error_page(request, NotFoundError(f"nothing here: {path} (the dashboard starts at /)"))
+    return await errors.http_error(request, exc)
+
+
 def create_app(settings: Settings) -> FastAPI:
     engine = connect(settings.database_url)
     app = FastAPI(
@@ -67,6 +82,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.corpora = CorpusService(engine)
     app.state.checks = CheckService(engine, limits, check_workers=settings.check_workers)
     errors.install(app)
+    app.add_exception_handler(StarletteHTTPException, _page_or_json)
     app.state.sessions = Sessions(settings.session_secret)
     app.add_middleware(BodyLimit, upload_bytes=settings.max_upload_bytes, limits=limits)
     app.add_middleware(SameOrigin)  # before the body is read: a cross-site write is refused unread

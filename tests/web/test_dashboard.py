@@ -121,6 +121,14 @@ def test_domain_errors_are_pages_never_500(migrated_url: str, tmp_path: Path, in
             r = c.get(path)
             assert (r.status_code, r.headers["content-type"].split(";")[0]) == (code, "text/html"), path
             assert message in r.text, path
+        # an address nothing answers: a page for a browser (it was the API's JSON), JSON for the API
+        html = {"accept": "text/html,application/xhtml+xml"}
+        r = c.get("/no-such-page", headers=html)
+        assert (r.status_code, r.headers["content-type"].split(";")[0]) == (404, "text/html")
+        assert "nothing here: /no-such-page" in r.text
+        for path in ("/api/v1/nope", "/no-such-page"):  # the API's, and a client that asks for no HTML
+            r = c.get(path, headers=html if path.startswith("/api") else {})
+            assert r.status_code == 404 and r.json() == {"error": "Not Found", "detail": None}, path
         for corpora, code, message in ((["nope"], 404, "no corpus named"), (["web", "other"], 409, "different")):
             r = c.post("/upload", files={"file": ("q.jsonl", bench)}, data={"corpora": corpora})
             assert r.status_code == code and message in r.text and 'id="upload-form"' in r.text
