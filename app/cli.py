@@ -169,7 +169,10 @@ def database_url(db: str | None) -> str:
 
 
 @db_app.command("upgrade")
-def db_upgrade(db: DbOpt = None, revision: str = "head") -> None:
+def db_upgrade(
+    db: DbOpt = None,
+    revision: Annotated[str, typer.Option(help="the Alembic revision to go to (head: the latest)")] = "head",
+) -> None:
     """Create or migrate the schema (Alembic)."""
     url = database_url(db)
     migrate(url, revision)
@@ -228,7 +231,7 @@ def corpora(
 @corpora_app.command("show")
 def corpora_show(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="the corpus")],
+    name: Annotated[str, typer.Argument(help="the corpus", metavar="NAME")],
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     db: DbOpt = None,
 ) -> None:
@@ -270,7 +273,7 @@ def health_text(h: dict[str, Any]) -> str:
 @corpora_app.command("delete")
 def corpora_delete(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="the corpus")],
+    name: Annotated[str, typer.Argument(help="the corpus", metavar="NAME")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
     db: DbOpt = None,
 ) -> None:
@@ -294,8 +297,8 @@ def corpora_delete(
 @corpora_app.command("rename")
 def corpora_rename(
     ctx: typer.Context,
-    old: Annotated[str, typer.Argument(help="the corpus")],
-    new: Annotated[str, typer.Argument(help="its new name")],
+    old: Annotated[str, typer.Argument(help="the corpus", metavar="NAME")],
+    new: Annotated[str, typer.Argument(help="its new name (no slash)", metavar="NEW_NAME")],
     db: DbOpt = None,
 ) -> None:
     """Give a corpus another name (refused while a report job uses it)."""
@@ -470,13 +473,15 @@ def scan(
     ],
     corpus: Annotated[
         list[str] | None,
-        typer.Option("--corpus", help="corpus (repeatable; default: those with matching settings)"),
+        typer.Option("--corpus", help="corpus (repeatable; default: those with matching settings)", metavar="NAME"),
     ] = None,
     fields: Annotated[
         list[str] | None,
         typer.Option(
             "--fields",
-            help="role=field (roles: question, passage, choices, answer, solution, id), e.g. question=prompt",
+            help="role=field (roles: question, passage, choices, answer, solution, id; answer_base=0|1 says "
+            "what numeric answers count choices from), e.g. question=prompt",
+            metavar="ROLE=FIELD",
         ),
     ] = None,
     fmt: Annotated[str, typer.Option("--format", help="table | json | jsonl | csv")] = "table",
@@ -488,7 +493,10 @@ def scan(
     ] = None,
     progress: Annotated[str, typer.Option(help="on stderr: auto (a bar on a terminal) | bar | log | none")] = "auto",
     workers: Annotated[
-        int, typer.Option(min=0, help="processes scoring chunks of up to 500 items (0: one per core); same results")
+        int,
+        typer.Option(
+            min=0, metavar="N", help="processes scoring chunks of up to 500 items (0: one per core); same results"
+        ),
     ] = 0,
     db: DbOpt = None,
 ) -> None:

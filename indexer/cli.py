@@ -95,10 +95,17 @@ AddressOpt = Annotated[
 
 @app.command("index")
 def index(
-    paths: Annotated[list[Path], typer.Argument(help="corpus files or directories (recursive)")],
-    corpus: Annotated[str, typer.Option("--corpus", help="corpus name")],
-    text_field: str = OPTS.text_field,
-    id_field: str = OPTS.id_field,
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="corpus files or directories (recursive)", metavar="PATH", show_default=False),
+    ],
+    corpus: Annotated[str, typer.Option("--corpus", help="corpus name (no slash)", metavar="NAME")],
+    text_field: Annotated[
+        str, typer.Option(help="the records' field holding the document's text (JSON lines, Parquet, Arrow)")
+    ] = OPTS.text_field,
+    id_field: Annotated[
+        str, typer.Option(help="the records' field naming the document (without it: FILE:LINE)")
+    ] = OPTS.id_field,
     limit: Annotated[int | None, typer.Option(help="at most this many documents per file")] = OPTS.limit,
     workers: WorkersOpt = 0,
     batch_size: BatchSizeOpt = None,
@@ -204,7 +211,10 @@ app.add_typer(service_cli.app)  # corpora, scan, serve and db (listed after inde
 
 
 @app.command("demo")
-def demo(db: DbOpt = None, force: bool = False) -> None:
+def demo(
+    db: DbOpt = None,
+    force: Annotated[bool, typer.Option(help="run even where CONTAM_DEMO=false turns the demo off")] = False,
+) -> None:
     """On an empty database: index part of Python's standard library, check HumanEval against it."""
     settings = get_settings()
     if not settings.demo and not force:
