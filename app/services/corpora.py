@@ -106,7 +106,8 @@ def _one_setting(rows: list[dict[str, Any]], named: bool) -> list[dict[str, Any]
     listing = "; ".join(f"{r['name']} ({_config_text(r['config'], base)})" for r in rows)
     raise SettingsConflict(
         f"the corpora were indexed with different signature settings: {listing}; "
-        "check corpora with the same settings together (--corpus, or `corpora` in the API)",
+        "choose corpora with the same settings to check together (`contam scan --corpus NAME`, the API's "
+        "`corpora`, the upload form's corpus boxes)",
         {r["name"]: r["fingerprint"] for r in rows},
     )
 

@@ -232,7 +232,12 @@ def corpus_delete(request: Request, name: str, corpora: CorpusServiceDep) -> Res
 @signed_in.get("/upload")
 def upload_form(request: Request, corpora: CorpusServiceDep) -> HTMLResponse:
     return render(
-        request, "upload.html", corpora=corpora.names(with_documents=True), error=None, accept=UPLOAD_SUFFIXES
+        request,
+        "upload.html",
+        corpora=corpora.names(with_documents=True),
+        error=None,
+        accept=UPLOAD_SUFFIXES,
+        values={},
     )
 
 
@@ -241,7 +246,7 @@ def upload(
     request: Request,
     svc: ReportServiceDep,
     corpora_svc: CorpusServiceDep,
-    file: Annotated[UploadFile, File()],
+    file: Annotated[UploadFile | None, File()] = None,
     name: Annotated[str, Form()] = "",
     corpora: Annotated[list[str] | None, Form()] = None,
     question: Annotated[str, Form()] = "",
@@ -261,9 +266,11 @@ def upload(
     }
     mapping = {k: v.strip() for k, v in given.items() if v.strip()}
     try:
+        if file is None or not file.filename:
+            raise InputError("choose a benchmark file to check")
         with spooled(file.file, svc.max_upload) as path:  # on disk, read as a stream
             rid = svc.submit(path, file.filename or "upload.jsonl", name or None, mapping or None, corpora or None)
-    except ContamError as exc:  # the form again, with the reason
+    except ContamError as exc:  # the form again, with the reason and what was filled in (but the file)
         code, _title = page_status(exc)
         return render(
             request,
@@ -272,6 +279,7 @@ def upload(
             corpora=corpora_svc.names(with_documents=True),
             error=exc.message,
             accept=UPLOAD_SUFFIXES,
+            values={"name": name, "corpora": corpora or [], **given},
         )
     return RedirectResponse(f"/reports/{rid}", status_code=303)
 

@@ -338,3 +338,20 @@ def test_a_name_is_highlighted_whole_across_its_underscores() -> None:
         ("x", True),
         ("_", False),
     ]
+
+
+def test_a_refused_upload_keeps_what_was_filled_in(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """A new user's trial: after a refused upload the form came back empty (name, ticked corpora,
+    mapping gone), and a post without a file was a bare validation page. The form comes back
+    with what was filled in (a browser never refills the file: it says so), and with no file it
+    asks for one."""
+    index_corpus(migrated_url, CORPUS)
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        filled = {"name": "my quiz", "corpora": ["web"], "question": "prompt", "answer": "gold"}
+        r = c.post("/upload", files={"file": ("q.jsonl", b"")}, data=filled)
+        assert r.status_code == 422 and 'id="upload-form"' in r.text, r.text
+        assert 'value="my quiz"' in r.text and 'value="prompt"' in r.text and 'value="gold"' in r.text
+        assert 'value="web" checked' in r.text and "choose the file again" in r.text
+        r = c.post("/upload", data={"name": "no file"})
+        assert r.status_code == 422 and "choose a benchmark file to check" in r.text and 'value="no file"' in r.text
+        assert c.get("/upload").status_code == 200 and "checked" not in c.get("/upload").text
