@@ -192,7 +192,8 @@ def _tell(summary: IndexSummary, paths: list[Path]) -> None:
         )
     if summary.older_versions:  # a file fixed and indexed again: its old documents stay too
         typer.echo(
-            f"warning: {len(summary.older_versions)} file(s) were indexed before with other content, and the "
+            f"warning: {len(summary.older_versions)} file(s) were indexed before with other content or other "
+            "extraction settings (--text-field, --id-field, --limit), and the "
             f"corpus holds every version's documents (to keep only the current ones, delete the corpus, "
             f"`contam corpora delete {summary.corpus}`, and index again):",
             err=True,

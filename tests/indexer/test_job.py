@@ -463,3 +463,8 @@ def test_a_file_indexed_again_with_other_content_is_told(migrated_url: str, tmp_
     assert fixed.exit_code == 0 and json.loads(fixed.stdout)["paths_with_older_versions"] == [str(path)]
     assert "1 file(s) were indexed before with other content" in fixed.stderr and f"{path}: 2 versions" in fixed.stderr
     assert "contam corpora delete c" in fixed.stderr
+    # the same content read with other extraction settings is a version too, and the warning says
+    # so (it spoke of other content only: a new user's trial, after `--limit 1`)
+    limited = CliRunner().invoke(cli, [*args[:-1], "--limit", "1", str(path)])
+    assert json.loads(limited.stdout)["paths_with_older_versions"] == [str(path)]
+    assert "other content or other extraction settings (--text-field, --id-field, --limit)" in limited.stderr
