@@ -98,6 +98,7 @@ def test_the_upload_form_offers_only_corpora_holding_documents(migrated_url: str
         form = c.get("/upload").text
         assert 'value="web"' in form and 'value="hollow"' not in form
         assert "hollow" in c.get("/corpora").text  # still listed where corpora are shown
+        assert "n=5, short=3, sample=1" in c.get("/corpora").text  # the settings as the CLI shows them
 
 
 def test_domain_errors_are_pages_never_500(migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus) -> None:
