@@ -462,6 +462,27 @@ def scan_progress(mode: str) -> Iterator[tuple[Callable[[int, int], None] | None
             )
 
 
+ScanCorpusOpt = Annotated[
+    list[str] | None,
+    typer.Option("--corpus", help="corpus (repeatable; default: those with matching settings)", metavar="NAME"),
+]
+FieldsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fields",
+        help="role=field (roles: question, passage, choices, answer, solution, id; answer_base=0|1 says "
+        "what numeric answers count choices from), e.g. question=prompt",
+        metavar="ROLE=FIELD",
+    ),
+]
+ScanWorkersOpt = Annotated[
+    int,
+    typer.Option(
+        min=0, metavar="N", help="processes scoring chunks of up to 500 items (0: one per core); same results"
+    ),
+]
+
+
 @app.command("scan")
 def scan(
     file: Annotated[
@@ -471,19 +492,8 @@ def scan(
             metavar="FILE|FOLDER",
         ),
     ],
-    corpus: Annotated[
-        list[str] | None,
-        typer.Option("--corpus", help="corpus (repeatable; default: those with matching settings)", metavar="NAME"),
-    ] = None,
-    fields: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--fields",
-            help="role=field (roles: question, passage, choices, answer, solution, id; answer_base=0|1 says "
-            "what numeric answers count choices from), e.g. question=prompt",
-            metavar="ROLE=FIELD",
-        ),
-    ] = None,
+    corpus: ScanCorpusOpt = None,
+    fields: FieldsOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="table | json | jsonl | csv")] = "table",
     fail_above: Annotated[
         float | None, typer.Option(help="exit 1 when the contaminated share exceeds this fraction (0.10: 10%)")
@@ -492,12 +502,7 @@ def scan(
         str | None, typer.Option(help='decision thresholds: JSON or name=value, e.g. "longest_match=20,min_bits=8"')
     ] = None,
     progress: Annotated[str, typer.Option(help="on stderr: auto (a bar on a terminal) | bar | log | none")] = "auto",
-    workers: Annotated[
-        int,
-        typer.Option(
-            min=0, metavar="N", help="processes scoring chunks of up to 500 items (0: one per core); same results"
-        ),
-    ] = 0,
+    workers: ScanWorkersOpt = 0,
     db: DbOpt = None,
 ) -> None:
     """Check a benchmark file without a server; exits 1 above --fail-above."""

@@ -93,19 +93,22 @@ AddressOpt = Annotated[
 ]
 
 
+PathsArg = Annotated[
+    list[Path], typer.Argument(help="corpus files or directories (recursive)", metavar="PATH", show_default=False)
+]
+CorpusOpt = Annotated[str, typer.Option("--corpus", help="corpus name (no slash)", metavar="NAME")]
+TextFieldOpt = Annotated[
+    str, typer.Option(help="the records' field holding the document's text (JSON lines, Parquet, Arrow)")
+]
+IdFieldOpt = Annotated[str, typer.Option(help="the records' field naming the document (without it: FILE:LINE)")]
+
+
 @app.command("index")
 def index(
-    paths: Annotated[
-        list[Path],
-        typer.Argument(help="corpus files or directories (recursive)", metavar="PATH", show_default=False),
-    ],
-    corpus: Annotated[str, typer.Option("--corpus", help="corpus name (no slash)", metavar="NAME")],
-    text_field: Annotated[
-        str, typer.Option(help="the records' field holding the document's text (JSON lines, Parquet, Arrow)")
-    ] = OPTS.text_field,
-    id_field: Annotated[
-        str, typer.Option(help="the records' field naming the document (without it: FILE:LINE)")
-    ] = OPTS.id_field,
+    paths: PathsArg,
+    corpus: CorpusOpt,
+    text_field: TextFieldOpt = OPTS.text_field,
+    id_field: IdFieldOpt = OPTS.id_field,
     limit: Annotated[int | None, typer.Option(help="at most this many documents per file")] = OPTS.limit,
     workers: WorkersOpt = 0,
     batch_size: BatchSizeOpt = None,
