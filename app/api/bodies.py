@@ -117,12 +117,14 @@ async def _check_form(request: Request, fields: list[str]) -> None:
         )
     form = await request.form()  # kept on the request: the handler reads the same parse
     unknown = sorted({k for k in form if k not in fields})
+    repeated = sorted({k for k in form if len(form.getlist(k)) > 1})
+    if unknown or repeated:  # its spooled files closed now: the handler that would close them is not reached
+        await form.close()
     if unknown:
         raise HTTPException(
             422,
             f"unknown form field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: this takes {', '.join(fields)}",
         )
-    repeated = sorted({k for k in form if len(form.getlist(k)) > 1})
     if repeated:
         raise HTTPException(
             422, f"form field {', '.join(repeated)} given more than once: send one of each (one file an upload)"

@@ -643,6 +643,11 @@ def _int_like(value: Any) -> int | None:
 
 
 def index_base(records: Iterator[dict[str, Any]], mapping: Mapping[str, Any]) -> int:
+    """_index_base, 0 for a file with no numeric answers into choices."""
+    return _index_base(records, mapping) or 0
+
+
+def _index_base(records: Iterator[dict[str, Any]], mapping: Mapping[str, Any]) -> int | None:
     """Whether a file's numeric answers count the choices from 1 (WinoGrande's "1"/"2", Social
     IQa's labels 1-3) or from 0 (MMLU, PIQA, HellaSwag). From 1 when none is 0 and either some
     answer equals its item's number of choices (an index past the last one, counted from 0), or
@@ -650,8 +655,8 @@ def index_base(records: Iterator[dict[str, Any]], mapping: Mapping[str, Any]) ->
     chance of none, answers spread evenly over k choices). Otherwise from 0, the default. Not
     counted: items whose choices carry their own labels (ARC's "1"-"4": named by those), answers
     that are also the text of one of the item's choices, negative answers (unlabelled items).
-    Stops at the first 0."""
-    past_last, no_zero_chance = False, 1.0
+    Stops at the first 0. None: no record has a numeric answer into choices of its own."""
+    past_last, no_zero_chance, seen = False, 1.0, False
     for rec in records:
         choices, labels = _item_choices(rec, mapping)
         value = _get(rec, mapping["answer"])
@@ -660,8 +665,11 @@ def index_base(records: Iterator[dict[str, Any]], mapping: Mapping[str, Any]) ->
             continue
         if k == 0:
             return 0
+        seen = True
         past_last = past_last or k == len(choices)
         no_zero_chance *= 1 - 1 / len(choices)
+    if not seen:
+        return None
     return 1 if past_last or no_zero_chance < 0.01 else 0
 
 
@@ -979,7 +987,12 @@ def _later_roles(data: Source, filename: str, limits: Limits, given: dict[str, A
     them) kept no choices for any item, and took that answer as its text. The first record's own
     roles and fields stay as they are (_mapping_for); a role taken here uses no field they use.
     Read in a pass of its own, closed before the items' reading starts; whatever is wrong with the
-    file is left for that reading to say, at its row."""
+    file is left for that reading to say, at its row. Not for a compressed Parquet file, which is
+    decompressed whole to disk to be read (once for the items is enough; its columns are the same
+    in every row anyway)."""
+    fmt, comp = benchmark_format(filename)
+    if fmt == "parquet" and comp is not None:
+        return {}
     first: dict[str, Any] | None = None
     merged: dict[str, Any] = {}
     records = _layout_records(data, filename, limits)
@@ -1032,7 +1045,7 @@ def _base_of(data: Source, filename: str, limits: Limits, first: dict[str, Any],
         except InputError:  # said by the items' own reading, at its row, after the items before it
             return
 
-    return index_base(records(), mapping)
+    return _index_base(records(), mapping)
 
 
 def _layout_records(data: Source, filename: str, limits: Limits) -> Generator[tuple[int, dict[str, Any]], None, None]:

@@ -69,11 +69,21 @@ CORPUS_NAME_MAX = 200  # characters (the column's width)
 
 def check_corpus_name(name: str) -> None:
     """Refuse a name the API and the dashboard could not address: one with a slash (a path's
-    separator: `/api/v1/corpora/x%2Fy` was a 404, and the dashboard's delete link too), a control
-    character, space at either end, none at all, or more than CORPUS_NAME_MAX characters."""
+    separator: `/api/v1/corpora/x%2Fy` was a 404, and the dashboard's delete link too), dots alone
+    (`.` and `..` are path steps a client resolves away), a character that does not print (a
+    control character, a line separator), space at either end, none at all, or more than
+    CORPUS_NAME_MAX characters."""
     if not name.strip():
         raise InputError("a corpus name cannot be empty")
-    bad = "a slash" if "/" in name else "a control character" if any(ord(c) < 32 or ord(c) == 127 for c in name) else ""
+    bad = (
+        "a slash"
+        if "/" in name
+        else "dots alone"
+        if not name.strip(".")
+        else "a character that does not print"
+        if not all(c.isprintable() for c in name)
+        else ""
+    )
     if bad or name != name.strip() or len(name) > CORPUS_NAME_MAX:
         why = bad or ("space at its start or end" if name != name.strip() else f"over {CORPUS_NAME_MAX} characters")
         raise InputError(

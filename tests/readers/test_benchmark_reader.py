@@ -640,6 +640,9 @@ def test_a_role_only_later_rows_have_is_mapped() -> None:
     items, mapping = read_benchmark(_lines(rows), "mixed.jsonl")
     assert mapping["answer_base"] == "1"
     assert [it.answer for it in items[2:]] == ["It is too heavy", "z", "x"]
+    # no numeric answers into choices: nothing said of how they count (answer_base was "0")
+    _items, mapping = read_benchmark(_lines([rows[0], {**rows[2], "answer": "Copper melts"}]), "text.jsonl")
+    assert mapping["choices"] == "choices" and "answer_base" not in mapping
     # the first record's own roles stay: a later row's other question field is not taken
     later = [
         {"prompt": "Where is the lighthouse?", "answer": "north"},
@@ -661,3 +664,21 @@ def test_reading_ahead_for_roles_leaves_a_bad_row_to_be_told_at_its_place() -> N
         for it in iter_benchmark(data, "b.jsonl"):
             seen.append(it.question)
     assert len(seen) == 3
+
+
+def test_a_compressed_parquet_file_is_decompressed_once(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compressed Parquet file is decompressed whole to disk to be read: the read-ahead for roles
+    would do it a second time (a review), and its columns are the same in every row anyway."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from contam.app.readers import benchmark as reader
+
+    raw = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"question": [f"Question {i}?" for i in range(50)], "answer": ["a"] * 50}), raw)
+    path = tmp_path / "b.parquet.gz"
+    path.write_bytes(gzip.compress(raw.read_bytes()))
+    spools = []
+    real = reader._spooled_parquet
+    monkeypatch.setattr(reader, "_spooled_parquet", lambda *a: spools.append(1) or real(*a))
+    items, _mapping = read_benchmark(path, "b.parquet.gz")
+    assert len(items) == 50 and len(spools) == 1

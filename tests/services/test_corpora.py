@@ -212,7 +212,16 @@ def test_a_corpus_name_the_api_cannot_address_is_refused(engine: Engine, index_c
     from contam.app.services.indexing import open_corpus
 
     cfg = SignatureConfig()
-    for name, why in (("x/y", "a slash"), ("a\tb", "a control character"), (" web", "space"), ("w" * 201, "over 200")):
+    for name, why in (
+        ("x/y", "a slash"),
+        ("..", "dots alone"),
+        (".", "dots alone"),
+        ("a\tb", "does not print"),
+        ("a\u2028b", "does not print"),
+        ("a\x85b", "does not print"),
+        (" web", "space"),
+        ("w" * 201, "over 200"),
+    ):
         with pytest.raises(InputError, match=why):
             open_corpus(engine, name, cfg, True)
     index_corpus(engine, make_docs(1, 60, 1, "a"), "web")
