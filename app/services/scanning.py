@@ -141,9 +141,7 @@ class _Doc:
 
     @property
     def nbytes(self) -> int:
-        t = self.tokens
-        arrays = (self.starts, self.ends, t.ids, t.grams, t.mgrams, t.order, t.ranked)
-        return len(self.text) + sum(a.nbytes for a in arrays)
+        return len(self.text) + self.starts.nbytes + self.ends.nbytes + self.tokens.nbytes
 
 
 class Scanner:

@@ -137,3 +137,25 @@ def test_positions_of_are_where_any_needle_stands(grams: list[int], others: list
     needles = np.array(grams[::3] + others + grams[::5], dtype=np.int64)
     expected = sorted({i for i, g in enumerate(grams) if g in set(needles.tolist())})
     assert positions_of(doc[order], order, needles).tolist() == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), min_size=0, max_size=300),
+    st.lists(st.lists(st.integers(0, 60), max_size=40), min_size=1, max_size=4),
+)
+def test_a_document_finds_grams_alike_by_scan_and_by_its_sorted_index(tokens: list[int], asks: list[list[int]]) -> None:
+    """DocTokens.positions scans the document on its first look and sorts its n-grams for the
+    next ones (most candidate documents are asked once): every look gives where any of the
+    grams stands, ascending, as the sorted index always did; the size a cache counts is the same
+    before and after the index is made."""
+    from contam.app.core.matching import DocTokens
+
+    doc = DocTokens.of(np.array(tokens, dtype=np.int64) * 7919, 3)  # few distinct tokens: grams repeat
+    size = doc.nbytes
+    for ask in [*asks, *asks]:
+        grams = DocTokens.of(np.array(ask, dtype=np.int64) * 7919, 3).grams  # some the document holds, some not
+        expected = sorted({i for i, g in enumerate(doc.grams.tolist()) if g in set(grams.tolist())})
+        assert doc.positions(grams).tolist() == expected
+        assert doc.nbytes == size
+    assert doc._looks == 2 * len(asks) and "_gram_index" in doc.__dict__
