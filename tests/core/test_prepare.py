@@ -74,3 +74,77 @@ def test_prepare_equals_field_by_field(question: str, choices: list[str], answer
     assert p.role.dtype == np.int8 and p.weak.dtype == bool and p.whole.dtype == bool
     assert p.whole.tolist() == [e - s == 1 for s, e, _c in p.fields for _ in range(e - s)]
     assert p.umgrams.tolist() == sorted(set(p.mgrams.tolist()))
+
+
+def _glued_reference(texts: list[str], starts: list[int]) -> np.ndarray:
+    """items._glued before its separators were tested in numpy: a Python test of each."""
+    from contam.app.core import items
+    from contam.app.core.text import tokenize_spans
+
+    runs, strings = [], []
+    for text, first in zip(texts, starts, strict=True):
+        if not items._GLUE.search(text):
+            continue
+        toks = tokenize_spans(text)
+        seps = [text[e:s] for e, s in zip(toks.ends[:-1].tolist(), toks.starts[1:].tolist(), strict=True)]
+        joined = [bool(sep) and not any(c.isspace() for c in sep) for sep in seps]
+        k = 0
+        while k < len(joined):
+            if not joined[k]:
+                k += 1
+                continue
+            end = k
+            while end < len(joined) and joined[end]:
+                end += 1
+            for a in range(k, end):
+                for b in range(a + 2, min(end + 1, a + items.GLUE_MAX) + 1):
+                    glued = "".join(toks.tokens[a:b])
+                    if len(glued) >= items.GLUE_MIN_CHARS:
+                        runs.append((first + a, b - a))
+                        strings.append(glued)
+            k = end + 1
+    if not runs:
+        return np.zeros((0, 3), dtype=np.int64)
+    return np.column_stack([items._ids(strings), np.array(runs, dtype=np.int64).reshape(-1, 2)])
+
+
+_PIECES = [
+    "3",
+    "14",
+    "x",
+    "ab",
+    "café",
+    "Ω",
+    "v2",
+    ".",
+    "/",
+    "^",
+    "-",
+    "_",
+    "(",
+    ")",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\x1c",
+    "\u00a0",
+    "\u2009",
+    ",",
+    "e=mc",
+    "A.B",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=40), min_size=1, max_size=3))
+def test_glued_runs_are_as_the_separator_by_separator_test_found(fields: list[list[str]]) -> None:
+    """_glued tells which neighbouring tokens only punctuation parts from a count of spaces per
+    character (ASCII) instead of a Python test of each separator: the same runs, for ASCII and
+    other text, ASCII's odd spaces (\\x1c) and Unicode's (no-break, thin) among them."""
+    from contam.app.core.items import _glued
+
+    texts = ["".join(f) for f in fields]
+    starts = [0, 40, 80][: len(texts)]
+    got, want = _glued(texts, starts), _glued_reference(texts, starts)
+    assert got.tolist() == want.tolist()
