@@ -686,3 +686,17 @@ def test_every_option_and_argument_says_what_it_is() -> None:
     for shown in ("--corpus NAME", "--fields ROLE=FIELD", "answer_base", "--workers N"):
         assert shown in scan_help, shown
     assert "<list[str]>" not in scan_help and "int range" not in scan_help
+
+
+def test_the_schema_check_reads_the_revisions_alembic_reads() -> None:
+    """Every command checks the database's schema revision against this code's migrations. It
+    read them through Alembic (importing it and every migration: 0.16 s of a 0.65 s start); the
+    migration files' own lines are read now, and must say what Alembic says."""
+    from alembic.script import ScriptDirectory
+
+    from contam.app.store.db import alembic_config, known_revisions
+
+    script = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    revisions, head = known_revisions()
+    assert head == script.get_current_head()
+    assert revisions == {r.revision for r in script.walk_revisions()}
