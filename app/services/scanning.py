@@ -738,9 +738,7 @@ class _Bench:
             if reading is not None and len(cols["ids"]) % READ_EVERY == 0:
                 reading(len(cols["ids"]))
 
-        shared = SharedText(
-            (prepare(dataclasses.replace(it, raw={}), n, glue=False, passage=False) for it in items), keep
-        )
+        shared = SharedText((prepare(_without_record(it), n, glue=False, passage=False) for it in items), keep)
         parts: dict[str, np.ndarray] = {}
         for k, dtype, offsets in (
             ("ids", np.int64, "tok_at"),
@@ -867,6 +865,12 @@ class _Work:
     bench: _Bench
 
 
+def _without_record(item: BenchmarkItem) -> BenchmarkItem:
+    """The item without its record (`raw`: scoring reads none of it); itself when it has none
+    (a reader asked to keep none gives such items: a copy cost 7 us an item, twice a scan)."""
+    return dataclasses.replace(item, raw={}) if item.raw else item
+
+
 def _chunks(items: Iterable[BenchmarkItem], total: int, workers: int) -> Iterator[tuple[int, list[BenchmarkItem]]]:
     """(first item's position, items) of each chunk: FIRST_CHUNKS, then up to CHUNK items a
     chunk; with several workers, what is left over twice the workers (two chunks a worker in
@@ -883,7 +887,7 @@ def _chunks(items: Iterable[BenchmarkItem], total: int, workers: int) -> Iterato
             if workers > 1:
                 size = max(TAIL_CHUNK, -(-(total - lo) // (2 * workers)))
                 size = total - lo if total - lo - size < TAIL_CHUNK else size
-        chunk = [dataclasses.replace(x, raw={}) for x in itertools.islice(it, min(size, CHUNK))]
+        chunk = [_without_record(x) for x in itertools.islice(it, min(size, CHUNK))]
         if not chunk:
             return
         yield lo, chunk
