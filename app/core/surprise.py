@@ -19,6 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from contam.app.core.arrays import stable_order
+
 _BOS1, _BOS2 = np.int64(0x5BD1E995), np.int64(0x1B873593)
 _M = np.uint64(0x9E3779B97F4A7C15)
 _ALPHA = 0.5  # add-alpha mass for tokens the rest of the benchmark never uses
@@ -106,7 +108,9 @@ class _KeyCounts:
     def __init__(
         self, keys: np.ndarray, counted: np.ndarray, item: np.ndarray, ranks: bool = False, firsts: bool = False
     ) -> None:
-        order = np.argsort(keys, kind="stable")
+        # the keys are hashes: spread by their top bits, the C sort (the same permutation as
+        # numpy's stable argsort) took a fifth of its time, a fifth of pass 1 in all
+        order = stable_order(keys) if keys.dtype == np.int64 else np.argsort(keys, kind="stable")
         ordered = keys[order]
         starts = np.empty(len(keys), dtype=bool)
         starts[:1] = True
