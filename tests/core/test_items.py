@@ -139,3 +139,25 @@ def test_top_groups_counts_right_past_its_first_table() -> None:
     for k in (1, 8, 700):
         expected = _top(items, list(range(len(items))), asked, 1000, 5, k)
         assert table.top_groups(np.array(asked, dtype=np.int64), 1000, 5, k) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([-(2**63), -1, 0, 1, 2**63 - 1, 12345, -98765]) | st.integers(-(2**63), 2**63 - 1),
+            st.integers(0, 50),
+        ),
+        max_size=300,
+    )
+)
+def test_unique_pairs_are_the_sorted_distinct_rows(rows: list[tuple[int, int]]) -> None:
+    """_unique_pairs (a stable sort by the second column, then the C stable sort by the first)
+    gives np.unique(axis=0)'s rows: distinct, sorted by the first column, then the second."""
+    from contam.app.core.items import _unique_pairs
+
+    first = np.array([a for a, _b in rows], dtype=np.int64)
+    second = np.array([b for _a, b in rows], dtype=np.int64)
+    got = _unique_pairs(first, second)
+    want = np.unique(np.stack([first, second], axis=1), axis=0) if rows else np.zeros((0, 2), np.int64)
+    assert got.tolist() == want.tolist()
