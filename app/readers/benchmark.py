@@ -14,7 +14,6 @@ import ast
 import bz2
 import codecs
 import csv
-import dataclasses
 import gzip
 import io
 import lzma
@@ -781,9 +780,11 @@ def _answer(value: Any, choices: list[str], labels: list[Any], base: int = 0) ->
     return _as_text(value)
 
 
-def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int = 0) -> BenchmarkItem:
+def to_item(
+    row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int = 0, keep_raw: bool = True
+) -> BenchmarkItem:
     """The item of one record under a role mapping; base: what the file's numeric answers count
-    the choices from (index_base)."""
+    the choices from (index_base); keep_raw: keep the record on the item (a scan reads none of it)."""
 
     def get(field: Any) -> Any:
         return _get(rec, field)
@@ -815,7 +816,7 @@ def to_item(row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int
         choices=tuple(choices),
         answer=answer,
         solution=solution,
-        raw=rec,
+        raw=rec if keep_raw else {},
         alternatives=alternatives,
     )
 
@@ -966,10 +967,10 @@ def iter_benchmark(
                 used.update(found)
         if not any(_has(rec, x) for x in _fields(found["question"])):
             raise InputError(f"{filename}: row {row} has no field {found['question']!r} (mapped to question)")
-        item = to_item(n, rec, found, base)
+        item = to_item(n, rec, found, base, keep_raw)
         _check_item(item, filename, row, limits)
         n += 1
-        yield item if keep_raw else dataclasses.replace(item, raw={})
+        yield item
     if not n:
         raise InputError(f"{filename}: no items in the file")
     if unseen:  # `choices=nosuch` left every item without choices, its label the answer text
