@@ -18,7 +18,7 @@ import numpy as np
 import xxhash
 
 from contam.app.core.align import covered, find_sequence
-from contam.app.core.align import runs as mask_runs
+from contam.app.core.align import runs as mask_runs  # `runs` is _glued's list of them
 from contam.app.core.arrays import distinct, find_sorted, key_directory, member, stable_order, top_groups
 from contam.app.core.config import Thresholds
 from contam.app.core.signatures import rolling_hashes, token_hashes
@@ -205,7 +205,7 @@ GLUE_MIN_CHARS = 3  # "a3" glued from "a^3" is as often a name of its own ("x2",
 _GLUE = re.compile(r"\w[^\w\s]+\w")  # a field where punctuation alone parts two tokens
 
 
-_ASCII_SPACE = np.array([c for c in range(128) if chr(c).isspace()], dtype=np.uint8)
+_ASCII_SPACE = np.array([chr(c).isspace() for c in range(256)], dtype=bool)  # by byte (only ASCII's are asked)
 
 
 def _joined(text: str, ends: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -214,7 +214,7 @@ def _joined(text: str, ends: np.ndarray, starts: np.ndarray) -> np.ndarray:
     spaces per character (a Python test of each separator took a tenth of preparing a news
     article); for other text, separator by separator."""
     if text.isascii():
-        space = np.isin(np.frombuffer(text.encode("ascii"), dtype=np.uint8), _ASCII_SPACE)
+        space = _ASCII_SPACE[np.frombuffer(text.encode("ascii"), dtype=np.uint8)]
         before = np.concatenate(([0], np.cumsum(space, dtype=np.int64)))  # spaces before each character
         joined: np.ndarray = (starts > ends) & (before[starts] == before[ends])
         return joined

@@ -537,13 +537,18 @@ def _as_text(value: Any) -> str:
     return str(value)
 
 
+def _blank(value: Any) -> bool:
+    """A field with nothing in it: none, or an empty string, list or object."""
+    return value is None or (isinstance(value, str | list | dict) and not value)
+
+
 def _first(rec: Mapping[str, Any], keys: tuple[str, ...], text: bool = False) -> str | None:
     """The first of `keys` the record has with a value (text: a string or a list of strings,
     not an object such as Natural Questions' `document`, its HTML and token lists)."""
     lower = {k.lower(): k for k in rec}
     for k in keys:
         value = rec[lower[k.lower()]] if k.lower() in lower else None
-        if value in (None, "", [], {}):
+        if _blank(value):
             continue
         if text and not (
             isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
@@ -951,14 +956,14 @@ def iter_benchmark(
     first: list[str] = []
     found: dict[str, Any] | None = None
     n = base = 0
-    later = _later_roles(data, filename, limits, given)  # read ahead, before the items' own reading opens the file
+    later = _later_fields(data, filename, limits)  # read ahead, before the items' own reading opens the file
     for row, rec in _layout_records(data, filename, limits):
         if unseen:
             unseen = {k: x for k, x in unseen.items() if not _has(rec, x)}
         if found is None:
             first = sorted(rec)
             found = _mapping_for(rec, given, filename, row)
-            found |= later
+            found |= _later_roles(later, found, given)
             counted_from = _base_of(data, filename, limits, rec, found)
             if counted_from is not None:  # said with the fields, and kept with a report's mapping
                 found[ANSWER_BASE] = str(counted_from)
@@ -982,15 +987,13 @@ def iter_benchmark(
 DETECT_ROWS = 100  # records read ahead for roles the first one lacks (a later row's choices)
 
 
-def _later_roles(data: Source, filename: str, limits: Limits, given: dict[str, Any]) -> dict[str, Any]:
-    """Roles the first record lacks that the first DETECT_ROWS records have between them: a file
-    whose first item is open-ended and whose third has choices (and a numeric answer that indexes
-    them) kept no choices for any item, and took that answer as its text. The first record's own
-    roles and fields stay as they are (_mapping_for); a role taken here uses no field they use.
-    Read in a pass of its own, closed before the items' reading starts; whatever is wrong with the
-    file is left for that reading to say, at its row. Not for a compressed Parquet file, which is
-    decompressed whole to disk to be read (once for the items is enough; its columns are the same
-    in every row anyway)."""
+def _later_fields(data: Source, filename: str, limits: Limits) -> dict[str, Any]:
+    """The fields the first DETECT_ROWS records have between them (each with the first value
+    that is not blank, the first record's first), or {} when they hold none the first record
+    lacks. Read in a pass of its own, closed before the items' reading starts; whatever is wrong
+    with the file is left for that reading to say, at its row. Not for a compressed Parquet file,
+    which is decompressed whole to disk to be read (once for the items is enough; its columns
+    are the same in every row anyway)."""
     fmt, comp = benchmark_format(filename)
     if fmt == "parquet" and comp is not None:
         return {}
@@ -1003,22 +1006,29 @@ def _later_roles(data: Source, filename: str, limits: Limits, given: dict[str, A
                 break
             first = rec if first is None else first
             for key, value in rec.items():
-                if merged.get(key) in (None, "", [], {}) and value not in (None, "", [], {}):
+                if _blank(merged.get(key)) and not _blank(value):
                     merged[key] = value
     except InputError:
         pass
     finally:
         records.close()
-    if first is None or merged.keys() <= {k for k, v in first.items() if v not in (None, "", [], {})}:
+    if first is None or merged.keys() <= {k for k, v in first.items() if not _blank(v)}:
         return {}
-    try:
-        found = _mapping_for(first, given, filename, 1)
-    except InputError:
+    return merged
+
+
+def _later_roles(later: dict[str, Any], found: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """Roles the first record lacks that the first rows have between them (`later`:
+    _later_fields): a file whose first item is open-ended and whose third has choices (and a
+    numeric answer that indexes them) kept no choices for any item, and took that answer as its
+    text. The first record's roles (`found`) stay as they are; a role taken here uses no field
+    they use."""
+    if not later:
         return {}
     taken = {x for f in found.values() for x in _fields(f)}
     return {
         role: f
-        for role, f in detect_mapping(merged).items()
+        for role, f in detect_mapping(later).items()
         if role not in found and role not in given and not taken & set(_fields(f))
     }
 

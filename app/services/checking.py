@@ -118,7 +118,7 @@ class CheckService:
         names, listing = select_corpora_listing(self.engine, list(corpora or []))
         scanner = Scanner(self.engine, names, thresholds, workers=self.workers, listing=listing)
         results: list[ItemResult] = []
-        summary = Summary([r["name"] for r in scanner.corpora])
+        summary = Summary(scanner.corpus_names)
         started = False
 
         def moved(done: int, total: int) -> None:
@@ -188,7 +188,7 @@ class CheckService:
         return CheckResult(
             scanner.fingerprint,
             results,
-            summarize(results, scanner.th, [r["name"] for r in scanner.corpora]),
+            summarize(results, scanner.th, scanner.corpus_names),
             scanner.th,
             names,
         )

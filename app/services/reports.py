@@ -363,7 +363,7 @@ class ReportService:
         # the reader's arguments, not a closure: pass 1 can then run in a process of its own
         items = functools.partial(iter_benchmark, path, rep["filename"], rep["mapping"], self.limits, keep_raw=False)
 
-        summary, done = Summary([r["name"] for r in scanner.corpora]), 0
+        summary, done = Summary(scanner.corpus_names), 0
 
         owner = self.owner
 

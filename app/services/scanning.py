@@ -183,6 +183,7 @@ class Scanner:
                 f"({', '.join(r['name'] + '=' + r['fingerprint'] for r in rows)}); check them separately"
             )
         self.corpora = rows
+        self.corpus_names = [r["name"] for r in rows]  # every corpus the scan reads, for its summary
         libraries = tuple(sorted(library_versions().items()))
         self.cfg, diffs = _settings(json.dumps(rows[0]["config"], sort_keys=True), libraries)
         if diffs:
