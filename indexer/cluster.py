@@ -244,6 +244,17 @@ class IndexWorker:
         group.heartbeat.stop()
 
 
+def take_group(pending: deque[str], sizes: dict[str, int], cap: int) -> list[str]:
+    """The next call's files, taken from the front of `pending`: the first, then the next ones
+    while the group holds at most `cap` bytes (on disk)."""
+    group = [pending.popleft()]
+    size = sizes[group[0]]
+    while pending and size + sizes[pending[0]] <= cap:
+        group.append(pending.popleft())
+        size += sizes[group[-1]]
+    return group
+
+
 def _again(size: int, path: str, content_hash: str = "") -> Outcome:
     return Outcome(FileReport(path, "busy", bytes=size), busy=0.01, content_hash=content_hash)
 
@@ -421,8 +432,11 @@ class _Scheduler:
     their holder's lease would end, the files of a worker that died (those it had not committed)
     after their claims lapse, on a new worker.
 
-    A call takes a group of files of up to a 2 x tasks-th of the corpus on disk (and at most
-    `commit_bytes`), so every worker gets work; the worker's open group and posting buffer span
+    A call takes a group of files of up to a 2 x tasks-th of what is left to send (and at most a
+    2 x tasks-th of the corpus on disk, and `commit_bytes`): large groups while much is left,
+    single files at the end, so the workers finish together (guided self-scheduling; with a fixed
+    share, one of two workers on 200 MB finished its last group of four files a second after the
+    other: bench/MEASUREMENTS.md, session 25). The worker's open group and posting buffer span
     its calls, so small groups still make full-sized posting blocks."""
 
     def __init__(self, job: RayJob, corpus_id: int, files: list[Path]) -> None:
@@ -440,11 +454,13 @@ class _Scheduler:
         self.held: dict[Any, set[str]] = {}  # per worker: files sent and not yet committed or handed back
         self.inflight: dict[Any, Any] = {}  # call -> worker
         self.reports: list[FileReport] = []
+        self.left = 0  # bytes on disk of the files in `pending`
 
     def run(self, files: list[Path]) -> list[FileReport]:
         import ray
 
         pending = deque(str(p) for p in files)
+        self.left = sum(self.sizes[p] for p in pending)
         self.workers = [self._start() for _ in range(self.limit)]
         try:
             while pending or self.inflight or self.later or any(self.held.values()):
@@ -476,11 +492,8 @@ class _Scheduler:
             if self.held[worker]:
                 self.inflight[worker.commit.remote()] = worker
             return
-        group = [pending.popleft()]
-        size = self.sizes[group[0]]
-        while pending and size + self.sizes[pending[0]] <= self.group_bytes:
-            group.append(pending.popleft())
-            size += self.sizes[group[-1]]
+        group = take_group(pending, self.sizes, min(self.group_bytes, self.left // (2 * self.limit)))
+        self.left -= sum(self.sizes[path] for path in group)
         for path in group:
             self.job.progress.file_started(path, self.sizes[path])
         self.held[worker].update(group)
@@ -496,6 +509,7 @@ class _Scheduler:
                 self._finish(FileReport(path, "unchanged", bytes=self.sizes[path]))
             else:
                 pending.append(path)
+                self.left += self.sizes[path]
         self.later = waiting
 
     def _collect(self, ref: Any, worker: Any) -> None:

@@ -116,6 +116,33 @@ def test_ray_index_equals_local_index(
     assert snapshot(other_pg_url) == snapshot(pg_url) and counts(other_pg_url)[3] == 0
 
 
+def test_groups_shrink_so_the_workers_finish_together(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each call takes a 2 x workers-th of what is left to send: large groups first, single
+    files at the end (with a fixed share of the corpus, 8 equal files went out as 4 pairs, and
+    one worker indexed the last pair alone while the other waited)."""
+    from contam.indexer import cluster
+
+    files = corpus_files(tmp_path / "c", 8, docs=8, words=60)
+    on_disk = [f.stat().st_size for f in files]
+    assert max(on_disk) < 1.2 * min(on_disk)  # about equal
+    sent: list[list[str]] = []
+
+    def recorded(*args: object) -> list[str]:
+        group = take(*args)  # type: ignore[arg-type]
+        sent.append(group)
+        return group
+
+    take = cluster.take_group
+    monkeypatch.setattr(cluster, "take_group", recorded)
+    summary = ray_index(pg_url, files, tasks=2)
+    assert summary.as_dict()["files_indexed"] == 8
+    assert [p for g in sent for p in g] == [str(f) for f in files]  # each once, in order
+    sizes = [len(g) for g in sent]
+    assert sizes == sorted(sizes, reverse=True) and sizes[0] > 1 and sizes[-3:] == [1, 1, 1], sizes
+
+
 def test_killed_worker_loses_and_duplicates_nothing(
     ray_cluster: tuple[str, Path], pg_url: str, other_pg_url: str, tmp_path: Path, index_corpus: IndexCorpus
 ) -> None:
