@@ -1895,6 +1895,233 @@ done:
     return result;
 }
 
+/* candidate_votes(pkeys, pstart, pdocs, grams, freq, q, sgrams, sfreq, sspos, sflags, pgrams) ->
+ * (docs, votes, asked, flags, hits): what an item's n-grams say of each document that holds one
+ * (Scanner._votes): the postings are pkeys (int64, ascending, without repeats), the documents of
+ * pkeys[r] being pdocs[pstart[r] .. pstart[r + 1]). Each distinct gram votes once, at its first
+ * place: grams (the exact channel; freq: items holding each, q: in the question, one byte each)
+ * first, then sgrams (the short channel; sfreq, and sflags: bit 0 in the question, bit 1 a gram
+ * of the item's own; sspos: its token position), a gram of both channels only in the first. A
+ * document's vote is the sum of 1 / max(f, 1) over its grams, added in that order (so it is the
+ * same double the Python loop gave), `asked` the same over the question's grams (flags bit 0: it
+ * has one); hits: its exact-channel grams, plus 2 for two short-channel grams in a row one of
+ * which is the item's own, else 1 for any own short-channel gram; then each of pgrams (the
+ * passage's n-grams the item lacks, distinct) adds 0.01 to the vote and 1 to the hits of each
+ * document holding it. Documents in the order first met. */
+typedef struct {
+    int64_t doc, hits;
+    double votes, asked;
+    char has_asked;
+} DocVote;
+
+typedef struct {
+    int64_t slot, at;
+    char own;
+} ShortHit;
+
+typedef struct {
+    int64_t *keys;
+    int64_t *vals; /* slot + 1; 0: empty */
+    size_t cap, used;
+} I64Map;
+
+static int64_t *map_slot(I64Map *m, int64_t key) { /* the value cell of key, made 0 if new; NULL: out of memory */
+    if (2 * (m->used + 1) > m->cap) {
+        const size_t old_cap = m->cap;
+        int64_t *ok = m->keys, *ov = m->vals;
+        m->cap = old_cap ? 2 * old_cap : 64;
+        m->keys = malloc(sizeof(int64_t) * m->cap);
+        m->vals = calloc(m->cap, sizeof(int64_t));
+        if (!m->keys || !m->vals) {
+            free(ok);
+            free(ov);
+            return NULL;
+        }
+        for (size_t o = 0; o < old_cap; o++) {
+            if (!ov[o])
+                continue;
+            size_t h = (size_t)(((uint64_t)ok[o] * P64) >> 7) & (m->cap - 1);
+            while (m->vals[h])
+                h = (h + 1) & (m->cap - 1);
+            m->keys[h] = ok[o];
+            m->vals[h] = ov[o];
+        }
+        free(ok);
+        free(ov);
+    }
+    size_t h = (size_t)(((uint64_t)key * P64) >> 7) & (m->cap - 1);
+    while (m->vals[h] && m->keys[h] != key)
+        h = (h + 1) & (m->cap - 1);
+    if (!m->vals[h]) {
+        m->keys[h] = key;
+        m->used++;
+    }
+    return &m->vals[h];
+}
+
+static Py_ssize_t find_key(const int64_t *keys, Py_ssize_t n, int64_t x) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        const Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (keys[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && keys[lo] == x ? lo : -1;
+}
+
+static int cmp_short(const void *a, const void *b) {
+    const ShortHit *x = a, *y = b;
+    if (x->slot != y->slot)
+        return x->slot < y->slot ? -1 : 1;
+    return x->at < y->at ? -1 : (x->at > y->at);
+}
+
+static PyObject *py_candidate_votes(PyObject *self, PyObject *args) {
+    enum { NV = 11 };
+    PyObject *objs[NV];
+    Py_buffer v[NV];
+    static const char *const names[NV] = {"pkeys", "pstart", "pdocs",  "grams",  "freq",  "q",
+                                          "sgrams", "sfreq", "sspos", "sflags", "pgrams"};
+    static const Py_ssize_t sizes[NV] = {8, 8, 8, 8, 8, 1, 8, 8, 8, 1, 8};
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7], &objs[8], &objs[9], &objs[10]))
+        return NULL;
+    int got = 0;
+    for (; got < NV; got++)
+        if (get_items(objs[got], &v[got], sizes[got], names[got]) < 0)
+            break;
+    PyObject *result = NULL;
+    I64Map seen = {0}, slots = {0};
+    Vec dv = {0}, sh = {0};
+    if (got < NV)
+        goto done;
+    const int64_t *pkeys = v[0].buf, *pstart = v[1].buf, *pdocs = v[2].buf;
+    const Py_ssize_t nk = v[0].len / 8, nd = v[2].len / 8;
+    if (v[1].len / 8 != nk + 1 || (nk && (pstart[0] != 0 || pstart[nk] != nd)) || v[4].len != v[3].len ||
+        v[5].len != v[3].len / 8 || v[7].len != v[6].len || v[8].len != v[6].len || v[9].len != v[6].len / 8) {
+        PyErr_SetString(PyExc_ValueError, "candidate_votes: a start per key and one more, ending at the documents' "
+                                          "length; a frequency and a flag per gram, a position per short gram");
+        goto done;
+    }
+    for (int channel = 0; channel < 3; channel++) {
+        const int64_t *g = v[channel == 0 ? 3 : channel == 1 ? 6 : 10].buf;
+        const Py_ssize_t n = v[channel == 0 ? 3 : channel == 1 ? 6 : 10].len / 8;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (channel < 2) {
+                int64_t *mark = map_slot(&seen, g[i]);
+                if (!mark) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                if (*mark)
+                    continue;
+                *mark = 1;
+            }
+            const Py_ssize_t r = find_key(pkeys, nk, g[i]);
+            if (r < 0)
+                continue;
+            if (pstart[r] < 0 || pstart[r] > pstart[r + 1] || pstart[r + 1] > nd) {
+                PyErr_SetString(PyExc_ValueError, "candidate_votes: a key's documents run past the documents");
+                goto done;
+            }
+            int64_t f = 1;
+            char in_q = 0, own = 0;
+            if (channel == 0) {
+                f = ((const int64_t *)v[4].buf)[i];
+                in_q = ((const char *)v[5].buf)[i] != 0;
+            } else if (channel == 1) {
+                f = ((const int64_t *)v[7].buf)[i];
+                in_q = (((const char *)v[9].buf)[i] & 1) != 0;
+                own = (((const char *)v[9].buf)[i] & 2) != 0;
+            }
+            const double w = channel == 2 ? 0.01 : 1.0 / (double)(f > 1 ? f : 1);
+            for (int64_t j = pstart[r]; j < pstart[r + 1]; j++) {
+                int64_t *cell = map_slot(&slots, pdocs[j]);
+                if (!cell) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                if (!*cell) {
+                    const DocVote fresh = {.doc = pdocs[j]};
+                    if (vec_put(&dv, &fresh, sizeof fresh) < 0)
+                        goto done;
+                    *cell = (int64_t)(dv.len / (Py_ssize_t)sizeof(DocVote));
+                }
+                DocVote *d = (DocVote *)dv.p + (*cell - 1);
+                d->votes += w;
+                if (channel == 1) {
+                    const ShortHit hit = {.slot = *cell - 1, .at = ((const int64_t *)v[8].buf)[i], .own = own};
+                    if (vec_put(&sh, &hit, sizeof hit) < 0)
+                        goto done;
+                } else {
+                    d->hits++;
+                }
+                if (in_q) {
+                    d->asked += w;
+                    d->has_asked = 1;
+                }
+            }
+        }
+        if (channel == 1) { /* the short channel's hits, once its grams are all in */
+            ShortHit *h = (ShortHit *)sh.p;
+            const Py_ssize_t nh = sh.len / (Py_ssize_t)sizeof(ShortHit);
+            qsort(h, (size_t)nh, sizeof(ShortHit), cmp_short);
+            for (Py_ssize_t a = 0; a < nh;) {
+                Py_ssize_t b = a;
+                int pair = 0, any_own = 0;
+                for (; b < nh && h[b].slot == h[a].slot; b++) {
+                    any_own |= h[b].own;
+                    if (b > a && h[b].at == h[b - 1].at + 1 && (h[b].own || h[b - 1].own))
+                        pair = 1;
+                }
+                ((DocVote *)dv.p)[h[a].slot].hits += pair ? 2 : any_own;
+                a = b;
+            }
+        }
+    }
+    {
+        const Py_ssize_t m = dv.len / (Py_ssize_t)sizeof(DocVote);
+        PyObject *bufs[5] = {buf_new(8 * m), buf_new(8 * m), buf_new(8 * m), buf_new(m), buf_new(8 * m)};
+        if (!bufs[0] || !bufs[1] || !bufs[2] || !bufs[3] || !bufs[4]) {
+            for (int k = 0; k < 5; k++)
+                Py_XDECREF(bufs[k]);
+            goto done;
+        }
+        const DocVote *d = (const DocVote *)dv.p;
+        for (Py_ssize_t k = 0; k < m; k++) {
+            ((int64_t *)BUF(bufs[0]))[k] = d[k].doc;
+            ((double *)BUF(bufs[1]))[k] = d[k].votes;
+            ((double *)BUF(bufs[2]))[k] = d[k].asked;
+            BUF(bufs[3])[k] = d[k].has_asked;
+            ((int64_t *)BUF(bufs[4]))[k] = d[k].hits;
+        }
+        result = PyTuple_New(5);
+        for (int k = 0; k < 5; k++) {
+            PyObject *view = view_of(bufs[k]);
+            if (!view || !result) {
+                for (int j = k + 1; j < 5; j++)
+                    Py_DECREF(bufs[j]);
+                Py_XDECREF(view);
+                Py_CLEAR(result);
+                break;
+            }
+            PyTuple_SET_ITEM(result, k, view);
+        }
+    }
+done:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&v[i]);
+    free(seen.keys);
+    free(seen.vals);
+    free(slots.keys);
+    free(slots.vals);
+    free(dv.p);
+    free(sh.p);
+    return result;
+}
+
 /* top_groups(keys, dir, shift, start, count, groups, needles, max_items, exclude, k) -> the k
  * groups that hold the most of needles, the most first, equal counts in ascending order of group.
  * A benchmark's gram table (items._GramTable): keys (int64, ascending, without repeats) found
@@ -2491,6 +2718,9 @@ static PyMethodDef methods[] = {
      "covered(mask, n, length) -> bool per token of length: inside an n-gram starting where mask is set"},
     {"runs", py_runs, METH_O, "runs(mask) -> [(start, end), ...] of every run of True in a bool array"},
     {"longest_run", py_longest_run, METH_O, "longest_run(mask) -> the length of the longest run of True in a bool array"},
+    {"candidate_votes", py_candidate_votes, METH_VARARGS,
+     "candidate_votes(pkeys, pstart, pdocs, grams, freq, q, sgrams, sfreq, sspos, sflags, pgrams) -> (docs, "
+     "votes, asked, flags, hits): what an item's n-grams vote for each document holding one (Scanner._votes)"},
     {"top_groups", py_top_groups, METH_VARARGS,
      "top_groups(keys, dir, shift, start, count, groups, needles, max_items, exclude, k) -> the k groups "
      "holding most of needles in a gram table, most first, ties by ascending group"},

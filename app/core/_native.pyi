@@ -60,3 +60,17 @@ def top_groups(
     k: int,
     /,
 ) -> list[int]: ...
+def candidate_votes(
+    pkeys: np.ndarray,
+    pstart: np.ndarray,
+    pdocs: np.ndarray,
+    grams: np.ndarray,
+    freq: np.ndarray,
+    q: np.ndarray,
+    sgrams: np.ndarray,
+    sfreq: np.ndarray,
+    sspos: np.ndarray,
+    sflags: np.ndarray,
+    pgrams: np.ndarray,
+    /,
+) -> tuple[memoryview, memoryview, memoryview, memoryview, memoryview]: ...

@@ -7,6 +7,8 @@ misses the cache at every step; a directory of buckets finds each in one or two.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from contam.app.core import _native
@@ -126,3 +128,95 @@ def top_groups(
         return []
     args = (keys, directory, _shift(directory), start, count, groups)
     return _native.top_groups(*args, np.ascontiguousarray(needles, dtype=np.int64), max_items, exclude, k)
+
+
+class Postings(NamedTuple):
+    """Documents per key, as arrays: keys (int64, ascending, without repeats), and the documents
+    of keys[r] (int64, in order) docs[start[r]:start[r + 1]]."""
+
+    keys: np.ndarray
+    start: np.ndarray
+    docs: np.ndarray
+
+    @classmethod
+    def of(cls, keys: np.ndarray, docs: np.ndarray) -> Postings:
+        """From (key, document) pairs sorted by key."""
+        uniq, first = np.unique(keys, return_index=True)
+        return cls(uniq.astype(np.int64), np.append(first, len(keys)).astype(np.int64), docs.astype(np.int64))
+
+    def as_dict(self) -> dict[int, list[int]]:
+        bounds = zip(self.start[:-1].tolist(), self.start[1:].tolist(), strict=True)
+        docs = self.docs.tolist()
+        return {k: docs[a:b] for k, (a, b) in zip(self.keys.tolist(), bounds, strict=True)}
+
+
+def most_held(postings: Postings, keys: np.ndarray, k: int) -> list[int]:
+    """The k documents (postings' values) listed most often under `keys` (each key counted as
+    often as it is given), the most first, equal counts in ascending order of value."""
+    at = np.searchsorted(postings.keys, keys)
+    found = at < len(postings.keys)
+    found[found] = postings.keys[at[found]] == keys[found]
+    at = at[found]
+    lo, hi = postings.start[at], postings.start[at + 1]
+    sizes = hi - lo
+    total = int(sizes.sum())
+    if not total:
+        return []
+    first = np.cumsum(sizes) - sizes  # where each key's run begins in the gathered values
+    held = postings.docs[np.repeat(lo - first, sizes) + np.arange(total)]
+    values, counts = np.unique(held, return_counts=True)
+    top: list[int] = values[np.lexsort((values, -counts))][:k].tolist()
+    return top
+
+
+class Votes(NamedTuple):
+    """What an item's n-grams say of each document holding one (candidate_votes), per document."""
+
+    docs: np.ndarray  # int64
+    votes: np.ndarray  # float64
+    asked: np.ndarray  # float64: the votes of the question's grams alone
+    has_asked: np.ndarray  # bool: it holds one of the question's grams
+    hits: np.ndarray  # int64
+
+
+def candidate_votes(
+    postings: Postings,
+    exact: tuple[np.ndarray, np.ndarray, np.ndarray],
+    short: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    passage: np.ndarray,
+) -> Votes:
+    """The documents an item's grams name, in C (native candidate_votes): each distinct gram votes
+    1 / (items holding it) for each document holding it, once, at its first place, the exact
+    channel's grams first; hits count the exact channel's grams, then the short channel's: 2 for
+    two grams in a row one of which is the item's own, else 1 for any gram of its own; each of the
+    passage's n-grams the item lacks adds 0.01 to the votes and 1 to the hits.
+    exact: (grams, items holding each, in the question); short: (grams, items holding each, in the
+    question, the item's own, token position); passage: distinct grams."""
+    grams, freq, q = exact
+    sgrams, sfreq, sq, sown, spos = short
+    flags = sq.astype(np.uint8) | (sown.astype(np.uint8) << 1)
+
+    def i64(a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(a, dtype=np.int64)
+
+    out = _native.candidate_votes(
+        i64(postings.keys),
+        i64(postings.start),
+        i64(postings.docs),
+        i64(grams),
+        i64(freq),
+        np.ascontiguousarray(q, dtype=np.uint8),
+        i64(sgrams),
+        i64(sfreq),
+        i64(spos),
+        np.ascontiguousarray(flags, dtype=np.uint8),
+        i64(passage),
+    )
+    docs, votes, asked, has_asked, hits = out
+    return Votes(
+        np.frombuffer(docs, dtype=np.int64),
+        np.frombuffer(votes, dtype=np.float64),
+        np.frombuffer(asked, dtype=np.float64),
+        np.frombuffer(has_asked, dtype=bool),
+        np.frombuffer(hits, dtype=np.int64),
+    )

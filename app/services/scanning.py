@@ -15,7 +15,7 @@ import pickle
 import shutil
 import tempfile
 import threading
-from collections import Counter, OrderedDict, defaultdict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -26,7 +26,7 @@ import numpy as np
 import zstandard
 from sqlalchemy import Engine
 
-from contam.app.core.arrays import distinct
+from contam.app.core.arrays import Postings, Votes, candidate_votes, distinct, most_held
 from contam.app.core.config import SignatureConfig, Thresholds, library_versions
 from contam.app.core.items import (
     QUESTION,
@@ -324,9 +324,9 @@ class Scanner:
         near_keys = self._near_keys(prepared)
         with self.engine.connect() as conn:
             segs = repo.lookup_segments(conn, self.corpus_ids)
-            df, postings = repo.ngram_lookup(conn, grams.tolist(), self.corpus_ids, th.max_df, segs=segs)
+            df, postings = repo.ngram_table(conn, grams.tolist(), self.corpus_ids, th.max_df, segs=segs)
             keys = distinct(np.concatenate([np.zeros(0, np.int64), *near_keys])).tolist()
-            hits = repo.band_hits(conn, keys, self.corpus_ids, segs=segs)
+            hits = repo.band_table(conn, keys, self.corpus_ids, segs=segs)
         sizes = np.cumsum([len(p.grams) for p in prepared])[:-1]
         msizes = np.cumsum([len(p.mgrams) for p in prepared])[:-1]
         all_grams = np.concatenate([p.grams for p in prepared])
@@ -379,60 +379,37 @@ class Scanner:
         keys = band_keys(window_minhashes(th, cfg, np.concatenate(starts), np.concatenate(ends)), cfg)
         return [k.ravel() for k in np.split(keys, np.cumsum(counts)[:-1])]
 
-    def _votes(
-        self, p: PreparedItem, s: ItemStats, postings: dict[int, list[int]]
-    ) -> tuple[dict[int, float], dict[int, float], Counter[int]]:
-        """(votes per document, the votes of the question's n-grams alone, hits per document)."""
-        votes: dict[int, float] = defaultdict(float)
-        asked: dict[int, float] = defaultdict(float)  # the votes of the question's n-grams alone
-        hits: Counter[int] = Counter()
-        seen: set[int] = set()
-        # the exact channel's n-grams, then the short channel's (short items only, see
-        # items.prepare: p.sgrams is p.mgrams, whose benchmark frequencies are s.mfreq), each
-        # distinct gram voting once, so a document holding the item's short runs is aligned too
-        short_at: dict[int, dict[int, bool]] = defaultdict(dict)  # document -> its short-gram hits
-        sampled = self.cfg.sample_mod > 1  # one kept gram may stand for a whole copy (below)
-        for channel, (grams, pos, freq) in enumerate(
-            ((p.grams, p.gram_pos, s.freq), (p.sgrams, p.sgram_pos, s.mfreq[: len(p.sgrams)]))
-        ):
-            in_question = (p.role[pos] == QUESTION).tolist() if len(pos) else []
-            for h, at, f, q in zip(grams.tolist(), pos.tolist(), freq.tolist(), in_question, strict=True):
-                if h in seen:
-                    continue
-                seen.add(h)
-                for d in postings.get(h, ()):
-                    votes[d] += 1.0 / max(f, 1)
-                    if not channel:
-                        hits[d] += 1
-                    else:  # position, and whether no other item has the 3-gram
-                        short_at[d][at] = f < self.th.template_min_items or sampled
-                    if q:
-                        asked[d] += 1.0 / max(f, 1)
-        # Two rare 3-grams count as two hits only in a row (four words of the item), one of them
-        # the item's own (no other item has it): scattered, or both a template's, they are what
-        # any document on the item's subject holds, and no run of own text a verdict needs can
-        # come of them
-        for d, at in short_at.items():
-            pair = any(a + 1 in at and (own or at[a + 1]) for a, own in at.items())
-            hits[d] += 2 if pair else min(1, sum(at.values()))
-        for h in set(p.passage_grams.tolist()) - set(p.grams.tolist()):
-            for d in postings.get(h, ()):
-                votes[d] += 0.01
-                hits[d] += 1
-        return votes, asked, hits
+    def _votes(self, p: PreparedItem, s: ItemStats, postings: Postings) -> Votes:
+        """What the item's n-grams say of each document holding one (arrays.candidate_votes):
+        the exact channel's n-grams, then the short channel's (short items only, see
+        items.prepare: p.sgrams is p.mgrams, whose benchmark frequencies are s.mfreq), each
+        distinct gram voting once, so a document holding the item's short runs is aligned too.
+        Two rare 3-grams count as two hits only in a row (four words of the item), one of them the
+        item's own (no other item has it; or any, when the index keeps one n-gram in k, where one
+        kept gram may stand for a whole copy): scattered, or both a template's, they are what any
+        document on the item's subject holds, and no run of own text a verdict needs can come of
+        them. The passage's n-grams the item lacks add a hundredth of a vote each."""
+        sfreq = s.mfreq[: len(p.sgrams)]
+        own = (sfreq < self.th.template_min_items) | (self.cfg.sample_mod > 1)
+        return candidate_votes(
+            postings,
+            (p.grams, s.freq, p.role[p.gram_pos] == QUESTION),
+            (p.sgrams, sfreq, p.role[p.sgram_pos] == QUESTION, own, p.sgram_pos),
+            np.setdiff1d(p.passage_grams, p.grams),
+        )
 
     def _candidates(
         self,
         p: PreparedItem,
         s: ItemStats,
-        postings: dict[int, list[int]],
+        postings: Postings,
         keys: np.ndarray,
-        bands: dict[int, list[tuple[int, int]]],
+        bands: Postings,
     ) -> dict[int, int | None]:
         """Documents to align: those holding most of the item's rare n-grams (an n-gram shared by
         f items weighs 1/f, so a template's copies rank below the item's own text), then those
         sharing most near-duplicate band keys, with the window they matched in."""
-        votes, asked, hits = self._votes(p, s, postings)
+        v = self._votes(p, s, postings)
         sampled = self.cfg.sample_mod > 1
         # a document holding one n-gram of a longer item cannot show a run of n + 1 tokens, nor
         # most of the item: not worth aligning (bench/scan_speed.py measures what this saves);
@@ -442,19 +419,17 @@ class Scanner:
         # with no n-gram at all)
         exact = set(p.grams.tolist()) | set(p.passage_grams.tolist())
         need = 1 if sampled else min(MIN_GRAMS, len(exact) or len(set(p.sgrams.tolist())))
-        ranked = sorted(((d, v) for d, v in votes.items() if hits[d] >= need), key=lambda x: (-x[1], x[0]))
-        ranked = ranked[:CANDIDATES]
-        out: dict[int, int | None] = {d: None for d, _v in ranked}
+        ok = v.hits >= need  # the most votes first, then the lowest document id
+        docs, votes = v.docs[ok], v.votes[ok]
+        out: dict[int, int | None] = dict.fromkeys(docs[np.lexsort((docs, -votes))][:CANDIDATES].tolist())
         # the question names the item: the document holding most of it is aligned too, even when
         # a long answer or worked solution draws more votes to other documents
-        top = sorted(((d, v) for d, v in asked.items() if hits[d] >= need), key=lambda x: (-x[1], x[0]))[:1]
-        out.update({d: None for d, _v in top if d not in out})
-        near: dict[tuple[int, int], int] = defaultdict(int)
-        for k in keys.tolist():
-            for dw in bands.get(k, ()):
-                near[dw] += 1
-        for (d, w), _v in sorted(near.items(), key=lambda x: (-x[1], x[0]))[:NEAR_CANDIDATES]:
-            out.setdefault(d, w)
+        ok &= v.has_asked
+        docs, asked = v.docs[ok], v.asked[ok]
+        for d in docs[np.lexsort((docs, -asked))][:1].tolist():
+            out.setdefault(d, None)
+        for dw in most_held(bands, keys, NEAR_CANDIDATES):  # (document << 32 | window)
+            out.setdefault(dw >> 32, dw & 0xFFFFFFFF)
         return out
 
     def _score_one(

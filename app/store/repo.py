@@ -16,7 +16,7 @@ import numpy as np
 from sqlalchemy import Select, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
-from contam.app.core.arrays import distinct, key_directory
+from contam.app.core.arrays import Postings, distinct, key_directory
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import StateError
 from contam.app.store import blocks, db
@@ -924,14 +924,24 @@ def ngram_lookup(
     order, for the hashes held by at most max_df documents), in the given corpora (or all),
     from one fetch of their blocks. segs: the corpora's segments from lookup_segments (read
     here if None)."""
+    df, postings = ngram_table(conn, hashes, corpus_ids, max_df, segs)
+    return df, postings.as_dict()
+
+
+def ngram_table(
+    conn: Connection,
+    hashes: Sequence[int],
+    corpus_ids: Sequence[int] | None,
+    max_df: int,
+    segs: Sequence[int] | None = None,
+) -> tuple[dict[int, int], Postings]:
+    """ngram_lookup's answer with the documents as arrays (what the scanner reads), not lists."""
     want, rec, pos = _matching(conn, "ngram", hashes, corpus_ids, segs)
     counts = np.bincount(pos, minlength=len(want))
     held = np.flatnonzero(counts)
     df = dict(zip(want[held].tolist(), counts[held].tolist(), strict=True))
-    out: dict[int, list[int]] = {}
-    for h, d in blocks.in_order(rec[counts[pos] <= max_df]).tolist():
-        out.setdefault(int(h), []).append(int(d))
-    return df, out
+    rare = blocks.in_order(rec[counts[pos] <= max_df])
+    return df, Postings.of(rare["key"], rare["doc"])
 
 
 def ngram_df(
@@ -957,10 +967,25 @@ def band_hits(
 ) -> dict[int, list[tuple[int, int]]]:
     """band key -> [(document, window)], dropping keys shared by more than max_per_key windows
     (a band value that common is boilerplate, not a near duplicate); segs as ngram_lookup."""
-    out: dict[int, list[tuple[int, int]]] = {}
-    for k, d, w in blocks.in_order(_matching(conn, "band", keys, corpus_ids, segs)[1]).tolist():
-        out.setdefault(int(k), []).append((int(d), int(w)))
-    return {k: v for k, v in out.items() if len(v) <= max_per_key}
+    return {
+        k: [(v >> 32, v & 0xFFFFFFFF) for v in pairs]
+        for k, pairs in band_table(conn, keys, corpus_ids, max_per_key, segs).as_dict().items()
+    }
+
+
+def band_table(
+    conn: Connection,
+    keys: Sequence[int],
+    corpus_ids: Sequence[int] | None,
+    max_per_key: int = 50,
+    segs: Sequence[int] | None = None,
+) -> Postings:
+    """band_hits' answer as arrays (what the scanner reads): each (document, window) one int64,
+    document << 32 | window, in order."""
+    rec = blocks.in_order(_matching(conn, "band", keys, corpus_ids, segs)[1])
+    sizes = np.unique(rec["key"], return_counts=True)[1]
+    rec = rec[np.repeat(sizes <= max_per_key, sizes)]
+    return Postings.of(rec["key"], (rec["doc"].astype(np.int64) << 32) | rec["win"].astype(np.int64))
 
 
 def documents_meta(conn: Connection, doc_ids: Sequence[int], text: bool = True) -> dict[int, dict[str, Any]]:

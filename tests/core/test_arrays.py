@@ -10,11 +10,14 @@ from hypothesis import strategies as st
 
 from contam.app.core.align import longest_run, runs
 from contam.app.core.arrays import (
+    Postings,
+    candidate_votes,
     count,
     distinct,
     find_sorted,
     key_directory,
     member,
+    most_held,
     occurrences,
     positions_of,
     share,
@@ -159,3 +162,117 @@ def test_a_document_finds_grams_alike_by_scan_and_by_its_sorted_index(tokens: li
         assert doc.positions(grams).tolist() == expected
         assert doc.nbytes == size
     assert doc._looks == 2 * len(asks) and "_gram_index" in doc.__dict__
+
+
+def _python_votes(
+    postings: dict[int, list[int]],
+    exact: tuple[list[int], list[int], list[bool]],
+    short: tuple[list[int], list[int], list[bool], list[bool], list[int]],
+    passage: list[int],
+) -> tuple[dict[int, float], dict[int, float], dict[int, int]]:
+    """The scanner's vote loop as it was written in Python (session 24): the reference."""
+    votes: dict[int, float] = {}
+    asked: dict[int, float] = {}
+    hits: dict[int, int] = {}
+    seen: set[int] = set()
+    short_at: dict[int, dict[int, bool]] = {}
+    for channel, (grams, pos, freq, in_q, own) in enumerate(
+        (
+            (exact[0], [0] * len(exact[0]), exact[1], exact[2], [False] * len(exact[0])),
+            (short[0], short[4], short[1], short[2], short[3]),
+        )
+    ):
+        for h, at, f, q, o in zip(grams, pos, freq, in_q, own, strict=True):
+            if h in seen:
+                continue
+            seen.add(h)
+            for d in postings.get(h, ()):
+                votes[d] = votes.get(d, 0.0) + 1.0 / max(f, 1)
+                hits.setdefault(d, 0)
+                if not channel:
+                    hits[d] += 1
+                else:
+                    short_at.setdefault(d, {})[at] = o
+                if q:
+                    asked[d] = asked.get(d, 0.0) + 1.0 / max(f, 1)
+    for d, at in short_at.items():
+        pair = any(a + 1 in at and (o or at[a + 1]) for a, o in at.items())
+        hits[d] += 2 if pair else min(1, sum(at.values()))
+    for h in set(passage) - set(exact[0]):
+        for d in postings.get(h, ()):
+            votes[d] = votes.get(d, 0.0) + 0.01
+            hits[d] = hits.get(d, 0) + 1
+    return votes, asked, hits
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.integers(0, 40), st.lists(st.integers(0, 12), max_size=6), max_size=30),
+    st.lists(st.tuples(st.integers(0, 50), st.integers(0, 4), st.booleans()), max_size=40),
+    st.lists(st.tuples(st.integers(0, 50), st.integers(0, 4), st.booleans(), st.booleans()), max_size=30),
+    st.lists(st.integers(0, 50), max_size=20),
+)
+def test_candidate_votes_are_the_python_loops(
+    table: dict[int, list[int]],
+    exact: list[tuple[int, int, bool]],
+    short: list[tuple[int, int, bool, bool]],
+    passage: list[int],
+) -> None:
+    # every vote the same double (added in the same order), the same hits, the same documents;
+    # grams repeated within and across channels, absent grams, documents listed twice for a key
+    postings = {k: sorted(v) for k, v in table.items() if v}
+    keys = sorted(postings)
+    flat = [(k, d) for k in keys for d in postings[k]]
+    built = Postings.of(np.array([k for k, _d in flat], dtype=np.int64), np.array([d for _k, d in flat]))
+    assert built.as_dict() == postings
+    positions = list(range(len(short)))  # distinct, as an item's gram positions are
+    ex = ([g for g, _f, _q in exact], [f for _g, f, _q in exact], [q for _g, _f, q in exact])
+    sh = ([g for g, *_ in short], [f for _g, f, *_ in short], [q for *_, q, _o in short], [o for *_, o in short])
+    votes, asked, hits = _python_votes(postings, ex, (*sh, positions), passage)
+    got = candidate_votes(
+        built,
+        (np.array(ex[0], dtype=np.int64), np.array(ex[1], dtype=np.int64), np.array(ex[2], dtype=bool)),
+        (
+            np.array(sh[0], dtype=np.int64),
+            np.array(sh[1], dtype=np.int64),
+            np.array(sh[2], dtype=bool),
+            np.array(sh[3], dtype=bool),
+            np.array(positions, dtype=np.int64),
+        ),
+        np.setdiff1d(np.array(passage, dtype=np.int64), np.array(ex[0], dtype=np.int64)),
+    )
+    docs = got.docs.tolist()
+    assert sorted(docs) == sorted(votes) and len(set(docs)) == len(docs)
+    assert dict(zip(docs, got.votes.tolist(), strict=True)) == votes
+    assert dict(zip(docs, got.hits.tolist(), strict=True)) == hits
+    with_q = got.has_asked
+    assert dict(zip(got.docs[with_q].tolist(), got.asked[with_q].tolist(), strict=True)) == asked
+
+
+def test_candidate_votes_refuse_postings_that_do_not_fit() -> None:
+    empty = np.zeros(0, dtype=np.int64)
+    exact = (np.array([5], dtype=np.int64), np.array([1], dtype=np.int64), np.array([True]))
+    short = (empty, empty, np.zeros(0, bool), np.zeros(0, bool), empty)
+    broken = Postings(np.array([5], dtype=np.int64), np.array([0, 3], dtype=np.int64), np.array([1], dtype=np.int64))
+    with pytest.raises(ValueError, match="start per key"):
+        candidate_votes(broken, exact, short, empty)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.integers(0, 30), st.lists(st.integers(0, 9), min_size=1, max_size=6), max_size=20),
+    st.lists(st.integers(0, 40), max_size=40),
+    st.integers(0, 4),
+)
+def test_most_held_counts_every_listing(table: dict[int, list[int]], keys: list[int], k: int) -> None:
+    # each key as often as it is given (the scanner's windows repeat band keys), absent keys
+    # nothing; the most first, ties by value: what a Counter and a sort gave
+    keys_sorted = sorted(table)
+    flat = [(key, v) for key in keys_sorted for v in sorted(table[key])]
+    postings = Postings.of(np.array([a for a, _v in flat], dtype=np.int64), np.array([v for _a, v in flat]))
+    near: dict[int, int] = {}
+    for key in keys:
+        for v in table.get(key, ()):
+            near[v] = near.get(v, 0) + 1
+    expected = [v for v, _n in sorted(near.items(), key=lambda x: (-x[1], x[0]))[:k]]
+    assert most_held(postings, np.array(keys, dtype=np.int64), k) == expected
