@@ -35,7 +35,7 @@ import zstandard
 from contam.app.core.types import MAX_ALTERNATIVES, BenchmarkItem, answer_of, final_answer
 from contam.app.errors import InputError, first_line
 from contam.app.limits import Limits, exceeded
-from contam.app.readers.corpus import as_utf8
+from contam.app.readers.corpus import ZstdReader, as_utf8
 
 DEFAULT_LIMITS = Limits()
 
@@ -190,7 +190,7 @@ def open_content(data: Source, filename: str, max_bytes: int) -> io.BufferedRead
         if comp == "gzip":
             inner = gzip.GzipFile(fileobj=raw)
         elif comp == "zstd":
-            inner = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+            inner = ZstdReader(raw)
         elif comp == "bz2":
             inner = bz2.BZ2File(raw)
         elif comp == "xz":

@@ -127,8 +127,59 @@ def _decompressed(path: Path) -> IO[bytes]:
     if name.endswith(".gz"):
         return cast(IO[bytes], gzip.open(path, "rb"))
     if name.endswith((".zst", ".zstd")):
-        return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True, closefd=True)
+        return cast(IO[bytes], ZstdReader(open(path, "rb")))
     return open(path, "rb")
+
+
+class ZstdReader(io.RawIOBase):
+    """The decompressed bytes of a zstd stream of one frame or more, read as it comes, that fails
+    (zstandard.ZstdError) where the stream ends inside a frame: zstandard's stream_reader ended a
+    cut-off file quietly where the data stopped, so half a corpus file was indexed as the whole of
+    it (gzip's reader raises EOFError there). Closing it closes `raw`."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        super().__init__()
+        self.raw = raw
+        self._frame = zstandard.ZstdDecompressor().decompressobj()
+        self._in_frame = False  # input given to the current frame that has not ended it
+        self._out = memoryview(b"")  # decompressed, not yet read
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while not self._out and not self._done:
+            self._fill()
+        n = min(len(b), len(self._out))
+        b[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
+
+    def _fill(self) -> None:
+        data = self.raw.read(self.CHUNK)
+        if not data:
+            if self._in_frame:
+                raise zstandard.ZstdError("the file ends inside a zstd frame (truncated)")
+            self._done = True
+            return
+        out = []
+        while data:
+            out.append(self._frame.decompress(data))
+            self._in_frame = True
+            if not self._frame.eof:
+                break
+            data = self._frame.unused_data  # the next frame's bytes, if any
+            self._frame = zstandard.ZstdDecompressor().decompressobj()
+            self._in_frame = False
+        self._out = memoryview(b"".join(out))
+
+    def close(self) -> None:
+        if not self.closed:
+            self.raw.close()
+        super().close()
 
 
 # byte order marks of the wide encodings Windows tools write ("Unicode text"): UTF-32's first, as

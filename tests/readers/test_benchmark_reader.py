@@ -609,6 +609,17 @@ def test_a_compressed_file_named_as_plain_text_is_told_its_suffix(compress: Any,
     assert read_benchmark(data, f"b.jsonl{suffix}")[0][0].answer == "Paris"
 
 
+def test_a_cut_off_zstd_benchmark_is_refused_even_at_a_line_end() -> None:
+    """Refused only when the cut broke a line: a cut where every line was already out (here
+    inside the frame's checksum) gave the items read so far, without a word (a new user's trial)."""
+    data = b"".join(b'{"question": "Question number %d here?", "answer": "yes"}\n' % i for i in range(3000))
+    blob = zstandard.ZstdCompressor(write_checksum=True).compress(data)
+    assert zstandard.ZstdDecompressor().decompressobj().decompress(blob[:-3]) == data  # every line is there
+    with pytest.raises(InputError, match="truncated"):
+        read_benchmark(blob[:-3], "b.jsonl.zst")
+    assert len(read_benchmark(blob, "b.jsonl.zst")[0]) == 3000
+
+
 def _lines(rows: list[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
 

@@ -99,6 +99,24 @@ def test_corrupt_zstd_raises_corrupt(tmp_path: Path) -> None:
         _read(p)
 
 
+def test_truncated_zstd_raises_corrupt_and_frames_read_whole(tmp_path: Path) -> None:
+    """zstandard's stream reader ended a cut-off file quietly where its data stopped: half the
+    documents were indexed as the whole file, and a rerun found it unchanged (a new user's
+    trial). A file of several frames still reads whole."""
+    data = _jsonl(DOCS * 500)
+    blob = zstandard.ZstdCompressor().compress(data)
+    for cut in (len(blob) // 2, 40):  # inside the data; inside the first block
+        p = tmp_path / f"t{cut}.jsonl.zst"
+        p.write_bytes(blob[:cut])
+        with pytest.raises(CorruptFileError, match=r"ends inside a zstd frame \(truncated\)"):
+            _read(p)
+    two = tmp_path / "two.jsonl.zst"
+    half = len(data) // 2 - len(data) // 2 % len(_jsonl(DOCS[:1]))
+    cctx = zstandard.ZstdCompressor()
+    two.write_bytes(cctx.compress(data[:half]) + cctx.compress(data[half:]))
+    assert len(_read(two)[0]) == len(DOCS) * 500
+
+
 def test_parquet_without_text_column_and_garbage(tmp_path: Path) -> None:
     p = tmp_path / "n.parquet"
     pq.write_table(pa.table({"body": ["x"]}), p)
