@@ -94,7 +94,8 @@ class ContamGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (timeout, docker stop, systemd): cleaned up on the way out
-            _fail("interrupted: nothing half-written is kept (an index keeps the files it committed)", EXIT_INTERRUPTED)
+            kept = " (an index keeps the files it committed)" if ctx.invoked_subcommand == "index" else ""
+            _fail(f"interrupted: nothing half-written is kept{kept}", EXIT_INTERRUPTED)
         except ContamError as exc:
             _fail(exc.message, exit_code(exc), ctx)
         except OperationalError as exc:  # the database went away mid-command: one line, not a traceback

@@ -9,17 +9,22 @@ more), and with them the fork server they came from. Each worker therefore watch
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 
 
 def exit_with(parent: int, every: float = 1.0) -> None:
-    """In a worker (a pool's initializer calls it): end this process once `parent` (the pid of
+    """In a worker (a pool's initializer calls it): end on Ctrl-C without a word (SIGINT's default
+    action: the parent reports the interruption), and end this process once `parent` (the pid of
     the process that started the pool: for a worker started by a fork server, not its os
     parent) is gone, checking every `every` seconds. A parent that died is a zombie until its own
     parent reaps it, and a zombie still answers kill(pid, 0), so its workers (blocked writing to
     it) lived on: a forked worker also ends when it is handed to another parent, and any worker
     when the kernel says the parent is a zombie."""
+    # Ctrl-C reaches the whole process group: the parent stops the work and says so; a worker
+    # ends at once, without the KeyboardInterrupt traceback each one printed
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     forked = os.getppid() == parent
 
     def watch() -> None:

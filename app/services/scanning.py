@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import pickle
 import shutil
+import signal
 import tempfile
 import threading
 from collections import Counter, OrderedDict, deque
@@ -805,6 +806,7 @@ def _pass1_apart(source: Callable[[], Iterable[BenchmarkItem]], n: int, folder: 
     """Pass 1 in a process of its own (_Bench.build): the tables written to `folder`, then
     (True, what the parent maps them with) or (False, the exception) sent on `out`."""
     os.nice(WORKER_NICENESS)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the scan says so, this process ends quietly
     try:
         bench = _Bench.of(source(), n, lambda k: setattr(count, "value", k))
         bench._spill_to(folder)

@@ -95,6 +95,55 @@ def test_sigterm_ends_an_indexer_as_ctrl_c_does_and_lets_go_of_its_corpus(tmp_pa
     assert gone.returncode == 0, gone.stderr
 
 
+IDLE_POOL = """
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from contam.app.processes import exit_with
+
+if __name__ == "__main__":
+    pool = ProcessPoolExecutor(2, get_context(sys.argv[1]), initializer=exit_with, initargs=(os.getpid(),))
+    pool.submit(int).result()
+    try:
+        print("ready", flush=True)
+        time.sleep(60)
+    except KeyboardInterrupt:
+        pool.shutdown(wait=True, cancel_futures=True)
+        print("interrupted", file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("start", ["fork", "forkserver"])
+def test_ctrl_c_ends_idle_workers_without_a_word(tmp_path: Path, start: str) -> None:
+    """Ctrl-C reaches the whole process group: each worker waiting for work printed "Process
+    ForkProcess-1:" and a KeyboardInterrupt traceback above `contam index`'s one line (a new
+    user's trial; a scan's pass 1 the same). A pool's workers now end quietly on SIGINT and leave
+    the saying to their parent."""
+    script = tmp_path / "idle.py"
+    script.write_text(IDLE_POOL)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), start],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    workers = descendants(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the parent and every worker
+    try:
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        for p in workers | {proc.pid}:
+            if alive(p):
+                os.kill(p, signal.SIGKILL)
+    assert err.strip() == "interrupted", err
+
+
 PARENT = """
 import os
 import sys
