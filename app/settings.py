@@ -6,10 +6,11 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contam.app.core.units import MiB, mib_to_bytes
+from contam.app.errors import ConfigError
 from contam.app.limits import Limits
 from contam.app.services.database import RETRY_SECONDS
 
@@ -61,7 +62,7 @@ class Settings(BaseSettings):
         gt=0,
         description="seconds a report job stays its server's after its last renewal; then others may take it up",
     )
-    workers: int = Field(0, description="indexer worker processes; 0 means one per core")
+    workers: int = Field(0, ge=0, description="indexer worker processes; 0 means one per core")
     # The indexer's knobs below default to None: the job's own default (indexer.options.IndexOptions).
     batch_size: int | None = Field(None, description="documents per indexing batch")
     commit_mb: float | None = Field(None, description="indexer commits after this many MiB of text; 0: after each file")
@@ -97,4 +98,10 @@ class Settings(BaseSettings):
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()
+    """The settings from the environment; a value out of range is one line naming its variable
+    (it was pydantic's "1 validation error for Settings")."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = "; ".join(f"CONTAM_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid setting: {problems}") from None

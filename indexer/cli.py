@@ -47,6 +47,8 @@ def _progress(mode: str) -> NoProgress:
 WorkersOpt = Annotated[
     int,
     typer.Option(
+        min=0,
+        metavar="N",
         help="worker processes (0: one per core); with --executor ray, files in work at once (0: one per CPU "
         "of the cluster) [CONTAM_WORKERS: 0]"
     ),

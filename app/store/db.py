@@ -33,13 +33,22 @@ def make_engine(url: str) -> Engine:
     """An engine for `url`; SQLite files get WAL, 64 KiB pages, a page cache bounded per process
     and transactions begun explicitly (see `writing`)."""
     parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
+    backend, driver = parsed.get_backend_name(), parsed.drivername.partition("+")[2]
+    if backend in DRIVERS and driver and driver not in DRIVERS[backend]:  # psycopg2, asyncpg, aiosqlite
+        raise ConfigError(
+            f"unsupported database driver +{driver} in {parsed.render_as_string(hide_password=True)!r}: use "
+            + ("sqlite:///PATH" if backend == "sqlite" else "postgresql://... (psycopg 3, installed with contam)")
+        )
+    if backend == "sqlite":
         return _sqlite_engine(url, parsed.database)
-    if parsed.get_backend_name() == "postgresql":
+    if backend == "postgresql":
         if parsed.drivername in ("postgresql", "postgres"):
             parsed = parsed.set(drivername="postgresql+psycopg")
         return create_engine(parsed, pool_pre_ping=True)
     raise ConfigError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql://...")
+
+
+DRIVERS = {"sqlite": ("pysqlite",), "postgresql": ("psycopg",)}  # a URL's +driver, if it names one
 
 
 def _sqlite_engine(url: str, database: str | None) -> Engine:

@@ -212,11 +212,35 @@ def test_domain_errors_are_one_line_and_exit_code_2(migrated_url: str, tmp_path:
         (["index", "--corpus", "web", "--no-store-text", *base, str(tmp_path)], "store_text=True; keep it the same"),
         (["index", "--corpus", "web", *base, str(tmp_path / "missing")], "error: no such file or directory"),
         (["db", "upgrade", "--db", "mysql://nowhere/x"], "error: unsupported database URL"),
+        # a driver that is not installed: was "ModuleNotFoundError: No module named 'psycopg2'"
+        (["db", "upgrade", "--db", "postgresql+psycopg2://u:pw@nowhere/x"], "error: unsupported database driver"),
+        (["db", "upgrade", "--db", "postgresql+asyncpg://nowhere/x"], "use postgresql://... (psycopg 3"),
     ]
     for args, message in cases:
         r = run.invoke(cli, args)
         assert r.exit_code == 2 and message in r.output, (args, r.output)
         assert len(r.output.strip().splitlines()) == 1, r.output
+        assert ":pw@" not in r.output  # the password stays out of the message
+
+
+def test_negative_workers_are_refused_by_option_and_by_environment(
+    migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`contam index --workers -1` and CONTAM_WORKERS=-3 were taken (one process), where `contam
+    scan --workers -1` was refused (a new user's trial); an environment value out of range was
+    pydantic's "1 validation error for Settings"."""
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    run = CliRunner()
+    r = run.invoke(cli, ["index", "--corpus", "web", "--db", migrated_url, "--workers", "-1", str(tmp_path)])
+    assert r.exit_code == 2 and "--workers" in r.output, r.output
+    monkeypatch.setenv("CONTAM_WORKERS", "-3")
+    get_settings.cache_clear()  # read from the environment once per process
+    try:
+        r = run.invoke(cli, ["index", "--corpus", "web", "--db", migrated_url, str(tmp_path)])
+    finally:
+        get_settings.cache_clear()
+    assert r.exit_code == 2, r.output
+    assert r.output.strip() == "error: invalid setting: CONTAM_WORKERS: Input should be greater than or equal to 0"
 
 
 def test_sizes_are_mib_at_the_edges(monkeypatch: pytest.MonkeyPatch) -> None:
