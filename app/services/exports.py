@@ -14,7 +14,14 @@ import pyarrow.parquet as pq
 
 from contam.app.core.types import Status
 from contam.app.errors import InputError
-from contam.app.readers.benchmark import benchmark_format, benchmark_records
+from contam.app.readers.benchmark import (
+    DEFAULT_LIMITS,
+    benchmark_format,
+    benchmark_records,
+    headerless_columns,
+    is_json_lines,
+    open_content,
+)
 
 CSV_COLUMNS = [
     "item_id", "row", "status", "score", "reason", "tokens", "own_tokens", "own_coverage", "coverage",
@@ -61,26 +68,71 @@ def without_items(
     data: bytes, filename: str, statuses: Mapping[int, str], drop: Collection[Status]
 ) -> tuple[bytes, str]:
     """The benchmark file `data` without the records whose status (by record index) is in
-    `drop`, in its own format (compression dropped); the bytes and a file name for them."""
+    `drop`, in its own format (compression dropped); the bytes and a file name for them.
+
+    What is kept is the file as it was, less the dropped records: JSON lines are the file's own
+    lines; CSV and TSV rows are the file's cells, its header row (or none, as MMLU's files) and
+    line endings; a JSON object keeps what holds the items; Parquet and Arrow keep their schema
+    and column types, an empty subset included. (Records written anew from what the reader made of
+    them turned a JSON list in a CSV cell into a Python one, gave MMLU's files a header row, and
+    dropped a JSON object's other keys: a new user's trial.)"""
     fmt, comp = benchmark_format(filename)
-    keep = [rec for i, (_row, rec) in enumerate(benchmark_records(data, filename)) if statuses.get(i) not in drop]
+    rows = [row for row, _rec in benchmark_records(data, filename)]
+    keep = [i for i in range(len(rows)) if statuses.get(i) not in drop]
     out_name = f"{filename.rsplit('.', 2 if comp else 1)[0]}.clean.{fmt}"
-    if fmt == "jsonl":
-        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep).encode(), out_name
+    if fmt in ("parquet", "arrow") and not comp:
+        return _table_rows(data, fmt, keep), out_name
+    with open_content(data, filename, DEFAULT_LIMITS.decompressed_bytes) as stream:
+        raw = stream.read()
+    if fmt in ("parquet", "arrow"):
+        return _table_rows(raw, fmt, keep), out_name
+    if fmt == "jsonl" or (fmt == "json" and is_json_lines(raw[: 1 << 16])):
+        wanted = {rows[i] for i in keep}  # a JSON line's row is its line number
+        return b"".join(line for n, line in enumerate(io.BytesIO(raw), 1) if n in wanted), out_name
     if fmt == "json":
-        return json.dumps(keep, ensure_ascii=False, indent=1).encode(), out_name
-    if fmt in ("csv", "tsv"):
-        buf = io.StringIO()
-        cols = list(keep[0]) if keep else list(next(iter(benchmark_records(data, filename)))[1])
-        w = csv.DictWriter(buf, fieldnames=cols, delimiter="\t" if fmt == "tsv" else ",")
-        w.writeheader()
-        w.writerows(keep)
-        return buf.getvalue().encode(), out_name
+        return _json_rows(raw, len(rows), keep), out_name
+    return _csv_rows(raw, "\t" if fmt == "tsv" else ",", len(rows), keep), out_name
+
+
+def _table_rows(data: bytes, fmt: str, rows: list[int]) -> bytes:
+    """Rows `rows` of a Parquet file or an Arrow stream or file, with its schema."""
+    keep = pa.array(rows, type=pa.int64())
     sink = io.BytesIO()
-    table = pa.Table.from_pylist(keep)
-    if fmt == "arrow":  # an Arrow stream, as save_to_disk writes
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table)
-    else:
-        pq.write_table(table, sink)
-    return sink.getvalue(), out_name
+    if fmt == "parquet":
+        pq.write_table(pq.read_table(io.BytesIO(data)).take(keep), sink)
+        return sink.getvalue()
+    try:
+        table = pa.ipc.open_stream(data).read_all()
+    except pa.ArrowInvalid:  # the file format
+        table = pa.ipc.open_file(data).read_all()
+    with pa.ipc.new_stream(sink, table.schema) as writer:  # an Arrow stream, as save_to_disk writes
+        writer.write_table(table.take(keep))
+    return sink.getvalue()
+
+
+def _json_rows(raw: bytes, n: int, keep: list[int]) -> bytes:
+    """A JSON array of `n` items, or an object holding one, with only items `keep`."""
+    doc = json.loads(raw.decode("utf-8-sig"))
+    if isinstance(doc, list):
+        return json.dumps([doc[i] for i in keep], ensure_ascii=False, indent=1).encode()
+    for key, value in doc.items():  # the array of objects the reader took the items from
+        if isinstance(value, list) and len(value) == n and all(isinstance(v, dict) for v in value):
+            doc[key] = [value[i] for i in keep]
+            break
+    return json.dumps(doc, ensure_ascii=False, indent=1).encode()
+
+
+def _csv_rows(raw: bytes, delimiter: str, n: int, keep: list[int]) -> bytes:
+    """A CSV or TSV file's header row (if it has one) and rows `keep` of its `n`, each cell as
+    the file has it, with the file's line ending."""
+    text = raw.decode("utf-8-sig")
+    table = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter) if r]  # as DictReader skips
+    head = [] if headerless_columns(raw, delimiter) is not None else table[:1]
+    body = table[len(head) :]
+    if len(body) != n:  # not the rows the reader read: never a subset of other rows
+        raise InputError(f"the benchmark file reads as {n} items but {len(body)} rows: no clean subset")
+    buf = io.StringIO()
+    ending = "\r\n" if text.split("\n", 1)[0].endswith("\r") else "\n"
+    w = csv.writer(buf, delimiter=delimiter, lineterminator=ending)
+    w.writerows(head + [body[i] for i in keep])
+    return buf.getvalue().encode()

@@ -166,10 +166,41 @@ def test_compressed_layouts_and_their_clean_subsets() -> None:
     lines = "".join(json.dumps(r) + "\n" for r in (HELLASWAG, {**HELLASWAG, "ind": 25})).encode()
     assert len(read_benchmark(gzip.compress(lines), "hellaswag.json.gz")[0]) == 2
     data, name = without_items(gzip.compress(mmlu.encode()), "geography_test.csv.gz", {0: "contaminated"}, FLAGGED)
-    assert name == "geography_test.clean.csv" and data.decode().splitlines()[1].startswith("Which is a prime")
+    assert name == "geography_test.clean.csv" and data.decode() == "Which is a prime number?,4,6,7,9,C\n"
     rows = [{"id": "a", "question": "q one here"}, {"id": "b", "question": "q two here"}]
     data, name = without_items(_arrow_stream(rows), "test.arrow", {1: "contaminated"}, FLAGGED)
     assert name == "test.clean.arrow" and [i.item_id for i in read_benchmark(data, name)[0]] == ["a"]
+
+
+def test_a_clean_subset_is_the_file_less_the_dropped_records() -> None:
+    """Its records were written anew from what the reader made of them: a JSON list in a CSV cell
+    came back as a Python list, CRLF as LF, MMLU's header-less file with a header, a JSON object
+    without its other keys, JSON lines re-encoded, and a Parquet file whose every row was dropped
+    without columns (a new user's trial). Now the file is as it was, less the dropped records."""
+    drop = {1: "contaminated"}
+    csv_text = 'id,question,choices,answer\r\na,"Which river?","[""Nile"", ""Tigris""]",Nile\r\n'
+    csv_text += 'b,"Which moon?","[""Io""]",Io\r\nc,"Which sea?","{""k"": 1}",Red\r\n'
+    data, _ = without_items(csv_text.encode(), "b.csv", drop, FLAGGED)
+    assert data.count(b"\r\n") == 3 and b"\n" not in data.replace(b"\r\n", b"")  # the file's line endings
+    assert list(csv.reader(io.StringIO(data.decode(), newline=""))) == [
+        ["id", "question", "choices", "answer"],
+        ["a", "Which river?", '["Nile", "Tigris"]', "Nile"],  # each cell as the file has it
+        ["c", "Which sea?", '{"k": 1}', "Red"],
+    ]
+    jsonl = b'{"id": "a", "question": "q one here", "n": 1e5}\n\n{"id": "b", "question": "q two"}\n'
+    jsonl += b'{"id": "c", "question": "q3"}'
+    data, _ = without_items(jsonl, "b.jsonl", drop, FLAGGED)
+    assert data == b'{"id": "a", "question": "q one here", "n": 1e5}\n{"id": "c", "question": "q3"}'
+    wrapped = {"version": 2, "data": [{"id": "a", "question": "q one"}, {"id": "b", "question": "q two"}]}
+    data, _ = without_items(json.dumps(wrapped).encode(), "b.json", drop, FLAGGED)
+    assert json.loads(data) == {"version": 2, "data": [{"id": "a", "question": "q one"}]}
+    table = pa.table({"id": ["a", "b"], "question": ["q one here", "q two here"], "n": pa.array([1, 2], pa.int16())})
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    data, _ = without_items(sink.getvalue(), "b.parquet", {0: "contaminated", 1: "suspicious"}, FLAGGED)
+    assert pq.read_table(io.BytesIO(data)).schema.equals(table.schema)  # no rows, the same columns and types
+    data, _ = without_items(sink.getvalue(), "b.parquet", drop, FLAGGED)
+    assert pq.read_table(io.BytesIO(data)).to_pylist() == [{"id": "a", "question": "q one here", "n": 1}]
 
 
 def _streamed_peak(data: object, name: str) -> tuple[int, int]:
