@@ -53,6 +53,19 @@ def test_compose_commands_and_variables_exist() -> None:
                 assert var in fields, (name, var)
 
 
+def test_the_image_keeps_its_data_and_its_build_context_is_small() -> None:
+    """The image's SQLite file was under /root with no volume (gone with the container); without
+    a .dockerignore, `docker build .` sent the venv (a GB) and .git; compose's required API key
+    stopped the indexer's command in a shell without it: it goes in .env (a new user's trial)."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "ENV CONTAM_DATABASE_URL=sqlite:////data/contam.db" in dockerfile and "VOLUME /data" in dockerfile
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".git", ".venv", ".env", "**/*.so"} <= set(ignored)
+    assert ".env" in (ROOT / ".gitignore").read_text().split()
+    header = (ROOT / "docker-compose.yml").read_text().split("services:")[0]
+    assert "> .env" in header and "--profile index run" in header
+
+
 LAYERS = {"core": 0, "readers": 1, "store": 1, "services": 2, "api": 3, "web": 3, "cli": 3, "indexer": 3, "contam": 3}
 TRANSPORTS = {"api", "web", "cli", "indexer", "contam"}  # they reach the store only through services
 
