@@ -50,7 +50,7 @@ WorkersOpt = Annotated[
         min=0,
         metavar="N",
         help="worker processes (0: one per core); with --executor ray, files in work at once (0: one per CPU "
-        "of the cluster) [CONTAM_WORKERS: 0]"
+        "of the cluster) [CONTAM_WORKERS: 0]",
     ),
 ]
 BatchSizeOpt = Annotated[

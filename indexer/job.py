@@ -129,6 +129,8 @@ class IndexJob:
         writer.start()
         unchanged: list[FileReport] = []
         self._forget: list[str] = []  # unchanged files whose failed records of other runs go
+        self._first: dict[str, str] = {}  # content -> the run's first file of it
+        self._twins: list[tuple[Path, int, str]] = []  # files of a content sent already: (path, size, first)
         queued: set[str] = set()
         pending = deque(files)
         try:
@@ -151,6 +153,7 @@ class IndexJob:
         # group open (a file another indexer committed first), and would wait for the next file.
         for forgotten in self._forget:
             forget_failures(self.engine, corpus_id, forgotten)
+        unchanged += self._twin_reports(writer.reports)
         order = {str(p): i for i, p in enumerate(files)}
         reports = sorted(writer.reports + unchanged, key=lambda r: order[r.path])
         older = older_versions(self.engine, corpus_id, reports)
@@ -160,14 +163,17 @@ class IndexJob:
         """Hand one file to the writer (its batches signed by the workers), unless already indexed."""
         size = path.stat().st_size
         chash = file_identity(path, self.opts)
-        if chash in queued or file_indexed(self.engine, corpus_id, chash):
-            if chash not in queued:  # forgotten after the writer has stopped (see run)
-                self._forget.append(str(path))
+        if chash in queued:  # the content of a file of this run: its outcome, once known (_twins)
+            self._twins.append((path, size, self._first[chash]))
+            return
+        if file_indexed(self.engine, corpus_id, chash):
+            self._forget.append(str(path))  # forgotten after the writer has stopped (see run)
             report = FileReport(str(path), "unchanged", bytes=size)
             unchanged.append(report)
             self.progress.file_finished(report)
             return
         queued.add(chash)
+        self._first.setdefault(chash, str(path))
         writer.inbox.put(FileStart(path, size, chash))
         skipped = Skipped()
         error = None
@@ -182,6 +188,23 @@ class IndexJob:
         if error is None and documents == 0:  # zero is never silent: a file without documents failed
             error = f"{path}: {why_no_documents(path, self.opts.text_field, skipped)}"
         writer.inbox.put(FileEnd(skipped, error))
+
+    def _twin_reports(self, written: list[FileReport]) -> list[FileReport]:
+        """A file whose content an earlier file of the run holds is indexed once: `unchanged`, or
+        `failed` with the reason when that file failed (it was `unchanged` whatever became of the
+        other: of two empty files, one failed and one looked fine)."""
+        by_path = {r.path: r for r in written}
+        out = []
+        for path, size, first in self._twins:
+            other = by_path.get(first)
+            if other is not None and other.status == "failed":
+                why = f"the same content as {first}: " + (other.error or "").removeprefix(f"{first}: ")
+                report = FileReport(str(path), "failed", bytes=size, error=f"{path}: {why}")
+            else:
+                report = FileReport(str(path), "unchanged", bytes=size)
+            self.progress.file_finished(report)
+            out.append(report)
+        return out
 
     def _submit(self, texts: list[str]) -> Future[SignedBatch]:
         if self.pool is None:

@@ -55,6 +55,27 @@ def test_index_counts_and_rerun_is_idempotent(migrated_url: str, tmp_path: Path,
     assert index_corpus(migrated_url, [tmp_path / "copy"], "c").as_dict()["files_unchanged"] == 1
 
 
+def test_files_of_one_content_in_a_run_share_its_outcome(
+    migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """Two empty files: the first failed and the second was `unchanged`, as if it had been
+    indexed (a new user's trial). A file whose content an earlier file of the run holds now
+    shares that file's outcome: failed with its reason, or unchanged (indexed once)."""
+    (tmp_path / "a.jsonl").write_bytes(b"")
+    (tmp_path / "b.jsonl").write_bytes(b"")
+    good = write_jsonl(tmp_path / "c.jsonl", make_docs(5, 40, 3, "c"))
+    (tmp_path / "d.jsonl").write_bytes(good.read_bytes())
+    s = index_corpus(migrated_url, [tmp_path], "twins")
+    status = {Path(f.path).name: (f.status, f.error) for f in s.files}
+    assert status["a.jsonl"][0] == "failed" and status["c.jsonl"] == ("done", None)
+    assert status["b.jsonl"] == (
+        "failed",
+        f"{tmp_path / 'b.jsonl'}: the same content as {tmp_path / 'a.jsonl'}: no documents: the file holds no records",
+    )
+    assert status["d.jsonl"] == ("unchanged", None)
+    assert (s.as_dict()["files_failed"], s.as_dict()["documents"]) == (2, 5)
+
+
 def test_parallel_workers_give_the_same_index(db_url: str, tmp_path: Path, index_corpus: IndexCorpus) -> None:
     write_jsonl(tmp_path / "a.jsonl", make_docs(40, 200, 3, "a"))
     write_jsonl(tmp_path / "b.jsonl", make_docs(40, 50, 4, "b"))
