@@ -222,7 +222,7 @@ def corpora(
         typer.echo(
             f"{r['name']}: {_count(r['files'], 'file')} ({r['failed_files']} failed), "
             f"{_count(r['documents'], 'document')}, "
-            f"{r['tokens']} tokens, {r['bytes'] / 1e6:.1f} MB of files on disk; fingerprint {r['fingerprint']} "
+            f"{r['tokens']:,} tokens, {r['bytes'] / 1e6:.1f} MB of files on disk; fingerprint {r['fingerprint']} "
             f"(n={c['ngram_n']}, short={c.get('short_n', 0)}, sample={c['sample_mod']}, "
             f"window={c['window']}/{c['stride']}, "
             f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']})"

@@ -49,6 +49,27 @@ def _bench_file(tmp: Path) -> Path:
     return p
 
 
+def test_a_failed_file_is_named_once_and_counts_are_grouped(
+    migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """The corpora page showed "PATH: PATH: reason" (the reason names its file); `contam corpora`
+    grouped documents' digits but not tokens' ("2,101 documents, 430505 tokens"): a new user's trial."""
+    from typer.testing import CliRunner
+
+    from contam.indexer.cli import app as cli
+
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "c" / "good.jsonl").write_text(json.dumps({"id": "g", "text": "word " * 1500}) + "\n")
+    index_corpus(migrated_url, [tmp_path / "c"], "web")
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        page = c.get("/corpora").text
+    path = str(tmp_path / "c" / "empty.jsonl")
+    assert page.count(path) == 1 and f"<code>{path}</code>: no documents" in page
+    listed = CliRunner().invoke(cli, ["corpora", "--db", migrated_url]).output
+    assert "1,500 tokens" in listed, listed
+
+
 def test_pages_render_and_escape(migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus) -> None:
     index_corpus(migrated_url, CORPUS)
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
@@ -69,6 +90,10 @@ def test_pages_render_and_escape(migrated_url: str, tmp_path: Path, index_corpus
         assert "Contaminated" in report or "contaminated" in report
         items = c.get("/items", params={"report": rid, "status": ["contaminated"]}).text
         assert "/items/river" in items and "/items/tides" not in items
+        # past the last page: it said "page 999 of 1" above an empty table
+        past = c.get("/items", params={"report": rid, "status": ["contaminated"], "page": 999}).text
+        assert "page 999 of" not in past and "No items on page 999: these filters give 1 page" in past
+        assert "No reports on page 50: there is 1 page" in c.get("/", params={"page": 50}).text
         # the benchmark filter tells reports of one name apart by when they were made
         made = c.get(f"/api/v1/reports/{rid}").json()["created_at"][:16].replace("T", " ")
         assert f"quiz &lt;i&gt;bench&lt;/i&gt; · {made}</option>" in items
