@@ -1923,13 +1923,15 @@ typedef struct {
     int64_t *keys;
     int64_t *vals; /* slot + 1; 0: empty */
     size_t cap, used;
+    int bits; /* cap == 1 << bits */
 } I64Map;
 
 static int64_t *map_slot(I64Map *m, int64_t key) { /* the value cell of key, made 0 if new; NULL: out of memory */
     if (2 * (m->used + 1) > m->cap) {
         const size_t old_cap = m->cap;
         int64_t *ok = m->keys, *ov = m->vals;
-        m->cap = old_cap ? 2 * old_cap : 64;
+        m->bits = old_cap ? m->bits + 1 : 6;
+        m->cap = (size_t)1 << m->bits;
         m->keys = malloc(sizeof(int64_t) * m->cap);
         m->vals = calloc(m->cap, sizeof(int64_t));
         if (!m->keys || !m->vals) {
@@ -1940,7 +1942,7 @@ static int64_t *map_slot(I64Map *m, int64_t key) { /* the value cell of key, mad
         for (size_t o = 0; o < old_cap; o++) {
             if (!ov[o])
                 continue;
-            size_t h = (size_t)(((uint64_t)ok[o] * P64) >> 7) & (m->cap - 1);
+            size_t h = (size_t)(((uint64_t)ok[o] * P64) >> (64 - m->bits));
             while (m->vals[h])
                 h = (h + 1) & (m->cap - 1);
             m->keys[h] = ok[o];
@@ -1949,7 +1951,7 @@ static int64_t *map_slot(I64Map *m, int64_t key) { /* the value cell of key, mad
         free(ok);
         free(ov);
     }
-    size_t h = (size_t)(((uint64_t)key * P64) >> 7) & (m->cap - 1);
+    size_t h = (size_t)(((uint64_t)key * P64) >> (64 - m->bits));
     while (m->vals[h] && m->keys[h] != key)
         h = (h + 1) & (m->cap - 1);
     if (!m->vals[h]) {
@@ -2067,7 +2069,8 @@ static PyObject *py_candidate_votes(PyObject *self, PyObject *args) {
         if (channel == 1) { /* the short channel's hits, once its grams are all in */
             ShortHit *h = (ShortHit *)sh.p;
             const Py_ssize_t nh = sh.len / (Py_ssize_t)sizeof(ShortHit);
-            qsort(h, (size_t)nh, sizeof(ShortHit), cmp_short);
+            if (nh > 1)
+                qsort(h, (size_t)nh, sizeof(ShortHit), cmp_short);
             for (Py_ssize_t a = 0; a < nh;) {
                 Py_ssize_t b = a;
                 int pair = 0, any_own = 0;
