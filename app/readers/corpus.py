@@ -135,15 +135,20 @@ class ZstdReader(io.RawIOBase):
     """The decompressed bytes of a zstd stream of one frame or more, read as it comes, that fails
     (zstandard.ZstdError) where the stream ends inside a frame: zstandard's stream_reader ended a
     cut-off file quietly where the data stopped, so half a corpus file was indexed as the whole of
-    it (gzip's reader raises EOFError there). Closing it closes `raw`."""
+    it (gzip's reader raises EOFError there). Input goes to the decompressor SLICE bytes at a time:
+    a call has no output bound, and a zstd block of 128 KiB can take 4 bytes, so a 64 KB upload of
+    zeros made 2 GiB in one call before the size limit could see it. Closing it closes `raw`."""
 
-    CHUNK = 1 << 20
+    CHUNK = 1 << 20  # input read at a time, and about the output made before a read returns
+    SLICE = 1 << 10  # input per decompress call: at most 32 MiB out
 
     def __init__(self, raw: IO[bytes]) -> None:
         super().__init__()
         self.raw = raw
         self._frame = zstandard.ZstdDecompressor().decompressobj()
         self._in_frame = False  # input given to the current frame that has not ended it
+        self._in = memoryview(b"")  # input read, from _pos on not yet decompressed
+        self._pos = 0
         self._out = memoryview(b"")  # decompressed, not yet read
         self._done = False
 
@@ -159,21 +164,25 @@ class ZstdReader(io.RawIOBase):
         return n
 
     def _fill(self) -> None:
-        data = self.raw.read(self.CHUNK)
-        if not data:
-            if self._in_frame:
-                raise zstandard.ZstdError("the file ends inside a zstd frame (truncated)")
-            self._done = True
-            return
-        out = []
-        while data:
-            out.append(self._frame.decompress(data))
+        if self._pos >= len(self._in):
+            self._in, self._pos = memoryview(self.raw.read(self.CHUNK)), 0
+            if not self._in:
+                if self._in_frame:
+                    raise zstandard.ZstdError("the file ends inside a zstd frame (truncated)")
+                self._done = True
+                return
+        out: list[bytes] = []
+        made = 0
+        while self._pos < len(self._in) and made < self.CHUNK:
+            piece = self._in[self._pos : self._pos + self.SLICE]
+            out.append(self._frame.decompress(piece))
+            made += len(out[-1])
+            self._pos += len(piece)
             self._in_frame = True
-            if not self._frame.eof:
-                break
-            data = self._frame.unused_data  # the next frame's bytes, if any
-            self._frame = zstandard.ZstdDecompressor().decompressobj()
-            self._in_frame = False
+            if self._frame.eof:  # the next frame's bytes, if any, go round again
+                self._pos -= len(self._frame.unused_data)
+                self._frame = zstandard.ZstdDecompressor().decompressobj()
+                self._in_frame = False
         self._out = memoryview(b"".join(out))
 
     def close(self) -> None:

@@ -10,7 +10,7 @@ import pytest
 import zstandard
 
 from contam.app.errors import CorruptFileError, InputError
-from contam.app.readers.corpus import find_files, read_documents, read_jsonl
+from contam.app.readers.corpus import find_files, open_binary, read_documents, read_jsonl
 
 DOCS = [{"id": "a", "text": "alpha beta gamma"}, {"id": "b", "text": "delta epsilon"}]
 
@@ -115,6 +115,26 @@ def test_truncated_zstd_raises_corrupt_and_frames_read_whole(tmp_path: Path) -> 
     cctx = zstandard.ZstdCompressor()
     two.write_bytes(cctx.compress(data[:half]) + cctx.compress(data[half:]))
     assert len(_read(two)[0]) == len(DOCS) * 500
+
+
+def test_zstd_output_is_bounded_per_read(tmp_path: Path) -> None:
+    """A zstd block of 128 KiB can take 4 bytes: the reader gave the decompressor a MiB of input
+    at a time, so a 64 KB upload of zeros made 2 GiB in one call before the size limit saw any of
+    it (a review). Reading the first MiB of 512 MiB of zeros now allocates a few MiB."""
+    import tracemalloc
+
+    cctx = zstandard.ZstdCompressor(level=3).compressobj()
+    p = tmp_path / "zeros.txt.zst"
+    p.write_bytes(b"".join([cctx.compress(b"\0" * (1 << 24)) for _ in range(32)] + [cctx.flush()]))
+    assert p.stat().st_size < 1 << 20
+    tracemalloc.start()
+    try:
+        with open_binary(p) as f:
+            assert len(f.read(1 << 20)) == 1 << 20
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20, peak
 
 
 def test_parquet_without_text_column_and_garbage(tmp_path: Path) -> None:
