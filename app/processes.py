@@ -22,9 +22,7 @@ def exit_with(parent: int, every: float = 1.0) -> None:
     parent reaps it, and a zombie still answers kill(pid, 0), so its workers (blocked writing to
     it) lived on: a forked worker also ends when it is handed to another parent, and any worker
     when the kernel says the parent is a zombie."""
-    # Ctrl-C reaches the whole process group: the parent stops the work and says so; a worker
-    # ends at once, without the KeyboardInterrupt traceback each one printed
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    quiet_on_interrupt()
     forked = os.getppid() == parent
 
     def watch() -> None:
@@ -40,6 +38,15 @@ def exit_with(parent: int, every: float = 1.0) -> None:
                 os._exit(1)
 
     threading.Thread(target=watch, name="contam-parent-watch", daemon=True).start()
+
+
+def quiet_on_interrupt() -> None:
+    """In a worker: Ctrl-C, which reaches the whole process group, ends it at once without the
+    KeyboardInterrupt traceback each worker printed (the parent stops the work and says so); but a
+    process started to ignore SIGINT (a background job of a script: `contam index ... &`) keeps
+    ignoring it, as its parent does, and works on."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _zombie(pid: int) -> bool:

@@ -13,7 +13,6 @@ import multiprocessing
 import os
 import pickle
 import shutil
-import signal
 import tempfile
 import threading
 from collections import Counter, OrderedDict, deque
@@ -45,7 +44,7 @@ from contam.app.core.signatures import band_keys, token_hash_spans, window_minha
 from contam.app.core.surprise import flat_bits
 from contam.app.core.types import BenchmarkItem, Status
 from contam.app.errors import FingerprintMismatch, IncompatibleIndex, NotFoundError
-from contam.app.processes import exit_with
+from contam.app.processes import exit_with, quiet_on_interrupt
 from contam.app.readers.corpus import read_documents
 from contam.app.store import repo
 from contam.app.store.db import make_engine
@@ -806,7 +805,7 @@ def _pass1_apart(source: Callable[[], Iterable[BenchmarkItem]], n: int, folder: 
     """Pass 1 in a process of its own (_Bench.build): the tables written to `folder`, then
     (True, what the parent maps them with) or (False, the exception) sent on `out`."""
     os.nice(WORKER_NICENESS)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the scan says so, this process ends quietly
+    quiet_on_interrupt()  # Ctrl-C: the scan says so, this process ends without a word
     try:
         bench = _Bench.of(source(), n, lambda k: setattr(count, "value", k))
         bench._spill_to(folder)

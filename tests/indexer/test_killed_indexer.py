@@ -144,6 +144,34 @@ def test_ctrl_c_ends_idle_workers_without_a_word(tmp_path: Path, start: str) -> 
     assert err.strip() == "interrupted", err
 
 
+def test_workers_of_a_process_that_ignores_ctrl_c_ignore_it_too(tmp_path: Path) -> None:
+    """A background job of a script (`contam index ... &`) starts with SIGINT ignored, as its
+    workers did: a Ctrl-C at the terminal then killed the workers (set to SIGINT's default) under
+    a parent that lived on, and the run failed with BrokenProcessPool (the review)."""
+    script = tmp_path / "idle.py"
+    script.write_text(IDLE_POOL)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "fork"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509 - the shell's `&`
+    )
+    assert proc.stdout is not None
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        workers = descendants(proc.pid)
+        assert workers
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(1.0)
+        assert proc.poll() is None and all(alive(p) for p in workers)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 PARENT = """
 import os
 import sys

@@ -93,7 +93,8 @@ def test_pages_render_and_escape(migrated_url: str, tmp_path: Path, index_corpus
         # past the last page: it said "page 999 of 1" above an empty table
         past = c.get("/items", params={"report": rid, "status": ["contaminated"], "page": 999}).text
         assert "page 999 of" not in past and "No items on page 999: these filters give 1 page" in past
-        assert "No reports on page 50: there is 1 page" in c.get("/", params={"page": 50}).text
+        past = c.get("/", params={"page": 50}).text
+        assert "No reports on page 50: there is 1 page" in past and "No reports yet" not in past
         # the benchmark filter tells reports of one name apart by when they were made
         made = c.get(f"/api/v1/reports/{rid}").json()["created_at"][:16].replace("T", " ")
         assert f"quiz &lt;i&gt;bench&lt;/i&gt; · {made}</option>" in items
