@@ -1112,21 +1112,17 @@ def _sniffed_records(
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """benchmark_records of a JSON, CSV or TSV stream, its layout told by its first lines."""
     if fmt == "json":
-        _skip_bom(stream)
-    if fmt == "json" and stream.peek(1 << 12).lstrip()[:1] == b"[":  # an array (often one line: the whole file)
-        yield from _stream_records(stream, "json", stem, limits)
-        return
-    if fmt == "json":  # JSON lines has a line per item; a line longer than that is plain JSON, streamed
-        head = stream.readline(JSON_LINE_PEEK)
-        if head.endswith(b"\n"):
-            head += stream.readline(JSON_LINE_PEEK)
+        layout, head = json_layout(stream)
+        if layout == "array":  # (often one line: the whole file)
+            yield from _stream_records(stream, "json", stem, limits)
+            return
+        if layout == "lines":
+            name = stem.removesuffix(".json").removesuffix(".JSON") + ".jsonl"
+            yield from _stream_records(_then(head, stream), "jsonl", name, limits)
+            return
     else:
         head = stream.readline() + stream.readline()  # two whole lines
-    head += stream.read(max(0, (1 << 16) - len(head)))  # and at least 64 KiB if there is that much
-    if fmt == "json" and is_json_lines(head):
-        name = stem.removesuffix(".json").removesuffix(".JSON") + ".jsonl"
-        yield from _stream_records(_then(head, stream), "jsonl", name, limits)
-        return
+        head += stream.read(max(0, (1 << 16) - len(head)))  # and at least 64 KiB if there is that much
     header = headerless_columns(head, "\t" if fmt == "tsv" else ",") if fmt != "json" else None
     records: Iterator[tuple[int, dict[str, Any]]]
     if header is not None:  # rows numbered as in the file, which has no header line
@@ -1136,6 +1132,22 @@ def _sniffed_records(
         records = _stream_records(_then(head, stream), fmt, stem, limits)
     for row, rec in records:
         yield row, csv_values(rec) if fmt != "json" else rec
+
+
+def json_layout(stream: io.BufferedReader) -> tuple[str, bytes]:
+    """What a .json file holds: "array" (of items), "lines" (JSON lines: a line per item, as
+    `Dataset.to_json()` writes) or "object" (holding the items' array), and the bytes read to
+    tell (the stream goes on after them; none for an array, its byte order mark stepped over).
+    The clean-subset export asks it too, so both read a file alike."""
+    _skip_bom(stream)
+    if stream.peek(1 << 12).lstrip()[:1] == b"[":
+        return "array", b""
+    # JSON lines has a line per item; a line longer than that is plain JSON, streamed
+    head = stream.readline(JSON_LINE_PEEK)
+    if head.endswith(b"\n"):
+        head += stream.readline(JSON_LINE_PEEK)
+    head += stream.read(max(0, (1 << 16) - len(head)))  # and at least 64 KiB if there is that much
+    return ("lines" if is_json_lines(head) else "object"), head
 
 
 def is_json_lines(data: bytes) -> bool:

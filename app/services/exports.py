@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -19,7 +20,7 @@ from contam.app.readers.benchmark import (
     benchmark_format,
     benchmark_records,
     headerless_columns,
-    is_json_lines,
+    json_layout,
     open_content,
 )
 
@@ -86,7 +87,7 @@ def without_items(
         raw = stream.read()
     if fmt in ("parquet", "arrow"):
         return _table_rows(raw, fmt, keep), out_name
-    if fmt == "jsonl" or (fmt == "json" and is_json_lines(raw[: 1 << 16])):
+    if fmt == "jsonl" or (fmt == "json" and json_layout(io.BufferedReader(io.BytesIO(raw)))[0] == "lines"):
         wanted = {rows[i] for i in keep}  # a JSON line's row is its line number
         return b"".join(line for n, line in enumerate(io.BytesIO(raw), 1) if n in wanted), out_name
     if fmt == "json":
@@ -99,7 +100,10 @@ def _table_rows(data: bytes, fmt: str, rows: list[int]) -> bytes:
     keep = pa.array(rows, type=pa.int64())
     sink = io.BytesIO()
     if fmt == "parquet":
-        pq.write_table(pq.read_table(io.BytesIO(data)).take(keep), sink)
+        meta = pq.ParquetFile(io.BytesIO(data)).metadata
+        codec = meta.row_group(0).column(0).compression if meta.num_row_groups and meta.num_columns else "SNAPPY"
+        codec = {"UNCOMPRESSED": "NONE", "LZ4_RAW": "LZ4"}.get(codec, codec)  # as write_table names them
+        pq.write_table(pq.read_table(io.BytesIO(data)).take(keep), sink, compression=codec.lower())
         return sink.getvalue()
     try:
         table = pa.ipc.open_stream(data).read_all()
@@ -112,7 +116,10 @@ def _table_rows(data: bytes, fmt: str, rows: list[int]) -> bytes:
 
 def _json_rows(raw: bytes, n: int, keep: list[int]) -> bytes:
     """A JSON array of `n` items, or an object holding one, with only items `keep`."""
-    doc = json.loads(raw.decode("utf-8-sig"))
+    try:
+        doc = json.loads(raw.decode("utf-8-sig"))
+    except ValueError as exc:  # read as records, refused whole: never a server error
+        raise InputError(f"the benchmark file cannot be written back as JSON ({exc})") from exc
     if isinstance(doc, list):
         return json.dumps([doc[i] for i in keep], ensure_ascii=False, indent=1).encode()
     for key, value in doc.items():  # the array of objects the reader took the items from
@@ -132,7 +139,8 @@ def _csv_rows(raw: bytes, delimiter: str, n: int, keep: list[int]) -> bytes:
     if len(body) != n:  # not the rows the reader read: never a subset of other rows
         raise InputError(f"the benchmark file reads as {n} items but {len(body)} rows: no clean subset")
     buf = io.StringIO()
-    ending = "\r\n" if text.split("\n", 1)[0].endswith("\r") else "\n"
+    first = re.search(r"\r\n|\r|\n", text)
+    ending = first.group() if first else "\n"
     w = csv.writer(buf, delimiter=delimiter, lineterminator=ending)
     w.writerows(head + [body[i] for i in keep])
     return buf.getvalue().encode()

@@ -243,6 +243,21 @@ def test_negative_workers_are_refused_by_option_and_by_environment(
     assert r.output.strip() == "error: invalid setting: CONTAM_WORKERS: Input should be greater than or equal to 0"
 
 
+def test_an_interrupted_command_speaks_of_committed_files_only_for_an_index(
+    migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every interrupted command said "(an index keeps the files it committed)", a scan too."""
+    from contam.app.services.checking import CheckService
+
+    def interrupted(*_args: object, **_kw: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(CheckService, "path", interrupted)
+    (tmp_path / "b.jsonl").write_text(json.dumps({"question": Q1, "answer": "Tigris"}) + "\n")
+    r = CliRunner().invoke(cli, ["scan", str(tmp_path / "b.jsonl"), "--db", migrated_url])
+    assert r.exit_code == 130 and r.output.strip() == "error: interrupted: nothing half-written is kept", r.output
+
+
 def test_sizes_are_mib_at_the_edges(monkeypatch: pytest.MonkeyPatch) -> None:
     """--commit-mb, CONTAM_COMMIT_MB and CONTAM_MAX_UPLOAD_MB are MiB; the code works in bytes."""
     monkeypatch.delenv("CONTAM_COMMIT_MB", raising=False)

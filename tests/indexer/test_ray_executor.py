@@ -120,11 +120,11 @@ def test_groups_shrink_so_the_workers_finish_together(
     ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each call takes a 2 x workers-th of what is left to send: large groups first, single
-    files at the end (with a fixed share of the corpus, 8 equal files went out as 4 pairs, and
-    one worker indexed the last pair alone while the other waited)."""
+    files at the end (with a fixed share of the corpus, 9 equal files went out as 4 pairs and one,
+    and one worker indexed its last pair while the other waited)."""
     from contam.indexer import cluster
 
-    files = corpus_files(tmp_path / "c", 8, docs=8, words=60)
+    files = corpus_files(tmp_path / "c", 9, docs=8, words=60)  # the first call's cap: 2.25 files
     on_disk = [f.stat().st_size for f in files]
     assert max(on_disk) < 1.2 * min(on_disk)  # about equal
     sent: list[list[str]] = []
@@ -137,7 +137,7 @@ def test_groups_shrink_so_the_workers_finish_together(
     take = cluster.take_group
     monkeypatch.setattr(cluster, "take_group", recorded)
     summary = ray_index(pg_url, files, tasks=2)
-    assert summary.as_dict()["files_indexed"] == 8
+    assert summary.as_dict()["files_indexed"] == 9
     assert [p for g in sent for p in g] == [str(f) for f in files]  # each once, in order
     sizes = [len(g) for g in sent]
     assert sizes == sorted(sizes, reverse=True) and sizes[0] > 1 and sizes[-3:] == [1, 1, 1], sizes

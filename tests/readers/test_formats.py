@@ -4,6 +4,7 @@ header-less MMLU CSV, the original ARC JSONL and lm-evaluation-harness --log_sam
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import io
@@ -201,6 +202,25 @@ def test_a_clean_subset_is_the_file_less_the_dropped_records() -> None:
     assert pq.read_table(io.BytesIO(data)).schema.equals(table.schema)  # no rows, the same columns and types
     data, _ = without_items(sink.getvalue(), "b.parquet", drop, FLAGGED)
     assert pq.read_table(io.BytesIO(data)).to_pylist() == [{"id": "a", "question": "q one here", "n": 1}]
+
+
+def test_a_clean_subset_reads_a_file_as_the_reader_does() -> None:
+    """A .json file of JSON lines with a byte order mark, or a first line over 64 KiB, was read as
+    JSON lines but written back as one JSON document: a server error (the review). A file whose
+    lines end in CR alone came back with CRLF; a zstd Parquet file as snappy."""
+    drop = {1: "contaminated"}
+    rows = [{"id": str(i), "question": f"question {i} here"} for i in range(4)]
+    lines = [json.dumps(r).encode() + b"\n" for r in rows]
+    data, _ = without_items(codecs.BOM_UTF8 + b"".join(lines), "b.json", drop, FLAGGED)
+    assert data == codecs.BOM_UTF8 + lines[0] + lines[2] + lines[3]
+    long = [json.dumps({**r, "pad": "x" * 70_000}).encode() + b"\n" for r in rows[:3]]
+    assert without_items(b"".join(long), "b.json", drop, FLAGGED)[0] == long[0] + long[2]
+    cr = b'question,answer\r"What is question 1, really?",a1\rq2,a2\r'
+    assert without_items(cr, "b.csv", drop, FLAGGED)[0] == b'question,answer\r"What is question 1, really?",a1\r'
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"id": ["a", "b"], "question": ["q one here", "q two here"]}), sink, compression="zstd")
+    data, _ = without_items(sink.getvalue(), "b.parquet", drop, FLAGGED)
+    assert pq.ParquetFile(io.BytesIO(data)).metadata.row_group(0).column(0).compression == "ZSTD"
 
 
 def _streamed_peak(data: object, name: str) -> tuple[int, int]:
