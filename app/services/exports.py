@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from contam.app.core.types import Status
 from contam.app.errors import InputError
+from contam.app.limits import Limits
 from contam.app.readers.benchmark import (
     DEFAULT_LIMITS,
     benchmark_format,
@@ -66,10 +67,15 @@ def export_items(items: list[dict[str, Any]], fmt: str) -> tuple[bytes, str]:
 
 
 def without_items(
-    data: bytes, filename: str, statuses: Mapping[int, str], drop: Collection[Status]
+    data: bytes,
+    filename: str,
+    statuses: Mapping[int, str],
+    drop: Collection[Status],
+    limits: Limits = DEFAULT_LIMITS,
 ) -> tuple[bytes, str]:
     """The benchmark file `data` without the records whose status (by record index) is in
-    `drop`, in its own format (compression dropped); the bytes and a file name for them.
+    `drop`, in its own format (compression dropped); the bytes and a file name for them. `limits`:
+    what reading it may take (the server's, as when its items were read).
 
     What is kept is the file as it was, less the dropped records: JSON lines are the file's own
     lines; CSV and TSV rows are the file's cells, its header row (or none, as MMLU's files) and
@@ -78,12 +84,12 @@ def without_items(
     them turned a JSON list in a CSV cell into a Python one, gave MMLU's files a header row, and
     dropped a JSON object's other keys: a new user's trial.)"""
     fmt, comp = benchmark_format(filename)
-    rows = [row for row, _rec in benchmark_records(data, filename)]
+    rows = [row for row, _rec in benchmark_records(data, filename, limits)]
     keep = [i for i in range(len(rows)) if statuses.get(i) not in drop]
     out_name = f"{filename.rsplit('.', 2 if comp else 1)[0]}.clean.{fmt}"
     if fmt in ("parquet", "arrow") and not comp:
         return _table_rows(data, fmt, keep), out_name
-    with open_content(data, filename, DEFAULT_LIMITS.decompressed_bytes) as stream:
+    with open_content(data, filename, limits.decompressed_bytes) as stream:
         raw = stream.read()
     if fmt in ("parquet", "arrow"):
         return _table_rows(raw, fmt, keep), out_name

@@ -442,7 +442,7 @@ class ReportService:
             data = rrepo.upload(conn, report_id)
             statuses = rrepo.statuses_by_idx(conn, report_id)
         assert data is not None
-        return without_items(data, rep["filename"], statuses, drop)
+        return without_items(data, rep["filename"], statuses, drop, self.limits)
 
     def _require_done(self, report_id: str) -> dict[str, Any]:
         rep = self.get(report_id)

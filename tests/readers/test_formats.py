@@ -369,3 +369,15 @@ def test_a_byte_order_mark_and_deep_nesting(tmp_path: Path) -> None:
     (tmp_path / "deep.json").write_bytes(deep)
     with pytest.raises(LimitError, match="row 1's nesting exceeds the limit of 32 .CONTAM_MAX_JSON_DEPTH"):
         list(iter_benchmark(tmp_path / "deep.json", "deep.json"))
+
+
+def test_a_clean_subset_is_read_under_the_limits_it_is_given() -> None:
+    """The server's limits, as when its items were read (it read under the defaults whatever the
+    server allowed)."""
+    from contam.app.limits import Limits
+
+    big = "".join(json.dumps({"id": str(i), "question": f"question {i} " + "x" * 100}) + "\n" for i in range(100))
+    blob = gzip.compress(big.encode())
+    assert without_items(blob, "b.jsonl.gz", {0: "contaminated"}, FLAGGED)[0].count(b"\n") == 99
+    with pytest.raises(InputError, match="exceeds the limit"):
+        without_items(blob, "b.jsonl.gz", {0: "contaminated"}, FLAGGED, Limits(decompressed_bytes=4096))
