@@ -85,7 +85,10 @@ class LogProgress(_RunRate):
         print(f"{verb} [{k}/{self.total}] {path} ({size / 1e6:.1f} MB)", file=self.stream, flush=True)
 
     def file_finished(self, report: FileReport) -> None:
+        """The file's line, under its number in the run (its "indexing" line's: the count of files
+        finished, there until session 25, read as another file's number), with that count after."""
         self.n += 1
+        k = self.numbers.setdefault(report.path, len(self.numbers) + 1)
         if report.status == "unchanged":
             msg = "already indexed, skipped"
         elif report.status == "failed":
@@ -98,7 +101,8 @@ class LogProgress(_RunRate):
         for what, counts in zip(("skipped", "repaired"), split_counts(report.skipped), strict=True):
             if counts:
                 msg += f" ({what}: " + ", ".join(f"{k}={v}" for k, v in counts.items()) + ")"
-        print(f"{report.status} [{self.n}/{self.total}] {report.path}: {msg}", file=self.stream, flush=True)
+        done = f"{self.n} of {self.total} files finished"
+        print(f"{report.status} [{k}/{self.total}] {report.path}: {msg}; {done}", file=self.stream, flush=True)
 
 
 class BarProgress(_RunRate):

@@ -445,7 +445,27 @@ def test_log_lines_give_the_run_rate_as_the_summary_does(monkeypatch: pytest.Mon
     for name in ("a.jsonl", "b.jsonl"):
         log.file_finished(FileReport(name, "done", documents=10, tokens=500, text_bytes=2_000_000, seconds=0.1))
     lines = out.getvalue().splitlines()
-    assert [x.endswith("2.0 MB of text (the run so far: 4.0 MB at 1.0 MB/s)") for x in lines] == [True, True]
+    assert [x.split("; ")[0].endswith("2.0 MB of text (the run so far: 4.0 MB at 1.0 MB/s)") for x in lines] == [
+        True,
+        True,
+    ]
+
+
+def test_a_finished_file_s_line_carries_its_own_number() -> None:
+    """ "indexing [1/3] a" then "done [2/3] a": the bracket counted files finished, read as the
+    file's number (a new user's trial). A file keeps its number; the count follows the message."""
+    out = io.StringIO()
+    log = LogProgress(out)
+    log.run_started([Path("a.jsonl"), Path("b.jsonl"), Path("c.jsonl")])
+    log.file_finished(FileReport("c.jsonl", "unchanged"))  # never started: the next number
+    log.file_started("a.jsonl", 10)
+    log.file_started("b.jsonl", 10)
+    log.file_finished(FileReport("b.jsonl", "done", documents=1))
+    log.file_finished(FileReport("a.jsonl", "failed", error="a.jsonl: broken"))
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "unchanged [1/3] c.jsonl: already indexed, skipped; 1 of 3 files finished"
+    assert lines[3].startswith("done [3/3] b.jsonl: ") and lines[3].endswith("; 2 of 3 files finished")
+    assert lines[4].startswith("failed [2/3] a.jsonl: FAILED") and lines[4].endswith("; 3 of 3 files finished")
 
 
 def test_a_folder_s_files_that_are_no_corpus_format_are_named_not_left_out_silently(
