@@ -395,6 +395,7 @@ def read_jsonl(
     path: Path, text_field: str, id_field: str, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTES
 ) -> Iterator[RawDocument]:
     """Documents of a JSON-lines file (.jsonl, .ndjson, .json) or of a .json file holding a JSON array."""
+    lineno = 0
     try:
         for lineno, obj, repaired in _json_records(path, skipped, max_bytes):
             if not isinstance(obj, dict):
@@ -407,7 +408,8 @@ def read_jsonl(
                 skipped["invalid_utf8_replaced"] += 1
             yield RawDocument(_id_of(obj.get(id_field), f"{path.name}:{lineno}"), lineno, text)
     except _COMPRESSION_ERRORS as exc:
-        raise CorruptFileError(f"{path}: cannot read to the end ({type(exc).__name__}: {exc})") from exc
+        where = f" after line {lineno}" if lineno else ""
+        raise CorruptFileError(f"{path}: cannot read to the end{where} ({type(exc).__name__}: {exc})") from exc
 
 
 def read_txt(path: Path, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTES) -> Iterator[RawDocument]:

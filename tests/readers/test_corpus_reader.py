@@ -1,6 +1,7 @@
 import codecs
 import gzip
 import json
+import random
 from collections import Counter
 from pathlib import Path
 
@@ -89,6 +90,14 @@ def test_truncated_gzip_raises_corrupt(tmp_path: Path) -> None:
     blob = gzip.compress(_jsonl(DOCS * 500))
     p.write_bytes(blob[: len(blob) // 2])
     with pytest.raises(CorruptFileError, match="cannot read to the end"):
+        _read(p)
+    # past the first MiB read: the message says how far it got (a new user's trial)
+    rng = random.Random(5)
+    words = [f"w{rng.randrange(10**6)}" for _ in range(400_000)]
+    docs = [{"id": str(i), "text": " ".join(words[i * 40 : (i + 1) * 40])} for i in range(10_000)]
+    blob = gzip.compress(_jsonl(docs))
+    p.write_bytes(blob[: len(blob) // 2])
+    with pytest.raises(CorruptFileError, match=r"cannot read to the end after line \d+ \(EOFError"):
         _read(p)
 
 
