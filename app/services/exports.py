@@ -107,9 +107,16 @@ def _table_rows(data: bytes, fmt: str, rows: list[int]) -> bytes:
     sink = io.BytesIO()
     if fmt == "parquet":
         meta = pq.ParquetFile(io.BytesIO(data)).metadata
-        codec = meta.row_group(0).column(0).compression if meta.num_row_groups and meta.num_columns else "SNAPPY"
-        codec = {"UNCOMPRESSED": "NONE", "LZ4_RAW": "LZ4"}.get(codec, codec)  # as write_table names them
-        pq.write_table(pq.read_table(io.BytesIO(data)).take(keep), sink, compression=codec.lower())
+        named = {"UNCOMPRESSED": "none", "LZ4_RAW": "lz4"}  # as write_table names them
+        codecs: str | dict[str, str] = "snappy"
+        if meta.num_row_groups:  # each column's own, as the file's first row group has it
+            group = meta.row_group(0)
+            codecs = {
+                group.column(i).path_in_schema: named.get(c, c.lower())
+                for i in range(group.num_columns)
+                for c in [group.column(i).compression]
+            }
+        pq.write_table(pq.read_table(io.BytesIO(data)).take(keep), sink, compression=codecs)
         return sink.getvalue()
     try:
         table = pa.ipc.open_stream(data).read_all()
@@ -124,15 +131,19 @@ def _json_rows(raw: bytes, n: int, keep: list[int]) -> bytes:
     """A JSON array of `n` items, or an object holding one, with only items `keep`."""
     try:
         doc = json.loads(raw.decode("utf-8-sig"))
-    except ValueError as exc:  # read as records, refused whole: never a server error
-        raise InputError(f"the benchmark file cannot be written back as JSON ({exc})") from exc
+    except (ValueError, RecursionError) as exc:  # read as records, refused whole: never a server error
+        raise InputError(f"the benchmark file cannot be written back as JSON ({type(exc).__name__})") from exc
     if isinstance(doc, list):
-        return json.dumps([doc[i] for i in keep], ensure_ascii=False, indent=1).encode()
-    for key, value in doc.items():  # the array of objects the reader took the items from
-        if isinstance(value, list) and len(value) == n and all(isinstance(v, dict) for v in value):
-            doc[key] = [value[i] for i in keep]
-            break
-    return json.dumps(doc, ensure_ascii=False, indent=1).encode()
+        doc = [doc[i] for i in keep]
+    else:
+        for key, value in doc.items():  # the array of objects the reader took the items from
+            if isinstance(value, list) and len(value) == n and all(isinstance(v, dict) for v in value):
+                doc[key] = [value[i] for i in keep]
+                break
+    try:
+        return json.dumps(doc, ensure_ascii=False, indent=1).encode()
+    except UnicodeEncodeError:  # a lone surrogate the file held escaped: escaped again
+        return json.dumps(doc, indent=1).encode()
 
 
 def _csv_rows(raw: bytes, delimiter: str, n: int, keep: list[int]) -> bytes:
@@ -144,9 +155,16 @@ def _csv_rows(raw: bytes, delimiter: str, n: int, keep: list[int]) -> bytes:
     body = table[len(head) :]
     if len(body) != n:  # not the rows the reader read: never a subset of other rows
         raise InputError(f"the benchmark file reads as {n} items but {len(body)} rows: no clean subset")
-    buf = io.StringIO()
-    first = re.search(r"\r\n|\r|\n", text)
-    ending = first.group() if first else "\n"
-    w = csv.writer(buf, delimiter=delimiter, lineterminator=ending)
-    w.writerows(head + [body[i] for i in keep])
-    return buf.getvalue().encode()
+    # the first line ending outside a quoted cell (a cell may hold a line break of its own)
+    ending = next((m[1] for m in re.finditer(r'"(?:[^"]|"")*"|(\r\n|\r|\n)', text) if m[1]), "\n")
+    return "".join(_csv_line(row, delimiter) + ending for row in head + [body[i] for i in keep]).encode()
+
+
+def _csv_line(cells: list[str], delimiter: str) -> str:
+    """One row, a cell quoted where it holds the delimiter, a quote or a line break of either
+    kind (csv.writer quotes only the characters of its own line ending: a cell's CR went out bare
+    beside LF endings, a line break to any reader)."""
+    special = (delimiter, '"', "\r", "\n")
+    if cells == [""]:  # a row of one empty cell, not an empty line (which readers skip)
+        return '""'
+    return delimiter.join('"' + c.replace('"', '""') + '"' if any(ch in c for ch in special) else c for c in cells)

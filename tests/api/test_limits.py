@@ -232,6 +232,25 @@ def test_long_names_and_non_ascii_file_names(migrated_url: str, index_corpus: In
     assert quoted.startswith("attachment; filename=\"a_b_c__Set-Cookie_ x.jsonl\"; filename*=UTF-8''a%22b%5Cc%0D%0A")
 
 
+def test_the_clean_subset_is_read_under_the_server_s_limits(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """A server that allows CSV cells longer than the default took the upload, then refused its
+    clean subset (read under the defaults): a review."""
+    index_corpus(migrated_url, [{"id": "p", "text": f"Quiz night! {Q1}"}])
+    notes = "n" * 1_100_000  # over the default CONTAM_MAX_CSV_FIELD_CHARS (1,000,000), in a column not scored
+    data = f'id,question,answer,notes\nq1,"{Q1}",Tigris,{notes}\nq2,"Which river is the longest of all?",Nile,x\n'
+    with TestClient(create_app(Settings(database_url=migrated_url, max_csv_field_chars=2_000_000))) as c:
+        r = c.post("/api/v1/benchmarks", files={"file": ("b.csv", data.encode())})
+        assert r.status_code == 202, r.text
+        rid = r.json()["id"]
+        for _ in range(200):
+            if c.get(f"/api/v1/reports/{rid}").json()["status"] in ("done", "failed"):
+                break
+            time.sleep(0.05)
+        assert c.get(f"/api/v1/reports/{rid}").json()["status"] == "done"
+        clean = c.get(f"/api/v1/reports/{rid}/clean")
+        assert clean.status_code == 200, clean.text[:300]
+
+
 def test_a_partial_mapping_keeps_detecting_the_other_fields() -> None:
     """HumanEval mapped with only question=prompt keeps its ids and answers."""
     rec = {"task_id": "HumanEval/0", "prompt": "def f(x):\n", "canonical_solution": "    return x\n", "test": "t"}
