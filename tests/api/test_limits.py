@@ -58,6 +58,18 @@ def _upload(c: TestClient, filename: str, data: bytes, **form: str) -> tuple[int
     return r.status_code, r.json()["error"]
 
 
+def _finished_report(c: TestClient, filename: str, data: bytes) -> str:
+    """The id of the report of an upload, once it is done (or failed)."""
+    r = c.post("/api/v1/benchmarks", files={"file": (filename, data)})
+    assert r.status_code == 202, r.text
+    rid: str = r.json()["id"]
+    for _ in range(200):
+        if c.get(f"/api/v1/reports/{rid}").json()["status"] in ("done", "failed"):
+            break
+        time.sleep(0.05)
+    return rid
+
+
 def _bomb(size: int) -> bytes:
     """`size` bytes of JSONL that compress to almost nothing: one item, then blank lines."""
     return JSONL + b" " * size
@@ -216,13 +228,7 @@ def test_long_names_and_non_ascii_file_names(migrated_url: str, index_corpus: In
         code, error = _upload(c, "b.jsonl", JSONL, name="n" * 201)
         assert code == 422 and "at most 200" in error
         name = "Prüfung β " + "x" * 250 + ".jsonl"
-        r = c.post("/api/v1/benchmarks", files={"file": (name, JSONL + JSONL.replace(b"q1", b"q2"))})
-        assert r.status_code == 202, r.text
-        rid = r.json()["id"]
-        for _ in range(200):
-            if c.get(f"/api/v1/reports/{rid}").json()["status"] in ("done", "failed"):
-                break
-            time.sleep(0.05)
+        rid = _finished_report(c, name, JSONL + JSONL.replace(b"q1", b"q2"))
         clean = c.get(f"/api/v1/reports/{rid}/clean")
         assert clean.status_code == 200, clean.text
         disposition = clean.headers["content-disposition"]
@@ -239,13 +245,7 @@ def test_the_clean_subset_is_read_under_the_server_s_limits(migrated_url: str, i
     notes = "n" * 1_100_000  # over the default CONTAM_MAX_CSV_FIELD_CHARS (1,000,000), in a column not scored
     data = f'id,question,answer,notes\nq1,"{Q1}",Tigris,{notes}\nq2,"Which river is the longest of all?",Nile,x\n'
     with TestClient(create_app(Settings(database_url=migrated_url, max_csv_field_chars=2_000_000))) as c:
-        r = c.post("/api/v1/benchmarks", files={"file": ("b.csv", data.encode())})
-        assert r.status_code == 202, r.text
-        rid = r.json()["id"]
-        for _ in range(200):
-            if c.get(f"/api/v1/reports/{rid}").json()["status"] in ("done", "failed"):
-                break
-            time.sleep(0.05)
+        rid = _finished_report(c, "b.csv", data.encode())
         assert c.get(f"/api/v1/reports/{rid}").json()["status"] == "done"
         clean = c.get(f"/api/v1/reports/{rid}/clean")
         assert clean.status_code == 200, clean.text[:300]
