@@ -137,10 +137,11 @@ class ZstdReader(io.RawIOBase):
     cut-off file quietly where the data stopped, so half a corpus file was indexed as the whole of
     it (gzip's reader raises EOFError there). Input goes to the decompressor SLICE bytes at a time:
     a call has no output bound, and a zstd block of 128 KiB can take 4 bytes, so a 64 KB upload of
-    zeros made 2 GiB in one call before the size limit could see it. Closing it closes `raw`."""
+    zeros made 2 GiB in one call before the size limit could see it (256 bytes a call read a 105 MB
+    file in 0.17 s, a KiB in 0.14 s, the stream reader in 0.10 s). Closing it closes `raw`."""
 
     CHUNK = 1 << 20  # input read at a time, and about the output made before a read returns
-    SLICE = 1 << 10  # input per decompress call: at most 32 MiB out
+    SLICE = 1 << 8  # input per decompress call: at most 8 MiB out
 
     def __init__(self, raw: IO[bytes]) -> None:
         super().__init__()
