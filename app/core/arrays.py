@@ -142,7 +142,11 @@ class Postings(NamedTuple):
     def of(cls, keys: np.ndarray, docs: np.ndarray) -> Postings:
         """From (key, document) pairs sorted by key."""
         uniq, first = np.unique(keys, return_index=True)
-        return cls(uniq.astype(np.int64), np.append(first, len(keys)).astype(np.int64), docs.astype(np.int64))
+        return cls(
+            uniq.astype(np.int64, copy=False),
+            np.append(first, len(keys)).astype(np.int64, copy=False),
+            docs.astype(np.int64, copy=False),
+        )
 
     def as_dict(self) -> dict[int, list[int]]:
         bounds = zip(self.start[:-1].tolist(), self.start[1:].tolist(), strict=True)

@@ -106,7 +106,8 @@ def _table_rows(data: bytes, fmt: str, rows: list[int]) -> bytes:
     keep = pa.array(rows, type=pa.int64())
     sink = io.BytesIO()
     if fmt == "parquet":
-        meta = pq.ParquetFile(io.BytesIO(data)).metadata
+        parquet = pq.ParquetFile(io.BytesIO(data))  # read once: its codecs, then its rows
+        meta = parquet.metadata
         named = {"UNCOMPRESSED": "none", "LZ4_RAW": "lz4"}  # as write_table names them
         codecs: str | dict[str, str] = "snappy"
         if meta.num_row_groups:  # each column's own, as the file's first row group has it
@@ -116,7 +117,7 @@ def _table_rows(data: bytes, fmt: str, rows: list[int]) -> bytes:
                 for i in range(group.num_columns)
                 for c in [group.column(i).compression]
             }
-        pq.write_table(pq.read_table(io.BytesIO(data)).take(keep), sink, compression=codecs)
+        pq.write_table(parquet.read().take(keep), sink, compression=codecs)
         return sink.getvalue()
     try:
         table = pa.ipc.open_stream(data).read_all()
