@@ -5,10 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import socket
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -679,6 +681,26 @@ def test_a_scan_names_the_corpora_it_left_out_for_their_settings(migrated_url: s
     assert "left out (indexed with other settings; --corpus NAME checks against them): n8" in result.stderr
     named = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--corpus", "web"])
     assert named.exit_code == 0 and "left out" not in named.stderr
+
+
+def test_a_scan_says_its_own_time_apart_from_the_process_start(migrated_url: str, tmp_path: Path) -> None:
+    """The speed target counts the scan without the interpreter's start and imports: the scan
+    says on stderr how long it took from its command's start, and how many items that was."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    bench = tmp_path / "b.jsonl"
+    bench.write_text("".join(json.dumps({"id": str(k), "question": f"{Q1} {k}"}) + "\n" for k in range(1002)))
+    t0 = time.perf_counter()
+    result = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
+    wall = time.perf_counter() - t0
+    assert result.exit_code == 0, result.output
+    said = re.search(
+        r"scanned 1,002 items in ([\d.]+) s \(([\d,]+) items/s; process start not counted\)", result.stderr
+    )
+    assert said, result.stderr
+    assert 0 < float(said.group(1)) <= wall
+    assert json.loads(result.stdout)["summary"]["items"] == 1002  # stdout holds the report alone
 
 
 def test_scan_help_names_its_argument_as_the_readme_does() -> None:
