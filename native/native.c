@@ -2697,6 +2697,109 @@ static PyObject *py_covered(PyObject *self, PyObject *args) {
 
 static PyObject *py_runs(PyObject *self, PyObject *mask) { return mask_runs(mask, 0); }
 
+/* glued(tokens, joined, glue_max, min_chars, first) -> (hashes, starts, lens): items._glued's runs
+ * of one field. joined[i]: tokens i and i + 1 are parted by punctuation alone (bool, one fewer
+ * than the tokens). In each chain of joined tokens, every run a..b-1 of 2 to glue_max tokens whose
+ * characters number at least min_chars, in order of a then b: the xxh3_64 of the tokens' UTF-8
+ * (surrogatepass) laid end to end, as token_hashes("".join(tokens[a:b])) gives it, first + a, and
+ * b - a. The Python loop made a str of every run (a news article has two hundred of them). */
+static PyObject *py_glued(PyObject *self, PyObject *args) {
+    PyObject *tokens, *mask, *result = NULL;
+    Py_ssize_t glue_max, min_chars;
+    long long first;
+    if (!PyArg_ParseTuple(args, "OOnnL", &tokens, &mask, &glue_max, &min_chars, &first))
+        return NULL;
+    PyObject *seq = PySequence_Fast(tokens, "tokens must be a sequence of str");
+    if (!seq)
+        return NULL;
+    Py_buffer m;
+    if (PyObject_GetBuffer(mask, &m, PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    const unsigned char *joined = m.buf;
+    Vec hashes = {0}, starts = {0}, lens = {0}, utf = {0};
+    Py_ssize_t *off = NULL, *chars = NULL; /* each token's place in utf, its characters */
+    if (m.len != (n ? n - 1 : 0) || glue_max < 2) {
+        PyErr_SetString(PyExc_ValueError, "glued: one joined flag per pair of neighbouring tokens, glue_max >= 2");
+        goto done;
+    }
+    off = malloc(sizeof(Py_ssize_t) * (size_t)(n + 1));
+    chars = malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
+    if (!off || !chars) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* every token's UTF-8, end to end: a run is a slice of it */
+    off[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = items[i];
+        if (!PyUnicode_Check(t)) {
+            PyErr_Format(PyExc_TypeError, "a token must be str, not %.100s", Py_TYPE(t)->tp_name);
+            goto done;
+        }
+        const Py_ssize_t len = PyUnicode_GET_LENGTH(t);
+        chars[i] = len;
+        if (vec_grow(&utf, 4 * len) < 0)
+            goto done;
+        if (PyUnicode_IS_ASCII(t)) {
+            memcpy(utf.p + utf.len, PyUnicode_1BYTE_DATA(t), (size_t)len);
+            utf.len += len;
+        } else {
+            const int kind = PyUnicode_KIND(t);
+            const void *d = PyUnicode_DATA(t);
+            char *o = utf.p + utf.len;
+            for (Py_ssize_t c = 0; c < len; c++)
+                o = put_utf8(o, PyUnicode_READ(kind, d, c));
+            utf.len = o - utf.p;
+        }
+        off[i + 1] = utf.len;
+    }
+    for (Py_ssize_t k = 0; k + 1 < n;) {
+        if (!joined[k]) {
+            k++;
+            continue;
+        }
+        Py_ssize_t end = k; /* the chain is tokens k..end */
+        while (end + 1 < n && joined[end])
+            end++;
+        for (Py_ssize_t a = k; a < end; a++) {
+            Py_ssize_t count = chars[a];
+            const Py_ssize_t last = end + 1 < a + glue_max ? end + 1 : a + glue_max;
+            for (Py_ssize_t b = a + 2; b <= last; b++) {
+                count += chars[b - 1];
+                if (count < min_chars)
+                    continue;
+                if (vec_grow(&hashes, 8) < 0 || vec_grow(&starts, 8) < 0 || vec_grow(&lens, 8) < 0)
+                    goto done;
+                const uint64_t h = XXH3_64bits(utf.p + off[a], (size_t)(off[b] - off[a]));
+                const int64_t at = (int64_t)first + a, size = b - a;
+                memcpy(hashes.p + hashes.len, &h, 8);
+                memcpy(starts.p + starts.len, &at, 8);
+                memcpy(lens.p + lens.len, &size, 8);
+                hashes.len += 8;
+                starts.len += 8;
+                lens.len += 8;
+            }
+        }
+        k = end;
+    }
+    result = Py_BuildValue("(y#y#y#)", hashes.p ? hashes.p : "", hashes.len, starts.p ? starts.p : "", starts.len,
+                           lens.p ? lens.p : "", lens.len);
+done:
+    free(off);
+    free(chars);
+    free(hashes.p);
+    free(starts.p);
+    free(lens.p);
+    free(utf.p);
+    PyBuffer_Release(&m);
+    Py_DECREF(seq);
+    return result;
+}
+
 static PyObject *py_longest_run(PyObject *self, PyObject *mask) { return mask_runs(mask, 1); }
 
 /* ------------------------------------------------------------------ the module */
@@ -2720,6 +2823,9 @@ static PyMethodDef methods[] = {
     {"covered", py_covered, METH_VARARGS,
      "covered(mask, n, length) -> bool per token of length: inside an n-gram starting where mask is set"},
     {"runs", py_runs, METH_O, "runs(mask) -> [(start, end), ...] of every run of True in a bool array"},
+    {"glued", py_glued, METH_VARARGS,
+     "glued(tokens, joined, glue_max, min_chars, first) -> (hashes, starts, lens) of the glued runs of one "
+     "field (items._glued), as bytes"},
     {"longest_run", py_longest_run, METH_O, "longest_run(mask) -> the length of the longest run of True in a bool array"},
     {"candidate_votes", py_candidate_votes, METH_VARARGS,
      "candidate_votes(pkeys, pstart, pdocs, grams, freq, q, sgrams, sfreq, sspos, sflags, pgrams) -> (docs, "

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import xxhash
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from contam.app.core.items import ANSWER, CHOICES, MATCH_N, QUESTION, prepare
@@ -133,18 +134,36 @@ _PIECES = [
     ",",
     "e=mc",
     "A.B",
+    "字",  # a token of its own
+    "\U0001d518x",  # astral: four bytes of UTF-8 (NFKC reads it as "u")
+    "ß",  # casefolded to two characters
 ]
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=40), min_size=1, max_size=3))
+@example([[".".join(["v2", "14", "café", "x"] * 5)], ["a-b c/d"]])  # a chain past GLUE_MAX tokens
+@example([["x.y", " ", "(\U0001d518x^ß)-字.3"]])
 def test_glued_runs_are_as_the_separator_by_separator_test_found(fields: list[list[str]]) -> None:
     """_glued tells which neighbouring tokens only punctuation parts from a count of spaces per
-    character (ASCII) instead of a Python test of each separator: the same runs, for ASCII and
-    other text, ASCII's odd spaces (\\x1c) and Unicode's (no-break, thin) among them."""
+    character (ASCII) instead of a Python test of each separator, and makes and hashes the runs in
+    C (_native.glued) instead of a str each: the same runs, for ASCII and other text, ASCII's odd
+    spaces (\\x1c) and Unicode's (no-break, thin) among them, chains longer than GLUE_MAX."""
     from contam.app.core.items import _glued
 
     texts = ["".join(f) for f in fields]
     starts = [0, 40, 80][: len(texts)]
     got, want = _glued(texts, starts), _glued_reference(texts, starts)
     assert got.tolist() == want.tolist()
+
+
+def test_glued_refuses_flags_that_do_not_pair_the_tokens() -> None:
+    """_native.glued takes one flag per pair of neighbouring tokens; another count is an error,
+    not a read past the array."""
+    from contam.app.core import _native
+
+    with pytest.raises(ValueError, match="one joined flag per pair"):
+        _native.glued(["a", "b", "c"], np.ones(3, dtype=bool), 12, 3, 0)
+    with pytest.raises(TypeError, match="a token must be str"):
+        _native.glued(["a", 2], np.ones(1, dtype=bool), 12, 3, 0)
+    assert _native.glued([], np.zeros(0, dtype=bool), 12, 3, 0) == (b"", b"", b"")
