@@ -297,7 +297,7 @@ class Scanner:
         `reading(n)` is called during pass 1 with the items read so far (every READ_EVERY items,
         or every half second when pass 1 runs in a process of its own: see _Bench.build), so
         progress shows from the first items, not only once every item has been read."""
-        bench = _Bench.build(source, self.cfg.ngram_n, reading)
+        bench = _Bench.build(source, self.cfg.ngram_n, reading, self._read_filters)
         try:
             total = len(bench)
             work = _Work(self, bench)
@@ -310,6 +310,12 @@ class Scanner:
                     progress(done, total)
         finally:  # the folder of the tables, if they were written to one
             bench.close()
+
+    def _read_filters(self) -> None:
+        """The index's key filters read into this process's cache, for the workers it forks
+        (repo.read_filters): while pass 1 runs apart, this process has nothing else to do."""
+        with self.engine.connect() as conn:
+            repo.read_filters(conn, self.corpus_ids)
 
     def _scan_chunk(self, work: _Work, lo: int, items: list[BenchmarkItem]) -> list[ItemResult]:
         """Items lo..lo+len(items)-1: prepared in full (their passages too), looked up in the
@@ -647,14 +653,20 @@ class _Bench:
 
     @classmethod
     def build(
-        cls, source: Callable[[], Iterable[BenchmarkItem]], n: int, reading: Callable[[int], None] | None = None
+        cls,
+        source: Callable[[], Iterable[BenchmarkItem]],
+        n: int,
+        reading: Callable[[int], None] | None = None,
+        meanwhile: Callable[[], object] | None = None,
     ) -> _Bench:
         """Pass 1, in a process of its own when `source` can be sent to one (a reader's
         arguments, not a closure): building the tables takes a Python object per item, and the
         allocator keeps much of what they took once freed, in a process that lives on (a 200 MB
         upload left the server 400 MB larger, for good); a process that exits gives all of it
         back. It writes the tables to a temporary folder this process and its workers map
-        (removed by `close`). `reading(n)`: items read so far (see Scanner.scan_stream)."""
+        (removed by `close`). `reading(n)`: items read so far (see Scanner.scan_stream).
+        `meanwhile()`: work for this process while pass 1 runs in its own (not called when pass 1
+        runs here)."""
         try:
             pickle.dumps(source)
         except (pickle.PicklingError, AttributeError, TypeError):  # a closure over items in memory
@@ -669,6 +681,8 @@ class _Bench:
         try:
             proc.start()
             theirs.close()
+            if meanwhile is not None:
+                meanwhile()
             seen = -1
             while not mine.poll(READ_POLL):
                 if reading is not None and count.value != seen:

@@ -880,6 +880,24 @@ def lookup_segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[
     return segments(conn, corpus_ids) if db.dialect(conn) == "sqlite" else None
 
 
+def read_filters(conn: Connection, corpus_ids: Sequence[int] | None) -> int:
+    """Read the key filters of the corpora's segments (both posting tables) into this process's
+    cache, as the first look-ups would, and say how many bytes they hold: a scan does it while
+    its first pass runs apart, so the workers it forks find them read (each read them for its
+    first chunk: 95 MB from PostgreSQL for a 200 MB corpus, a third of a second per worker).
+    Filters of more than half the cache are left to the look-ups (0)."""
+    segs = segments(conn, corpus_ids)
+    if not segs:
+        return 0
+    listed = ",".join(str(int(s)) for s in segs)
+    size = conn.exec_driver_sql(f"SELECT coalesce(sum(length(bits)), 0) FROM key_filter WHERE seg IN ({listed})")
+    if int(size.scalar_one()) > FILTER_CACHE_BYTES // 2:  # more than the cache keeps: look-ups read what they need
+        return 0
+    return sum(
+        len(bits) for t in ("ngram", "band") for parts in _segment_filters(conn, t, segs).values() for bits in parts
+    )
+
+
 # ---------------------------------------------------------------- look-ups for scoring
 
 _IN_BATCH = {"sqlite": 900, "postgresql": 50_000}

@@ -3,25 +3,28 @@ progress from the first items, results as before (issue 11, point 4)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import subprocess
 import sys
 import textwrap
+from collections import OrderedDict
 from pathlib import Path
 
 import pytest
 from conftest import IndexCorpus
 from helpers import make_docs
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from contam.app.core.types import BenchmarkItem
+from contam.app.limits import Limits
 from contam.app.readers.benchmark import iter_benchmark, read_benchmark
 from contam.app.services import scanning
 from contam.app.services.checking import CheckService
 from contam.app.services.reports import ReportService
 from contam.app.services.scanning import Scanner
-from contam.app.store.db import upgrade
+from contam.app.store.db import make_engine, upgrade
 
 ROOT = Path(__file__).resolve().parents[2]
 VOCAB = [f"w{i}" for i in range(3000)]
@@ -342,3 +345,36 @@ def test_the_document_cache_is_bounded_by_bytes(
     assert [r.as_dict() for r in small.scan(items)] == whole
     assert 0 < small._cached <= 100_000 and 1 < len(small._docs) < 40
     assert small._cached == sum(d.nbytes for d in small._docs.values())
+
+
+def test_the_key_filters_are_read_while_pass_1_runs(
+    tmp_path: Path, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each scan worker read every key filter of the index for its first chunk (95 MB from
+    PostgreSQL for a 200 MB corpus), after pass 1. The scanning process reads them while pass 1
+    runs in its own, so the workers it forks have them: after a scan whose chunks all went to
+    workers, this process holds every filter part; filters larger than half the cache are left
+    to the look-ups."""
+    from contam.app.store import repo
+
+    url = f"sqlite:///{tmp_path}/f.db"
+    upgrade(url)
+    index_corpus(url, make_docs(5, 100, 1, "d"))
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(
+        "".join(json.dumps({"id": f"b{i}", "question": f"question {i} about rivers"}) + "\n" for i in range(40))
+    )
+    source = functools.partial(iter_benchmark, bench, "b.jsonl", None, Limits(), keep_raw=False)
+    scanner = Scanner(make_engine(url), workers=2)
+    with scanner.engine.connect() as conn:
+        parts = conn.execute(text("SELECT count(*) FROM key_filter")).scalar_one()
+    assert parts == 2  # one per posting table
+    monkeypatch.setattr(repo, "_filters", OrderedDict())
+    monkeypatch.setattr(repo, "_filters_size", 0)
+    assert sum(len(r) for r in scanner.scan_stream(source)) == 40  # chunks of 10, 10, 20: all in workers
+    assert len(repo._filters) == parts
+    monkeypatch.setattr(repo, "_filters", OrderedDict())
+    monkeypatch.setattr(repo, "FILTER_CACHE_BYTES", 2 * repo._filters_size - 2)
+    with scanner.engine.connect() as conn:
+        assert repo.read_filters(conn, None) == 0
+    assert not repo._filters
