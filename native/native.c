@@ -2767,7 +2767,7 @@ static PyObject *py_glued(PyObject *self, PyObject *args) {
             end++;
         for (Py_ssize_t a = k; a < end; a++) {
             Py_ssize_t count = chars[a];
-            const Py_ssize_t last = end + 1 < a + glue_max ? end + 1 : a + glue_max;
+            const Py_ssize_t last = end + 1 - a < glue_max ? end + 1 : a + glue_max; /* no a + glue_max overflow */
             for (Py_ssize_t b = a + 2; b <= last; b++) {
                 count += chars[b - 1];
                 if (count < min_chars)

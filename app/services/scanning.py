@@ -297,7 +297,11 @@ class Scanner:
         `reading(n)` is called during pass 1 with the items read so far (every READ_EVERY items,
         or every half second when pass 1 runs in a process of its own: see _Bench.build), so
         progress shows from the first items, not only once every item has been read."""
-        bench = _Bench.build(source, self.cfg.ngram_n, reading, self._read_filters)
+        # the filters are read ahead for workers that inherit them (forked: a process of one
+        # thread, as _run decides) or for this process's own look-ups; a server's workers start
+        # from a fork server and read their own, and the server would only hold a copy
+        ahead = self._read_filters if threading.active_count() == 1 else None
+        bench = _Bench.build(source, self.cfg.ngram_n, reading, ahead)
         try:
             total = len(bench)
             work = _Work(self, bench)
@@ -312,8 +316,8 @@ class Scanner:
             bench.close()
 
     def _read_filters(self) -> None:
-        """The index's key filters read into this process's cache, for the workers it forks
-        (repo.read_filters): while pass 1 runs apart, this process has nothing else to do."""
+        """The index's key filters read into this process's cache, for the workers it forks or
+        its own look-ups (repo.read_filters): while pass 1 runs apart, it has nothing else to do."""
         with self.engine.connect() as conn:
             repo.read_filters(conn, self.corpus_ids)
 

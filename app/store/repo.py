@@ -672,11 +672,14 @@ def _segment_filters(conn: Connection, table: str, segs: Sequence[int]) -> dict[
                 f"SELECT bits FROM key_filter WHERE seg = {int(seg)} AND tbl = '{table}' AND part = {int(part)}"
             ).scalar_one()
             bits = bytes(got)
-            with _filters_lock:
-                _filters[int(stamp)] = bits
-                _filters_size += len(bits)
-                while _filters_size > FILTER_CACHE_BYTES and len(_filters) > 1:
-                    _filters_size -= len(_filters.popitem(last=False)[1])
+            with _filters_lock:  # another thread may have read the same part meanwhile: counted once
+                if int(stamp) in _filters:
+                    bits = _filters[int(stamp)]
+                else:
+                    _filters[int(stamp)] = bits
+                    _filters_size += len(bits)
+                    while _filters_size > FILTER_CACHE_BYTES and len(_filters) > 1:
+                        _filters_size -= len(_filters.popitem(last=False)[1])
         out[int(seg)].append(bits)
     return out
 
@@ -891,7 +894,7 @@ def read_filters(conn: Connection, corpus_ids: Sequence[int] | None) -> int:
         return 0
     listed = ",".join(str(int(s)) for s in segs)
     size = conn.exec_driver_sql(f"SELECT coalesce(sum(length(bits)), 0) FROM key_filter WHERE seg IN ({listed})")
-    if int(size.scalar_one()) > FILTER_CACHE_BYTES // 2:  # more than the cache keeps: look-ups read what they need
+    if int(size.scalar_one()) > FILTER_CACHE_BYTES // 2:  # they would push one another out: each look-up reads them
         return 0
     return sum(
         len(bits) for t in ("ngram", "band") for parts in _segment_filters(conn, t, segs).values() for bits in parts

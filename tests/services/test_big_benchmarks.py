@@ -9,13 +9,15 @@ import random
 import subprocess
 import sys
 import textwrap
+import threading
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import IndexCorpus
 from helpers import make_docs
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, event, text
 
 from contam.app.core.types import BenchmarkItem
 from contam.app.limits import Limits
@@ -347,14 +349,30 @@ def test_the_document_cache_is_bounded_by_bytes(
     assert small._cached == sum(d.nbytes for d in small._docs.values())
 
 
+_NOTED: dict[str, Any] = {}  # the file _noting_chunk writes to, and the chunk function it calls
+
+
+def _noting_chunk(lo: int, items: list[BenchmarkItem]) -> Any:
+    """scanning._forked_chunk, noting first how many filter parts the worker holds (a function of
+    this module: the pool sends it by name)."""
+    from contam.app.store import repo
+
+    seen, chunk = _NOTED["to"]
+    with seen.open("a") as f:
+        f.write(f"{len(repo._filters)}\n")
+    return chunk(lo, items)
+
+
 def test_the_key_filters_are_read_while_pass_1_runs(
     tmp_path: Path, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each scan worker read every key filter of the index for its first chunk (95 MB from
     PostgreSQL for a 200 MB corpus), after pass 1. The scanning process reads them while pass 1
-    runs in its own, so the workers it forks have them: after a scan whose chunks all went to
-    workers, this process holds every filter part; filters larger than half the cache are left
+    runs in its own, so the workers it forks hold them when their first chunk starts; a server
+    (threads: workers from a fork server) does not; filters larger than half the cache are left
     to the look-ups."""
+    import threading
+
     from contam.app.store import repo
 
     url = f"sqlite:///{tmp_path}/f.db"
@@ -369,12 +387,59 @@ def test_the_key_filters_are_read_while_pass_1_runs(
     with scanner.engine.connect() as conn:
         parts = conn.execute(text("SELECT count(*) FROM key_filter")).scalar_one()
     assert parts == 2  # one per posting table
+    seen = tmp_path / "seen"
+    monkeypatch.setitem(_NOTED, "to", (seen, scanning._forked_chunk))
+    monkeypatch.setattr(scanning, "_forked_chunk", _noting_chunk)
     monkeypatch.setattr(repo, "_filters", OrderedDict())
     monkeypatch.setattr(repo, "_filters_size", 0)
-    assert sum(len(r) for r in scanner.scan_stream(source)) == 40  # chunks of 10, 10, 20: all in workers
-    assert len(repo._filters) == parts
+    assert threading.active_count() == 1  # so the scan forks its workers
+    assert sum(len(r) for r in scanner.scan_stream(source)) == 40
+    noted = seen.read_text().split()  # one line per chunk, each scored by a worker
+    assert len(noted) >= 2 and set(noted) == {str(parts)}, noted
+    # a process running threads (the server) starts its workers from a fork server: they would
+    # not inherit the filters, so it does not read them for them
+    monkeypatch.setattr(scanning, "_forked_chunk", _NOTED["to"][1])  # sent to a fresh process by name
+    monkeypatch.setattr(repo, "_filters", OrderedDict())
+    stop = threading.Event()
+    threading.Thread(target=stop.wait, daemon=True).start()
+    try:
+        assert sum(len(r) for r in scanner.scan_stream(source)) == 40
+    finally:
+        stop.set()
+    assert not repo._filters
     monkeypatch.setattr(repo, "_filters", OrderedDict())
     monkeypatch.setattr(repo, "FILTER_CACHE_BYTES", 2 * repo._filters_size - 2)
     with scanner.engine.connect() as conn:
         assert repo.read_filters(conn, None) == 0
     assert not repo._filters
+
+
+def test_threads_reading_one_filter_count_it_once(tmp_path: Path, index_corpus: IndexCorpus) -> None:
+    """Threads of a server (a report job's scan, /check requests) that miss the same filter part
+    at once each read it, but the cache holds it once and counts its bytes once: counted twice,
+    the cache would stay that much fuller than it is and drop parts early for good."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from contam.app.store import repo
+
+    url = f"sqlite:///{tmp_path}/t.db"
+    upgrade(url)
+    index_corpus(url, make_docs(5, 100, 1, "d"))
+    engine = make_engine(url)
+    fetched = threading.Barrier(4, timeout=30)
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def together(_conn: Any, _cur: Any, statement: str, *_rest: Any) -> None:
+        if statement.startswith("SELECT bits FROM key_filter"):
+            fetched.wait()  # each part is read by all four threads: every one of them missed it
+
+    def one() -> int:
+        with engine.connect() as conn:
+            return repo.read_filters(conn, None)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(repo, "_filters", OrderedDict())
+        mp.setattr(repo, "_filters_size", 0)
+        with ThreadPoolExecutor(4) as pool:
+            sizes = list(pool.map(lambda _k: one(), range(4)))
+        assert repo._filters_size == sum(len(b) for b in repo._filters.values()) == sizes[0] > 0
