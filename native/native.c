@@ -2133,6 +2133,9 @@ done:
  * unless more than max_items groups hold it; the group `exclude` is never counted. What
  * _GramTable.groups_of, then np.unique(..., return_counts=True) and a stable sort by count gave,
  * in one pass: the competitor search asks it three times per candidate document. */
+static int64_t *tg_count = NULL, *tg_touched = NULL; /* top_groups' counts by group, and the groups counted */
+static size_t tg_cap = 0, tg_touched_cap = 0;
+
 static PyObject *py_top_groups(PyObject *self, PyObject *args) {
     PyObject *objs[6];
     Py_buffer v[6];
@@ -2153,7 +2156,7 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
                   *x = v[5].buf;
     const Py_ssize_t nk = v[0].len / 8, n = v[5].len / 8, ng = v[4].len / 8;
     const uint64_t buckets = 1ULL << (64 - shift);
-    int64_t *rows = NULL, *slot_g = NULL, *slot_c = NULL, *best_g = NULL, *best_c = NULL;
+    int64_t *rows = NULL, *best_g = NULL, *best_c = NULL;
     PyObject *result = NULL;
     if ((uint64_t)(v[1].len / 8) != buckets + 1 || dir[buckets] != nk || v[2].len != v[0].len ||
         v[3].len != v[0].len) {
@@ -2177,15 +2180,14 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
             rows[found++] = lo;
         }
     }
-    /* groups counted in an open-addressing table kept at most half full, grown as groups come:
-     * the groups are few (an item's siblings) where the visits are many (a passage's grams) */
-    int bits = 6;
-    size_t cap = (size_t)1 << bits, used = 0;
-    slot_g = malloc(sizeof(int64_t) * cap);
-    slot_c = calloc(cap, sizeof(int64_t)); /* count 0: an empty slot */
+    /* groups counted in a dense array indexed by group (groups are an item's place in the
+     * benchmark: 0 to its size), kept between calls and zeroed where it was touched; the groups
+     * touched listed for the choice of the best. An open-addressing table took three times as
+     * long: a passage's grams visit the same few dozen siblings thousands of times. */
+    size_t used = 0;
     best_g = malloc(sizeof(int64_t) * (size_t)(k ? k : 1));
     best_c = malloc(sizeof(int64_t) * (size_t)(k ? k : 1));
-    if (!slot_g || !slot_c || !best_g || !best_c) {
+    if (!best_g || !best_c) {
         PyErr_NoMemory();
         goto done;
     }
@@ -2195,52 +2197,42 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
             const int64_t g = groups[j];
             if (g == exclude)
                 continue;
-            size_t h = (size_t)(((uint64_t)g * P64) >> (64 - bits));
-            while (slot_c[h] && slot_g[h] != g)
-                h = (h + 1) & (cap - 1);
-            if (slot_c[h]) {
-                slot_c[h]++;
-                continue;
+            if (g < 0 || g >= INT32_MAX) {
+                PyErr_SetString(PyExc_ValueError, "top_groups: a group must be 0 to 2**31 - 2");
+                goto reset;
             }
-            if (2 * (used + 1) > cap) { /* grow, then place g anew */
-                const size_t old_cap = cap;
-                int64_t *old_g = slot_g, *old_c = slot_c;
-                bits++;
-                cap <<= 1;
-                slot_g = malloc(sizeof(int64_t) * cap);
-                slot_c = calloc(cap, sizeof(int64_t));
-                if (!slot_g || !slot_c) {
-                    free(old_g);
-                    free(old_c);
+            if ((size_t)g >= tg_cap) {
+                size_t cap = tg_cap ? tg_cap : 1024;
+                while (cap <= (size_t)g)
+                    cap *= 2;
+                int64_t *c = realloc(tg_count, sizeof(int64_t) * cap);
+                if (!c) {
                     PyErr_NoMemory();
-                    goto done;
+                    goto reset;
                 }
-                for (size_t o = 0; o < old_cap; o++) {
-                    if (!old_c[o])
-                        continue;
-                    size_t q = (size_t)(((uint64_t)old_g[o] * P64) >> (64 - bits));
-                    while (slot_c[q])
-                        q = (q + 1) & (cap - 1);
-                    slot_g[q] = old_g[o];
-                    slot_c[q] = old_c[o];
-                }
-                free(old_g);
-                free(old_c);
-                h = (size_t)(((uint64_t)g * P64) >> (64 - bits));
-                while (slot_c[h])
-                    h = (h + 1) & (cap - 1);
+                memset(c + tg_cap, 0, sizeof(int64_t) * (cap - tg_cap));
+                tg_count = c;
+                tg_cap = cap;
             }
-            slot_g[h] = g;
-            slot_c[h] = 1;
-            used++;
+            if (!tg_count[g]++) {
+                if (used == tg_touched_cap) {
+                    const size_t cap = tg_touched_cap ? 2 * tg_touched_cap : 256;
+                    int64_t *t = realloc(tg_touched, sizeof(int64_t) * cap);
+                    if (!t) {
+                        tg_count[g] = 0;
+                        PyErr_NoMemory();
+                        goto reset;
+                    }
+                    tg_touched = t;
+                    tg_touched_cap = cap;
+                }
+                tg_touched[used++] = g;
+            }
         }
     }
     int m = 0; /* best_*[0..m): the best so far, best first */
-    for (size_t h = 0; h < cap; h++) {
-        const int64_t c = slot_c[h];
-        if (!c)
-            continue;
-        const int64_t g = slot_g[h];
+    for (size_t h = 0; h < used; h++) {
+        const int64_t g = tg_touched[h], c = tg_count[g];
         int at = m;
         while (at > 0 && (best_c[at - 1] < c || (best_c[at - 1] == c && best_g[at - 1] > g)))
             at--;
@@ -2261,10 +2253,11 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
         else
             PyList_SET_ITEM(result, i, g);
     }
+reset: /* the counts back to zero for the next call (the GIL is held throughout: one call at a time) */
+    for (size_t h = 0; h < used; h++)
+        tg_count[tg_touched[h]] = 0;
 done:
     free(rows);
-    free(slot_g);
-    free(slot_c);
     free(best_g);
     free(best_c);
     for (int i = 0; i < 6; i++)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,6 +40,27 @@ def test_top_groups_counts_every_holder_of_each_gram() -> None:
         assert table.top_groups(np.array(asked, dtype=np.int64), limit, exclude, k) == expected
         held = [len({grp for grp, h in zip(groups, items, strict=True) if q in h}) for q in asked]
         assert table.freq(np.array(asked, dtype=np.int64)).tolist() == held
+
+
+def test_top_groups_starts_afresh_after_a_bad_table() -> None:
+    """The C counts groups in an array kept between calls and zeroed where it counted: a call
+    that fails half-way (a group out of range) must leave it zeroed too, or the next call would
+    miss a group already counted once."""
+    from contam.app.core.arrays import key_directory, top_groups
+
+    def table(keys: list[int], runs: list[list[int]]) -> tuple[np.ndarray, ...]:
+        k = np.array(keys, dtype=np.int64)
+        count = np.array([len(r) for r in runs], dtype=np.int64)
+        start = np.concatenate(([0], np.cumsum(count)[:-1])).astype(np.int64)
+        groups = np.array([g for r in runs for g in r], dtype=np.int64)
+        return k, key_directory(k), start, count, groups
+
+    bad = table([5], [[3, -2]])  # group 3 counted, then -2 refused
+    with pytest.raises(ValueError, match="a group must be"):
+        top_groups(bad, np.array([5], dtype=np.int64), 10, -1, 4)  # type: ignore[arg-type]
+    good = table([5, 7], [[4], [3]])
+    assert top_groups(good, np.array([7], dtype=np.int64), 10, -1, 4) == [3]  # type: ignore[arg-type]
+    assert top_groups(good, np.array([5, 7, 7], dtype=np.int64), 10, -1, 4) == [3, 4]  # type: ignore[arg-type]
 
 
 _INT64 = st.integers(-(2**63), 2**63 - 1)
