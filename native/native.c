@@ -2183,8 +2183,12 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
     /* groups counted in a dense array indexed by group (groups are an item's place in the
      * benchmark: 0 to its size), kept between calls and zeroed where it was touched; the groups
      * touched listed for the choice of the best. An open-addressing table took three times as
-     * long: a passage's grams visit the same few dozen siblings thousands of times. */
+     * long: a passage's grams visit the same few dozen siblings thousands of times. No Python code
+     * may run while a count is set (an error is raised, the list made, only once they are zero
+     * again): a collection's callbacks, run then, could call this function again, or let another
+     * thread do so, which would find them set. */
     size_t used = 0;
+    int failed = 0; /* 1: a group out of range, 2: no memory */
     best_g = malloc(sizeof(int64_t) * (size_t)(k ? k : 1));
     best_c = malloc(sizeof(int64_t) * (size_t)(k ? k : 1));
     if (!best_g || !best_c) {
@@ -2198,8 +2202,8 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
             if (g == exclude)
                 continue;
             if (g < 0 || g >= INT32_MAX) {
-                PyErr_SetString(PyExc_ValueError, "top_groups: a group must be 0 to 2**31 - 2");
-                goto reset;
+                failed = 1;
+                goto counted;
             }
             if ((size_t)g >= tg_cap) {
                 size_t cap = tg_cap ? tg_cap : 1024;
@@ -2207,8 +2211,8 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
                     cap *= 2;
                 int64_t *c = realloc(tg_count, sizeof(int64_t) * cap);
                 if (!c) {
-                    PyErr_NoMemory();
-                    goto reset;
+                    failed = 2;
+                    goto counted;
                 }
                 memset(c + tg_cap, 0, sizeof(int64_t) * (cap - tg_cap));
                 tg_count = c;
@@ -2220,8 +2224,8 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
                     int64_t *t = realloc(tg_touched, sizeof(int64_t) * cap);
                     if (!t) {
                         tg_count[g] = 0;
-                        PyErr_NoMemory();
-                        goto reset;
+                        failed = 2;
+                        goto counted;
                     }
                     tg_touched = t;
                     tg_touched_cap = cap;
@@ -2230,8 +2234,9 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
             }
         }
     }
+counted:;
     int m = 0; /* best_*[0..m): the best so far, best first */
-    for (size_t h = 0; h < used; h++) {
+    for (size_t h = 0; !failed && h < used; h++) {
         const int64_t g = tg_touched[h], c = tg_count[g];
         int at = m;
         while (at > 0 && (best_c[at - 1] < c || (best_c[at - 1] == c && best_g[at - 1] > g)))
@@ -2245,6 +2250,15 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
         best_g[at] = g;
         best_c[at] = c;
     }
+    for (size_t h = 0; h < used; h++) /* the counts back to zero before any Python code runs */
+        tg_count[tg_touched[h]] = 0;
+    if (failed) {
+        if (failed == 1)
+            PyErr_SetString(PyExc_ValueError, "top_groups: a group must be 0 to 2**31 - 2");
+        else
+            PyErr_NoMemory();
+        goto done;
+    }
     result = PyList_New(m);
     for (int i = 0; result && i < m; i++) {
         PyObject *g = PyLong_FromLongLong(best_g[i]);
@@ -2253,9 +2267,6 @@ static PyObject *py_top_groups(PyObject *self, PyObject *args) {
         else
             PyList_SET_ITEM(result, i, g);
     }
-reset: /* the counts back to zero for the next call (the GIL is held throughout: one call at a time) */
-    for (size_t h = 0; h < used; h++)
-        tg_count[tg_touched[h]] = 0;
 done:
     free(rows);
     free(best_g);

@@ -122,7 +122,9 @@ def top_groups(
     for each key the start and count of its run in the groups column; int64 each), the most
     first, equal counts in ascending order of group. A needle counts once per time it is given,
     for each group holding it, unless more than `max_items` groups do; group `exclude` never
-    counts. In C (native top_groups): the groups found, counted, and the top k chosen in one pass."""
+    counts. In C (native top_groups): the groups found, counted in an array by group kept for the
+    process (8 bytes per group up to the largest seen), and the top k chosen in one pass; a group
+    below 0 or above 2**31 - 2 is a ValueError (groups are items' places in a benchmark)."""
     keys, directory, start, count, groups = table
     if len(keys) == 0 or len(needles) == 0:
         return []

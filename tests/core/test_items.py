@@ -63,6 +63,47 @@ def test_top_groups_starts_afresh_after_a_bad_table() -> None:
     assert top_groups(good, np.array([5, 7, 7], dtype=np.int64), 10, -1, 4) == [3, 4]  # type: ignore[arg-type]
 
 
+def test_top_groups_is_right_when_a_collection_calls_it_again() -> None:
+    """Python code may run inside the C: raising its error while another exception is handled
+    makes an object, which may start a garbage collection, whose callbacks (or another thread
+    they let run) may call top_groups again. The counts must be zero by then, or the inner call
+    misses a group the failing one counted, and that group goes uncounted for good."""
+    import gc
+
+    from contam.app.core.arrays import key_directory, top_groups
+
+    def table(keys: list[int], runs: list[list[int]]) -> tuple[np.ndarray, ...]:
+        k = np.array(keys, dtype=np.int64)
+        count = np.array([len(r) for r in runs], dtype=np.int64)
+        start = np.concatenate(([0], np.cumsum(count)[:-1])).astype(np.int64)
+        return k, key_directory(k), start, count, np.array([g for r in runs for g in r], dtype=np.int64)
+
+    bad, inner = table([5], [[2, -2]]), table([6, 7], [[2], [9]])  # group 2 counted, then -2 refused
+    five, six_sevens = np.array([5], dtype=np.int64), np.array([6, 7, 7], dtype=np.int64)
+    inside: list[list[int]] = []
+
+    def again(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            inside.append(top_groups(inner, six_sevens, 10, -1, 4))  # type: ignore[arg-type]
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(again)
+    try:
+        for more in range(4):  # a collection due at one of the next few objects made
+            for _ in range(5):
+                try:
+                    raise KeyError("handled meanwhile")
+                except KeyError:
+                    gc.set_threshold(gc.get_count()[0] + more)
+                    with pytest.raises(ValueError, match="a group must be"):
+                        top_groups(bad, five, 10, -1, 4)  # type: ignore[arg-type]
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(again)
+    assert inside and all(r == [9, 2] for r in inside), inside
+    assert top_groups(table([8], [[2]]), np.array([8], dtype=np.int64), 10, -1, 4) == [2]  # type: ignore[arg-type]
+
+
 _INT64 = st.integers(-(2**63), 2**63 - 1)
 
 
