@@ -42,18 +42,22 @@ def test_top_groups_counts_every_holder_of_each_gram() -> None:
         assert table.freq(np.array(asked, dtype=np.int64)).tolist() == held
 
 
+def table(keys: list[int], runs: list[list[int]]) -> tuple[np.ndarray, ...]:
+    """A gram table as arrays.top_groups takes it: keys (ascending), their directory, and each
+    key's run (start, count) of the groups holding it."""
+    from contam.app.core.arrays import key_directory
+
+    k = np.array(keys, dtype=np.int64)
+    count = np.array([len(r) for r in runs], dtype=np.int64)
+    start = np.concatenate(([0], np.cumsum(count)[:-1])).astype(np.int64)
+    return k, key_directory(k), start, count, np.array([g for r in runs for g in r], dtype=np.int64)
+
+
 def test_top_groups_starts_afresh_after_a_bad_table() -> None:
     """The C counts groups in an array kept between calls and zeroed where it counted: a call
     that fails half-way (a group out of range) must leave it zeroed too, or the next call would
     miss a group already counted once."""
-    from contam.app.core.arrays import key_directory, top_groups
-
-    def table(keys: list[int], runs: list[list[int]]) -> tuple[np.ndarray, ...]:
-        k = np.array(keys, dtype=np.int64)
-        count = np.array([len(r) for r in runs], dtype=np.int64)
-        start = np.concatenate(([0], np.cumsum(count)[:-1])).astype(np.int64)
-        groups = np.array([g for r in runs for g in r], dtype=np.int64)
-        return k, key_directory(k), start, count, groups
+    from contam.app.core.arrays import top_groups
 
     bad = table([5], [[3, -2]])  # group 3 counted, then -2 refused
     with pytest.raises(ValueError, match="a group must be"):
@@ -70,13 +74,7 @@ def test_top_groups_is_right_when_a_collection_calls_it_again() -> None:
     misses a group the failing one counted, and that group goes uncounted for good."""
     import gc
 
-    from contam.app.core.arrays import key_directory, top_groups
-
-    def table(keys: list[int], runs: list[list[int]]) -> tuple[np.ndarray, ...]:
-        k = np.array(keys, dtype=np.int64)
-        count = np.array([len(r) for r in runs], dtype=np.int64)
-        start = np.concatenate(([0], np.cumsum(count)[:-1])).astype(np.int64)
-        return k, key_directory(k), start, count, np.array([g for r in runs for g in r], dtype=np.int64)
+    from contam.app.core.arrays import top_groups
 
     bad, inner = table([5], [[2, -2]]), table([6, 7], [[2], [9]])  # group 2 counted, then -2 refused
     five, six_sevens = np.array([5], dtype=np.int64), np.array([6, 7, 7], dtype=np.int64)
