@@ -10,6 +10,7 @@ import gzip
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -161,6 +162,54 @@ def test_killed_worker_loses_and_duplicates_nothing(
     assert snapshot(other_pg_url) == snapshot(pg_url)
     rerun = ray_index(other_pg_url, files, lease=1.5)
     assert rerun.as_dict()["files_unchanged"] == 4 and snapshot(other_pg_url) == snapshot(pg_url)
+
+
+_DRIVER = """
+import sys
+from pathlib import Path
+from contam.app.core.config import SignatureConfig
+from contam.app.store.db import make_engine
+from contam.indexer.cluster import RayJob
+from contam.indexer.options import IndexOptions
+with RayJob(make_engine(sys.argv[1]), "web", SignatureConfig(), IndexOptions(commit_bytes=1),
+            address=sys.argv[2], tasks=2, lease=float(sys.argv[3])) as job:
+    job.run([Path(p) for p in sys.argv[4:]])
+"""
+
+
+def test_killed_driver_leaves_a_rerun_to_finish_the_index_once(
+    ray_cluster: tuple[str, Path], pg_url: str, other_pg_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """The driver killed (-9) with some files committed and others in its workers' open groups:
+    Ray ends its workers, their transactions roll back, their claims lapse, and a rerun indexes
+    what is left, each file once: the same index as a run never interrupted."""
+    address, marker = ray_cluster
+    files = corpus_files(tmp_path / "c", 8, docs=20)
+    marker.write_text("slow:0.4")  # each file takes 0.4 s more: the kill lands mid-run
+    lease = 2.0
+    cmd = [sys.executable, "-c", _DRIVER, other_pg_url, address, str(lease), *map(str, files)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while counts(other_pg_url)[2] == 0 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # until a group (one call: commit_bytes=1) has committed
+        assert proc.poll() is None, "the driver finished before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        proc.kill()
+        marker.unlink(missing_ok=True)
+    _docs, _distinct, done_before, claims_left = counts(other_pg_url)
+    print(f"killed with {done_before} files committed, {claims_left} claimed")
+    assert 0 < done_before < len(files)
+    assert claims_left > 0  # a dead worker's open group: the rerun waits for its lease, then takes it over
+    rerun = ray_index(other_pg_url, files, lease=lease, tasks=2)
+    assert rerun.as_dict()["files_unchanged"] >= done_before
+    assert [f.status in ("done", "unchanged") for f in rerun.files] == [True] * len(files)
+    assert rerun.as_dict()["files_indexed"] + rerun.as_dict()["files_unchanged"] == len(files)
+    assert counts(other_pg_url) == (20 * len(files), 20 * len(files), len(files), 0)
+    index_corpus(pg_url, files, "web")
+    assert snapshot(other_pg_url) == snapshot(pg_url)
 
 
 def test_two_overlapping_runs_share_the_files(ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path) -> None:
