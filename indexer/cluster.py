@@ -318,7 +318,7 @@ def _write_file(writes: _Writes, c: Claimed, cfg: SignatureConfig, opts: IndexOp
     if report.status != "done":
         return report
     report.seconds = time.perf_counter() - t0
-    store.finish_file(file_id, **report.counts())
+    store.finish_file(file_id, **report.counts(), text_field=opts.text_field)
     return report
 
 

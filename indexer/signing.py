@@ -8,12 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import xxhash
 import zstandard
 
 from contam.app.core import _native
 from contam.app.core.config import SignatureConfig
-from contam.app.core.signatures import sign_hashes, text_token_hashes
+from contam.app.core.signatures import sign_hashes, text_hashes, text_token_hashes
 
 
 @dataclass
@@ -49,7 +48,7 @@ def sign_batch(texts: list[str], cfg: SignatureConfig, store_text: bool) -> Sign
     return SignedBatch(
         n_tokens=sig.n_tokens,
         n_chars=[len(t) for t in texts],
-        text_hash=np.array([xxhash.xxh3_64_intdigest(r) for r in raws], dtype=np.uint64).view(np.int64),
+        text_hash=text_hashes(raws),
         blobs=[comp.compress(r) for r in raws] if comp is not None else None,
         ng_hash=ng_hash,
         ng_doc=ng_doc,

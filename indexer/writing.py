@@ -148,7 +148,7 @@ class Writer(threading.Thread):
             self._fail(start, report, end.error)
             return
         report.seconds = time.perf_counter() - t0
-        self.store.finish_file(file_id, **report.counts())
+        self.store.finish_file(file_id, **report.counts(), text_field=self.opts.text_field)
         self.group.add(start, report)
         if self.group.full():
             self._commit()

@@ -26,6 +26,12 @@ from contam.app.core import _native
 from contam.app.core.config import SignatureConfig
 from contam.app.core.text import tokenize
 
+
+def text_hashes(raws: Sequence[bytes]) -> np.ndarray:
+    """The document table's text_hash of each text's UTF-8 bytes: xxh3_64, as int64."""
+    return np.array([xxhash.xxh3_64_intdigest(r) for r in raws], dtype=np.uint64).view(np.int64)
+
+
 _U64 = np.uint64
 
 

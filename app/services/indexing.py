@@ -391,6 +391,7 @@ class CorpusWriter:
         windows: int,
         skipped: dict[str, int],
         seconds: float,
+        text_field: str | None = None,
     ) -> None:
         repo.finish_file(
             self.conn,
@@ -401,6 +402,7 @@ class CorpusWriter:
             n_windows=windows,
             skipped=skipped,
             seconds=seconds,
+            text_field=text_field,
         )
 
     def record_failure(

@@ -40,10 +40,10 @@ from contam.app.core.items import (
 )
 from contam.app.core.matching import DocMatch, DocTokens, MatchCache
 from contam.app.core.scoring import ItemScore, judge
-from contam.app.core.signatures import band_keys, token_hash_spans, window_minhashes, window_span
+from contam.app.core.signatures import band_keys, text_hashes, token_hash_spans, window_minhashes, window_span
 from contam.app.core.surprise import flat_bits
 from contam.app.core.types import BenchmarkItem, Status
-from contam.app.errors import FingerprintMismatch, IncompatibleIndex, NotFoundError
+from contam.app.errors import ContamError, FingerprintMismatch, IncompatibleIndex, NotFoundError, StateError
 from contam.app.processes import exit_with, quiet_on_interrupt
 from contam.app.readers.corpus import read_documents
 from contam.app.store import repo
@@ -255,14 +255,27 @@ class Scanner:
 
     @staticmethod
     def _text_from_source(meta: dict[str, Any]) -> str:
-        """Text of a pointer-only document, re-read from its source file."""
+        """Text of a pointer-only document, read again from its source file: the record at its
+        position, from the field the file was indexed from, and only if it is the text indexed
+        (its hash). A file gone, unreadable or changed since is an error that names it: read as
+        no text, or as another text, a copy it held was scored as no copy at all."""
         path = Path(meta["source_file"])
-        if not path.exists():
-            return ""
-        for d in read_documents(path, Counter()):
-            if d.position == meta["position"]:
-                return d.text
-        return ""
+        where = f"corpus {meta['corpus']!r} keeps no text (indexed with --no-store-text), and its document "
+        where += f"{meta['external_id']!r} cannot be read again from {path}"
+        fix = "put the file back as it was indexed, or index it again"
+        if not path.is_file():
+            raise StateError(f"{where}: the file is gone; {fix}")
+        try:
+            for d in read_documents(path, Counter(), meta.get("text_field") or "text"):
+                if d.position == meta["position"]:
+                    if int(text_hashes([d.text.encode("utf-8", "surrogatepass")])[0]) == meta["text_hash"]:
+                        return d.text
+                    break
+                if d.position > meta["position"]:
+                    break
+        except (ContamError, OSError) as exc:
+            raise StateError(f"{where}: {getattr(exc, 'message', None) or exc}; {fix}") from exc
+        raise StateError(f"{where}: the file changed since it was indexed; {fix}")
 
     # ------------------------------------------------------------ scanning
 

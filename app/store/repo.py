@@ -370,11 +370,13 @@ def finish_file(
     n_windows: int,
     skipped: dict[str, int],
     seconds: float,
+    text_field: str | None = None,
 ) -> None:
     conn.execute(
         update(corpus_file)
         .where(corpus_file.c.id == file_id)
         .values(
+            text_field=text_field,
             n_docs=n_docs,
             n_tokens=n_tokens,
             n_ngrams=n_ngrams,
@@ -1035,6 +1037,7 @@ def _documents_query(text: bool) -> Select[Any]:
             *body,
             corpus.c.name.label("corpus"),
             corpus_file.c.path.label("source_file"),
+            corpus_file.c.text_field,
         )
         .join(corpus, corpus.c.id == document.c.corpus_id)
         .join(corpus_file, corpus_file.c.id == document.c.file_id)

@@ -90,6 +90,9 @@ corpus_file = Table(
     Column("skipped", Text, nullable=False, default="{}"),
     Column("seconds", Float, nullable=False, default=0.0),
     Column("indexed_at", UTCDateTime(), nullable=False),
+    # the field its documents' text was read from (--text-field); NULL: "text" (indexed before
+    # migration 0015). A corpus that keeps no text reads its documents again from here
+    Column("text_field", Text),
     UniqueConstraint("corpus_id", "content_hash", name="uq_corpus_file_corpus_id_content_hash"),
 )
 

@@ -16,7 +16,7 @@ from contam.app.core.config import SignatureConfig, Thresholds
 from contam.app.core.signatures import sign_text
 from contam.app.core.text import tokenize
 from contam.app.core.types import BenchmarkItem
-from contam.app.errors import FingerprintMismatch, NotFoundError
+from contam.app.errors import FingerprintMismatch, NotFoundError, StateError
 from contam.app.services.results import summarize
 from contam.app.services.scanning import Evidence, Scanner
 from contam.app.store.db import make_engine
@@ -135,6 +135,33 @@ def test_pointer_only_corpus_reads_evidence_from_source(engine: Engine, index_co
     index_corpus(engine, CORPUS, "ptr", store_text=False)
     r = Scanner(engine, ["ptr"]).scan([ITEMS[0]])[0]
     assert r.score.status == "contaminated" and Q_VERBATIM[:30] in r.evidence[0].excerpt
+
+
+def test_pointer_only_text_is_read_from_its_field_or_the_scan_says_why_not(
+    engine: Engine, index_corpus: IndexCorpus, tmp_path: Path
+) -> None:
+    """A corpus that keeps no text reads a candidate document again from its file: from the
+    field the file was indexed from (it read "text" whatever the field, found nothing, and the
+    verbatim copy came out clean), and only while the file holds the text indexed: a file moved
+    or edited since is an error naming it, never a verdict of clean."""
+    src = tmp_path / "pages.jsonl"
+    src.write_text("".join(json.dumps({"id": d["id"], "content": d["text"]}) + "\n" for d in CORPUS))
+    index_corpus(engine, [src], "ptr", store_text=False, text_field="content")
+    r = Scanner(engine, ["ptr"]).scan([ITEMS[0]])[0]
+    assert r.score.status == "contaminated" and Q_VERBATIM[:30] in r.evidence[0].excerpt
+
+    original = src.read_text()
+    src.write_text('{"id": "new", "content": "a line added at the top"}\n' + original)  # every position moves
+    with pytest.raises(StateError, match=r"'ptr' keeps no text.*'verbatim'.*pages.jsonl: the file changed since"):
+        Scanner(engine, ["ptr"]).scan([ITEMS[0]])
+    src.unlink()
+    with pytest.raises(StateError, match=r"pages.jsonl: the file is gone; put the file back"):
+        Scanner(engine, ["ptr"]).scan([ITEMS[0]])
+    src.write_bytes(b"\x1f\x8b not json at all\n")
+    with pytest.raises(StateError, match=r"pages.jsonl: .*put the file back"):
+        Scanner(engine, ["ptr"]).scan([ITEMS[0]])
+    src.write_text(original)  # put back as it was: read again
+    assert Scanner(engine, ["ptr"]).scan([ITEMS[0]])[0].score.status == "contaminated"
 
 
 def test_engine_fixture_is_real(migrated_url: str) -> None:
