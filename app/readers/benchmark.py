@@ -20,6 +20,7 @@ import lzma
 import numbers
 import re
 import shutil
+import sys
 import tempfile
 import zlib
 from collections.abc import Generator, Iterator, Mapping, Sequence
@@ -35,7 +36,7 @@ import zstandard
 from contam.app.core.types import MAX_ALTERNATIVES, BenchmarkItem, answer_of, final_answer
 from contam.app.errors import InputError, first_line
 from contam.app.limits import Limits, exceeded
-from contam.app.readers.corpus import ZstdReader, as_utf8
+from contam.app.readers.corpus import NestedTooDeep, ZstdReader, as_utf8, json_array_values, json_value
 
 DEFAULT_LIMITS = Limits()
 
@@ -344,19 +345,21 @@ def _skip_bom(stream: io.BufferedReader) -> None:
         stream.read(3)
 
 
-def _json_array(stream: io.BufferedReader, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def _json_array(stream: io.BufferedReader, filename: str, depth: int) -> Iterator[tuple[int, dict[str, Any]]]:
     """The items of a JSON array, or of the one array of items a JSON object holds under a key
     (`{"data": [...], "version": 2}`), parsed one at a time (ijson): memory holds an item, not
-    the file."""
+    the file; an item nested deeper than `depth` (CONTAM_MAX_JSON_DEPTH) is refused as it is read."""
     _skip_bom(stream)
     head = stream.peek(1 << 12).lstrip()
     if not head.startswith(b"["):
-        yield from _json_object(stream, filename)
+        yield from _json_object(stream, filename, depth)
         return
     row = 0
     try:
-        for rec in ijson.items(stream, "item", use_float=True):
+        for rec in json_array_values(stream, depth):
             row += 1
+            if isinstance(rec, NestedTooDeep):
+                raise exceeded("json_depth", depth, f"{filename}: row {row}'s nesting")
             if not isinstance(rec, dict):
                 raise InputError(f"{filename}: item {row} is not a JSON object")
             yield row, rec
@@ -364,57 +367,45 @@ def _json_array(stream: io.BufferedReader, filename: str) -> Iterator[tuple[int,
         raise InputError(f"{filename}: not valid JSON {_after(row)} ({first_line(exc)})") from exc
 
 
-_OPEN, _CLOSE = ("start_map", "start_array"), ("end_map", "end_array")
-
-
 def _after(row: int) -> str:
     """Where a JSON file went wrong, by the items read before it."""
     return f"after item {row}" if row else "before its first item"
 
 
-def _json_value(events: Iterator[tuple[str, str, Any]], event: str, value: Any, keep: bool) -> Any:
-    """The JSON value whose first parse event is (`event`, `value`), read to its end; built
-    only when `keep` (else skipped, holding nothing)."""
-    builder = ijson.ObjectBuilder() if keep else None
-    depth = 0
-    while True:
-        if builder is not None:
-            builder.event(event, value)
-        depth += (event in _OPEN) - (event in _CLOSE)
-        if depth == 0:
-            return builder.value if builder is not None else None
-        _, event, value = next(events)
+def _skip_value(events: Iterator[tuple[str, Any]], event: str, value: Any) -> None:
+    """Read past a JSON value that is not the items (metadata), keeping nothing, however deep."""
+    json_value(events, event, value, False, sys.maxsize)
 
 
-def _json_ends(events: Iterator[tuple[str, str, Any]], filename: str) -> None:
+def _json_ends(events: Iterator[tuple[str, Any]], filename: str) -> None:
     """Nothing after the top-level value (JSON lines in a .json file whose first line is too long
     to tell it by would otherwise read as its first item alone)."""
     try:
         extra = next(events, None)
     except ijson.JSONError:
-        extra = ("", "", None)
+        extra = ("", None)
     if extra is not None:
         raise InputError(f"{filename}: more than one JSON value; if it holds an item a line, name the file .jsonl")
 
 
-def _json_object(stream: io.BufferedReader, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def _json_object(stream: io.BufferedReader, filename: str, depth: int) -> Iterator[tuple[int, dict[str, Any]]]:
     """The items of the one array of objects a top-level JSON object holds, streamed; its other
     values (metadata, lists of strings) are skipped as they are parsed."""
-    events = iter(ijson.parse(stream, use_float=True))
+    events = iter(ijson.basic_parse(stream, use_float=True))
     row, items_key = 0, None
     try:
-        if next(events)[1] != "start_map":
+        if next(events)[0] != "start_map":
             raise InputError(f"{filename}: JSON must be an array of objects, or an object holding one")
-        for _, event, key in events:
+        for event, key in events:
             if event == "end_map":
                 _json_ends(events, filename)
                 break
-            _, event, value = next(events)  # the key's value
+            event, value = next(events)  # the key's value
             if event != "start_array":
-                _json_value(events, event, value, keep=False)
+                _skip_value(events, event, value)
                 continue
             first = True
-            for _, event, value in events:  # the array's elements
+            for event, value in events:  # the array's elements
                 if event == "end_array":
                     break
                 if first and event == "start_map":  # an array of items
@@ -427,10 +418,15 @@ def _json_object(stream: io.BufferedReader, filename: str) -> Iterator[tuple[int
                 is_items, first = items_key == key, False
                 if is_items and event != "start_map":
                     raise InputError(f"{filename}: item {row + 1} under {key!r} is not a JSON object")
-                rec = _json_value(events, event, value, keep=is_items)
-                if is_items:
-                    row += 1
-                    yield row, rec
+                if not is_items:
+                    _skip_value(events, event, value)
+                    continue
+                try:
+                    rec = json_value(events, event, value, True, depth)
+                except NestedTooDeep:
+                    raise exceeded("json_depth", depth, f"{filename}: row {row + 1}'s nesting") from None
+                row += 1
+                yield row, rec
     except ijson.JSONError as exc:
         raise InputError(f"{filename}: not valid JSON {_after(row)} ({first_line(exc)})") from exc
     except StopIteration:
@@ -485,7 +481,7 @@ def _stream_records(
         elif fmt == "json":
             if not stream.peek(1 << 12).strip():
                 raise InputError(f"{filename}: the file is empty")
-            records = _json_array(stream, filename)
+            records = _json_array(stream, filename, limits.json_depth)
         elif not stream.peek(1):
             raise InputError(f"{filename}: the file is empty")
         elif fmt == "jsonl":

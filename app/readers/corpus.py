@@ -17,6 +17,7 @@ import codecs
 import contextlib
 import gzip
 import io
+import json
 import os
 import zlib
 from collections import Counter
@@ -35,6 +36,7 @@ if TYPE_CHECKING:  # imported where Parquet or Arrow is read: an indexer of JSON
     import pyarrow as pa
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
+MAX_RECORD_DEPTH = 1024  # nesting of a JSON record (a JSON line's is orjson's, the same)
 _JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
 _COMPRESSIONS = (".gz", ".zst", ".zstd")
 # What reading a truncated or corrupt compressed file raises.
@@ -359,6 +361,69 @@ def _id_of(value: Any, fallback: str) -> str:
     return str(value)
 
 
+class NestedTooDeep(Exception):
+    """A JSON value nested deeper than its reader's bound (json_value)."""
+
+
+_OPEN, _CLOSE = ("start_map", "start_array"), ("end_map", "end_array")
+
+
+def json_value(events: Iterator[tuple[str, Any]], event: str, value: Any, keep: bool, max_depth: int) -> Any:
+    """The JSON value whose first event of `events` (ijson.basic_parse) is (`event`, `value`),
+    read to its end: built when `keep` (else skipped, holding nothing); NestedTooDeep once it is
+    read, if it nests containers deeper than `max_depth` (the value itself is depth 1), the
+    events then standing after it. basic_parse, not ijson.parse or ijson.items: those give each
+    event its path, a string as long as the nesting, and a record of 100,000 nested lists (200
+    KB) took 23 GB before its depth was checked."""
+    builder = ijson.ObjectBuilder() if keep else None
+    depth = deepest = 0
+    while True:
+        depth += (event in _OPEN) - (event in _CLOSE)
+        if depth > deepest:
+            deepest = depth
+            if deepest > max_depth:
+                builder = None  # read on to its end, keeping nothing
+        if builder is not None:
+            builder.event(event, value)
+        if depth == 0:
+            if deepest > max_depth:
+                raise NestedTooDeep(f"nested {deepest} deep")
+            return builder.value if builder is not None else None
+        event, value = next(events)
+
+
+def json_array_values(stream: IO[bytes], max_depth: int) -> Iterator[Any]:
+    """The elements of the JSON array `stream` holds, parsed one at a time (memory holds one);
+    an element nested deeper than `max_depth` comes as a NestedTooDeep (not raised: the next
+    ones follow). ijson.JSONError for what is not one JSON array."""
+    events = iter(ijson.basic_parse(stream, use_float=True))
+    first = next(events, None)
+    if first is None or first[0] != "start_array":
+        raise ijson.JSONError("not a JSON array")
+    for event, value in events:
+        if event == "end_array":
+            break
+        try:
+            yield json_value(events, event, value, True, max_depth)
+        except NestedTooDeep as exc:
+            yield exc
+    for _ in events:  # what follows the array: nothing, or an error
+        pass
+
+
+def _lenient_json(line: bytes) -> tuple[Any, bool, str]:
+    """A line orjson refused, read as Python's json reads it: invalid UTF-8 replaced, and NaN and
+    Infinity taken (json.dumps writes them, by default, into fields a corpus does not read);
+    (value, whether bytes were replaced, the reason it is skipped: "" if it is not)."""
+    text, repaired = _decode(line)  # orjson rejects invalid UTF-8: the bad bytes replaced
+    try:
+        return json.loads(text), repaired, ""
+    except RecursionError:  # nested deeper than Python's stack allows (orjson: 1,024)
+        return None, repaired, "nested_too_deep"
+    except ValueError:
+        return None, repaired, "malformed_json"
+
+
 def _json_records(path: Path, skipped: Counter[str], max_bytes: int) -> Generator[tuple[int, Any, bool], None, None]:
     """(line number, value, whether invalid UTF-8 was replaced) of a JSON-lines file, or (record
     number, value, False) of a JSON array (parsed one at a time); malformed lines are skipped and
@@ -369,8 +434,11 @@ def _json_records(path: Path, skipped: Counter[str], max_bytes: int) -> Generato
         if stream.peek(1 << 12).lstrip()[:1] == b"[":  # a JSON array of records (a .json file)
             row = 0
             try:
-                for row, obj in enumerate(ijson.items(stream, "item", use_float=True), 1):
+                for row, obj in enumerate(json_array_values(stream, MAX_RECORD_DEPTH), 1):
                     _at(skipped, f"record {row}")
+                    if isinstance(obj, NestedTooDeep):
+                        skipped["nested_too_deep"] += 1
+                        continue
                     yield row, obj, False
             except ijson.JSONError as exc:
                 where = f"after record {row}" if row else "before its first record"
@@ -384,11 +452,9 @@ def _json_records(path: Path, skipped: Counter[str], max_bytes: int) -> Generato
             try:
                 obj = orjson.loads(line)
             except orjson.JSONDecodeError:
-                try:  # orjson rejects invalid UTF-8: replace the bad bytes
-                    text, repaired = _decode(line)
-                    obj = orjson.loads(text.encode("utf-8"))
-                except orjson.JSONDecodeError:
-                    skipped["malformed_json"] += 1
+                obj, repaired, why = _lenient_json(line)
+                if why:
+                    skipped[why] += 1
                     continue
             yield lineno, obj, repaired
 

@@ -380,6 +380,56 @@ def test_a_byte_order_mark_and_deep_nesting(tmp_path: Path) -> None:
         list(iter_benchmark(tmp_path / "deep.json", "deep.json"))
 
 
+@pytest.mark.parametrize("layout", ["array", "object"])
+def test_deep_nesting_is_refused_in_memory_proportional_to_it(tmp_path: Path, layout: str) -> None:
+    """ijson's paths (a string per parse event, as long as the nesting) made a record 30,000
+    deep cost about 2 GB and 1.5 s to read before its depth was checked, and a 200 KB file of
+    100,000 killed the server: it is read in memory proportional to the file, then refused (a
+    benchmark) or skipped and counted (a corpus, whose other records are read)."""
+    import tracemalloc
+
+    from contam.app.errors import LimitError
+    from contam.app.readers.corpus import Skipped
+
+    depth = 30_000
+    nested = b"[" * depth + b"]" * depth
+    record = b'{"id": "d", "question": "a b c d e f", "text": "a deep one", "x": ' + nested + b"}"
+    good = b'{"id": "g", "question": "which river flows", "text": "a document about rivers"}'
+    meta = b'"meta": ' + nested + b", " if layout == "object" else b""
+    data = b"[" + good + b", " + record + b", " + good + b"]"
+    (tmp_path / "deep.json").write_bytes(b"{" + meta + b'"data": ' + data + b"}" if layout == "object" else data)
+    tracemalloc.start()
+    try:
+        with pytest.raises(LimitError, match="row 2's nesting exceeds the limit of 32"):
+            list(iter_benchmark(tmp_path / "deep.json", "deep.json"))
+        if layout == "array":  # a corpus is a JSON array or JSON lines
+            skipped = Skipped()
+            assert [d.external_id for d in read_documents(tmp_path / "deep.json", skipped)] == ["g", "g"]
+            assert skipped == {"nested_too_deep": 1} and skipped.where == {"nested_too_deep": ["record 2"]}
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20e6, peak
+
+
+def test_a_corpus_line_with_nan_or_too_deep_is_read_or_counted_as_such(tmp_path: Path) -> None:
+    """Python's json.dumps writes NaN and Infinity by default: a line holding one in any field
+    was dropped as malformed_json (orjson refuses them); it is read. A line nested deeper than
+    orjson reads is counted as nested_too_deep, not as malformed."""
+    from contam.app.readers.corpus import Skipped
+
+    lines = [
+        b'{"id": "a", "text": "first document", "score": NaN, "max": Infinity}',
+        b'{"id": "b", "text": "second", "x": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+        b'{"id": "c", "text": "third \xe9 document"}',
+        b'{"id": "d", "text": broken',
+    ]
+    (tmp_path / "c.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    skipped = Skipped()
+    assert [d.external_id for d in read_documents(tmp_path / "c.jsonl", skipped)] == ["a", "c"]
+    assert skipped == {"nested_too_deep": 1, "malformed_json": 1, "invalid_utf8_replaced": 1}
+
+
 def test_a_clean_subset_is_read_under_the_limits_it_is_given() -> None:
     """The server's limits, as when its items were read (it read under the defaults whatever the
     server allowed)."""
