@@ -14,7 +14,7 @@ from contam.app.api import errors
 from contam.app.api.bodies import BodyLimit
 from contam.app.api.deps import AuthDep
 from contam.app.api.routes import check, corpora, docs, health, reports
-from contam.app.api.security import SameOrigin, SecurityHeaders, Sessions
+from contam.app.api.security import HeadAsGet, SameOrigin, SecurityHeaders, Sessions
 from contam.app.errors import NotFoundError
 from contam.app.services.checking import CheckService
 from contam.app.services.corpora import CorpusService
@@ -86,7 +86,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.sessions = Sessions(settings.session_secret)
     app.add_middleware(BodyLimit, upload_bytes=settings.max_upload_bytes, limits=limits)
     app.add_middleware(SameOrigin)  # before the body is read: a cross-site write is refused unread
-    app.add_middleware(SecurityHeaders)  # outermost: every response, refusals included
+    app.add_middleware(SecurityHeaders)  # every response, refusals included
+    app.add_middleware(HeadAsGet)  # outermost: HEAD is GET with the body left out
     app.include_router(health.router)
     app.include_router(api_router())
     app.mount(docs.ASSETS, docs.assets(), name="swagger")  # before /static, which would shadow it

@@ -49,6 +49,29 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
+class HeadAsGet:
+    """HEAD answered as GET is, without the body (HTTP: a server that answers GET answers HEAD
+    too); FastAPI's routes take GET alone, and `curl -I` or an uptime check got 405 everywhere,
+    /health included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
+
+
 def foreign_origin(headers: Headers) -> str | None:
     """The other site a browser says a request comes from (Origin, else Referer), or None when
     it names this server's Host or names nothing (a client that is not a browser)."""

@@ -82,6 +82,7 @@ class Evidence:
     # what this document alone says of the item (scoring.verdict): the item's status is its best
     # document's, and a summary per corpus takes each corpus's own documents' word for it
     status: str = Status.CLEAN.value
+    document_chars: int = 0  # the document's length in characters (0: not known, a report made before it was kept)
 
     def as_dict(self) -> dict[str, Any]:
         """What dataclasses.asdict gives, made directly: asdict copies each value recursively
@@ -510,6 +511,7 @@ class Scanner:
             longest_match=m.longest_own,
             near_window=m.near_window,
             status=status.value,
+            document_chars=len(doc.text),
         )
 
 

@@ -114,6 +114,40 @@ def test_pages_render_and_escape(migrated_url: str, tmp_path: Path, index_corpus
         assert 'accept=".jsonl' in odd.text  # the form shown again keeps them
 
 
+def test_head_empty_list_and_where_an_excerpt_ends(
+    migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """A new user's trial: HEAD was 405 everywhere (curl -I, uptime checks); the empty report list
+    drew a table of headers under "No reports yet"; an excerpt ended with "…" even when it held
+    the document to its end."""
+    long_doc = {"id": "long", "text": "word " * 400 + Q1 + " Answer: Tigris. " + "more " * 400}
+    index_corpus(migrated_url, [CORPUS[0], long_doc])
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        for path in ("/health", "/", "/items", "/api/v1/corpora"):
+            got, head = c.get(path), c.head(path)
+            assert head.status_code == got.status_code == 200 and head.content == b"", path
+            assert head.headers["content-type"] == got.headers["content-type"], path
+        assert c.head("/reports/nope").status_code == 404
+        empty = c.get("/").text
+        assert "No reports yet" in empty and "<table" not in empty
+        upload = {"file": ("quiz.jsonl", _bench_file(tmp_path).read_bytes())}
+        rid = c.post("/api/v1/benchmarks", files=upload).json()["id"]
+        for _ in range(200):
+            if c.get(f"/api/v1/reports/{rid}").json()["status"] == "done":
+                break
+            time.sleep(0.05)
+        evidence = c.get(f"/api/v1/reports/{rid}/items/river").json()["evidence"]
+        by_doc = {e["document_id"]: e for e in evidence}
+        assert by_doc["quiz-page"]["document_chars"] == len(CORPUS[0]["text"])
+        assert by_doc["long"]["document_chars"] == len(long_doc["text"])
+        page = c.get(f"/reports/{rid}/items/river").text
+        texts = re.findall(r'<div class="text">(.*?)</div>', page, re.S)[-2:]  # the evidence, best first
+        whole = next(t for t in texts if t.startswith("Quiz night!"))
+        cut = next(t for t in texts if not t.startswith("Quiz night!"))
+        assert not whole.endswith("…") and cut.startswith("…") and cut.endswith("…")
+        assert "<table" in c.get("/").text
+
+
 def test_the_upload_form_offers_only_corpora_holding_documents(migrated_url: str, index_corpus: IndexCorpus) -> None:
     """A corpus with no documents (its files all failed) was offered, and ticking it gave a 409."""
     from contam.app.services.indexing import open_corpus
