@@ -63,7 +63,7 @@ from contam.app.services.indexing import (
     renew_claims,
     take_claim,
 )
-from contam.indexer.job import batches, file_identity
+from contam.indexer.job import batches, file_identity, unreadable
 from contam.indexer.options import IndexOptions
 from contam.indexer.postings import PostingBuffer
 from contam.indexer.progress import NoProgress, Progress
@@ -172,7 +172,11 @@ class IndexWorker:
         out: list[Outcome] = []
         for path in paths:
             p = Path(path)
-            size, chash = p.stat().st_size, file_identity(p, self.opts)
+            try:
+                size, chash = p.stat().st_size, file_identity(p, self.opts)
+            except OSError as exc:
+                out.append(Outcome(unreadable(p, exc)))
+                continue
             if file_indexed(self.engine, self.corpus_id, chash):
                 out.append(Outcome(FileReport(path, "unchanged", bytes=size), content_hash=chash))
                 continue
@@ -253,6 +257,14 @@ def take_group(pending: deque[str], sizes: dict[str, int], cap: int) -> list[str
         group.append(pending.popleft())
         size += sizes[group[-1]]
     return group
+
+
+def _size(path: Path) -> int:
+    """A file's size on disk; 0 for one that cannot be read (its worker reports it failed)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _again(size: int, path: str, content_hash: str = "") -> Outcome:
@@ -446,7 +458,7 @@ class _Scheduler:
         cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
         self.limit = max(1, job.tasks or cpus)
         self.actor_class = ray.remote(IndexWorker).options(num_cpus=1, max_restarts=0)
-        self.sizes = {str(p): p.stat().st_size for p in files}
+        self.sizes = {str(p): _size(p) for p in files}
         self.group_bytes = min(job.opts.commit_bytes, sum(self.sizes.values()) // (2 * self.limit))
         self.crashes: Counter[str] = Counter()
         self.later: list[tuple[float, str, str]] = []  # (when, path, content hash) of busy files

@@ -55,6 +55,11 @@ def file_identity(path: Path, opts: IndexOptions) -> str:
     return h.hexdigest()
 
 
+def unreadable(path: Path, exc: OSError) -> FileReport:
+    """The report of a file that cannot be opened or read (no permission, a link to nothing)."""
+    return FileReport(str(path), "failed", error=f"{path}: cannot be read ({exc.strerror or exc})")
+
+
 def batches(docs: Iterator[RawDocument], opts: IndexOptions) -> Iterator[list[RawDocument]]:
     """Documents in batches of `batch_size` documents or `batch_bytes` of text, whichever is first."""
     batch: list[RawDocument] = []
@@ -161,8 +166,12 @@ class IndexJob:
 
     def _send(self, path: Path, writer: Writer, corpus_id: int, queued: set[str], unchanged: list[FileReport]) -> None:
         """Hand one file to the writer (its batches signed by the workers), unless already indexed."""
-        size = path.stat().st_size
-        chash = file_identity(path, self.opts)
+        try:
+            size, chash = path.stat().st_size, file_identity(path, self.opts)
+        except OSError as exc:  # failed alone, the rest indexed (no record: it has no content to key it by)
+            unchanged.append(report := unreadable(path, exc))
+            self.progress.file_finished(report)
+            return
         if chash in queued:  # the content of a file of this run: its outcome, once known (_twins)
             self._twins.append((path, size, self._first[chash]))
             return

@@ -76,11 +76,21 @@ HF_METADATA = ("state.json", "dataset_info.json", "dataset_dict.json")
 def _files_in(folder: Path) -> list[Path]:
     """The corpus files under a folder (recursive), resolved; save_to_disk metadata left out."""
     return [
-        (Path(root) / f).resolve()
+        _resolved(Path(root) / f)
         for root, _dirs, files in os.walk(folder)
         for f in files
         if corpus_format(Path(f)) and f not in HF_METADATA
     ]
+
+
+def _resolved(path: Path) -> Path:
+    """The path resolved, or as it is where it cannot be (a loop of links) or is nothing (a link
+    to nothing): the indexer then fails that file alone, naming it."""
+    try:
+        real = path.resolve()
+    except (RuntimeError, OSError):
+        return path.absolute()
+    return real if real.exists() else path.absolute()
 
 
 def files_not_read(paths: list[Path]) -> Counter[str]:
@@ -105,7 +115,8 @@ def find_files(paths: list[Path]) -> list[Path]:
     found: dict[str, Path] = {}
     for p in paths:
         if not p.exists():
-            raise InputError(f"no such file or directory: {p}")
+            what = "a link to nothing, or a loop of links" if p.is_symlink() else "no such file or directory"
+            raise InputError(f"{what}: {p}")
         if p.is_dir():
             in_dir = _files_in(p)
             if not in_dir:

@@ -142,6 +142,28 @@ def test_corrupt_file_fails_alone_and_exit_code(migrated_url: str, tmp_path: Pat
     assert rerun.exit_code == 1 and '"files_unchanged": 2' in rerun.output
 
 
+def test_a_file_that_cannot_be_opened_fails_alone(migrated_url: str, tmp_path: Path) -> None:
+    """A link to nothing or a loop of links in a folder stopped the whole run ("error:
+    FileNotFoundError", "RuntimeError: Symlink loop"), the files after it never indexed, and
+    every rerun stopped there again: each fails alone, named, and the rest are indexed."""
+    folder = tmp_path / "c"
+    folder.mkdir()
+    for name in ("a", "z"):
+        write_jsonl(folder / f"{name}.jsonl", make_docs(3, 40, ord(name), name))
+    (folder / "gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    (folder / "x.jsonl").symlink_to(folder / "y.jsonl")
+    (folder / "y.jsonl").symlink_to(folder / "x.jsonl")
+    args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none"]
+    result = CliRunner().invoke(cli, [*args, str(folder)])
+    assert result.exit_code == 1, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["files_indexed"], summary["files_failed"], summary["documents"]) == (2, 3, 6)
+    assert f"{folder / 'gone.jsonl'}: cannot be read (No such file or directory)" in result.stderr
+    assert f"{folder / 'x.jsonl'}: cannot be read (Too many levels of symbolic links)" in result.stderr
+    given = CliRunner().invoke(cli, [*args, str(folder / "x.jsonl")])
+    assert given.exit_code == 2 and f"a link to nothing, or a loop of links: {folder / 'x.jsonl'}" in given.output
+
+
 def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url: str, tmp_path: Path) -> None:
     """A record of invalid UTF-8 (Latin-1 from an old tool) is indexed with replacement
     characters: the summary, the progress log and the corpus's health say it was repaired, and

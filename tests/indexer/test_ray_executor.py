@@ -104,16 +104,20 @@ def test_ray_index_equals_local_index(
     write_jsonl(tmp_path / "c" / "g.jsonl.gz", make_docs(20, 400, 7, "g"), gz=True)
     blob = gzip.compress("".join(json.dumps(d) + "\n" for d in make_docs(300, 60, 8, "x")).encode())
     (tmp_path / "c" / "broken.jsonl.gz").write_bytes(blob[: len(blob) // 2])
+    (tmp_path / "c" / "gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")  # fails alone, unrecorded
     local = index_corpus(pg_url, [tmp_path / "c"], "web", workers=2, batch_size=7)
     # one task at a time: groups of half the corpus, the first holding the broken file (rolled
     # back, recorded as failed, its companions indexed again)
     ours = ray_index(other_pg_url, [tmp_path / "c"], batch_size=7, tasks=1)
     assert ours.as_dict() | {"seconds": 0, "mb_per_s": 0} == local.as_dict() | {"seconds": 0, "mb_per_s": 0}
     assert [(f.path, f.status) for f in ours.files] == [(f.path, f.status) for f in local.files]
-    assert ours.as_dict()["files_failed"] == 1 and ours.as_dict()["files_indexed"] == len(files) + 1
+    assert ours.as_dict()["files_failed"] == 2 and ours.as_dict()["files_indexed"] == len(files) + 1
+    gone = next(f for f in ours.files if f.path.endswith("gone.jsonl"))
+    assert gone.status == "failed"
+    assert gone.error == f"{tmp_path / 'c' / 'gone.jsonl'}: cannot be read (No such file or directory)"
     assert snapshot(other_pg_url) == snapshot(pg_url)
     again = ray_index(other_pg_url, [tmp_path / "c"])  # the failed file is tried again, the rest unchanged
-    assert (again.as_dict()["files_unchanged"], again.as_dict()["files_failed"]) == (len(files) + 1, 1)
+    assert (again.as_dict()["files_unchanged"], again.as_dict()["files_failed"]) == (len(files) + 1, 2)
     assert snapshot(other_pg_url) == snapshot(pg_url) and counts(other_pg_url)[3] == 0
 
 
