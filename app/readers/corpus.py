@@ -367,9 +367,14 @@ def _text_of(value: Any, skipped: Counter[str]) -> str | None:
 
 
 def _id_of(value: Any, fallback: str) -> str:
+    """A record's id as the index can store it: NUL and lone surrogates (a JSON "\\ud800") are
+    replaced, as no database's text holds them (one such id stopped the whole run, every rerun too)."""
     if value is None or isinstance(value, (dict, list)):
         return fallback
-    return str(value)
+    text = str(value)
+    if "\x00" in text or not text.isascii():
+        text = text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+    return text
 
 
 class NestedTooDeep(Exception):

@@ -164,6 +164,25 @@ def test_a_file_that_cannot_be_opened_fails_alone(migrated_url: str, tmp_path: P
     assert given.exit_code == 2 and f"a link to nothing, or a loop of links: {folder / 'x.jsonl'}" in given.output
 
 
+def test_ids_no_database_holds_are_stored_replaced(migrated_url: str, tmp_path: Path) -> None:
+    """A NUL (PostgreSQL) or a lone surrogate (both backends) in one record's id stopped the whole
+    run with an encoding error naming no file, and every rerun the same: replaced, they index."""
+    lines = [
+        json.dumps({"id": "n\x00ul", "text": "a document whose id holds a nul character"}),
+        '{"id": "s\\ud800x", "text": "a document whose id holds a lone surrogate"}',
+        json.dumps({"id": "plain", "text": "a document with an ordinary id"}),
+    ]
+    (tmp_path / "odd.jsonl").write_text("\n".join(lines) + "\n")
+    args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none"]
+    result = CliRunner().invoke(cli, [*args, str(tmp_path / "odd.jsonl")])
+    assert result.exit_code == 0, result.output
+    eng = make_engine(migrated_url)
+    with eng.connect() as conn:
+        ids = conn.execute(text("SELECT external_id FROM document ORDER BY position")).scalars().all()
+    eng.dispose()
+    assert ids == ["n\ufffdul", "s?x", "plain"]
+
+
 def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url: str, tmp_path: Path) -> None:
     """A record of invalid UTF-8 (Latin-1 from an old tool) is indexed with replacement
     characters: the summary, the progress log and the corpus's health say it was repaired, and
