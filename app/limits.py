@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from contam.app.core.units import MiB, as_mib
 from contam.app.errors import LimitError
 
+MAX_ITEM_POSITION = 2**31 - 1  # the largest item position (`idx`) a report keeps: a 32-bit INTEGER column
+
 
 @dataclass(frozen=True)
 class Limits:

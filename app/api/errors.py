@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DataError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from contam.app.api.schemas import ErrorRead
@@ -21,7 +21,7 @@ from contam.app.errors import (
     StateError,
     UnavailableError,
 )
-from contam.app.services.database import unavailable_reason
+from contam.app.services.database import refused_value, unavailable_reason
 
 # The nearest class in an error's ancestry decides; anything else in the tree is a 400.
 STATUS: dict[type[ContamError], int] = {
@@ -64,6 +64,13 @@ async def database_error(_req: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(body, status_code=503, headers=RETRY_AFTER)
 
 
+async def data_error(_req: Request, exc: Exception) -> JSONResponse:
+    """A value of the request the database refuses to store or compare (a NUL character, which
+    PostgreSQL's text never holds): a 422 naming it, never a 500."""
+    assert isinstance(exc, DataError)
+    return JSONResponse(error_body(refused_value(exc)), status_code=422)
+
+
 def _problems(exc: RequestValidationError) -> list[dict[str, Any]]:
     """Where and what, without echoing the input: it may be huge, bytes, or a float JSON
     cannot carry (1e999, NaN), and the answer must always be JSON."""
@@ -88,3 +95,4 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(OperationalError, database_error)
+    app.add_exception_handler(DataError, data_error)

@@ -28,6 +28,12 @@ def unavailable_reason(exc: DBAPIError) -> str:
     return (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
 
 
+def refused_value(exc: DBAPIError) -> str:
+    """What to tell the sender of a value the database refused (DataError: a NUL character,
+    which PostgreSQL's text never holds; a number out of a column's range)."""
+    return f"the request holds a value the database cannot take: {unavailable_reason(exc)}"
+
+
 def retrying(
     what: str, work: Callable[[], T], seconds: float = RETRY_SECONDS, stop: Callable[[], bool] = lambda: False
 ) -> T:

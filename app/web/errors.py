@@ -11,7 +11,7 @@ from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DataError, OperationalError
 
 from contam.app.errors import (
     ConfigError,
@@ -22,7 +22,7 @@ from contam.app.errors import (
     StateError,
     UnavailableError,
 )
-from contam.app.services.database import unavailable_reason
+from contam.app.services.database import refused_value, unavailable_reason
 from contam.app.web.rendering import render
 
 # The nearest class in an error's ancestry decides: (HTTP status, page title).
@@ -77,5 +77,7 @@ class PageRoute(APIRoute):
             except OperationalError as exc:  # the database is away: say so, never a 500
                 reason = f"the database is unavailable; try again shortly ({unavailable_reason(exc)})"
                 return error_page(request, UnavailableError(reason))
+            except DataError as exc:  # a value the database refuses (a NUL in the address, on PostgreSQL)
+                return error_page(request, InputError(refused_value(exc)))
 
         return page

@@ -22,6 +22,7 @@ from contam.app.core.items import SCORED_ROLES
 from contam.app.core.scoring import shared_spans, split_marked
 from contam.app.core.types import Status
 from contam.app.errors import ContamError, InputError
+from contam.app.limits import MAX_ITEM_POSITION
 from contam.app.readers.benchmark import UPLOAD_SUFFIXES
 from contam.app.services.reports import spooled
 from contam.app.web.errors import LoginRequired, PageRoute, page_status
@@ -165,7 +166,11 @@ def items_page(
 
 @signed_in.get("/reports/{report_id}/items/{item_id:path}")
 def item_page(
-    request: Request, report_id: str, item_id: str, svc: ReportServiceDep, idx: int | None = Query(None, ge=0)
+    request: Request,
+    report_id: str,
+    item_id: str,
+    svc: ReportServiceDep,
+    idx: int | None = Query(None, ge=0, le=MAX_ITEM_POSITION),
 ) -> HTMLResponse:
     rep = svc.get(report_id)
     it = svc.item(report_id, item_id, idx)

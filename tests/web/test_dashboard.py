@@ -198,6 +198,30 @@ def test_domain_errors_are_pages_never_500(migrated_url: str, tmp_path: Path, in
             assert r.status_code == code and message in r.text and 'id="upload-form"' in r.text
 
 
+def test_nul_characters_and_huge_positions_are_refused_never_500(
+    migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """PostgreSQL's text never holds NUL: a NUL in an address, a query or a form field was a 500
+    there (psycopg's DataError), and an item position past a 32-bit column's range was a 500 on
+    both backends (a bad-input probe). A value the database refuses is the sender's mistake."""
+    index_corpus(migrated_url, CORPUS)
+    with TestClient(create_app(Settings(database_url=migrated_url)), raise_server_exceptions=False) as c:
+        upload = {"file": ("q.jsonl", _bench_file(tmp_path).read_bytes())}
+        rid = c.post("/api/v1/benchmarks", files=upload).json()["id"]
+        api = ["/api/v1/reports/%00", f"/api/v1/reports/{rid}/items?q=%00", f"/api/v1/reports/{rid}/items/%00"]
+        api += ["/api/v1/corpora/%00", f"/api/v1/reports/{rid}/items/river?idx=2147483648"]
+        api += [f"/api/v1/reports/{rid}/items/river?idx=99999999999999999999"]
+        pages = ["/reports/%00", "/items?q=%00", "/items?corpus=%00", f"/reports/{rid}/items/river?idx=2147483648"]
+        for path in api + pages:
+            r = c.get(path)
+            assert r.status_code < 500 and (r.status_code == 422 or "idx=" not in path), (path, r.status_code)
+            kind = "application/json" if path.startswith("/api") else "text/html"
+            assert r.headers["content-type"].startswith(kind), path
+        assert c.delete("/api/v1/corpora/%00").status_code in (404, 422)
+        named = c.post("/api/v1/benchmarks", files=upload, data={"name": "a\x00b"})
+        assert named.status_code in (202, 422), named.text
+
+
 def test_dashboard_requires_login_when_keys_are_set(migrated_url: str, index_corpus: IndexCorpus) -> None:
     index_corpus(migrated_url, CORPUS)
     with TestClient(create_app(Settings(database_url=migrated_url, api_keys="secret"))) as c:

@@ -25,7 +25,7 @@ from contam.app.api.schemas import (
 from contam.app.core.items import SCORED_ROLES
 from contam.app.core.types import Status
 from contam.app.errors import InputError
-from contam.app.limits import Limits, check_json_depth
+from contam.app.limits import MAX_ITEM_POSITION, Limits, check_json_depth
 from contam.app.readers.benchmark import BENCHMARK_TYPES
 from contam.app.services.reports import spooled
 
@@ -141,7 +141,9 @@ def get_item(
     report_id: str,
     item_id: str,
     svc: ReportServiceDep,
-    idx: int | None = Query(None, ge=0, description="the item's position (its `idx`), for ids several items share"),
+    idx: int | None = Query(
+        None, ge=0, le=MAX_ITEM_POSITION, description="the item's position (its `idx`), for ids several items share"
+    ),
 ) -> dict[str, Any]:
     """One item with its metrics and every evidence match (422 naming their idx when several
     items share the id and no idx is given)."""
