@@ -111,7 +111,7 @@ def index(
     corpus: CorpusOpt,
     text_field: TextFieldOpt = OPTS.text_field,
     id_field: IdFieldOpt = OPTS.id_field,
-    limit: Annotated[int | None, typer.Option(help="at most this many documents per file")] = OPTS.limit,
+    limit: Annotated[int | None, typer.Option(min=1, help="at most this many documents per file")] = OPTS.limit,
     workers: WorkersOpt = 0,
     batch_size: BatchSizeOpt = None,
     ngram: Annotated[int, typer.Option(help="words per exact-channel n-gram")] = SIG.ngram_n,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contam.app.core.units import mib_to_bytes
+from contam.app.errors import ConfigError
 from contam.app.settings import Settings
 
 
@@ -29,6 +30,10 @@ class IndexOptions:
     merge_fanout: int = 0
     commit_bytes: int = 256 << 20  # text per transaction (256 MiB): small files are committed in groups
     commit_seconds: float = 30.0  # or this long: other writers (report jobs) wait at most ~this
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 1:  # 0 and -1 each took one document a file
+            raise ConfigError(f"limit must be at least 1 document per file (or none), not {self.limit}")
 
     def extraction(self) -> dict[str, Any]:
         """The settings that decide which documents a file gives (part of a file's identity)."""

@@ -263,11 +263,13 @@ def decompress(data: Source, comp: str | None, filename: str, max_bytes: int = L
         return stream.read()
 
 
-def _text(data: bytes, filename: str) -> str:
+def _text(data: bytes, filename: str, first_line: int = 1) -> str:
+    """`data` (which starts at line `first_line` of the file) as text; bytes that are not UTF-8
+    are an error naming their line."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + first_line
         raise InputError(
             f"{filename}: not UTF-8 text (invalid byte at line {line}); re-encode the file as UTF-8"
         ) from exc
@@ -277,7 +279,7 @@ def _jsonl(stream: BinaryIO, filename: str) -> Iterator[tuple[int, dict[str, Any
     for lineno, line in enumerate(stream, 1):
         if not line.strip():
             continue
-        text = _text(line, filename) if lineno > 1 else _text(line, filename).lstrip("\ufeff")
+        text = _text(line, filename, lineno) if lineno > 1 else _text(line, filename).lstrip("\ufeff")
         try:  # without its line ending: a line cut short mid-string is then "unexpected end of
             # data", not an "unexpected control character" (the newline) inside the string
             obj = orjson.loads(text.rstrip("\r\n"))

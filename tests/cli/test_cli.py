@@ -213,6 +213,8 @@ def test_domain_errors_are_one_line_and_exit_code_2(migrated_url: str, tmp_path:
         (["index", "--corpus", "web", "--ngram", "7", *base, str(tmp_path)], "error: corpus 'web' was indexed"),
         (["index", "--corpus", "web", "--no-store-text", *base, str(tmp_path)], "store_text=True; keep it the same"),
         (["index", "--corpus", "web", *base, str(tmp_path / "missing")], "error: no such file or directory"),
+        # 0 and -1 each took one document a file, and recorded the file as indexed so
+        (["index", "--corpus", "web", "--limit", "0", *base, str(tmp_path)], "'--limit': Input should be greater"),
         (["db", "upgrade", "--db", "mysql://nowhere/x"], "error: unsupported database URL"),
         # a driver that is not installed: was "ModuleNotFoundError: No module named 'psycopg2'"
         (["db", "upgrade", "--db", "postgresql+psycopg2://u:pw@nowhere/x"], "error: unsupported database driver"),

@@ -569,6 +569,14 @@ def test_review_cases_of_layouts_and_answers() -> None:
     assert _answers([long]) == ["7" * 5000]
 
 
+def test_a_jsonl_byte_that_is_not_utf8_is_named_by_its_line() -> None:
+    """Each line was decoded on its own and the line counted within it: always "line 1"."""
+    lines = [json.dumps({"question": f"Question number {k}?"}).encode() for k in range(1000)]
+    lines[899] = lines[899].replace(b"number", b"caf\xe9")
+    with pytest.raises(InputError, match="invalid byte at line 900\\)"):
+        read_benchmark(b"\n".join(lines) + b"\n", "b.jsonl")
+
+
 def test_a_stray_quote_in_a_csv_is_refused_not_read_as_one_field() -> None:
     """A field opening with a quote that nothing closes swallowed every row after it into one
     question (5 rows read as 2 items, exit 0); the row is named instead."""
