@@ -302,6 +302,9 @@ def _csv(stream: BinaryIO, filename: str, delimiter: str, max_field: int) -> Ite
     try:
         if not reader.fieldnames:
             raise InputError(f"{filename}: no header row")
+        twice = [c for c in dict.fromkeys(reader.fieldnames) if reader.fieldnames.count(c) > 1]
+        if twice:  # a dict keeps the last of them: the other column's values were dropped unseen
+            raise InputError(f"{filename}: the header names column {twice[0]!r} twice; give each column its own name")
         for i, rec in enumerate(reader, 2):
             if None in rec:
                 raise InputError(f"{filename}: row {i} has more columns than the header")
@@ -1129,6 +1132,9 @@ def _sniffed_records(
     else:
         records = _stream_records(_then(head, stream), fmt, stem, limits)
     for row, rec in records:
+        if fmt != "json" and None in rec.values():  # csv's value for a column the row does not reach
+            layout = "the header" if header is None else "MMLU's layout (6)"
+            raise InputError(f"{stem}: row {row} has fewer columns than {layout}")
         yield row, csv_values(rec) if fmt != "json" else rec
 
 

@@ -577,6 +577,20 @@ def test_a_jsonl_byte_that_is_not_utf8_is_named_by_its_line() -> None:
         read_benchmark(b"\n".join(lines) + b"\n", "b.jsonl")
 
 
+def test_a_csv_row_short_of_columns_or_a_header_naming_one_twice_is_refused() -> None:
+    """Read as items, they lost text unseen: a row short of columns became empty fields (a
+    too_short item), a column named twice kept only its last values (a bad-input probe). A row
+    with more columns than the header was refused already."""
+    q = "Which river flows through the ancient city of Baghdad and joins the Euphrates"
+    with pytest.raises(InputError, match="b.csv: the header names column 'question' twice"):
+        read_benchmark(f"id,question,question\nd1,{q},dup\n".encode(), "b.csv")
+    with pytest.raises(InputError, match="b.csv: row 3 has fewer columns than the header"):
+        read_benchmark(f"id,question,answer\nr1,{q},T\nr2\n".encode(), "b.csv")
+    with pytest.raises(InputError, match="b.csv: row 2 has fewer columns than MMLU's layout"):
+        read_benchmark(f"{q},a,b,c,d,A\n{q},a,b,c,A\n".encode(), "b.csv")
+    assert len(read_benchmark(f"id,question,answer\nr1,{q},T\n,,\n".encode(), "b.csv")[0]) == 2  # empty, not short
+
+
 def test_a_stray_quote_in_a_csv_is_refused_not_read_as_one_field() -> None:
     """A field opening with a quote that nothing closes swallowed every row after it into one
     question (5 rows read as 2 items, exit 0); the row is named instead."""
