@@ -183,12 +183,14 @@ def _tell(summary: IndexSummary, paths: list[Path]) -> None:
             f"{sum(others.values())} file(s) in the folders not indexed, not a corpus format ({kinds})", err=True
         )
     skipped, repaired = summary.records()
-    for what, counts in (("left out", skipped), ("indexed with invalid UTF-8 replaced", repaired)):
+    for what, counts in (("left out", skipped), ("indexed with a repair", repaired)):
         if counts:  # said where it is seen too, not only in the JSON (`contam corpora NAME` keeps it)
             reasons = ", ".join(f"{k}={v}" for k, v in counts.items())
             typer.echo(f"{sum(counts.values())} record(s) {what}: {reasons}", err=True)
             _tell_where(summary, set(counts))
-    if repaired:  # Latin-1 from an old tool: its accented letters are lost, not its words
+    if repaired.get("missing_id"):  # --id-field names a field these records lack
+        typer.echo("  (missing_id: no --id-field in the record; it is named FILE:LINE instead)", err=True)
+    if repaired.get("invalid_utf8_replaced"):  # Latin-1 from an old tool: its accented letters are lost, not its words
         typer.echo(
             "  (their bytes that are not UTF-8 became U+FFFD; to keep those characters, re-encode the file as "
             "UTF-8, e.g. iconv -f latin1 -t utf-8, and index it into a new corpus: indexed again here, the "

@@ -297,7 +297,8 @@ def _at(skipped: Counter[str], place: str) -> None:
 
 
 # reasons counted for records that were indexed, repaired, not left out
-REPAIRS = frozenset({"invalid_utf8_replaced"})
+REPAIRS = frozenset({"invalid_utf8_replaced", "missing_id"})  # missing_id: no --id-field, FILE:LINE its id
+DEFAULT_ID_FIELD = "id"  # optional: a record without it is named FILE:LINE; one named otherwise is asked for
 
 
 def split_counts(counts: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
@@ -490,6 +491,8 @@ def read_jsonl(
                 continue
             if repaired:
                 skipped["invalid_utf8_replaced"] += 1
+            if id_field != DEFAULT_ID_FIELD and obj.get(id_field) is None:  # a field asked for by name
+                skipped["missing_id"] += 1
             yield RawDocument(_id_of(obj.get(id_field), f"{path.name}:{lineno}"), lineno, text)
     except _COMPRESSION_ERRORS as exc:
         where = f" after line {lineno}" if lineno else ""
@@ -524,6 +527,7 @@ def read_parquet(path: Path, text_field: str, id_field: str, skipped: Counter[st
     names = pf.schema_arrow.names
     if text_field not in names:
         raise CorruptFileError(f"{path}: no column {text_field!r} (columns: {', '.join(names)}; {TEXT_FIELD_HINT})")
+    _has_id_column(path, id_field, names)
     cols = [text_field] + ([id_field] if id_field in names and id_field != text_field else [])
     row = 0
     try:
@@ -633,12 +637,20 @@ def read_arrow(path: Path, text_field: str, id_field: str, skipped: Counter[str]
                 raise CorruptFileError(
                     f"{path}: no column {text_field!r} (columns: {', '.join(names)}; {TEXT_FIELD_HINT})"
                 )
+            _has_id_column(path, id_field, names)
             texts = batch.column(text_field).to_pylist()
             ids = batch.column(id_field).to_pylist() if id_field in names else [None] * len(texts)
             yield from _batch_documents(path, texts, ids, row, skipped)
             row += len(texts)
     except (pa.ArrowException, OSError) as exc:
         raise CorruptFileError(f"{path}: corrupt Arrow data after row {row} ({exc})") from exc
+
+
+def _has_id_column(path: Path, id_field: str, names: list[str]) -> None:
+    """A table without the id column asked for by name (--id-field) fails, as one without the
+    text column does: it was indexed with FILE:ROW ids, silently."""
+    if id_field != DEFAULT_ID_FIELD and id_field not in names:
+        raise CorruptFileError(f"{path}: no column {id_field!r} (columns: {', '.join(names)}; --id-field names it)")
 
 
 def _batch_documents(

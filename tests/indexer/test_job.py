@@ -183,6 +183,27 @@ def test_ids_no_database_holds_are_stored_replaced(migrated_url: str, tmp_path: 
     assert ids == ["n\ufffdul", "s?x", "plain"]
 
 
+def test_an_id_field_named_and_missing_is_told(migrated_url: str, tmp_path: Path) -> None:
+    """--id-field naming a field the records lack was ignored in silence (the documents got
+    FILE:LINE ids), where a missing --text-field fails the file: a table without the column fails
+    as well, and JSON records without it are counted (indexed, named FILE:LINE)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    write_jsonl(tmp_path / "a.jsonl", make_docs(3, 40, 1, "a"))
+    table = pa.table({"id": ["p1"], "text": ["a parquet document with a few words in it"]})
+    pq.write_table(table, tmp_path / "t.parquet")
+    args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none"]
+    result = CliRunner().invoke(cli, [*args, "--id-field", "nosuch", str(tmp_path)])
+    assert result.exit_code == 1
+    summary = json.loads(result.stdout)
+    assert summary["repaired"] == {"missing_id": 3} and summary["files_failed"] == 1
+    assert f"{tmp_path / 't.parquet'}: no column 'nosuch' (columns: id, text; --id-field names it)" in result.stderr
+    assert "3 record(s) indexed with a repair: missing_id=3" in result.stderr
+    again = CliRunner().invoke(cli, [*args, "--corpus", "d", str(tmp_path)])  # the default id: optional, not told
+    assert again.exit_code == 0 and json.loads(again.stdout)["repaired"] == {}
+
+
 def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url: str, tmp_path: Path) -> None:
     """A record of invalid UTF-8 (Latin-1 from an old tool) is indexed with replacement
     characters: the summary, the progress log and the corpus's health say it was repaired, and
@@ -211,7 +232,7 @@ def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url
     # and where they were, file by file (counts alone sent users through the file looking)
     assert f"  {path}: missing_text at line 2; malformed_json at line 4" in result.stderr
     assert f"  {path}: invalid_utf8_replaced at line 1" in result.stderr
-    assert "1 record(s) indexed with invalid UTF-8 replaced: invalid_utf8_replaced=1" in result.stderr
+    assert "1 record(s) indexed with a repair: invalid_utf8_replaced=1" in result.stderr
     assert "iconv -f latin1 -t utf-8, and index it into a new corpus" in result.stderr  # what to do about it
     assert "re-encode it as UTF-8" in result.stderr and "repaired" not in result.stderr.split("wide.jsonl")[-1]
     # old.jsonl, in the failed file's commit group, is indexed again under its own number ([3/2] before)
