@@ -972,7 +972,11 @@ def iter_benchmark(
             if used is not None:
                 used.update(found)
         if not any(_has(rec, x) for x in _fields(found["question"])):
-            raise InputError(f"{filename}: row {row} has no field {found['question']!r} (mapped to question)")
+            how = "the question, as the field mapping names it" if "question" in given else "the first row's question"
+            raise InputError(
+                f"{filename}: row {row} has no field {found['question']!r} ({how}); "
+                f"its fields: {', '.join(sorted(rec)) or 'none'}"
+            )
         item = to_item(n, rec, found, base, keep_raw)
         _check_item(item, filename, row, limits)
         n += 1

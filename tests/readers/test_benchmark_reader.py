@@ -354,6 +354,20 @@ def test_a_benchmark_with_no_question_field_is_told_how_to_name_it() -> None:
     assert "contam scan --fields question=<field>" in exc.value.message and "`mapping`" in exc.value.message
 
 
+def test_a_row_without_the_question_field_names_the_fields_it_has() -> None:
+    """ "row 1 has no field 'qq' (mapped to question)" named neither where the name came from nor
+    what the row holds (the indexer's error lists the fields it saw; a new user's trial)."""
+    rows = b'{"id": "a", "question": "what is the capital city of france"}\n{"id": "b", "prompt": "x"}\n'
+    with pytest.raises(
+        InputError, match=r"row 2 has no field 'question' \(the first row's question\); its fields: id, prompt"
+    ):
+        read_benchmark(rows, "b.jsonl")
+    with pytest.raises(
+        InputError, match=r"row 1 has no field 'qq' \(the question, as the field mapping names it\); its"
+    ):
+        read_benchmark(rows, "b.jsonl", {"question": "qq"})
+
+
 def _answers(rows: list[dict], name: str = "b.jsonl") -> list[str]:
     items, _mapping = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), name)
     return [it.answer for it in items]
