@@ -20,8 +20,14 @@ from contam.app.limits import Limits, check_json_depth, exceeded
 FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 
 
-def too_large(limit: str, value: int, what: str) -> HTTPException:
-    return HTTPException(413, exceeded(limit, value, what).message)
+class TooLarge(HTTPException):
+    """A 413 raised while a body is read (an HTTPException passes FastAPI's body parsing
+    unchanged), keeping the LimitError's detail: {"limit": setting, "value": bytes}."""
+
+    def __init__(self, limit: str, value: int, what: str) -> None:
+        refused = exceeded(limit, value, what)
+        super().__init__(413, refused.message)
+        self.limit_detail = refused.detail
 
 
 class BodyLimit:
@@ -32,11 +38,11 @@ class BodyLimit:
     def __init__(self, app: ASGIApp, upload_bytes: int, limits: Limits) -> None:
         self.app, self.upload_bytes, self.json_bytes = app, upload_bytes, limits.json_body_bytes
 
-    def _limit(self, headers: Headers) -> tuple[HTTPException, int]:
+    def _limit(self, headers: Headers) -> tuple[TooLarge, int]:
         """The refusal and the bytes allowed before it (a form: the file's limit and a MiB)."""
         if headers.get("content-type", "").lower().startswith(FORM_TYPES):
-            return too_large("upload_bytes", self.upload_bytes, "the upload"), self.upload_bytes + MiB
-        return too_large("json_body_bytes", self.json_bytes, "the request body"), self.json_bytes
+            return TooLarge("upload_bytes", self.upload_bytes, "the upload"), self.upload_bytes + MiB
+        return TooLarge("json_body_bytes", self.json_bytes, "the request body"), self.json_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -61,15 +67,11 @@ class BodyLimit:
         await self.app(scope, counted, send)
 
 
-async def _answer_413(send: Send, exc: HTTPException) -> None:
-    body = b'{"error":' + _json_string(exc.detail) + b',"detail":null}'
+async def _answer_413(send: Send, exc: TooLarge) -> None:
+    body = json.dumps({"error": exc.detail, "detail": exc.limit_detail}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": 413, "headers": headers})
     await send({"type": "http.response.body", "body": body})
-
-
-def _json_string(text: str) -> bytes:
-    return json.dumps(text).encode()
 
 
 def is_json(content_type: str) -> bool:

@@ -87,7 +87,8 @@ async def validation_error(_req: Request, exc: Exception) -> JSONResponse:
 
 async def http_error(_req: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    return JSONResponse(error_body(str(exc.detail)), status_code=exc.status_code, headers=exc.headers)
+    detail = getattr(exc, "limit_detail", None)  # a body over its limit (bodies.TooLarge): the setting and value
+    return JSONResponse(error_body(str(exc.detail), detail), status_code=exc.status_code, headers=exc.headers)
 
 
 def install(app: FastAPI) -> None:

@@ -138,6 +138,10 @@ def test_bodies_are_counted_as_they_arrive_even_without_content_length(small: Te
         "/api/v1/benchmarks", content=upload(), headers={"content-type": f"multipart/form-data; boundary={boundary}"}
     )
     assert r.status_code == 413 and "CONTAM_MAX_UPLOAD_MB" in r.json()["error"] and "1.0 MiB" in r.json()["error"]
+    # the detail the README promises, as every other limit gives it (it was null for the body's size)
+    assert r.json()["detail"] == {"limit": "CONTAM_MAX_UPLOAD_MB", "value": 1 << 20}
+    sized = small.post("/api/v1/benchmarks", files={"file": ("b.jsonl", b" " * (2 << 20))})  # Content-Length says
+    assert sized.status_code == 413 and sized.json()["detail"] == {"limit": "CONTAM_MAX_UPLOAD_MB", "value": 1 << 20}
 
 
 def test_csv_fields_are_limited_and_bad_text_is_a_422(small: TestClient) -> None:
