@@ -85,6 +85,9 @@ class DocMatch:
     break_bits: float = 0.0
     own_bits_total: float = 0.0  # information in all of the item's own text here
     bits_total: float = 0.0
+    # (document token start, size) of a short answer found after the question apart from the
+    # alignment (a long one, or a solution, is found by it: its blocks show it); None otherwise
+    answer_at: tuple[int, int] | None = None
     # role code -> (role_coverage, own_role_coverage): the verdict and the score ask several times
     _roles: dict[int, tuple[float, float | None]] = field(default_factory=dict, repr=False, compare=False)
 
@@ -318,6 +321,7 @@ def match_document(
     rare_run, rare_tokens = _rare(p, stats, present, own_hit, th)
     piece = math.log2(max(2, hi - lo))  # bits to place one more piece in the region (`breaks`)
     cost, own_cost = (breaks(p, sel, matched, al.doc_pos, region.ids, piece) for sel in (matched, own_hit))
+    answer_found, answer_at = _answer_found(p, al, matched, region.ids, solution_held)
     return DocMatch(
         doc=doc_id,
         matched=matched,
@@ -326,7 +330,8 @@ def match_document(
         competitor=competitor,
         region=(lo, hi),
         blocks=_in_document(al.blocks, lo, src),
-        answer_found=_answer_found(p, al, matched, region.ids, solution_held),
+        answer_found=answer_found,
+        answer_at=_in_document([(0, answer_at[0], answer_at[1])], lo, src)[0][1:] if answer_at else None,
         passage_coverage=_passage_coverage(p, doc, n, ppos),
         passage_near=_passage_coverage(p, doc, n, ppos, (lo, hi)),
         near_window=window[0] if window else None,
@@ -776,47 +781,52 @@ def _solution_share(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> fl
     return share(own_hit[sel]) if count(sel) >= SOLUTION_MIN_TOKENS else 0.0
 
 
-def _answer_found(p: PreparedItem, al: Alignment, matched: np.ndarray, region: np.ndarray, solution: float) -> bool:
-    """The answer follows the question in the document.
+def _answer_found(
+    p: PreparedItem, al: Alignment, matched: np.ndarray, region: np.ndarray, solution: float
+) -> tuple[bool, tuple[int, int] | None]:
+    """Whether the answer follows the question in the document, and where a short one was found
+    (region token start, size; None where the alignment shows it, or nothing was found).
 
     A long free-text answer must be at least half held. A short one (a number, a word, a
     repeated choice) must appear exactly within a few tokens after the question (after the
     choices, if they are listed); a repeated choice must appear twice when the other choices
-    are listed too, once as a choice and once as the answer.
+    are listed too, once as a choice and once as the answer (the last is where it is given).
     """
     if solution >= 0.5:  # half of the worked solution's own text held gives the answer away too
-        return True
+        return True, None
     answer_sel = p.role == ANSWER
     if len(p.answer_ids) == 0 and not answer_sel.any():
-        return False
+        return False, None
     if count(answer_sel) > 8:
-        return share(matched[answer_sel]) >= 0.5
+        return share(matched[answer_sel]) >= 0.5, None
     asked = (p.role == QUESTION) & al.matched
     if not asked.any():
-        return False
+        return False, None
     q_end = int(al.doc_pos[asked].max()) + 1
     needle = p.answer_ids if len(p.answer_ids) else p.ids[answer_sel]
     choices = [p.ids[s:e] for s, e, code in p.fields if code == CHOICES]
     width = ANSWER_WINDOW + 2 * len(needle) + sum(len(c) + 2 for c in choices)
     window = region[q_end : q_end + width]
-    hits, at = 0, 0
+    hits, at, last = 0, 0, -1
     while (k := find_sequence(window[at:], needle)) >= 0:
-        hits, at = hits + 1, at + k + len(needle)
+        hits, last, at = hits + 1, at + k, at + k + len(needle)
     others = [c for c in choices if not np.array_equal(c, needle)]
     listed = bool(others) and sum(find_sequence(window, c) >= 0 for c in others) * 2 >= len(others)
     if hits >= (2 if listed and len(p.answer_ids) else 1):
-        return True
+        return True, (q_end + last, len(needle))
+    if len(p.answer_ids):
+        return False, None
     # another accepted answer of a free-text answer: one or two words ("no", "1") right after the
     # question (an "Answer:" between), as chance puts such words anywhere in a wider window
     # ("no" is in 4-6% of 18-token windows of prose); a longer one in the answer's window
-    return not len(p.answer_ids) and any(
-        len(alt) <= 8
-        and find_sequence(
-            region[q_end : q_end + (SHORT_ALT_WINDOW if len(alt) <= 2 else ANSWER_WINDOW) + len(alt)], alt
-        )
-        >= 0
-        for alt in p.alternative_ids
-    )
+    for alt in p.alternative_ids:
+        if len(alt) <= 8:
+            k = find_sequence(
+                region[q_end : q_end + (SHORT_ALT_WINDOW if len(alt) <= 2 else ANSWER_WINDOW) + len(alt)], alt
+            )
+            if k >= 0:
+                return True, (q_end + k, len(alt))
+    return False, None
 
 
 def _shared_run(

@@ -479,9 +479,13 @@ class Scanner:
 
     @staticmethod
     def _evidence(doc: _Doc, m: DocMatch, status: Status) -> Evidence:
-        """The aligned part of the training text, its matched tokens highlighted."""
+        """The aligned part of the training text, its matched tokens highlighted, and where the
+        answer was found after the question when the document flags the item (a short answer is
+        found apart from the alignment: a choice aligned there may be another one)."""
         n_tok = len(doc.starts)
         used = [(b, size) for _a, b, size in m.blocks]
+        if m.answer_at is not None and status.flagged:
+            used.append(m.answer_at)
         lo = min((b for b, _s in used), default=m.region[0])
         hi = max((b + size for b, size in used), default=min(m.region[1], lo + 1))
         c_lo = int(doc.starts[lo]) if lo < n_tok else len(doc.text)

@@ -164,6 +164,20 @@ def test_pointer_only_text_is_read_from_its_field_or_the_scan_says_why_not(
     assert Scanner(engine, ["ptr"]).scan([ITEMS[0]])[0].score.status == "contaminated"
 
 
+def test_the_answer_found_after_the_question_is_highlighted(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """answer_found said yes, and the training text marked the question and a choice aligned with
+    it ("Scott") but not the answer where it was found ("Amundsen"; a new user's trial)."""
+    q = "Which Norwegian explorer led the first expedition to reach the geographic South Pole in December 1911?"
+    page = f"Trivia night. {q} The answer is Amundsen, who beat Scott by five weeks. Next round."
+    index_corpus(engine, [{"id": "trivia", "text": page}])
+    item = BenchmarkItem("pole", 0, question=q, choices=("Scott", "Amundsen", "Shackleton", "Peary"), answer="Amundsen")
+    r = Scanner(engine).scan([item])[0]
+    assert r.score.status == "contaminated" and r.score.answer_found
+    ev = r.evidence[0]
+    marked = [ev.excerpt[a:b] for a, b in ev.highlights]
+    assert any("Amundsen" in m for m in marked), marked
+
+
 def test_engine_fixture_is_real(migrated_url: str) -> None:
     eng = make_engine(migrated_url)
     assert eng.dialect.name in ("sqlite", "postgresql")
