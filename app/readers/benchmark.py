@@ -1359,7 +1359,11 @@ def _harness(rec: dict[str, Any]) -> dict[str, Any] | None:
     if not pairs or not isinstance(pairs[0][0], str):
         return None
     conts = [c for _, c in pairs if isinstance(c, str)]
-    out: dict[str, Any] = {"id": rec["doc_id"], "prompt": pairs[0][0], "target": rec.get("target")}
+    # the benchmark's own id where the document has one (ARC's "Mercury_7175875"), else the
+    # harness's position: the samples' ids were 0..n-1 beside documents that named themselves
+    own = rec["doc"].get("id")
+    ident = own if isinstance(own, str | int) and not isinstance(own, bool) and own != "" else rec["doc_id"]
+    out: dict[str, Any] = {"id": ident, "prompt": pairs[0][0], "target": rec.get("target")}
     return out | ({"choices": conts} if len(conts) > 1 else {})
 
 

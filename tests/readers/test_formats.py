@@ -102,7 +102,12 @@ def test_lm_evaluation_harness_samples_check_the_prompt_the_model_saw() -> None:
     prompt = "Question: What is 2+2?\nAnswer: 4\n\nQuestion: Which river flows through Baghdad?\nAnswer:"
     mc = {
         "doc_id": 7,
-        "doc": {"question": "Which river flows through Baghdad?", "choices": ["Nile", "Tigris"], "answer": 1},
+        "doc": {
+            "id": "q-river",
+            "question": "Which river flows through Baghdad?",
+            "choices": ["Nile", "Tigris"],
+            "answer": 1,
+        },
         "target": 1,
         "arguments": {
             "gen_args_0": {"arg_0": prompt, "arg_1": " Nile"},
@@ -116,6 +121,7 @@ def test_lm_evaluation_harness_samples_check_the_prompt_the_model_saw() -> None:
     assert used == {"question": "prompt", "choices": "choices", "answer": "target", "id": "id", "answer_base": "0"}
     assert items[0].question == prompt and items[0].choices == (" Nile", " Tigris") and items[0].answer == " Tigris"
     assert items[1].question == prompt and items[1].answer == "4" and items[1].item_id == "8"
+    assert items[0].item_id == "q-river"  # the document's own id, not the harness's position (7)
 
 
 def test_arrow_file_and_save_to_disk_folder(tmp_path: Path) -> None:
