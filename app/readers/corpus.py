@@ -1,9 +1,9 @@
 """Corpus files -> iterator of RawDocument, counting every skipped record by reason.
 
 Formats, by file name: *.jsonl / *.ndjson / *.json (one JSON object a line), optionally
-.gz or .zst compressed; *.parquet; *.arrow (Arrow IPC, as Hugging Face save_to_disk writes;
-the folder's state.json and dataset_info.json are left out); *.txt (optionally .gz/.zst; the
-whole file is one document).
+.gz, .zst, .bz2 or .xz compressed; *.parquet; *.arrow (Arrow IPC, as Hugging Face save_to_disk
+writes; the folder's state.json and dataset_info.json are left out); *.txt (optionally
+compressed the same ways; the whole file is one document).
 Bad records never stop a file: each is counted in `skipped` under a reason, as is a record
 kept with a repair (REPAIRS: invalid UTF-8 read with replacement characters), which
 `split_counts` tells apart from the records left out. A file that cannot
@@ -13,11 +13,13 @@ CorruptFileError, so the caller can record it as failed and roll back what it re
 
 from __future__ import annotations
 
+import bz2
 import codecs
 import contextlib
 import gzip
 import io
 import json
+import lzma
 import os
 import zlib
 from collections import Counter
@@ -38,9 +40,9 @@ if TYPE_CHECKING:  # imported where Parquet or Arrow is read: an indexer of JSON
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 MAX_RECORD_DEPTH = 1024  # nesting of a JSON record (a JSON line's is orjson's, the same)
 _JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
-_COMPRESSIONS = (".gz", ".zst", ".zstd")
+_COMPRESSIONS = (".gz", ".zst", ".zstd", ".bz2", ".xz")
 # What reading a truncated or corrupt compressed file raises.
-_COMPRESSION_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error, zstandard.ZstdError, OSError)
+_COMPRESSION_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error, zstandard.ZstdError, lzma.LZMAError, OSError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +70,7 @@ def corpus_format(path: Path) -> str | None:
     return None
 
 
-_READS = ".jsonl, .json, .ndjson, .parquet, .arrow or .txt, optionally .gz or .zst"
+_READS = ".jsonl, .json, .ndjson, .parquet, .arrow or .txt, optionally .gz, .zst, .bz2 or .xz"
 # A Hugging Face save_to_disk folder's own files, beside its Arrow data: not corpus text.
 HF_METADATA = ("state.json", "dataset_info.json", "dataset_dict.json")
 
@@ -130,7 +132,7 @@ def find_files(paths: list[Path]) -> list[Path]:
 
 
 def open_binary(path: Path) -> io.BufferedReader:
-    """The file's decompressed byte stream (gzip and zstd by name), as UTF-8 (as_utf8)."""
+    """The file's decompressed byte stream (gzip, zstd, bzip2 and xz by name), as UTF-8 (as_utf8)."""
     stream = _decompressed(path)
     return as_utf8(stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(cast(Any, stream), 1 << 20))
 
@@ -141,6 +143,10 @@ def _decompressed(path: Path) -> IO[bytes]:
         return cast(IO[bytes], gzip.open(path, "rb"))
     if name.endswith((".zst", ".zstd")):
         return cast(IO[bytes], ZstdReader(open(path, "rb")))
+    if name.endswith(".bz2"):
+        return cast(IO[bytes], bz2.open(path, "rb"))
+    if name.endswith(".xz"):
+        return cast(IO[bytes], lzma.open(path, "rb"))
     return open(path, "rb")
 
 

@@ -289,3 +289,21 @@ def test_skipped_records_say_where_they_were(tmp_path: Path) -> None:
     skipped = Skipped()
     list(read_documents(tmp_path / "c.parquet", skipped))
     assert skipped.where == {"missing_text": ["row 1"]}
+
+
+@pytest.mark.parametrize("suffix", [".bz2", ".xz"])
+def test_bzip2_and_xz_corpora_are_read_and_a_cut_one_fails(tmp_path: Path, suffix: str) -> None:
+    """Benchmarks took .bz2 and .xz; corpora were "unsupported file type" (a bad-input probe)."""
+    import bz2
+    import lzma
+
+    compress = bz2.compress if suffix == ".bz2" else lzma.compress
+    lines = "".join(json.dumps({"id": f"d{i}", "text": f"document number {i} " * 200}) + "\n" for i in range(200))
+    blob = compress(lines.encode())
+    (tmp_path / f"c.jsonl{suffix}").write_bytes(blob)
+    assert find_files([tmp_path]) == [(tmp_path / f"c.jsonl{suffix}").resolve()]
+    docs = list(read_documents(tmp_path / f"c.jsonl{suffix}", Counter()))
+    assert [d.external_id for d in docs] == [f"d{i}" for i in range(200)]
+    (tmp_path / f"cut.txt{suffix}").write_bytes(blob[: len(blob) // 2])
+    with pytest.raises(CorruptFileError, match=f"cut.txt{suffix}: cannot read to the end"):
+        list(read_documents(tmp_path / f"cut.txt{suffix}", Counter()))
