@@ -74,7 +74,13 @@ def reaching(url: str) -> Iterator[None]:
             raise ConfigError(
                 f"{shown_url(url)} is not an SQLite database (file is not a database): check the path"
             ) from exc
-        raise UnavailableError(f"the database is unavailable: {reason} ({shown_url(url)})") from exc
+        hint = ""
+        if "readonly database" in reason and make_url(url).get_backend_name() == "sqlite":
+            hint = (
+                "; SQLite writes its -wal and -shm files beside the database, even to read it: the file and its "
+                "folder must be writable"
+            )
+        raise UnavailableError(f"the database is unavailable: {reason} ({shown_url(url)}){hint}") from exc
 
 
 def migrate(url: str, revision: str = "head") -> None:

@@ -168,3 +168,24 @@ def test_a_stopping_server_does_not_wait_out_a_jobs_retries(indexed: Engine) -> 
     assert time.monotonic() - t0 < 10
     outage.start(0)
     assert svc.get(rid)["status"] == "running"  # stranded: resume_pending runs it again
+
+
+def test_a_sqlite_database_it_cannot_write_beside_says_the_folder_must_be_writable() -> None:
+    """SQLite in WAL mode writes its -wal and -shm files beside the database even to read it: in a
+    read-only folder `contam corpora` failed with "attempt to write a readonly database" alone (a
+    bad-input probe; run as root, the tests cannot make a folder read-only, so the driver's error
+    is raised here as SQLite raises it)."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    from contam.app.errors import UnavailableError
+    from contam.app.services.database import reaching
+
+    refused = OperationalError("SELECT 1", {}, sqlite3.OperationalError("attempt to write a readonly database"))
+    sqlite_error = r"\(sqlite:////srv/c.db\); SQLite writes its -wal and -shm files"
+    with pytest.raises(UnavailableError, match=sqlite_error), reaching("sqlite:////srv/c.db"):
+        raise refused
+    with pytest.raises(UnavailableError) as pg, reaching("postgresql://u@h/db"):
+        raise refused
+    assert "-wal" not in pg.value.message
