@@ -321,7 +321,6 @@ def match_document(
     rare_run, rare_tokens = _rare(p, stats, present, own_hit, th)
     piece = math.log2(max(2, hi - lo))  # bits to place one more piece in the region (`breaks`)
     cost, own_cost = (breaks(p, sel, matched, al.doc_pos, region.ids, piece) for sel in (matched, own_hit))
-    answer_found, answer_at = _answer_found(p, al, matched, region.ids, solution_held)
     return DocMatch(
         doc=doc_id,
         matched=matched,
@@ -330,8 +329,8 @@ def match_document(
         competitor=competitor,
         region=(lo, hi),
         blocks=_in_document(al.blocks, lo, src),
-        answer_found=answer_found,
-        answer_at=_in_document([(0, answer_at[0], answer_at[1])], lo, src)[0][1:] if answer_at else None,
+        answer_found=(answer := _answer_found(p, al, matched, region.ids, solution_held, lo, src))[0],
+        answer_at=answer[1],
         passage_coverage=_passage_coverage(p, doc, n, ppos),
         passage_near=_passage_coverage(p, doc, n, ppos, (lo, hi)),
         near_window=window[0] if window else None,
@@ -782,10 +781,17 @@ def _solution_share(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> fl
 
 
 def _answer_found(
-    p: PreparedItem, al: Alignment, matched: np.ndarray, region: np.ndarray, solution: float
+    p: PreparedItem,
+    al: Alignment,
+    matched: np.ndarray,
+    region: np.ndarray,
+    solution: float,
+    lo: int,
+    src: np.ndarray | None,
 ) -> tuple[bool, tuple[int, int] | None]:
     """Whether the answer follows the question in the document, and where a short one was found
-    (region token start, size; None where the alignment shows it, or nothing was found).
+    (document token start, size: _in_document places the region's tokens, which start at `lo`
+    or are mapped by `src`; None where the alignment shows it, or nothing was found).
 
     A long free-text answer must be at least half held. A short one (a number, a word, a
     repeated choice) must appear exactly within a few tokens after the question (after the
@@ -813,7 +819,7 @@ def _answer_found(
     others = [c for c in choices if not np.array_equal(c, needle)]
     listed = bool(others) and sum(find_sequence(window, c) >= 0 for c in others) * 2 >= len(others)
     if hits >= (2 if listed and len(p.answer_ids) else 1):
-        return True, (q_end + last, len(needle))
+        return True, _in_document([(0, q_end + last, len(needle))], lo, src)[0][1:]
     if len(p.answer_ids):
         return False, None
     # another accepted answer of a free-text answer: one or two words ("no", "1") right after the
@@ -825,7 +831,7 @@ def _answer_found(
                 region[q_end : q_end + (SHORT_ALT_WINDOW if len(alt) <= 2 else ANSWER_WINDOW) + len(alt)], alt
             )
             if k >= 0:
-                return True, (q_end + k, len(alt))
+                return True, _in_document([(0, q_end + k, len(alt))], lo, src)[0][1:]
     return False, None
 
 
