@@ -80,9 +80,17 @@ def _problems(exc: RequestValidationError) -> list[dict[str, Any]]:
     ]
 
 
+NO_FILE = (
+    "the upload holds no complete file part named `file`: send the benchmark as the multipart field `file` "
+    "(curl -F file=@bench.jsonl URL); a body cut off before the part's closing boundary loses it"
+)
+
+
 async def validation_error(_req: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    return JSONResponse(error_body("invalid request", _problems(exc)), status_code=422)
+    problems = _problems(exc)
+    no_file = any(p["loc"] == ["body", "file"] and p["type"] == "missing" for p in problems)
+    return JSONResponse(error_body(NO_FILE if no_file else "invalid request", problems), status_code=422)
 
 
 async def http_error(_req: Request, exc: Exception) -> JSONResponse:

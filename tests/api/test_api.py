@@ -445,6 +445,15 @@ def test_an_upload_sent_wrongly_is_told_what_is_wrong(client: TestClient) -> Non
         gc.collect()
     assert r.status_code == 422 and "form field file given more than once" in r.json()["error"]
     assert not [w for w in said if issubclass(w.category, ResourceWarning)], [str(w.message) for w in said]
+    # a body cut off inside its file part (no closing boundary) lost the part: "Field required"
+    head = b'--b0\r\nContent-Disposition: form-data; name="file"; filename="b.jsonl"\r\n\r\n'
+    cut = client.post(
+        "/api/v1/benchmarks", content=head + data, headers={"content-type": "multipart/form-data; boundary=b0"}
+    )
+    assert cut.status_code == 422 and cut.json()["error"].startswith(
+        "the upload holds no complete file part named `file`"
+    )
+    assert "cut off before the part's closing boundary" in cut.json()["error"]
     assert client.get("/api/v1/reports").json()["total"] == 0
     ok = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"name": "quiz"})
     assert ok.status_code == 202, ok.text
