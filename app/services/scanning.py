@@ -204,18 +204,18 @@ class Scanner:
 
     # ------------------------------------------------------------ documents
 
-    def _read(self, meta: dict[str, Any] | None) -> _Doc | None:
-        """A document read and tokenised (None if it is gone)."""
-        if meta is None:
-            return None
-        if meta["text"] is not None:
-            text = self._dctx.decompress(meta["text"]).decode("utf-8", "surrogatepass")
-        else:
-            text = self._text_from_source(meta)
-        hashes, starts, ends = token_hash_spans(text)
-        return _Doc(
-            {k: v for k, v in meta.items() if k != "text"}, text, starts, ends, DocTokens.of(hashes, self.cfg.ngram_n)
-        )
+    def _read(self, metas: Mapping[int, dict[str, Any]]) -> dict[int, _Doc]:
+        """The documents of these rows, read and tokenised: stored text decompressed, a pointer-only
+        document's text read again from its file, each file once (_texts_from_sources)."""
+        pointed = _texts_from_sources([m for m in metas.values() if m["text"] is None])
+        out = {}
+        for d, meta in metas.items():
+            stored = meta["text"]
+            text = pointed[d] if stored is None else self._dctx.decompress(stored).decode("utf-8", "surrogatepass")
+            hashes, starts, ends = token_hash_spans(text)
+            row = {k: v for k, v in meta.items() if k != "text"}
+            out[d] = _Doc(row, text, starts, ends, DocTokens.of(hashes, self.cfg.ngram_n))
+        return out
 
     def __getstate__(self) -> dict[str, Any]:
         """For a worker process that was not forked: no engine (it opens its own from the URL),
@@ -249,34 +249,10 @@ class Scanner:
         if self._shared is not None:
             return self._shared.load(conn, doc_ids, self._read)
         missing = [d for d in doc_ids if d not in self._docs]
-        metas = repo.documents_meta(conn, missing) if missing else {}
-        docs = {d: doc for d in doc_ids if (doc := self._docs.get(d) or self._read(metas.get(d))) is not None}
+        read = self._read(repo.documents_meta(conn, missing)) if missing else {}
+        docs = {d: doc for d in doc_ids if (doc := self._docs.get(d) or read.get(d)) is not None}
         self._keep(docs)
         return docs
-
-    @staticmethod
-    def _text_from_source(meta: dict[str, Any]) -> str:
-        """Text of a pointer-only document, read again from its source file: the record at its
-        position, from the field the file was indexed from, and only if it is the text indexed
-        (its hash). A file gone, unreadable or changed since is an error that names it: read as
-        no text, or as another text, a copy it held was scored as no copy at all."""
-        path = Path(meta["source_file"])
-        where = f"corpus {meta['corpus']!r} keeps no text (indexed with --no-store-text), and its document "
-        where += f"{meta['external_id']!r} cannot be read again from {path}"
-        fix = "put the file back as it was indexed, or index it again"
-        if not path.is_file():
-            raise StateError(f"{where}: the file is gone; {fix}")
-        try:
-            for d in read_documents(path, Counter(), meta.get("text_field") or "text"):
-                if d.position == meta["position"]:
-                    if int(text_hashes([d.text.encode("utf-8", "surrogatepass")])[0]) == meta["text_hash"]:
-                        return d.text
-                    break
-                if d.position > meta["position"]:
-                    break
-        except (ContamError, OSError) as exc:
-            raise StateError(f"{where}: {getattr(exc, 'message', None) or exc}; {fix}") from exc
-        raise StateError(f"{where}: the file changed since it was indexed; {fix}")
 
     # ------------------------------------------------------------ scanning
 
@@ -541,6 +517,48 @@ def _settings(
     return cfg, cfg.differences(here)
 
 
+def _texts_from_sources(metas: Sequence[dict[str, Any]]) -> dict[int, str]:
+    """The text of each pointer-only document (id -> text), read again from its source file: the
+    record at its position, from the field the file was indexed from, and only if it is the text
+    indexed (its hash); each file read once, to the last position asked of it (it was read from
+    its start for every document). A file gone, unreadable or changed since is an error that
+    names it: read as no text, or as another text, a copy it held was scored as no copy at all."""
+    wanted: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = {}  # (file, field) -> position -> rows
+    for m in metas:
+        at = wanted.setdefault((m["source_file"], m.get("text_field") or "text"), {})
+        at.setdefault(int(m["position"]), []).append(m)
+    out: dict[int, str] = {}
+    for (source, text_field), by_position in wanted.items():
+        path, last = Path(source), max(by_position)
+        if not path.is_file():
+            raise _not_read_again(by_position, path, "the file is gone")
+        try:
+            for d in read_documents(path, Counter(), text_field):
+                for m in by_position.get(d.position, ()):
+                    if int(text_hashes([d.text.encode("utf-8", "surrogatepass")])[0]) == m["text_hash"]:
+                        out[int(m["id"])] = d.text
+                if d.position >= last:
+                    break
+        except (ContamError, OSError) as exc:
+            raise _not_read_again(by_position, path, getattr(exc, "message", None) or str(exc)) from exc
+        changed = {p: [m for m in ms if int(m["id"]) not in out] for p, ms in by_position.items()}
+        if any(changed.values()):
+            raise _not_read_again(
+                {p: ms for p, ms in changed.items() if ms}, path, "the file changed since it was indexed"
+            )
+    return out
+
+
+def _not_read_again(by_position: Mapping[int, list[dict[str, Any]]], path: Path, why: str) -> StateError:
+    """The error of a pointer-only document that cannot be read again from its file."""
+    meta = by_position[min(by_position)][0]
+    return StateError(
+        f"corpus {meta['corpus']!r} keeps no text (indexed with --no-store-text), and its document "
+        f"{meta['external_id']!r} cannot be read again from {path}: {why}; put the file back as it was "
+        "indexed, or index it again"
+    )
+
+
 class SharedDocs:
     """Tokenised documents kept between scanners, up to DOC_CACHE_BYTES, for threads to share:
     the API's /check builds a scanner per request, and read and tokenised each candidate
@@ -563,9 +581,9 @@ class SharedDocs:
         return len(self._docs)
 
     def load(
-        self, conn: Any, doc_ids: set[int], read: Callable[[dict[str, Any] | None], _Doc | None]
+        self, conn: Any, doc_ids: set[int], read: Callable[[Mapping[int, dict[str, Any]]], dict[int, _Doc]]
     ) -> dict[int, _Doc]:
-        """The documents that exist (as Scanner._load), `read(meta)` reading those not kept."""
+        """The documents that exist (as Scanner._load), `read(rows)` reading those not kept."""
         rows = repo.documents_meta(conn, list(doc_ids), text=False)
         kept: dict[int, _Doc] = {}
         with self._lock:
@@ -579,7 +597,7 @@ class SharedDocs:
                     self._docs.move_to_end(d)
         need = [d for d in rows if d not in kept]
         metas = repo.documents_meta(conn, need) if need else {}
-        fresh = {d: doc for d in need if (doc := read(metas.get(d))) is not None}
+        fresh = read(metas)
         with self._lock:
             for d, doc in fresh.items():
                 if metas[d]["text"] is None:

@@ -17,6 +17,7 @@ from contam.app.core.signatures import sign_text
 from contam.app.core.text import tokenize
 from contam.app.core.types import BenchmarkItem
 from contam.app.errors import FingerprintMismatch, NotFoundError, StateError
+from contam.app.services import scanning
 from contam.app.services.results import summarize
 from contam.app.services.scanning import Evidence, Scanner
 from contam.app.store.db import make_engine
@@ -138,17 +139,26 @@ def test_pointer_only_corpus_reads_evidence_from_source(engine: Engine, index_co
 
 
 def test_pointer_only_text_is_read_from_its_field_or_the_scan_says_why_not(
-    engine: Engine, index_corpus: IndexCorpus, tmp_path: Path
+    engine: Engine, index_corpus: IndexCorpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A corpus that keeps no text reads a candidate document again from its file: from the
     field the file was indexed from (it read "text" whatever the field, found nothing, and the
     verbatim copy came out clean), and only while the file holds the text indexed: a file moved
-    or edited since is an error naming it, never a verdict of clean."""
+    or edited since is an error naming it, never a verdict of clean. A file is read once for the
+    documents a chunk asks of it (it was read from its start for each: 272 items against a 25 MB
+    file took 14 s, 0.85 s read once)."""
     src = tmp_path / "pages.jsonl"
     src.write_text("".join(json.dumps({"id": d["id"], "content": d["text"]}) + "\n" for d in CORPUS))
     index_corpus(engine, [src], "ptr", store_text=False, text_field="content")
-    r = Scanner(engine, ["ptr"]).scan([ITEMS[0]])[0]
+    reads = []
+    read_documents = scanning.read_documents
+    monkeypatch.setattr(scanning, "read_documents", lambda *a: reads.append(a[0]) or read_documents(*a))
+    results = {r.item.item_id: r for r in Scanner(engine, ["ptr"], workers=1).scan(ITEMS)}
+    r = results["verbatim"]
     assert r.score.status == "contaminated" and Q_VERBATIM[:30] in r.evidence[0].excerpt
+    flagged = [i for i, r in results.items() if r.score.status != "clean"]
+    assert len(flagged) >= 3 and reads == [src]  # the file read once for all its documents, not once each
+    monkeypatch.undo()
 
     original = src.read_text()
     src.write_text('{"id": "new", "content": "a line added at the top"}\n' + original)  # every position moves
