@@ -20,6 +20,16 @@ import numpy as np
 
 from contam.app.core import _native
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(text: str) -> str:
+    """`text` with each lone surrogate (a JSON escape such as "\\ud800" that pairs with nothing;
+    a str holds a pair as one character) replaced by U+FFFD, one for one, so offsets hold: no
+    UTF-8 text can hold one, and writing it out (JSON, a page) failed."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 _MARKUP = re.compile(

@@ -302,7 +302,8 @@ def _csv(stream: BinaryIO, filename: str, delimiter: str, max_field: int) -> Ite
     try:
         if not reader.fieldnames:
             raise InputError(f"{filename}: no header row")
-        twice = [c for c in dict.fromkeys(reader.fieldnames) if reader.fieldnames.count(c) > 1]
+        named = [c for c in reader.fieldnames if c.strip()]  # unnamed columns (a row's trailing commas) hold no role
+        twice = [c for c in dict.fromkeys(named) if named.count(c) > 1]
         if twice:  # a dict keeps the last of them: the other column's values were dropped unseen
             raise InputError(f"{filename}: the header names column {twice[0]!r} twice; give each column its own name")
         for i, rec in enumerate(reader, 2):

@@ -32,6 +32,7 @@ import ijson
 import orjson
 import zstandard
 
+from contam.app.core.text import without_surrogates
 from contam.app.errors import CorruptFileError, InputError, first_line
 
 if TYPE_CHECKING:  # imported where Parquet or Arrow is read: an indexer of JSON lines (a Ray worker) never loads it
@@ -303,7 +304,8 @@ def _at(skipped: Counter[str], place: str) -> None:
 
 
 # reasons counted for records that were indexed, repaired, not left out
-REPAIRS = frozenset({"invalid_utf8_replaced", "missing_id"})  # missing_id: no --id-field, FILE:LINE its id
+# missing_id: no --id-field, FILE:LINE its id; surrogate_replaced: a lone "\ud800" escape became U+FFFD
+REPAIRS = frozenset({"invalid_utf8_replaced", "missing_id", "surrogate_replaced"})
 DEFAULT_ID_FIELD = "id"  # optional: a record without it is named FILE:LINE; one named otherwise is asked for
 
 
@@ -373,15 +375,18 @@ def _text_of(value: Any, skipped: Counter[str]) -> str | None:
     return value
 
 
+def _usable_id(value: Any) -> bool:
+    """Whether a record's id field holds an id (_id_of names it FILE:LINE otherwise)."""
+    return value is not None and not isinstance(value, dict | list)
+
+
 def _id_of(value: Any, fallback: str) -> str:
     """A record's id as the index can store it: NUL and lone surrogates (a JSON "\\ud800") are
-    replaced, as no database's text holds them (one such id stopped the whole run, every rerun too)."""
-    if value is None or isinstance(value, (dict, list)):
+    replaced by U+FFFD, as no database's text holds them (one such id stopped the whole run, every
+    rerun too)."""
+    if not _usable_id(value):
         return fallback
-    text = str(value)
-    if "\x00" in text or not text.isascii():
-        text = text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
-    return text
+    return without_surrogates(str(value).replace("\x00", "\ufffd"))
 
 
 class NestedTooDeep(Exception):
@@ -497,7 +502,10 @@ def read_jsonl(
                 continue
             if repaired:
                 skipped["invalid_utf8_replaced"] += 1
-            if id_field != DEFAULT_ID_FIELD and obj.get(id_field) is None:  # a field asked for by name
+            if (whole := without_surrogates(text)) != text:  # "\ud800" alone: it broke every output
+                text = whole
+                skipped["surrogate_replaced"] += 1
+            if id_field != DEFAULT_ID_FIELD and not _usable_id(obj.get(id_field)):  # a field asked for by name
                 skipped["missing_id"] += 1
             yield RawDocument(_id_of(obj.get(id_field), f"{path.name}:{lineno}"), lineno, text)
     except _COMPRESSION_ERRORS as exc:
@@ -540,7 +548,7 @@ def read_parquet(path: Path, text_field: str, id_field: str, skipped: Counter[st
         for batch in pf.iter_batches(batch_size=2048, columns=cols):
             texts = batch.column(text_field).to_pylist()
             ids = batch.column(id_field).to_pylist() if id_field in cols[1:] else [None] * len(texts)
-            yield from _batch_documents(path, texts, ids, row, skipped)
+            yield from _batch_documents(path, texts, ids, row, skipped, id_field != DEFAULT_ID_FIELD)
             row += len(texts)
     except (pa.ArrowException, OSError) as exc:
         raise CorruptFileError(f"{path}: corrupt Parquet data after row {row} ({exc})") from exc
@@ -646,7 +654,7 @@ def read_arrow(path: Path, text_field: str, id_field: str, skipped: Counter[str]
             _has_id_column(path, id_field, names)
             texts = batch.column(text_field).to_pylist()
             ids = batch.column(id_field).to_pylist() if id_field in names else [None] * len(texts)
-            yield from _batch_documents(path, texts, ids, row, skipped)
+            yield from _batch_documents(path, texts, ids, row, skipped, id_field != DEFAULT_ID_FIELD)
             row += len(texts)
     except (pa.ArrowException, OSError) as exc:
         raise CorruptFileError(f"{path}: corrupt Arrow data after row {row} ({exc})") from exc
@@ -660,13 +668,16 @@ def _has_id_column(path: Path, id_field: str, names: list[str]) -> None:
 
 
 def _batch_documents(
-    path: Path, texts: list[Any], ids: list[Any], first_row: int, skipped: Counter[str]
+    path: Path, texts: list[Any], ids: list[Any], first_row: int, skipped: Counter[str], named_id: bool
 ) -> Iterator[RawDocument]:
-    """The documents of one column batch (Parquet or Arrow) whose rows start at first_row."""
+    """The documents of one column batch (Parquet or Arrow) whose rows start at first_row;
+    `named_id`: the id column was asked for by name (a row without an id is counted)."""
     for row, (value, ident) in enumerate(zip(texts, ids, strict=True), first_row):
         _at(skipped, f"row {row}")
         text = _text_of(value, skipped)
         if text is not None:
+            if named_id and not _usable_id(ident):
+                skipped["missing_id"] += 1
             yield RawDocument(_id_of(ident, f"{path.name}:{row}"), row, text)
 
 

@@ -309,6 +309,7 @@ class CorpusWriter:
 
     def __init__(self, engine: Engine, corpus_id: int) -> None:
         self.engine, self.corpus_id = engine, corpus_id
+        self._store_text: bool | None = None
         self._conn: Connection | None = None
         self._group: RootTransaction | None = None
         self._stager: SegmentStager | None = None
@@ -423,6 +424,11 @@ class CorpusWriter:
         the files commit; False if another task took one of them over (then roll back)."""
         return repo.release_claims(self.conn, self.corpus_id, owner, content_hashes) == len(set(content_hashes))
 
+    def _keeps_text(self) -> bool:
+        if self._store_text is None:
+            self._store_text = repo.keeps_text(self.conn, self.corpus_id)
+        return self._store_text
+
     def _replace_file(
         self, path: str, size: int, content_hash: str, status: str, error: str | None, skipped: dict[str, int] | None
     ) -> int:
@@ -431,6 +437,8 @@ class CorpusWriter:
             repo.delete_file(self.conn, existing["id"])
         if status == "done":  # failed before with other settings (another --text-field): forget it
             repo.delete_failed_files_at(self.conn, self.corpus_id, path)
+            if not self._keeps_text():  # an older version's text can never be read again: it goes
+                repo.drop_other_versions(self.conn, self.corpus_id, path, content_hash)
         return repo.insert_file(self.conn, self.corpus_id, path, size, content_hash, status, error, skipped)
 
     def add_documents(

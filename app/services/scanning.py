@@ -42,6 +42,7 @@ from contam.app.core.matching import DocMatch, DocTokens, MatchCache
 from contam.app.core.scoring import ItemScore, judge
 from contam.app.core.signatures import band_keys, text_hashes, token_hash_spans, window_minhashes, window_span
 from contam.app.core.surprise import flat_bits
+from contam.app.core.text import without_surrogates
 from contam.app.core.types import BenchmarkItem, Status
 from contam.app.errors import ContamError, FingerprintMismatch, IncompatibleIndex, NotFoundError, StateError
 from contam.app.processes import exit_with, quiet_on_interrupt
@@ -484,7 +485,7 @@ class Scanner:
             char_start=int(c_lo),
             char_end=int(c_hi),
             excerpt_start=int(x_lo),
-            excerpt=doc.text[x_lo:x_hi],
+            excerpt=without_surrogates(doc.text[x_lo:x_hi]),  # an index made before its reader replaced them
             highlights=spans,
             own_coverage=round(m.own_coverage, 4),
             coverage=round(m.coverage, 4),
@@ -550,12 +551,20 @@ def _texts_from_sources(metas: Sequence[dict[str, Any]]) -> dict[int, str]:
 
 
 def _not_read_again(by_position: Mapping[int, list[dict[str, Any]]], path: Path, why: str) -> StateError:
-    """The error of a pointer-only document that cannot be read again from its file."""
+    """The error of a pointer-only document that cannot be read again from its file: put the file
+    back, or index the changed file again (the corpus then keeps only its new documents); a file
+    indexed before contam kept the field it was read from may have been read from another."""
     meta = by_position[min(by_position)][0]
+    before = (
+        " (indexed before contam kept which field a file's text came from: if that was not 'text', delete "
+        "the corpus and index it again)"
+        if meta.get("text_field") is None
+        else ""
+    )
     return StateError(
         f"corpus {meta['corpus']!r} keeps no text (indexed with --no-store-text), and its document "
-        f"{meta['external_id']!r} cannot be read again from {path}: {why}; put the file back as it was "
-        "indexed, or index it again"
+        f"{meta['external_id']!r} cannot be read again from {path}: {why}{before}; put the file back as it was "
+        "indexed, or index it again (the corpus then keeps the new version's documents only)"
     )
 
 

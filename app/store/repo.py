@@ -319,6 +319,30 @@ def versions_at(conn: Connection, corpus_id: int, paths: Sequence[str]) -> dict[
     return out
 
 
+def keeps_text(conn: Connection, corpus_id: int) -> bool:
+    """Whether the corpus stores its documents' text (else a pointer into each source file)."""
+    return bool(conn.execute(select(corpus.c.store_text).where(corpus.c.id == corpus_id)).scalar_one())
+
+
+def drop_other_versions(conn: Connection, corpus_id: int, path: str, content_hash: str) -> int:
+    """Delete the documents and records of the other contents indexed at `path` (the versions
+    of a file before it changed); how many documents went. Their postings stay in their
+    segments, pointing at no document: a look-up finds them and drops them, as it drops those of
+    any document deleted since."""
+    q = select(corpus_file.c.id).where(
+        corpus_file.c.corpus_id == corpus_id,
+        corpus_file.c.path == path,
+        corpus_file.c.status == "done",
+        corpus_file.c.content_hash != content_hash,
+    )
+    ids = list(conn.execute(q).scalars())
+    if not ids:
+        return 0
+    gone = conn.execute(delete(document).where(document.c.file_id.in_(ids))).rowcount
+    conn.execute(delete(corpus_file).where(corpus_file.c.id.in_(ids)))
+    return int(gone)
+
+
 def delete_failed_files_at(conn: Connection, corpus_id: int, path: str) -> None:
     """Forget the failed records of a path (a run with other settings has read it since)."""
     conn.execute(

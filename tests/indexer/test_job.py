@@ -171,16 +171,26 @@ def test_ids_no_database_holds_are_stored_replaced(migrated_url: str, tmp_path: 
         json.dumps({"id": "n\x00ul", "text": "a document whose id holds a nul character"}),
         '{"id": "s\\ud800x", "text": "a document whose id holds a lone surrogate"}',
         json.dumps({"id": "plain", "text": "a document with an ordinary id"}),
+        # a lone surrogate in the text: indexed (json.loads reads it, where orjson refused the line),
+        # it broke every JSON output and page that showed it (a review)
+        '{"id": "t", "text": "Lone \\ud800 surrogate inside a document about the capital city of France"}',
     ]
     (tmp_path / "odd.jsonl").write_text("\n".join(lines) + "\n")
     args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none"]
     result = CliRunner().invoke(cli, [*args, str(tmp_path / "odd.jsonl")])
     assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["repaired"] == {"surrogate_replaced": 1}
     eng = make_engine(migrated_url)
     with eng.connect() as conn:
         ids = conn.execute(text("SELECT external_id FROM document ORDER BY position")).scalars().all()
     eng.dispose()
-    assert ids == ["n\ufffdul", "s?x", "plain"]
+    assert ids == ["n\ufffdul", "s\ufffdx", "plain", "t"]
+    (tmp_path / "b.jsonl").write_text(
+        json.dumps({"id": "q", "question": "a document about the capital city of France"})
+    )
+    scan = CliRunner().invoke(cli, ["scan", str(tmp_path / "b.jsonl"), "--db", migrated_url, "--format", "json"])
+    assert scan.exit_code == 0, scan.output
+    assert "Lone \ufffd surrogate" in json.loads(scan.stdout)["results"][0]["evidence"][0]["excerpt"]
 
 
 def test_an_id_field_named_and_missing_is_told(migrated_url: str, tmp_path: Path) -> None:

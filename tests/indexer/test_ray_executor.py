@@ -192,18 +192,23 @@ def test_killed_driver_leaves_a_rerun_to_finish_the_index_once(
     marker.write_text("slow:0.4")  # each file takes 0.4 s more: the kill lands mid-run
     lease = 2.0
     cmd = [sys.executable, "-c", _DRIVER, other_pg_url, address, str(lease), *map(str, files)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = (tmp_path / "driver.log").open("w")  # its stderr, for a failure's message (a pipe nobody read could fill)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
     try:
         deadline = time.monotonic() + 60
         # until a group (one file a call: commit_bytes=1) has committed and another holds its
         # claim: a dead worker's open group, whose claim the rerun waits for, then takes over
         while (seen := counts(other_pg_url))[2] == 0 or seen[3] == 0:
-            assert proc.poll() is None and time.monotonic() < deadline, "the driver finished before it could be killed"
+            alive = proc.poll() is None and time.monotonic() < deadline
+            assert alive, (
+                f"the driver finished before it could be killed: {(tmp_path / 'driver.log').read_text()[-2000:]}"
+            )
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
     finally:
         proc.kill()
+        log.close()
         marker.unlink(missing_ok=True)
     done_before = counts(other_pg_url)[2]
     print(f"killed with {seen[2]} files committed and {seen[3]} claimed; {done_before} committed after")

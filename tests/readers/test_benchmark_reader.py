@@ -603,6 +603,8 @@ def test_a_csv_row_short_of_columns_or_a_header_naming_one_twice_is_refused() ->
     with pytest.raises(InputError, match="b.csv: row 2 has fewer columns than MMLU's layout"):
         read_benchmark(f"{q},a,b,c,d,A\n{q},a,b,c,A\n".encode(), "b.csv")
     assert len(read_benchmark(f"id,question,answer\nr1,{q},T\n,,\n".encode(), "b.csv")[0]) == 2  # empty, not short
+    # columns without a name (a spreadsheet's trailing commas) are no column named twice (a review)
+    assert len(read_benchmark(f"question,answer,,\n{q},4,,\n".encode(), "b.csv")[0]) == 1
 
 
 def test_a_stray_quote_in_a_csv_is_refused_not_read_as_one_field() -> None:

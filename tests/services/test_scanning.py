@@ -10,18 +10,18 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import IndexCorpus
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, update
 
 from contam.app.core.config import SignatureConfig, Thresholds
 from contam.app.core.signatures import sign_text
 from contam.app.core.text import tokenize
 from contam.app.core.types import BenchmarkItem
-from contam.app.errors import FingerprintMismatch, NotFoundError, StateError
+from contam.app.errors import CorruptFileError, FingerprintMismatch, NotFoundError, StateError
 from contam.app.services import scanning
 from contam.app.services.results import summarize
 from contam.app.services.scanning import Evidence, Scanner
 from contam.app.store.db import make_engine
-from contam.app.store.schema import document, segment
+from contam.app.store.schema import corpus_file, document, segment
 
 FILLER = " ".join(f"filler{i} word{i % 7} text{i % 13}" for i in range(1500))  # ~4500 unrelated tokens
 Q_VERBATIM = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
@@ -167,11 +167,43 @@ def test_pointer_only_text_is_read_from_its_field_or_the_scan_says_why_not(
     src.unlink()
     with pytest.raises(StateError, match=r"pages.jsonl: the file is gone; put the file back"):
         Scanner(engine, ["ptr"]).scan([ITEMS[0]])
-    src.write_bytes(b"\x1f\x8b not json at all\n")
-    with pytest.raises(StateError, match=r"pages.jsonl: .*put the file back"):
+    src.write_text(original)
+    broken = CorruptFileError(f"{src}: cannot read to the end (EOFError)")
+    monkeypatch.setattr(scanning, "read_documents", lambda *a: (_ for _ in ()).throw(broken))
+    with pytest.raises(
+        StateError, match=r"pages.jsonl: .*pages.jsonl: cannot read to the end \(EOFError\); put the file"
+    ):
+        Scanner(engine, ["ptr"], workers=1).scan([ITEMS[0]])
+    monkeypatch.undo()
+    assert Scanner(engine, ["ptr"]).scan([ITEMS[0]])[0].score.status == "contaminated"  # put back: read again
+    with engine.begin() as conn:  # as a file indexed before the field was kept (migration 0015)
+        conn.execute(update(corpus_file).values(text_field=None))
+    with pytest.raises(StateError, match=r"indexed before contam kept which field a file's text came from"):
         Scanner(engine, ["ptr"]).scan([ITEMS[0]])
-    src.write_text(original)  # put back as it was: read again
+
+
+def test_a_corpus_without_its_text_keeps_only_the_current_version_of_a_file(
+    engine: Engine, index_corpus: IndexCorpus, tmp_path: Path
+) -> None:
+    """A file changed and indexed again, as the error says to do: its older version's documents
+    stayed and pointed at the new file, so every scan that met one failed, whatever was indexed
+    after (a review). A corpus that keeps no text can never read them again: they go."""
+    src = tmp_path / "pages.jsonl"
+    src.write_text("".join(json.dumps(d) + "\n" for d in CORPUS))
+    index_corpus(engine, [src], "ptr", store_text=False)
     assert Scanner(engine, ["ptr"]).scan([ITEMS[0]])[0].score.status == "contaminated"
+    src.write_text(src.read_text().replace("Answer: The Tigris", "Answer: the Tigris"))
+    with pytest.raises(StateError, match="the file changed since it was indexed"):
+        Scanner(engine, ["ptr"]).scan([ITEMS[0]])
+    summary = index_corpus(engine, [src], "ptr", store_text=False)
+    assert summary.as_dict()["files_indexed"] == 1 and summary.as_dict()["paths_with_older_versions"] == []
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(document)).scalar_one() == len(CORPUS)
+    assert Scanner(engine, ["ptr"]).scan([ITEMS[0]])[0].score.status == "contaminated"
+    index_corpus(engine, [src], "kept")  # a corpus that keeps its text keeps both versions, as before
+    src.write_text(src.read_text().replace("Answer: the Tigris", "Answer: THE Tigris"))
+    again = index_corpus(engine, [src], "kept")
+    assert again.as_dict()["paths_with_older_versions"] == [str(src)]
 
 
 def test_the_answer_found_after_the_question_is_highlighted(engine: Engine, index_corpus: IndexCorpus) -> None:
