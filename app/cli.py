@@ -155,7 +155,8 @@ def options(
     ] = False,
 ) -> None:
     """Benchmark contamination detector. Exit codes: 0 clean, 1 gate tripped (--fail-above, or
-    files that failed to index), 2 usage error, 3 runtime error."""
+    files that failed to index), 2 usage error, 3 runtime error, 130 interrupted (Ctrl-C,
+    SIGTERM), 141 output closed early (a pipe)."""
     ctx.meta[DEBUG] = debug
 
 
@@ -221,8 +222,9 @@ def corpora(
     for r in rows:
         c = r["config"]
         typer.echo(
-            f"{r['name']}: {_count(r['files'], 'file')} ({r['failed_files']} failed), "
-            f"{_count(r['documents'], 'document')}, "
+            f"{r['name']}: {_count(r['files'], 'file')} indexed"  # "2 files (2 failed)" read as both failed
+            + (f", {r['failed_files']} failed, " if r["failed_files"] else ", ")
+            + f"{_count(r['documents'], 'document')}, "
             f"{r['tokens']:,} tokens, {r['bytes'] / 1e6:.1f} MB of files on disk; fingerprint {r['fingerprint']} "
             f"(n={c['ngram_n']}, short={c.get('short_n', 0)}, sample={c['sample_mod']}, "
             f"window={c['window']}/{c['stride']}, "
@@ -279,7 +281,8 @@ def corpora_delete(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
     db: DbOpt = None,
 ) -> None:
-    """Delete a corpus and everything indexed into it (refused while a report job uses it)."""
+    """Delete a corpus and everything indexed into it (refused while a report job uses it or a
+    `contam index` run writes into it)."""
     service = _corpora(ctx, db)
     health = service.health(name)
     if not yes:
@@ -292,7 +295,8 @@ def corpora_delete(
             return
     service.delete(name)
     typer.echo(
-        f"deleted corpus {name!r} ({_count(health['documents'], 'document')}, {_count(health['files'], 'file')})"
+        f"deleted corpus {name!r} ({_count(health['documents'], 'document')}, {_count(health['files'], 'file')} indexed"
+        + (f", {len(health['failed_files'])} failed)" if health["failed_files"] else ")")
     )
 
 
@@ -303,7 +307,8 @@ def corpora_rename(
     new: Annotated[str, typer.Argument(help="its new name (no slash)", metavar="NEW_NAME")],
     db: DbOpt = None,
 ) -> None:
-    """Give a corpus another name (refused while a report job uses it)."""
+    """Give a corpus another name (refused while a report job uses it or a `contam index` run
+    writes into it)."""
     _corpora(ctx, db).rename(old, new)
     typer.echo(f"renamed corpus {old!r} to {new!r}")
 
@@ -529,7 +534,8 @@ def scan(
         )
     FORMATS[fmt](checked)
     typer.echo(scan_timing(checked.summary["items"], time.perf_counter() - t0), err=True)
-    share = checked.summary["contaminated_share"]
+    counts, items = checked.summary["counts"], checked.summary["items"]
+    share = counts[Status.CONTAMINATED.value] / items if items else 0.0  # exact: the summary's is rounded
     if fail_above is not None and share > fail_above:
         typer.echo(f"contaminated share {share:.2%} exceeds {fail_above:.2%}", err=True)
         raise typer.Exit(EXIT_GATE)

@@ -89,7 +89,7 @@ ExecutorOpt = Annotated[
 AddressOpt = Annotated[
     str | None,
     typer.Option(
-        help="the Ray cluster to run on, e.g. HEAD:6379 (default: RAY_ADDRESS, else the cluster started last "
+        help="the Ray cluster to run on, e.g. HEAD:6390 (default: RAY_ADDRESS, else the cluster started last "
         "on this machine, else a new one here)"
     ),
 ]
@@ -136,8 +136,8 @@ def index(
     address: AddressOpt = None,
     db: DbOpt = None,
 ) -> None:
-    """Index corpus files (JSON lines: .jsonl, .ndjson, .json, gzip or zstd compressed or not;
-    Parquet; Arrow or a save_to_disk folder; .txt) into a named corpus."""
+    """Index corpus files (JSON lines: .jsonl, .ndjson, .json; .txt; each compressed with gzip,
+    zstd, bzip2 or xz or not; Parquet; Arrow or a save_to_disk folder) into a named corpus."""
     cfg = SignatureConfig(
         ngram_n=ngram, short_n=short_ngram, sample_mod=sample, window=window, stride=stride, shingle=shingle,
         num_perm=num_perm, bands=bands, seed=seed,

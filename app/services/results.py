@@ -88,10 +88,12 @@ def _per_corpus(r: ItemResult, status: Status) -> dict[str, Status]:
     """What each corpus holding evidence of the item says of it: the most severe verdict of its
     own documents (a five-word phrase in one corpus is not that corpus's contamination because
     another corpus holds the whole item). An item flagged by no single document (its own text
-    in more documents than max_df: a widely copied item) is that status in each of them."""
+    in more documents than max_df: a widely copied item) is that status in each of them. No
+    corpus says more than the item's own status: a too_short item's document that holds all of
+    it counted the item contaminated in its corpus, and the corpus's share passed the report's."""
     said: dict[str, Status] = {}
     for e in r.evidence:
-        verdict = Status(e.status)
+        verdict = Status(e.status) if SEVERITY[Status(e.status)] <= SEVERITY[status] else status
         if e.corpus not in said or SEVERITY[verdict] > SEVERITY[said[e.corpus]]:
             said[e.corpus] = verdict
     if status.flagged and not any(v.flagged for v in said.values()):

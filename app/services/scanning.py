@@ -451,7 +451,10 @@ class Scanner:
             aligned[d] = (doc.tokens, window)
         shared = stats[i].shared
         score, ranked = judge(i, items, stats, shared, aligned, self.cfg.ngram_n, self.th, cache)  # type: ignore[arg-type]
-        evidence = [self._evidence(docs[m.doc], m, status) for m, status in ranked[: self.k] if m.matched.any()]
+        # a too_short item is judged by no document: its evidence says so, not "contaminated"
+        short = score.status == Status.TOO_SHORT
+        said = [(m, Status.TOO_SHORT if short else status) for m, status in ranked[: self.k] if m.matched.any()]
+        evidence = [self._evidence(docs[m.doc], m, status) for m, status in said]
         return ItemResult(items[i].item, score, evidence)
 
     @staticmethod

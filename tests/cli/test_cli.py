@@ -60,6 +60,10 @@ def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
     assert run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--fail-above", "0.6"]).exit_code == 0
     gated = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--fail-above", "0.4"])
     assert gated.exit_code == 1 and "exceeds" in gated.output
+    # the share compared exactly: 1 of 3 is above 0.3333, which the summary's rounded share is not
+    third = tmp_path / "t.jsonl"
+    third.write_text(bench.read_text() + "\n" + json.dumps({"task_id": "c", "prompt": Q2 + " again"}) + "\n")
+    assert run.invoke(cli, ["scan", str(third), "--db", migrated_url, "--fail-above", "0.3333"]).exit_code == 1
     mapped = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--fields", "question=task_id"])
     assert mapped.exit_code == 0 and "2 too short" in mapped.output
     missing = run.invoke(cli, ["scan", str(tmp_path / "nope.jsonl"), "--db", migrated_url])
@@ -381,9 +385,9 @@ def test_corpora_delete_and_rename(migrated_url: str, tmp_path: Path) -> None:
     assert unnamed.exit_code == 2 and "(see contam corpora delete --help)" in unnamed.output
     unasked = run.invoke(cli, ["corpora", "delete", "books", "--db", migrated_url], input="")  # a script's empty stdin
     assert unasked.exit_code == 2 and "pass --yes" in unasked.output
-    assert "books: 1 file (0 failed), 1 document," in run.invoke(cli, ["corpora", "--db", migrated_url]).output
+    assert "books: 1 file indexed, 1 document," in run.invoke(cli, ["corpora", "--db", migrated_url]).output
     gone = run.invoke(cli, ["corpora", "--db", migrated_url, "delete", "books", "--yes"])
-    assert gone.exit_code == 0 and "deleted corpus 'books' (1 document, 1 file)" in gone.output
+    assert gone.exit_code == 0 and "deleted corpus 'books' (1 document, 1 file indexed)" in gone.output
     assert "no corpora indexed yet" in run.invoke(cli, ["corpora", "--db", migrated_url]).output
     missing = run.invoke(cli, ["corpora", "delete", "books", "--yes", "--db", migrated_url])
     assert missing.exit_code == 2 and "no corpus named 'books'" in missing.output

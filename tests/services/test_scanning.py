@@ -220,6 +220,17 @@ def test_the_answer_found_after_the_question_is_highlighted(engine: Engine, inde
     assert any("Amundsen" in m for m in marked), marked
 
 
+def test_a_too_short_item_is_no_corpus_s_contamination(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A too_short item held whole by a document had that document's evidence say "contaminated",
+    and the corpus's per-corpus figures counted it: one corpus, and its share passed the report's
+    (a careful user's check)."""
+    index_corpus(engine, [{"id": "d-tiny", "text": "Capital of Peru? Lima."}])
+    r = Scanner(engine).scan([BenchmarkItem("tiny", 0, question="Capital of Peru?", answer="Lima")])[0]
+    assert r.score.status == "too_short" and r.evidence and {e.status for e in r.evidence} == {"too_short"}
+    summary = summarize([r], Thresholds())
+    assert summary["counts"]["contaminated"] == 0 and summary["per_corpus"]["web"]["contaminated"] == 0
+
+
 def test_engine_fixture_is_real(migrated_url: str) -> None:
     eng = make_engine(migrated_url)
     assert eng.dialect.name in ("sqlite", "postgresql")
