@@ -72,6 +72,7 @@ class Writer(threading.Thread):
         self.inbox = Inbox(depth)
         self.reports: list[FileReport] = []  # files committed, or recorded as failed
         self.retry: list[FileStart] = []  # files rolled back with a corrupt one, to index again
+        self.uncommitted = [0, 0]  # documents and text bytes shown as progress since the last commit
         self.abort = threading.Event()  # the main thread failed: stop merging after the current step
         self.group = CommitGroup(opts)
 
@@ -123,6 +124,7 @@ class Writer(threading.Thread):
         if self.store.in_group:
             self.postings.flush()
             self.store.commit()
+        self.uncommitted = [0, 0]
         for _, report in self.group.take():
             self.reports.append(report)
             self.progress.file_finished(report)
@@ -186,11 +188,15 @@ class Writer(threading.Thread):
         nbytes = sum(sb.n_chars)
         report.text_bytes += nbytes
         self.progress.advanced(len(docs), nbytes)
+        self.uncommitted[0] += len(docs)
+        self.uncommitted[1] += nbytes
 
     def _fail(self, start: FileStart, report: FileReport, error: str) -> None:
         """Nothing of a corrupt file stays: roll back its group, record it as failed."""
         self.store.rollback()
         self.postings.clear()
+        self.progress.advanced(-self.uncommitted[0], -self.uncommitted[1])  # they are indexed again, and counted then
+        self.uncommitted = [0, 0]
         self.retry += [s for s, _ in self.group.take()]
         self.store.record_failure(str(start.path), start.size, start.content_hash, error, report.skipped)
         failed = FileReport(str(start.path), "failed", bytes=start.size, skipped=report.skipped, error=error)

@@ -214,6 +214,21 @@ def test_an_id_field_named_and_missing_is_told(migrated_url: str, tmp_path: Path
     assert again.exit_code == 0 and json.loads(again.stdout)["repaired"] == {}
 
 
+def test_the_run_so_far_counts_a_group_indexed_again_once(migrated_url: str, tmp_path: Path) -> None:
+    """A corrupt file rolls its group back and the good files are indexed again: the log's "the
+    run so far" counted their text twice (8.4 MB for a 4.2 MB file; a careful user's check)."""
+    write_jsonl(tmp_path / "a.jsonl", make_docs(300, 200, 1, "a"))
+    blob = gzip.compress("".join(json.dumps(d) + "\n" for d in make_docs(400, 60, 2, "x")).encode())
+    (tmp_path / "z.jsonl.gz").write_bytes(blob[: len(blob) // 2])
+    args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "log", str(tmp_path)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1, result.output
+    done = next(line for line in result.stderr.splitlines() if line.startswith("done [1/2]"))
+    own = done.split(" MB of text")[0].rsplit(", ", 1)[1]
+    assert f"(the run so far: {own} MB at" in done, done
+    assert json.loads(result.stdout)["text_mb"] == pytest.approx(float(own), abs=0.06)
+
+
 def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url: str, tmp_path: Path) -> None:
     """A record of invalid UTF-8 (Latin-1 from an old tool) is indexed with replacement
     characters: the summary, the progress log and the corpus's health say it was repaired, and
