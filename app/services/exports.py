@@ -150,15 +150,17 @@ def _json_rows(raw: bytes, n: int, keep: list[int]) -> bytes:
 def _csv_rows(raw: bytes, delimiter: str, n: int, keep: list[int]) -> bytes:
     """A CSV or TSV file's header row (if it has one) and rows `keep` of its `n`, each cell as
     the file has it, with the file's line ending."""
-    text = raw.decode("utf-8-sig")
-    table = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter) if r]  # as DictReader skips
+    text = raw.decode("utf-8")
+    rows = csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline=""), delimiter=delimiter)
+    table = [r for r in rows if r]  # as DictReader skips
     head = [] if headerless_columns(raw, delimiter) is not None else table[:1]
     body = table[len(head) :]
     if len(body) != n:  # not the rows the reader read: never a subset of other rows
         raise InputError(f"the benchmark file reads as {n} items but {len(body)} rows: no clean subset")
     # the first line ending outside a quoted cell (a cell may hold a line break of its own)
     ending = next((m[1] for m in re.finditer(r'"(?:[^"]|"")*"|(\r\n|\r|\n)', text) if m[1]), "\n")
-    return "".join(_csv_line(row, delimiter) + ending for row in head + [body[i] for i in keep]).encode()
+    bom = "\ufeff" if text.startswith("\ufeff") else ""  # kept: spreadsheets read UTF-8 by it
+    return (bom + "".join(_csv_line(row, delimiter) + ending for row in head + [body[i] for i in keep])).encode()
 
 
 def _csv_line(cells: list[str], delimiter: str) -> str:

@@ -24,7 +24,7 @@ from sqlalchemy.exc import OperationalError
 from contam.app import __version__
 from contam.app.core.config import Thresholds
 from contam.app.core.types import Status
-from contam.app.errors import ContamError, InputError, NotFoundError, UnavailableError, first_line
+from contam.app.errors import ContamError, InputError, NotFoundError, StateError, UnavailableError, first_line
 from contam.app.limits import Limits, exceeded
 from contam.app.readers.benchmark import iter_benchmark
 from contam.app.services.corpora import select_corpora
@@ -447,5 +447,5 @@ class ReportService:
     def _require_done(self, report_id: str) -> dict[str, Any]:
         rep = self.get(report_id)
         if rep["status"] != "done":
-            raise InputError(f"report {report_id} is {rep['status']}, not done")
+            raise StateError(f"report {report_id} is {rep['status']}, not done: its results come when it is")
         return rep

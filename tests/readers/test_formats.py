@@ -194,6 +194,9 @@ def test_a_clean_subset_is_the_file_less_the_dropped_records() -> None:
         ["a", "Which river?", '["Nile", "Tigris"]', "Nile"],  # each cell as the file has it
         ["c", "Which sea?", '{"k": 1}', "Red"],
     ]
+    # a spreadsheet's UTF-8 byte order mark stays: without it Excel reads the text as Latin-1
+    with_bom, _ = without_items(b"\xef\xbb\xbf" + csv_text.encode(), "b.csv", drop, FLAGGED)
+    assert with_bom == b"\xef\xbb\xbf" + data
     jsonl = b'{"id": "a", "question": "q one here", "n": 1e5}\n\n{"id": "b", "question": "q two"}\n'
     jsonl += b'{"id": "c", "question": "q3"}'
     data, _ = without_items(jsonl, "b.jsonl", drop, FLAGGED)
