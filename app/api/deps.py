@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.convertors import Convertor, register_url_convertor
 
 from contam.app.api.security import Sessions
 from contam.app.limits import Limits
@@ -17,6 +18,22 @@ from contam.app.services.checking import CheckService
 from contam.app.services.corpora import CorpusService
 from contam.app.services.reports import ReportService
 from contam.app.settings import Settings
+
+
+class AnyPath(Convertor[str]):
+    """`{name:anypath}`: the rest of the path, line breaks included. Starlette's `path` stops at
+    one, and an item whose id held "\\r\\n" could not be opened, its dashboard link dead."""
+
+    regex = "(?s:.*)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("anypath", AnyPath())
 
 
 async def get_settings(request: Request) -> Settings:

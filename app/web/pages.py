@@ -164,7 +164,7 @@ def items_page(
     )
 
 
-@signed_in.get("/reports/{report_id}/items/{item_id:path}")
+@signed_in.get("/reports/{report_id}/items/{item_id:anypath}")
 def item_page(
     request: Request,
     report_id: str,

