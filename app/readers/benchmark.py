@@ -370,7 +370,19 @@ def _json_array(stream: io.BufferedReader, filename: str, depth: int) -> Iterato
                 raise InputError(f"{filename}: item {row} is not a JSON object")
             yield row, rec
     except ijson.JSONError as exc:
-        raise InputError(f"{filename}: not valid JSON {_after(row)} ({first_line(exc)})") from exc
+        raise _not_json(filename, row, exc) from exc
+
+
+def _not_json(filename: str, row: int, exc: Exception) -> InputError:
+    """A JSON file the streaming parser could not read past an item: what it said, and for a
+    whole number past 64 bits (valid JSON its parser cannot hold) what to do instead."""
+    said = first_line(exc)
+    if "integer overflow" in said:
+        return InputError(
+            f"{filename}: item {row + 1} holds a whole number longer than 64 bits, which the JSON array reader "
+            "cannot hold: write it as a string, or the file as JSON lines (one item a line), which take it"
+        )
+    return InputError(f"{filename}: not valid JSON {_after(row)} ({said})")
 
 
 def _after(row: int) -> str:
@@ -434,7 +446,7 @@ def _json_object(stream: io.BufferedReader, filename: str, depth: int) -> Iterat
                 row += 1
                 yield row, rec
     except ijson.JSONError as exc:
-        raise InputError(f"{filename}: not valid JSON {_after(row)} ({first_line(exc)})") from exc
+        raise _not_json(filename, row, exc) from exc
     except StopIteration:
         raise InputError(f"{filename}: the JSON ends early, {_after(row)}") from None
     if items_key is None:

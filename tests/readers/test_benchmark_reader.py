@@ -607,6 +607,15 @@ def test_a_csv_row_short_of_columns_or_a_header_naming_one_twice_is_refused() ->
     assert len(read_benchmark(f"question,answer,,\n{q},4,,\n".encode(), "b.csv")[0]) == 1
 
 
+def test_a_number_past_64_bits_in_a_json_array_is_told_as_such() -> None:
+    """Valid JSON the array reader cannot hold was "not valid JSON (integer overflow)" (a probe of
+    the API); JSON lines read it."""
+    big = b'"question": "what is the capital city of france", "big": 123456789012345678901234567890'
+    with pytest.raises(InputError, match="n.json: item 2 holds a whole number longer than 64 bits"):
+        read_benchmark(b'[{"question": "a first question here"}, {' + big + b"}]", "n.json")
+    assert len(read_benchmark(b"{" + big + b"}\n", "n.jsonl")[0]) == 1
+
+
 def test_a_stray_quote_in_a_csv_is_refused_not_read_as_one_field() -> None:
     """A field opening with a quote that nothing closes swallowed every row after it into one
     question (5 rows read as 2 items, exit 0); the row is named instead."""
