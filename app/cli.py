@@ -613,6 +613,7 @@ def serve(
     import uvicorn
 
     from contam.app.api.main import create_app
+    from contam.app.api.security import server_log_config
 
     settings = get_settings()
     host = host or settings.host
@@ -626,4 +627,4 @@ def serve(
     migrate(settings.database_url)  # the app does it too; here a database out of reach is one line
     check_port(host, port)
     typer.echo(serve_banner(settings.database_url, host, port, bool(settings.key_set()), command_name()), err=True)
-    uvicorn.run(create_app(settings), host=host, port=port)
+    uvicorn.run(create_app(settings), host=host, port=port, log_config=server_log_config())

@@ -3,11 +3,15 @@ another site, and sign-in cookies that are not the key."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import hmac
 import json
+import logging
+import re
 import secrets
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -70,6 +74,32 @@ class HeadAsGet:
             await send(message)
 
         await self.app({**scope, "method": "GET"}, receive, headers_only)
+
+
+# a query parameter whose name says it holds a secret: `key`, `api_key`, `access_token`, `password`
+_SECRET_PARAM = re.compile(r"((?:^|[?&;])[\w.-]*(?:key|token|password|secret|auth)[\w.-]*=)[^&;#]*", re.IGNORECASE)
+
+
+class RedactSecrets(logging.Filter):
+    """The server's access-log lines with the values of query parameters that name a secret
+    replaced by ***: a key sent in the address is refused (keys go in the Authorization header)
+    but was written to the log in full."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):  # uvicorn's path and query
+            record.args = (*args[:2], _SECRET_PARAM.sub(r"\1***", args[2]), *args[3:])
+        return True
+
+
+def server_log_config() -> dict[str, Any]:
+    """uvicorn's logging settings, its access log passed through RedactSecrets."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config.setdefault("filters", {})["redact_secrets"] = {"()": RedactSecrets}
+    config["handlers"]["access"]["filters"] = ["redact_secrets"]
+    return config
 
 
 def foreign_origin(headers: Headers) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import re
 import socket
 import sqlite3
@@ -576,8 +577,10 @@ def test_serve_prints_where_things_are_then_starts(tmp_path: Path, monkeypatch: 
     index your own data) before the server starts, with the settings the server gets."""
     import uvicorn
 
-    started: list[tuple[object, str, int]] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, host, port: started.append((app, host, port)))
+    started: list[tuple[object, str, int, dict]] = []
+    monkeypatch.setattr(
+        uvicorn, "run", lambda app, host, port, log_config: started.append((app, host, port, log_config))
+    )
     monkeypatch.setenv("CONTAM_DATABASE_URL", f"sqlite:///{tmp_path / 'c.db'}")
     monkeypatch.setenv("CONTAM_JOB_WORKERS", "3")
     get_settings.cache_clear()
@@ -591,8 +594,15 @@ def test_serve_prints_where_things_are_then_starts(tmp_path: Path, monkeypatch: 
         f"dashboard:  http://localhost:{port}/" in r.output and f"API docs:   http://localhost:{port}/docs" in r.output
     )
     assert "index --corpus NAME PATH" in r.output and f"sqlite:///{tmp_path / 'c.db'}" in r.output
-    [(app, host, bound)] = started
+    [(app, host, bound, log_config)] = started
     assert (host, bound) == ("127.0.0.1", port)
+    # a key put in the address is refused, and was written to the access log in full (a probe)
+    assert log_config["handlers"]["access"]["filters"] == ["redact_secrets"]
+    redact = log_config["filters"]["redact_secrets"]["()"]()
+    record = logging.LogRecord("uvicorn.access", logging.INFO, "", 0, '%s - "%s %s HTTP/%s" %d', None, None)
+    record.args = ("127.0.0.1:5", "GET", "/api/v1/reports?api_key=k1&page=2&token=t&q=key", "1.1", 401)
+    assert redact.filter(record)
+    assert record.getMessage() == '127.0.0.1:5 - "GET /api/v1/reports?api_key=***&page=2&token=***&q=key HTTP/1.1" 401'
     assert app.state.reports._pool._max_workers == 3  # type: ignore[attr-defined]  # CONTAM_JOB_WORKERS reaches the jobs
 
 
