@@ -120,10 +120,10 @@ def _table_rows(data: bytes, fmt: str, rows: list[int]) -> bytes:
         pq.write_table(parquet.read().take(keep), sink, compression=codecs)
         return sink.getvalue()
     try:
-        table = pa.ipc.open_stream(data).read_all()
-    except pa.ArrowInvalid:  # the file format
-        table = pa.ipc.open_file(data).read_all()
-    with pa.ipc.new_stream(sink, table.schema) as writer:  # an Arrow stream, as save_to_disk writes
+        table, new = pa.ipc.open_stream(data).read_all(), pa.ipc.new_stream  # as save_to_disk writes
+    except pa.ArrowInvalid:  # the file format: written back as one (it came back as a stream)
+        table, new = pa.ipc.open_file(data).read_all(), pa.ipc.new_file
+    with new(sink, table.schema) as writer:
         writer.write_table(table.take(keep))
     return sink.getvalue()
 

@@ -177,6 +177,12 @@ def test_compressed_layouts_and_their_clean_subsets() -> None:
     rows = [{"id": "a", "question": "q one here"}, {"id": "b", "question": "q two here"}]
     data, name = without_items(_arrow_stream(rows), "test.arrow", {1: "contaminated"}, FLAGGED)
     assert name == "test.clean.arrow" and [i.item_id for i in read_benchmark(data, name)[0]] == ["a"]
+    assert pa.ipc.open_stream(data).read_all().num_rows == 1  # a stream, as it came
+    sink = io.BytesIO()  # an Arrow IPC *file* comes back as a file (it came back as a stream)
+    with pa.ipc.new_file(sink, pa.Table.from_pylist(rows).schema) as writer:
+        writer.write_table(pa.Table.from_pylist(rows))
+    data, name = without_items(sink.getvalue(), "test.arrow", {1: "contaminated"}, FLAGGED)
+    assert pa.ipc.open_file(pa.BufferReader(data)).read_all().to_pylist() == rows[:1]
 
 
 def test_a_clean_subset_is_the_file_less_the_dropped_records() -> None:
