@@ -10,6 +10,7 @@ import json
 import logging
 import re
 import secrets
+import time
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
@@ -138,15 +139,28 @@ async def _refuse(send: Send, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+SESSION_SECONDS = 12 * 3600  # a dashboard sign-in lasts this long (the cookie's Max-Age, and the token's)
+
+
 class Sessions:
-    """Sign-in tokens for the dashboard's cookie: an HMAC of the key under a server secret, so
-    the cookie never holds the key itself (with no secret set, a random one per start)."""
+    """Sign-in tokens for the dashboard's cookie: the time of signing in and an HMAC of it and the
+    key under a server secret, so the cookie never holds the key itself (with no secret set, a
+    random one per start) and lapses after SESSION_SECONDS (it was one token per key, valid until
+    the key was removed)."""
 
     def __init__(self, secret: str = "") -> None:
         self._secret = secret.encode() if secret else secrets.token_bytes(32)
 
-    def token(self, key: str) -> str:
-        return hmac.new(self._secret, key.encode(), hashlib.sha256).hexdigest()
+    def token(self, key: str, issued: int | None = None) -> str:
+        issued = int(time.time()) if issued is None else issued
+        return f"{issued}." + hmac.new(self._secret, f"{issued}.{key}".encode(), hashlib.sha256).hexdigest()
 
-    def valid(self, token: str | None, keys: Iterable[str]) -> bool:
-        return token is not None and any(hmac.compare_digest(token, self.token(k)) for k in keys)
+    def valid(self, token: str | None, keys: Iterable[str], now: float | None = None) -> bool:
+        issued, _, _mac = (token or "").partition(".")
+        if not issued.isdigit():
+            return False
+        age = (time.time() if now is None else now) - int(issued)
+        if not -60 <= age < SESSION_SECONDS:  # a minute of clock skew between servers sharing the secret
+            return False
+        assert token is not None
+        return any(hmac.compare_digest(token, self.token(k, int(issued))) for k in keys)

@@ -18,6 +18,7 @@ from contam.app.api.deps import (
     has_sign_in,
 )
 from contam.app.api.schemas import MAX_PAGE
+from contam.app.api.security import SESSION_SECONDS
 from contam.app.core.items import SCORED_ROLES
 from contam.app.core.scoring import shared_spans, split_marked
 from contam.app.core.types import Status
@@ -64,7 +65,15 @@ def login(
     target = next if next.startswith("/") and not next.startswith("//") else "/"
     resp = RedirectResponse(target, status_code=303)
     secure = request.url.scheme == "https"  # behind a TLS proxy: uvicorn's --proxy-headers sets it
-    resp.set_cookie(COOKIE, sessions.token(key), httponly=True, samesite="lax", secure=secure)
+    resp.set_cookie(COOKIE, sessions.token(key), max_age=SESSION_SECONDS, httponly=True, samesite="lax", secure=secure)
+    return resp
+
+
+@public.get("/logout")
+def logout() -> Response:
+    """Sign out: the sign-in cookie goes, and the sign-in page follows."""
+    resp = RedirectResponse("/login", status_code=303)
+    resp.delete_cookie(COOKIE)
     return resp
 
 

@@ -101,3 +101,26 @@ def test_login_cookie_is_a_signed_token_not_the_key(migrated_url: str) -> None:
     with TestClient(create_app(settings)) as plain:  # over plain HTTP the cookie cannot be Secure
         cookie = plain.post("/login", data={"key": "s3cret-key"}, follow_redirects=False).headers["set-cookie"]
         assert "Secure" not in cookie
+
+
+def test_a_sign_in_lapses_and_can_be_ended(migrated_url: str) -> None:
+    """There was no sign-out (/logout was a 404) and one token per key, the same at every sign-in
+    and valid until the key was removed (a probe). A sign-in now lasts SESSION_SECONDS."""
+    from contam.app.api.security import SESSION_SECONDS, Sessions
+
+    settings = Settings(database_url=migrated_url, api_keys="s3cret-key")
+    with TestClient(create_app(settings)) as c:
+        r = c.post("/login", data={"key": "s3cret-key", "next": "/"}, follow_redirects=False)
+        assert f"Max-Age={SESSION_SECONDS}" in r.headers["set-cookie"]
+        page = c.get("/", follow_redirects=False)
+        assert page.status_code == 200 and 'href="/logout">Sign out</a>' in page.text
+        out = c.get("/logout", follow_redirects=False)
+        assert out.status_code == 303 and out.headers["location"] == "/login"
+        assert c.get("/", follow_redirects=False).status_code == 303  # signed out: to the sign-in page
+    sessions = Sessions("secret")
+    token = sessions.token("k", issued=1_000_000)
+    assert sessions.valid(token, ["k"], now=1_000_000 + SESSION_SECONDS - 1)
+    assert not sessions.valid(token, ["k"], now=1_000_000 + SESSION_SECONDS)  # lapsed
+    assert not sessions.valid(token, ["other"], now=1_000_001)  # another key's
+    assert not sessions.valid(token.replace("1000000.", "9000000."), ["k"], now=9_000_001)  # its time rewritten
+    assert sessions.token("k", issued=1) != sessions.token("k", issued=2)
