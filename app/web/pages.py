@@ -255,7 +255,23 @@ def upload_form(request: Request, corpora: CorpusServiceDep) -> HTMLResponse:
     )
 
 
-@signed_in.post("/upload")
+UPLOAD_FIELDS = ("file", "name", "corpora", "question", "passage", "choices", "answer", "solution", "id")
+
+
+async def upload_fields(request: Request) -> None:
+    """The upload form's own fields, each once (corpora aside: one per ticked box), as the API
+    asks of its uploads: a second file, or a field the form does not have (`mapping` and
+    `thresholds` are the API's), were dropped unseen."""
+    form = await request.form()  # kept on the request: the handler reads the same parse
+    unknown = sorted({k for k in form if k not in UPLOAD_FIELDS})
+    repeated = sorted({k for k in form if k != "corpora" and len(form.getlist(k)) > 1})
+    if unknown:
+        raise InputError(f"the upload form has no field {', '.join(unknown)} (the API's /api/v1/benchmarks takes them)")
+    if repeated:
+        raise InputError(f"form field {', '.join(repeated)} given more than once: one file an upload")
+
+
+@signed_in.post("/upload", dependencies=[Depends(upload_fields)])
 def upload(
     request: Request,
     svc: ReportServiceDep,

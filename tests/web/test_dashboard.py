@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -443,3 +444,13 @@ def test_a_refused_upload_keeps_what_was_filled_in(migrated_url: str, index_corp
         r = c.post("/upload", data={"name": "no file"})
         assert r.status_code == 422 and "choose a benchmark file to check" in r.text and 'value="no file"' in r.text
         assert c.get("/upload").status_code == 200 and "checked" not in c.get("/upload").text
+        # a second file, or the API's fields, were dropped unseen (a probe): refused, naming them
+        bench = _bench_file(Path(tempfile.mkdtemp())).read_bytes()
+        two = [("file", ("a.jsonl", bench)), ("file", ("b.jsonl", bench))]
+        r = c.post("/upload", files=two)
+        assert r.status_code == 422 and "form field file given more than once" in r.text
+        r = c.post("/upload", files={"file": ("a.jsonl", bench)}, data={"thresholds": "{bad"})
+        assert r.status_code == 422 and "the upload form has no field thresholds" in r.text
+        assert c.get("/api/v1/reports").json()["total"] == 0
+        two_corpora = c.post("/upload", files={"file": ("a.jsonl", bench)}, data={"corpora": ["web", "web"]})
+        assert two_corpora.status_code in (303, 200), two_corpora.text  # ticked boxes repeat the field
