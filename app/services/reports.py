@@ -164,13 +164,15 @@ class ReportService:
         self.retry_seconds = retry_seconds
         self._pool = ThreadPoolExecutor(max(1, job_workers), thread_name_prefix="contam-job")
         self._stopping = threading.Event()
+        self._beat: threading.Thread | None = None  # the lease heartbeat, once started
 
     def start(self, grace: float = START_GRACE_SECONDS) -> None:
         """Keep this server's jobs (renew their leases every third of a lease) and take up the
         jobs of servers that stopped (their leases ran out), on a thread of its own. The first
         take-up waits `grace` seconds: a server whose port is taken stops within it, before it
         touches any job."""
-        threading.Thread(target=self._heartbeat, args=(grace,), name="contam-job-leases", daemon=True).start()
+        self._beat = threading.Thread(target=self._heartbeat, args=(grace,), name="contam-job-leases", daemon=True)
+        self._beat.start()
 
     def _heartbeat(self, grace: float) -> None:
         if self._stopping.wait(grace):
@@ -211,6 +213,8 @@ class ReportService:
         (or one running beside this one) takes them up at once."""
         self._stopping.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._beat is not None:  # a renewal under way would otherwise extend what is let go below
+            self._beat.join(timeout=30)
         try:
             with self.engine.begin() as conn:
                 rrepo.release_jobs(conn, self.owner)

@@ -254,6 +254,40 @@ def test_a_live_server_keeps_its_jobs_and_lets_them_go_when_it_stops(
     assert rep["status"] == "done" and rep["done_items"] == 10
 
 
+def test_a_renewal_under_way_when_a_server_stops_does_not_keep_its_jobs(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch, services: Callable[..., ReportService]
+) -> None:
+    """The heartbeat's renewal could land after the stopping server let its jobs go, holding them
+    for another lease: the test above once saw no other server take the job up at once (CI under
+    load). Stopping now waits for the renewal under way, then lets go."""
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    release = threading.Event()
+    _paced(monkeypatch, lambda: release.wait(5))
+    a, b = services(lease_seconds=3.0), services(lease_seconds=3.0)
+    renew = rrepo.renew_jobs
+    armed, inside, go = threading.Event(), threading.Event(), threading.Event()
+
+    def slow_renew(conn: Any, owner: str, lease: float) -> int:  # a beat held inside its renewal
+        if owner == a.owner and armed.is_set() and not inside.is_set():
+            inside.set()
+            go.wait(10)
+        return renew(conn, owner, lease)
+
+    monkeypatch.setattr(rrepo, "renew_jobs", slow_renew)
+    a.start(grace=0)
+    rid = a.submit(_bench(10), "b.jsonl")
+    armed.set()
+    assert inside.wait(10)  # a beat is renewing
+    stopper = threading.Thread(target=a.shutdown)
+    stopper.start()
+    time.sleep(0.3)  # a server that did not wait for the beat has let go by now
+    go.set()
+    stopper.join(10)
+    assert b.take_up() == [rid]  # let go after the renewal, not before it
+    release.set()
+    assert _wait_done(b, rid)["status"] == "done"
+
+
 def test_a_stopping_server_stops_its_jobs_at_their_next_chunk(
     engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch, services: Callable[..., ReportService]
 ) -> None:
