@@ -385,7 +385,10 @@ def _roles(p: PreparedItem, stats: ItemStats, best: DocMatch | None, th: Thresho
             rs.coverage = best.role_coverage(p, code)
             rs.found = rs.coverage >= th.suspicious_coverage
         out[name] = rs
-    return out
+    if "answer" not in out and len(p.answer_ids):  # the answer is one of the choices: found as answer_found says
+        found = best is not None and bool(best.answer_found)
+        out["answer"] = RoleScore(tokens=len(p.answer_ids), coverage=float(found), found=found)
+    return {name: out[name] for name in SCORED_ROLES if name in out}
 
 
 def shared_spans(text: str, other: str) -> list[tuple[int, int]]:

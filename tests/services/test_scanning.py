@@ -218,6 +218,10 @@ def test_the_answer_found_after_the_question_is_highlighted(engine: Engine, inde
     ev = r.evidence[0]
     marked = [ev.excerpt[a:b] for a, b in ev.highlights]
     assert any("Amundsen" in m for m in marked), marked
+    # an answer given as one of the choices has no field of its own: the per-field figures and
+    # the `field=answer` filter left it out while answer_found said yes (a careful user's check)
+    assert list(r.score.roles) == ["question", "choices", "answer"] and r.score.roles["answer"].found
+    assert summarize([r], Thresholds())["per_field"]["answer"] == {"items": 1, "found": 1, "found_share": 1.0}
 
 
 def test_a_too_short_item_is_no_corpus_s_contamination(engine: Engine, index_corpus: IndexCorpus) -> None:
