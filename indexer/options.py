@@ -8,13 +8,14 @@ from typing import Any
 
 from contam.app.core.units import mib_to_bytes
 from contam.app.errors import ConfigError
+from contam.app.readers.corpus import DEFAULT_ID_FIELD
 from contam.app.settings import Settings
 
 
 @dataclass(frozen=True)
 class IndexOptions:
     text_field: str = "text"
-    id_field: str = "id"
+    id_field: str = DEFAULT_ID_FIELD
     limit: int | None = None  # documents per file
     workers: int = 1
     batch_size: int = 2000  # documents per batch sent to a worker

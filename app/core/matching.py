@@ -357,6 +357,12 @@ def _in_document(blocks: list[tuple[int, int, int]], lo: int, src: np.ndarray | 
     return [(a, lo + int(src[b]), int(src[b + size - 1] - src[b]) + 1) for a, b, size in blocks]
 
 
+def _placed(start: int, size: int, lo: int, src: np.ndarray | None) -> tuple[int, int]:
+    """A run of region tokens (start, size) placed in the document, as _in_document places a block."""
+    _a, at, length = _in_document([(0, start, size)], lo, src)[0]
+    return at, length
+
+
 def _passage_coverage(
     p: PreparedItem, doc: DocTokens, n: int, pos: np.ndarray | None, near: tuple[int, int] | None = None
 ) -> float:
@@ -819,7 +825,7 @@ def _answer_found(
     others = [c for c in choices if not np.array_equal(c, needle)]
     listed = bool(others) and sum(find_sequence(window, c) >= 0 for c in others) * 2 >= len(others)
     if hits >= (2 if listed and len(p.answer_ids) else 1):
-        return True, _in_document([(0, q_end + last, len(needle))], lo, src)[0][1:]
+        return True, _placed(q_end + last, len(needle), lo, src)
     if len(p.answer_ids):
         return False, None
     # another accepted answer of a free-text answer: one or two words ("no", "1") right after the
@@ -831,7 +837,7 @@ def _answer_found(
                 region[q_end : q_end + (SHORT_ALT_WINDOW if len(alt) <= 2 else ANSWER_WINDOW) + len(alt)], alt
             )
             if k >= 0:
-                return True, _in_document([(0, q_end + k, len(alt))], lo, src)[0][1:]
+                return True, _placed(q_end + k, len(alt), lo, src)
     return False, None
 
 
