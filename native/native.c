@@ -244,19 +244,45 @@ static int hash_str(PyObject *s, Vec *scratch, uint64_t *out) {
 
 /* ------------------------------------------------------------------ character kinds */
 
-enum { SEP = 0, WORD = 1, CJK = 2, UPPER = 3 /* ASCII A-Z: a word character, lower-cased */ };
+enum {
+    SEP = 0,
+    WORD = 1,
+    CJK = 2,
+    UPPER = 3, /* ASCII A-Z: a word character, lower-cased */
+    MARK = 4,  /* a combining mark: part of the token before it */
+    IGN = 5    /* a default-ignorable code point: joins a word's two parts, in no token's text */
+};
 
 static unsigned char ascii_kind[128];
 static unsigned char bmp_kind[65536];
 
-static int is_cjk(Py_UCS4 c) { /* text._CJK */
-    return (c >= 0x3040 && c <= 0x30FF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) ||
-           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x20000 && c <= 0x2FFFF);
+/* text._CJK_RANGES, _MARK_RANGES and unicode_ranges.IGNORABLE (set_normaliser): int64 first, last,
+ * ...; until then every character is a word character or a separator as Python's isalnum says. */
+typedef struct {
+    int64_t *r;
+    Py_ssize_t n; /* ranges */
+} Ranges;
+static Ranges cjk_ranges, mark_ranges, ign_ranges;
+
+static int in_ranges(const Ranges *rs, Py_UCS4 c) { /* binary search: the ranges ascend, disjoint */
+    Py_ssize_t lo = 0, hi = rs->n;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if ((int64_t)c > rs->r[2 * mid + 1])
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < rs->n && (int64_t)c >= rs->r[2 * lo];
 }
 
 static int kind_of_slow(Py_UCS4 c) {
-    if (is_cjk(c))
+    if (in_ranges(&cjk_ranges, c))
         return CJK;
+    if (in_ranges(&ign_ranges, c))
+        return IGN;
+    if (in_ranges(&mark_ranges, c))
+        return MARK;
     return Py_UNICODE_ISALNUM(c) ? WORD : SEP;
 }
 
@@ -273,6 +299,33 @@ static inline int kind_of(Py_UCS4 c) {
     if (c < 65536)
         return bmp_kind[c];
     return kind_of_slow(c);
+}
+
+/* Ranges from a buffer of int64 first, last pairs, ascending and disjoint (else a ValueError). */
+static int ranges_from(PyObject *obj, Ranges *out) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(obj, &b, PyBUF_SIMPLE) < 0)
+        return -1;
+    Py_ssize_t n = b.len / (Py_ssize_t)(2 * sizeof(int64_t));
+    int64_t *r = n ? malloc((size_t)n * 2 * sizeof(int64_t)) : NULL;
+    if (n && !r) {
+        PyBuffer_Release(&b);
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (n)
+        memcpy(r, b.buf, (size_t)n * 2 * sizeof(int64_t));
+    PyBuffer_Release(&b);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (r[2 * i] > r[2 * i + 1] || (i && r[2 * i] <= r[2 * i - 1]) || r[2 * i] < 0 || r[2 * i + 1] > 0x10FFFF) {
+            free(r);
+            PyErr_SetString(PyExc_ValueError, "character ranges must ascend without overlapping");
+            return -1;
+        }
+    free(out->r);
+    out->r = r;
+    out->n = n;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ markup (text._MARKUP) */
@@ -554,10 +607,51 @@ static int emit_wide(Tok *t, PyObject *text, Py_ssize_t s, Py_ssize_t e) {
     return emit_str(t, norm, s, e);
 }
 
-/* The tokens of one text of CHARs, appended to t: runs of word characters (ASCII ones lower-cased
- * on the way; a run holding any other is the normaliser's), each CJK character alone, markup
- * stepped over as strip_markup blanks it. */
-#define TOKENISE(NAME, CHAR)                                                                                     \
+/* A word character that is no decimal digit (the regular expressions' [^\W\d_]). */
+static inline int letterish(Py_UCS4 c) { return c != '_' && Py_UNICODE_ISALNUM(c) && !Py_UNICODE_ISDECIMAL(c); }
+
+/* Where a line-break hyphen starting at q ends (text._BREAK: after a letter or a mark, '-', U+2010 or
+ * a soft hyphen, spaces or tabs, an optional CR, a LF, spaces or tabs, before a letter; markup counts
+ * as the spaces strip_markup makes of it), or -1 if none starts there. */
+#define BREAK_END(NAME, CHAR)                                                                                    \
+    static Py_ssize_t NAME(const CHAR *p, Py_ssize_t n, Py_ssize_t q, Py_ssize_t *no_close) {                  \
+        const int kind = (int)sizeof(CHAR);                                                                    \
+        int newline = 0;                                                                                       \
+        Py_UCS4 c = p[q];                                                                                      \
+        if ((c != '-' && c != 0x2010 && c != 0xAD) || q == 0 || !(letterish(p[q - 1]) || kind_of(p[q - 1]) == MARK)) \
+            return -1;                                                                                         \
+        for (q++; q < n;) {                                                                                    \
+            c = p[q];                                                                                          \
+            if (c == ' ' || c == '\t') {                                                                       \
+                q++;                                                                                           \
+            } else if (c == '<' || c == '&') {                                                                 \
+                Py_ssize_t e = markup_end(kind, p, n, q, no_close);                                            \
+                if (e < 0)                                                                                     \
+                    break;                                                                                     \
+                q = e;                                                                                         \
+            } else if (!newline && c == '\r' && q + 1 < n && p[q + 1] == '\n') {                               \
+                q += 2;                                                                                        \
+                newline = 1;                                                                                   \
+            } else if (!newline && c == '\n') {                                                                \
+                q++;                                                                                           \
+                newline = 1;                                                                                   \
+            } else {                                                                                           \
+                break;                                                                                         \
+            }                                                                                                  \
+        }                                                                                                      \
+        return newline && q < n && letterish(p[q]) ? q : -1;                                                   \
+    }
+
+BREAK_END(break_end1, Py_UCS1)
+BREAK_END(break_end2, Py_UCS2)
+BREAK_END(break_end4, Py_UCS4)
+
+/* The tokens of one text of CHARs, appended to t (text._TOKEN in strip_markup's text): each CJK
+ * character with the marks after it; runs of word characters with the marks after any of them and
+ * the ignorables and line-break hyphens between two of them (ASCII ones lower-cased on the way; a
+ * run holding any other character is the normaliser's); markup stepped over as strip_markup blanks
+ * it; a mark or ignorable outside a token dropped. */
+#define TOKENISE(NAME, CHAR, BREAK)                                                                              \
     static int NAME(Tok *t, PyObject *text, const CHAR *p, Py_ssize_t n) {                                     \
         const int kind = (int)sizeof(CHAR);                                                                    \
         Py_ssize_t no_close = PY_SSIZE_T_MAX, i = 0;                                                           \
@@ -566,7 +660,7 @@ static int emit_wide(Tok *t, PyObject *text, Py_ssize_t s, Py_ssize_t e) {
         while (i < n) {                                                                                        \
             Py_UCS4 c = p[i];                                                                                  \
             int k = kind_of(c);                                                                                \
-            if (k == SEP) {                                                                                    \
+            if (k == SEP || k == MARK || k == IGN) {                                                           \
                 if (c == '<' || c == '&') {                                                                    \
                     Py_ssize_t e = markup_end(kind, p, n, i, &no_close);                                       \
                     if (e > 0) {                                                                               \
@@ -578,33 +672,54 @@ static int emit_wide(Tok *t, PyObject *text, Py_ssize_t s, Py_ssize_t e) {
                 continue;                                                                                      \
             }                                                                                                  \
             if (k == CJK) {                                                                                    \
-                if (emit_wide(t, text, i, i + 1) < 0)                                                          \
+                Py_ssize_t e = i + 1, q = e;                                                                   \
+                while (q < n && (k = kind_of(p[q])) != SEP) {                                                  \
+                    if (k == MARK)                                                                             \
+                        e = q + 1;                                                                             \
+                    else if (k != IGN)                                                                         \
+                        break;                                                                                 \
+                    q++;                                                                                       \
+                }                                                                                              \
+                if (emit_wide(t, text, i, e) < 0)                                                              \
                     return -1;                                                                                 \
-                i++;                                                                                           \
+                i = e;                                                                                         \
                 continue;                                                                                      \
             }                                                                                                  \
-            Py_ssize_t s = i;                                                                                  \
-            int upper = 0, wide = 0;                                                                           \
-            for (; i < n; i++) {                                                                               \
+            Py_ssize_t s = i, e = i;                                                                           \
+            int upper = 0, wide = 0, broken = 0;                                                               \
+            while (i < n) {                                                                                    \
                 c = p[i];                                                                                      \
                 k = kind_of(c);                                                                                \
-                if (k == WORD)                                                                                 \
-                    wide |= c >= 128;                                                                          \
-                else if (k == UPPER)                                                                           \
-                    upper = 1;                                                                                 \
-                else                                                                                           \
+                if (k == WORD || k == UPPER || (k == MARK && !broken)) {                                       \
+                    wide |= c >= 128 || i > e;                                                                 \
+                    upper |= k == UPPER;                                                                       \
+                    e = ++i;                                                                                   \
+                    broken = 0;                                                                                \
+                    continue;                                                                                  \
+                }                                                                                              \
+                Py_ssize_t q = -1;                                                                             \
+                if (c == '-' || c == 0x2010 || c == 0xAD)                                                      \
+                    q = BREAK(p, n, i, &no_close);                                                             \
+                if (q > 0) { /* a word character must follow (after more ignorables or breaks) */             \
+                    i = q;                                                                                     \
+                    broken = 1;                                                                                \
+                    continue;                                                                                  \
+                }                                                                                              \
+                if (k != IGN)                                                                                  \
                     break;                                                                                     \
+                i++;                                                                                           \
             }                                                                                                  \
+            i = e;                                                                                             \
             int r;                                                                                             \
             if (wide) {                                                                                        \
-                r = emit_wide(t, text, s, i);                                                                  \
+                r = emit_wide(t, text, s, e);                                                                  \
             } else if (kind == 1 && !upper) {                                                                  \
-                r = emit_ascii(t, (const char *)(p + s), i - s, s, i);                                         \
+                r = emit_ascii(t, (const char *)(p + s), e - s, s, e);                                         \
             } else {                                                                                           \
                 char *o = t->buf.p;                                                                            \
-                for (Py_ssize_t j = s; j < i; j++)                                                             \
+                for (Py_ssize_t j = s; j < e; j++)                                                             \
                     o[j - s] = (char)(p[j] >= 'A' && p[j] <= 'Z' ? p[j] + 32 : p[j]);                          \
-                r = emit_ascii(t, o, i - s, s, i);                                                             \
+                r = emit_ascii(t, o, e - s, s, e);                                                             \
             }                                                                                                  \
             if (r < 0)                                                                                         \
                 return -1;                                                                                     \
@@ -612,11 +727,15 @@ static int emit_wide(Tok *t, PyObject *text, Py_ssize_t s, Py_ssize_t e) {
         return 0;                                                                                              \
     }
 
-TOKENISE(tokenise1, Py_UCS1)
-TOKENISE(tokenise2, Py_UCS2)
-TOKENISE(tokenise4, Py_UCS4)
+TOKENISE(tokenise1, Py_UCS1, break_end1)
+TOKENISE(tokenise2, Py_UCS2, break_end2)
+TOKENISE(tokenise4, Py_UCS4, break_end4)
 
 static int tokenise(Tok *t, PyObject *text) {
+    if (!normaliser) {
+        PyErr_SetString(PyExc_RuntimeError, "contam.app.core._native: set_normaliser was not called");
+        return -1;
+    }
     if (!PyUnicode_Check(text)) {
         PyErr_Format(PyExc_TypeError, "a text must be str, not %.100s", Py_TYPE(text)->tp_name);
         return -1;
@@ -641,14 +760,28 @@ static void tok_free(Tok *t) {
 }
 
 static PyObject *py_set_normaliser(PyObject *self, PyObject *args) {
-    PyObject *fn;
+    PyObject *fn, *cjk, *marks, *ign;
     Py_ssize_t limit;
-    if (!PyArg_ParseTuple(args, "On", &fn, &limit))
+    if (!PyArg_ParseTuple(args, "OnOOO", &fn, &limit, &cjk, &marks, &ign))
         return NULL;
     if (!PyCallable_Check(fn)) {
         PyErr_SetString(PyExc_TypeError, "the normaliser must be callable");
         return NULL;
     }
+    Ranges c = {0}, m = {0}, g = {0};
+    if (ranges_from(cjk, &c) < 0 || ranges_from(marks, &m) < 0 || ranges_from(ign, &g) < 0) {
+        free(c.r);
+        free(m.r);
+        free(g.r);
+        return NULL;
+    }
+    free(cjk_ranges.r);
+    free(mark_ranges.r);
+    free(ign_ranges.r);
+    cjk_ranges = c;
+    mark_ranges = m;
+    ign_ranges = g;
+    init_kinds();
     Py_INCREF(fn);
     Py_XSETREF(normaliser, fn);
     cache_limit = (size_t)limit;
@@ -2838,8 +2971,9 @@ static PyMethodDef methods[] = {
      "top_groups(keys, dir, shift, start, count, groups, needles, max_items, exclude, k) -> the k groups "
      "holding most of needles in a gram table, most first, ties by ascending group"},
     {"set_normaliser", py_set_normaliser, METH_VARARGS,
-     "set_normaliser(norm, cache_limit): the function non-ASCII tokens are normalised by (text._norm); "
-     "its answers are cached, up to cache_limit distinct tokens before the cache is emptied."},
+     "set_normaliser(norm, cache_limit, cjk, marks, ignorables): the function non-ASCII tokens are normalised "
+     "by (text._norm), its answers cached up to cache_limit distinct tokens before the cache is emptied; the "
+     "character classes (int64 first, last, ... as bytes) of text._CJK_RANGES, _MARK_RANGES and IGNORABLE."},
     {"tokens", py_tokens, METH_O, "tokens(text) -> the normalised tokens of text (text.tokenize)"},
     {"spans", py_spans, METH_O,
      "spans(text) -> (tokens, starts, ends): tokens and their character spans, int64 as bytearrays"},

@@ -802,7 +802,8 @@ def _answer_found(
     A long free-text answer must be at least half held. A short one (a number, a word, a
     repeated choice) must appear exactly within a few tokens after the question (after the
     choices, if they are listed); a repeated choice must appear twice when the other choices
-    are listed too, once as a choice and once as the answer (the last is where it is given).
+    are listed too, once as a choice and once as the answer (the last is where it is given;
+    otherwise the first after the question is, a later one being the text going on about it).
     """
     if solution >= 0.5:  # half of the worked solution's own text held gives the answer away too
         return True, None
@@ -819,13 +820,16 @@ def _answer_found(
     choices = [p.ids[s:e] for s, e, code in p.fields if code == CHOICES]
     width = ANSWER_WINDOW + 2 * len(needle) + sum(len(c) + 2 for c in choices)
     window = region[q_end : q_end + width]
-    hits, at, last = 0, 0, -1
+    found: list[int] = []
+    at = 0
     while (k := find_sequence(window[at:], needle)) >= 0:
-        hits, last, at = hits + 1, at + k, at + k + len(needle)
+        found.append(at + k)
+        at += k + len(needle)
     others = [c for c in choices if not np.array_equal(c, needle)]
     listed = bool(others) and sum(find_sequence(window, c) >= 0 for c in others) * 2 >= len(others)
-    if hits >= (2 if listed and len(p.answer_ids) else 1):
-        return True, _placed(q_end + last, len(needle), lo, src)
+    repeated = listed and len(p.answer_ids) > 0  # a choice listed, then given: the last is the answer
+    if len(found) >= (2 if repeated else 1):  # else the first after the question (a later one is prose)
+        return True, _placed(q_end + found[-1 if repeated else 0], len(needle), lo, src)
     if len(p.answer_ids):
         return False, None
     # another accepted answer of a free-text answer: one or two words ("no", "1") right after the

@@ -5,7 +5,15 @@ Rules (normaliser version in config.NORMALIZER_VERSION):
   so `<p>What is</p>` and `What is` give the same tokens and offsets still point into the
   original text (DESIGN.md, item 9). Markdown punctuation disappears with all punctuation.
 * Tokens are runs of letters and digits (Unicode aware; `_` separates, so snake_case
-  identifiers split into words). CJK ideographs and kana are one token each (item 7).
+  identifiers split into words). CJK ideographs and kana (half-width kana too) are one token
+  each (item 7).
+* A combining mark (general category M: accents written apart, Indic vowel signs, Arabic and
+  Hebrew vowel points, a kana's voiced mark) belongs to the token it follows, so text in NFD
+  and in NFC gives the same tokens; a mark after no letter is dropped.
+* Invisible characters inside a word (default-ignorable code points: soft hyphen, zero-width
+  space and joiners, bidi controls, variation selectors) and a hyphen at a line break between
+  two letters ("interna-\ntionally", as text extracted from PDF or OCR breaks words) join the
+  word's two parts into one token; the token's span keeps them, its text does not.
 * Each token is NFKC-normalised and casefolded. Whitespace and indentation never matter,
   so reformatted code still matches.
 """
@@ -19,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from contam.app.core import _native
+from contam.app.core.unicode_ranges import IGNORABLE, MARKS
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -30,8 +39,33 @@ def without_surrogates(text: str) -> str:
     return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
-_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
+def _class(ranges: tuple[tuple[int, int], ...]) -> str:
+    """A regular-expression character class body of inclusive code point ranges."""
+    return "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
+
+
+_CJK_RANGES = (  # without the kana's combining voiced marks (U+3099, U+309A): marks
+    (0x3040, 0x3098),
+    (0x309B, 0x30FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xF900, 0xFAFF),
+    (0xFF66, 0xFF9D),  # half-width katakana (NFKC makes each the full-width one)
+    (0x20000, 0x2FFFF),
+)
+_MARK_RANGES = tuple(sorted((*MARKS, (0xFF9E, 0xFF9F))))  # and the half-width kana's voiced marks (letters by category)
+_CJK, _MARK, _IGNORABLE = _class(_CJK_RANGES), _class(_MARK_RANGES), _class(IGNORABLE)
+# a hyphen (or a soft one) at a line break, with the line's indentation, between a letter (or its
+# mark) and a letter: not a digit, so "D-" ending a line before "0.0", or a range of years, stays apart
+_BREAK = rf"(?:(?<=[^\W\d_])|(?<=[{_MARK}]))[-\u2010\u00ad][ \t]*\r?\n[ \t]*(?=[^\W\d_])"
+_WORD = rf"[^\W_{_CJK}{_MARK}{_IGNORABLE}]"
+# a CJK character and the marks after it; a run of word characters, marks after any of them, and
+# ignorables or line-break hyphens between two of them (never at an end)
+_TOKEN = re.compile(
+    rf"[{_CJK}](?:[{_IGNORABLE}]*[{_MARK}])*"
+    rf"|{_WORD}(?:[{_IGNORABLE}]*[{_MARK}]|(?:[{_IGNORABLE}]|{_BREAK})*{_WORD})*"
+)
+_DROPPED = re.compile(rf"{_BREAK}|[{_IGNORABLE}]")
 _MARKUP = re.compile(
     r"<!--.*?-->"
     r"|</?[A-Za-z][A-Za-z0-9:-]*(?:\s[^<>]{0,400})?/?>"
@@ -53,7 +87,14 @@ def strip_markup(text: str) -> str:
 
 
 def _norm(token: str) -> str:
-    return unicodedata.normalize("NFKC", token).casefold()
+    """A raw token's text: without the ignorables and line-break hyphens inside it (a break may hold
+    markup, blanked as strip_markup does), NFKC-normalised and casefolded."""
+    return unicodedata.normalize("NFKC", _DROPPED.sub("", strip_markup(token))).casefold()
+
+
+def _flat(ranges: tuple[tuple[int, int], ...]) -> bytes:
+    """Ranges as the compiled tokeniser reads them: int64 first, last, first, last, ..."""
+    return np.array(ranges, dtype=np.int64).tobytes()
 
 
 # The tokeniser itself is compiled (native/native.c): _MARKUP blanked and every match of _TOKEN
@@ -61,7 +102,15 @@ def _norm(token: str) -> str:
 # distinct token (its answers cached: a process's tokens repeat) and cached up to this many. Tests
 # hold it equal to strip_markup, _TOKEN and _norm, which define what a token is.
 _NORM_CACHE_LIMIT = 1_000_000
-_native.set_normaliser(_norm, _NORM_CACHE_LIMIT)
+
+
+def install_normaliser(cache_limit: int = _NORM_CACHE_LIMIT) -> None:
+    """Give the compiled tokeniser _norm (its cache emptied, holding up to `cache_limit` tokens) and
+    the character classes; done once at import."""
+    _native.set_normaliser(_norm, cache_limit, *(_flat(r) for r in (_CJK_RANGES, _MARK_RANGES, IGNORABLE)))
+
+
+install_normaliser()
 
 
 def tokenize(text: str) -> list[str]:

@@ -92,6 +92,12 @@ def check_corpus_name(name: str) -> None:
         )
 
 
+# the signature settings `contam index` has options for (SignatureConfig's others come with the code)
+OPTION_SETTINGS = frozenset(
+    {"ngram_n", "short_n", "sample_mod", "window", "stride", "shingle", "num_perm", "bands", "seed"}
+)
+
+
 def open_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: bool) -> int:
     """The corpus id, creating the corpus (its name checked: check_corpus_name); refuses
     settings that differ from the stored ones."""
@@ -103,9 +109,13 @@ def open_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: boo
         if row["fingerprint"] != cfg.fingerprint():
             diffs = repo.corpus_config(row).differences(cfg)
             listing = "; ".join(f"{k}: index has {a!r}, requested {b!r}" for k, (a, b) in diffs.items())
+            fix = (  # no option sets the tokeniser, the hash schemes or the libraries: only indexing afresh
+                f"delete it (`contam corpora delete {name}`) and index it again, or index under another name"
+                if set(diffs) - OPTION_SETTINGS
+                else "use the same settings or another corpus name"
+            )
             raise FingerprintMismatch(
-                f"corpus {name!r} was indexed with other signature settings ({listing}); "
-                "use the same settings or another corpus name",
+                f"corpus {name!r} was indexed with other signature settings ({listing}); {fix}",
                 {k: list(v) for k, v in diffs.items()},
             )
         if bool(row["store_text"]) != store_text:

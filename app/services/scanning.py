@@ -192,7 +192,7 @@ class Scanner:
             said = "; ".join(f"{k}: index has {a!r}, this scorer has {b!r}" for k, (a, b) in diffs.items())
             raise IncompatibleIndex(
                 f"corpus {rows[0]['name']!r} was indexed with settings this scorer cannot reproduce ({said}); "
-                "re-index it with this version",
+                f"re-index it with this version (`contam corpora delete {rows[0]['name']}`, then `contam index`)",
                 {k: list(v) for k, v in diffs.items()},
             )
         self.fingerprint = rows[0]["fingerprint"]

@@ -47,11 +47,18 @@ _PIECES = st.sampled_from(
         "<1>", "</>", "<p/ >", "<!--", "-->", "<!-- a -->", "<!--->", "<!---->", "&nbsp;", "&amp", "&#123;",
         "&#12345678;", "&#x1F;", "&#x;", "&#X1234567;", "&a;", "&ab;", "&" + "a" * 32 + ";", "&" + "b" * 33 + ";",
         "<", ">", "&", ";", "#", "\ud800", "\udfff", "_", "Ǆ", "ǅ", "İ", "ß", "ﬁ", "Ⅻ", "½", "²", "٣",
+        # marks, ignorables and line-break hyphens, and what they must not join
+        "\u0301", "\u0308\u0301", "\u093f", "\u05b8", "\u3099", "\uff9e", "\uff76", "\u00ad", "\u200b", "\u200d",
+        "\ufe0f", "\u2060", "\U000e0020", "\u3164", "-\n", "-\r\n", "- \n  ", "-\n\n", "\u2010\n", "\u00ad\n",
+        "-<br>\n", "-\n<b>", "-\r", "\t", "-", "7-\n", "-\n7", "-\n_",
     ]
 )
 # fmt: on
 _CHARS = st.one_of(
-    st.sampled_from("aZ09_ -.,\n\té中ｆｕ\u30fb\u3041\U00020001\U0001f600\u0663\u00b2ÀÉ\u0301ㄱ가\u1100\u1161"),
+    st.sampled_from(
+        "aZ09_ -.,\n\té中ｆｕ\u30fb\u3041\U00020001\U0001f600\u0663\u00b2ÀÉ\u0301ㄱ가\u1100\u1161"
+        "\u00ad\u200b\u3099\uff9e\uff76\u093f\u2010\r\U0001d173\U000e0100\U00011000\U00011038"
+    ),
     st.characters(codec="utf-8"),
     st.characters(max_codepoint=127),
 )
@@ -136,12 +143,12 @@ def test_the_normaliser_cache_emptied_when_full_gives_the_same_tokens() -> None:
     words = [f"é{i}ü" for i in range(500)] + ["東", "京"] * 50
     text = " ".join(words * 3)
     expected = _by_regex(text)[0]
-    _native.set_normaliser(T._norm, 7)  # emptied many times over within one text
+    T.install_normaliser(7)  # emptied many times over within one text
     try:
         assert tokenize(text) == expected
         assert S.text_token_hashes([text])[0].tolist() == _xxh(expected)
     finally:
-        _native.set_normaliser(T._norm, T._NORM_CACHE_LIMIT)
+        T.install_normaliser()
     assert tokenize(text) == expected
 
 
@@ -149,7 +156,7 @@ def test_threads_tokenising_at_once_get_their_own_tokens() -> None:
     """The normaliser is Python code, so threads take turns inside the tokeniser."""
     texts = [" ".join(f"wörd{t}x{i} Ä{i % 7}" for i in range(3_000)) for t in range(4)]
     expected = [_by_regex(t)[0] for t in texts]
-    _native.set_normaliser(T._norm, T._NORM_CACHE_LIMIT)  # a cold cache: every word calls back
+    T.install_normaliser()  # a cold cache: every word calls back
     got: dict[int, list[list[str]]] = {}
 
     def run(k: int) -> None:

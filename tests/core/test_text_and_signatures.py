@@ -19,6 +19,24 @@ CASES = [
     ("STRASSE straße", ["strasse", "strasse"], "casefold, not lower"),
     ("机器学习很有趣", ["机", "器", "学", "习", "很", "有", "趣"], "CJK ideographs one token each"),
     ("def f(x):\n        return   x_1", ["def", "f", "x", "return", "x", "1"], "indentation and _ ignored"),
+    ("cafe\u0301 nai\u0308ve", ["caf\u00e9", "na\u00efve"], "an accent written apart (NFD) is the NFC letter's"),
+    (
+        "\u0939\u093f\u0928\u094d\u0926\u0940",
+        ["\u0939\u093f\u0928\u094d\u0926\u0940"],
+        "Devanagari vowel signs stay in the word",
+    ),
+    (
+        "\u05e9\u05c1\u05b8\u05dc\u05d5\u05b9\u05dd",
+        ["\u05e9\u05b8\u05c1\u05dc\u05d5\u05b9\u05dd"],
+        "Hebrew points stay in the word (NFKC's order)",
+    ),
+    ("\u30ab\u3099\u30af", ["\u30ac", "\u30af"], "a kana's voiced mark written apart"),
+    ("\uff76\uff9e\uff78", ["\u30ac", "\u30af"], "half-width kana: one token each, as full-width"),
+    ("in\u00adter\u200bnational\u200d", ["international"], "soft hyphen and zero-width characters join"),
+    ("interna-\n    tionally recog-\r\nnized", ["internationally", "recognized"], "a word broken at a line end"),
+    ("well-known, well- known", ["well", "known", "well", "known"], "a hyphen without a line break parts"),
+    ("x -\ny \u0301z", ["x", "y", "z"], "no letter before the hyphen; a mark after no letter"),
+    ("D-\n  0.0 1990-\n1995", ["d", "0", "0", "1990", "1995"], "digits on either side of the break stay apart"),
 ]
 
 
@@ -30,6 +48,21 @@ def test_tokenize(text: str, expected: list[str], why: str) -> None:
     # offsets point into the original text
     for tok, s, e in zip(spans.tokens, spans.starts, spans.ends, strict=True):
         assert tokenize(text[s:e]) == [tok]
+
+
+def test_the_tables_are_unicodes_marks_and_disjoint() -> None:
+    """unicode_ranges.MARKS is general category M (less the ignorables) of this Python's Unicode,
+    and the tokeniser's CJK, mark and ignorable classes share no character."""
+    import unicodedata
+
+    from contam.app.core import unicode_ranges as U
+
+    assert unicodedata.unidata_version == U.UNICODE_VERSION, "regenerate app/core/unicode_ranges.py"
+    ignorable = {c for a, b in U.IGNORABLE for c in range(a, b + 1)}
+    marks = {c for c in range(0x110000) if unicodedata.category(chr(c)).startswith("M")} - ignorable
+    assert {c for a, b in U.MARKS for c in range(a, b + 1)} == marks
+    classes = [{c for a, b in r for c in range(a, b + 1)} for r in (T._CJK_RANGES, T._MARK_RANGES, U.IGNORABLE)]
+    assert not (classes[0] & classes[1]) and not (classes[0] & classes[2]) and not (classes[1] & classes[2])
 
 
 def test_reindented_code_gives_same_tokens() -> None:

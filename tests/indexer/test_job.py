@@ -3,6 +3,7 @@ groups and their commits, corrupt files, interruptions and kills."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import json
@@ -23,6 +24,7 @@ from typer.testing import CliRunner
 import contam.indexer.job as job_module
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import FingerprintMismatch, SettingsConflict
+from contam.app.services.scanning import Scanner
 from contam.app.store import repo
 from contam.app.store.db import make_engine, upgrade
 from contam.app.store.schema import corpus_file, document
@@ -97,6 +99,20 @@ def test_mismatched_settings_are_refused(migrated_url: str, tmp_path: Path, inde
         index_corpus(migrated_url, [g], "c", cfg=SignatureConfig(ngram_n=13))
     # a different corpus name may use other settings
     assert index_corpus(migrated_url, [g], "other", cfg=SignatureConfig(ngram_n=13)).as_dict()["documents"] == 3
+
+
+def test_an_index_of_an_earlier_tokeniser_is_refused_with_the_way_out(
+    migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """No option gives the tokeniser of an earlier release (NORMALIZER_VERSION): indexing more into
+    its corpus, and scanning it, say to delete it and index again, not to pick other settings."""
+    f = write_jsonl(tmp_path / "a.jsonl", make_docs(3, 50, 1, "a"))
+    index_corpus(migrated_url, [f], "c", cfg=dataclasses.replace(SignatureConfig(), normalizer_version="2"))
+    g = write_jsonl(tmp_path / "b.jsonl", make_docs(3, 50, 2, "b"))
+    with pytest.raises(FingerprintMismatch, match=r"normalizer_version: index has '2'.*contam corpora delete c"):
+        index_corpus(migrated_url, [g], "c")
+    with pytest.raises(FingerprintMismatch, match=r"cannot reproduce .*normalizer_version.*contam corpora delete c"):
+        Scanner(make_engine(migrated_url))
 
 
 def test_keeping_text_or_not_is_a_settings_conflict(

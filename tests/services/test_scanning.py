@@ -224,6 +224,42 @@ def test_the_answer_found_after_the_question_is_highlighted(engine: Engine, inde
     assert summarize([r], Thresholds())["per_field"]["answer"] == {"items": 1, "found": 1, "found_share": 1.0}
 
 
+def test_a_copy_in_other_unicode_forms_and_broken_lines_is_found(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """The same words in decomposed form (NFD: accents written apart), with soft hyphens and
+    zero-width spaces inside words, and hyphenated at line ends as text from PDF is: a probe
+    found each scored clean or suspicious, the tokeniser cutting words at the invisible marks."""
+    import unicodedata
+
+    q = (
+        "Quelle théorie générale célèbre, élaborée entre mille neuf cent sept et mille neuf cent quinze, "
+        "décrit la gravitation comme une déformation géométrique de l'espace-temps à quatre dimensions?"
+    )
+    copy = unicodedata.normalize("NFD", q)
+    copy = copy.replace("gravitation", "gravi\u00adta\u00adtion").replace("espace", "es\u200bpace")
+    copy = copy.replace("déformation ", "dé-\n  formation ").replace("géométrique", "géomé-\r\ntrique")
+    page = f"Notes de cours, chapitre trois.\n{copy}\nRéponse : la relativité générale d'Einstein."
+    index_corpus(engine, [{"id": "cours", "text": page}, {"id": "autre", "text": "Une page sans rapport. " * 40}])
+    r = Scanner(engine).scan([BenchmarkItem("q", 0, question=q, answer="la relativité générale")])[0]
+    assert r.score.status == "contaminated" and r.score.own_coverage == 1.0, (r.score.status, r.score.reason)
+    ev = r.evidence[0]
+    assert page[ev.char_start : ev.char_end].startswith(copy[:20]) and copy[-12:] in page[ev.char_start : ev.char_end]
+
+
+def test_the_answer_marked_is_the_first_after_the_question(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A free-text answer named again in the next paragraph: the evidence's span ran on to that
+    repeat and marked the answer twice (a probe of the evidence); the answer is where it is first
+    given after the question."""
+    q = "Which Scottish engineer improved the Newcomen steam engine with a separate condenser for efficiency?"
+    page = f"Quiz. {q} Answer: James Watt.\n\nJames Watt was born in Greenock in 1736 and died in 1819 at Handsworth."
+    index_corpus(engine, [{"id": "quiz", "text": page}])
+    r = Scanner(engine).scan([BenchmarkItem("watt", 0, question=q, answer="James Watt")])[0]
+    assert r.score.status == "contaminated" and r.score.answer_found
+    ev = r.evidence[0]
+    assert page[ev.char_start : ev.char_end].endswith("Answer: James Watt"), page[ev.char_start : ev.char_end]
+    marked = [ev.excerpt[a:b] for a, b in ev.highlights]
+    assert sum("James Watt" in m for m in marked) == 1, marked
+
+
 def test_a_too_short_item_is_no_corpus_s_contamination(engine: Engine, index_corpus: IndexCorpus) -> None:
     """A too_short item held whole by a document had that document's evidence say "contaminated",
     and the corpus's per-corpus figures counted it: one corpus, and its share passed the report's
