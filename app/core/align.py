@@ -58,7 +58,11 @@ def align(
     repetitive text (a frame such as "Take 3 steps. Turn left.") it may spend a copy's first
     words one by one on earlier repeats of them, leaving the copy's run shorter than the
     document holds it. A run is the evidence of a copy, so each kept block takes back the tokens
-    that continue it in both sequences, up to its neighbours and within its fields."""
+    that continue it in both sequences, up to its neighbours and within its fields; and two blocks
+    next to each other in the item but apart in the region are moved together where the region
+    holds one beside the other (a copy's opening words matched to an earlier repeat of them, "in
+    the city of Bath and draws ... In the city of Bath which ..."), the smaller of the two moved,
+    and only where no third block is joined to it, so the pieces a copy counts in only join."""
     item = _int64(item_ids)
     field_start = None
     if len(starts):

@@ -405,6 +405,18 @@ def _rapidfuzz_align(
         while a + size < ceil_a and b + size < ceil_b and a + size not in starts and item[a + size] == region[b + size]:
             size += 1
         blk[:] = [a, b, size]
+    for k in range(len(kept) - 1):  # item-adjacent blocks apart in the region, moved together
+        (xa, xb, xs), (ya, yb, ys) = kept[k], kept[k + 1]
+        if xa + xs != ya or xb + xs >= yb:
+            continue
+        x_free = not (k and kept[k - 1][0] + kept[k - 1][2] == xa and kept[k - 1][1] + kept[k - 1][2] == xb)
+        y_free = not (k + 2 < len(kept) and ya + ys == kept[k + 2][0] and yb + ys == kept[k + 2][1])
+        x_fits = x_free and item[xa : xa + xs] == region[yb - xs : yb]
+        y_fits = y_free and item[ya : ya + ys] == region[xb + xs : xb + xs + ys]
+        if x_fits and (xs <= ys or not y_fits):
+            kept[k][1] = yb - xs
+        elif y_fits:
+            kept[k + 1][1] = xb + xs
     return [(a, b, size) for a, b, size in kept]
 
 

@@ -245,6 +245,23 @@ def test_a_copy_in_other_unicode_forms_and_broken_lines_is_found(engine: Engine,
     assert page[ev.char_start : ev.char_end].startswith(copy[:20]) and copy[-12:] in page[ev.char_start : ev.char_end]
 
 
+def test_the_evidence_holds_the_copy_not_an_earlier_repeat_of_its_opening(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """The item's first words also end the sentence before the copy: the alignment took them
+    there, so the evidence's span began in that sentence and its highlight marked them there,
+    not in the copy (a probe of the evidence)."""
+    q = "In the city of Bath which Roman goddess was worshipped at the sacred hot spring beside the great temple?"
+    page = f"The festival is held every summer in the city of Bath and draws many visitors.\n\n{q} Answer: Sulis Minerva."
+    index_corpus(engine, [{"id": "bath", "text": page}])
+    r = Scanner(engine).scan([BenchmarkItem("bath", 0, question=q, answer="Sulis Minerva")])[0]
+    assert r.score.status == "contaminated"
+    ev = r.evidence[0]
+    assert ev.char_start == page.index(q), page[ev.char_start : ev.char_end]
+    marked = [ev.excerpt[a:b] for a, b in ev.highlights]
+    assert marked[0].startswith("In the city of Bath which"), marked
+
+
 def test_the_answer_marked_is_the_first_after_the_question(engine: Engine, index_corpus: IndexCorpus) -> None:
     """A free-text answer named again in the next paragraph: the evidence's span ran on to that
     repeat and marked the answer twice (a probe of the evidence); the answer is where it is first
