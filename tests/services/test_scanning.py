@@ -252,7 +252,8 @@ def test_the_evidence_holds_the_copy_not_an_earlier_repeat_of_its_opening(
     there, so the evidence's span began in that sentence and its highlight marked them there,
     not in the copy (a probe of the evidence)."""
     q = "In the city of Bath which Roman goddess was worshipped at the sacred hot spring beside the great temple?"
-    page = f"The festival is held every summer in the city of Bath and draws many visitors.\n\n{q} Answer: Sulis Minerva."
+    before = "The festival is held every summer in the city of Bath and draws many visitors."
+    page = f"{before}\n\n{q} Answer: Sulis Minerva."
     index_corpus(engine, [{"id": "bath", "text": page}])
     r = Scanner(engine).scan([BenchmarkItem("bath", 0, question=q, answer="Sulis Minerva")])[0]
     assert r.score.status == "contaminated"
