@@ -362,7 +362,7 @@ class ReportService:
 
     def _score(self, report_id: str, rep: dict[str, Any], path: Path) -> None:
         th = Thresholds(**rep["thresholds"])
-        scanner = Scanner(self.engine, rep["corpora"], th, workers=self.scan_workers)
+        scanner = Scanner(self.engine, rep["corpora"], th, workers=self.scan_workers, retry_seconds=self.retry_seconds)
 
         # the reader's arguments, not a closure: pass 1 can then run in a process of its own
         items = functools.partial(iter_benchmark, path, rep["filename"], rep["mapping"], self.limits, keep_raw=False)

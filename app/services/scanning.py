@@ -47,6 +47,7 @@ from contam.app.core.types import BenchmarkItem, Status
 from contam.app.errors import ContamError, FingerprintMismatch, IncompatibleIndex, NotFoundError, StateError
 from contam.app.processes import exit_with, quiet_on_interrupt
 from contam.app.readers.corpus import read_documents
+from contam.app.services.database import retrying
 from contam.app.store import repo
 from contam.app.store.db import make_engine
 
@@ -158,19 +159,23 @@ class Scanner:
         workers: int = 1,
         listing: list[dict[str, Any]] | None = None,
         shared_docs: SharedDocs | None = None,
+        retry_seconds: float = 0.0,
     ) -> None:
         """workers: processes that score a benchmark's chunks (0: one per core). listing: every
         corpus as repo.list_corpora gives it, if the caller has just read it (it is read here
         otherwise). shared_docs: tokenised documents kept across scanners (the API's /check
-        builds a scanner per request), in place of this scanner's own cache."""
+        builds a scanner per request), in place of this scanner's own cache. retry_seconds: how
+        long a chunk's reads are tried again while the database cannot be reached (a report job's
+        CONTAM_JOB_RETRY_SECONDS; 0: an UnavailableError at once, naming what was being read)."""
         self.engine = engine
+        self.retry_seconds = retry_seconds
         self.th = thresholds or Thresholds()
         self.k = evidence_k
         self.workers = workers or len(os.sched_getaffinity(0))  # the cores this process may use
         if listing is None:
             with engine.connect() as conn:
                 listing = repo.list_corpora(conn)
-        rows = all_rows = listing
+        rows = listing
         if corpora:
             missing = sorted(set(corpora) - {r["name"] for r in rows})
             if missing:
@@ -196,8 +201,9 @@ class Scanner:
                 {k: list(v) for k, v in diffs.items()},
             )
         self.fingerprint = rows[0]["fingerprint"]
-        # no corpus filter (and no join) when every corpus is selected
-        self.corpus_ids: list[int] | None = None if len(rows) == len(all_rows) else [int(r["id"]) for r in rows]
+        # the corpora read are those of this listing, even when it is every one: a corpus indexed
+        # while the scan runs is none of them (unfiltered, its copies came into a scan of another)
+        self.corpus_ids: list[int] = [int(r["id"]) for r in rows]
         self._docs: OrderedDict[int, _Doc] = OrderedDict()
         self._cached = 0  # bytes the cached documents take
         self._dctx = zstandard.ZstdDecompressor()
@@ -300,17 +306,44 @@ class Scanner:
             workers = _workers(workers if workers is not None else self.workers)
             for part in _run(work, _chunks(source(), total, workers), workers):
                 done += len(part)
+                if done == total:  # the last chunk's corpora may have gone after its own check
+                    retrying("checking the corpora are there", self._corpora_checked, self.retry_seconds)
                 yield part
                 if progress:
                     progress(done, total)
         finally:  # the folder of the tables, if they were written to one
             bench.close()
 
+    def _load_checked(self, candidates: Mapping[int, Mapping[int, Any]]) -> dict[int, _Doc]:
+        """The chunk's candidate documents (_load), its corpora checked to be there still."""
+        with self.engine.connect() as conn:
+            docs = self._load(conn, {d for c in candidates.values() for d in c})
+            self._still_there(conn)
+        return docs
+
+    def _corpora_checked(self) -> None:
+        with self.engine.connect() as conn:
+            self._still_there(conn)
+
+    def _still_there(self, conn: Any) -> None:
+        """Refuse to go on if a corpus the scan reads was deleted (or deleted and made again)
+        since the scan began: its chunks scored since then found none of its text, and their
+        items read clean (a report job keeps its corpora from being deleted; a `contam scan`
+        cannot). Asked after each chunk's look-ups and documents, and once more at the end."""
+        gone = repo.corpora_gone(conn, {int(r["id"]): r["created_at"] for r in self.corpora})
+        if gone:
+            names = ", ".join(repr(r["name"]) for r in self.corpora if int(r["id"]) in gone)
+            raise StateError(f"corpus {names} was deleted while this scan read it: its results are incomplete")
+
     def _read_filters(self) -> None:
         """The index's key filters read into this process's cache, for the workers it forks or
         its own look-ups (repo.read_filters): while pass 1 runs apart, it has nothing else to do."""
-        with self.engine.connect() as conn:
-            repo.read_filters(conn, self.corpus_ids)
+
+        def read() -> None:
+            with self.engine.connect() as conn:
+                repo.read_filters(conn, self.corpus_ids)
+
+        retrying("reading the key filters", read, self.retry_seconds)
 
     def _scan_chunk(self, work: _Work, lo: int, items: list[BenchmarkItem]) -> list[ItemResult]:
         """Items lo..lo+len(items)-1: prepared in full (their passages too), looked up in the
@@ -323,11 +356,15 @@ class Scanner:
         if cfg.sample_mod > 1:
             grams = grams[grams.view(np.uint64) % np.uint64(cfg.sample_mod) == 0]
         near_keys = self._near_keys(prepared)
-        with self.engine.connect() as conn:
-            segs = repo.lookup_segments(conn, self.corpus_ids)
-            df, postings = repo.ngram_table(conn, grams.tolist(), self.corpus_ids, th.max_df, segs=segs)
-            keys = distinct(np.concatenate([np.zeros(0, np.int64), *near_keys])).tolist()
-            hits = repo.band_table(conn, keys, self.corpus_ids, segs=segs)
+        keys = distinct(np.concatenate([np.zeros(0, np.int64), *near_keys])).tolist()
+
+        def look_up() -> tuple[dict[int, int], Postings, Postings]:
+            with self.engine.connect() as conn:
+                segs = repo.lookup_segments(conn, self.corpus_ids)
+                df, postings = repo.ngram_table(conn, grams.tolist(), self.corpus_ids, th.max_df, segs=segs)
+                return df, postings, repo.band_table(conn, keys, self.corpus_ids, segs=segs)
+
+        df, postings, hits = retrying("looking up the index", look_up, self.retry_seconds)
         sizes = np.cumsum([len(p.grams) for p in prepared])[:-1]
         msizes = np.cumsum([len(p.mgrams) for p in prepared])[:-1]
         all_grams = np.concatenate([p.grams for p in prepared])
@@ -350,8 +387,7 @@ class Scanner:
         candidates = {
             lo + k: self._candidates(p, stats[lo + k], postings, near_keys[k], hits) for k, p in enumerate(prepared)
         }
-        with self.engine.connect() as conn:
-            docs = self._load(conn, {d for c in candidates.values() for d in c})
+        docs = retrying("reading candidate documents", lambda: self._load_checked(candidates), self.retry_seconds)
         cache = MatchCache()  # the chunk's items share documents and competitors
         return [self._score_one(i, view, stats, candidates[i], docs, cache) for i in range(lo, lo + len(items))]
 

@@ -8,7 +8,7 @@ import json
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -886,6 +886,14 @@ def finish_merge(conn: Connection, target: int, sources: Sequence[int]) -> None:
     conn.execute(delete(key_filter).where(key_filter.c.seg.in_(sources)))
     conn.execute(delete(segment).where(segment.c.id.in_(sources)))
     conn.execute(update(segment).where(segment.c.id == target).values(merging_into=None))
+
+
+def corpora_gone(conn: Connection, created: Mapping[int, Any]) -> set[int]:
+    """Of these corpus ids (each with the time it was created), those no longer in the database,
+    or made again since under the same id (SQLite gives a deleted corpus's id to the next)."""
+    rows = conn.execute(select(corpus.c.id, corpus.c.created_at).where(corpus.c.id.in_(list(created))))
+    now = {int(i): at for i, at in rows}
+    return {i for i, at in created.items() if i not in now or now[i] != at}
 
 
 def segments(conn: Connection, corpus_ids: Sequence[int] | None) -> list[int]:

@@ -74,6 +74,19 @@ def test_a_job_rides_out_a_short_outage(indexed: Engine) -> None:
     svc.shutdown()
 
 
+def test_a_job_rides_out_a_short_outage_while_it_reads_the_index(indexed: Engine) -> None:
+    """Only a report job's writes were tried again: a connection lost while a chunk read its
+    candidate documents (a probe killed the server's connections mid-job on PostgreSQL) failed
+    the job at once, "database unavailable: terminating connection"."""
+    Outage(indexed, at="WHERE document.id IN", seconds=0.5)
+    svc = _service(indexed, retry_seconds=10)
+    rid = svc.submit(BENCH, "b.jsonl", background=False)
+    rep = svc.get(rid)
+    assert rep["status"] == "done" and rep["error"] is None and rep["done_items"] == 2, rep["error"]
+    assert rep["summary"]["counts"]["contaminated"] == 1
+    svc.shutdown()
+
+
 def test_a_job_fails_with_the_reason_when_the_outage_outlasts_its_retries(indexed: Engine) -> None:
     # Retries back off 0.05 s doubling, so with 1 s of them the progress write is tried last at
     # 1.55 s and gives up; the failure's own retries try last at 3.1 s. The database is back at

@@ -18,6 +18,7 @@ from contam.app.core.text import tokenize
 from contam.app.core.types import BenchmarkItem
 from contam.app.errors import CorruptFileError, FingerprintMismatch, NotFoundError, StateError
 from contam.app.services import scanning
+from contam.app.services.corpora import CorpusService
 from contam.app.services.results import summarize
 from contam.app.services.scanning import Evidence, Scanner
 from contam.app.store.db import make_engine
@@ -261,6 +262,35 @@ def test_the_evidence_holds_the_copy_not_an_earlier_repeat_of_its_opening(
     assert ev.char_start == page.index(q), page[ev.char_start : ev.char_end]
     marked = [ev.excerpt[a:b] for a, b in ev.highlights]
     assert marked[0].startswith("In the city of Bath which"), marked
+
+
+def test_a_scan_reads_only_the_corpora_it_began_with(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A corpus indexed while a scan runs is none of the scan's: when the scan's corpora were
+    every corpus there was, it was read unfiltered, and a scan of `--corpus web` cited the new
+    corpus's copies (88% contaminated where 16% was right; a probe of concurrent use)."""
+    index_corpus(engine, [{"id": "unrelated", "text": FILLER * 3}], "web")
+    chosen, every = Scanner(engine, ["web"]), Scanner(engine)
+    index_corpus(engine, CORPUS, "planted")  # indexed after the scans began
+    for scanner in (chosen, every):
+        results = scanner.scan(ITEMS)
+        assert {r.score.status for r in results} <= {"clean", "too_short"}, [r.score.reason for r in results]
+        assert not [e for r in results for e in r.evidence if e.corpus == "planted"]
+    assert Scanner(engine).scan(ITEMS[:1])[0].score.status == "contaminated"  # a scan begun now reads it
+
+
+def test_a_scan_whose_corpus_is_deleted_meanwhile_fails(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """`contam corpora delete` while a `contam scan` read the corpus: the scan went on, its later
+    items clean, and exited 0 (a CI gate passed on a corpus that was no longer there). A corpus
+    made again under the deleted one's name is not the one the scan began with either."""
+    index_corpus(engine, CORPUS, "web")
+    scanner = Scanner(engine)
+    CorpusService(engine).delete("web")
+    with pytest.raises(StateError, match="corpus 'web' was deleted while this scan read it"):
+        scanner.scan(ITEMS)
+    index_corpus(engine, CORPUS, "web")
+    with pytest.raises(StateError, match="deleted while this scan read it"):
+        scanner.scan(ITEMS)
+    assert Scanner(engine).scan(ITEMS[:1])[0].score.status == "contaminated"
 
 
 def test_the_answer_marked_is_the_first_after_the_question(engine: Engine, index_corpus: IndexCorpus) -> None:
