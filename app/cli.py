@@ -521,7 +521,7 @@ def scan(
     mapping = _mapping(fields)
     engine = open_database(database_url(db))
     with scan_progress(progress) as (report, read):
-        checked = CheckService(engine, workers=workers).path(
+        checked = CheckService(engine, get_settings().limits(), workers=workers).path(
             file, mapping, corpus, th, report, keep_text=False, reading=read
         )
     # as --fields takes them back: a list of fields is the role given once per field

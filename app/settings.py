@@ -38,7 +38,7 @@ class Settings(BaseSettings):
         "", description="secret the dashboard's sign-in cookies are signed with; empty: a random one per start"
     )
     allow_insecure_bind: bool = Field(False, description="allow a non-loopback host without API keys")
-    max_upload_mb: float = Field(200.0, description="largest benchmark upload accepted, in MiB")
+    max_upload_mb: float = Field(200.0, gt=0, description="largest benchmark upload accepted, in MiB")
     max_decompressed_mb: float = Field(
         _LIMITS.decompressed_bytes / MiB, gt=0, description="largest benchmark after decompression, in MiB"
     )
@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     max_json_depth: int = Field(_LIMITS.json_depth, gt=0, description="deepest nesting of a JSON request body")
     max_csv_field_chars: int = Field(
         _LIMITS.csv_field_chars, gt=0, description="most characters in one field of a CSV/TSV benchmark"
+    )
+    max_line_mb: float = Field(
+        _LIMITS.line_bytes / MiB, gt=0, description="longest line of a JSON lines or CSV/TSV benchmark, in MiB"
     )
     job_workers: int = Field(2, ge=1, description="report jobs the server runs at once")
     scan_workers: int = Field(
@@ -64,8 +67,10 @@ class Settings(BaseSettings):
     )
     workers: int = Field(0, ge=0, description="indexer worker processes; 0 means one per core")
     # The indexer's knobs below default to None: the job's own default (indexer.options.IndexOptions).
-    batch_size: int | None = Field(None, description="documents per indexing batch")
-    commit_mb: float | None = Field(None, description="indexer commits after this many MiB of text; 0: after each file")
+    batch_size: int | None = Field(None, gt=0, description="documents per indexing batch")
+    commit_mb: float | None = Field(
+        None, ge=0, description="indexer commits after this many MiB of text; 0: after each file"
+    )
     segment_rows: int | None = Field(None, gt=0, description="posting rows the indexer buffers and writes as a segment")
     merge_fanout: int | None = Field(
         None, ge=0, description="the indexer merges this many segments of one size; 0: never"
@@ -87,6 +92,7 @@ class Settings(BaseSettings):
             check_chars=self.max_check_chars,
             json_depth=self.max_json_depth,
             csv_field_chars=self.max_csv_field_chars,
+            line_bytes=mib_to_bytes(self.max_line_mb),
         )
 
     def key_set(self) -> set[str]:

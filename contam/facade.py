@@ -125,7 +125,8 @@ class Index:
     ) -> ScanResult:
         """Score items (texts, mappings or BenchmarkItems) against the corpora (default: those
         whose settings match); nothing is stored."""
-        return CheckService(self.engine).items([as_item(i, it) for i, it in enumerate(items)], corpora, thresholds)
+        checks = CheckService(self.engine, get_settings().limits())
+        return checks.items([as_item(i, it) for i, it in enumerate(items)], corpora, thresholds)
 
     def scan_file(
         self,
@@ -136,4 +137,4 @@ class Index:
         thresholds: Thresholds | None = None,
     ) -> ScanResult:
         """Score every item of a benchmark file or save_to_disk folder (any format `contam scan` reads)."""
-        return CheckService(self.engine).path(Path(path), mapping, corpora, thresholds)
+        return CheckService(self.engine, get_settings().limits()).path(Path(path), mapping, corpora, thresholds)

@@ -54,27 +54,30 @@ WorkersOpt = Annotated[
     ),
 ]
 BatchSizeOpt = Annotated[
-    int | None, typer.Option(help=f"documents per worker batch [CONTAM_BATCH_SIZE: {OPTS.batch_size}]")
+    int | None, typer.Option(min=1, help=f"documents per worker batch [CONTAM_BATCH_SIZE: {OPTS.batch_size}]")
 ]
 CommitMbOpt = Annotated[
     float | None,
     typer.Option(
+        min=0,
         help="commit after this many MiB of text; small files share a transaction; 0: after each file "
-        f"[CONTAM_COMMIT_MB: {OPTS.commit_bytes >> 20}]"
+        f"[CONTAM_COMMIT_MB: {OPTS.commit_bytes >> 20}]",
     ),
 ]
 SegmentRowsOpt = Annotated[
     int | None,
     typer.Option(
+        min=1,
         help="posting rows per index segment: larger means faster look-ups, smaller faster inserts "
-        f"[CONTAM_SEGMENT_ROWS: {OPTS.segment_rows}]"
+        f"[CONTAM_SEGMENT_ROWS: {OPTS.segment_rows}]",
     ),
 ]
 MergeFanoutOpt = Annotated[
     int | None,
     typer.Option(
-        help="merge this many segments of one size into one, so look-ups visit few; 0: never "
-        f"[CONTAM_MERGE_FANOUT: {OPTS.merge_fanout}]"
+        min=0,
+        help="merge this many segments of one size into one (2 or more), so look-ups visit few; 0: never "
+        f"[CONTAM_MERGE_FANOUT: {OPTS.merge_fanout}]",
     ),
 ]
 

@@ -210,10 +210,10 @@ class IndexWorker:
             release_claims(self.engine, self.corpus_id, group.owner)
             return [_again(c.size, str(c.path), c.content_hash) for c in written]
         self.store.commit()
-        for c in written:
-            assert c.report is not None
-            if c.report.status == "done":  # failed records of the path with other settings go
-                forget_failures(self.engine, self.corpus_id, str(c.path))
+        # failed records of the paths with other settings go
+        forget_failures(
+            self.engine, self.corpus_id, [str(c.path) for c in written if c.report and c.report.status == "done"]
+        )
         return [Outcome(c.report, content_hash=c.content_hash) for c in written if c.report is not None]
 
     def close(self) -> None:

@@ -156,8 +156,7 @@ class IndexJob:
             raise writer.error
         # Not from _send: on SQLite this process's own writer may hold the write lock with its
         # group open (a file another indexer committed first), and would wait for the next file.
-        for forgotten in self._forget:
-            forget_failures(self.engine, corpus_id, forgotten)
+        forget_failures(self.engine, corpus_id, self._forget)
         unchanged += self._twin_reports(writer.reports)
         order = {str(p): i for i, p in enumerate(files)}
         reports = sorted(writer.reports + unchanged, key=lambda r: order[r.path])

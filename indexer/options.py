@@ -56,11 +56,14 @@ def index_options(
     `only_cli` are the options that have no environment variable."""
     default = IndexOptions()
     commit = commit_mb if commit_mb is not None else settings.commit_mb
+    fanout = next(v for v in (merge_fanout, settings.merge_fanout, default.merge_fanout) if v is not None)
+    if fanout == 1:  # one segment "merged" alone is itself: it never merged, without a word
+        raise ConfigError("--merge-fanout (CONTAM_MERGE_FANOUT) must be 0 (never merge) or at least 2")
     return IndexOptions(
         workers=workers or settings.resolved_workers(),
         batch_size=batch_size or settings.batch_size or default.batch_size,
         commit_bytes=default.commit_bytes if commit is None else mib_to_bytes(commit),
         segment_rows=segment_rows or settings.segment_rows or default.segment_rows,
-        merge_fanout=next(v for v in (merge_fanout, settings.merge_fanout, default.merge_fanout) if v is not None),
+        merge_fanout=fanout,
         **only_cli,
     )

@@ -343,13 +343,22 @@ def drop_other_versions(conn: Connection, corpus_id: int, path: str, content_has
     return int(gone)
 
 
-def delete_failed_files_at(conn: Connection, corpus_id: int, path: str) -> None:
-    """Forget the failed records of a path (a run with other settings has read it since)."""
-    conn.execute(
-        delete(corpus_file).where(
-            corpus_file.c.corpus_id == corpus_id, corpus_file.c.path == path, corpus_file.c.status == "failed"
+def failed_paths(conn: Connection, corpus_id: int) -> set[str]:
+    """The paths of the corpus's failed file records."""
+    q = select(corpus_file.c.path).where(corpus_file.c.corpus_id == corpus_id, corpus_file.c.status == "failed")
+    return set(conn.execute(q).scalars())
+
+
+def delete_failed_files_at(conn: Connection, corpus_id: int, paths: Sequence[str]) -> None:
+    """Forget the failed records of these paths (a run with other settings has read them since)."""
+    for chunk in db.chunks(list(paths), _IN_BATCH.get(db.dialect(conn), 900)):
+        conn.execute(
+            delete(corpus_file).where(
+                corpus_file.c.corpus_id == corpus_id,
+                corpus_file.c.path.in_(list(chunk)),
+                corpus_file.c.status == "failed",
+            )
         )
-    )
 
 
 def insert_file(

@@ -96,6 +96,30 @@ def test_a_bomb_is_counted_while_inflating_never_inflated_first() -> None:
     assert peak < 16 << 20, peak
 
 
+@pytest.mark.parametrize("name", ["b.jsonl.gz", "b.csv.gz", "b.json.gz"])
+def test_a_long_line_is_refused_while_it_is_read(name: str) -> None:
+    """A JSON lines benchmark's line was read whole before any limit was asked: one line of
+    189 MB (184 KB gzipped) took the server to 1.2 GB (a probe). It is refused as it is read,
+    past CONTAM_MAX_LINE_MB, in a few MiB; a CSV's line too, and a .json file of JSON lines."""
+    good = json.dumps({"id": "a", "question": "fine"}) + "\n"
+    long = json.dumps({"id": "x", "question": "ab " * (16 << 20)}) + "\n"
+    if name.startswith("b.csv"):
+        good, long = "id,question\na,fine\n", "x," + "ab " * (16 << 20) + "\n"
+    packed = gzip.compress((good + long + good).encode(), compresslevel=1)
+    tracemalloc.start()
+    try:
+        with pytest.raises(LimitError, match=r"line \d+ exceeds the limit of 1.0 MiB \(CONTAM_MAX_LINE_MB\)"):
+            read_benchmark(packed, name, limits=Limits(line_bytes=1 << 20))
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 24 << 20, peak
+    fits = json.dumps({"id": "y", "question": "a " * 50_000, "other": "b" * ((1 << 20) - 100_050)}) + "\n"
+    assert len(fits) <= 1 << 20  # a line just under the limit is read
+    first = json.dumps({"id": "a", "question": "fine"}) + "\n"
+    assert len(read_benchmark((first + fits).encode(), "b.jsonl", limits=Limits(line_bytes=1 << 20))[0]) == 2
+
+
 def test_item_count_is_limited(small: TestClient) -> None:
     code, error = _upload(small, "b.jsonl.gz", gzip.compress(JSONL * 4))
     assert code == 413 and "CONTAM_MAX_ITEMS" in error
@@ -350,3 +374,21 @@ def test_a_file_is_closed_when_its_reader_stops_early(tmp_path: Path, name: str)
         records.close()  # type: ignore[attr-defined]
 
     _assert_closes_its_files(read_one)
+
+
+def test_the_json_depth_check_takes_memory_of_the_escapes_not_the_characters() -> None:
+    """The check ran a regular expression that kept a backtracking frame per character of a
+    string: a 5 MB body took 600 MB and half a second of the server's event loop, 8 at once a
+    gigabyte and /health 10 s (a probe). Its memory now follows the escapes, not the length."""
+    from contam.app.limits import check_json_depth
+
+    body = json.dumps({"texts": ["ab " * 700_000, 'a "quoted" \\ word'], "more": [[1, 2], {"a": "]"}]}).encode()
+    tracemalloc.start()
+    try:
+        check_json_depth(body, 3)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * len(body), peak  # the copy without its strings, and little more
+    with pytest.raises(LimitError, match="CONTAM_MAX_JSON_DEPTH"):
+        check_json_depth(json.dumps({"a": [["x]]]]"], [[["deep"]]]]}).encode(), 3)

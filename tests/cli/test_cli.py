@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+import contam
 import contam.indexer.job as job_module
 from contam.app.cli import command_name, serve_banner
+from contam.app.errors import ContamError
 from contam.app.settings import Settings, get_settings
 from contam.app.store.db import make_engine, upgrade
 from contam.indexer.cli import app as cli
@@ -777,3 +779,48 @@ def test_the_schema_check_reads_the_revisions_alembic_reads() -> None:
     revisions, head = known_revisions()
     assert head == script.get_current_head()
     assert revisions == {r.revision for r in script.walk_revisions()}
+
+
+def test_scan_and_the_python_api_read_the_limits_from_the_settings(
+    migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`contam scan` and contam.Index used the default limits whatever the environment said, so
+    a benchmark over one could not be scanned at all, and the error named a variable that changed
+    nothing (a probe of the scale edges)."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"id": "a", "question": Q1}) + "\n" + json.dumps({"id": "b", "question": Q2}) + "\n")
+    monkeypatch.setenv("CONTAM_MAX_ITEMS", "1")
+    get_settings.cache_clear()
+    r = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--progress", "none"])
+    assert r.exit_code == 2 and "the number of items exceeds the limit of 1 (CONTAM_MAX_ITEMS)" in r.output, r.output
+    with contam.Index(migrated_url) as index, pytest.raises(ContamError, match="CONTAM_MAX_ITEMS"):
+        index.scan_file(bench)
+    monkeypatch.setenv("CONTAM_MAX_ITEMS", "2")
+    get_settings.cache_clear()
+    r = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--progress", "none"])
+    assert r.exit_code == 0, r.output
+    get_settings.cache_clear()
+
+
+def test_index_options_out_of_range_are_refused(
+    migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A negative batch size ran one document a batch (27x slower), a negative segment size or
+    commit size was taken, a fan-out of 1 never merged, without a word (a probe)."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    for args in (["--batch-size", "-5"], ["--batch-size", "0"], ["--segment-rows", "-1"], ["--commit-mb", "-1"]):
+        r = index_cli(migrated_url, "web", *args, str(corpus))
+        assert r.exit_code == 2 and "Invalid value" in r.output, (args, r.output)
+    r = index_cli(migrated_url, "web", "--merge-fanout", "1", str(corpus))
+    assert r.exit_code == 2 and "must be 0 (never merge) or at least 2" in r.output, r.output
+    for name, value in (("CONTAM_BATCH_SIZE", "-1"), ("CONTAM_COMMIT_MB", "-5"), ("CONTAM_MAX_UPLOAD_MB", "0")):
+        monkeypatch.setenv(name, value)
+        r = index_cli(migrated_url, "web", str(corpus))
+        assert r.exit_code == 2 and name in r.output, (name, r.output)
+        monkeypatch.delenv(name)
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    get_settings.cache_clear()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import IndexCorpus
 from helpers import make_docs, snapshot, write_jsonl
-from sqlalchemy import select, text
+from sqlalchemy import Engine, event, select, text
 from typer.testing import CliRunner
 
 import contam.indexer.job as job_module
@@ -113,6 +113,21 @@ def test_an_index_of_an_earlier_tokeniser_is_refused_with_the_way_out(
         index_corpus(migrated_url, [g], "c")
     with pytest.raises(FingerprintMismatch, match=r"cannot reproduce .*normalizer_version.*contam corpora delete c"):
         Scanner(make_engine(migrated_url))
+
+
+def test_a_rerun_over_unchanged_files_deletes_nothing(
+    engine: Engine, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """Each unchanged file's failed records were deleted one path at a time, each delete reading
+    every file of the corpus: a rerun over 10,000 unchanged files took 37 s (a probe). Now the
+    corpus's failed paths are read once, and a path without one is not deleted at all."""
+    files = [write_jsonl(tmp_path / f"f{i}.jsonl", make_docs(1, 30, i, f"f{i}")) for i in range(40)]
+    index_corpus(engine, files, "c")
+    statements: list[str] = []
+    event.listen(engine, "before_cursor_execute", lambda _c, _cur, sql, *_a: statements.append(sql))
+    again = index_corpus(engine, files, "c").as_dict()
+    assert again["files_unchanged"] == 40, again
+    assert not [q for q in statements if q.lstrip().upper().startswith("DELETE FROM CORPUS_FILE")], statements
 
 
 def test_keeping_text_or_not_is_a_settings_conflict(
