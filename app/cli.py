@@ -48,7 +48,7 @@ from contam.app.errors import (
 )
 from contam.app.services.checking import CheckResult, CheckService
 from contam.app.services.corpora import CorpusService
-from contam.app.services.database import migrate, open_database, shown_url, unavailable_reason
+from contam.app.services.database import database_trouble, migrate, open_database, shown_url
 from contam.app.services.exports import CSV_COLUMNS, csv_row
 from contam.app.settings import get_settings
 
@@ -100,7 +100,7 @@ class ContamGroup(TyperGroup):
         except ContamError as exc:
             _fail(exc.message, exit_code(exc), ctx)
         except OperationalError as exc:  # the database went away mid-command: one line, not a traceback
-            _fail(f"the database is unavailable: {unavailable_reason(exc)}", EXIT_RUNTIME, ctx)
+            _fail(database_trouble(exc)[0], EXIT_RUNTIME, ctx)
         except UsageError as exc:  # click's bad option or value: one line too, exit 2
             path = exc.ctx.command_path.split()[1:] if exc.ctx is not None else [ctx.invoked_subcommand or ""]
             where = " ".join(["contam", *path])  # the failing (sub)command, under the name users type

@@ -21,7 +21,7 @@ from contam.app.errors import (
     StateError,
     UnavailableError,
 )
-from contam.app.services.database import refused_value, unavailable_reason
+from contam.app.services.database import database_trouble, refused_value, unavailable_reason
 
 # The nearest class in an error's ancestry decides; anything else in the tree is a 400.
 STATUS: dict[type[ContamError], int] = {
@@ -60,6 +60,9 @@ async def database_error(_req: Request, exc: Exception) -> JSONResponse:
     """The database cannot be reached (or is locked past the busy timeout): a 503 with the
     driver's reason, never a 500."""
     assert isinstance(exc, OperationalError)
+    message, passing = database_trouble(exc, "; try again shortly")
+    if not passing:  # a full disk or a damaged file: the server's trouble, which waiting does not mend
+        return JSONResponse(error_body(message.split(" (", 1)[0], unavailable_reason(exc)), status_code=500)
     body = error_body("the database is unavailable; try again shortly", unavailable_reason(exc))
     return JSONResponse(body, status_code=503, headers=RETRY_AFTER)
 

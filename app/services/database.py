@@ -28,6 +28,19 @@ def unavailable_reason(exc: DBAPIError) -> str:
     return (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
 
 
+def database_trouble(exc: DBAPIError, then: str = "") -> tuple[str, bool]:
+    """What to tell a user whose command or request the database failed, and whether trying
+    again may help: a full disk and a corrupt file are said as such (both were "unavailable",
+    which a retry does not mend); anything else is the database being away, `then` added (the
+    server's "try again shortly")."""
+    reason = unavailable_reason(exc)
+    if "disk is full" in reason or "No space left on device" in reason:
+        return f"the disk holding the database is full: free space, then run it again ({reason})", False
+    if "malformed" in reason or "file is not a database" in reason:
+        return f"the database file is damaged: restore it from a copy, or index into a new one ({reason})", False
+    return f"the database is unavailable{then}: {reason}", True
+
+
 def refused_value(exc: DBAPIError) -> str:
     """What to tell the sender of a value the database refused (DataError: a NUL character,
     which PostgreSQL's text never holds; a number out of a column's range)."""
@@ -74,6 +87,11 @@ def reaching(url: str) -> Iterator[None]:
             raise ConfigError(
                 f"{shown_url(url)} is not an SQLite database (file is not a database): check the path"
             ) from exc
+        message, passing = database_trouble(exc)
+        if "malformed" in reason:  # a damaged file, not a database that is away (exit 2, as a wrong file)
+            raise ConfigError(f"{message} ({shown_url(url)})") from exc
+        if not passing:
+            raise UnavailableError(f"{message} ({shown_url(url)})") from exc
         hint = ""
         if "readonly database" in reason and make_url(url).get_backend_name() == "sqlite":
             hint = (

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import ColumnElement, Engine, Float, create_engine, event, inspect, literal_column
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine.url import make_url
+from sqlalchemy.exc import OperationalError
 
 from contam.app.errors import ConfigError
 
@@ -241,7 +242,10 @@ def checkpoint(conn: Connection, mode: str = "PASSIVE") -> None:
     if dialect(conn) == "sqlite":
         raw = conn.connection.driver_connection
         assert raw is not None
-        raw.execute(f"PRAGMA wal_checkpoint({mode})")
+        try:
+            raw.execute(f"PRAGMA wal_checkpoint({mode})")
+        except sqlite3.OperationalError as exc:  # as SQLAlchemy's: the callers' handlers name it (a full disk)
+            raise OperationalError(f"PRAGMA wal_checkpoint({mode})", None, exc) from exc
 
 
 STATISTICS_TABLES = ("ngram_block", "band_block", "document", "corpus_file", "corpus")

@@ -22,7 +22,7 @@ from contam.app.errors import (
     StateError,
     UnavailableError,
 )
-from contam.app.services.database import refused_value, unavailable_reason
+from contam.app.services.database import database_trouble, refused_value
 from contam.app.web.rendering import render
 
 # The nearest class in an error's ancestry decides: (HTTP status, page title).
@@ -75,8 +75,7 @@ class PageRoute(APIRoute):
             except RequestValidationError as exc:  # a query parameter out of its range: a page, not JSON
                 return error_page(request, InputError(invalid_query(exc)))
             except OperationalError as exc:  # the database is away: say so, never a 500
-                reason = f"the database is unavailable; try again shortly ({unavailable_reason(exc)})"
-                return error_page(request, UnavailableError(reason))
+                return error_page(request, UnavailableError(database_trouble(exc, "; try again shortly")[0]))
             except DataError as exc:  # a value the database refuses (a NUL in the address, on PostgreSQL)
                 return error_page(request, InputError(refused_value(exc)))
 

@@ -824,3 +824,48 @@ def test_index_options_out_of_range_are_refused(
         monkeypatch.delenv(name)
     assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
     get_settings.cache_clear()
+
+
+def test_a_damaged_database_file_is_said_to_be_damaged(tmp_path: Path) -> None:
+    """A SQLite file cut short was "the database is unavailable: database disk image is
+    malformed" (exit 3), which reads as a passing outage (a probe of storage failures)."""
+    src = tmp_path / "whole.db"
+    migrated_url = f"sqlite:///{src}"
+    upgrade(migrated_url)
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"p{i}", "text": f"quiz {i}: {Q1} " * 30}) + "\n" for i in range(300)))
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    damaged = tmp_path / "damaged.db"
+    data = src.read_bytes()
+    damaged.write_bytes(data[: len(data) // 2])
+    get_settings.cache_clear()
+    r = CliRunner().invoke(cli, ["corpora", "--db", f"sqlite:///{damaged}"])
+    assert r.exit_code in (2, 3) and "the database file is damaged" in r.output, r.output
+
+
+def test_a_full_disk_is_said_to_be_full_not_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk was "the database is unavailable" (and 503 "try again shortly", which waiting
+    does not mend), or, from SQLite's checkpoint, "OperationalError: ..." as an unexpected error."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    from contam.app.services.database import database_trouble
+    from contam.app.store import db as store_db
+
+    full = OperationalError("INSERT", None, sqlite3.OperationalError("database or disk is full"))
+    message, passing = database_trouble(full, "; try again shortly")
+    assert message.startswith("the disk holding the database is full") and not passing
+    assert database_trouble(OperationalError("SELECT", None, sqlite3.OperationalError("locked")))[1]
+
+    class Full:
+        def execute(self, _sql: str) -> None:
+            raise sqlite3.OperationalError("database or disk is full")
+
+    class Conn:
+        dialect = type("D", (), {"name": "sqlite"})()
+        connection = type("C", (), {"driver_connection": Full()})()
+
+    monkeypatch.setattr(store_db, "dialect", lambda _c: "sqlite")
+    with pytest.raises(OperationalError, match="disk is full"):
+        store_db.checkpoint(Conn())  # type: ignore[arg-type]
