@@ -209,10 +209,12 @@ def _marked(text: str, spans: Any) -> list[tuple[str, bool]]:
 
 def _highlighted(it: dict[str, Any]) -> dict[str, Any]:
     """The item's fields and its evidence cut into (text, highlighted) pieces: on the training
-    text the matched spans, on the item what it shares with the evidence shown."""
+    text the matched spans, on the item what it shares with them. The item is aligned with the
+    matched spans only: aligned with the whole excerpts, a two-word answer's words were taken
+    from elsewhere in the text, one by one, and the answer found there was not marked (a probe)."""
     fields = it.get("item") or {}
     evidence = [{**ev, "pieces": _marked(ev["excerpt"], ev["highlights"])} for ev in it["evidence"]]
-    joined = " ".join(e["excerpt"] for e in it["evidence"])
+    joined = " \n ".join(e["excerpt"][a:b] for e in it["evidence"] for a, b in e["highlights"])
     item_fields = [
         (role, _marked(text, shared_spans(text, joined)))
         for role in ("passage", "question", "solution", "answer")

@@ -24,7 +24,7 @@ from contam.app.services.indexing import indexing_run
 from contam.app.settings import Settings
 from contam.app.store import repo
 from contam.app.store.db import upgrade
-from contam.app.web.pages import _marked
+from contam.app.web.pages import _highlighted, _marked
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"  # tests/artifacts
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -427,6 +427,21 @@ def test_a_name_is_highlighted_whole_across_its_underscores() -> None:
         ("x", True),
         ("_", False),
     ]
+
+
+def test_the_answer_is_marked_on_the_item_where_the_evidence_marks_it() -> None:
+    """The item's side was aligned with the whole excerpt: an answer whose first word the question
+    holds, written again in the next paragraph, had its words taken from those places one by one,
+    and the answer, marked on the training text, was not marked on the item (a probe's Arabic
+    item: "the longest river ... ?" answered "the river Nile")."""
+    q = "ما هو أطول نهر في العالم الذي يمر عبر مصر والسودان ويصب في البحر الأبيض المتوسط؟"
+    a = "نهر النيل"
+    excerpt = f"وقد كانت مكتبة الإسكندرية من أعظم المكتبات.\n\nالسؤال: {q}\nالجواب: {a}\n\nيعتبر {a} من أهم الأنهار في أفريقيا."
+    marks = [(excerpt.index(q), excerpt.index(q) + len(q) - 1), (excerpt.index(a), excerpt.index(a) + len(a))]
+    it = {"item": {"question": q, "answer": a}, "evidence": [{"excerpt": excerpt, "highlights": marks}]}
+    fields = dict(_highlighted(it)["item_fields"])
+    assert fields["answer"] == [(a, True)], fields["answer"]
+    assert fields["question"][0] == (q[:-1], True), fields["question"]
 
 
 def test_a_refused_upload_keeps_what_was_filled_in(migrated_url: str, index_corpus: IndexCorpus) -> None:
