@@ -436,7 +436,8 @@ def test_the_answer_is_marked_on_the_item_where_the_evidence_marks_it() -> None:
     item: "the longest river ... ?" answered "the river Nile")."""
     q = "ما هو أطول نهر في العالم الذي يمر عبر مصر والسودان ويصب في البحر الأبيض المتوسط؟"
     a = "نهر النيل"
-    excerpt = f"وقد كانت مكتبة الإسكندرية من أعظم المكتبات.\n\nالسؤال: {q}\nالجواب: {a}\n\nيعتبر {a} من أهم الأنهار في أفريقيا."
+    before, after = "وقد كانت مكتبة الإسكندرية من أعظم المكتبات.", f"يعتبر {a} من أهم الأنهار في أفريقيا."
+    excerpt = f"{before}\n\nالسؤال: {q}\nالجواب: {a}\n\n{after}"
     marks = [(excerpt.index(q), excerpt.index(q) + len(q) - 1), (excerpt.index(a), excerpt.index(a) + len(a))]
     it = {"item": {"question": q, "answer": a}, "evidence": [{"excerpt": excerpt, "highlights": marks}]}
     fields = dict(_highlighted(it)["item_fields"])
