@@ -384,6 +384,7 @@ class CorpusWriter:
         if self._group is not None:
             self._group.rollback()
         self._group = None
+        self._failed = None  # what the group deleted or added is undone: read it again
         if self._stager is not None:
             self._stager.discard()
 
@@ -453,13 +454,14 @@ class CorpusWriter:
             repo.delete_file(self.conn, existing["id"])
         if self._failed is None:  # read once: a delete per path read all the corpus's files
             self._failed = repo.failed_paths(self.conn, self.corpus_id)
-        if status == "done" and path in self._failed:  # failed before with other settings: forget it
-            repo.delete_failed_files_at(self.conn, self.corpus_id, [path])
-            self._failed.discard(path)
-        elif status == "failed":
-            self._failed.add(path)
+        if status == "done":
+            if path in self._failed:  # failed before with other settings (another --text-field): forget it
+                repo.delete_failed_files_at(self.conn, self.corpus_id, [path])
+                self._failed.discard(path)
             if not self._keeps_text():  # an older version's text can never be read again: it goes
                 repo.drop_other_versions(self.conn, self.corpus_id, path, content_hash)
+        elif status == "failed":
+            self._failed.add(path)
         return repo.insert_file(self.conn, self.corpus_id, path, size, content_hash, status, error, skipped)
 
     def add_documents(
