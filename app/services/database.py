@@ -93,10 +93,12 @@ def reaching(url: str) -> Iterator[None]:
         if not passing:
             raise UnavailableError(f"{message} ({shown_url(url)})") from exc
         hint = ""
-        if "readonly database" in reason and make_url(url).get_backend_name() == "sqlite":
+        cannot = ("readonly database", "unable to open database file")
+        if any(c in reason for c in cannot) and make_url(url).get_backend_name() == "sqlite":
+            path = make_url(url).database or "PATH"
             hint = (
                 "; SQLite writes its -wal and -shm files beside the database, even to read it: the file and its "
-                "folder must be writable"
+                f"folder must be writable, or read it as it is with --db 'sqlite:///file:{path}?immutable=1&uri=true'"
             )
         raise UnavailableError(f"the database is unavailable: {reason} ({shown_url(url)}){hint}") from exc
 
@@ -115,6 +117,8 @@ def open_database(url: str) -> Engine:
     except ArgumentError as exc:
         raise ConfigError(f"not a database URL: {url!r} (use sqlite:///PATH or postgresql://...)") from exc
     path = parsed.database if parsed.get_backend_name() == "sqlite" else None
+    if path and parsed.query.get("uri") == "true" and path.startswith("file:"):  # SQLite's URI form (mode=ro)
+        path = path.removeprefix("file:").split("?", 1)[0]
     if path not in (None, "", ":memory:") and not Path(str(path)).exists():
         raise ConfigError(
             f"no database at {parsed.database}: run `contam db upgrade --db {shown_url(url)}` first (or check the path)"

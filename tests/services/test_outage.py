@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -14,7 +15,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event
 
 from contam.app.api.main import create_app
+from contam.app.core.types import BenchmarkItem
+from contam.app.services.database import open_database
 from contam.app.services.reports import ReportService
+from contam.app.services.scanning import Scanner
 from contam.app.settings import Settings
 from contam.app.store.db import upgrade
 
@@ -202,3 +206,18 @@ def test_a_sqlite_database_it_cannot_write_beside_says_the_folder_must_be_writab
     with pytest.raises(UnavailableError) as pg, reaching("postgresql://u@h/db"):
         raise refused
     assert "-wal" not in pg.value.message
+    # a read-only folder's other word for it (a probe), and the way to read such a file as it is
+    cannot_open = OperationalError("SELECT 1", {}, sqlite3.OperationalError("unable to open database file"))
+    read_as_it_is = r"sqlite:///file:/srv/c.db\?immutable=1&uri=true"
+    with pytest.raises(UnavailableError, match=read_as_it_is), reaching("sqlite:////srv/c.db"):
+        raise cannot_open
+
+
+def test_a_sqlite_database_opened_read_only_by_its_uri_is_read(tmp_path: Path, index_corpus: IndexCorpus) -> None:
+    """`sqlite:///file:PATH?immutable=1&uri=true` (SQLite's read-only URI form, for a file in a folder
+    it cannot write) was refused as "no database at file:PATH" (a probe of storage failures)."""
+    path = tmp_path / "c.db"
+    upgrade(f"sqlite:///{path}")
+    index_corpus(f"sqlite:///{path}", [{"id": "page", "text": f"Quiz night! {Q1}"}])
+    engine = open_database(f"sqlite:///file:{path}?immutable=1&uri=true")
+    assert Scanner(engine).scan([BenchmarkItem("q1", 0, question=Q1)])[0].score.status == "contaminated"
