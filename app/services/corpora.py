@@ -62,8 +62,13 @@ class CorpusService:
         row = repo.get_corpus(conn, name, lock=True)  # no indexing run may start until we commit
         if row is None:
             raise NotFoundError(f"no corpus named {name!r}")
-        if name in reports_repo.corpora_in_use(conn):
-            raise StateError(f"cannot {verb} corpus {name!r} while a report job uses it; try again when it is done")
+        using = reports_repo.reports_using(conn, name)
+        if using:  # named, with the way on: a report whose server was killed waits for the next one
+            raise StateError(
+                f"cannot {verb} corpus {name!r} while a report job uses it (report {', '.join(using[:5])}); try "
+                "again when it is done, or delete the report (DELETE /api/v1/reports/ID, or its page on the "
+                "dashboard); a report whose server stopped is taken up by the next `contam serve`"
+            )
         runs = repo.live_runs(conn, int(row["id"]))
         if runs:
             raise StateError(

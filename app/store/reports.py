@@ -104,10 +104,10 @@ def _job(report_id: str, owner: str | None) -> ColumnElement[bool]:
     return cond if owner is None else and_(cond, report.c.owner == owner)
 
 
-def corpora_in_use(conn: Connection) -> set[str]:
-    """The corpora of reports that are queued or running (their jobs read those corpora)."""
-    rows = conn.execute(select(report.c.corpora).where(report.c.status.in_(("queued", "running")))).scalars()
-    return {name for names in rows for name in json.loads(names)}
+def reports_using(conn: Connection, name: str) -> list[str]:
+    """The ids of the reports queued or running on corpus `name` (their jobs read it)."""
+    rows = conn.execute(select(report.c.id, report.c.corpora).where(report.c.status.in_(("queued", "running"))))
+    return sorted(str(rid) for rid, names in rows if name in json.loads(names))
 
 
 def _decode(row: Any) -> dict[str, Any]:
