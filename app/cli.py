@@ -28,7 +28,7 @@ from typing import Annotated, Any, NoReturn
 import orjson
 import typer
 from pydantic import ValidationError
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DatabaseError, OperationalError
 from typer._click.exceptions import UsageError
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
@@ -101,6 +101,9 @@ class ContamGroup(TyperGroup):
             _fail(exc.message, exit_code(exc), ctx)
         except OperationalError as exc:  # the database went away mid-command: one line, not a traceback
             _fail(database_trouble(exc)[0], EXIT_RUNTIME, ctx)
+        except DatabaseError as exc:  # a damaged SQLite file is a DatabaseError ("malformed"): said as such
+            damaged, passing = database_trouble(exc)
+            _fail(damaged if not passing else f"{type(exc).__name__}: {first_line(exc)}", EXIT_RUNTIME, ctx)
         except UsageError as exc:  # click's bad option or value: one line too, exit 2
             path = exc.ctx.command_path.split()[1:] if exc.ctx is not None else [ctx.invoked_subcommand or ""]
             where = " ".join(["contam", *path])  # the failing (sub)command, under the name users type

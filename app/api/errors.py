@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DataError, OperationalError
+from sqlalchemy.exc import DatabaseError, DataError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from contam.app.api.schemas import ErrorRead
@@ -59,9 +59,10 @@ def _headers(code: int) -> dict[str, str] | None:
 async def database_error(_req: Request, exc: Exception) -> JSONResponse:
     """The database cannot be reached (or is locked past the busy timeout): a 503 with the
     driver's reason, never a 500."""
-    assert isinstance(exc, OperationalError)
+    assert isinstance(exc, DatabaseError)
     message, passing = database_trouble(exc, "; try again shortly")
-    if not passing:  # a full disk or a damaged file: the server's trouble, which waiting does not mend
+    if not passing or not isinstance(exc, OperationalError):  # a full disk or a damaged file (SQLite's
+        # DatabaseError "malformed"): the server's trouble, which waiting does not mend
         return JSONResponse(error_body(message.split(" (", 1)[0], unavailable_reason(exc)), status_code=500)
     body = error_body("the database is unavailable; try again shortly", unavailable_reason(exc))
     return JSONResponse(body, status_code=503, headers=RETRY_AFTER)
@@ -107,4 +108,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(OperationalError, database_error)
+    app.add_exception_handler(DatabaseError, database_error)  # other than the two named here
     app.add_exception_handler(DataError, data_error)

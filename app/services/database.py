@@ -58,9 +58,13 @@ def retrying(
         try:
             return work()
         except OperationalError as exc:
+            message, passing = database_trouble(exc)
+            if not passing:  # a full disk or a damaged file: waiting does not mend it
+                raise UnavailableError(f"{message}, while {what}") from exc
             if waited >= seconds or stop():
+                after = f" for {waited:.1f} s" if waited else ""
                 raise UnavailableError(
-                    f"the database was unavailable for {waited:.1f} s while {what}: {unavailable_reason(exc)}"
+                    f"the database was unavailable{after} while {what}: {unavailable_reason(exc)}"
                 ) from exc
             log.warning("database unavailable while %s (%s); retrying in %.2f s", what, unavailable_reason(exc), delay)
             time.sleep(delay)

@@ -325,7 +325,10 @@ class CorpusWriter:
     def __init__(self, engine: Engine, corpus_id: int) -> None:
         self.engine, self.corpus_id = engine, corpus_id
         self._store_text: bool | None = None
-        self._failed: set[str] | None = None  # the corpus's failed paths, read when first needed
+        # the corpus's failed paths, read when first needed and kept for the writer's run (read per
+        # group, a run committing each file read them per file); a failed record another run adds
+        # meanwhile for a path this one indexes stays until the next run that indexes it
+        self._failed: set[str] | None = None
         self._conn: Connection | None = None
         self._group: RootTransaction | None = None
         self._stager: SegmentStager | None = None
@@ -452,7 +455,7 @@ class CorpusWriter:
         existing = repo.find_file(self.conn, self.corpus_id, content_hash)
         if existing is not None:  # failed before: forget it
             repo.delete_file(self.conn, existing["id"])
-        if self._failed is None:  # read once: a delete per path read all the corpus's files
+        if self._failed is None:  # once a group: a delete per path read all the corpus's files
             self._failed = repo.failed_paths(self.conn, self.corpus_id)
         if status == "done":
             if path in self._failed:  # failed before with other settings (another --text-field): forget it

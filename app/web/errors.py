@@ -11,7 +11,7 @@ from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
-from sqlalchemy.exc import DataError, OperationalError
+from sqlalchemy.exc import DatabaseError, DataError, OperationalError
 
 from contam.app.errors import (
     ConfigError,
@@ -78,5 +78,10 @@ class PageRoute(APIRoute):
                 return error_page(request, UnavailableError(database_trouble(exc, "; try again shortly")[0]))
             except DataError as exc:  # a value the database refuses (a NUL in the address, on PostgreSQL)
                 return error_page(request, InputError(refused_value(exc)))
+            except DatabaseError as exc:  # a damaged SQLite file ("malformed"): said as such
+                damaged, passing = database_trouble(exc)
+                if passing:
+                    raise
+                return error_page(request, UnavailableError(damaged))
 
         return page

@@ -22,6 +22,8 @@ import pytest
 import zstandard
 from conftest import IndexCorpus
 from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contam.app.api.main import create_app
 from contam.app.api.routes.reports import attachment
@@ -376,19 +378,71 @@ def test_a_file_is_closed_when_its_reader_stops_early(tmp_path: Path, name: str)
     _assert_closes_its_files(read_one)
 
 
-def test_the_json_depth_check_takes_memory_of_the_escapes_not_the_characters() -> None:
-    """The check ran a regular expression that kept a backtracking frame per character of a
-    string: a 5 MB body took 600 MB and half a second of the server's event loop, 8 at once a
-    gigabyte and /health 10 s (a probe). Its memory now follows the escapes, not the length."""
+def _depth(data: bytes) -> int:
+    """The deepest bracket nesting outside strings, byte by byte (what json_depth computes)."""
+    depth = deepest = i = 0
+    while i < len(data):
+        c = data[i : i + 1]
+        if c == b'"':
+            i += 1
+            while i < len(data) and data[i : i + 1] != b'"':
+                i += 2 if data[i : i + 1] == b"\\" else 1
+        elif c in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in (b"]", b"}"):
+            depth -= 1
+        i += 1
+    return deepest
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([b"[", b"]", b"{", b"}", b'"', b"\\", b"a", b",", b":", b'\\"', b"1"]), max_size=60))
+def test_the_json_depth_is_the_bracket_nesting_outside_strings(parts: list[bytes]) -> None:
+    data = b"".join(parts)
+    from contam.app.core import _native
+
+    assert _native.json_depth(data, 10**6) == _depth(data)
+
+
+def test_the_json_depth_check_takes_time_and_memory_of_one_pass() -> None:
+    """The check ran a regular expression over the strings: it kept a backtracking frame per
+    character (a 5 MB body took 600 MB and half a second of the server's event loop; a probe), and
+    an unterminated run of escaped quotes took time in its square (60 KB: 10 s, before the API
+    key was asked for; a review). Now one pass in C."""
     from contam.app.limits import check_json_depth
 
     body = json.dumps({"texts": ["ab " * 700_000, 'a "quoted" \\ word'], "more": [[1, 2], {"a": "]"}]}).encode()
+    hostile = b'{"x": "' + b'\\"' * 1_000_000
     tracemalloc.start()
     try:
+        started = time.perf_counter()
         check_json_depth(body, 3)
+        check_json_depth(hostile, 3)
+        took = time.perf_counter() - started
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < 4 * len(body), peak  # the copy without its strings, and little more
+    assert peak < 1 << 20 and took < 0.5, (peak, took)
     with pytest.raises(LimitError, match="CONTAM_MAX_JSON_DEPTH"):
         check_json_depth(json.dumps({"a": [["x]]]]"], [[["deep"]]]]}).encode(), 3)
+
+
+def test_line_limit_counts_the_line_without_its_ending_and_cuts_cr_only_files() -> None:
+    """A CSV whose lines end in CR alone (old Mac tools) was one line to the line limit, so one
+    past 16 MiB was refused whole; a CRLF line of exactly the limit was refused where an LF line
+    was read (a review)."""
+    header, row = "id,question\r", "q{},what is the capital of France and why\r"
+    rows = header + "".join(row.format(i) for i in range(200))
+    items, _used = read_benchmark(rows.encode(), "b.csv", limits=Limits(line_bytes=1000))
+    assert len(items) == 200 and items[-1].item_id == "q199"
+    exact = json.dumps({"id": "a", "question": "x" * 60})
+    for ending in ("\n", "\r\n"):
+        got = read_benchmark((exact + ending).encode(), "b.jsonl", limits=Limits(line_bytes=len(exact)))[0]
+        assert len(got) == 1, ending
+    with pytest.raises(LimitError, match="line 1 exceeds"):
+        read_benchmark((exact + "\n").encode(), "b.jsonl", limits=Limits(line_bytes=len(exact) - 1))
+    with pytest.raises(LimitError, match="line 3 exceeds"):
+        read_benchmark(
+            (header + row.format(0) + "x," + "y" * 2000 + "\r").encode(), "b.csv", limits=Limits(line_bytes=1000)
+        )

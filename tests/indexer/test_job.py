@@ -483,6 +483,26 @@ def test_killed_run_resumes_to_the_same_index(
 # ---------------------------------------------------------------- zero is never silent
 
 
+def test_a_failure_forgotten_in_a_group_rolled_back_is_forgotten_when_the_file_goes_round_again(
+    migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """A file that failed before (a wrong --text-field) is indexed in one group with a corrupt
+    file: the group rolls back (its forgetting of the old failure too) and the good file goes
+    round again. The writer's list of failed paths must forget the rollback's undoing too, or the
+    old failure stays in the corpus's health beside the file indexed (a review)."""
+    good = write_jsonl(tmp_path / "a.jsonl", make_docs(3, 40, 1, "a"))
+    assert [f.status for f in index_corpus(migrated_url, [good], "c", text_field="txt").files] == ["failed"]
+    bad = tmp_path / "b.jsonl.gz"
+    bad.write_bytes(gzip.compress(b"".join(json.dumps(d).encode() + b"\n" for d in make_docs(50, 40, 2, "b")))[:-40])
+    run = index_corpus(migrated_url, [good, bad], "c")
+    assert [f.status for f in run.files] == ["done", "failed"], [(f.path, f.status) for f in run.files]
+    eng = make_engine(migrated_url)
+    with eng.connect() as conn:
+        rows = conn.execute(select(corpus_file.c.path, corpus_file.c.status)).all()
+    eng.dispose()
+    assert sorted((Path(p).name, st) for p, st in rows) == [("a.jsonl", "done"), ("b.jsonl.gz", "failed")], rows
+
+
 def test_a_file_without_documents_fails_naming_the_fields_it_holds(
     migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus
 ) -> None:

@@ -221,3 +221,30 @@ def test_a_sqlite_database_opened_read_only_by_its_uri_is_read(tmp_path: Path, i
     index_corpus(f"sqlite:///{path}", [{"id": "page", "text": f"Quiz night! {Q1}"}])
     engine = open_database(f"sqlite:///file:{path}?immutable=1&uri=true")
     assert Scanner(engine).scan([BenchmarkItem("q1", 0, question=Q1)])[0].score.status == "contaminated"
+
+
+def test_a_full_disk_is_not_waited_out() -> None:
+    """A report job tried a full disk again for its whole retry window, then called it "the
+    database was unavailable for 60.0 s" (a review); with no window, "for 0.0 s"."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    from contam.app.errors import UnavailableError
+    from contam.app.services.database import retrying
+
+    calls: list[str] = []
+
+    def full() -> None:
+        calls.append("x")
+        raise OperationalError("INSERT", None, sqlite3.OperationalError("database or disk is full"))
+
+    with pytest.raises(UnavailableError, match="the disk holding the database is full.*while recording"):
+        retrying("recording progress", full, 60)
+    assert len(calls) == 1
+
+    def away() -> None:
+        raise OperationalError("SELECT", None, sqlite3.OperationalError("unable to open database file"))
+
+    with pytest.raises(UnavailableError, match=r"^the database was unavailable while looking up the index: unable"):
+        retrying("looking up the index", away, 0)

@@ -293,6 +293,25 @@ def test_a_scan_whose_corpus_is_deleted_meanwhile_fails(engine: Engine, index_co
     assert Scanner(engine).scan(ITEMS[:1])[0].score.status == "contaminated"
 
 
+def test_a_corpus_deleted_after_the_last_chunk_read_it_fails_the_scan(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each chunk asks whether its corpora are there after it has read them; the scan asks once
+    more before its last results go out, for a corpus deleted after the last chunk asked."""
+    index_corpus(engine, CORPUS, "web")
+    scanner = Scanner(engine)
+    chunk_read = Scanner._load_checked
+
+    def then_deleted(self: Scanner, candidates: Any) -> Any:
+        docs = chunk_read(self, candidates)
+        CorpusService(engine).delete("web")
+        return docs
+
+    monkeypatch.setattr(Scanner, "_load_checked", then_deleted)
+    with pytest.raises(StateError, match="deleted while this scan read it"):
+        scanner.scan(ITEMS[:2])
+
+
 def test_the_answer_marked_is_the_first_after_the_question(engine: Engine, index_corpus: IndexCorpus) -> None:
     """A free-text answer named again in the next paragraph: the evidence's span ran on to that
     repeat and marked the answer twice (a probe of the evidence); the answer is where it is first
