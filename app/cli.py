@@ -44,12 +44,14 @@ from contam.app.errors import (
     InputError,
     NotFoundError,
     SettingsConflict,
+    disk_full,
     first_line,
 )
 from contam.app.services.checking import CheckResult, CheckService
 from contam.app.services.corpora import CorpusService
 from contam.app.services.database import database_trouble, migrate, open_database, shown_url
 from contam.app.services.exports import CSV_COLUMNS, csv_row
+from contam.app.services.scanning import reproducible
 from contam.app.settings import get_settings
 
 # Exit codes (README, "Command line"): 0 clean, 1 the gate tripped (a contaminated share above
@@ -78,6 +80,9 @@ def _fail(message: str, code: int, ctx: Any = None) -> NoReturn:
     """One line on stderr and the exit code; with --debug the traceback first, same exit code."""
     if ctx is not None and ctx.meta.get(DEBUG):
         traceback.print_exc()
+    if code == EXIT_RUNTIME and ctx is not None and ctx.invoked_subcommand == "index":
+        # a run that fails after some commits keeps them: it read as if nothing were saved (a trial)
+        message += " (the files reported done are kept; run it again to index the rest)"
     typer.echo("error: " + " ".join(message.split()), err=True)
     raise typer.Exit(code)
 
@@ -114,6 +119,9 @@ class ContamGroup(TyperGroup):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the last flush cannot fail
             raise typer.Exit(EXIT_PIPE) from None
         except Exception as exc:
+            full = disk_full(exc)
+            if full:
+                _fail(full, EXIT_RUNTIME, ctx)
             first = first_line(exc)
             hint = "" if ctx.meta.get(DEBUG) else " (run with --debug for the traceback)"
             _fail(f"{type(exc).__name__}: {first}{hint}", EXIT_RUNTIME, ctx)
@@ -530,10 +538,19 @@ def scan(
     # as --fields takes them back: a list of fields is the role given once per field
     used = ", ".join(f"{role}={x}" for role, f in checked.mapping.items() for x in (f if isinstance(f, list) else [f]))
     typer.echo(f"fields: {used}; corpora: {', '.join(checked.corpora)}", err=True)
-    left = [] if corpus else [c for c in CorpusService(engine).names(True) if c not in checked.corpora]
-    if left:  # chosen by their settings: say which were not, rather than leave them out unsaid
+    listing = [] if corpus else CorpusService(engine).list_corpora()
+    left = [c for c in listing if c["documents"] and c["name"] not in checked.corpora]
+    other = [c["name"] for c in left if reproducible(c)]
+    outdated = [c["name"] for c in left if not reproducible(c)]
+    if other:  # chosen by their settings: say which were not, rather than leave them out unsaid
         typer.echo(
-            f"left out (indexed with other settings; --corpus NAME checks against them): {', '.join(left)}", err=True
+            f"left out (indexed with other settings; --corpus NAME checks against them): {', '.join(other)}", err=True
+        )
+    if outdated:  # --corpus cannot help these: only indexing them again can
+        typer.echo(
+            "left out (indexed by another release of contam: `contam corpora delete NAME`, then `contam index` "
+            f"again): {', '.join(outdated)}",
+            err=True,
         )
     FORMATS[fmt](checked)
     typer.echo(scan_timing(checked.summary["items"], time.perf_counter() - t0), err=True)

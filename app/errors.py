@@ -8,6 +8,21 @@ def first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [""])[0]
 
 
+def disk_full(exc: BaseException) -> str | None:
+    """What to say of a disk that filled up under a write (ENOSPC), else None: a scan writes its
+    first pass's tables and an upload its decompressed copy to the temporary folder, and said
+    only "OSError: 558357 requested and 44016 written" (a new user's trial)."""
+    import errno
+    import tempfile
+
+    if isinstance(exc, OSError) and (exc.errno == errno.ENOSPC or "requested and" in str(exc)):
+        return (
+            f"no space left on the disk being written ({first_line(exc)}): free space, or set TMPDIR to a "
+            f"folder on a disk with room (temporary files go to {tempfile.gettempdir()})"
+        )
+    return None
+
+
 class ContamError(Exception):
     """Base class: a problem the user can act on, with a message that names it."""
 

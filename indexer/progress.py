@@ -95,7 +95,8 @@ class LogProgress(_RunRate):
             msg = f"FAILED: {failure(report)}"
         else:
             msg = (
-                f"{report.documents} documents, {report.tokens} tokens, {report.text_bytes / 1e6:.1f} MB of text"
+                f"{_count(report.documents, 'document')}, {_count(report.tokens, 'token')}, "
+                f"{report.text_bytes / 1e6:.1f} MB of text"
                 f" (the run so far: {self.text_bytes / 1e6:.1f} MB at {self.rate():.1f} MB/s)"
             )
         for what, counts in zip(("skipped", "repaired"), split_counts(report.skipped), strict=True):
@@ -174,3 +175,8 @@ class BarProgress(_RunRate):
             text_mb=self.text_bytes / 1e6,
             rate=self.rate(),
         )
+
+
+def _count(n: int, noun: str) -> str:
+    """ "1 document", "2 documents": a one-document file read "1 documents" (a trial)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

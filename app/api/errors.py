@@ -20,6 +20,8 @@ from contam.app.errors import (
     SettingsConflict,
     StateError,
     UnavailableError,
+    disk_full,
+    first_line,
 )
 from contam.app.services.database import database_trouble, refused_value, unavailable_reason
 
@@ -68,6 +70,15 @@ async def database_error(_req: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(body, status_code=503, headers=RETRY_AFTER)
 
 
+async def os_error(_req: Request, exc: Exception) -> JSONResponse:
+    """A disk that filled up under a write (an upload's copy, a scan's tables): 507 saying so; any
+    other OSError, a 500 naming it, in JSON as every other answer."""
+    full = disk_full(exc)
+    if full:
+        return JSONResponse(error_body(full), status_code=507)
+    return JSONResponse(error_body(f"{type(exc).__name__}: {first_line(exc)}"), status_code=500)
+
+
 async def data_error(_req: Request, exc: Exception) -> JSONResponse:
     """A value of the request the database refuses to store or compare (a NUL character, which
     PostgreSQL's text never holds): a 422 naming it, never a 500."""
@@ -110,3 +121,4 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(OperationalError, database_error)
     app.add_exception_handler(DatabaseError, database_error)  # other than the two named here
     app.add_exception_handler(DataError, data_error)
+    app.add_exception_handler(OSError, os_error)

@@ -91,6 +91,12 @@ def reaching(url: str) -> Iterator[None]:
             raise ConfigError(
                 f"{shown_url(url)} is not an SQLite database (file is not a database): check the path"
             ) from exc
+        parsed = make_url(url)
+        if parsed.get_backend_name() == "postgresql" and f'database "{parsed.database}" does not exist' in reason:
+            raise ConfigError(  # db upgrade makes the tables, not the database (a new user's trial)
+                f"PostgreSQL has no database {parsed.database!r} ({shown_url(url)}): create it first "
+                f"(`createdb {parsed.database}`, or CREATE DATABASE in psql), then `contam db upgrade --db URL`"
+            ) from exc
         message, passing = database_trouble(exc)
         if "malformed" in reason:  # a damaged file, not a database that is away (exit 2, as a wrong file)
             raise ConfigError(f"{message} ({shown_url(url)})") from exc

@@ -19,16 +19,24 @@ from pathlib import Path
 from typing import IO, Any
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DatabaseError, OperationalError
 
 from contam.app import __version__
 from contam.app.core.config import Thresholds
 from contam.app.core.types import Status
-from contam.app.errors import ContamError, InputError, NotFoundError, StateError, UnavailableError, first_line
+from contam.app.errors import (
+    ContamError,
+    InputError,
+    NotFoundError,
+    StateError,
+    UnavailableError,
+    disk_full,
+    first_line,
+)
 from contam.app.limits import Limits, exceeded
 from contam.app.readers.benchmark import iter_benchmark
 from contam.app.services.corpora import select_corpora
-from contam.app.services.database import RETRY_SECONDS, retrying, unavailable_reason
+from contam.app.services.database import RETRY_SECONDS, database_trouble, retrying, unavailable_reason
 from contam.app.services.exports import export_items, without_items
 from contam.app.services.results import Summary, item_row
 from contam.app.services.scanning import Scanner
@@ -47,8 +55,14 @@ FAILURE_CHARS = 300  # a report's error is one line of at most this many charact
 def failure_reason(exc: Exception) -> str:
     """One line for the report's error: never a traceback, nor a database error's statement and
     parameters (SQLAlchemy puts both in its message, items' text included)."""
+    if isinstance(exc, DatabaseError):  # a full disk or a damaged file said as such (database_trouble)
+        message, passing = database_trouble(exc)
+        if not passing:
+            return message
     if isinstance(exc, OperationalError):
         return f"database unavailable: {unavailable_reason(exc)}"
+    if full := disk_full(exc):
+        return full
     if isinstance(exc, ContamError):
         return exc.message
     cause = getattr(exc, "orig", None) or exc  # a DBAPI error's own message, without the SQL

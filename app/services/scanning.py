@@ -179,7 +179,8 @@ class Scanner:
         if corpora:
             missing = sorted(set(corpora) - {r["name"] for r in rows})
             if missing:
-                raise NotFoundError(f"no corpus named {', '.join(map(repr, missing))}")
+                there = ", ".join(sorted(r["name"] for r in rows)[:20]) or "none yet"
+                raise NotFoundError(f"no corpus named {', '.join(map(repr, missing))} (the corpora: {there})")
             rows = [r for r in rows if r["name"] in set(corpora)]
         if not rows:
             raise NotFoundError("no corpus is indexed yet: run `contam index` first")
@@ -333,7 +334,10 @@ class Scanner:
         gone = repo.corpora_gone(conn, {int(r["id"]): r["created_at"] for r in self.corpora})
         if gone:
             names = ", ".join(repr(r["name"]) for r in self.corpora if int(r["id"]) in gone)
-            raise StateError(f"corpus {names} was deleted while this scan read it: its results are incomplete")
+            raise StateError(
+                f"corpus {names} was deleted while this scan read it: its results are incomplete; scan again "
+                "against the corpora there are now (`contam corpora`)"
+            )
 
     def _read_filters(self) -> None:
         """The index's key filters read into this process's cache, for the workers it forks or
@@ -533,6 +537,13 @@ class Scanner:
             status=status.value,
             document_chars=len(doc.text),
         )
+
+
+def reproducible(corpus: Mapping[str, Any]) -> bool:
+    """Whether this code can score against a corpus (a row of repo.list_corpora): its index was
+    made by the same tokeniser, hash schemes and library answers, whatever its options."""
+    libraries = tuple(sorted(library_versions().items()))
+    return not _settings(json.dumps(corpus["config"], sort_keys=True), libraries)[1]
 
 
 @functools.lru_cache(maxsize=64)

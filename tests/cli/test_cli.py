@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import logging
+import os
 import re
 import socket
 import sqlite3
@@ -15,11 +17,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import IndexCorpus
 from typer.testing import CliRunner, Result
 
 import contam
 import contam.indexer.job as job_module
 from contam.app.cli import command_name, serve_banner
+from contam.app.core.config import SignatureConfig
 from contam.app.errors import ContamError
 from contam.app.settings import Settings, get_settings
 from contam.app.store.db import make_engine, upgrade
@@ -216,7 +220,10 @@ def test_domain_errors_are_one_line_and_exit_code_2(migrated_url: str, tmp_path:
     cases = [
         (["corpora", "nope", *base], "error: no corpus named 'nope'"),
         (["scan", str(tmp_path / "c.jsonl"), "--format", "xml", *base], "error: unknown format 'xml'"),
-        (["scan", str(tmp_path / "c.jsonl"), "--corpus", "nope", *base], "error: no corpus named 'nope'"),
+        (
+            ["scan", str(tmp_path / "c.jsonl"), "--corpus", "nope", *base],
+            "error: no corpus named 'nope' (the corpora: web)",
+        ),
         (["index", "--corpus", "web", "--ngram", "7", *base, str(tmp_path)], "error: corpus 'web' was indexed"),
         (["index", "--corpus", "web", "--no-store-text", *base, str(tmp_path)], "store_text=True; keep it the same"),
         (["index", "--corpus", "web", *base, str(tmp_path / "missing")], "error: no such file or directory"),
@@ -685,6 +692,23 @@ def test_the_table_lists_contaminated_items_before_suspicious_ones(capsys: pytes
     assert starts == {header.index("reason")}, [header, *rows]
 
 
+def test_a_scan_says_how_to_bring_back_a_corpus_of_another_release(
+    migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """A corpus an earlier release indexed (another tokeniser) was "left out (indexed with other
+    settings; --corpus NAME checks against them)", and --corpus NAME was then refused (a trial)."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    index_corpus(migrated_url, [corpus], "old", cfg=dataclasses.replace(SignatureConfig(), normalizer_version="2"))
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"id": "a", "question": Q1}) + "\n")
+    result = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url])
+    assert result.exit_code == 0 and "corpora: web\n" in result.stderr, result.stderr
+    assert "left out (indexed by another release of contam: `contam corpora delete NAME`" in result.stderr
+    assert "old" in result.stderr.split("another release")[1] and "--corpus NAME checks" not in result.stderr
+
+
 def test_a_scan_names_the_corpora_it_left_out_for_their_settings(migrated_url: str, tmp_path: Path) -> None:
     """Without --corpus a scan checks the corpora of one set of settings: one indexed with others
     was left out, said only by its absence from the `corpora:` line."""
@@ -879,3 +903,37 @@ def test_a_full_disk_is_said_to_be_full_not_unavailable(tmp_path: Path, monkeypa
     monkeypatch.setattr(store_db, "dialect", lambda _c: "sqlite")
     with pytest.raises(OperationalError, match="disk is full"):
         store_db.checkpoint(Conn())  # type: ignore[arg-type]
+
+
+def test_a_full_temporary_disk_is_said_as_such(
+    migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scan writes its first pass's tables to the temporary folder: on a full one it said
+    "OSError: 558357 requested and 44016 written" (numpy's short write; a new user's trial)."""
+    import errno
+
+    from contam.app.errors import disk_full
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"id": "a", "question": Q1}) + "\n")
+
+    def no_room(*_a: object, **_k: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("contam.app.services.scanning._Bench.build", no_room)
+    r = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--progress", "none"])
+    assert r.exit_code == 3 and "no space left on the disk being written" in r.output and "TMPDIR" in r.output, r.output
+    assert disk_full(OSError("558357 requested and 44016 written")) is not None
+    assert disk_full(OSError(errno.EACCES, "Permission denied")) is None
+
+
+def test_a_postgresql_database_that_does_not_exist_says_to_create_it() -> None:
+    """`contam db upgrade` on PostgreSQL makes the tables, not the database: a missing one was
+    "the database is unavailable: ... does not exist", exit 3, as if the server were away (a trial)."""
+    url = f"postgresql+psycopg://postgres@127.0.0.1:5432/contam_missing_{os.getpid()}"
+    for args in (["db", "upgrade"], ["corpora"]):
+        r = CliRunner().invoke(cli, [*args, "--db", url])
+        assert r.exit_code == 2 and "create it first (`createdb contam_missing_" in r.output, r.output

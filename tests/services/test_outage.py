@@ -248,3 +248,16 @@ def test_a_full_disk_is_not_waited_out() -> None:
 
     with pytest.raises(UnavailableError, match=r"^the database was unavailable while looking up the index: unable"):
         retrying("looking up the index", away, 0)
+
+
+def test_the_api_says_a_database_damaged_after_it_opened_is_damaged(tmp_path: Path, index_corpus: IndexCorpus) -> None:
+    """SQLite says a damaged page with DatabaseError ("malformed"), which no handler took: /check
+    answered a plain-text 500 (a new user's trial)."""
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    upgrade(url)
+    index_corpus(url, [{"id": f"p{i}", "text": f"quiz {i}: {Q1} " * 30} for i in range(300)])
+    data = (tmp_path / "c.db").read_bytes()
+    (tmp_path / "c.db").write_bytes(data[: 20 * 4096] + b"\xff" * (len(data) - 20 * 4096))
+    with TestClient(create_app(Settings(database_url=url, check_workers=1))) as c:
+        r = c.post("/api/v1/check", json={"texts": [Q1]})
+    assert r.status_code == 500 and r.json()["error"].startswith("the database file is damaged"), r.text
