@@ -133,7 +133,8 @@ def select_corpora_listing(engine: Engine, names: list[str] | None = None) -> tu
     if names:
         missing = sorted(set(names) - {r["name"] for r in rows})
         if missing:
-            raise NotFoundError(f"no corpus named {', '.join(map(repr, missing))}")
+            there = ", ".join(sorted(r["name"] for r in rows)[:20]) or "none yet"
+            raise NotFoundError(f"no corpus named {', '.join(map(repr, missing))} (the corpora: {there})")
         chosen = [r for r in rows if r["name"] in set(names)]
         empty = [r for r in chosen if r["documents"] == 0]
     else:

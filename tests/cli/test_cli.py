@@ -311,7 +311,8 @@ def test_exit_codes_and_one_line_errors(migrated_url: str, tmp_path: Path) -> No
         and "(postgresql://postgres@127.0.0.1:1/nodb)" in r.output
     )
     no_db = run.invoke(cli, ["corpora", "--db", "postgresql://postgres@127.0.0.1:5432/contam_no_such_db"])
-    assert no_db.exit_code == 3 and 'database "contam_no_such_db" does not exist' in no_db.output
+    # a database to create is the user's to fix (2), told how; not an outage (3)
+    assert no_db.exit_code == 2 and "create it first (`createdb contam_no_such_db`" in no_db.output, no_db.output
     # --debug shows the traceback and keeps the exit code (it exited 1, a tripped gate's)
     debug = run.invoke(cli, ["--debug", "corpora", "--db", unreachable])
     assert debug.exit_code == 3 and "Traceback (most recent call last)" in debug.output
