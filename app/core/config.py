@@ -84,7 +84,7 @@ class SignatureConfig:
             (self.window >= self.shingle, "window must be at least shingle"),
             (1 <= self.stride <= self.window, "stride must be between 1 and window"),
             (self.bands >= 1, "bands must be at least 1"),
-            (self.num_perm % self.bands == 0, "num_perm must be a multiple of bands"),
+            (self.bands >= 1 and self.num_perm % self.bands == 0, "num_perm must be a multiple of bands"),
             (self.seed >= 0, "seed must not be negative"),
         ]
         for ok, message in checks:

@@ -147,6 +147,8 @@ def test_config_checks_and_fingerprint() -> None:
         SignatureConfig(num_perm=10, bands=3)
     with pytest.raises(ConfigError):
         SignatureConfig(stride=0)
+    with pytest.raises(ConfigError, match="bands must be at least 1"):  # was ZeroDivisionError (a review)
+        SignatureConfig(bands=0)
     a, b = SignatureConfig(), SignatureConfig(ngram_n=13)
     assert a.fingerprint() == SignatureConfig().fingerprint()
     assert a.fingerprint() != b.fingerprint()
