@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 from contam.app.core.config import SignatureConfig
 from contam.app.services.corpora import CorpusService
 from contam.app.services.reports import ReportService
+from contam.app.services.scanning import reproducible
 from contam.indexer.job import IndexJob
 from contam.indexer.options import IndexOptions
 
@@ -58,8 +59,15 @@ def stdlib_corpus(out: Path) -> Path:
 
 
 def run_demo(engine: Engine, workdir: Path, max_upload_bytes: int, force: bool = False) -> str:
-    """Index the stdlib corpus and check HumanEval against it, unless corpora exist (or `force`)."""
-    if CorpusService(engine).list_corpora() and not force:
+    """Index the stdlib corpus and check HumanEval against it, unless corpora exist (or `force`).
+    A demo corpus an earlier release indexed (another tokeniser: this code cannot read it) is
+    deleted first, so `make run` after an upgrade serves checks again instead of refusing them."""
+    corpora = CorpusService(engine).list_corpora()
+    stale = [c for c in corpora if c["name"] == DEMO_CORPUS and not reproducible(c)]
+    if stale:
+        CorpusService(engine).delete(DEMO_CORPUS)  # refused (StateError) while a report job reads it
+        corpora = [c for c in corpora if c["name"] != DEMO_CORPUS]
+    if corpora and not force:
         return "database already holds corpora: demo skipped"
     workdir.mkdir(parents=True, exist_ok=True)
     corpus = stdlib_corpus(workdir / "stdlib.jsonl.gz")

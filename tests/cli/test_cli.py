@@ -522,6 +522,33 @@ def test_the_demo_says_which_mb_it_counts(migrated_url: str, tmp_path: Path, mon
     assert "MB of files on disk" in listed, listed
 
 
+def test_the_demo_replaces_its_corpus_of_an_earlier_release(
+    migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index_corpus: IndexCorpus
+) -> None:
+    """`make run` after an upgrade found the demo corpus an earlier release made, skipped the
+    demo ("database already holds corpora"), and served a corpus no check could read."""
+    from contam.app.store.db import make_engine
+    from contam.indexer import demo
+
+    def small_corpus(path: Path) -> Path:
+        import gzip
+
+        with gzip.open(path, "wt") as f:
+            f.write(json.dumps({"id": "m.py", "text": f"def f():\n    return '{Q1}'\n"}) + "\n")
+        return path
+
+    monkeypatch.setattr(demo, "stdlib_corpus", small_corpus)
+    old = dataclasses.replace(SignatureConfig(), normalizer_version="2")
+    index_corpus(migrated_url, [{"id": "m", "text": Q1}], demo.DEMO_CORPUS, cfg=old)
+    said = demo.run_demo(make_engine(migrated_url), tmp_path / "demo", 1 << 24)
+    assert "as corpus 'python-stdlib'" in said, said
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"id": "a", "question": Q1}) + "\n")
+    r = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--progress", "none"])
+    assert r.exit_code == 0 and "corpora: python-stdlib" in r.stderr, r.output
+    assert demo.run_demo(make_engine(migrated_url), tmp_path / "demo", 1 << 24).endswith("demo skipped")
+
+
 def test_serve_names_the_port_when_another_server_holds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A second `contam serve` on a taken port once started the app (and its report jobs), then
     died with uvicorn's bare "address already in use"; now it stops first, in one line."""
