@@ -7,9 +7,10 @@ Rules (normaliser version in config.NORMALIZER_VERSION):
 * Tokens are runs of letters and digits (Unicode aware; `_` separates, so snake_case
   identifiers split into words). CJK ideographs and kana (half-width kana too) are one token
   each (item 7).
-* A combining mark (general category M: accents written apart, Indic vowel signs, Arabic and
-  Hebrew vowel points, a kana's voiced mark) belongs to the token it follows, so text in NFD
-  and in NFC gives the same tokens; a mark after no letter is dropped.
+* A combining mark (general categories Mn and Mc: accents written apart, Indic vowel signs,
+  Arabic and Hebrew vowel points, a kana's voiced mark) belongs to the token it follows, so text
+  in NFD and in NFC gives the same tokens; a mark after no letter is dropped, and an enclosing
+  one (a keycap round a digit) parts like punctuation.
 * Invisible characters inside a word (default-ignorable code points: soft hyphen, zero-width
   space and joiners, bidi controls, variation selectors) and a hyphen at a line break between
   two letters ("interna-\ntionally", as text extracted from PDF or OCR breaks words) join the

@@ -1,8 +1,11 @@
-"""Unicode character classes the tokeniser reads (app/core/text.py), fixed here so a token does not
-change with the Python that runs it: combining marks (general category M, Unicode 14.0.0, as
-Python's unicodedata gives it) and default-ignorable code points (DerivedCoreProperties.txt's
-Default_Ignorable_Code_Point: soft hyphen, zero-width space and joiners, bidi controls, variation
-selectors, tags), each as inclusive (first, last) ranges. The marks leave out the ignorables.
+"""Unicode character classes the tokeniser reads (app/core/text.py), fixed here so that which
+characters join a word does not move with the Python that runs it (which are letters and digits,
+and NFKC, still follow its unicodedata; NORMALIZER_VERSION is the tokeniser's as a whole): marks
+(general categories Mn and Mc, Unicode 14.0.0, as Python's unicodedata gives it) and
+default-ignorable code points (DerivedCoreProperties.txt's Default_Ignorable_Code_Point: soft
+hyphen, zero-width space and joiners, bidi controls, variation selectors, tags), each as
+inclusive (first, last) ranges. The marks leave out the ignorables, and the enclosing marks (Me:
+a keycap, a circle drawn round a letter), which decorate rather than spell.
 tests/core/test_text_and_signatures.py derives MARKS again from unicodedata."""
 
 UNICODE_VERSION = "14.0.0"
@@ -30,7 +33,7 @@ IGNORABLE: tuple[tuple[int, int], ...] = (
 MARKS: tuple[tuple[int, int], ...] = (
     (0x0300, 0x034E),
     (0x0350, 0x036F),
-    (0x0483, 0x0489),
+    (0x0483, 0x0487),
     (0x0591, 0x05BD),
     (0x05BF, 0x05BF),
     (0x05C1, 0x05C2),
@@ -162,7 +165,8 @@ MARKS: tuple[tuple[int, int], ...] = (
     (0x1A55, 0x1A5E),
     (0x1A60, 0x1A7C),
     (0x1A7F, 0x1A7F),
-    (0x1AB0, 0x1ACE),
+    (0x1AB0, 0x1ABD),
+    (0x1ABF, 0x1ACE),
     (0x1B00, 0x1B04),
     (0x1B34, 0x1B44),
     (0x1B6B, 0x1B73),
@@ -176,13 +180,15 @@ MARKS: tuple[tuple[int, int], ...] = (
     (0x1CF4, 0x1CF4),
     (0x1CF7, 0x1CF9),
     (0x1DC0, 0x1DFF),
-    (0x20D0, 0x20F0),
+    (0x20D0, 0x20DC),
+    (0x20E1, 0x20E1),
+    (0x20E5, 0x20F0),
     (0x2CEF, 0x2CF1),
     (0x2D7F, 0x2D7F),
     (0x2DE0, 0x2DFF),
     (0x302A, 0x302F),
     (0x3099, 0x309A),
-    (0xA66F, 0xA672),
+    (0xA66F, 0xA66F),
     (0xA674, 0xA67D),
     (0xA69E, 0xA69F),
     (0xA6F0, 0xA6F1),
