@@ -104,11 +104,11 @@ class ContamGroup(TyperGroup):
             _fail(f"interrupted: nothing half-written is kept{kept}", EXIT_INTERRUPTED)
         except ContamError as exc:
             _fail(exc.message, exit_code(exc), ctx)
-        except OperationalError as exc:  # the database went away mid-command: one line, not a traceback
-            _fail(database_trouble(exc)[0], EXIT_RUNTIME, ctx)
-        except DatabaseError as exc:  # a damaged SQLite file is a DatabaseError ("malformed"): said as such
-            damaged, passing = database_trouble(exc)
-            _fail(damaged if not passing else f"{type(exc).__name__}: {first_line(exc)}", EXIT_RUNTIME, ctx)
+        except DatabaseError as exc:  # away mid-command, its disk full, its file damaged: one line, said so
+            message, passing = database_trouble(exc)
+            if passing and not isinstance(exc, OperationalError):  # another database error: unexpected
+                _unexpected(exc, ctx)
+            _fail(message, EXIT_RUNTIME, ctx)
         except UsageError as exc:  # click's bad option or value: one line too, exit 2
             path = exc.ctx.command_path.split()[1:] if exc.ctx is not None else [ctx.invoked_subcommand or ""]
             where = " ".join(["contam", *path])  # the failing (sub)command, under the name users type
@@ -119,12 +119,16 @@ class ContamGroup(TyperGroup):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the last flush cannot fail
             raise typer.Exit(EXIT_PIPE) from None
         except Exception as exc:
-            full = disk_full(exc)
-            if full:
-                _fail(full, EXIT_RUNTIME, ctx)
-            first = first_line(exc)
-            hint = "" if ctx.meta.get(DEBUG) else " (run with --debug for the traceback)"
-            _fail(f"{type(exc).__name__}: {first}{hint}", EXIT_RUNTIME, ctx)
+            _unexpected(exc, ctx)
+
+
+def _unexpected(exc: Exception, ctx: Any) -> NoReturn:
+    """An error no handler names: a full disk said so, anything else by its type and first line."""
+    full = disk_full(exc)
+    if full:
+        _fail(full, EXIT_RUNTIME, ctx)
+    hint = "" if ctx.meta.get(DEBUG) else " (run with --debug for the traceback)"
+    _fail(f"{type(exc).__name__}: {first_line(exc)}{hint}", EXIT_RUNTIME, ctx)
 
 
 @contextlib.contextmanager
@@ -539,9 +543,11 @@ def scan(
     used = ", ".join(f"{role}={x}" for role, f in checked.mapping.items() for x in (f if isinstance(f, list) else [f]))
     typer.echo(f"fields: {used}; corpora: {', '.join(checked.corpora)}", err=True)
     listing = [] if corpus else CorpusService(engine).list_corpora()
-    left = [c for c in listing if c["documents"] and c["name"] not in checked.corpora]
-    other = [c["name"] for c in left if reproducible(c)]
-    outdated = [c["name"] for c in left if not reproducible(c)]
+    other: list[str] = []
+    outdated: list[str] = []
+    for c in listing:
+        if c["documents"] and c["name"] not in checked.corpora:
+            (other if reproducible(c) else outdated).append(c["name"])
     if other:  # chosen by their settings: say which were not, rather than leave them out unsaid
         typer.echo(
             f"left out (indexed with other settings; --corpus NAME checks against them): {', '.join(other)}", err=True

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import tempfile
+
 
 def first_line(exc: BaseException) -> str:
     """An exception's message cut to its first line (drivers and parsers add SQL, carets, context)."""
@@ -12,9 +15,6 @@ def disk_full(exc: BaseException) -> str | None:
     """What to say of a disk that filled up under a write (ENOSPC), else None: a scan writes its
     first pass's tables and an upload its decompressed copy to the temporary folder, and said
     only "OSError: 558357 requested and 44016 written" (a new user's trial)."""
-    import errno
-    import tempfile
-
     if isinstance(exc, OSError) and (exc.errno == errno.ENOSPC or "requested and" in str(exc)):
         return (
             f"no space left on the disk being written ({first_line(exc)}): free space, or set TMPDIR to a "

@@ -65,7 +65,7 @@ async def database_error(_req: Request, exc: Exception) -> JSONResponse:
     message, passing = database_trouble(exc, "; try again shortly")
     if not passing or not isinstance(exc, OperationalError):  # a full disk or a damaged file (SQLite's
         # DatabaseError "malformed"): the server's trouble, which waiting does not mend
-        return JSONResponse(error_body(message.split(" (", 1)[0], unavailable_reason(exc)), status_code=500)
+        return JSONResponse(error_body(message, unavailable_reason(exc)), status_code=500)
     body = error_body("the database is unavailable; try again shortly", unavailable_reason(exc))
     return JSONResponse(body, status_code=503, headers=RETRY_AFTER)
 

@@ -109,6 +109,17 @@ class SignatureConfig:
         blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
+    def with_code_of(self, other: SignatureConfig) -> SignatureConfig:
+        """These options with `other`'s tokeniser, hash schemes and library answers: the settings
+        code sets, which no option of `contam index` chooses."""
+        return dataclasses.replace(
+            self,
+            normalizer_version=other.normalizer_version,
+            hash_scheme=other.hash_scheme,
+            minhash_scheme=other.minhash_scheme,
+            libraries=dict(other.libraries),
+        )
+
     def differences(self, other: SignatureConfig) -> dict[str, tuple[Any, Any]]:
         """Settings that differ between two configs, flattening library versions."""
         mine, theirs = self.to_dict(), other.to_dict()

@@ -35,9 +35,9 @@ def database_trouble(exc: DBAPIError, then: str = "") -> tuple[str, bool]:
     server's "try again shortly")."""
     reason = unavailable_reason(exc)
     if "disk is full" in reason or "No space left on device" in reason:
-        return f"the disk holding the database is full: free space, then run it again ({reason})", False
+        return "the disk holding the database is full: free space, then run it again", False
     if "malformed" in reason or "file is not a database" in reason:
-        return f"the database file is damaged: restore it from a copy, or index into a new one ({reason})", False
+        return "the database file is damaged: restore it from a copy, or index into a new one", False
     return f"the database is unavailable{then}: {reason}", True
 
 
@@ -104,8 +104,8 @@ def reaching(url: str) -> Iterator[None]:
             raise UnavailableError(f"{message} ({shown_url(url)})") from exc
         hint = ""
         cannot = ("readonly database", "unable to open database file")
-        if any(c in reason for c in cannot) and make_url(url).get_backend_name() == "sqlite":
-            path = make_url(url).database or "PATH"
+        if any(c in reason for c in cannot) and parsed.get_backend_name() == "sqlite":
+            path = parsed.database or "PATH"
             hint = (
                 "; SQLite writes its -wal and -shm files beside the database, even to read it: the file and its "
                 f"folder must be writable, or read it as it is with --db 'sqlite:///file:{path}?immutable=1&uri=true'"

@@ -92,12 +92,6 @@ def check_corpus_name(name: str) -> None:
         )
 
 
-# the signature settings `contam index` has options for (SignatureConfig's others come with the code)
-OPTION_SETTINGS = frozenset(
-    {"ngram_n", "short_n", "sample_mod", "window", "stride", "shingle", "num_perm", "bands", "seed"}
-)
-
-
 def open_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: bool) -> int:
     """The corpus id, creating the corpus (its name checked: check_corpus_name); refuses
     settings that differ from the stored ones."""
@@ -107,11 +101,12 @@ def open_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: boo
             check_corpus_name(name)
             return repo.create_corpus(conn, name, cfg, store_text)
         if row["fingerprint"] != cfg.fingerprint():
-            diffs = repo.corpus_config(row).differences(cfg)
+            stored = repo.corpus_config(row)
+            diffs = stored.differences(cfg)
             listing = "; ".join(f"{k}: index has {a!r}, requested {b!r}" for k, (a, b) in diffs.items())
             fix = (  # no option sets the tokeniser, the hash schemes or the libraries: only indexing afresh
                 f"delete it (`contam corpora delete {name}`) and index it again, or index under another name"
-                if set(diffs) - OPTION_SETTINGS
+                if stored != stored.with_code_of(cfg)
                 else "use the same settings or another corpus name"
             )
             raise FingerprintMismatch(

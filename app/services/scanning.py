@@ -555,17 +555,7 @@ def _settings(
     config and libraries, not per Scanner (each /check request builds one; building these
     dataclasses was 3% of a one-item request in py-spy)."""
     cfg = SignatureConfig.from_dict(json.loads(config))
-    default = SignatureConfig()
-    here = SignatureConfig(
-        **{
-            **cfg.to_dict(),
-            "libraries": dict(libraries),
-            "normalizer_version": default.normalizer_version,
-            "hash_scheme": default.hash_scheme,
-            "minhash_scheme": default.minhash_scheme,
-        }
-    )
-    return cfg, cfg.differences(here)
+    return cfg, cfg.differences(cfg.with_code_of(SignatureConfig(libraries=dict(libraries))))
 
 
 def _texts_from_sources(metas: Sequence[dict[str, Any]]) -> dict[int, str]:
