@@ -270,13 +270,14 @@ def health_text(h: dict[str, Any]) -> str:
     c, spread = h["config"], h["tokens_per_document"]
     lines = [
         f"corpus {h['name']} (fingerprint {h['fingerprint']})",
-        f"  files:      {h['files']} indexed ({h['bytes'] / 1e6:.1f} MB of files on disk), "
+        f"  files:      {h['files']:,} indexed ({h['bytes'] / 1e6:.1f} MB of files on disk), "
         f"{len(h['failed_files'])} failed",
         f"  documents:  {h['documents']:,} ({h['duplicate_documents']:,} exact duplicates, "
         f"{h['short_documents']:,} under 8 tokens)",
         f"  tokens:     {h['tokens']:,}"
         + ("; per document " + ", ".join(f"{k} {v:,}" for k, v in spread.items()) if spread else ""),
-        f"  postings:   {h['ngrams']:,} n-grams, {h['windows']:,} windows, in {_count(h['segments'], 'segment')}",
+        f"  postings:   {h['ngrams']:,} n-grams, {_count(h['windows'], 'window')}, "
+        f"in {_count(h['segments'], 'segment')}",
         "  skipped:    " + (", ".join(f"{k}={v:,}" for k, v in h["skipped"].items()) or "nothing"),
         "  repaired:   " + (", ".join(f"{k}={v:,}" for k, v in h["repaired"].items()) or "nothing"),
         f"  settings:   n={c['ngram_n']}, short={c.get('short_n', 0)}, sample={c['sample_mod']}, "

@@ -102,7 +102,15 @@ NO_FILE = (
 
 
 async def validation_error(_req: Request, exc: Exception) -> JSONResponse:
+    """422 naming each field that is wrong; a body that is not JSON at all is a 400 saying where
+    the parser stopped ("JSON decode error" at a bare character offset told neither)."""
     assert isinstance(exc, RequestValidationError)
+    broken = next((e for e in exc.errors() if e.get("type") == "json_invalid"), None)
+    if broken is not None:
+        at = broken.get("loc", ("body", "?"))[-1]
+        why = (broken.get("ctx") or {}).get("error", "not JSON")
+        message = f"the request body is not valid JSON: {why} at character {at}"
+        return JSONResponse(error_body(message), status_code=400)
     problems = _problems(exc)
     no_file = any(p["loc"] == ["body", "file"] and p["type"] == "missing" for p in problems)
     return JSONResponse(error_body(NO_FILE if no_file else "invalid request", problems), status_code=422)

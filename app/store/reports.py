@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import IO, Any
 
 import zstandard
-from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, true, update
+from sqlalchemy import ColumnElement, and_, case, delete, func, insert, or_, select, true, update
 from sqlalchemy.engine import Connection
 
+from contam.app.core.scoring import SEVERITY
 from contam.app.store import db
 from contam.app.store.repo import now
 from contam.app.store.schema import report, report_item
@@ -22,7 +23,9 @@ SORTS = {
     "score": report_item.c.score,
     "row": report_item.c.idx,
     "item_id": report_item.c.item_id,
-    "status": report_item.c.status,
+    # by severity (contaminated, suspicious, then clean and too short), then by score, as the CLI
+    # lists them: by name, "suspicious" came before "contaminated"
+    "status": case({str(s): w for s, w in SEVERITY.items()}, value=report_item.c.status, else_=0),
 }
 
 
@@ -216,11 +219,13 @@ def query_items(
     if corpus:
         conds.append(report_item.c.corpora_found.contains(f",{corpus},", autoescape=True))
     if q:
-        conds.append(func.lower(report_item.c.text).contains(q.lower(), autoescape=True))
+        # casefolded in Python on both sides: SQL's lower() folds ASCII only ("Какой" is not "какой")
+        conds.append(report_item.c.search.contains(q.casefold(), autoescape=True))
     where = and_(true(), *conds)
     total = conn.execute(select(func.count()).select_from(report_item).where(where)).scalar_one()
     col = SORTS.get(sort, report_item.c.score)
-    order = [col.desc() if descending else col.asc(), report_item.c.report_id, report_item.c.idx]
+    cols = [col, report_item.c.score] if sort == "status" else [col]
+    order = [*(c.desc() if descending else c.asc() for c in cols), report_item.c.report_id, report_item.c.idx]
     rows = conn.execute(
         select(report_item, report.c.name.label("report_name"))
         .join(report, report.c.id == report_item.c.report_id)
@@ -237,6 +242,7 @@ def _item(row: Any) -> dict[str, Any]:
     data = json.loads(d.pop("data"))
     d.pop("roles_found", None)
     d.pop("corpora_found", None)
+    d.pop("search", None)
     return {**d, **data, "row": d["idx"]}  # the item's place in the benchmark, as the CLI and exports give it
 
 

@@ -229,7 +229,9 @@ report_item = Table(
     Column("item_id", Text, nullable=False),
     Column("status", String(16), nullable=False),
     Column("score", Float, nullable=False),
-    Column("text", Text, nullable=False),  # the item as shown, for text search
+    Column("text", Text, nullable=False),  # the item as shown, its first 4,000 characters (the list's snippet)
+    # the item as shown, whole and casefolded: what the text search reads (migration 0016)
+    Column("search", Text, nullable=False, server_default=""),
     Column("roles_found", String(64), nullable=False),  # e.g. ",question,answer," for field filters
     Column("corpora_found", Text, nullable=False),  # e.g. ",web,books,"
     Column("data", Text, nullable=False),  # JSON: metrics, fields, evidence

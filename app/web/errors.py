@@ -69,7 +69,9 @@ class PageRoute(APIRoute):
             try:
                 return await handler(request)
             except LoginRequired:
-                return RedirectResponse(f"/login?{urlencode({'next': request.url.path})}", status_code=303)
+                # the query too: a shared link to a filtered view or to one of several items of an id
+                here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                return RedirectResponse(f"/login?{urlencode({'next': here})}", status_code=303)
             except ContamError as exc:
                 return error_page(request, exc)
             except RequestValidationError as exc:  # a query parameter out of its range: a page, not JSON

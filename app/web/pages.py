@@ -35,6 +35,12 @@ COOKIE = SIGN_IN_COOKIE  # a token signed by the server (Sessions), never the ke
 FLAGGED = [s for s in Status if s.flagged]
 REPORTS_PER_PAGE = 50
 ITEMS_PER_PAGE = 25
+SORTS = [  # (value, label) of the items page's sort choices
+    ("status", "status, then score"),
+    ("score", "score"),
+    ("row", "row (input order)"),
+    ("item_id", "item id"),
+]
 
 
 def require_login(request: Request, settings: SettingsDep) -> None:
@@ -79,17 +85,36 @@ def logout() -> Response:
 
 @signed_in.get("/")
 def reports_page(
-    request: Request, svc: ReportServiceDep, page_no: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1
+    request: Request,
+    svc: ReportServiceDep,
+    page_no: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
+    deleted: str | None = None,
 ) -> HTMLResponse:
+    """deleted: the name of the report just deleted, said at the top."""
     total, reports = svc.list_reports(REPORTS_PER_PAGE, (page_no - 1) * REPORTS_PER_PAGE)
     pages = max(1, math.ceil(total / REPORTS_PER_PAGE))
-    return render(request, "reports.html", reports=reports, total=total, page=page_no, pages=pages)
+    return render(request, "reports.html", reports=reports, total=total, page=page_no, pages=pages, deleted=deleted)
 
 
 @signed_in.get("/reports/{report_id}")
 def report_page(request: Request, report_id: str, svc: ReportServiceDep) -> HTMLResponse:
     rep = svc.get(report_id)
     return render(request, "report.html", r=rep, labels=_chart_labels(rep))
+
+
+@signed_in.get("/reports/{report_id}/delete")
+def report_delete_form(request: Request, report_id: str, svc: ReportServiceDep) -> HTMLResponse:
+    """The confirmation: what deleting the report removes (and, for one under way, stops)."""
+    return render(request, "report_delete.html", r=svc.get(report_id))
+
+
+@signed_in.post("/reports/{report_id}/delete")
+def report_delete(report_id: str, svc: ReportServiceDep) -> Response:
+    """Delete the report, as DELETE /api/v1/reports/{id} does: a job under way stops at its next
+    step (the way to free a corpus a job reads, which the corpus's own delete refuses)."""
+    name = svc.get(report_id)["name"]
+    svc.delete(report_id)
+    return RedirectResponse("/?" + urlencode({"deleted": name}), status_code=303)
 
 
 def _chart_labels(rep: dict[str, Any]) -> dict[str, list[Any]]:
@@ -125,17 +150,18 @@ def _min_score(value: str | None) -> float | None:
 def items_page(
     request: Request,
     svc: ReportServiceDep,
-    corpora: CorpusServiceDep,
     report: str | None = None,
     status: Annotated[list[Status] | None, Query()] = None,
     corpus: str | None = None,
     field: Annotated[str | None, Query(pattern=f"^({'|'.join(SCORED_ROLES)})?$")] = None,
     q: str | None = None,
     min_score: str | None = None,
-    sort: Annotated[str, Query(pattern="^(score|row|item_id|status)$")] = "score",
+    sort: Annotated[str, Query(pattern="^(score|row|item_id|status)$")] = "status",
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
     page_no: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
 ) -> HTMLResponse:
+    """The items of one report or all, filtered; by default contaminated first, then suspicious,
+    each by score, as `contam scan` lists them."""
     statuses = list(status or FLAGGED)  # an unknown status is a 422 page, not every item
     total, items = svc.items(
         report or None,
@@ -168,9 +194,16 @@ def items_page(
         f=params,
         reports=reports,
         roles=SCORED_ROLES,
-        corpora=corpora.names(),
+        corpora=_report_corpora(svc.get(report) if report else None, reports),
+        sorts=SORTS,
         link=link,
     )
+
+
+def _report_corpora(chosen: dict[str, Any] | None, reports: list[dict[str, Any]]) -> list[str]:
+    """The corpora the filter offers: those the chosen report (else any report listed) was
+    checked against, a corpus deleted or renamed since included: its evidence keeps the name it had."""
+    return sorted({c for r in ([chosen] if chosen else reports) for c in r.get("corpora") or []})
 
 
 @signed_in.get("/reports/{report_id}/items/{item_id:anypath}")
@@ -225,8 +258,9 @@ def _highlighted(it: dict[str, Any]) -> dict[str, Any]:
 
 
 @signed_in.get("/corpora")
-def corpora_page(request: Request, corpora: CorpusServiceDep) -> HTMLResponse:
-    return render(request, "corpora.html", corpora=corpora.overview())
+def corpora_page(request: Request, corpora: CorpusServiceDep, deleted: str | None = None) -> HTMLResponse:
+    """deleted: the name of the corpus just deleted, said at the top."""
+    return render(request, "corpora.html", corpora=corpora.overview(), deleted=deleted)
 
 
 @signed_in.get("/corpora/{name}/delete")
@@ -242,7 +276,7 @@ def corpus_delete(request: Request, name: str, corpora: CorpusServiceDep) -> Res
     except ContamError as exc:  # the confirmation again, with the reason (a job uses the corpus)
         code, _title = page_status(exc)
         return render(request, "corpus_delete.html", code, health=corpora.health(name), error=exc.message)
-    return RedirectResponse("/corpora", status_code=303)
+    return RedirectResponse("/corpora?" + urlencode({"deleted": name}), status_code=303)
 
 
 @signed_in.get("/upload")

@@ -23,6 +23,11 @@ def pct(value: Any) -> str:
     return f"{100 * float(value or 0):.1f}%"
 
 
+def thousands(value: Any) -> str:
+    """A count as the CLI prints it: 12,394,682."""
+    return f"{int(value or 0):,}"
+
+
 def tojson_pretty(value: Any) -> str:
     return json.dumps(value, indent=1, default=str)
 
@@ -35,6 +40,7 @@ def url_part(value: Any) -> str:
 
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 templates.env.filters["pct"] = pct
+templates.env.filters["thousands"] = thousands
 templates.env.filters["url_part"] = url_part
 templates.env.filters["tojson_pretty"] = tojson_pretty
 

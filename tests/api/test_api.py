@@ -165,6 +165,12 @@ def test_check_endpoint(client: TestClient) -> None:
     assert res["x"]["status"] == "clean"
     bad = client.post("/api/v1/check", json={"texts": []})
     assert bad.status_code == 422 and "at least one" in bad.json()["error"]
+    # a body that is not JSON: 400 saying where the parser stopped (422 "JSON decode error" at "29")
+    broken = client.post(
+        "/api/v1/check", content=b'{"texts": ["a"] "items": []}', headers={"content-type": "application/json"}
+    )
+    assert broken.status_code == 400, broken.text
+    assert broken.json()["error"] == "the request body is not valid JSON: Expecting ',' delimiter at character 16"
     # a key the request does not have is refused, not dropped: `corpus` checked every corpus,
     # and an item's `Question` left it with no text (too_short)
     for body in ({"texts": [Q1], "corpus": ["c"]}, {"items": [{"Question": Q1}]}):

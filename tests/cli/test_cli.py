@@ -586,12 +586,12 @@ def test_the_banner_names_contam_as_the_shell_will_find_it(tmp_path: Path, monke
 
 
 def test_corpus_health_counts_its_segments_in_words(migrated_url: str, tmp_path: Path) -> None:
-    """`contam corpora NAME` said "in 1 segments"."""
+    """`contam corpora NAME` said "in 1 segments", and "1 windows" (a new user's trial)."""
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
     assert index_cli(migrated_url, "web", str(corpus)).exit_code == 0
     r = CliRunner().invoke(cli, ["corpora", "web", "--db", migrated_url])
-    assert r.exit_code == 0 and "windows, in 1 segment\n" in r.output, r.output
+    assert r.exit_code == 0 and " n-grams, 1 window, in 1 segment\n" in r.output, r.output
 
 
 def test_an_unexpected_error_is_one_line_and_exit_3(monkeypatch: pytest.MonkeyPatch, migrated_url: str) -> None:

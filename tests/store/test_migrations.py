@@ -3,6 +3,7 @@ migration keeps every posting, both ways."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from contam.app.store import blocks, repo
+from contam.app.store import blocks, repo, reports
 from contam.app.store.db import alembic_config, make_engine, upgrade
 from contam.app.store.schema import metadata
 
@@ -213,4 +214,45 @@ def test_segments_written_before_block_bits_keep_18_bits_both_ways(db_url: str) 
     command.downgrade(cfg, "0013_document_text_storage")
     eng = make_engine(db_url)
     assert "block_bits" not in {c["name"] for c in inspect(eng).get_columns("segment")}
+    eng.dispose()
+
+
+def test_report_items_made_before_0016_are_searched_whole_and_casefolded(db_url: str) -> None:
+    """0016 fills report_item.search from the item each row keeps (`data`), not from `text`, which
+    holds its first 4,000 characters; rows of more than one page are all filled, and the search
+    finds a capital of any script (SQL lower() folds ASCII only)."""
+    upgrade(db_url, "0015_file_text_field")
+    eng = make_engine(db_url)
+    long_q = "Какой " + "word " * 1000 + "Quorvanian"
+    with eng.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO report (id, name, filename, file_hash, status, total_items, done_items, read_items, "
+                "corpora, mapping, thresholds, fingerprint, config, software_version, upload, created_at) VALUES "
+                "('r', 'r', 'f.jsonl', 'h', 'done', 1201, 1201, 1201, '[]', '{}', '{}', 'f', '{}', 'v', :u, "
+                "CURRENT_TIMESTAMP)"
+            ),
+            {"u": b""},
+        )
+        item = {"question": long_q, "passage": "", "choices": ["Olaf", "Eric"], "answer": "Olaf", "solution": ""}
+        rows = [
+            {"i": k, "t": long_q[:4000], "d": json.dumps({"item": {**item, "question": f"{long_q} {k}"}})}
+            for k in range(1201)
+        ]
+        conn.execute(
+            text(
+                "INSERT INTO report_item (report_id, idx, item_id, status, score, text, roles_found, "
+                "corpora_found, data) VALUES ('r', :i, 'x', 'clean', 0, :t, ',,', ',,', :d)"
+            ),
+            rows,
+        )
+    eng.dispose()
+    upgrade(db_url)
+    eng = make_engine(db_url)
+    with eng.connect() as conn:
+        search = dict(conn.execute(text("SELECT idx, search FROM report_item")).all())
+        assert len(search) == 1201 and search[1200] == f"{long_q} 1200\nA. Olaf\nB. Eric\nAnswer: Olaf".casefold()
+        total, _items = reports.query_items(conn, "r", q="КАКОЙ")
+        assert total == 1201
+        assert reports.query_items(conn, "r", q="quorvanian 1200")[0] == 1
     eng.dispose()

@@ -232,6 +232,14 @@ def test_dashboard_requires_login_when_keys_are_set(migrated_url: str, index_cor
         ok = c.post("/login", data={"key": "secret", "next": "/items"}, follow_redirects=False)
         assert ok.status_code == 303 and ok.headers["location"] == "/items"
         assert c.get("/items").status_code == 200  # the cookie is kept
+    with TestClient(create_app(Settings(database_url=migrated_url, api_keys="secret"))) as c:
+        # a shared link keeps its query through the sign-in (it kept the path alone)
+        r = c.get("/items", params={"status": "clean", "q": "a b"}, follow_redirects=False)
+        assert r.headers["location"] == "/login?next=%2Fitems%3Fstatus%3Dclean%26q%3Da%2Bb"
+        form = c.get(r.headers["location"]).text
+        assert 'value="/items?status=clean&amp;q=a+b"' in form
+        ok = c.post("/login", data={"key": "secret", "next": "/items?status=clean&q=a+b"}, follow_redirects=False)
+        assert ok.headers["location"] == "/items?status=clean&q=a+b"
 
 
 def test_delete_a_corpus_after_confirming(migrated_url: str, index_corpus: IndexCorpus) -> None:
@@ -249,9 +257,113 @@ def test_delete_a_corpus_after_confirming(migrated_url: str, index_corpus: Index
             assert busy.status_code == 409 and "while it is being indexed" in busy.text
         assert [x["name"] for x in c.get("/api/v1/corpora").json()] == ["other", "web"]
         done = c.post("/corpora/other/delete", follow_redirects=False)
-        assert done.status_code == 303 and done.headers["location"] == "/corpora"
+        assert done.status_code == 303 and done.headers["location"] == "/corpora?deleted=other"
+        assert "Deleted corpus other." in c.get(done.headers["location"]).text  # it landed on the list unsaid
         assert [x["name"] for x in c.get("/api/v1/corpora").json()] == ["web"]
         assert c.get("/corpora/other/delete").status_code == 404
+
+
+def _checked(c: TestClient, rows: list[dict[str, object]], name: str = "quiz") -> str:
+    """A report of `rows` made through the upload form and waited for: its id."""
+    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    r = c.post("/upload", files={"file": (f"{name}.jsonl", data)}, data={"name": name}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    rid = r.headers["location"].rsplit("/", 1)[1]
+    for _ in range(400):
+        if c.get(f"/api/v1/reports/{rid}").json()["status"] == "done":
+            return str(rid)
+        time.sleep(0.05)
+    raise AssertionError(f"report {rid} not done")
+
+
+RUSSIAN = "Какой русский писатель описал путешествие к берегам Гренландии? Мелвилл так не писал."
+
+
+def test_search_folds_every_script_and_reads_the_whole_item(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """The item search compared SQL lower(), which folds ASCII only: "Какой" found nothing in an
+    item that begins with it; and it read the item's first 4,000 characters (a new user's trial)."""
+    index_corpus(migrated_url, CORPUS)
+    long_q = "Quorvania " + "and so the chronicle went on " * 700 + "who was the first Quorvanian king, Olaf?"
+    rows = [{"id": "ru", "question": RUSSIAN}, {"id": "long", "question": long_q}, {"id": "river", "question": Q1}]
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, rows)
+        every = ["contaminated", "suspicious", "clean", "too_short"]
+
+        def found(q: str) -> list[str]:
+            got = c.get(f"/api/v1/reports/{rid}/items", params={"q": q, "status": every, "limit": 10}).json()
+            return sorted(it["item_id"] for it in got["items"])
+
+        assert found("Какой") == found("КАКОЙ") == found("какой") == ["ru"]
+        assert found("ГРЕНЛАНДИИ") == ["ru"]
+        assert found("Olaf") == found("QUORVANIAN KING") == ["long"]
+        assert found("BAGHDAD") == ["river"]
+        assert found("Straße") == []
+        page = c.get("/items", params={"report": rid, "q": "Мелвилл", "status": every}).text
+        assert "1 item<" in page and "/items/ru?" in page
+
+
+def test_status_sorts_by_severity_then_score_and_is_the_default(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """Sorted by status, suspicious items came first (by name), and the default, score, put a
+    suspicious item of score 1.0 among contaminated ones: neither was `contam scan`'s order."""
+    q4 = "Which composer wrote the opera first staged at the new Cairo opera house two years after it opened?"
+    index_corpus(migrated_url, [*CORPUS, {"id": "opera-page", "text": f"An old puzzle: {q4} Think about it."}])
+    rows = [
+        {"id": "clean", "question": Q3},
+        {"id": "asked", "question": q4, "answer": "Giuseppe Verdi, whose Aida was delayed by the siege of Paris"},
+        {"id": "river", "question": Q1, "choices": ["Nile", "Tigris"], "answer": 1},
+        {"id": "evil", "question": EVIL, "choices": ["nothing", "an alert"], "answer": 0},
+    ]
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, rows)
+        every = ["contaminated", "suspicious", "clean", "too_short"]
+        got = c.get(f"/api/v1/reports/{rid}/items", params={"sort": "status", "status": every}).json()["items"]
+        rank = {"contaminated": 2, "suspicious": 1, "clean": 0, "too_short": 0}
+        keys = [(rank[it["status"]], it["score"]) for it in got]
+        assert [k[0] for k in keys] == [2, 2, 1, 0], got  # suspicious sorted before contaminated by name
+        assert keys == sorted(keys, reverse=True) and got[-1]["item_id"] == "clean", keys
+        up = c.get(f"/api/v1/reports/{rid}/items", params={"sort": "status", "order": "asc", "status": every})
+        assert [it["item_id"] for it in up.json()["items"]] == [it["item_id"] for it in reversed(got)]
+        page = c.get("/items", params={"report": rid, "status": every}).text
+        shown = re.findall(r"/items/(\w+)\?idx=", page)
+        assert shown == [it["item_id"] for it in got]
+        assert '<option value="status" selected>status, then score</option>' in page
+
+
+def test_pages_explain_statuses_and_offer_the_reports_corpora(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """No page said what contaminated, suspicious or the score mean; the corpus filter offered the
+    corpora there are now, not those the report was checked against (a new user's trial)."""
+    index_corpus(migrated_url, CORPUS)
+    index_corpus(migrated_url, [{"id": "x", "text": Q3}], "gone")
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, BENCH)
+        c.delete("/api/v1/corpora/gone")
+        index_corpus(migrated_url, [{"id": "y", "text": Q3}], "later")
+        for page in (c.get(f"/reports/{rid}").text, c.get("/items", params={"report": rid}).text):
+            assert 'id="legend"' in page and "not a probability" in page
+        items = c.get("/items", params={"report": rid}).text
+        offered = re.findall(
+            r"<option (?:selected)?>([^<]+)</option>", items.split('name="corpus"')[1].split("</select>")[0]
+        )
+        assert offered == ["gone", "web"], offered
+
+
+def test_delete_a_report_from_its_page(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """A corpus a job reads cannot be deleted "(... or delete the report, or its page on the
+    dashboard)", but no page could delete a report: its page now can, after confirming."""
+    index_corpus(migrated_url, CORPUS)
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, BENCH, "quiz <b>")
+        page = c.get(f"/reports/{rid}").text
+        assert f'href="/reports/{rid}/delete"' in page
+        confirm = c.get(f"/reports/{rid}/delete")
+        assert confirm.status_code == 200 and "Delete report quiz &lt;b&gt;?" in confirm.text
+        assert c.get(f"/api/v1/reports/{rid}").status_code == 200  # asking is not deleting
+        done = c.post(f"/reports/{rid}/delete", follow_redirects=False)
+        assert done.status_code == 303 and done.headers["location"] == "/?deleted=quiz+%3Cb%3E"
+        listed = c.get(done.headers["location"]).text
+        assert "Deleted report quiz &lt;b&gt;." in listed and "<b>" not in listed.split("</h1>")[1][:200]
+        assert c.get(f"/api/v1/reports/{rid}").status_code == 404
+        assert c.post(f"/reports/{rid}/delete").status_code == 404
 
 
 # ---------------------------------------------------------------- a real browser
@@ -470,3 +582,27 @@ def test_a_refused_upload_keeps_what_was_filled_in(migrated_url: str, index_corp
         assert c.get("/api/v1/reports").json()["total"] == 0
         two_corpora = c.post("/upload", files={"file": ("a.jsonl", bench)}, data={"corpora": ["web", "web"]})
         assert two_corpora.status_code in (303, 200), two_corpora.text  # ticked boxes repeat the field
+
+
+def test_browser_pages_fit_a_phone(live_server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """At a phone's width the flagged-items page scrolled sideways: the benchmark filter is as wide
+    as its longest option (a report's name and date), and the report page by a few pixels."""
+    bench = tmp_path / "a_benchmark_file_with_a_rather_long_name_as_real_ones_have.jsonl"
+    bench.write_text("".join(json.dumps(r) + "\n" for r in BENCH))
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.goto(live_server + "/upload")
+    page.set_input_files("input[name=file]", str(bench))
+    page.fill("input[name=name]", "HumanEval against the python stdlib corpus (a demo run)")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#summary", timeout=30_000)
+    report_url = page.url
+    for url in (report_url, live_server + "/items", live_server + "/", live_server + "/corpora"):
+        page.goto(url)
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        over = page.evaluate(
+            "[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 390)"
+            ".map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right)).slice(0, 8)"
+        )
+        assert wide <= 390, (url, wide, over)
+    page.goto(live_server + "/items")
+    page.screenshot(path=str(ARTIFACTS / "10-items-phone.png"), full_page=True)
