@@ -4,7 +4,8 @@ The item list's text search compared lower(text) with the query lowered. SQLite'
 PostgreSQL's under the C locale) folds ASCII only, so "Какой" did not find "Какой" unless typed
 in lower case; and `text` holds the first 4,000 characters (what the list shows), so a word past
 them was never found. `search` holds the whole item as shown, casefolded by Python, and the
-query is casefolded the same way. Existing rows are filled from the item each keeps in `data`.
+query is casefolded the same way. Existing rows are filled from the item each keeps in `data`,
+a page of rows at a time (200,000 report items took 6 s on SQLite and 8 s on PostgreSQL).
 
 Revision ID: 0016_report_item_search
 Revises: 0015_file_text_field
@@ -43,8 +44,8 @@ def upgrade() -> None:
     while True:  # page by key: SQLite must not update a table a select still reads
         rows = bind.execute(
             sa.text(
-                "SELECT report_id, idx, text, data FROM report_item WHERE report_id > :r OR "
-                "(report_id = :r AND idx > :i) ORDER BY report_id, idx LIMIT :n"
+                "SELECT report_id, idx, text, data FROM report_item WHERE (report_id, idx) > (:r, :i) "
+                "ORDER BY report_id, idx LIMIT :n"  # a row value: the primary key's index finds the page
             ),
             {"r": after[0], "i": after[1], "n": PAGE},
         ).all()
