@@ -74,6 +74,9 @@ class DocMatch:
     # corpus: its longest run, and how many tokens (0 without a short channel, or for a long item)
     rare_run: int = 0
     rare_tokens: int = 0
+    # the longest run of own text held inside index n-grams the corpus holds in this document
+    # only: a run that other documents hold too is a phrase of the language, not one item's copy
+    unique_run: int = 0
     opening: int = 0  # own tokens held in one run from the first own token of the question on
     # bool per item token: what the coverages count (None: all); a worked solution the document
     # does not give is left out, as a page may give the final answer, the solution, or both
@@ -319,6 +322,7 @@ def match_document(
     counted = _counted(p, solution_held)
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
     rare_run, rare_tokens = _rare(p, stats, present, own_hit, th)
+    unique_run = _unique_run(p, stats, region, own_hit, n)
     piece = math.log2(max(2, hi - lo))  # bits to place one more piece in the region (`breaks`)
     cost, own_cost = (breaks(p, sel, matched, al.doc_pos, region.ids, piece) for sel in (matched, own_hit))
     return DocMatch(
@@ -339,6 +343,7 @@ def match_document(
         competitor_found=competitor_found,
         rare_run=rare_run,
         rare_tokens=rare_tokens,
+        unique_run=unique_run,
         opening=_opening(p, own, own_hit),
         counted=counted,
         matched_bits=max(0.0, float(stats.bits[matched].sum()) - cost),
@@ -426,8 +431,19 @@ def _rare(
     documents of the corpus; (0, 0) without a short channel or for a long item."""
     if stats.sdf is None or not len(p.sgrams):
         return 0, 0
-    rare = own_hit & tokens_of(p, p.mgram_pos[present & (stats.sdf <= th.max_df)], MATCH_N)  # sgrams is mgrams
+    rare = own_hit & tokens_of(p, p.mgram_pos[present & (stats.sdf <= 1)], MATCH_N)  # sgrams is mgrams
     return longest_run(rare), count(rare)
+
+
+def _unique_run(p: PreparedItem, stats: ItemStats, region: Region, own_hit: np.ndarray, n: int) -> int:
+    """Longest run of own text held inside index n-grams that the region holds and the corpus
+    holds in at most one document (this one; 0 documents: an n-gram a sampled index leaves out,
+    not known to be anywhere else). "Do not print a header line" is in two manual pages of a
+    small corpus: in another item's text, it is a phrase both hold, not that item's copy."""
+    if not len(p.grams):
+        return 0
+    unique = (stats.df <= 1) & member(p.grams, region.grams)
+    return longest_run(own_hit & tokens_of(p, p.gram_pos[unique], n))
 
 
 def _opening(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> int:

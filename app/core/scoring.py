@@ -181,23 +181,30 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
         return Status.CONTAMINATED, (
             f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens){missing}"
         )
-    q_asked = (q_own is not None and q_own >= th.contaminated_coverage) or (
-        stem_tells and m.role_coverage(p, QUESTION) >= th.contaminated_coverage
-    )
-    if q_asked and m.answer_found and m.matched_bits >= th.min_bits:
+    q_told = q_own is not None and q_own >= th.contaminated_coverage
+    q_asked = q_told or (stem_tells and m.role_coverage(p, QUESTION) >= th.contaminated_coverage)
+    # what tells the item: its own text when its question has some (a frame shared with other
+    # items, and a common answer word such as "also" after it, say nothing of which item the
+    # document holds), else the question it shares with items of other answers, with the answer
+    if q_asked and m.answer_found and (m.own_bits if q_told else m.matched_bits) >= th.min_bits:
         return Status.CONTAMINATED, "question and answer found together in one document"
     # The question alone: most of it, or, for a question of fewer than 2n own tokens, all of it
     # (four words of a five-word question are a phrase's length: they recur by chance)
     q_whole = 1.0 if m.own_role_tokens(p, QUESTION) < 2 * n else th.contaminated_coverage
     if (q_own or 0.0) >= q_whole and m.own_bits >= th.min_bits:
         return Status.SUSPICIOUS, "the question is in one document, without its answer"
-    # Not a phrase: two n-grams in a row (n + 1 tokens). Or, with the short channel, runs of
-    # short-channel n-grams each rare in the corpus: three in a row (MATCH_N + 2 tokens), its rare
-    # runs holding more than half of the own text; or two in a row with the item's answer after
-    # them. Two rare 3-grams in a row alone (four words) are what a name, a title or a phrase of
-    # the corpus's own subject gives by chance (bench/calibrate.py, the short-question null).
+    # Not a phrase: two n-grams in a row (n + 1 tokens) that no other document of the corpus
+    # holds, or a run of 2n tokens wherever else it is. On the null (unrelated items' best
+    # documents) a run of more than n own tokens came by chance to 1.2% of the evaluation set's
+    # clean items and 3.6% of a manual-page probe's, one of 2n tokens to 0.013% and 0.35%
+    # (bench/MEASUREMENTS.md, session 29): "the number of seconds to wait for" is in several
+    # manual pages, and was the copy of no item. Or,
+    # with the short channel, runs of short-channel n-grams that no other document holds either:
+    # three in a row (MATCH_N + 2 tokens), those runs holding more than half of the own text; or
+    # two in a row with the item's answer after them. Two rare 3-grams in a row alone (four
+    # words) are what a name or a title gives by chance (bench/calibrate.py, the short-question null).
     unlikely = (
-        m.longest_own > n
+        _not_a_phrase(m, n)
         or (m.rare_run >= MATCH_N + 2 and 2 * m.rare_tokens > m.own_total)
         or (m.rare_run >= MATCH_N + 1 and m.answer_found)
     )
@@ -217,15 +224,26 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
             f"a {m.shared_run}-token passage it shares with {m.shared_items - 1} other "
             "item(s) was found, but not this item's own text"
         )
-    return Status.CLEAN, _clean_reason(m, th)
+    return Status.CLEAN, _clean_reason(m, th, n)
 
 
-def _clean_reason(m: DocMatch, th: Thresholds) -> str:
+def _not_a_phrase(m: DocMatch, n: int) -> bool:
+    """A run of own text longer than a phrase's: 2n tokens, or more than n that only this
+    document of the corpus holds (the comment in _verdict)."""
+    return m.longest_own >= 2 * n or m.unique_run > n
+
+
+def _clean_reason(m: DocMatch, th: Thresholds, n: int) -> str:
     """Why a document that does not flag the item says it is clean."""
     if m.own_coverage >= th.suspicious_coverage and m.own_bits < th.min_bits:
         return (
             f"one document holds {m.own_coverage:.0%} of its own text, but only "
             f"{m.own_bits:.0f} bits: too little to tell from chance"
+        )
+    if m.own_coverage >= th.suspicious_coverage and m.longest_own > n:
+        return (
+            f"one document holds {m.own_coverage:.0%} of its own text, but its longest run ({m.longest_own} "
+            "tokens) is text other documents of the corpus hold too: a phrase, not a copy"
         )
     if m.own_coverage >= th.suspicious_coverage:
         return (

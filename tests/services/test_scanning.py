@@ -685,3 +685,87 @@ def test_evidence_serialises_as_its_fields_with_highlights_of_its_own() -> None:
     d["highlights"][0][0] = 99
     d["highlights"].append([0, 1])
     assert e.highlights == [[1, 4], [6, 9]]
+
+
+PHRASE_ITEMS = [  # short items of a manual-page benchmark, each opening with an everyday phrase of manuals
+    "The number of seconds to wait for events to finish.",
+    "Do not print a header line with the show option.",
+    "You must be a superuser to use this command.",
+]
+PHRASES = ["The number of seconds to wait for", "Do not print a header line", "You must be a superuser to use"]
+
+
+def test_a_phrase_that_several_documents_hold_is_no_copy_of_a_short_item(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """A manual-page probe: a short item whose opening phrase ("Do not print a header line") two
+    unrelated manual pages hold was `suspicious` ("one document holds 50% of the item's own
+    text"): half of a short item is a phrase's length, and a phrase the corpus holds in several
+    places is the language's, not the item's. Held by one document only, the same run is as a
+    truncated copy holds it, and stays suspicious; a run of 2n tokens counts wherever else it is."""
+    pages = [
+        {"id": f"{k}-{s}", "text": f"{FILLER[: 400 * (s + 1)]} {phrase} {tail}. {FILLER[-300:]}"}
+        for k, phrase in enumerate(PHRASES)
+        for s, tail in enumerate(["in the listing below", "unless asked to by the caller"])
+    ]
+    index_corpus(engine, pages, "man")
+    items = [BenchmarkItem(f"i{k}", k, question=q, answer="true") for k, q in enumerate(PHRASE_ITEMS)]
+    for r in Scanner(engine).scan(items):
+        assert r.score.status == "clean", (r.item.item_id, r.score.reason)
+        assert "text other documents of the corpus hold too: a phrase, not a copy" in r.score.reason, r.score.reason
+    # the control: each phrase in one document only, as a copy of the item's first half would be
+    index_corpus(engine, [p for p in pages if p["id"].endswith("-0")], "once")
+    for r in Scanner(engine, corpora=["once"]).scan(items):
+        assert r.score.status == "suspicious", (r.item.item_id, r.score.reason)
+    # a run of 2n tokens or more (12 here) held by two documents: longer than chance gives, a copy's run
+    run = "you must be a superuser to use this command on every host"
+    twice = [{"id": f"l{s}", "text": f"{FILLER[: 500 * (s + 1)]} Then {run} now. {FILLER[-200:]}"} for s in (0, 1)]
+    index_corpus(engine, twice, "long")
+    item = BenchmarkItem("l", 0, question=f"After the upgrade, note that {run} of the cluster.")
+    r = Scanner(engine, corpora=["long"]).scan([item])[0]
+    assert r.score.status == "suspicious" and r.score.longest_match == 12, r.score.reason
+
+
+def test_a_frame_and_a_common_answer_word_do_not_make_question_and_answer_found(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """A fill-in-the-blank benchmark (a probe): an item's frame, shared with its siblings, was in
+    a page quizzing another sentence, followed a few words later by "also", the item's answer, and
+    the item was `contaminated`, "question and answer found together", on the frame's
+    information (34 bits) while its own text held 14. What tells the item is its own text."""
+    frame = 'According to the passage, which word belongs in the blank: "'
+    rows = [  # (passage, the sentence with its blank, answer, the other choices)
+        (
+            "The device-mapper statistics facility allows separate performance counters to be maintained for "
+            "arbitrary regions of devices. In this case a summary value for the entire region is also available "
+            "for use in reports.",
+            "In this case a summary value for the entire region is _____ available for use in reports.",
+            "also",
+            ("performance", "allows", "region"),
+        ),
+        (
+            "Causes all forward searches to start just after the target line. This was the default behavior in "
+            "less versions prior to 441.",
+            "This was the default _____ in less versions prior to 441.",
+            "behavior",
+            ("target", "forward", "line"),
+        ),
+        (
+            "Note that using the CMAKE_SOURCE_DIR variable inside a toolchain file is typically undesirable.",
+            "Note that using the CMAKE_SOURCE_DIR variable inside a toolchain file is typically _____.",
+            "undesirable",
+            ("toolchain", "variable", "file"),
+        ),
+    ]
+    page = (
+        f'{frame}In this case an explicit close with SSL_no_shutdown set to true should be done in the parent _____." '
+        "Answer: process. A union can also be emulated using FFI_TYPE_STRUCT."
+    )
+    index_corpus(engine, [{"id": "page", "text": page}])
+    items = [
+        BenchmarkItem(f"b{k}", k, passage=passage, question=f'{frame}{q}"', choices=(a, *others), answer=a)
+        for k, (passage, q, a, others) in enumerate(rows)
+    ]
+    res = Scanner(engine).scan(items)
+    assert [r.score.status for r in res] == ["clean"] * 3, [r.score.reason for r in res]
+    assert "only 14 bits: too little to tell from chance" in res[0].score.reason, res[0].score.reason
