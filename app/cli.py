@@ -244,6 +244,7 @@ def corpora(
             f"(n={c['ngram_n']}, short={c.get('short_n', 0)}, sample={c['sample_mod']}, "
             f"window={c['window']}/{c['stride']}, "
             f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']})"
+            + ("" if r["reproducible"] else f"; {STALE}")
         )
 
 
@@ -265,6 +266,12 @@ def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
+STALE = (  # a corpus whose index an earlier release's tokeniser made (an upgrade probe: nothing said so)
+    "INDEXED BY AN EARLIER RELEASE: scans refuse it until it is indexed again "
+    "(`contam corpora delete NAME`, then `contam index`)"
+)
+
+
 def health_text(h: dict[str, Any]) -> str:
     """A corpus's health as lines for a person (`--json` gives every field)."""
     c, spread = h["config"], h["tokens_per_document"]
@@ -284,6 +291,8 @@ def health_text(h: dict[str, Any]) -> str:
         f"window={c['window']}/{c['stride']}, "
         f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']}",
     ]
+    if not h["reproducible"]:
+        lines.insert(1, f"  {STALE}")
     for f in h["failed_files"]:  # what it skipped before it failed: none of it is in the corpus
         skipped = ", ".join(f"{k}={v}" for k, v in f.get("skipped", {}).items())
         lines.append(f"  failed:     {f['error']}" + (f" (skipped before: {skipped})" if skipped else ""))

@@ -11,6 +11,7 @@ from contam.app.core.config import SignatureConfig
 from contam.app.errors import NotFoundError, SettingsConflict, StateError
 from contam.app.readers.corpus import split_counts
 from contam.app.services.indexing import RUN_LEASE_SECONDS, check_corpus_name
+from contam.app.services.scanning import reproducible
 from contam.app.store import db, repo
 from contam.app.store import reports as reports_repo
 
@@ -23,13 +24,17 @@ class CorpusService:
         self.engine = engine
 
     def list_corpora(self) -> list[dict[str, Any]]:
-        """Every corpus with its size (files, documents, tokens, bytes) and signature settings."""
+        """Every corpus with its size (files, documents, tokens, bytes), signature settings, and
+        `reproducible`: whether this release can scan it (False: an earlier release's tokeniser
+        made its index, which must be made again)."""
         with self.engine.connect() as conn:
-            return repo.list_corpora(conn)
+            rows = repo.list_corpora(conn)
+        return [r | {"reproducible": reproducible(r)} for r in rows]
 
     def names(self, with_documents: bool = False) -> list[str]:
-        """Every corpus's name; with_documents: only those a benchmark can be checked against."""
-        return [c["name"] for c in self.list_corpora() if c["documents"] or not with_documents]
+        """Every corpus's name; with_documents: only those a benchmark can be checked against
+        (holding documents, and indexed by this release's tokeniser)."""
+        return [c["name"] for c in self.list_corpora() if not with_documents or (c["documents"] and c["reproducible"])]
 
     def health(self, name: str) -> dict[str, Any]:
         """One corpus's health: documents, tokens, skipped records, failed files, duplicates,
@@ -86,7 +91,8 @@ class CorpusService:
 def _health_view(conn: Connection, row: dict[str, Any]) -> dict[str, Any]:
     health = repo.corpus_health(conn, int(row["id"]))
     health["skipped"], health["repaired"] = split_counts(health["skipped"])  # left out, and kept repaired
-    return {"name": row["name"], "fingerprint": row["fingerprint"], "config": row["config"]} | health
+    said = {"name": row["name"], "fingerprint": row["fingerprint"], "config": row["config"]}
+    return said | {"reproducible": reproducible(row)} | health
 
 
 def _config_text(cfg: dict[str, Any], base: dict[str, Any]) -> str:

@@ -114,8 +114,19 @@ def reaching(url: str) -> Iterator[None]:
 
 
 def migrate(url: str, revision: str = "head") -> None:
-    """Create or migrate the schema to `revision`."""
+    """Create or migrate the schema to `revision`; a schema a newer version of contam migrated
+    is refused as every other command refuses it (Alembic's "Can't locate revision" named no way out)."""
     with reaching(url):
+        engine = db.make_engine(url)
+        try:
+            current, head, known = db.schema_revisions(engine)
+        finally:
+            engine.dispose()
+        if not known:
+            raise ConfigError(
+                f"the database's schema is at revision {current}, which this version of contam does not know "
+                f"(it ends at {head}): a newer version of contam migrated it; use that version"
+            )
         db.upgrade(url, revision)
 
 

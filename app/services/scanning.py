@@ -196,9 +196,13 @@ class Scanner:
         self.cfg, diffs = _settings(json.dumps(rows[0]["config"], sort_keys=True), libraries)
         if diffs:
             said = "; ".join(f"{k}: index has {a!r}, this scorer has {b!r}" for k, (a, b) in diffs.items())
+            names = [r["name"] for r in rows]  # one fingerprint: every one of them (it named the first alone)
             raise IncompatibleIndex(
-                f"corpus {rows[0]['name']!r} was indexed with settings this scorer cannot reproduce ({said}); "
-                f"re-index it with this version (`contam corpora delete {rows[0]['name']}`, then `contam index`)",
+                f"corpus {', '.join(map(repr, names))} {'was' if len(names) == 1 else 'were'} indexed with settings "
+                f"this scorer cannot reproduce ({said}); re-index "
+                + ("it" if len(names) == 1 else "each")
+                + f" with this version (`contam corpora delete {names[0]}`, then `contam index --corpus {names[0]} "
+                "PATH...` on its files)",
                 {k: list(v) for k, v in diffs.items()},
             )
         self.fingerprint = rows[0]["fingerprint"]

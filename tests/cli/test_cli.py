@@ -154,6 +154,10 @@ def test_commands_need_a_migrated_database(tmp_path: Path) -> None:
     eng.dispose()
     r = CliRunner().invoke(cli, ["corpora", "--db", old])
     assert r.exit_code == 2 and "a newer version of contam migrated it" in r.output
+    # db upgrade too (it said "CommandError: Can't locate revision", exit 3: an upgrade probe)
+    r = CliRunner().invoke(cli, ["db", "upgrade", "--db", old])
+    assert r.exit_code == 2 and "revision 9999_from_the_future, which this version of contam does not know" in r.output
+    assert "a newer version of contam migrated it; use that version" in r.output, r.output
 
 
 def test_serve_refuses_public_bind_without_keys(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -113,6 +113,20 @@ def test_an_index_of_an_earlier_tokeniser_is_refused_with_the_way_out(
         index_corpus(migrated_url, [g], "c")
     with pytest.raises(FingerprintMismatch, match=r"cannot reproduce .*normalizer_version.*contam corpora delete c"):
         Scanner(make_engine(migrated_url))
+    # an upgrade probe: of two such corpora the refusal named the first, and no listing said which were stale
+    index_corpus(migrated_url, [g], "d", cfg=dataclasses.replace(SignatureConfig(), normalizer_version="2"))
+    with pytest.raises(FingerprintMismatch, match=r"corpus 'c', 'd' were indexed with settings this scorer cannot"):
+        Scanner(make_engine(migrated_url))
+    index_corpus(migrated_url, [g], "new")
+    listed = CliRunner().invoke(cli, ["corpora", "--db", migrated_url]).output.splitlines()
+    assert [line.split(":")[0] for line in listed if "INDEXED BY AN EARLIER RELEASE" in line] == ["c", "d"], listed
+    shown = CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url]).output
+    assert "INDEXED BY AN EARLIER RELEASE: scans refuse it" in shown, shown
+    from contam.app.services.corpora import CorpusService
+
+    svc = CorpusService(make_engine(migrated_url))
+    assert svc.names(with_documents=True) == ["new"]  # what the upload form offers
+    assert [c["reproducible"] for c in svc.list_corpora()] == [False, False, True]
 
 
 def test_a_rerun_over_unchanged_files_deletes_nothing(

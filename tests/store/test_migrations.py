@@ -255,4 +255,9 @@ def test_report_items_made_before_0016_are_searched_whole_and_casefolded(db_url:
         total, _items = reports.query_items(conn, "r", q="КАКОЙ")
         assert total == 1201
         assert reports.query_items(conn, "r", q="quorvanian 1200")[0] == 1
+    with eng.begin() as conn:  # a row an earlier release's server wrote after the upgrade: no search text
+        conn.execute(text("UPDATE report_item SET search = '' WHERE idx = 7"))
+    with eng.connect() as conn:
+        assert reports.query_items(conn, "r", q="WORD WORD")[0] == 1201  # found in its text, as before
+        assert reports.query_items(conn, "r", q="quorvanian")[0] == 1200  # past the text's 4,000 characters
     eng.dispose()

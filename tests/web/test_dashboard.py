@@ -606,3 +606,26 @@ def test_browser_pages_fit_a_phone(live_server: str, browser, tmp_path: Path) ->
         assert wide <= 390, (url, wide, over)
     page.goto(live_server + "/items")
     page.screenshot(path=str(ARTIFACTS / "10-items-phone.png"), full_page=True)
+
+
+def test_a_corpus_of_an_earlier_tokeniser_is_marked_and_not_offered(
+    migrated_url: str, index_corpus: IndexCorpus
+) -> None:
+    """After an upgrade, a corpus an earlier release indexed was listed like any other, and offered
+    on the upload form, which then failed with a 409 (an upgrade probe)."""
+    import dataclasses
+
+    index_corpus(migrated_url, CORPUS)
+    index_corpus(
+        migrated_url,
+        [{"id": "x", "text": Q3}],
+        "old",
+        cfg=dataclasses.replace(SignatureConfig(), normalizer_version="2"),
+    )
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        page = c.get("/corpora").text
+        assert page.count("Indexed by an earlier release of contam") == 1
+        assert page.index("Indexed by an earlier release") > page.index("<h2>old</h2>")
+        upload = c.get("/upload").text
+        assert 'value="web"' in upload and 'value="old"' not in upload
+        assert c.get("/api/v1/corpora/old").json()["reproducible"] is False
