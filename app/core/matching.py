@@ -318,11 +318,9 @@ def match_document(
     )
     if p.quoted is not None:  # what the question quotes of its passage is found in any copy of the passage
         own, own_hit = own & ~p.quoted, own_hit & ~p.quoted
-    solution_held = _solution_share(p, own, own_hit)
-    counted = _counted(p, solution_held)
+    counted = _counted(p, solution_held := _solution_share(p, own, own_hit))
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
     rare_run, rare_tokens = _rare(p, stats, present, own_hit, th)
-    unique_run = _unique_run(p, stats, region, own_hit, n)
     piece = math.log2(max(2, hi - lo))  # bits to place one more piece in the region (`breaks`)
     cost, own_cost = (breaks(p, sel, matched, al.doc_pos, region.ids, piece) for sel in (matched, own_hit))
     return DocMatch(
@@ -343,7 +341,7 @@ def match_document(
         competitor_found=competitor_found,
         rare_run=rare_run,
         rare_tokens=rare_tokens,
-        unique_run=unique_run,
+        unique_run=_unique_run(p, stats, region, own_hit, n),
         opening=_opening(p, own, own_hit),
         counted=counted,
         matched_bits=max(0.0, float(stats.bits[matched].sum()) - cost),

@@ -193,16 +193,11 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     q_whole = 1.0 if m.own_role_tokens(p, QUESTION) < 2 * n else th.contaminated_coverage
     if (q_own or 0.0) >= q_whole and m.own_bits >= th.min_bits:
         return Status.SUSPICIOUS, "the question is in one document, without its answer"
-    # Not a phrase: two n-grams in a row (n + 1 tokens) that no other document of the corpus
-    # holds, or a run of 2n tokens wherever else it is. On the null (unrelated items' best
-    # documents) a run of more than n own tokens came by chance to 1.2% of the evaluation set's
-    # clean items and 3.6% of a manual-page probe's, one of 2n tokens to 0.013% and 0.35%
-    # (bench/MEASUREMENTS.md, session 29): "the number of seconds to wait for" is in several
-    # manual pages, and was the copy of no item. Or,
-    # with the short channel, runs of short-channel n-grams that no other document holds either:
-    # three in a row (MATCH_N + 2 tokens), those runs holding more than half of the own text; or
-    # two in a row with the item's answer after them. Two rare 3-grams in a row alone (four
-    # words) are what a name or a title gives by chance (bench/calibrate.py, the short-question null).
+    # Not a phrase (_not_a_phrase). Or, with the short channel, runs of short-channel n-grams
+    # that no other document holds: three in a row (MATCH_N + 2 tokens), those runs holding more
+    # than half of the own text; or two in a row with the item's answer after them. Two rare
+    # 3-grams in a row alone (four words) are what a name or a title gives by chance
+    # (bench/calibrate.py, the short-question null).
     unlikely = (
         _not_a_phrase(m, n)
         or (m.rare_run >= MATCH_N + 2 and 2 * m.rare_tokens > m.own_total)
@@ -228,8 +223,12 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
 
 
 def _not_a_phrase(m: DocMatch, n: int) -> bool:
-    """A run of own text longer than a phrase's: 2n tokens, or more than n that only this
-    document of the corpus holds (the comment in _verdict)."""
+    """A run of own text longer than a phrase's: two n-grams in a row (n + 1 tokens) that no
+    other document of the corpus holds, or 2n tokens wherever else they are. On the null
+    (unrelated items' best documents) a run of more than n own tokens came by chance to 1.2% of
+    the evaluation set's clean items and 3.6% of a manual-page probe's, one of 2n tokens to
+    0.013% and 0.35% (bench/MEASUREMENTS.md, session 29): "the number of seconds to wait for" is
+    in several manual pages, and was the copy of no item."""
     return m.longest_own >= 2 * n or m.unique_run > n
 
 

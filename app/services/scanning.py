@@ -195,16 +195,7 @@ class Scanner:
         libraries = tuple(sorted(library_versions().items()))
         self.cfg, diffs = _settings(json.dumps(rows[0]["config"], sort_keys=True), libraries)
         if diffs:
-            said = "; ".join(f"{k}: index has {a!r}, this scorer has {b!r}" for k, (a, b) in diffs.items())
-            names = [r["name"] for r in rows]  # one fingerprint: every one of them (it named the first alone)
-            raise IncompatibleIndex(
-                f"corpus {', '.join(map(repr, names))} {'was' if len(names) == 1 else 'were'} indexed with settings "
-                f"this scorer cannot reproduce ({said}); re-index "
-                + ("it" if len(names) == 1 else "each")
-                + f" with this version (`contam corpora delete {names[0]}`, then `contam index --corpus {names[0]} "
-                "PATH...` on its files)",
-                {k: list(v) for k, v in diffs.items()},
-            )
+            raise _irreproducible([r["name"] for r in rows], diffs)
         self.fingerprint = rows[0]["fingerprint"]
         # the corpora read are those of this listing, even when it is every one: a corpus indexed
         # while the scan runs is none of them (unfiltered, its copies came into a scan of another)
@@ -541,6 +532,18 @@ class Scanner:
             status=status.value,
             document_chars=len(doc.text),
         )
+
+
+def _irreproducible(names: list[str], diffs: dict[str, tuple[Any, Any]]) -> IncompatibleIndex:
+    """The refusal of corpora (of one fingerprint: every one of them; it named the first alone)
+    that code of another release indexed, with the way out."""
+    said = "; ".join(f"{k}: index has {a!r}, this scorer has {b!r}" for k, (a, b) in diffs.items())
+    return IncompatibleIndex(
+        f"corpus {', '.join(map(repr, names))} {'was' if len(names) == 1 else 'were'} indexed with settings "
+        f"this scorer cannot reproduce ({said}); re-index {'it' if len(names) == 1 else 'each'} with this version "
+        f"(`contam corpora delete {names[0]}`, then `contam index --corpus {names[0]} PATH...` on its files)",
+        {k: list(v) for k, v in diffs.items()},
+    )
 
 
 def reproducible(corpus: Mapping[str, Any]) -> bool:
