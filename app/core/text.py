@@ -40,6 +40,14 @@ def without_surrogates(text: str) -> str:
     return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
+def search_folded(text: str) -> str:
+    """Text as the item search compares it, stored and asked alike: NFKC (a composed and a
+    decomposed accent are one), casefolded, and "i" with a combining dot above as plain "i"
+    (Python folds "İstanbul" to "i̇stanbul", which "istanbul" did not find; PostgreSQL's lower()
+    had found it)."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()).replace("i\u0307", "i")
+
+
 def _class(ranges: tuple[tuple[int, int], ...]) -> str:
     """A regular-expression character class body of inclusive code point ranges."""
     return "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)

@@ -11,6 +11,7 @@ from typing import Any
 
 from contam.app.core.config import Thresholds
 from contam.app.core.scoring import SEVERITY
+from contam.app.core.text import search_folded
 from contam.app.core.types import Status
 from contam.app.services.scanning import ItemResult
 
@@ -121,7 +122,7 @@ def item_row(r: ItemResult, th: Thresholds) -> dict[str, Any]:
         "status": r.score.status,
         "score": float(d["score"]),
         "text": (shown := r.item.display_text())[:4000],
-        "search": shown.casefold(),
+        "search": search_folded(shown),
         "roles_found": "," + ",".join(roles) + ",",
         "corpora_found": "," + ",".join(corpora) + ",",
         "data": data,

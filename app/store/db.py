@@ -167,7 +167,8 @@ def schema_revisions(engine: Engine) -> tuple[str | None, str, bool]:
         else:
             rows = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalars().all()
             current = rows[0] if len(rows) == 1 else None if not rows else ",".join(sorted(rows))
-    return current, head, current is None or current in revisions
+    # several rows (an interrupted or mixed migration): known if each is (it said "a newer version")
+    return current, head, current is None or all(r in revisions for r in current.split(","))
 
 
 def dialect(conn: Connection) -> str:

@@ -13,6 +13,7 @@ from sqlalchemy import ColumnElement, and_, case, delete, func, insert, or_, sel
 from sqlalchemy.engine import Connection
 
 from contam.app.core.scoring import SEVERITY
+from contam.app.core.text import search_folded
 from contam.app.store import db
 from contam.app.store.repo import now
 from contam.app.store.schema import report, report_item
@@ -219,11 +220,11 @@ def query_items(
     if corpus:
         conds.append(report_item.c.corpora_found.contains(f",{corpus},", autoescape=True))
     if q:
-        # casefolded in Python on both sides: SQL's lower() folds ASCII only ("Какой" is not "какой");
+        # folded in Python on both sides: SQL's lower() folds ASCII only ("Какой" is not "какой");
         # a row without it (written by a server of an earlier release still running after the
         # upgrade) is searched as before, in its text
         by_text = and_(report_item.c.search == "", func.lower(report_item.c.text).contains(q.lower(), autoescape=True))
-        conds.append(or_(report_item.c.search.contains(q.casefold(), autoescape=True), by_text))
+        conds.append(or_(report_item.c.search.contains(search_folded(q), autoescape=True), by_text))
     where = and_(true(), *conds)
     total = conn.execute(select(func.count()).select_from(report_item).where(where)).scalar_one()
     col = SORTS.get(sort, report_item.c.score)

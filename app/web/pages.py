@@ -88,9 +88,10 @@ def reports_page(
     request: Request,
     svc: ReportServiceDep,
     page_no: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
-    deleted: str | None = None,
+    deleted: bool = False,
 ) -> HTMLResponse:
-    """deleted: the name of the report just deleted, said at the top."""
+    """deleted: a report was just deleted, said at the top (no name: a link could make the
+    notice say anything, and sign-in now keeps a link's query)."""
     total, reports = svc.list_reports(REPORTS_PER_PAGE, (page_no - 1) * REPORTS_PER_PAGE)
     pages = max(1, math.ceil(total / REPORTS_PER_PAGE))
     return render(request, "reports.html", reports=reports, total=total, page=page_no, pages=pages, deleted=deleted)
@@ -112,9 +113,8 @@ def report_delete_form(request: Request, report_id: str, svc: ReportServiceDep) 
 def report_delete(report_id: str, svc: ReportServiceDep) -> Response:
     """Delete the report, as DELETE /api/v1/reports/{id} does: a job under way stops at its next
     step (the way to free a corpus a job reads, which the corpus's own delete refuses)."""
-    name = svc.get(report_id)["name"]
     svc.delete(report_id)
-    return RedirectResponse("/?" + urlencode({"deleted": name}), status_code=303)
+    return RedirectResponse("/?deleted=1", status_code=303)
 
 
 def _chart_labels(rep: dict[str, Any]) -> dict[str, list[Any]]:
@@ -258,8 +258,8 @@ def _highlighted(it: dict[str, Any]) -> dict[str, Any]:
 
 
 @signed_in.get("/corpora")
-def corpora_page(request: Request, corpora: CorpusServiceDep, deleted: str | None = None) -> HTMLResponse:
-    """deleted: the name of the corpus just deleted, said at the top."""
+def corpora_page(request: Request, corpora: CorpusServiceDep, deleted: bool = False) -> HTMLResponse:
+    """deleted: a corpus was just deleted, said at the top (reports_page says why without its name)."""
     return render(request, "corpora.html", corpora=corpora.overview(), deleted=deleted)
 
 
@@ -276,7 +276,7 @@ def corpus_delete(request: Request, name: str, corpora: CorpusServiceDep) -> Res
     except ContamError as exc:  # the confirmation again, with the reason (a job uses the corpus)
         code, _title = page_status(exc)
         return render(request, "corpus_delete.html", code, health=corpora.health(name), error=exc.message)
-    return RedirectResponse("/corpora?" + urlencode({"deleted": name}), status_code=303)
+    return RedirectResponse("/corpora?deleted=1", status_code=303)
 
 
 @signed_in.get("/upload")

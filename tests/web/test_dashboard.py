@@ -257,8 +257,8 @@ def test_delete_a_corpus_after_confirming(migrated_url: str, index_corpus: Index
             assert busy.status_code == 409 and "while it is being indexed" in busy.text
         assert [x["name"] for x in c.get("/api/v1/corpora").json()] == ["other", "web"]
         done = c.post("/corpora/other/delete", follow_redirects=False)
-        assert done.status_code == 303 and done.headers["location"] == "/corpora?deleted=other"
-        assert "Deleted corpus other." in c.get(done.headers["location"]).text  # it landed on the list unsaid
+        assert done.status_code == 303 and done.headers["location"] == "/corpora?deleted=1"
+        assert "The corpus was deleted." in c.get(done.headers["location"]).text  # it landed on the list unsaid
         assert [x["name"] for x in c.get("/api/v1/corpora").json()] == ["web"]
         assert c.get("/corpora/other/delete").status_code == 404
 
@@ -285,6 +285,7 @@ def test_search_folds_every_script_and_reads_the_whole_item(migrated_url: str, i
     index_corpus(migrated_url, CORPUS)
     long_q = "Quorvania " + "and so the chronicle went on " * 700 + "who was the first Quorvanian king, Olaf?"
     rows = [{"id": "ru", "question": RUSSIAN}, {"id": "long", "question": long_q}, {"id": "river", "question": Q1}]
+    rows.append({"id": "tr", "question": "Which café in İstanbul served the first coffee of the empire?"})
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
         rid = _checked(c, rows)
         every = ["contaminated", "suspicious", "clean", "too_short"]
@@ -298,6 +299,10 @@ def test_search_folds_every_script_and_reads_the_whole_item(migrated_url: str, i
         assert found("Olaf") == found("QUORVANIAN KING") == ["long"]
         assert found("BAGHDAD") == ["river"]
         assert found("Straße") == []
+        # "İ" folds to "i" and a dot above in Python: "istanbul" missed "İstanbul" (a review; PostgreSQL's
+        # lower() had found it), and a decomposed accent missed a composed one
+        assert found("istanbul") == found("İSTANBUL") == found("ISTANBUL") == ["tr"]
+        assert found("cafe\u0301") == found("CAFÉ") == ["tr"]
         page = c.get("/items", params={"report": rid, "q": "Мелвилл", "status": every}).text
         assert "1 item<" in page and "/items/ru?" in page
 
@@ -359,9 +364,11 @@ def test_delete_a_report_from_its_page(migrated_url: str, index_corpus: IndexCor
         assert confirm.status_code == 200 and "Delete report quiz &lt;b&gt;?" in confirm.text
         assert c.get(f"/api/v1/reports/{rid}").status_code == 200  # asking is not deleting
         done = c.post(f"/reports/{rid}/delete", follow_redirects=False)
-        assert done.status_code == 303 and done.headers["location"] == "/?deleted=quiz+%3Cb%3E"
-        listed = c.get(done.headers["location"]).text
-        assert "Deleted report quiz &lt;b&gt;." in listed and "<b>" not in listed.split("</h1>")[1][:200]
+        assert done.status_code == 303 and done.headers["location"] == "/?deleted=1"
+        assert "The report was deleted." in c.get(done.headers["location"]).text
+        # a link cannot make the notice say something (a review: "/?deleted=... sign in at evil.example")
+        spoof = c.get("/", params={"deleted": "all reports. Sign in again at https://evil.example"})
+        assert spoof.status_code == 422 or "evil.example" not in spoof.text
         assert c.get(f"/api/v1/reports/{rid}").status_code == 404
         assert c.post(f"/reports/{rid}/delete").status_code == 404
 
