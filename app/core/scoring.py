@@ -191,16 +191,20 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     # The question alone: most of it, or, for a question of fewer than 2n own tokens, all of it
     # (four words of a five-word question are a phrase's length: they recur by chance)
     q_whole = 1.0 if m.own_role_tokens(p, QUESTION) < 2 * n else th.contaminated_coverage
-    if (q_own or 0.0) >= q_whole and m.own_bits >= th.min_bits:
+    # and the question there as a whole, not only its own words: a twin's one distinct word with
+    # a phrase around it ("the column number of the") is not the question
+    q_there = m.role_coverage(p, QUESTION) >= th.contaminated_coverage
+    if (q_own or 0.0) >= q_whole and m.own_bits >= th.min_bits and q_there:
         return Status.SUSPICIOUS, "the question is in one document, without its answer"
     # Not a phrase (_not_a_phrase). Or, with the short channel, runs of short-channel n-grams
     # that no other document holds: three in a row (MATCH_N + 2 tokens), those runs holding more
-    # than half of the own text; or two in a row with the item's answer after them. Two rare
+    # than half of the own text, with opening_run own tokens found in all (_not_a_phrase says
+    # why); or two in a row with the item's answer after them. Two rare
     # 3-grams in a row alone (four words) are what a name or a title gives by chance
     # (bench/calibrate.py, the short-question null).
     unlikely = (
-        _not_a_phrase(m, n)
-        or (m.rare_run >= MATCH_N + 2 and 2 * m.rare_tokens > m.own_total)
+        _not_a_phrase(m, n, th)
+        or (m.rare_run >= MATCH_N + 2 and 2 * m.rare_tokens > m.own_total and m.own_matched >= th.opening_run)
         or (m.rare_run >= MATCH_N + 1 and m.answer_found)
     )
     if m.own_total and m.own_coverage >= th.suspicious_coverage and m.own_bits >= th.min_bits and unlikely:
@@ -222,14 +226,17 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     return Status.CLEAN, _clean_reason(m, th, n)
 
 
-def _not_a_phrase(m: DocMatch, n: int) -> bool:
-    """A run of own text longer than a phrase's: two n-grams in a row (n + 1 tokens) that no
-    other document of the corpus holds, or 2n tokens wherever else they are. On the null
-    (unrelated items' best documents) a run of more than n own tokens came by chance to 1.2% of
-    the evaluation set's clean items and 3.6% of a manual-page probe's, one of 2n tokens to
-    0.013% and 0.35% (bench/MEASUREMENTS.md, session 29): "the number of seconds to wait for" is
-    in several manual pages, and was the copy of no item."""
-    return m.longest_own >= 2 * n or m.unique_run > n
+def _not_a_phrase(m: DocMatch, n: int, th: Thresholds) -> bool:
+    """More of the item's own text than a phrase: a run of 2n own tokens wherever else it is, or
+    one of more than n (two n-grams in a row) that no other document of the corpora checked
+    holds, with opening_run own tokens found in all (as much as a truncated copy's opening). On
+    the null (unrelated items' best documents) a run of more than n own tokens came by chance to
+    1.2% of the evaluation set's clean items and 3.6% of a manual-page probe's, one of 2n tokens
+    to 0.013% and 0.35%; and 6 or 7 own tokens of a one-sentence item found in one document to
+    1-4% of two probes' one-sentence benchmarks, 8 to none of their 925 items (bench/MEASUREMENTS.md,
+    session 29): "the number of seconds to wait for" is in several manual pages, "can be
+    overridden in subclasses to" in one source file, and each was the copy of no item."""
+    return m.longest_own >= 2 * n or (m.unique_run > n and m.own_matched >= th.opening_run)
 
 
 def _clean_reason(m: DocMatch, th: Thresholds, n: int) -> str:
@@ -239,10 +246,15 @@ def _clean_reason(m: DocMatch, th: Thresholds, n: int) -> str:
             f"one document holds {m.own_coverage:.0%} of its own text, but only "
             f"{m.own_bits:.0f} bits: too little to tell from chance"
         )
-    if m.own_coverage >= th.suspicious_coverage and m.longest_own > n:
+    if m.own_coverage >= th.suspicious_coverage and m.longest_own > n and m.unique_run <= n:
         return (
             f"one document holds {m.own_coverage:.0%} of its own text, but its longest run ({m.longest_own} "
-            "tokens) is text other documents of the corpus hold too: a phrase, not a copy"
+            "tokens) is text other documents of the corpora checked hold too: a phrase, not a copy"
+        )
+    if m.own_coverage >= th.suspicious_coverage and m.longest_own > n:
+        return (
+            f"one document holds {m.own_coverage:.0%} of its own text, but {m.own_matched} of its tokens "
+            f"(fewer than {th.opening_run}): a phrase's length, not a copy's"
         )
     if m.own_coverage >= th.suspicious_coverage:
         return (

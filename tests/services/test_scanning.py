@@ -698,11 +698,12 @@ PHRASES = ["The number of seconds to wait for", "Do not print a header line", "Y
 def test_a_phrase_that_several_documents_hold_is_no_copy_of_a_short_item(
     engine: Engine, index_corpus: IndexCorpus
 ) -> None:
-    """A manual-page probe: a short item whose opening phrase ("Do not print a header line") two
-    unrelated manual pages hold was `suspicious` ("one document holds 50% of the item's own
-    text"): half of a short item is a phrase's length, and a phrase the corpus holds in several
-    places is the language's, not the item's. Held by one document only, the same run is as a
-    truncated copy holds it, and stays suspicious; a run of 2n tokens counts wherever else it is."""
+    """Two probes of benchmarks built from this machine's manuals and docstrings: a short item
+    whose opening phrase ("Do not print a header line") two unrelated manual pages hold, or whose
+    six words "can be overridden in subclasses to" one source file holds, was `suspicious` ("one
+    document holds 50% of the item's own text"): half of a short item is a phrase's length. A run
+    counts when no other document holds it and the document holds opening_run (8) own tokens, or
+    when it is 2n tokens long wherever else it is."""
     pages = [
         {"id": f"{k}-{s}", "text": f"{FILLER[: 400 * (s + 1)]} {phrase} {tail}. {FILLER[-300:]}"}
         for k, phrase in enumerate(PHRASES)
@@ -712,18 +713,32 @@ def test_a_phrase_that_several_documents_hold_is_no_copy_of_a_short_item(
     items = [BenchmarkItem(f"i{k}", k, question=q, answer="true") for k, q in enumerate(PHRASE_ITEMS)]
     for r in Scanner(engine).scan(items):
         assert r.score.status == "clean", (r.item.item_id, r.score.reason)
-        assert "text other documents of the corpus hold too: a phrase, not a copy" in r.score.reason, r.score.reason
-    # the control: each phrase in one document only, as a copy of the item's first half would be
-    index_corpus(engine, [p for p in pages if p["id"].endswith("-0")], "once")
-    for r in Scanner(engine, corpora=["once"]).scan(items):
-        assert r.score.status == "suspicious", (r.item.item_id, r.score.reason)
+        assert "text other documents of the corpora checked hold too: a phrase" in r.score.reason, r.score.reason
+    # one document only: six or seven words are still a phrase's length
+    once = [*(p for p in pages if p["id"].endswith("-0")), {"id": "py", "text": SUBCLASS_SOURCE}]
+    index_corpus(engine, once, "once")
+    asked = [*items, BenchmarkItem("py", 3, question="A factory method which can be overridden in subclasses to what?")]
+    for r in Scanner(engine, corpora=["once"]).scan(asked):
+        assert r.score.status == "clean", (r.item.item_id, r.score.reason)
+        assert "of its tokens (fewer than 8): a phrase's length" in r.score.reason, r.score.reason
+    # eight own tokens in a run no other document holds: as much as a truncated copy's opening
+    item = "The number of seconds to wait for events to finish before the daemon gives up on them."
+    index_corpus(engine, [{"id": "w", "text": f"{FILLER[:900]} {item[:40]} now. {FILLER[-200:]}"}], "eight")
+    r = Scanner(engine, corpora=["eight"]).scan([BenchmarkItem("w", 0, question=item)])[0]
+    assert r.score.status == "suspicious" and r.score.longest_match == 8, r.score.reason
     # a run of 2n tokens or more (12 here) held by two documents: longer than chance gives, a copy's run
     run = "you must be a superuser to use this command on every host"
     twice = [{"id": f"l{s}", "text": f"{FILLER[: 500 * (s + 1)]} Then {run} now. {FILLER[-200:]}"} for s in (0, 1)]
     index_corpus(engine, twice, "long")
-    item = BenchmarkItem("l", 0, question=f"After the upgrade, note that {run} of the cluster.")
-    r = Scanner(engine, corpora=["long"]).scan([item])[0]
+    item2 = BenchmarkItem("l", 0, question=f"After the upgrade, note that {run} of the cluster.")
+    r = Scanner(engine, corpora=["long"]).scan([item2])[0]
     assert r.score.status == "suspicious" and r.score.longest_match == 12, r.score.reason
+
+
+SUBCLASS_SOURCE = (
+    "class Protocol:\n    # These can be overridden in subclasses to provide protocol-specific implementations.\n"
+    "    def connection_made(self, transport):\n        pass\n"
+)
 
 
 def test_a_frame_and_a_common_answer_word_do_not_make_question_and_answer_found(
