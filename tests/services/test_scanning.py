@@ -784,3 +784,23 @@ def test_a_frame_and_a_common_answer_word_do_not_make_question_and_answer_found(
     res = Scanner(engine).scan(items)
     assert [r.score.status for r in res] == ["clean"] * 3, [r.score.reason for r in res]
     assert "only 14 bits: too little to tell from chance" in res[0].score.reason, res[0].score.reason
+
+
+def test_a_twin_s_distinct_word_in_a_phrase_is_not_its_question_found(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """A docstring probe (data/docstring_questions.jsonl: 60 of its questions, two of them twins,
+    "The line/column number of the end of the text where the what?"): the column twin was
+    `suspicious`, "the question is in one document", where a page held "the column number of the
+    current position": its four own tokens, none of the question around them. The question must
+    be there as a whole."""
+    page = (
+        "=item current_line\n\nReturns the line number of the current position of the parse.\n\n"
+        "=item current_column\n\nReturns the column number of the current position of the parse."
+    )
+    index_corpus(engine, [{"id": "pod", "text": page}])
+    rows = [json.loads(line) for line in (Path(__file__).parent / "data" / "docstring_questions.jsonl").open()]
+    items = [BenchmarkItem(r["id"], k, question=r["question"], answer=r["answer"]) for k, r in enumerate(rows)]
+    res = {r.item.item_id: r.score for r in Scanner(engine).scan(items)}
+    assert res["column"].status == "clean", res["column"].reason
+    assert all(s.status == "clean" for s in res.values())
