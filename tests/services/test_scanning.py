@@ -789,7 +789,7 @@ def test_a_frame_and_a_common_answer_word_do_not_make_question_and_answer_found(
 def test_a_twin_s_distinct_word_in_a_phrase_is_not_its_question_found(
     engine: Engine, index_corpus: IndexCorpus
 ) -> None:
-    """A docstring probe (data/docstring_questions.jsonl: 60 of its questions, two of them twins,
+    """A docstring probe (fixtures/docstring_questions.jsonl: 60 of its questions, two of them twins,
     "The line/column number of the end of the text where the what?"): the column twin was
     `suspicious`, "the question is in one document", where a page held "the column number of the
     current position": its four own tokens, none of the question around them. The question must
@@ -799,7 +799,7 @@ def test_a_twin_s_distinct_word_in_a_phrase_is_not_its_question_found(
         "=item current_column\n\nReturns the column number of the current position of the parse."
     )
     index_corpus(engine, [{"id": "pod", "text": page}])
-    rows = [json.loads(line) for line in (Path(__file__).parent / "data" / "docstring_questions.jsonl").open()]
+    rows = [json.loads(line) for line in (Path(__file__).parent / "fixtures" / "docstring_questions.jsonl").open()]
     items = [BenchmarkItem(r["id"], k, question=r["question"], answer=r["answer"]) for k, r in enumerate(rows)]
     res = {r.item.item_id: r.score for r in Scanner(engine).scan(items)}
     assert res["column"].status == "clean", res["column"].reason
