@@ -246,15 +246,16 @@ def _clean_reason(m: DocMatch, th: Thresholds, n: int) -> str:
             f"one document holds {m.own_coverage:.0%} of its own text, but only "
             f"{m.own_bits:.0f} bits: too little to tell from chance"
         )
-    if m.own_coverage >= th.suspicious_coverage and m.longest_own > n and m.unique_run <= n:
-        return (
-            f"one document holds {m.own_coverage:.0%} of its own text, but its longest run ({m.longest_own} "
-            "tokens) is text other documents of the corpora checked hold too: a phrase, not a copy"
+    if m.own_coverage >= th.suspicious_coverage and m.longest_own > n and m.unique_run > n:
+        return (  # _not_a_phrase failed on the count alone
+            f"one document holds {m.own_coverage:.0%} of its own text, but {m.own_matched} of its tokens "
+            f"(fewer than {th.opening_run}): a phrase's length, not a copy's"
         )
     if m.own_coverage >= th.suspicious_coverage and m.longest_own > n:
         return (
-            f"one document holds {m.own_coverage:.0%} of its own text, but {m.own_matched} of its tokens "
-            f"(fewer than {th.opening_run}): a phrase's length, not a copy's"
+            f"one document holds {m.own_coverage:.0%} of its own text, but none of its runs of more than {n} "
+            f"tokens (the longest {m.longest_own}) lies in n-grams that no other document of the corpora "
+            f"checked holds, nor is {2 * n} long: a phrase, not a copy"
         )
     if m.own_coverage >= th.suspicious_coverage:
         return (

@@ -713,7 +713,7 @@ def test_a_phrase_that_several_documents_hold_is_no_copy_of_a_short_item(
     items = [BenchmarkItem(f"i{k}", k, question=q, answer="true") for k, q in enumerate(PHRASE_ITEMS)]
     for r in Scanner(engine).scan(items):
         assert r.score.status == "clean", (r.item.item_id, r.score.reason)
-        assert "text other documents of the corpora checked hold too: a phrase" in r.score.reason, r.score.reason
+        assert "lies in n-grams that no other document of the corpora checked holds" in r.score.reason, r.score.reason
     # one document only: six or seven words are still a phrase's length
     once = [*(p for p in pages if p["id"].endswith("-0")), {"id": "py", "text": SUBCLASS_SOURCE}]
     index_corpus(engine, once, "once")
@@ -726,6 +726,18 @@ def test_a_phrase_that_several_documents_hold_is_no_copy_of_a_short_item(
     index_corpus(engine, [{"id": "w", "text": f"{FILLER[:900]} {item[:40]} now. {FILLER[-200:]}"}], "eight")
     r = Scanner(engine, corpora=["eight"]).scan([BenchmarkItem("w", 0, question=item)])[0]
     assert r.score.status == "suspicious" and r.score.longest_match == 8, r.score.reason
+    # enough own text (13 tokens) whose one run of more than n (9 tokens) another document holds too:
+    # a phrase and a few words; the same page alone in its corpus is a copy's run
+    item3 = "A kernel setting: the number of seconds to wait for the daemon before the socket is closed again."
+    held = "the number of seconds to wait for the daemon; later the socket is closed again."
+    page = f"{FILLER[:700]} {held} {FILLER[-250:]}"
+    other = f"{FILLER[:300]} Sets the number of seconds to wait for the daemon to start. {FILLER[-150:]}"
+    index_corpus(engine, [{"id": "a", "text": page}, {"id": "b", "text": other}], "both")
+    index_corpus(engine, [{"id": "a", "text": page}], "alone")
+    both = Scanner(engine, corpora=["both"]).scan([BenchmarkItem("d", 0, question=item3)])[0].score
+    alone = Scanner(engine, corpora=["alone"]).scan([BenchmarkItem("d", 0, question=item3)])[0].score
+    assert both.status == "clean" and both.longest_match == 9 and "(the longest 9)" in both.reason, both.reason
+    assert alone.status == "suspicious", alone.reason
     # a run of 2n tokens or more (12 here) held by two documents: longer than chance gives, a copy's run
     run = "you must be a superuser to use this command on every host"
     twice = [{"id": f"l{s}", "text": f"{FILLER[: 500 * (s + 1)]} Then {run} now. {FILLER[-200:]}"} for s in (0, 1)]
