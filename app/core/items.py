@@ -401,6 +401,9 @@ class ItemStats:
     th: Thresholds
     _passage_tok: np.ndarray | None = None
     sdf: np.ndarray | None = None  # corpus documents holding each short-channel n-gram (p.sgrams)
+    # keys (sorted) of the grams that several documents hold, each of them the same text (a page and
+    # its exact copies, in one corpus or several): one text for "no other document holds it"
+    one_text: np.ndarray | None = None
 
     @property
     def eligible(self) -> np.ndarray:

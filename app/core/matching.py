@@ -425,11 +425,12 @@ def _counted(p: PreparedItem, solution_held: float) -> np.ndarray | None:
 def _rare(
     p: PreparedItem, stats: ItemStats, present: np.ndarray, own_hit: np.ndarray, th: Thresholds
 ) -> tuple[int, int]:
-    """(longest run, tokens) of own text held inside short-channel n-grams each in at most max_df
-    documents of the corpus; (0, 0) without a short channel or for a long item."""
+    """(longest run, tokens) of own text held inside short-channel n-grams that no other document
+    holds (_one_place); (0, 0) without a short channel or for a long item."""
     if stats.sdf is None or not len(p.sgrams):
         return 0, 0
-    rare = own_hit & tokens_of(p, p.mgram_pos[present & (stats.sdf <= 1)], MATCH_N)  # sgrams is mgrams
+    alone = _one_place(stats.sdf, p.sgrams, stats.one_text)
+    rare = own_hit & tokens_of(p, p.mgram_pos[present & alone], MATCH_N)  # sgrams is mgrams
     return longest_run(rare), count(rare)
 
 
@@ -440,8 +441,15 @@ def _unique_run(p: PreparedItem, stats: ItemStats, region: Region, own_hit: np.n
     small corpus: in another item's text, it is a phrase both hold, not that item's copy."""
     if not len(p.grams):
         return 0
-    unique = (stats.df <= 1) & member(p.grams, region.grams)
+    unique = _one_place(stats.df, p.grams, stats.one_text) & member(p.grams, region.grams)
     return longest_run(own_hit & tokens_of(p, p.gram_pos[unique], n))
+
+
+def _one_place(df: np.ndarray, grams: np.ndarray, one_text: np.ndarray | None) -> np.ndarray:
+    """bool per gram: held by at most one document, or by several that are one text (exact copies
+    of a page: a mirror, or the same page in two corpora scanned together)."""
+    alone = df <= 1
+    return alone if one_text is None or not len(one_text) else alone | member(grams, one_text)
 
 
 def _opening(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> int:

@@ -254,7 +254,7 @@ def _clean_reason(m: DocMatch, th: Thresholds, n: int) -> str:
     if m.own_coverage >= th.suspicious_coverage and m.longest_own > n:
         return (
             f"one document holds {m.own_coverage:.0%} of its own text, but none of its runs of more than {n} "
-            f"tokens (the longest {m.longest_own}) lies in n-grams that no other document of the corpora "
+            f"tokens (the longest {m.longest_own}) lies in n-grams that no other text of the corpora "
             f"checked holds, nor is {2 * n} long: a phrase, not a copy"
         )
     if m.own_coverage >= th.suspicious_coverage:

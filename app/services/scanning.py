@@ -387,6 +387,9 @@ class Scanner:
             lo + k: self._candidates(p, stats[lo + k], postings, near_keys[k], hits) for k, p in enumerate(prepared)
         }
         docs = retrying("reading candidate documents", lambda: self._load_checked(candidates), self.retry_seconds)
+        one_text = one_text_keys(postings, docs)
+        for st in stats.values():
+            st.one_text = one_text
         cache = MatchCache()  # the chunk's items share documents and competitors
         return [self._score_one(i, view, stats, candidates[i], docs, cache) for i in range(lo, lo + len(items))]
 
@@ -532,6 +535,32 @@ class Scanner:
             status=status.value,
             document_chars=len(doc.text),
         )
+
+
+def one_text_keys(postings: Postings, docs: Mapping[int, _Doc]) -> np.ndarray:
+    """Keys (sorted) of the rare grams that several documents hold, every one of them read here (a
+    candidate) and of one text hash: a page and its exact copies, which say no more than the page
+    (matching._one_place). A document not read is taken for another text."""
+    counts = np.diff(postings.start)
+    multi = np.flatnonzero(counts > 1)
+    if not len(multi) or not docs:
+        return np.zeros(0, dtype=np.int64)
+    ids = np.fromiter(docs.keys(), dtype=np.int64, count=len(docs))
+    hashes = np.fromiter((int(d.meta["text_hash"]) for d in docs.values()), dtype=np.int64, count=len(docs))
+    order = np.argsort(ids)
+    ids, hashes = ids[order], hashes[order]
+    sizes = counts[multi]
+    first = np.repeat(postings.start[multi] - np.cumsum(np.concatenate(([0], sizes[:-1]))), sizes)
+    held = postings.docs[first + np.arange(int(sizes.sum()))]  # the documents of each key, key by key
+    at = np.minimum(np.searchsorted(ids, held), len(ids) - 1)
+    read = ids[at] == held
+    text = np.where(read, hashes[at], 0)
+    bounds = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    same = (np.minimum.reduceat(text, bounds) == np.maximum.reduceat(text, bounds)) & np.logical_and.reduceat(
+        read, bounds
+    )
+    keys: np.ndarray = postings.keys[multi[same]]
+    return keys
 
 
 def _irreproducible(names: list[str], diffs: dict[str, tuple[Any, Any]]) -> IncompatibleIndex:

@@ -713,7 +713,7 @@ def test_a_phrase_that_several_documents_hold_is_no_copy_of_a_short_item(
     items = [BenchmarkItem(f"i{k}", k, question=q, answer="true") for k, q in enumerate(PHRASE_ITEMS)]
     for r in Scanner(engine).scan(items):
         assert r.score.status == "clean", (r.item.item_id, r.score.reason)
-        assert "lies in n-grams that no other document of the corpora checked holds" in r.score.reason, r.score.reason
+        assert "lies in n-grams that no other text of the corpora checked holds" in r.score.reason, r.score.reason
     # one document only: six or seven words are still a phrase's length
     once = [*(p for p in pages if p["id"].endswith("-0")), {"id": "py", "text": SUBCLASS_SOURCE}]
     index_corpus(engine, once, "once")
@@ -816,3 +816,36 @@ def test_a_twin_s_distinct_word_in_a_phrase_is_not_its_question_found(
     res = {r.item.item_id: r.score for r in Scanner(engine).scan(items)}
     assert res["column"].status == "clean", res["column"].reason
     assert all(s.status == "clean" for s in res.values())
+
+
+def test_exact_copies_of_a_page_hold_a_run_as_one_page(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A review: with "no other document holds the run", a partial copy on a page the corpus holds
+    twice (a mirror), or on a page in each of two corpora scanned together (two crawls), went clean.
+    Documents of one text are one place; another page holding the phrase is still another place."""
+    item = "A kernel setting: the number of seconds to wait for the daemon before the socket is closed again."
+    held = "the number of seconds to wait for the daemon; later the socket is closed again."
+    page = f"{FILLER[:700]} {held} {FILLER[-250:]}"
+    index_corpus(engine, [{"id": "a", "text": page}, {"id": "a-mirror", "text": page}], "mirrored")
+    index_corpus(engine, [{"id": "a", "text": page}], "crawl2")
+    asked = [BenchmarkItem("d", 0, question=item)]
+    for corpora in (["mirrored"], ["mirrored", "crawl2"]):
+        r = Scanner(engine, corpora=corpora).scan(asked)[0].score
+        assert r.status == "suspicious", (corpora, r.reason)
+
+
+def test_one_text_keys_are_the_keys_whose_documents_are_all_read_and_alike() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        keys = np.sort(rng.integers(-5, 5, rng.integers(0, 30)))
+        docs = rng.integers(0, 8, len(keys))
+        postings = scanning.Postings.of(keys, docs) if len(keys) else scanning.Postings.of(keys, docs)
+        read = {
+            int(d): scanning._Doc({"text_hash": int(rng.integers(-2, 2))}, "", np.zeros(0), np.zeros(0), None)  # type: ignore[arg-type]
+            for d in rng.choice(8, rng.integers(0, 8), replace=False)
+        }
+        want = []
+        for k in sorted(set(keys.tolist())):
+            held = [int(d) for kk, d in zip(keys.tolist(), docs.tolist(), strict=True) if kk == k]
+            if len(held) > 1 and all(d in read for d in held) and len({read[d].meta["text_hash"] for d in held}) == 1:
+                want.append(k)
+        assert scanning.one_text_keys(postings, read).tolist() == want
