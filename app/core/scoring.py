@@ -199,9 +199,8 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     # Not a phrase (_not_a_phrase). Or, with the short channel, runs of short-channel n-grams
     # that no other document holds: three in a row (MATCH_N + 2 tokens), those runs holding more
     # than half of the own text, with opening_run own tokens found in all (_not_a_phrase says
-    # why); or two in a row with the item's answer after them. Two rare
-    # 3-grams in a row alone (four words) are what a name or a title gives by chance
-    # (bench/calibrate.py, the short-question null).
+    # why); or two in a row with the item's answer after them. Two rare 3-grams in a row alone
+    # (four words) are what a name or a title gives by chance (bench/calibrate.py).
     unlikely = (
         _not_a_phrase(m, n, th)
         or (m.rare_run >= MATCH_N + 2 and 2 * m.rare_tokens > m.own_total and m.own_matched >= th.opening_run)

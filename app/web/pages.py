@@ -194,16 +194,18 @@ def items_page(
         f=params,
         reports=reports,
         roles=SCORED_ROLES,
-        corpora=_report_corpora(svc.get(report) if report else None, reports),
+        corpora=_report_corpora(svc, report or None, reports),
         sorts=SORTS,
         link=link,
     )
 
 
-def _report_corpora(chosen: dict[str, Any] | None, reports: list[dict[str, Any]]) -> list[str]:
+def _report_corpora(svc: ReportServiceDep, report: str | None, reports: list[dict[str, Any]]) -> list[str]:
     """The corpora the filter offers: those the chosen report (else any report listed) was
-    checked against, a corpus deleted or renamed since included: its evidence keeps the name it had."""
-    return sorted({c for r in ([chosen] if chosen else reports) for c in r.get("corpora") or []})
+    checked against, a corpus deleted or renamed since included: its evidence keeps the name it had.
+    The chosen report is read again only if the listing (its newest 1,000) left it out."""
+    chosen = [r for r in reports if r["id"] == report] or ([svc.get(report)] if report else reports)
+    return sorted({c for r in chosen for c in r.get("corpora") or []})
 
 
 @signed_in.get("/reports/{report_id}/items/{item_id:anypath}")
