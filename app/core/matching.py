@@ -78,6 +78,8 @@ class DocMatch:
     # only: a run that other documents hold too is a phrase of the language, not one item's copy
     unique_run: int = 0
     opening: int = 0  # own tokens held in one run from the first own token of the question on
+    # the longest run inside that opening held in n-grams this document alone holds (as unique_run)
+    opening_unique: int = 0
     # bool per item token: what the coverages count (None: all); a worked solution the document
     # does not give is left out, as a page may give the final answer, the solution, or both
     counted: np.ndarray | None = None
@@ -322,6 +324,8 @@ def match_document(
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
     rare_run, rare_tokens = _rare(p, stats, present, own_hit, th)
     piece = math.log2(max(2, hi - lo))  # bits to place one more piece in the region (`breaks`)
+    unique = own_hit & _unique_tokens(p, stats, region, n)
+    opening = _opening(p, own, own_hit)
     cost, own_cost = (breaks(p, sel, matched, al.doc_pos, region.ids, piece) for sel in (matched, own_hit))
     return DocMatch(
         doc=doc_id,
@@ -341,8 +345,9 @@ def match_document(
         competitor_found=competitor_found,
         rare_run=rare_run,
         rare_tokens=rare_tokens,
-        unique_run=_unique_run(p, stats, region, own_hit, n),
-        opening=_opening(p, own, own_hit),
+        unique_run=longest_run(unique),
+        opening=opening,
+        opening_unique=longest_run(unique & _from_opening(p, own, opening)),
         counted=counted,
         matched_bits=max(0.0, float(stats.bits[matched].sum()) - cost),
         own_bits=max(0.0, float(stats.bits[own_hit].sum()) - own_cost),
@@ -434,15 +439,16 @@ def _rare(
     return longest_run(rare), count(rare)
 
 
-def _unique_run(p: PreparedItem, stats: ItemStats, region: Region, own_hit: np.ndarray, n: int) -> int:
-    """Longest run of own text held inside index n-grams that the region holds and the corpus
-    holds in at most one document (this one; 0 documents: an n-gram a sampled index leaves out,
-    not known to be anywhere else). "Do not print a header line" is in two manual pages of a
-    small corpus: in another item's text, it is a phrase both hold, not that item's copy."""
+def _unique_tokens(p: PreparedItem, stats: ItemStats, region: Region, n: int) -> np.ndarray:
+    """bool per item token: inside an index n-gram that the region holds and the corpus holds in
+    at most one document (this one; 0 documents: an n-gram a sampled index leaves out, not known
+    to be anywhere else). Own text held in a run of them is this document's, not a phrase: "Do
+    not print a header line" is in two manual pages of a small corpus: in another item's text, it
+    is a phrase both hold, not that item's copy."""
     if not len(p.grams):
-        return 0
+        return np.zeros(p.n_tokens, dtype=bool)
     unique = _one_place(stats.df, p.grams, stats.one_text) & member(p.grams, region.grams)
-    return longest_run(own_hit & tokens_of(p, p.gram_pos[unique], n))
+    return tokens_of(p, p.gram_pos[unique], n)
 
 
 def _one_place(df: np.ndarray, grams: np.ndarray, one_text: np.ndarray | None) -> np.ndarray:
@@ -455,12 +461,27 @@ def _one_place(df: np.ndarray, grams: np.ndarray, one_text: np.ndarray | None) -
 def _opening(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> int:
     """Own tokens held in one run from the first own token of the question on (0 if that one is
     not held): how a truncated copy holds an item."""
-    start = np.flatnonzero(own & (p.role == QUESTION))
-    if not len(start) or not own_hit[start[0]]:
+    start = _opening_start(p, own)
+    if start is None or not own_hit[start]:
         return 0
-    rest = own_hit[start[0] :]
+    rest = own_hit[start:]
     gaps = np.flatnonzero(~rest)
     return int(gaps[0]) if len(gaps) else len(rest)
+
+
+def _opening_start(p: PreparedItem, own: np.ndarray) -> int | None:
+    start = np.flatnonzero(own & (p.role == QUESTION))
+    return int(start[0]) if len(start) else None
+
+
+def _from_opening(p: PreparedItem, own: np.ndarray, opening: int) -> np.ndarray:
+    """bool per item token: inside the opening run (`opening` tokens from the first own token of
+    the question)."""
+    out = np.zeros(p.n_tokens, dtype=bool)
+    start = _opening_start(p, own)
+    if start is not None:
+        out[start : start + opening] = True
+    return out
 
 
 def breaks(

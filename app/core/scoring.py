@@ -212,7 +212,7 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
         )
     if m.longest_own >= th.longest_match and m.own_bits >= th.min_bits:
         return Status.SUSPICIOUS, f"a {m.longest_own}-token run of its own text matches one document"
-    if m.opening >= th.opening_run and m.own_bits >= th.min_bits:
+    if m.opening >= th.opening_run and m.opening_unique > n and m.own_bits >= th.min_bits:
         return Status.SUSPICIOUS, (
             f"one document holds the item's opening in one run ({m.opening} tokens of its own text), "
             "as a truncated copy does"

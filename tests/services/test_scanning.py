@@ -747,6 +747,30 @@ def test_a_phrase_that_several_documents_hold_is_no_copy_of_a_short_item(
     assert r.score.status == "suspicious" and r.score.longest_match == 12, r.score.reason
 
 
+def test_an_opening_that_other_documents_hold_is_no_truncated_copy(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A probe of benchmarks built from manual pages: a 383-token paragraph opening with a
+    sentence several X11 pages share ("The value-mask and value-list specify which attributes
+    are to be explicitly initialized") was `suspicious`, "one document holds the item's opening in
+    one run, as a truncated copy does". Boilerplate opens many texts; a truncated copy's opening
+    lies in n-grams that only its document holds (as _not_a_phrase asks of a partial match)."""
+    opening = "The value mask and value list name which attributes are set"
+    rest = (
+        "for the window being created here; the border pixel and the background pixmap are kept from the "
+        "parent unless the caller names them, and the cursor is reset once the window is mapped on screen"
+    )
+    item = BenchmarkItem("x", 0, question=f"{opening} {rest}.")
+    pages = [
+        {"id": f"x{s}", "text": f"{FILLER[: 450 * (s + 1)]} {opening}. {tail} {FILLER[-250:]}"}
+        for s, tail in enumerate(["Each bit set names one.", "The list follows in bit order."])
+    ]
+    index_corpus(engine, pages, "boiler")
+    index_corpus(engine, pages[:1], "once")
+    both = Scanner(engine, corpora=["boiler"]).scan([item])[0].score
+    once = Scanner(engine, corpora=["once"]).scan([item])[0].score
+    assert both.status == "clean", both.reason
+    assert once.status == "suspicious" and "opening in one run" in once.reason, once.reason
+
+
 SUBCLASS_SOURCE = (
     "class Protocol:\n    # These can be overridden in subclasses to provide protocol-specific implementations.\n"
     "    def connection_made(self, transport):\n        pass\n"
