@@ -320,6 +320,9 @@ def match_document(
     )
     if p.quoted is not None:  # what the question quotes of its passage is found in any copy of the passage
         own, own_hit = own & ~p.quoted, own_hit & ~p.quoted
+        outside = _outside_passage(p, doc, ppos, region, lo, src, n) if ppos is not None and own_hit.any() else None
+        if outside is not None:
+            own_hit = own_hit & held(p, *outside)
     counted = _counted(p, solution_held := _solution_share(p, own, own_hit))
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
     rare_run, rare_tokens = _rare(p, stats, present, own_hit, th)
@@ -355,6 +358,42 @@ def match_document(
         own_bits_total=float(stats.bits[own].sum()),
         bits_total=float(stats.bits.sum()),
     )
+
+
+def _outside_passage(
+    p: PreparedItem, doc: DocTokens, ppos: np.ndarray, region: Region, lo: int, src: np.ndarray | None, n: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(token ids, MATCH_N-grams) of the region with the document's copy of the item's passage
+    field blanked out (None where the region holds none of it): the item's own text counts where
+    the document holds it apart from its passage. A question that quotes its passage with words
+    left out (a cloze's blank, a question reworded around the passage's phrases) keeps a few words
+    of its own beside each gap, and any copy of the passage holds them, with the answer between:
+    text found only inside the passage's copy is the passage's, found for every question of it.
+    The passage's copy is where the document holds the passage's n-grams that the item lacks: a
+    copy of the question quotes the passage too, but holds none of those. ppos: where the
+    document holds the passage's n-grams."""
+    if not len(ppos) or not len(region.ids):
+        return None
+    at = lo + (np.arange(len(region.ids), dtype=np.int64) if src is None else src)  # region token -> document
+    first, last = int(at[0]) - n + 1, int(at[-1])  # n-grams starting here may cover a region token
+    starts = ppos[(ppos >= first) & (ppos <= last)]
+    starts = starts[~member(doc.grams[starts], distinct(p.grams))]
+    if not len(starts):
+        return None
+    marks = np.zeros(last - first + 1, dtype=bool)
+    marks[starts - first] = True
+    inside = covered(marks, n, len(marks))[at - first]
+    if not inside.any():
+        return None
+    ids = np.where(inside, -1, region.ids)
+    if len(ids) < MATCH_N:
+        return ids, np.zeros(0, dtype=np.int64)
+    apart = ~np.asarray(np.lib.stride_tricks.sliding_window_view(inside, MATCH_N).any(axis=1))  # none inside
+    if src is None:  # the document's own MATCH_N-grams of the range
+        grams = doc.mgrams[lo : lo + len(ids) - MATCH_N + 1]
+    else:
+        grams = rolling_hashes(region.ids.view(np.uint64), MATCH_N).view(np.int64)
+    return ids, distinct(grams[apart])
 
 
 def _in_document(blocks: list[tuple[int, int, int]], lo: int, src: np.ndarray | None) -> list[tuple[int, int, int]]:

@@ -771,6 +771,38 @@ def test_an_opening_that_other_documents_hold_is_no_truncated_copy(engine: Engin
     assert once.status == "suspicious" and "opening in one run" in once.reason, once.reason
 
 
+def test_a_question_s_words_found_only_inside_its_passage_s_copy_are_the_passage_s(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """A probe of fill-in-the-blank questions on a shared passage field (the question a sentence of
+    the passage with words left out): a page holding only the passage, or a sibling's copy of it,
+    made each question `contaminated` ("one document holds 100% of the item's own text"). What the
+    question quotes of its passage is not its own text, but the 3-4 words beside the blank are
+    (no n-gram of the passage spans the gap), and every copy of the passage holds them, with the
+    answer between. Own text counts where the document holds it apart from the passage's copy; a
+    copy of the item itself (the passage, then the question) still holds it there."""
+    passage = (
+        "Version 3.4 changed the handshake. This may lead to incompatibility with very old servers. "
+        "Corrected a bug in parameter handling which could cause unexpected crashes on start. "
+        "Corrected a compilation issue when the library was installed in a non standard directory."
+    )
+    questions = [
+        ("Corrected a bug in parameter handling _____ cause unexpected crashes on start.", "which could"),
+        ("Corrected a compilation issue when the library was installed in a _____ directory.", "non standard"),
+        ("This may lead to _____ with very old servers.", "incompatibility"),
+    ]
+    items = [BenchmarkItem(f"c{k}", k, passage=passage, question=q, answer=a) for k, (q, a) in enumerate(questions)]
+    index_corpus(engine, [{"id": "page", "text": f"{FILLER[:900]} {passage} {FILLER[-300:]}"}], "passage")
+    for r in Scanner(engine, corpora=["passage"]).scan(items):
+        assert r.score.status != "contaminated", (r.item.item_id, r.score.reason)
+        assert r.score.passage_found, r.item.item_id
+    q, a = questions[2]
+    copy = f"{FILLER[:600]} {passage}\n\nQuestion: {q}\nAnswer: {a}\n {FILLER[-300:]}"
+    index_corpus(engine, [{"id": "copy", "text": copy}], "copy")
+    r = Scanner(engine, corpora=["copy"]).scan(items)[2]
+    assert r.score.status == "contaminated" and r.score.own_coverage == 1.0, r.score.reason
+
+
 SUBCLASS_SOURCE = (
     "class Protocol:\n    # These can be overridden in subclasses to provide protocol-specific implementations.\n"
     "    def connection_made(self, transport):\n        pass\n"
