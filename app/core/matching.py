@@ -657,6 +657,9 @@ def _own_text(
     candidates = [] if count(matched) < 2 else _competitors(i, items, stats, shared, region, th, present)
     if not candidates:  # (too little held for a verdict: the passages need not be worked out)
         own = ~stats.passage_tok & ~stats.common_tok if count(matched) > stats.n else ~stats.common_tok
+        # nor a template (text in more items than a passage is): a frame every item carries is no
+        # item's own text, held or not; counted, a claim copied without its frame was a third of it
+        own &= ~tokens_of(p, p.mgram_pos[stats.mfreq > th.passage_max_items + 1], MATCH_N)
         return own, matched & own, None, False
     grams = [items[j].umgrams for j in candidates]
     label = np.repeat(np.arange(len(grams)), [len(g) for g in grams])

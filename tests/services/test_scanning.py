@@ -803,6 +803,34 @@ def test_a_question_s_words_found_only_inside_its_passage_s_copy_are_the_passage
     assert r.score.status == "contaminated" and r.score.own_coverage == 1.0, r.score.reason
 
 
+def test_a_claim_copied_without_its_frame_is_measured_on_its_own_text(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """A probe's templated claims ("On <date>, the following claim was made: <claim> Q: Was this
+    claim true or false? A:"): a page holding one claim alone, the frame nowhere near, was clean,
+    "no substantial overlap found": with no other item explaining the page, the frame, in every
+    item, counted as the item's own text, and the claim was a third of it. A template is no item's
+    own text, found or not (principle 1); the claim and its date are."""
+    claims = ["Add lintian overrides and an override for the hardening checker"]  # copied alone below
+    claims += [f"alpha{k} loads beta{k} before gamma{k} starts delta{k} and epsilon{k}" for k in range(1, 15)]
+    items = [
+        BenchmarkItem(
+            f"c{k}",
+            k,
+            question=f"On June {k + 1}, {1990 + k}, the following claim was made: {claim}. {FRAME_END}",
+            answer="true",
+        )
+        for k, claim in enumerate(claims)
+    ]
+    page = f"{FILLER[:900]} * {claims[0]}. {FILLER[-300:]}"
+    index_corpus(engine, [{"id": "changelog", "text": page}], "log")
+    results = Scanner(engine, corpora=["log"]).scan(items)
+    assert results[0].score.status == "suspicious", results[0].score.reason
+    assert all(r.score.status == "clean" for r in results[1:]), [r.score.reason for r in results[1:]]
+
+
+FRAME_END = "Q: Was this claim true or false? A:"
+
 SUBCLASS_SOURCE = (
     "class Protocol:\n    # These can be overridden in subclasses to provide protocol-specific implementations.\n"
     "    def connection_made(self, transport):\n        pass\n"
