@@ -380,9 +380,15 @@ def _outside_passage(
     starts = starts[~member(doc.grams[starts], distinct(p.grams))]
     if not len(starts):
         return None
-    marks = np.zeros(last - first + 1, dtype=bool)
-    marks[starts - first] = True
-    inside = covered(marks, n, len(marks))[at - first]
+    inside = _covered_at(starts, first, last, n)[at - first]
+    # but where the document holds the item's n-grams that the passage lacks, the text is the
+    # item's: a copy of the question written in place (an exam page giving the passage with its
+    # blank), its n-grams spanning the blank, is no copy of the passage's
+    span = np.arange(max(0, first), min(len(doc.grams) - 1, last) + 1, dtype=np.int64)
+    ugrams = distinct(p.grams)
+    mine = span[member(doc.grams[span], ugrams[~member(ugrams, distinct(p.passage_grams))])]
+    if len(mine):
+        inside &= ~_covered_at(mine, first, last, n)[at - first]
     if not inside.any():
         return None
     ids = np.where(inside, -1, region.ids)
@@ -394,6 +400,13 @@ def _outside_passage(
     else:
         grams = rolling_hashes(region.ids.view(np.uint64), MATCH_N).view(np.int64)
     return ids, distinct(grams[apart])
+
+
+def _covered_at(starts: np.ndarray, first: int, last: int, n: int) -> np.ndarray:
+    """bool per document position first..last: inside an n-gram starting at one of `starts`."""
+    marks = np.zeros(last - first + 1, dtype=bool)
+    marks[starts - first] = True
+    return covered(marks, n, len(marks))
 
 
 def _in_document(blocks: list[tuple[int, int, int]], lo: int, src: np.ndarray | None) -> list[tuple[int, int, int]]:

@@ -780,7 +780,8 @@ def test_a_question_s_words_found_only_inside_its_passage_s_copy_are_the_passage
     question quotes of its passage is not its own text, but the 3-4 words beside the blank are
     (no n-gram of the passage spans the gap), and every copy of the passage holds them, with the
     answer between. Own text counts where the document holds it apart from the passage's copy; a
-    copy of the item itself (the passage, then the question) still holds it there."""
+    copy of the item itself (the passage, then the question; or the passage with the blank in
+    place) still holds it there."""
     passage = (
         "Version 3.4 changed the handshake. This may lead to incompatibility with very old servers. "
         "Corrected a bug in parameter handling which could cause unexpected crashes on start. "
@@ -800,6 +801,12 @@ def test_a_question_s_words_found_only_inside_its_passage_s_copy_are_the_passage
     copy = f"{FILLER[:600]} {passage}\n\nQuestion: {q}\nAnswer: {a}\n {FILLER[-300:]}"
     index_corpus(engine, [{"id": "copy", "text": copy}], "copy")
     r = Scanner(engine, corpora=["copy"]).scan(items)[2]
+    assert r.score.status == "contaminated" and r.score.own_coverage == 1.0, r.score.reason
+    # an exam page giving the passage with the blank in place (a review): the n-grams spanning the
+    # blank are the item's, not the passage's
+    exam = f"{FILLER[:900]} Fill in the blank. {passage.replace(a, '_____')} {FILLER[-300:]}"
+    index_corpus(engine, [{"id": "exam", "text": exam}], "exam")
+    r = Scanner(engine, corpora=["exam"]).scan(items)[2]
     assert r.score.status == "contaminated" and r.score.own_coverage == 1.0, r.score.reason
 
 
