@@ -80,6 +80,9 @@ class DocMatch:
     opening: int = 0  # own tokens held in one run from the first own token of the question on
     # the longest run inside that opening held in n-grams this document alone holds (as unique_run)
     opening_unique: int = 0
+    # share of the question's tokens the region holds, leaving out a passage it shares with other
+    # items (schema, story) where it has other text: the question there as a whole
+    question_there: float = 0.0
     # bool per item token: what the coverages count (None: all); a worked solution the document
     # does not give is left out, as a page may give the final answer, the solution, or both
     counted: np.ndarray | None = None
@@ -351,6 +354,7 @@ def match_document(
         unique_run=longest_run(unique),
         opening=opening,
         opening_unique=longest_run(unique & _from_opening(p, own, opening)),
+        question_there=_question_there(p, stats, matched),
         counted=counted,
         matched_bits=max(0.0, float(stats.bits[matched].sum()) - cost),
         own_bits=max(0.0, float(stats.bits[own_hit].sum()) - own_cost),
@@ -508,6 +512,17 @@ def _one_place(df: np.ndarray, grams: np.ndarray, one_text: np.ndarray | None) -
     of a page: a mirror, or the same page in two corpora scanned together)."""
     alone = df <= 1
     return alone if one_text is None or not len(one_text) else alone | member(grams, one_text)
+
+
+def _question_there(p: PreparedItem, stats: ItemStats, matched: np.ndarray) -> float:
+    """Share of the question's tokens the region holds, but for a passage the question shares
+    with other items (ItemStats.passage_tok: a schema or story written into the question field),
+    where the question has text besides: a copy of the question alone is the question there."""
+    question = p.role == QUESTION
+    if not question.any():
+        return 0.0
+    apart = question & ~stats.passage_tok if count(matched) > stats.n else question
+    return share(matched[apart if apart.any() else question])
 
 
 def _opening(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> int:

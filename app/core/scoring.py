@@ -193,7 +193,7 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     q_whole = 1.0 if m.own_role_tokens(p, QUESTION) < 2 * n else th.contaminated_coverage
     # and the question there as a whole, not only its own words: a twin's one distinct word with
     # a phrase around it ("the column number of the") is not the question
-    q_there = m.role_coverage(p, QUESTION) >= th.contaminated_coverage
+    q_there = m.question_there >= th.contaminated_coverage
     if (q_own or 0.0) >= q_whole and m.own_bits >= th.min_bits and q_there:
         return Status.SUSPICIOUS, "the question is in one document, without its answer"
     # Not a phrase (_not_a_phrase). Or, with the short channel, runs of short-channel n-grams

@@ -836,6 +836,40 @@ def test_a_claim_copied_without_its_frame_is_measured_on_its_own_text(
     assert all(r.score.status == "clean" for r in results[1:]), [r.score.reason for r in results[1:]]
 
 
+def test_a_question_copied_without_the_schema_written_into_it_is_found(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """A probe of text-to-SQL items with the schema written into the question field ("Schema:
+    CREATE TABLE ... Question: ..."): a page holding one question alone was clean. "The question
+    is in one document" asked for the question field as a whole, schema included (as it must for
+    a twin's one distinct word amid shared words); a passage the question shares with other items
+    is not the question: it counts apart from it, as it does for the own text."""
+    schema = (
+        "Schema: CREATE TABLE tstable (ts0 timestamp NOT NULL DEFAULT current_timestamp() "
+        "ON UPDATE current_timestamp(), ts6 timestamp(6) NOT NULL DEFAULT '0000-00-00');"
+    )
+    asks = [  # seven tokens: fewer than opening_run, so only the whole question found tells
+        ("Which distinct ts0 values does tstable hold?", "ts0"),
+        ("What is the latest ts6 stamp recorded in tstable?", "ts6"),
+        ("How many tstable rows have a ts6 before 2001?", "ts0"),
+    ]
+    items = [
+        BenchmarkItem(
+            f"s{k}",
+            k,
+            question=f"{schema}\nQuestion: {q}",
+            answer=f"SELECT DISTINCT {col} FROM tstable WHERE {col} IS NOT NULL ORDER BY {col} DESC LIMIT {k + 3};",
+        )
+        for k, (q, col) in enumerate(asks)
+    ]
+    page = f"{FILLER[:900]} Q: {asks[0][0]} {FILLER[-300:]}"
+    index_corpus(engine, [{"id": "forum", "text": page}], "forum")
+    r = Scanner(engine, corpora=["forum"]).scan(items)[0]
+    assert r.score.status == "suspicious" and r.score.reason.startswith("the question is in one document"), (
+        r.score.reason
+    )
+
+
 FRAME_END = "Q: Was this claim true or false? A:"
 
 SUBCLASS_SOURCE = (
