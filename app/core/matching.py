@@ -307,9 +307,7 @@ def match_document(
     window: tuple[int, int] | None = None,
     cache: MatchCache | None = None,
 ) -> DocMatch:
-    """What one document holds of item `i`, and which of that is the item's own text there.
-    cache: what other items' matching with the same documents worked out (the items of one
-    chunk share candidate documents and competitors)."""
+    """What one document holds of item `i`, and which of that is its own text (cache: MatchCache)."""
     p = items[i]
     cache = MatchCache() if cache is None else cache
     ppos = doc.positions(p.passage_grams) if len(p.passage_grams) else None  # asked three times below
@@ -321,18 +319,13 @@ def match_document(
     own, own_hit, competitor, competitor_found = _own_text(
         i, items, stats, shared, region, matched, al, th, present, doc, n, (lo, hi), cache
     )
-    if p.quoted is not None:  # what the question quotes of its passage is found in any copy of the passage
-        own, own_hit = own & ~p.quoted, own_hit & ~p.quoted
-        outside = _outside_passage(p, doc, ppos, region, lo, src, n) if ppos is not None and own_hit.any() else None
-        if outside is not None:
-            own_hit = own_hit & held(p, *outside)
+    own, own_hit = _apart_from_passage(p, doc, ppos, region, lo, src, n, own, own_hit)
     counted = _counted(p, solution_held := _solution_share(p, own, own_hit))
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
     rare_run, rare_tokens = _rare(p, stats, present, own_hit, th)
-    piece = math.log2(max(2, hi - lo))  # bits to place one more piece in the region (`breaks`)
-    unique = own_hit & _unique_tokens(p, stats, region, n)
-    opening = _opening(p, own, own_hit)
-    cost, own_cost = (breaks(p, sel, matched, al.doc_pos, region.ids, piece) for sel in (matched, own_hit))
+    unique_run, opening, opening_unique = _uniqueness(p, stats, region, own, own_hit, n)
+    cost, own_cost = _break_costs(p, matched, own_hit, al, region, hi - lo)
+    answer_found, answer_at = _answer_found(p, al, matched, region.ids, solution_held, lo, src)
     return DocMatch(
         doc=doc_id,
         matched=matched,
@@ -341,8 +334,8 @@ def match_document(
         competitor=competitor,
         region=(lo, hi),
         blocks=_in_document(al.blocks, lo, src),
-        answer_found=(answer := _answer_found(p, al, matched, region.ids, solution_held, lo, src))[0],
-        answer_at=answer[1],
+        answer_found=answer_found,
+        answer_at=answer_at,
         passage_coverage=_passage_coverage(p, doc, n, ppos),
         passage_near=_passage_coverage(p, doc, n, ppos, (lo, hi)),
         near_window=window[0] if window else None,
@@ -351,9 +344,9 @@ def match_document(
         competitor_found=competitor_found,
         rare_run=rare_run,
         rare_tokens=rare_tokens,
-        unique_run=longest_run(unique),
+        unique_run=unique_run,
         opening=opening,
-        opening_unique=longest_run(unique & _from_opening(p, own, opening)),
+        opening_unique=opening_unique,
         question_there=_question_there(p, stats, matched),
         counted=counted,
         matched_bits=max(0.0, float(stats.bits[matched].sum()) - cost),
@@ -362,6 +355,47 @@ def match_document(
         own_bits_total=float(stats.bits[own].sum()),
         bits_total=float(stats.bits.sum()),
     )
+
+
+def _break_costs(
+    p: PreparedItem, matched: np.ndarray, own_hit: np.ndarray, al: Alignment, region: Region, length: int
+) -> tuple[float, float]:
+    """`breaks` of all the matched text and of the own text held, in a region of `length`
+    document tokens (placing one more piece in it costs log2 of that)."""
+    piece = math.log2(max(2, length))
+    return breaks(p, matched, matched, al.doc_pos, region.ids, piece), breaks(
+        p, own_hit, matched, al.doc_pos, region.ids, piece
+    )
+
+
+def _apart_from_passage(
+    p: PreparedItem,
+    doc: DocTokens,
+    ppos: np.ndarray | None,
+    region: Region,
+    lo: int,
+    src: np.ndarray | None,
+    n: int,
+    own: np.ndarray,
+    own_hit: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(own, own_hit) of an item with a passage field: less what the question quotes of the
+    passage (any copy of the passage holds it), and own text held only inside the document's copy
+    of the passage (_outside_passage)."""
+    if p.quoted is None:
+        return own, own_hit
+    own, own_hit = own & ~p.quoted, own_hit & ~p.quoted
+    outside = _outside_passage(p, doc, ppos, region, lo, src, n) if ppos is not None and own_hit.any() else None
+    return own, own_hit if outside is None else own_hit & held(p, *outside)
+
+
+def _uniqueness(
+    p: PreparedItem, stats: ItemStats, region: Region, own: np.ndarray, own_hit: np.ndarray, n: int
+) -> tuple[int, int, int]:
+    """(unique_run, opening, opening_unique) of a match (DocMatch)."""
+    unique = own_hit & _unique_tokens(p, stats, region, n)
+    opening = _opening(p, own, own_hit)
+    return longest_run(unique), opening, longest_run(unique & _from_opening(p, own, opening))
 
 
 def _outside_passage(
@@ -683,11 +717,8 @@ def _own_text(
         own = unshared(p, stats, th)
         return own, matched & own, None, False
     candidates = [] if count(matched) < 2 else _competitors(i, items, stats, shared, region, th, present)
-    if not candidates:  # (too little held for a verdict: the passages need not be worked out)
-        own = ~stats.passage_tok & ~stats.common_tok if count(matched) > stats.n else ~stats.common_tok
-        # nor a template (text in more items than a passage is): a frame every item carries is no
-        # item's own text, held or not; counted, a claim copied without its frame was a third of it
-        own &= ~tokens_of(p, p.mgram_pos[stats.mfreq > th.passage_max_items + 1], MATCH_N)
+    if not candidates:
+        own = _own_alone(p, stats, matched, th)
         return own, matched & own, None, False
     grams = [items[j].umgrams for j in candidates]
     label = np.repeat(np.arange(len(grams)), [len(g) for g in grams])
@@ -711,6 +742,15 @@ def _own_text(
     found_other = _copy_text_found(p, present, stats, chosen, label[in_region], flat[in_region])
     own, own_hit = _beside(p, [others[k] for k in copies], stats, region, al, present)
     return own, own_hit, candidates[order[copies[0]]], found_other
+
+
+def _own_alone(p: PreparedItem, stats: ItemStats, matched: np.ndarray, th: Thresholds) -> np.ndarray:
+    """bool per item token: own text where no other item explains the document: all but common
+    text, the passages the item shares (too little held for a verdict: they need not be worked
+    out), and templates (text in more items than a passage is): a frame every item carries is no
+    item's own text, held or not; counted, a claim copied without its frame was a third of it."""
+    own = ~stats.passage_tok & ~stats.common_tok if count(matched) > stats.n else ~stats.common_tok
+    return own & ~tokens_of(p, p.mgram_pos[stats.mfreq > th.passage_max_items + 1], MATCH_N)
 
 
 def unshared(p: PreparedItem, stats: ItemStats, th: Thresholds) -> np.ndarray:
