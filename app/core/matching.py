@@ -556,7 +556,7 @@ def _question_there(p: PreparedItem, stats: ItemStats, matched: np.ndarray) -> f
     if not question.any():
         return 0.0
     apart = question & ~stats.passage_tok if count(matched) > stats.n else question
-    return share(matched[apart if apart.any() else question])
+    return share(matched[apart if count(apart) > stats.n else question])  # more than a phrase apart
 
 
 def _opening(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> int:

@@ -181,7 +181,11 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
         return Status.CONTAMINATED, (
             f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens){missing}"
         )
+    q_there = m.question_there >= th.contaminated_coverage
+    # own text of more than n tokens, or the question there as a whole: one own word (a slot of a
+    # template, a twin's word) held in a phrase is no question found
     q_told = q_own is not None and q_own >= th.contaminated_coverage
+    q_told = q_told and (m.own_role_tokens(p, QUESTION) > n or q_there)
     q_asked = q_told or (stem_tells and m.role_coverage(p, QUESTION) >= th.contaminated_coverage)
     # what tells the item: its own text when its question has some (a frame shared with other
     # items, and a common answer word such as "also" after it, say nothing of which item the
@@ -193,7 +197,6 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     q_whole = 1.0 if m.own_role_tokens(p, QUESTION) < 2 * n else th.contaminated_coverage
     # and the question there as a whole, not only its own words: a twin's one distinct word with
     # a phrase around it ("the column number of the") is not the question
-    q_there = m.question_there >= th.contaminated_coverage
     if (q_own or 0.0) >= q_whole and m.own_bits >= th.min_bits and q_there:
         return Status.SUSPICIOUS, "the question is in one document, without its answer"
     # Not a phrase (_not_a_phrase). Or, with the short channel, runs of short-channel n-grams

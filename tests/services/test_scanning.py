@@ -870,6 +870,63 @@ def test_a_question_copied_without_the_schema_written_into_it_is_found(
     )
 
 
+SYNONYMS = [
+    ("cheerful", "joyful"), ("rapid", "swift"), ("huge", "enormous"), ("tiny", "minute"), ("angry", "irate"),
+    ("brave", "valiant"), ("calm", "serene"), ("clever", "astute"), ("dirty", "filthy"), ("eager", "keen"),
+    ("famous", "renowned"), ("gloomy", "dismal"), ("honest", "candid"), ("lazy", "idle"), ("noisy", "loud"),
+]  # fmt: skip
+OTHER_TAIL = "gamma{0} starts delta{0} and epsilon{0}".format
+TWIN_STEM = (
+    "My grandmother tried to pack the heavy silver trophy from the village fair into the old wooden box, "
+    "but it would not fit because the box was far too"
+)
+
+
+def test_a_template_slot_word_in_a_phrase_with_the_answer_is_no_question_found(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """A review: with a template no item's own text (the claim test above), an item of 15 sharing
+    a frame has one own question word; a page holding it in a phrase, the answer word a few tokens
+    on ("the word cheerful ...; a synonym is joyful"), was "question and answer found together",
+    `contaminated`. The question is told by its own text when that is more than n tokens, or when
+    the question is there as a whole."""
+    items = [
+        BenchmarkItem(
+            f"s{k}",
+            k,
+            question=f"Give a synonym for the word {w} as it is used in everyday English speech today.",
+            answer=a,
+        )
+        for k, (w, a) in enumerate(SYNONYMS)
+    ]
+    page = f"{FILLER[:900]} Consider the word cheerful as it appears in the poem; a synonym is joyful. {FILLER[-300:]}"
+    index_corpus(engine, [{"id": "poem-notes", "text": page}], "web")
+    assert [r.score.status for r in Scanner(engine, corpora=["web"]).scan(items)] == ["clean"] * len(items)
+
+
+def test_a_long_twin_s_word_in_a_phrase_is_no_question_found(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A review: twins sharing a run of 28 tokens (a passage's length, ItemStats.passage_tok), one
+    word apart; a page holding the last words of one ("because the box was far too small") was
+    "the question is in one document" once the question's coverage left out the shared run, as it
+    does for a schema written into the question. It does so only where more than n tokens of the
+    question remain; a copy of the other twin beside the phrase is that twin's."""
+    items = [
+        BenchmarkItem("small", 0, question=f"{TWIN_STEM} small.", answer="box"),
+        BenchmarkItem("large", 1, question=f"{TWIN_STEM} large.", answer="trophy"),
+    ]
+    items += [  # the rest of a benchmark (its size sets how many bits an unseen word carries)
+        BenchmarkItem(f"o{k}", 2 + k, question=f"alpha{k} loads beta{k} before {OTHER_TAIL(k)}", answer=f"zeta{k}")
+        for k in range(1200)
+    ]
+    phrase = f"{FILLER[:900]} We tried again later, but it did not work because the box was far too small for it. "
+    twin = f"{FILLER[:900]} {TWIN_STEM} large. Reply: no, I think it was far too small. {FILLER[-300:]}"
+    index_corpus(engine, [{"id": "story", "text": phrase + FILLER[-300:]}], "story")
+    index_corpus(engine, [{"id": "forum", "text": twin}], "forum")
+    for corpus in ("story", "forum"):
+        r = Scanner(engine, corpora=[corpus]).scan(items)[0]
+        assert r.score.status == "clean", (corpus, r.score.reason)
+
+
 FRAME_END = "Q: Was this claim true or false? A:"
 
 SUBCLASS_SOURCE = (
