@@ -182,10 +182,11 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
             f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens){missing}"
         )
     q_there = m.question_there >= th.contaminated_coverage
-    # own text of more than n tokens, or the question there as a whole: one own word (a slot of a
-    # template, a twin's word) held in a phrase is no question found
+    # own question text of more than n tokens, the question there as a whole, or own text found
+    # that is no phrase (a short question and its long answer): one own word (a template's slot,
+    # a twin's word) held in a phrase, the answer word near, is no question found
     q_told = q_own is not None and q_own >= th.contaminated_coverage
-    q_told = q_told and (m.own_role_tokens(p, QUESTION) > n or q_there)
+    q_told = q_told and (m.own_role_tokens(p, QUESTION) > n or q_there or _not_a_phrase(m, n, th))
     q_asked = q_told or (stem_tells and m.role_coverage(p, QUESTION) >= th.contaminated_coverage)
     # what tells the item: its own text when its question has some (a frame shared with other
     # items, and a common answer word such as "also" after it, say nothing of which item the

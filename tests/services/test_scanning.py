@@ -868,6 +868,14 @@ def test_a_question_copied_without_the_schema_written_into_it_is_found(
     assert r.score.status == "suspicious" and r.score.reason.startswith("the question is in one document"), (
         r.score.reason
     )
+    # a question of n tokens or fewer besides the schema, copied with its answer (a review): the
+    # answer's run is no phrase, so question and answer are found together
+    short = [*items[:2], BenchmarkItem("s3", 3, question=f"{schema}\nQuestion: How many tstable rows?", answer=SQL)]
+    index_corpus(
+        engine, [{"id": "qa", "text": f"{FILLER[:900]} Q: How many tstable rows? A: {SQL} {FILLER[-300:]}"}], "qa"
+    )
+    r = Scanner(engine, corpora=["qa"]).scan(short)[2]
+    assert r.score.status == "contaminated", r.score.reason
 
 
 SYNONYMS = [
@@ -928,6 +936,7 @@ def test_a_long_twin_s_word_in_a_phrase_is_no_question_found(engine: Engine, ind
 
 
 FRAME_END = "Q: Was this claim true or false? A:"
+SQL = "SELECT count(*) FROM tstable WHERE ts0 IS NOT NULL AND ts6 IS NOT NULL;"
 
 SUBCLASS_SOURCE = (
     "class Protocol:\n    # These can be overridden in subclasses to provide protocol-specific implementations.\n"
