@@ -182,11 +182,7 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
             f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens){missing}"
         )
     q_there = m.question_there >= th.contaminated_coverage
-    # own question text of more than n tokens, the question there as a whole, or own text found
-    # that is no phrase (a short question and its long answer): one own word (a template's slot,
-    # a twin's word) held in a phrase, the answer word near, is no question found
-    q_told = q_own is not None and q_own >= th.contaminated_coverage
-    q_told = q_told and (m.own_role_tokens(p, QUESTION) > n or q_there or _not_a_phrase(m, n, th))
+    q_told = _question_told(p, m, n, th, q_own, q_there)
     q_asked = q_told or (stem_tells and m.role_coverage(p, QUESTION) >= th.contaminated_coverage)
     # what tells the item: its own text when its question has some (a frame shared with other
     # items, and a common answer word such as "also" after it, say nothing of which item the
@@ -227,6 +223,16 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
             "item(s) was found, but not this item's own text"
         )
     return Status.CLEAN, _clean_reason(m, th, n)
+
+
+def _question_told(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, q_own: float | None, q_there: bool) -> bool:
+    """Whether the question's own text tells the item here: `contaminated_coverage` of it found,
+    and it more than n tokens, or the question there as a whole, or the own text found no phrase
+    (a short question and its long answer). One own word (a template's slot, a twin's word) held
+    in a phrase, the answer word near, is no question found."""
+    if q_own is None or q_own < th.contaminated_coverage:
+        return False
+    return m.own_role_tokens(p, QUESTION) > n or q_there or _not_a_phrase(m, n, th)
 
 
 def _not_a_phrase(m: DocMatch, n: int, th: Thresholds) -> bool:
