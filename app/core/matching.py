@@ -394,8 +394,12 @@ def _uniqueness(
 ) -> tuple[int, int, int]:
     """(unique_run, opening, opening_unique) of a match (DocMatch)."""
     unique = own_hit & _unique_tokens(p, stats, region, n)
-    opening = _opening(p, own, own_hit)
-    return longest_run(unique), opening, longest_run(unique & _from_opening(p, own, opening))
+    start = np.flatnonzero(own & (p.role == QUESTION))[:1]  # the opening's first token, if any
+    opening = _opening(own_hit, start)
+    in_opening = np.zeros(p.n_tokens, dtype=bool)
+    if opening:
+        in_opening[start[0] : start[0] + opening] = True
+    return longest_run(unique), opening, longest_run(unique & in_opening)
 
 
 def _outside_passage(
@@ -414,8 +418,9 @@ def _outside_passage(
         return None
     at = lo + (np.arange(len(region.ids), dtype=np.int64) if src is None else src)  # region token -> document
     first, last = int(at[0]) - n + 1, int(at[-1])  # n-grams starting here may cover a region token
+    ugrams = distinct(p.grams)
     starts = ppos[(ppos >= first) & (ppos <= last)]
-    starts = starts[~member(doc.grams[starts], distinct(p.grams))]
+    starts = starts[~member(doc.grams[starts], ugrams)]
     if not len(starts):
         return None
     inside = _covered_at(starts, first, last, n)[at - first]
@@ -423,7 +428,6 @@ def _outside_passage(
     # item's: a copy of the question written in place (an exam page giving the passage with its
     # blank), its n-grams spanning the blank, is no copy of the passage's
     span = np.arange(max(0, first), min(len(doc.grams) - 1, last) + 1, dtype=np.int64)
-    ugrams = distinct(p.grams)
     mine = span[member(doc.grams[span], ugrams[~member(ugrams, distinct(p.passage_grams))])]
     if len(mine):
         inside &= ~_covered_at(mine, first, last, n)[at - first]
@@ -559,30 +563,14 @@ def _question_there(p: PreparedItem, stats: ItemStats, matched: np.ndarray) -> f
     return share(matched[apart if count(apart) > stats.n else question])  # more than a phrase apart
 
 
-def _opening(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> int:
-    """Own tokens held in one run from the first own token of the question on (0 if that one is
-    not held): how a truncated copy holds an item."""
-    start = _opening_start(p, own)
-    if start is None or not own_hit[start]:
+def _opening(own_hit: np.ndarray, start: np.ndarray) -> int:
+    """Own tokens held in one run from `start` (the first own token of the question; empty: none)
+    on, 0 if that one is not held: how a truncated copy holds an item."""
+    if not len(start) or not own_hit[start[0]]:
         return 0
-    rest = own_hit[start:]
+    rest = own_hit[start[0] :]
     gaps = np.flatnonzero(~rest)
     return int(gaps[0]) if len(gaps) else len(rest)
-
-
-def _opening_start(p: PreparedItem, own: np.ndarray) -> int | None:
-    start = np.flatnonzero(own & (p.role == QUESTION))
-    return int(start[0]) if len(start) else None
-
-
-def _from_opening(p: PreparedItem, own: np.ndarray, opening: int) -> np.ndarray:
-    """bool per item token: inside the opening run (`opening` tokens from the first own token of
-    the question)."""
-    out = np.zeros(p.n_tokens, dtype=bool)
-    start = _opening_start(p, own)
-    if start is not None:
-        out[start : start + opening] = True
-    return out
 
 
 def breaks(
