@@ -37,7 +37,7 @@ from contam.app.core.items import (
     SharedText,
     tokens_of,
 )
-from contam.app.core.signatures import rolling_hashes
+from contam.app.core.signatures import rolling_hashes, token_hashes
 
 COMPETITOR_CANDIDATES = 8
 PRESENCE_MAX_ITEMS = 64  # grams in at most this many items say which item a region holds
@@ -46,6 +46,8 @@ SOLUTION_MIN_TOKENS = 9  # a worked solution shorter than this is judged as a sh
 NEAR_CACHE_ITEMS = 4096  # competitors' regions kept per document (about 300 bytes each)
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
 SHORT_ALT_WINDOW = 2  # tokens before a one- or two-word accepted answer after the question ("A:", "Answer:")
+LABEL_WINDOW = 4  # tokens after the listed choices where the right one's letter must stand ("the answer is C")
+_LETTERS = token_hashes(list("abcdefghijklmnopqrstuvwxyz")).view(np.int64)  # choice labels, as tokens
 # MatchCache: the tokens of the competitors' regions kept (about 80 bytes a token: its grams and
 # the id list the aligner takes) and of the alignments (about 10 bytes a token of the competitor)
 REGION_TOKENS_KEPT = 1 << 18  # about 20 MB at most (256 regions of a news article's 1,000 tokens)
@@ -944,11 +946,14 @@ def _answer_found(
     repeated choice) must appear exactly within a few tokens after the question (after the
     choices, if they are listed); a repeated choice must appear twice when the other choices
     are listed too, once as a choice and once as the answer (the last is where it is given;
-    otherwise the first after the question is, a later one being the text going on about it).
+    otherwise the first after the question is, a later one being the text going on about it),
+    or be named by the letter the document lists it under (_label_given). Half of a worked
+    solution's own text held gives the answer away too; a short final answer after it is found
+    for the evidence (_after_solution).
     """
-    if solution >= 0.5:  # half of the worked solution's own text held gives the answer away too
-        return True, None
     answer_sel = p.role == ANSWER
+    if solution >= 0.5:
+        return True, _after_solution(p, al, region, answer_sel, lo, src)
     if len(p.answer_ids) == 0 and not answer_sel.any():
         return False, None
     if count(answer_sel) > 8:
@@ -972,10 +977,18 @@ def _answer_found(
     if len(found) >= (2 if repeated else 1):  # else the first after the question (a later one is prose)
         return True, _placed(q_end + found[-1 if repeated else 0], len(needle), lo, src)
     if len(p.answer_ids):
-        return False, None
-    # another accepted answer of a free-text answer: one or two words ("no", "1") right after the
-    # question (an "Answer:" between), as chance puts such words anywhere in a wider window
-    # ("no" is in 4-6% of 18-token windows of prose); a longer one in the answer's window
+        k = _label_given(p, window, choices, needle) if listed else -1
+        return (True, _placed(q_end + k, 1, lo, src)) if k >= 0 else (False, None)
+    return _alternative_found(p, region, q_end, lo, src)
+
+
+def _alternative_found(
+    p: PreparedItem, region: np.ndarray, q_end: int, lo: int, src: np.ndarray | None
+) -> tuple[bool, tuple[int, int] | None]:
+    """Another accepted answer of a free-text answer after the question (region token q_end on):
+    one or two words ("no", "1") right after it (an "Answer:" between), as chance puts such words
+    anywhere in a wider window ("no" is in 4-6% of 18-token windows of prose); a longer one in
+    the answer's window."""
     for alt in p.alternative_ids:
         if len(alt) <= 8:
             k = find_sequence(
@@ -984,6 +997,50 @@ def _answer_found(
             if k >= 0:
                 return True, _placed(q_end + k, len(alt), lo, src)
     return False, None
+
+
+def _label_given(p: PreparedItem, window: np.ndarray, choices: Sequence[np.ndarray], needle: np.ndarray) -> int:
+    """Where (in `window`, the region after the question) the document names the right choice by
+    the letter it lists it under ("A. ... B. ... C. ... D. ...  Answer: C"), -1 if it does not:
+    every choice is there, each after one letter, the letters consecutive in the alphabet in the
+    document's order; then, after the last choice and at least one other token ("Answer:", in any
+    language), the first of those letters within LABEL_WINDOW tokens is the right choice's.
+
+    A letter found right after the choices, or one the item's own text uses as a word ("a"), is
+    not taken: there it may be the next question's first word ("A 45-year-old man ..."). Numbers
+    are not taken as labels at all: a page of numbered questions numbers the next one."""
+    at = [find_sequence(window, c) for c in choices]
+    if min(at) < 1:
+        return -1
+    order = sorted(range(len(choices)), key=at.__getitem__)
+    if any(at[j] + len(choices[j]) >= at[k] for j, k in zip(order, order[1:], strict=False)):
+        return -1  # a choice overlaps the next one's letter
+    labels = np.array([window[at[j] - 1] for j in order], dtype=np.int64)
+    if find_sequence(_LETTERS, labels) < 0:
+        return -1
+    right = int(window[at[next(j for j, c in enumerate(choices) if np.array_equal(c, needle))] - 1])
+    if (p.ids == right).any():
+        return -1
+    end = max(at[j] + len(choices[j]) for j in order)
+    for k in range(end + 1, min(end + 1 + LABEL_WINDOW, len(window))):
+        if window[k] in labels:
+            return k if int(window[k]) == right else -1
+    return -1
+
+
+def _after_solution(
+    p: PreparedItem, al: Alignment, region: np.ndarray, answer_sel: np.ndarray, lo: int, src: np.ndarray | None
+) -> tuple[int, int] | None:
+    """Where a short final answer (a number, a word) stands after the worked solution the region
+    holds, within ANSWER_WINDOW tokens of its last aligned token (a page gives the steps, then
+    the answer); None if the answer is long or not there."""
+    held = (p.role == SOLUTION) & al.matched
+    if not held.any() or not 0 < count(answer_sel) <= 8:
+        return None
+    end = int(al.doc_pos[held].max()) + 1
+    needle = p.ids[answer_sel]
+    k = find_sequence(region[end : end + ANSWER_WINDOW + len(needle)], needle)
+    return _placed(end + k, len(needle), lo, src) if k >= 0 else None
 
 
 def _shared_run(

@@ -58,6 +58,7 @@ from contam.app.core.align import align, covered, longest_run
 from contam.app.core.arrays import count, share
 from contam.app.core.config import Thresholds
 from contam.app.core.items import (
+    ANSWER,
     MATCH_N,
     QUESTION,
     SCORED_ROLES,
@@ -422,7 +423,9 @@ def _roles(p: PreparedItem, stats: ItemStats, best: DocMatch | None, th: Thresho
         rs.found_ngrams = count(g & ~stats.common & (stats.df > 0))
         if best is not None:
             rs.coverage = best.role_coverage(p, code)
-            rs.found = rs.coverage >= th.suspicious_coverage
+            # a short answer is found where it is given (after the question or the worked
+            # solution), which the alignment, keeping the fields in the item's order, may not hold
+            rs.found = rs.coverage >= th.suspicious_coverage or (code == ANSWER and best.answer_at is not None)
         out[name] = rs
     if "answer" not in out and len(p.answer_ids):  # the answer is one of the choices: found as answer_found says
         found = best is not None and bool(best.answer_found)

@@ -225,6 +225,57 @@ def test_the_answer_found_after_the_question_is_highlighted(engine: Engine, inde
     assert summarize([r], Thresholds())["per_field"]["answer"] == {"items": 1, "found": 1, "found_share": 1.0}
 
 
+def test_an_answer_given_as_the_letter_of_its_choice_is_found(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """Exam pages and evaluation prompts list the choices under letters and give the answer as
+    one ("Answer: C"): answer_found said no, so such a copy read as the question without its
+    answer (two helpers' trials, MMLU and ARC layouts). The letter counts when the page lists
+    every choice under consecutive letters and names the right one after them; not a wrong letter,
+    not a letter that starts the next question, not one the item uses as a word ("a")."""
+    q = "Which metal stays liquid at room temperature and was once used in most clinical thermometers?"
+    choices = ("Sodium", "Mercury", "Gallium", "Tin")
+    listed = "A. Sodium\nB. Mercury\nC. Gallium\nD. Tin"
+    pages = {
+        "key": f"Chemistry quiz, part two.\n{q}\n{listed}\nAnswer: B\n\nNext: the noble gases.",
+        "wrong": f"Chemistry quiz, part two.\n{q}\n{listed}\nAnswer: C\n\nNext: the noble gases.",
+        "none": f"Chemistry quiz, part two.\n{q}\n{listed}\n\nNext: the noble gases.",
+        "next": f"Chemistry quiz, part two.\n{q}\n{listed}\nB vitamins are the next topic of the course.",
+    }
+    found = {}
+    for name, page in pages.items():
+        index_corpus(engine, [{"id": name, "text": page}], name)
+        r = Scanner(engine, [name]).scan([BenchmarkItem("hg", 0, question=q, choices=choices, answer="Mercury")])[0]
+        found[name] = (r.score.answer_found, r.score.roles["answer"].found, r.score.status)
+        if name == "key":
+            ev = r.evidence[0]
+            assert any(ev.excerpt[a - 8 : b] == "Answer: B" for a, b in ev.highlights), ev.highlights
+    assert found["key"] == (True, True, "contaminated"), found
+    assert not any(found[name][0] or found[name][1] for name in ("wrong", "none", "next")), found
+    # "A" is a word of this item ("a liquid"): after the choices it may be prose, never a label
+    q2 = "Which metal is a liquid at room temperature and was once used in most clinical thermometers?"
+    page = f"Quiz.\n{q2}\nA. Mercury\nB. Sodium\nC. Gallium\nD. Tin\nAnswer: A"
+    index_corpus(engine, [{"id": "own", "text": page}], "own")
+    item = BenchmarkItem("hg2", 0, question=q2, choices=("Mercury", "Sodium", "Gallium", "Tin"), answer="Mercury")
+    assert not Scanner(engine, ["own"]).scan([item])[0].score.answer_found
+
+
+def test_a_short_answer_after_the_worked_solution_is_the_answer_field_found(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """A page gives the question, the worked steps, then the final number: answer_found said
+    yes (the solution gives it away) but the answer field said not found, the alignment keeping
+    the item's order (question, answer, solution), and the evidence did not mark the number (a
+    new user's trial with a GSM8K layout)."""
+    q = "A baker sells 48 muffins on Monday and half as many on Tuesday. How many muffins does she sell in all?"
+    steps = "On Tuesday she sells 48 / 2 = 24 muffins. In all she sells 48 + 24 muffins over the two days."
+    page = f"Worksheet 3.\n{q}\n{steps}\nFinal answer: 72\n\nWorksheet 4 starts here."
+    index_corpus(engine, [{"id": "ws", "text": page}])
+    r = Scanner(engine).scan([BenchmarkItem("m", 0, question=q, solution=steps, answer="72")])[0]
+    assert r.score.status == "contaminated" and r.score.answer_found
+    assert r.score.roles["answer"].found, r.score.roles
+    ev = r.evidence[0]
+    assert any(ev.excerpt[a:b] == "72" for a, b in ev.highlights), [ev.excerpt[a:b] for a, b in ev.highlights]
+
+
 def test_a_copy_in_other_unicode_forms_and_broken_lines_is_found(engine: Engine, index_corpus: IndexCorpus) -> None:
     """The same words in decomposed form (NFD: accents written apart), with soft hyphens and
     zero-width spaces inside words, and hyphenated at line ends as text from PDF is: a probe
