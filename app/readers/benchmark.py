@@ -823,8 +823,8 @@ def _answer(value: Any, choices: list[str], labels: list[Any], base: int = 0) ->
         s = value.strip()
         if labels and s in [str(x) for x in labels]:
             return choices[[str(x) for x in labels].index(s)]
-        if len(s) == 1 and s.upper() in "ABCDEFGHIJ" and ord(s.upper()) - 65 < len(choices):
-            return choices[ord(s.upper()) - 65]
+        if len(s) == 1 and "A" <= s.upper() <= "Z" and s not in choices:
+            return answer_of(s, choices)  # a letter names a choice by its place (past them: the text)
         k = _int_like(s)
         if k is not None and len(choices) > 1:
             if 0 <= k - base < len(choices):

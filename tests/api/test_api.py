@@ -184,6 +184,12 @@ def test_check_endpoint(client: TestClient) -> None:
     assert benchmark_of({"items": [item]})[0].answer == "Tigris"
     past = client.post("/api/v1/check", json={"items": [item | {"answer": "7"}]})
     assert past.status_code == 422 and "items[0]: answer 7 is not an index" in past.text
+    # a letter names a choice by its place, as a file's reader takes it: "B" was the answer text "B",
+    # which no copy gives, so a copy with its answer read as one without (a new user's trial)
+    assert benchmark_of({"items": [item | {"answer": "b"}]})[0].answer == "Tigris"
+    assert benchmark_of({"items": [{"question": Q1, "choices": ["B", "A"], "answer": "A"}]})[0].answer == "A"
+    past = client.post("/api/v1/check", json={"items": [item | {"answer": "C"}]})
+    assert past.status_code == 422 and "items[0]: answer 'C' is not the letter of one of its 2 choice(s)" in past.text
     many = client.post("/api/v1/check", json={"items": [item | {"answer": "7" * 5000}]})  # int() refuses it: a 500
     assert many.status_code == 200
     # a worked solution ending in its final answer is read as a file's is (the answer "72" beside it)

@@ -373,6 +373,18 @@ def _answers(rows: list[dict], name: str = "b.jsonl") -> list[str]:
     return [it.answer for it in items]
 
 
+def test_a_letter_answer_names_a_choice_unless_it_is_the_text_of_one() -> None:
+    """A letter names a choice by its place; choices that are themselves letters in another
+    order ("B", "A") keep their text (the letter "A" was read as the first choice, "B")."""
+    rows = [
+        {"question": "Which river flows through Baghdad today?", "choices": ["Nile", "Tigris"], "answer": "b"},
+        {"question": "Which letter comes first in the alphabet?", "choices": ["B", "A"], "answer": "A"},
+        {"question": "Which river flows through Cairo today?", "choices": ["Nile", "Tigris"], "answer": "E"},
+    ]
+    items, _mapping = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "q.jsonl")
+    assert [it.answer for it in items] == ["Tigris", "A", "E"]
+
+
 def test_numeric_answers_counted_from_one_are_read_so() -> None:
     """WinoGrande's answers are "1" and "2" for option1 and option2, Social IQa's labels 1-3 for
     answerA-answerC: read as indexes from 0, "1" was the other option and "2" (or "3") no choice
