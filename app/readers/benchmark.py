@@ -573,7 +573,13 @@ def _limited(
         yield row, rec
 
 
-_TEXT_KEYS_IN_ORDER = ("text", "answer", "value", "human_readable")  # an object's text, the first of these it has
+_TEXT_KEYS_IN_ORDER = (
+    "text",
+    "answer",
+    "value",
+    "human_readable",
+    "content",
+)  # an object's text, the first of these it has (content: a chat message's)
 _TEXT_KEYS = set(_TEXT_KEYS_IN_ORDER)
 _LIST_KEYS = ("text", "spans")  # an answer object's list of accepted answers
 
@@ -592,6 +598,31 @@ def _as_text(value: Any) -> str:
             if k in value:
                 return _as_text(value[k])
     return str(value)
+
+
+def _object_in(value: Any) -> dict[str, Any] | None:
+    """An object in a field's value that has no text of its own (none of _TEXT_KEYS), if any."""
+    if isinstance(value, dict):
+        return None if _TEXT_KEYS & set(value) else value
+    if isinstance(value, list):
+        return next((o for v in value if (o := _object_in(v)) is not None), None)
+    return None
+
+
+def _refuse_objects(rec: Mapping[str, Any], mapping: Mapping[str, Any], filename: str, row: int) -> None:
+    """Refuse a question, passage or solution field that holds objects without text: made into
+    their Python form ("{'context': ..., 'qas': [...]}") they were scanned as one item's text
+    (SQuAD's original nested file, `--fields question=paragraphs`; a new user's trial)."""
+    for role in ("question", "passage", "solution"):
+        for f in _fields(mapping.get(role, [])):
+            obj = _object_in(_value(rec, f))
+            if obj is not None:
+                raise InputError(
+                    f"{filename}: row {row}: the {role} field {f!r} holds objects (keys: "
+                    f"{', '.join(sorted(map(str, obj))[:10])}), not text; map a field that holds text (a path "
+                    "such as a.b reaches inside an object, not inside a list: flatten a file that nests "
+                    "its items in lists)"
+                )
 
 
 def _blank(value: Any) -> bool:
@@ -1033,6 +1064,7 @@ def iter_benchmark(
                 f"{filename}: row {row} has no field {found['question']!r} ({how}); "
                 f"its fields: {', '.join(sorted(rec)) or 'none'}"
             )
+        _refuse_objects(rec, found, filename, row)
         item = to_item(n, rec, found, base, keep_raw)
         _check_item(item, filename, row, limits)
         n += 1

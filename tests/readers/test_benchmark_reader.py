@@ -385,6 +385,21 @@ def test_a_letter_answer_names_a_choice_unless_it_is_the_text_of_one() -> None:
     assert [it.answer for it in items] == ["Tigris", "A", "E"]
 
 
+def test_a_text_field_holding_objects_is_refused_and_chat_messages_are_read() -> None:
+    """SQuAD's original file nests its questions in lists of objects: mapped to `paragraphs`, the
+    objects' Python form ("{'context': ..., 'qas': [...]}") was scanned as one item's question (a
+    new user's trial). Refused, naming the row, the field and what it holds. A chat's messages
+    ({role, content}) are text: their contents, in order."""
+    squad = {"title": "Orkney", "paragraphs": [{"context": "The lighthouse keepers of Orkney.", "qas": []}]}
+    with pytest.raises(
+        InputError, match=r"row 1: the question field 'paragraphs' holds objects \(keys: context, qas\)"
+    ):
+        read_benchmark((json.dumps(squad) + "\n").encode(), "s.jsonl", {"question": "paragraphs"})
+    chat = {"messages": [{"role": "user", "content": "Which river runs through Baghdad?"}], "answer": "Tigris"}
+    items, _mapping = read_benchmark((json.dumps(chat) + "\n").encode(), "c.jsonl", {"question": "messages"})
+    assert items[0].question == "Which river runs through Baghdad?"
+
+
 def test_numeric_answers_counted_from_one_are_read_so() -> None:
     """WinoGrande's answers are "1" and "2" for option1 and option2, Social IQa's labels 1-3 for
     answerA-answerC: read as indexes from 0, "1" was the other option and "2" (or "3") no choice
