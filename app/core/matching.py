@@ -46,8 +46,8 @@ SOLUTION_MIN_TOKENS = 9  # a worked solution shorter than this is judged as a sh
 NEAR_CACHE_ITEMS = 4096  # competitors' regions kept per document (about 300 bytes each)
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
 SHORT_ALT_WINDOW = 2  # tokens before a one- or two-word accepted answer after the question ("A:", "Answer:")
-LABEL_WINDOW = 4  # tokens after the listed choices where the right one's letter must stand ("the answer is C")
 _LETTERS = token_hashes(list("abcdefghijklmnopqrstuvwxyz")).view(np.int64)  # choice labels, as tokens
+_NUMBERS = frozenset(token_hashes([str(k) for k in range(10_000)]).view(np.int64).tolist())  # a question's number
 # MatchCache: the tokens of the competitors' regions kept (about 80 bytes a token: its grams and
 # the id list the aligner takes) and of the alignments (about 10 bytes a token of the competitor)
 REGION_TOKENS_KEPT = 1 << 18  # about 20 MB at most (256 regions of a news article's 1,000 tokens)
@@ -1003,12 +1003,16 @@ def _label_given(p: PreparedItem, window: np.ndarray, choices: Sequence[np.ndarr
     """Where (in `window`, the region after the question) the document names the right choice by
     the letter it lists it under ("A. ... B. ... C. ... D. ...  Answer: C"), -1 if it does not:
     every choice is there, each after one letter, the letters consecutive in the alphabet in the
-    document's order; then, after the last choice and at least one other token ("Answer:", in any
-    language), the first of those letters within LABEL_WINDOW tokens is the right choice's.
+    document's order; then the right choice's letter stands after the last choice with exactly one
+    other token between, a word, not a number ("Answer: C", "Ans. C", in any language).
 
-    A letter found right after the choices, or one the item's own text uses as a word ("a"), is
-    not taken: there it may be the next question's first word ("A 45-year-old man ..."). Numbers
-    are not taken as labels at all: a page of numbered questions numbers the next one."""
+    Anything looser reads the next question as a key (a review): a letter right after the choices,
+    or after a number ("2. B cells mature ..."), or further on ("Question 2 A train ..."), is that
+    question's first word as often as a key; so is a letter the item's own text uses as a word
+    ("a"). One word then the right letter by chance remains possible ("Choose A, B, C or D" where
+    the answer is A; an empty "Answer: ____" line, the blank being no token, before a line that
+    starts with the right letter). Numbers are not taken as labels at all: a page of numbered questions
+    numbers the next one. "The correct answer is C" is not taken either: the price of the rest."""
     at = [find_sequence(window, c) for c in choices]
     if min(at) < 1:
         return -1
@@ -1022,9 +1026,8 @@ def _label_given(p: PreparedItem, window: np.ndarray, choices: Sequence[np.ndarr
     if (p.ids == right).any():
         return -1
     end = max(at[j] + len(choices[j]) for j in order)
-    for k in range(end + 1, min(end + 1 + LABEL_WINDOW, len(window))):
-        if window[k] in labels:
-            return k if int(window[k]) == right else -1
+    if end + 1 < len(window) and int(window[end + 1]) == right and int(window[end]) not in _NUMBERS:
+        return end + 1
     return -1
 
 
@@ -1032,14 +1035,18 @@ def _after_solution(
     p: PreparedItem, al: Alignment, region: np.ndarray, answer_sel: np.ndarray, lo: int, src: np.ndarray | None
 ) -> tuple[int, int] | None:
     """Where a short final answer (a number, a word) stands after the worked solution the region
-    holds, within ANSWER_WINDOW tokens of its last aligned token (a page gives the steps, then
-    the answer); None if the answer is long or not there."""
+    holds (a page gives the steps, then the answer), in the window _alternative_found gives an
+    accepted answer after the question (two tokens between for a one- or two-word answer: "Exercise
+    6" and "Problem 2" further on are chance); None if the answer is long or not there."""
     held = (p.role == SOLUTION) & al.matched
     if not held.any() or not 0 < count(answer_sel) <= 8:
         return None
     end = int(al.doc_pos[held].max()) + 1
     needle = p.ids[answer_sel]
-    k = find_sequence(region[end : end + ANSWER_WINDOW + len(needle)], needle)
+    # as for another accepted answer: one or two words only right after the steps ("Answer: 72")
+    k = find_sequence(
+        region[end : end + (SHORT_ALT_WINDOW if len(needle) <= 2 else ANSWER_WINDOW) + len(needle)], needle
+    )
     return _placed(end + k, len(needle), lo, src) if k >= 0 else None
 
 

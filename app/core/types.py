@@ -72,12 +72,18 @@ def answer_of(answer: object, choices: Sequence[str], strict: bool = False) -> s
     text of a choice, from 0) into `choices`. An index that is neither an index nor the text of a
     choice (-1, Hugging Face's mark for an unlabelled test item; 5 with four choices) is no
     answer: read as the text "5" it was scored as an answer the item does not have. strict (a
-    request naming its items one by one): refused instead. A single letter that is not the text
-    of a choice names one by its place ("C": the third), as exam files and a file's reader read it
-    (read as the text "C" it was an answer no copy gives); strict: one past the choices is refused."""
+    request naming its items one by one): refused instead. A single ASCII letter that is not the
+    text of a choice (in either case: with choices "B", "A" the answer "a" is the choice "A")
+    names one by its place ("C": the third), as exam files and a file's reader read it (read as
+    the text "C" it was an answer no copy gives); strict: one past the choices is refused."""
     if isinstance(answer, str) and choices and answer.strip() not in choices:
         letter = answer.strip().upper()
-        if len(letter) == 1 and "A" <= letter <= "Z":
+        if (
+            len(letter) == 1
+            and answer.strip().isascii()
+            and "A" <= letter <= "Z"
+            and letter not in {c.strip().upper() for c in choices}
+        ):
             if ord(letter) - 65 < len(choices):
                 return choices[ord(letter) - 65]
             if strict:

@@ -597,26 +597,31 @@ def _as_text(value: Any) -> str:
         for k in _TEXT_KEYS_IN_ORDER:
             if k in value:
                 return _as_text(value[k])
+        return ""  # an object with no text (an image part of a chat message, a tool call): none
     return str(value)
 
 
 def _object_in(value: Any) -> dict[str, Any] | None:
-    """An object in a field's value that has no text of its own (none of _TEXT_KEYS), if any."""
+    """An object in a field's value that has no text of its own (none of _TEXT_KEYS), if any,
+    looked for inside the text of those that have one too (a chat message's list of parts)."""
     if isinstance(value, dict):
-        return None if _TEXT_KEYS & set(value) else value
+        key = next((k for k in _TEXT_KEYS_IN_ORDER if k in value), None)
+        return value if key is None else _object_in(value[key])
     if isinstance(value, list):
         return next((o for v in value if (o := _object_in(v)) is not None), None)
     return None
 
 
 def _refuse_objects(rec: Mapping[str, Any], mapping: Mapping[str, Any], filename: str, row: int) -> None:
-    """Refuse a question, passage or solution field that holds objects without text: made into
-    their Python form ("{'context': ..., 'qas': [...]}") they were scanned as one item's text
-    (SQuAD's original nested file, `--fields question=paragraphs`; a new user's trial)."""
+    """Refuse a question, passage or solution field that holds objects and no text: made into their
+    Python form ("{'context': ..., 'qas': [...]}") they were scanned as one item's text (SQuAD's
+    original nested file, `--fields question=paragraphs`; a new user's trial). Objects without
+    text beside text (an image part of a chat message, a tool call) are left out of it."""
     for role in ("question", "passage", "solution"):
         for f in _fields(mapping.get(role, [])):
-            obj = _object_in(_value(rec, f))
-            if obj is not None:
+            value = _value(rec, f)
+            obj = _object_in(value)
+            if obj is not None and not _as_text(value).strip():
                 raise InputError(
                     f"{filename}: row {row}: the {role} field {f!r} holds objects (keys: "
                     f"{', '.join(sorted(map(str, obj))[:10])}), not text; map a field that holds text (a path "
@@ -854,7 +859,7 @@ def _answer(value: Any, choices: list[str], labels: list[Any], base: int = 0) ->
         s = value.strip()
         if labels and s in [str(x) for x in labels]:
             return choices[[str(x) for x in labels].index(s)]
-        if len(s) == 1 and "A" <= s.upper() <= "Z" and s not in choices:
+        if len(s) == 1 and s.isascii() and s.isalpha():
             return answer_of(s, choices)  # a letter names a choice by its place (past them: the text)
         k = _int_like(s)
         if k is not None and len(choices) > 1:

@@ -398,6 +398,13 @@ def test_a_text_field_holding_objects_is_refused_and_chat_messages_are_read() ->
     chat = {"messages": [{"role": "user", "content": "Which river runs through Baghdad?"}], "answer": "Tigris"}
     items, _mapping = read_benchmark((json.dumps(chat) + "\n").encode(), "c.jsonl", {"question": "messages"})
     assert items[0].question == "Which river runs through Baghdad?"
+    # objects without text beside text are left out, neither scanned in their Python form nor
+    # refusing the file (a review: an image part, an assistant's tool call)
+    parts = [{"type": "image_url", "image_url": {"url": "http://x/y.png"}}, {"type": "text", "text": "What animal?"}]
+    tool = {"role": "assistant", "tool_calls": [{"id": "1", "function": {"name": "f"}}]}
+    chat = {"messages": [{"role": "user", "content": parts}, tool], "answer": "a cat"}
+    items, _mapping = read_benchmark((json.dumps(chat) + "\n").encode(), "c.jsonl", {"question": "messages"})
+    assert items[0].question.strip() == "What animal?"
 
 
 def test_numeric_answers_counted_from_one_are_read_so() -> None:
