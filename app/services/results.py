@@ -23,8 +23,9 @@ def _share(k: int, n: int) -> float:
 
 
 def summarize(results: list[ItemResult], th: Thresholds, corpora: Sequence[str] = ()) -> dict[str, Any]:
-    """Counts per status; contaminated share overall, per field and per corpus (every corpus of
-    `corpora`, those that hold nothing of the benchmark too); histograms."""
+    """Counts per status; contaminated share overall, per field (and the passage field, found as
+    `passage_found` says) and per corpus (every corpus of `corpora`, those that hold nothing of the
+    benchmark too); histograms."""
     return Summary(corpora).add(results).as_dict()
 
 
@@ -54,6 +55,10 @@ class Summary:
                 c = self.by_role.setdefault(role, Counter())
                 c["items"] += 1
                 c["found"] += int(rs.found)
+            if r.item.passage:  # a passage field is looked for apart (passage_found), never scored
+                c = self.by_role.setdefault("passage", Counter())
+                c["items"] += 1
+                c["found"] += int(r.score.passage_found)
             for corpus, said in _per_corpus(r, status).items():
                 self.by_corpus.setdefault(corpus, Counter())[said] += 1
         return self

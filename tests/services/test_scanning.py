@@ -854,9 +854,15 @@ def test_a_question_s_words_found_only_inside_its_passage_s_copy_are_the_passage
     ]
     items = [BenchmarkItem(f"c{k}", k, passage=passage, question=q, answer=a) for k, (q, a) in enumerate(questions)]
     index_corpus(engine, [{"id": "page", "text": f"{FILLER[:900]} {passage} {FILLER[-300:]}"}], "passage")
-    for r in Scanner(engine, corpora=["passage"]).scan(items):
+    alone = Scanner(engine, corpora=["passage"]).scan(items)
+    for r in alone:
         assert r.score.status != "contaminated", (r.item.item_id, r.score.reason)
         assert r.score.passage_found, r.item.item_id
+    # the report counts passages found beside the fields (a new user's trial found passage_found
+    # in no summary, table or page), for the items that have one
+    plain = Scanner(engine, corpora=["passage"]).scan([BenchmarkItem("q", 3, question=questions[0][0])])
+    per_field = summarize(alone + plain, Thresholds())["per_field"]
+    assert per_field["passage"] == {"items": 3, "found": 3, "found_share": 1.0}, per_field
     q, a = questions[2]
     copy = f"{FILLER[:600]} {passage}\n\nQuestion: {q}\nAnswer: {a}\n {FILLER[-300:]}"
     index_corpus(engine, [{"id": "copy", "text": copy}], "copy")
