@@ -103,7 +103,11 @@ PathsArg = Annotated[
 ]
 CorpusOpt = Annotated[str, typer.Option("--corpus", help="corpus name (no slash)", metavar="NAME")]
 TextFieldOpt = Annotated[
-    str, typer.Option(help="the records' field holding the document's text (JSON lines, Parquet, Arrow)")
+    str,
+    typer.Option(
+        help="the records' field holding the document's text (JSON lines, Parquet, Arrow); a.b: the field b "
+        "inside the object (or struct column) a"
+    ),
 ]
 IdFieldOpt = Annotated[str, typer.Option(help="the records' field naming the document (without it: FILE:LINE)")]
 

@@ -36,7 +36,9 @@ import zstandard
 from contam.app.core.types import MAX_ALTERNATIVES, BenchmarkItem, answer_of, final_answer
 from contam.app.errors import InputError, first_line
 from contam.app.limits import Limits, exceeded
+from contam.app.readers.corpus import ABSENT as _ABSENT
 from contam.app.readers.corpus import NestedTooDeep, ZstdReader, as_utf8, json_array_values, json_value
+from contam.app.readers.corpus import field_value as _value
 
 DEFAULT_LIMITS = Limits()
 
@@ -783,24 +785,6 @@ def _item_choices(rec: Mapping[str, Any], mapping: Mapping[str, Any]) -> tuple[l
 def _get(rec: Mapping[str, Any], field: Any) -> Any:
     """A field's value, or the values of a list of fields."""
     return [_value(rec, f) for f in field] if isinstance(field, list) else _value(rec, field)
-
-
-_ABSENT = object()
-
-
-def _value(rec: Mapping[str, Any], name: str, default: Any = None) -> Any:
-    """rec[name], or, for a name with dots that is not a key, the value at that path inside
-    nested objects ("sql.human_readable": WikiSQL's SQL); `default` if there is none."""
-    if name in rec or "." not in name:
-        return rec.get(name, default)
-    parts = name.split(".")
-    for cut in range(1, len(parts)):  # a key may hold dots itself: each way of reading the path
-        inner = rec.get(".".join(parts[:cut]))
-        if isinstance(inner, Mapping):
-            found = _value(inner, ".".join(parts[cut:]), _ABSENT)
-            if found is not _ABSENT:
-                return found
-    return default
 
 
 def _has(rec: Mapping[str, Any], name: str) -> bool:

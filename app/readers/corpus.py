@@ -362,6 +362,47 @@ def _read_lines(buffered: io.BufferedReader, skipped: Counter[str], max_bytes: i
         yield lineno, line
 
 
+ABSENT = object()
+
+
+def field_value(rec: Mapping[str, Any], name: str, default: Any = None) -> Any:
+    """rec[name], or, for a name with dots that is not a key, the value at that path inside
+    nested objects ("sql.human_readable": WikiSQL's SQL; a corpus's "document.text"); `default`
+    if there is none. The benchmark reader's field paths and the corpus's --text-field alike."""
+    if name in rec or "." not in name:
+        return rec.get(name, default)
+    parts = name.split(".")
+    for cut in range(1, len(parts)):  # a key may hold dots itself: each way of reading the path
+        inner = rec.get(".".join(parts[:cut]))
+        if isinstance(inner, Mapping):
+            found = field_value(inner, ".".join(parts[cut:]), ABSENT)
+            if found is not ABSENT:
+                return found
+    return default
+
+
+def _column_of(names: list[str], field: str) -> tuple[str, str | None] | None:
+    """(column, path inside it) of a field of a table: the column itself, or for "a.b" the
+    struct column "a" and the path "b" inside it; None if no column starts the path."""
+    if field in names:
+        return field, None
+    parts = field.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        if (head := ".".join(parts[:cut])) in names:
+            return head, ".".join(parts[cut:])
+    return None
+
+
+def _column_values(batch: Any, column: tuple[str, str | None]) -> list[Any]:
+    """A table batch's values of a field (_column_of): the column's, or those at the path inside
+    each of its objects (None where a row has none)."""
+    name, inner = column
+    values: list[Any] = batch.column(name).to_pylist()
+    if inner is None:
+        return values
+    return [field_value(v, inner) if isinstance(v, Mapping) else None for v in values]
+
+
 def _text_of(value: Any, skipped: Counter[str]) -> str | None:
     if value is None:
         skipped["missing_text"] += 1
@@ -497,7 +538,7 @@ def read_jsonl(
             if not isinstance(obj, dict):
                 skipped["not_an_object"] += 1
                 continue
-            text = _text_of(obj.get(text_field), skipped)
+            text = _text_of(field_value(obj, text_field), skipped)
             if text is None:
                 continue
             if repaired:
@@ -505,9 +546,10 @@ def read_jsonl(
             if (whole := without_surrogates(text)) != text:  # "\ud800" alone: it broke every output
                 text = whole
                 skipped["surrogate_replaced"] += 1
-            if id_field != DEFAULT_ID_FIELD and not _usable_id(obj.get(id_field)):  # a field asked for by name
+            ident = field_value(obj, id_field)
+            if id_field != DEFAULT_ID_FIELD and not _usable_id(ident):  # a field asked for by name
                 skipped["missing_id"] += 1
-            yield RawDocument(_id_of(obj.get(id_field), f"{path.name}:{lineno}"), lineno, text)
+            yield RawDocument(_id_of(ident, f"{path.name}:{lineno}"), lineno, text)
     except _COMPRESSION_ERRORS as exc:
         where = f" after line {lineno}" if lineno else ""
         raise CorruptFileError(f"{path}: cannot read to the end{where} ({type(exc).__name__}: {exc})") from exc
@@ -539,15 +581,16 @@ def read_parquet(path: Path, text_field: str, id_field: str, skipped: Counter[st
     except (pa.ArrowException, OSError) as exc:
         raise CorruptFileError(f"{path}: not a readable Parquet file ({exc})") from exc
     names = pf.schema_arrow.names
-    if text_field not in names:
+    text_col = _column_of(names, text_field)
+    if text_col is None:
         raise CorruptFileError(f"{path}: no column {text_field!r} (columns: {', '.join(names)}; {TEXT_FIELD_HINT})")
-    _has_id_column(path, id_field, names)
-    cols = [text_field] + ([id_field] if id_field in names and id_field != text_field else [])
+    id_col = _id_column(path, id_field, names)
+    cols = list(dict.fromkeys([text_col[0]] + ([id_col[0]] if id_col else [])))
     row = 0
     try:
         for batch in pf.iter_batches(batch_size=2048, columns=cols):
-            texts = batch.column(text_field).to_pylist()
-            ids = batch.column(id_field).to_pylist() if id_field in cols[1:] else [None] * len(texts)
+            texts = _column_values(batch, text_col)
+            ids = _column_values(batch, id_col) if id_col else [None] * len(texts)
             yield from _batch_documents(path, texts, ids, row, skipped, id_field != DEFAULT_ID_FIELD)
             row += len(texts)
     except (pa.ArrowException, OSError) as exc:
@@ -597,7 +640,7 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
     """Why a corpus file gave no documents, naming the likely cause: a missing text field (with
     the fields it does hold), records that were all skipped, or no records at all."""
     fields = fields_seen(path)
-    if fields and text_field not in fields:
+    if fields and _column_of(fields, text_field) is None:
         if wrapper := _records_inside(path):  # {"data": [{...}, ...]}: the records are one level down
             return (
                 f"no documents: the file is one JSON object whose {wrapper!r} holds the records; give contam "
@@ -647,24 +690,28 @@ def read_arrow(path: Path, text_field: str, id_field: str, skipped: Counter[str]
     try:
         for batch in _arrow_batches(path):
             names = batch.schema.names
-            if text_field not in names:
+            text_col = _column_of(names, text_field)
+            if text_col is None:
                 raise CorruptFileError(
                     f"{path}: no column {text_field!r} (columns: {', '.join(names)}; {TEXT_FIELD_HINT})"
                 )
-            _has_id_column(path, id_field, names)
-            texts = batch.column(text_field).to_pylist()
-            ids = batch.column(id_field).to_pylist() if id_field in names else [None] * len(texts)
+            id_col = _id_column(path, id_field, names)
+            texts = _column_values(batch, text_col)
+            ids = _column_values(batch, id_col) if id_col else [None] * len(texts)
             yield from _batch_documents(path, texts, ids, row, skipped, id_field != DEFAULT_ID_FIELD)
             row += len(texts)
     except (pa.ArrowException, OSError) as exc:
         raise CorruptFileError(f"{path}: corrupt Arrow data after row {row} ({exc})") from exc
 
 
-def _has_id_column(path: Path, id_field: str, names: list[str]) -> None:
-    """A table without the id column asked for by name (--id-field) fails, as one without the
-    text column does: it was indexed with FILE:ROW ids, silently."""
-    if id_field != DEFAULT_ID_FIELD and id_field not in names:
+def _id_column(path: Path, id_field: str, names: list[str]) -> tuple[str, str | None] | None:
+    """The id field's column (_column_of), if the table has it. A table without the id column
+    asked for by name (--id-field) fails, as one without the text column does: it was indexed
+    with FILE:ROW ids, silently."""
+    col = _column_of(names, id_field)
+    if col is None and id_field != DEFAULT_ID_FIELD:
         raise CorruptFileError(f"{path}: no column {id_field!r} (columns: {', '.join(names)}; --id-field names it)")
+    return col
 
 
 def _batch_documents(
