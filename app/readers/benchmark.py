@@ -14,6 +14,7 @@ import ast
 import bz2
 import codecs
 import csv
+import glob
 import gzip
 import io
 import lzma
@@ -1175,7 +1176,7 @@ def benchmark_records(
     .json file, a CSV without a header (MMLU's); CSV list columns parsed. Read as a stream: only
     the first lines are looked at to tell the layout."""
     fmt, comp = benchmark_format(filename)
-    if isinstance(data, Path) and data.is_dir():
+    if isinstance(data, Path) and (data.is_dir() or _split_shards(data)):
         yield from read_folder_records(data, limits)
         return
     if fmt == "arrow":
@@ -1289,12 +1290,21 @@ def benchmark_source(path: Path) -> tuple[Source, str]:
     folder of one split, left on disk to be read as a stream (a folder's files
     one after the other, each a record batch at a time: read_folder_records). A folder's
     layout is checked now."""
-    if not path.exists():
+    if not path.exists() and not _split_shards(path):
         raise InputError(f"no such file: {path}")
-    if not path.is_dir():
+    if path.is_file():
         return path, path.name
     _folder_files(path)
     return path, f"{path.name}.arrow"
+
+
+def _split_shards(path: Path) -> list[Path]:
+    """The Parquet shards of one split named as a path inside the folder holding several
+    (FOLDER/test: FOLDER/test-00000-of-00002.parquet, ...), as Hugging Face names them; none if
+    the path exists or its folder holds no such shard."""
+    if path.exists() or not path.parent.is_dir():
+        return []
+    return sorted(path.parent.glob(glob.escape(path.name) + "-*.parquet"))
 
 
 def read_folder_records(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -1337,7 +1347,7 @@ def _folder_files(path: Path) -> tuple[str, list[Path]]:
         if not files or not all(f.is_file() for f in files):
             raise InputError(f"{path}: a save_to_disk folder whose Arrow files cannot be read")
         return "arrow", files
-    return "parquet", _parquet_shards(path)
+    return "parquet", _split_shards(path) or _parquet_shards(path)
 
 
 def _parquet_shards(path: Path) -> list[Path]:
@@ -1350,7 +1360,10 @@ def _parquet_shards(path: Path) -> list[Path]:
         )
     splits = {str(s.parent.relative_to(path) / s.name.split("-")[0].removesuffix(".parquet")) for s in shards}
     if len(shards) > 1 and len(splits) > 1:
-        raise InputError(f"{path} holds several splits ({', '.join(sorted(splits))}): give one file or folder")
+        raise InputError(
+            f"{path} holds several splits ({', '.join(sorted(splits))}): give one file or folder, or name "
+            f"a split's shards by the split, e.g. {path / sorted(splits)[0]}"
+        )
     others = sorted(  # benchmark files of other kinds beside the shards: which one was meant?
         str(p.relative_to(path))
         for depth in ("*", "*/*", "*/*/*")

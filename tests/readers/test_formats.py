@@ -145,7 +145,8 @@ def test_save_to_disk_folder_as_a_corpus(tmp_path: Path) -> None:
 
 
 def test_hub_parquet_layout(tmp_path: Path) -> None:
-    """A dataset downloaded from the Hub: one split's shards are joined; several splits must be chosen."""
+    """A dataset downloaded from the Hub: one split's shards are joined; several splits must be
+    chosen, by a file, a folder or the split's name (FOLDER/test)."""
     data = tmp_path / "mmlu" / "data"
     data.mkdir(parents=True)
     for i in range(2):
@@ -154,8 +155,15 @@ def test_hub_parquet_layout(tmp_path: Path) -> None:
     source, name = benchmark_source(data)
     assert [i.question for i in iter_benchmark(source, name)][1] == "Question 1 about the capital of France?"
     pq.write_table(pa.Table.from_pylist(rows), data / "validation-00000-of-00001.parquet")
-    with pytest.raises(InputError, match=r"holds several splits \(data/test, data/validation\)"):
+    with pytest.raises(InputError, match=r"holds several splits \(data/test, data/validation\)") as refused:
         benchmark_source(tmp_path / "mmlu")
+    # one split's shards, named by the split as the refusal suggests (a new user had to move the
+    # shards into a folder of their own: a scan takes one path)
+    assert f"e.g. {tmp_path / 'mmlu' / 'data' / 'test'}" in str(refused.value)
+    assert len(list(iter_benchmark(*benchmark_source(data / "test")))) == 2
+    assert len(list(iter_benchmark(*benchmark_source(data / "validation")))) == 1
+    with pytest.raises(InputError, match="no such file"):
+        benchmark_source(data / "train")
     assert len(list(iter_benchmark(*benchmark_source(data / "validation-00000-of-00001.parquet")))) == 1
     (data / "validation-00000-of-00001.parquet").unlink()
     (data / "dataset_infos.json").write_text("{}")  # the Hub's metadata is not a benchmark
