@@ -44,6 +44,7 @@ PRESENCE_MAX_ITEMS = 64  # grams in at most this many items say which item a reg
 COMPETITORS_ALIGNED = 3  # candidates aligned in full, those holding the largest share of their grams
 SOLUTION_MIN_TOKENS = 9  # a worked solution shorter than this is judged as a short answer is
 NEAR_CACHE_ITEMS = 4096  # competitors' regions kept per document (about 300 bytes each)
+RUN_GAP = 1  # document tokens a run of the item's text may skip (a word inserted by an edit)
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
 SHORT_ALT_WINDOW = 2  # tokens before a one- or two-word accepted answer after the question ("A:", "Answer:")
 _LETTERS = token_hashes(list("abcdefghijklmnopqrstuvwxyz")).view(np.int64)  # choice labels, as tokens
@@ -85,6 +86,9 @@ class DocMatch:
     # share of the question's tokens the region holds, leaving out a passage it shares with other
     # items (schema, story) where it has other text: the question there as a whole
     question_there: float = 0.0
+    # item positions where a run of held tokens breaks although both neighbours are held: the
+    # document holds them apart (_cuts); every run below is counted so
+    cuts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False, compare=False)
     # bool per item token: what the coverages count (None: all); a worked solution the document
     # does not give is left out, as a page may give the final answer, the solution, or both
     counted: np.ndarray | None = None
@@ -122,7 +126,7 @@ class DocMatch:
 
     @cached_property
     def longest_own(self) -> int:
-        return longest_run(self.own_hit)
+        return run_length(self.own_hit, self.cuts)
 
     def _role(self, p: PreparedItem, code: int) -> tuple[float, float | None]:
         if code not in self._roles:
@@ -324,8 +328,9 @@ def match_document(
     own, own_hit = _apart_from_passage(p, doc, ppos, region, lo, src, n, own, own_hit)
     counted = _counted(p, solution_held := _solution_share(p, own, own_hit))
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
-    rare_run, rare_tokens = _rare(p, stats, present, own_hit, th)
-    unique_run, opening, opening_unique = _uniqueness(p, stats, region, own, own_hit, n)
+    cuts = _cuts(al, matched)
+    rare_run, rare_tokens = _rare(p, stats, present, own_hit, th, cuts)
+    unique_run, opening, opening_unique = _uniqueness(p, stats, region, own, own_hit, n, cuts)
     cost, own_cost = _break_costs(p, matched, own_hit, al, region, hi - lo)
     answer_found, answer_at = _answer_found(p, al, matched, region.ids, solution_held, lo, src)
     return DocMatch(
@@ -350,6 +355,7 @@ def match_document(
         opening=opening,
         opening_unique=opening_unique,
         question_there=_question_there(p, stats, matched),
+        cuts=cuts,
         counted=counted,
         matched_bits=max(0.0, float(stats.bits[matched].sum()) - cost),
         own_bits=max(0.0, float(stats.bits[own_hit].sum()) - own_cost),
@@ -392,16 +398,41 @@ def _apart_from_passage(
 
 
 def _uniqueness(
-    p: PreparedItem, stats: ItemStats, region: Region, own: np.ndarray, own_hit: np.ndarray, n: int
+    p: PreparedItem,
+    stats: ItemStats,
+    region: Region,
+    own: np.ndarray,
+    own_hit: np.ndarray,
+    n: int,
+    cuts: np.ndarray,
 ) -> tuple[int, int, int]:
     """(unique_run, opening, opening_unique) of a match (DocMatch)."""
     unique = own_hit & _unique_tokens(p, stats, region, n)
     start = np.flatnonzero(own & (p.role == QUESTION))[:1]  # the opening's first token, if any
-    opening = _opening(own_hit, start)
+    opening = _opening(own_hit, start, cuts)
     in_opening = np.zeros(p.n_tokens, dtype=bool)
     if opening:
         in_opening[start[0] : start[0] + opening] = True
-    return longest_run(unique), opening, longest_run(unique & in_opening)
+    return run_length(unique, cuts), opening, run_length(unique & in_opening, cuts)
+
+
+def _cuts(al: Alignment, matched: np.ndarray) -> np.ndarray:
+    """Item positions t where a run of held tokens breaks though t - 1 and t are both held: the
+    document holds t elsewhere than right after t - 1 (more than RUN_GAP tokens on, or before it).
+    Held in the item's order is not held in one run: "Returns a set view of the keys ... contained
+    in this" with fifteen words between, or a paraphrase's pieces, read as a 10- or 16-token run
+    of the item (a probe: two false positives of API documentation). A word the document inserts
+    (an edit) does not break a run; two do ("returns the result of applying the given
+    Optional-bearing mapping function", another method's documentation, read as a 16-token run)."""
+    pos = al.doc_pos
+    both = matched[1:] & matched[:-1]
+    step = pos[1:] - pos[:-1] - 1
+    return np.flatnonzero(both & ((step < 0) | (step > RUN_GAP))) + 1
+
+
+def run_length(mask: np.ndarray, cuts: np.ndarray) -> int:
+    """Length of the longest run of True values of `mask` that crosses none of `cuts` (_cuts)."""
+    return longest_run(np.insert(mask, cuts, False) if len(cuts) else mask)
 
 
 def _outside_passage(
@@ -524,7 +555,7 @@ def _counted(p: PreparedItem, solution_held: float) -> np.ndarray | None:
 
 
 def _rare(
-    p: PreparedItem, stats: ItemStats, present: np.ndarray, own_hit: np.ndarray, th: Thresholds
+    p: PreparedItem, stats: ItemStats, present: np.ndarray, own_hit: np.ndarray, th: Thresholds, cuts: np.ndarray
 ) -> tuple[int, int]:
     """(longest run, tokens) of own text held inside short-channel n-grams that no other document
     holds (_one_place); (0, 0) without a short channel or for a long item."""
@@ -532,7 +563,7 @@ def _rare(
         return 0, 0
     alone = _one_place(stats.sdf, p.sgrams, stats.one_text)
     rare = own_hit & tokens_of(p, p.mgram_pos[present & alone], MATCH_N)  # sgrams is mgrams
-    return longest_run(rare), count(rare)
+    return run_length(rare, cuts), count(rare)
 
 
 def _unique_tokens(p: PreparedItem, stats: ItemStats, region: Region, n: int) -> np.ndarray:
@@ -565,12 +596,13 @@ def _question_there(p: PreparedItem, stats: ItemStats, matched: np.ndarray) -> f
     return share(matched[apart if count(apart) > stats.n else question])  # more than a phrase apart
 
 
-def _opening(own_hit: np.ndarray, start: np.ndarray) -> int:
+def _opening(own_hit: np.ndarray, start: np.ndarray, cuts: np.ndarray) -> int:
     """Own tokens held in one run from `start` (the first own token of the question; empty: none)
-    on, 0 if that one is not held: how a truncated copy holds an item."""
+    on, crossing none of `cuts` (_cuts), 0 if that one is not held: how a truncated copy holds an item."""
     if not len(start) or not own_hit[start[0]]:
         return 0
-    rest = own_hit[start[0] :]
+    rest = own_hit[start[0] :].copy()
+    rest[cuts[cuts > start[0]] - start[0]] = False  # a cut ends the run before the token it is at
     gaps = np.flatnonzero(~rest)
     return int(gaps[0]) if len(gaps) else len(rest)
 

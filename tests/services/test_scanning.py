@@ -956,6 +956,31 @@ TWIN_STEM = (
 )
 
 
+def test_a_run_of_the_item_is_one_stretch_of_the_document(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A probe's false positives: "Returns a Set view of the keys contained in this map" was
+    `suspicious` as "the item's opening in one run (10 tokens)" against a page holding "Returns a
+    set view of the keys (ie the index values) of the CompositeData values (ie the rows) contained
+    in this": held in the item's order, the ten tokens are two places of the page. A run is one
+    stretch of the document, a word inserted by an edit aside; the copy itself is still found."""
+    q = (
+        "Returns a Set view of the keys contained in this map. Implement public Set keySet for the hash "
+        "table backed by an array of buckets with separate chaining."
+    )
+    doc = (
+        "Returns a set view of the keys (ie the index values) of the CompositeData values (ie the rows) "
+        "contained in this TabularData instance, in the order the rows were added to it."
+    )
+    index_corpus(engine, [{"id": "tabular", "text": f"{FILLER[:700]} {doc} {FILLER[-400:]}"}], "apart")
+    item = BenchmarkItem("ks", 0, question=q, answer="return keys")
+    r = Scanner(engine, ["apart"]).scan([item])[0]
+    assert r.score.status == "clean", (r.score.status, r.score.reason)
+    # the same words in one stretch, one word inserted: the opening's run holds
+    copy = q.replace("keys contained", "keys currently contained")
+    index_corpus(engine, [{"id": "copy", "text": f"{FILLER[:700]} {copy} {FILLER[-400:]}"}], "copy")
+    r = Scanner(engine, ["copy"]).scan([item])[0]
+    assert r.score.status in ("suspicious", "contaminated") and r.score.longest_match >= 10, r.score.reason
+
+
 def test_a_template_slot_word_in_a_phrase_with_the_answer_is_no_question_found(
     engine: Engine, index_corpus: IndexCorpus
 ) -> None:
