@@ -176,11 +176,8 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
         and m.coverage >= th.contaminated_coverage
         and m.matched_bits >= th.min_bits
     ):
-        missing = (
-            " (its answer was not found with it)" if (p.item.answer or p.item.solution) and not m.answer_found else ""
-        )
         return Status.CONTAMINATED, (
-            f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens){missing}"
+            f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens){_missing(p, m)}"
         )
     q_there = m.question_there >= th.contaminated_coverage
     q_told = _question_told(p, m, n, th, q_own, q_there)
@@ -209,7 +206,7 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     )
     if m.own_total and m.own_coverage >= th.suspicious_coverage and m.own_bits >= th.min_bits and unlikely:
         return Status.SUSPICIOUS, (
-            f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens)"
+            f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens){_missing(p, m)}"
         )
     if m.longest_own >= th.longest_match and m.own_bits >= th.min_bits:
         return Status.SUSPICIOUS, f"a {m.longest_own}-token run of its own text matches one document"
@@ -224,6 +221,18 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
             "item(s) was found, but not this item's own text"
         )
     return Status.CLEAN, _clean_reason(m, th, n)
+
+
+def _missing(p: PreparedItem, m: DocMatch) -> str:
+    """What a reason counting the own text found adds: that the answer was not found with the
+    question, or that the question was not (none of its own text held: a solution's code copied
+    into a source file alone, which a probe found reported as the whole item; an edited question,
+    part of it held, is not "not found")."""
+    if (p.item.answer or p.item.solution) and not m.answer_found:
+        return " (its answer was not found with it)"
+    if m.own_role_coverage(p, QUESTION) == 0.0:  # own question text there is, none of it held
+        return " (its question was not found with it)"
+    return ""
 
 
 def _question_told(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, q_own: float | None, q_there: bool) -> bool:

@@ -316,6 +316,20 @@ def test_a_maths_final_answer_after_the_question_is_its_answer() -> None:
     assert alone.reason.endswith("(its answer was not found with it)")
 
 
+def test_an_answer_found_without_its_question_says_so() -> None:
+    """A code task's solution copied alone into a source file is flagged (the solution is in the
+    training data) with "one document holds 81% of the item's own text": nothing said the question
+    was not there, where a question without its answer says so (a probe of code tasks)."""
+    code = (
+        "int count = 0; for (Node node = head; node != null; node = node.next) { if (node.value == target) "
+        "{ count++; } } return count; // walk the list once and count every node whose value equals the target"
+    )
+    item = BenchmarkItem("c", 0, question="Count the nodes of a linked list holding a value.", answer=code)
+    r = scan([item], {"src": f"{FILLER} public int occurrences(int target) {{ {code} }} {FILLER}"})["c"]
+    assert r.status.flagged and r.answer_found, r.reason
+    assert r.reason.endswith("(its question was not found with it)"), r.reason
+
+
 def test_any_accepted_answer_after_the_question_is_its_answer() -> None:
     """A page gives one of an item's accepted answers: BoolQ's true as "yes", TriviaQA's alias
     "Sunset Blvd" for "Sunset Boulevard". Only the first was looked for, so such a copy was "the
