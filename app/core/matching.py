@@ -424,10 +424,12 @@ def _cuts(al: Alignment, matched: np.ndarray) -> np.ndarray:
     of the item (a probe: two false positives of API documentation). A word the document inserts
     (an edit) does not break a run; two do ("returns the result of applying the given
     Optional-bearing mapping function", another method's documentation, read as a 16-token run)."""
-    pos = al.doc_pos
-    both = matched[1:] & matched[:-1]
-    step = pos[1:] - pos[:-1] - 1
-    return np.flatnonzero(both & ((step < 0) | (step > RUN_GAP))) + 1
+    cuts = [
+        a
+        for (a0, b0, size0), (a, b, _size) in zip(al.blocks, al.blocks[1:], strict=False)
+        if a == a0 + size0 and matched[a - 1] and matched[a] and not 0 <= b - (b0 + size0) <= RUN_GAP
+    ]  # held tokens lie in the alignment's blocks, which run on in the document: only a block's start cuts
+    return np.array(cuts, dtype=np.int64)
 
 
 def run_length(mask: np.ndarray, cuts: np.ndarray) -> int:
