@@ -58,6 +58,9 @@ QUESTION_KEYS = (
     "statement",  # fact checking (LIAR)
     "text",
     "hypothesis",  # NLI: judged beside its premise (a passage)
+    "messages",  # a chat: [{role, content}] (OpenAI's format), their contents in order
+    "conversations",  # ShareGPT's [{from, value}]
+    "turns",  # MT-Bench's user turns, a list of strings
 )
 # text an item's question is asked about, often shared by several items (a reading passage, a
 # database schema); with no question field, the item's own text (a summarisation benchmark's

@@ -398,6 +398,15 @@ def test_a_text_field_holding_objects_is_refused_and_chat_messages_are_read() ->
     chat = {"messages": [{"role": "user", "content": "Which river runs through Baghdad?"}], "answer": "Tigris"}
     items, _mapping = read_benchmark((json.dumps(chat) + "\n").encode(), "c.jsonl", {"question": "messages"})
     assert items[0].question == "Which river runs through Baghdad?"
+    # found without a mapping too (a probe: "no question field found among ['answer', 'id', 'messages']"),
+    # as ShareGPT's conversations and MT-Bench's turns are
+    for key, value in (
+        ("messages", chat["messages"]),
+        ("conversations", [{"from": "human", "value": "Which river runs through Baghdad?"}]),
+        ("turns", ["Which river runs through Baghdad?"]),
+    ):
+        items, mapping = read_benchmark((json.dumps({key: value, "id": "r1"}) + "\n").encode(), "c.jsonl")
+        assert mapping["question"] == key and items[0].question.strip() == "Which river runs through Baghdad?", key
     # objects without text beside text are left out, neither scanned in their Python form nor
     # refusing the file (a review: an image part, an assistant's tool call)
     parts = [{"type": "image_url", "image_url": {"url": "http://x/y.png"}}, {"type": "text", "text": "What animal?"}]
