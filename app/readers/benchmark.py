@@ -1296,7 +1296,7 @@ def benchmark_source(path: Path) -> tuple[Source, str]:
     if not path.exists() and not _split_shards(path):
         raise InputError(f"no such file: {path}")
     if path.is_file():
-        return path, path.name
+        return path, str(path)  # as given: an error names the file the user can find
     _folder_files(path)
     return path, f"{path.name}.arrow"
 

@@ -65,6 +65,12 @@ def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
     # every figure and flag of the JSON, the passage's too (a new user's report: they were missing)
     assert rows[0]["longest_match_share"] == "1.0" and rows[0]["passage_found"] == "False"
     assert run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--fail-above", "0.6"]).exit_code == 0
+    # a bad line is named in the file as given, not by its name alone (a new user's trial)
+    broken = tmp_path / "sub" / "broken.jsonl"
+    broken.parent.mkdir()
+    broken.write_text(json.dumps({"prompt": Q1}) + "\n{not json\n")
+    bad = run.invoke(cli, ["scan", str(broken), "--db", migrated_url])
+    assert bad.exit_code == 2 and f"{broken}: line 2" in bad.output, bad.output
     gated = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--fail-above", "0.4"])
     assert gated.exit_code == 1 and "exceeds" in gated.output
     # the share compared exactly: 1 of 3 is above 0.3333, which the summary's rounded share is not
