@@ -328,7 +328,7 @@ def match_document(
     own, own_hit = _apart_from_passage(p, doc, ppos, region, lo, src, n, own, own_hit)
     counted = _counted(p, solution_held := _solution_share(p, own, own_hit))
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
-    cuts = _cuts(al, matched)
+    cuts = _cuts(p.ids, region.ids, al, matched)
     rare_run, rare_tokens = _rare(p, stats, present, own_hit, th, cuts)
     unique_run, opening, opening_unique = _uniqueness(p, stats, region, own, own_hit, n, cuts)
     cost, own_cost = _break_costs(p, matched, own_hit, al, region, hi - lo)
@@ -416,19 +416,31 @@ def _uniqueness(
     return run_length(unique, cuts), opening, run_length(unique & in_opening, cuts)
 
 
-def _cuts(al: Alignment, matched: np.ndarray) -> np.ndarray:
+def _cuts(item: np.ndarray, region: np.ndarray, al: Alignment, matched: np.ndarray) -> np.ndarray:
     """Item positions t where a run of held tokens breaks though t - 1 and t are both held: the
-    document holds t elsewhere than right after t - 1 (more than RUN_GAP tokens on, or before it).
-    Held in the item's order is not held in one run: "Returns a set view of the keys ... contained
+    document does not hold them in one stretch (t more than RUN_GAP tokens after t - 1, or before
+    it). Held in the item's order is not held in one run: "Returns a set view of the keys ... contained
     in this" with fifteen words between, or a paraphrase's pieces, read as a 10- or 16-token run
     of the item (a probe: two false positives of API documentation). A word the document inserts
     (an edit) does not break a run; two do ("returns the result of applying the given
-    Optional-bearing mapping function", another method's documentation, read as a 16-token run)."""
-    cuts = [
-        a
-        for (a0, b0, size0), (a, b, _size) in zip(al.blocks, al.blocks[1:], strict=False)
-        if a == a0 + size0 and matched[a - 1] and matched[a] and not 0 <= b - (b0 + size0) <= RUN_GAP
-    ]  # held tokens lie in the alignment's blocks, which run on in the document: only a block's start cuts
+    Optional-bearing mapping function", another method's documentation, read as a 16-token run).
+
+    Held tokens lie in the alignment's blocks, which run on in the document, so only a block's
+    start can cut. Of equally long alignments LCS picks one, and it may place a block on an
+    earlier mention of its words ("the committee of nine" quoted, then the copy): no cut where the
+    region also holds the block before right before this one, or this one right after the block
+    before (a review)."""
+    cuts = []
+    for (a0, b0, size0), (a, b, size) in zip(al.blocks, al.blocks[1:], strict=False):
+        if a != a0 + size0 or not (matched[a - 1] and matched[a]) or 0 <= b - (b0 + size0) <= RUN_GAP:
+            continue
+        before, after = item[a0:a], item[a : a + size]
+        if not any(
+            np.array_equal(region[b - g - size0 : b - g], before)
+            or np.array_equal(region[b0 + size0 + g : b0 + size0 + g + size], after)
+            for g in range(RUN_GAP + 1)
+        ):
+            cuts.append(a)
     return np.array(cuts, dtype=np.int64)
 
 

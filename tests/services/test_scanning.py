@@ -979,6 +979,20 @@ def test_a_run_of_the_item_is_one_stretch_of_the_document(engine: Engine, index_
     index_corpus(engine, [{"id": "copy", "text": f"{FILLER[:700]} {copy} {FILLER[-400:]}"}], "copy")
     r = Scanner(engine, ["copy"]).scan([item])[0]
     assert r.score.status in ("suspicious", "contaminated") and r.score.longest_match >= 10, r.score.reason
+    # a copy of its first 16 words after a page quotes some of them: LCS took those from the
+    # quote, and the run is still one stretch of the page (a review: it was cut, the copy clean)
+    text = (
+        "the committee of nine farmers voted quietly to plant barley instead of wheat on the northern "
+        "fields after the long drought of the previous summer had ruined every orchard in the valley"
+    )
+    w = text.split()
+    long_item = BenchmarkItem("farm", 1, question=" ".join(w))
+    quoted = f"{' '.join(w[:4])} and {' '.join(w[4:9])} are in it. {' '.join(w[:16])}"
+    edited = f"{' '.join(w[:5])} said someone. {' '.join(w[:5] + ['very'] + w[5:16])}"
+    for name, text in (("quoted", quoted), ("edited", edited)):
+        index_corpus(engine, [{"id": name, "text": f"{FILLER[:700]} {text} {FILLER[-400:]}"}], name)
+        r = Scanner(engine, [name]).scan([long_item])[0]
+        assert r.score.status == "suspicious" and r.score.longest_match >= 16, (name, r.score.longest_match)
 
 
 def test_a_template_slot_word_in_a_phrase_with_the_answer_is_no_question_found(
