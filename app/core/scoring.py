@@ -225,14 +225,16 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
 
 def _missing(p: PreparedItem, m: DocMatch) -> str:
     """What a reason counting the own text found adds: that the answer was not found with the
-    question, or that the question was not (none of its own text held: a solution's code copied
+    question, that the question was not (none of its own text held: a solution's code copied
     into a source file alone, which a probe found reported as the whole item; an edited question,
-    part of it held, is not "not found")."""
-    if (p.item.answer or p.item.solution) and not m.answer_found:
+    part of it held, is not "not found"), or neither (a page listing the choices alone)."""
+    no_answer = bool(p.item.answer or p.item.solution) and not m.answer_found
+    no_question = m.own_role_coverage(p, QUESTION) == 0.0  # own question text there is, none of it held
+    if no_answer and no_question:
+        return " (neither its question nor its answer was found with it)"
+    if no_answer:
         return " (its answer was not found with it)"
-    if m.own_role_coverage(p, QUESTION) == 0.0:  # own question text there is, none of it held
-        return " (its question was not found with it)"
-    return ""
+    return " (its question was not found with it)" if no_question else ""
 
 
 def _question_told(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, q_own: float | None, q_there: bool) -> bool:

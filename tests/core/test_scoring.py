@@ -328,6 +328,18 @@ def test_an_answer_found_without_its_question_says_so() -> None:
     r = scan([item], {"src": f"{FILLER} public int occurrences(int target) {{ {code} }} {FILLER}"})["c"]
     assert r.status.flagged and r.answer_found, r.reason
     assert r.reason.endswith("(its question was not found with it)"), r.reason
+    # the choices listed without the question or the answer say so too (a review: "its answer was
+    # not found with it" read as if the question had been)
+    choices = (
+        "a lighthouse keeper rowing supplies across the bay every winter morning",
+        "a ferryman carrying the mail between the islands in heavy storms",
+        "a fisherman mending nets on the harbour wall before the spring season",
+        "a shepherd driving sheep over the mountain pass before the first snow",
+    )
+    mc = BenchmarkItem("mc", 1, question="Who is described in the story?", choices=choices, answer=choices[1])
+    listed = " ".join(f"{k}. {c}" for k, c in zip("ABCD", choices, strict=True))
+    r = scan([mc], {"list": f"{FILLER} {listed} {FILLER}"})["mc"]
+    assert r.status.flagged and r.reason.endswith("(neither its question nor its answer was found with it)"), r.reason
 
 
 def test_any_accepted_answer_after_the_question_is_its_answer() -> None:
