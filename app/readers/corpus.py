@@ -381,14 +381,25 @@ def field_value(rec: Mapping[str, Any], name: str, default: Any = None) -> Any:
     return default
 
 
-def _column_of(names: list[str], field: str) -> tuple[str, str | None] | None:
-    """(column, path inside it) of a field of a table: the column itself, or for "a.b" the
-    struct column "a" and the path "b" inside it; None if no column starts the path."""
-    if field in names:
+def _column_of(schema: pa.Schema, field: str) -> tuple[str, str | None] | None:
+    """(column, path inside it) of a field of a table: the column itself, or for "a.b" the struct
+    column "a" whose type holds "b" (so a wrong path is refused as a missing column is); None if
+    the table has no such field."""
+    import pyarrow as pa
+
+    if field in schema.names:
         return field, None
     parts = field.split(".")
     for cut in range(len(parts) - 1, 0, -1):
-        if (head := ".".join(parts[:cut])) in names:
+        head = ".".join(parts[:cut])
+        if head not in schema.names:
+            continue
+        kind = schema.field(head).type
+        for part in parts[cut:]:
+            if not pa.types.is_struct(kind) or kind.get_field_index(part) < 0:
+                break
+            kind = kind.field(kind.get_field_index(part)).type
+        else:
             return head, ".".join(parts[cut:])
     return None
 
@@ -581,10 +592,10 @@ def read_parquet(path: Path, text_field: str, id_field: str, skipped: Counter[st
     except (pa.ArrowException, OSError) as exc:
         raise CorruptFileError(f"{path}: not a readable Parquet file ({exc})") from exc
     names = pf.schema_arrow.names
-    text_col = _column_of(names, text_field)
+    text_col = _column_of(pf.schema_arrow, text_field)
     if text_col is None:
         raise CorruptFileError(f"{path}: no column {text_field!r} (columns: {', '.join(names)}; {TEXT_FIELD_HINT})")
-    id_col = _id_column(path, id_field, names)
+    id_col = _id_column(path, id_field, pf.schema_arrow)
     cols = list(dict.fromkeys([text_col[0]] + ([id_col[0]] if id_col else [])))
     row = 0
     try:
@@ -640,7 +651,7 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
     """Why a corpus file gave no documents, naming the likely cause: a missing text field (with
     the fields it does hold), records that were all skipped, or no records at all."""
     fields = fields_seen(path)
-    if fields and _column_of(fields, text_field) is None:
+    if fields and not _field_there(path, fields, text_field):
         if wrapper := _records_inside(path):  # {"data": [{...}, ...]}: the records are one level down
             return (
                 f"no documents: the file is one JSON object whose {wrapper!r} holds the records; give contam "
@@ -654,6 +665,16 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
         encoding = _ENCODING_HINT if _not_utf8(path) else ""
         return f"no documents: every record was skipped ({reasons}){encoding}"
     return "no documents: the file holds no records"
+
+
+def _field_there(path: Path, fields: list[str], text_field: str) -> bool:
+    """Whether a corpus file has the text field: one of the first records of JSON lines holds its
+    path ("document.text" inside "document"); a table's readers check their schema themselves."""
+    if corpus_format(path) != "jsonl":
+        return text_field in fields or text_field.split(".")[0] in fields
+    return any(
+        field_value(rec, text_field, ABSENT) is not ABSENT for rec in _first_records(path, 100) if isinstance(rec, dict)
+    )
 
 
 def _records_inside(path: Path) -> str | None:
@@ -690,12 +711,12 @@ def read_arrow(path: Path, text_field: str, id_field: str, skipped: Counter[str]
     try:
         for batch in _arrow_batches(path):
             names = batch.schema.names
-            text_col = _column_of(names, text_field)
+            text_col = _column_of(batch.schema, text_field)
             if text_col is None:
                 raise CorruptFileError(
                     f"{path}: no column {text_field!r} (columns: {', '.join(names)}; {TEXT_FIELD_HINT})"
                 )
-            id_col = _id_column(path, id_field, names)
+            id_col = _id_column(path, id_field, batch.schema)
             texts = _column_values(batch, text_col)
             ids = _column_values(batch, id_col) if id_col else [None] * len(texts)
             yield from _batch_documents(path, texts, ids, row, skipped, id_field != DEFAULT_ID_FIELD)
@@ -704,13 +725,14 @@ def read_arrow(path: Path, text_field: str, id_field: str, skipped: Counter[str]
         raise CorruptFileError(f"{path}: corrupt Arrow data after row {row} ({exc})") from exc
 
 
-def _id_column(path: Path, id_field: str, names: list[str]) -> tuple[str, str | None] | None:
+def _id_column(path: Path, id_field: str, schema: pa.Schema) -> tuple[str, str | None] | None:
     """The id field's column (_column_of), if the table has it. A table without the id column
     asked for by name (--id-field) fails, as one without the text column does: it was indexed
     with FILE:ROW ids, silently."""
-    col = _column_of(names, id_field)
+    col = _column_of(schema, id_field)
     if col is None and id_field != DEFAULT_ID_FIELD:
-        raise CorruptFileError(f"{path}: no column {id_field!r} (columns: {', '.join(names)}; --id-field names it)")
+        names = ", ".join(schema.names)
+        raise CorruptFileError(f"{path}: no column {id_field!r} (columns: {names}; --id-field names it)")
     return col
 
 

@@ -11,7 +11,7 @@ import pytest
 import zstandard
 
 from contam.app.errors import CorruptFileError, InputError
-from contam.app.readers.corpus import find_files, open_binary, read_documents, read_jsonl
+from contam.app.readers.corpus import find_files, open_binary, read_documents, read_jsonl, why_no_documents
 
 DOCS = [{"id": "a", "text": "alpha beta gamma"}, {"id": "b", "text": "delta epsilon"}]
 
@@ -187,6 +187,18 @@ def test_a_text_field_inside_an_object_is_named_by_its_path(tmp_path: Path) -> N
         assert got == [("p1", "one"), ("p2", "two")], name
         with pytest.raises(CorruptFileError, match="no column 'doc.text'"):
             list(read_documents(tmp_path / name, Counter(), "doc.text"))
+        # a path the struct does not hold is a missing column, the id's too (a review: the first
+        # was "every record was skipped", the second indexed with FILE:ROW ids)
+        with pytest.raises(CorruptFileError, match="no column 'document.txt'"):
+            list(read_documents(tmp_path / name, Counter(), "document.txt"))
+        with pytest.raises(CorruptFileError, match="no column 'meta.idx'"):
+            list(read_documents(tmp_path / name, Counter(), "document.text", "meta.idx"))
+    pq.write_table(pa.table({"document": ["plain text"]}), tmp_path / "plain.parquet")
+    with pytest.raises(CorruptFileError, match="no column 'document.text'"):
+        list(read_documents(tmp_path / "plain.parquet", Counter(), "document.text"))
+    assert why_no_documents(j, "document.txt", Counter(missing_text=2)).startswith(
+        "no documents: no field 'document.txt'; fields seen: meta, document"
+    )
 
 
 def test_find_files(tmp_path: Path) -> None:
