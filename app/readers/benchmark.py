@@ -1361,12 +1361,17 @@ def _parquet_shards(path: Path) -> list[Path]:
             f"{path} is a folder: give a benchmark file (JSONL, JSON, CSV/TSV, Parquet, Arrow), "
             "a Hugging Face save_to_disk folder, or a folder of one split's Parquet shards"
         )
-    splits = {str(s.parent.relative_to(path) / s.name.split("-")[0].removesuffix(".parquet")) for s in shards}
+    # a shard's split: its name before the first "-" (test-00000-of-00002.parquet), or its folder
+    # where the name has none (config/test/0000.parquet, as the Hub's Parquet conversion names them)
+    splits = {
+        str(s.parent.relative_to(path) / s.name.split("-")[0]) if "-" in s.name else str(s.parent.relative_to(path))
+        for s in shards
+    }
     if len(shards) > 1 and len(splits) > 1:
-        raise InputError(
-            f"{path} holds several splits ({', '.join(sorted(splits))}): give one file or folder, or name "
-            f"a split's shards by the split, e.g. {path / sorted(splits)[0]}"
-        )
+        named = sorted(splits)
+        example = next((path / x for x in named if (path / x).is_dir() or _split_shards(path / x)), None)
+        how = f", e.g. {example}" if example else ""
+        raise InputError(f"{path} holds several splits ({', '.join(named)}): give one file or folder{how}")
     others = sorted(  # benchmark files of other kinds beside the shards: which one was meant?
         str(p.relative_to(path))
         for depth in ("*", "*/*", "*/*/*")

@@ -164,6 +164,17 @@ def test_hub_parquet_layout(tmp_path: Path) -> None:
     assert len(list(iter_benchmark(*benchmark_source(data / "validation")))) == 1
     with pytest.raises(InputError, match="no such file"):
         benchmark_source(data / "train")
+    # the Hub's Parquet conversion names a split's shards 0000.parquet, 0001.parquet in the
+    # split's folder: one split, not several (a review), and the refusal names a folder that works
+    conv = tmp_path / "conv" / "default"
+    for split, k in (("test", 0), ("test", 1), ("train", 0)):
+        (conv / split).mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows), conv / split / f"000{k}.parquet")
+    assert len(list(iter_benchmark(*benchmark_source(conv / "test")))) == 2
+    with pytest.raises(
+        InputError, match=r"holds several splits \(test, train\): give one file or folder, e.g. .*/test$"
+    ):
+        benchmark_source(conv)
     assert len(list(iter_benchmark(*benchmark_source(data / "validation-00000-of-00001.parquet")))) == 1
     (data / "validation-00000-of-00001.parquet").unlink()
     (data / "dataset_infos.json").write_text("{}")  # the Hub's metadata is not a benchmark
