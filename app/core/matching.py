@@ -320,18 +320,16 @@ def match_document(
     lo, hi = region_for(p, doc, n, window, ppos)
     region, src = _unglued(p, Region.of(doc, lo, hi, n), n)  # not kept: few items share it
     al = align_fields(p.ids, region.ids, p.whole, p.fields)
-    present = member(p.mgrams, region.mgrams)
-    matched = held(p, region.ids, region.mgrams, present=present) & al.matched  # in the item's order
+    matched = held(p, region.ids, region.mgrams, present=(present := member(p.mgrams, region.mgrams))) & al.matched
     own, own_hit, competitor, competitor_found = _own_text(
         i, items, stats, shared, region, matched, al, th, present, doc, n, (lo, hi), cache
     )
     own, own_hit = _apart_from_passage(p, doc, ppos, region, lo, src, n, own, own_hit)
-    counted = _counted(p, solution_held := _solution_share(p, own, own_hit))
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
-    cuts = _cuts(p.ids, region.ids, al, matched)
-    rare_run, rare_tokens = _rare(p, stats, present, own_hit, th, cuts)
+    rare_run, rare_tokens = _rare(p, stats, present, own_hit, th, cuts := _cuts(p.ids, region.ids, al, matched))
     unique_run, opening, opening_unique = _uniqueness(p, stats, region, own, own_hit, n, cuts)
     cost, own_cost = _break_costs(p, matched, own_hit, al, region, hi - lo)
+    solution_held = _solution_share(p, own, own_hit)
     answer_found, answer_at = _answer_found(p, al, matched, region.ids, solution_held, lo, src)
     return DocMatch(
         doc=doc_id,
@@ -356,7 +354,7 @@ def match_document(
         opening_unique=opening_unique,
         question_there=_question_there(p, stats, matched),
         cuts=cuts,
-        counted=counted,
+        counted=_counted(p, solution_held),
         matched_bits=max(0.0, float(stats.bits[matched].sum()) - cost),
         own_bits=max(0.0, float(stats.bits[own_hit].sum()) - own_cost),
         break_bits=cost,
