@@ -26,6 +26,7 @@ from contam.app.core.text import tokenize, tokenize_spans
 from contam.app.core.types import BenchmarkItem
 
 SCORED_ROLES = ("question", "choices", "answer", "solution")
+FOUND_ROLES = (*SCORED_ROLES, "passage")  # what a report's items are filtered by: a passage field is looked for apart
 QUESTION, CHOICES, ANSWER, SOLUTION = 0, 1, 2, 3
 MATCH_N = 3  # tokens per gram when checking what a document holds of an item (edits break few)
 COMPETITOR_MAX_ITEMS = 256  # grams in more items are a template: they name no competitor

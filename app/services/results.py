@@ -111,7 +111,7 @@ def item_row(r: ItemResult, th: Thresholds) -> dict[str, Any]:
     """The stored row of one item: the columns the item list filters and sorts on, and `data`,
     the rest of its result (with the item's own text) for the store to keep as JSON."""
     d = r.as_dict()
-    roles = [role for role, rs in r.score.roles.items() if rs.found]
+    roles = [role for role, rs in r.score.roles.items() if rs.found] + (["passage"] if r.score.passage_found else [])
     corpora = sorted({e.corpus for e in r.evidence})
     data = {k: v for k, v in d.items() if k not in ("item_id", "row", "status", "score")}
     data["item"] = {

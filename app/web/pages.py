@@ -19,7 +19,7 @@ from contam.app.api.deps import (
 )
 from contam.app.api.schemas import MAX_PAGE
 from contam.app.api.security import SESSION_SECONDS
-from contam.app.core.items import SCORED_ROLES
+from contam.app.core.items import FOUND_ROLES
 from contam.app.core.scoring import shared_spans, split_marked
 from contam.app.core.types import Status
 from contam.app.errors import ContamError, InputError
@@ -153,7 +153,7 @@ def items_page(
     report: str | None = None,
     status: Annotated[list[Status] | None, Query()] = None,
     corpus: str | None = None,
-    field: Annotated[str | None, Query(pattern=f"^({'|'.join(SCORED_ROLES)})?$")] = None,
+    field: Annotated[str | None, Query(pattern=f"^({'|'.join(FOUND_ROLES)})?$")] = None,
     q: str | None = None,
     min_score: str | None = None,
     sort: Annotated[str, Query(pattern="^(score|row|item_id|status)$")] = "status",
@@ -193,7 +193,7 @@ def items_page(
         pages=pages,
         f=params,
         reports=reports,
-        roles=SCORED_ROLES,
+        roles=FOUND_ROLES,
         corpora=_report_corpora(svc, report or None, reports),
         sorts=SORTS,
         link=link,

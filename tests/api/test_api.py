@@ -107,6 +107,23 @@ def test_items_that_share_an_id_are_told_apart_by_their_idx(client: TestClient) 
     assert "Tides on the open ocean" in client.get(f"/reports/{rid}/items/dup", params={"idx": 1}).text
 
 
+def test_a_report_counts_and_filters_the_passages_found(client: TestClient) -> None:
+    """A passage field is looked for apart (passage_found): the summary counts the items with one
+    and how many were found, and `field=passage` lists them (a new user's trial: passages found
+    word for word showed in no summary, list or page)."""
+    rows = [
+        {"id": "p1", "passage": Q1, "question": "Name the river described above in one word.", "answer": "Tigris"},
+        {"id": "p2", "passage": Q2, "question": "Name the body pulling hardest on the tides.", "answer": "moon"},
+    ]
+    body = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    rid = client.post("/api/v1/benchmarks", files={"file": ("rc.jsonl", body)}).json()["id"]
+    rep = _wait(client, rid)
+    assert rep["summary"]["per_field"]["passage"] == {"items": 2, "found": 1, "found_share": 0.5}, rep["summary"]
+    found = client.get(f"/api/v1/reports/{rid}/items", params={"field": "passage"}).json()
+    assert [i["item_id"] for i in found["items"]] == ["p1"]
+    assert client.get("/items", params={"report": rid, "field": "passage"}).status_code == 200
+
+
 def test_report_endpoints(client: TestClient) -> None:
     rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}).json()["id"]
     rep = _wait(client, rid)

@@ -179,7 +179,7 @@ def test_domain_errors_are_pages_never_500(migrated_url: str, tmp_path: Path, in
             "/items?report=nope": (404, "no report nope"),
             "/items?min_score=abc": (422, "minimum score must be a number"),
             # a parameter out of its range is a page too (it was the API's JSON error)
-            "/items?field=passage": (422, "field: String should match pattern"),
+            "/items?field=context": (422, "field: String should match pattern"),
             "/items?status=nope": (422, "status.0: Input should be"),
         }
         for path, (code, message) in cases.items():

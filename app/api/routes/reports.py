@@ -22,7 +22,7 @@ from contam.app.api.schemas import (
     ReportRead,
     ThresholdsIn,
 )
-from contam.app.core.items import SCORED_ROLES
+from contam.app.core.items import FOUND_ROLES
 from contam.app.core.types import Status
 from contam.app.errors import InputError
 from contam.app.limits import MAX_ITEM_POSITION, Limits, check_json_depth
@@ -109,7 +109,7 @@ def list_items(
     min_score: Annotated[float | None, Query(ge=0, le=1, allow_inf_nan=False)] = None,
     field: Annotated[
         str | None,
-        Query(pattern=f"^({'|'.join(SCORED_ROLES)})$", description="only items whose FIELD was found"),
+        Query(pattern=f"^({'|'.join(FOUND_ROLES)})$", description="only items whose FIELD was found"),
     ] = None,
     corpus: Annotated[
         str | None, Query(description="only items with evidence in this corpus, whatever their status")
