@@ -1353,6 +1353,14 @@ def _folder_files(path: Path) -> tuple[str, list[Path]]:
     return "parquet", _split_shards(path) or _parquet_shards(path)
 
 
+def _split_of(name: str) -> str:
+    """The split a Parquet shard's file name says: before its first "-" (test-00000-of-00002.parquet:
+    test; train.parquet: train), none for a shard number alone (0000.parquet, as the Hub's Parquet
+    conversion names a split's shards in its folder: the folder is the split)."""
+    stem = name.split("-")[0].removesuffix(".parquet")
+    return "" if stem.isdigit() else stem
+
+
 def _parquet_shards(path: Path) -> list[Path]:
     """The Parquet shards of the one split a folder holds (refused: none, or several splits)."""
     shards = sorted(p for depth in ("*", "*/*", "*/*/*") for p in path.glob(depth + ".parquet"))  # not a whole disk
@@ -1361,15 +1369,10 @@ def _parquet_shards(path: Path) -> list[Path]:
             f"{path} is a folder: give a benchmark file (JSONL, JSON, CSV/TSV, Parquet, Arrow), "
             "a Hugging Face save_to_disk folder, or a folder of one split's Parquet shards"
         )
-    # a shard's split: its name before the first "-" (test-00000-of-00002.parquet), or its folder
-    # where the name has none (config/test/0000.parquet, as the Hub's Parquet conversion names them)
-    splits = {
-        str(s.parent.relative_to(path) / s.name.split("-")[0]) if "-" in s.name else str(s.parent.relative_to(path))
-        for s in shards
-    }
+    splits = {str(s.parent.relative_to(path) / _split_of(s.name)) for s in shards}
     if len(shards) > 1 and len(splits) > 1:
         named = sorted(splits)
-        example = next((path / x for x in named if (path / x).is_dir() or _split_shards(path / x)), None)
+        example = next((path / x for x in named if x != "." and ((path / x).is_dir() or _split_shards(path / x))), None)
         how = f", e.g. {example}" if example else ""
         raise InputError(f"{path} holds several splits ({', '.join(named)}): give one file or folder{how}")
     others = sorted(  # benchmark files of other kinds beside the shards: which one was meant?

@@ -162,7 +162,9 @@ def items_page(
 ) -> HTMLResponse:
     """The items of one report or all, filtered; by default contaminated first, then suspicious,
     each by score, as `contam scan` lists them."""
-    statuses = list(status or FLAGGED)  # an unknown status is a 422 page, not every item
+    # an unknown status is a 422 page, not every item; a passage found never changes a status, so
+    # its items are listed whatever theirs (most are clean: the filter showed none of them)
+    statuses = list(status or (Status if field == "passage" else FLAGGED))
     total, items = svc.items(
         report or None,
         status=statuses,

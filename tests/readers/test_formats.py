@@ -175,6 +175,17 @@ def test_hub_parquet_layout(tmp_path: Path) -> None:
         InputError, match=r"holds several splits \(test, train\): give one file or folder, e.g. .*/test$"
     ):
         benchmark_source(conv)
+    # files named by their split alone are two splits, refused, not read as one benchmark (a review:
+    # train.parquet and test.parquet were joined), and the folder itself is never the example given
+    named = tmp_path / "named"
+    named.mkdir()
+    for split in ("train", "test"):
+        pq.write_table(pa.Table.from_pylist(rows), named / f"{split}.parquet")
+    with pytest.raises(InputError, match=r"holds several splits \(test, train\)"):
+        benchmark_source(named)
+    pq.write_table(pa.Table.from_pylist(rows), named / "0000.parquet")
+    with pytest.raises(InputError, match=r"holds several splits \(\., test, train\): give one file or folder$"):
+        benchmark_source(named)
     assert len(list(iter_benchmark(*benchmark_source(data / "validation-00000-of-00001.parquet")))) == 1
     (data / "validation-00000-of-00001.parquet").unlink()
     (data / "dataset_infos.json").write_text("{}")  # the Hub's metadata is not a benchmark
