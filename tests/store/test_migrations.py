@@ -217,6 +217,52 @@ def test_segments_written_before_block_bits_keep_18_bits_both_ways(db_url: str) 
     eng.dispose()
 
 
+def test_report_items_made_before_0017_are_filtered_by_their_passage_found(db_url: str) -> None:
+    """0017 adds "passage" to the fields found of rows whose result says passage_found: a report
+    made before the field filter knew it listed none of them for `field=passage` (a review), while
+    its summary counted them. A downgrade takes it out again."""
+    upgrade(db_url, "0016_report_item_search")
+    eng = make_engine(db_url)
+    with eng.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO report (id, name, filename, file_hash, status, total_items, done_items, read_items, "
+                "corpora, mapping, thresholds, fingerprint, config, software_version, upload, created_at) VALUES "
+                "('r', 'r', 'f.jsonl', 'h', 'done', 3, 3, 3, '[]', '{}', '{}', 'f', '{}', 'v', :u, CURRENT_TIMESTAMP)"
+            ),
+            {"u": b""},
+        )
+        rows = [
+            {"i": 0, "f": ",question,", "d": json.dumps({"passage_found": True})},
+            {"i": 1, "f": ",,", "d": json.dumps({"passage_found": True})},
+            {"i": 2, "f": ",question,", "d": json.dumps({"passage_found": False})},
+        ]
+        conn.execute(
+            text(
+                "INSERT INTO report_item (report_id, idx, item_id, status, score, text, roles_found, "
+                "corpora_found, data) VALUES ('r', :i, 'x', 'clean', 0, 't', :f, ',,', :d)"
+            ),
+            rows,
+        )
+    eng.dispose()
+    upgrade(db_url)
+    eng = make_engine(db_url)
+    with eng.connect() as conn:
+        found = dict(conn.execute(text("SELECT idx, roles_found FROM report_item")).all())
+        assert found == {0: ",question,passage,", 1: ",passage,", 2: ",question,"}
+        assert reports.query_items(conn, "r", role="passage")[0] == 2
+    eng.dispose()
+    command.downgrade(alembic_config(db_url), "0016_report_item_search")
+    eng = make_engine(db_url)
+    with eng.connect() as conn:
+        assert dict(conn.execute(text("SELECT idx, roles_found FROM report_item")).all()) == {
+            0: ",question,",
+            1: ",,",
+            2: ",question,",
+        }
+    eng.dispose()
+
+
 def test_report_items_made_before_0016_are_searched_whole_and_casefolded(db_url: str) -> None:
     """0016 fills report_item.search from the item each row keeps (`data`), not from `text`, which
     holds its first 4,000 characters; rows of more than one page are all filled, and the search
