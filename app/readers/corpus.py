@@ -385,7 +385,6 @@ def _column_of(schema: pa.Schema, field: str) -> tuple[str, str | None] | None:
     """(column, path inside it) of a field of a table: the column itself, or for "a.b" the struct
     column "a" whose type holds "b" (so a wrong path is refused as a missing column is); None if
     the table has no such field."""
-    import pyarrow as pa
 
     if field in schema.names:
         return field, None
@@ -394,14 +393,25 @@ def _column_of(schema: pa.Schema, field: str) -> tuple[str, str | None] | None:
         head = ".".join(parts[:cut])
         if head not in schema.names:
             continue
-        kind = schema.field(head).type
-        for part in parts[cut:]:
-            if not pa.types.is_struct(kind) or kind.get_field_index(part) < 0:
-                break
-            kind = kind.field(kind.get_field_index(part)).type
-        else:
+        if _struct_holds(schema.field(head).type, parts[cut:]):
             return head, ".".join(parts[cut:])
     return None
+
+
+def _struct_holds(kind: pa.DataType, parts: list[str]) -> bool:
+    """Whether a struct type holds the field at path `parts`, a field's own name holding dots too
+    (each way of reading the path, as field_value reads an object)."""
+    import pyarrow as pa
+
+    if not parts:
+        return True
+    if not pa.types.is_struct(kind):
+        return False
+    for cut in range(1, len(parts) + 1):
+        k = kind.get_field_index(".".join(parts[:cut]))
+        if k >= 0 and _struct_holds(kind.field(k).type, parts[cut:]):
+            return True
+    return False
 
 
 def _column_values(batch: Any, column: tuple[str, str | None]) -> list[Any]:
@@ -671,7 +681,8 @@ def _field_there(path: Path, fields: list[str], text_field: str) -> bool:
     """Whether a corpus file has the text field: one of the first records of JSON lines holds its
     path ("document.text" inside "document"); a table's readers check their schema themselves."""
     if corpus_format(path) != "jsonl":
-        return text_field in fields or text_field.split(".")[0] in fields
+        parts = text_field.split(".")
+        return any(".".join(parts[:k]) in fields for k in range(1, len(parts) + 1))
     return any(
         field_value(rec, text_field, ABSENT) is not ABSENT for rec in _first_records(path, 100) if isinstance(rec, dict)
     )
