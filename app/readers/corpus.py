@@ -648,7 +648,7 @@ def fields_seen(path: Path, records: int = 100) -> list[str]:
             return list(pq.ParquetFile(path).schema_arrow.names)
         return []
     if fmt == "arrow":
-        with contextlib.suppress(pa.ArrowException, OSError, CorruptFileError):
+        with contextlib.suppress(pa.ArrowException, OSError, CorruptFileError, StopIteration):  # no batch at all
             return list(next(_arrow_batches(path)).schema.names)
         return []
     return _jsonl_fields(path, records) if fmt == "jsonl" else []

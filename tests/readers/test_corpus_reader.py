@@ -197,6 +197,11 @@ def test_a_text_field_inside_an_object_is_named_by_its_path(tmp_path: Path) -> N
     pq.write_table(pa.table({"id": ["x1"], "doc": [{"body.text": "dotted field"}]}), tmp_path / "dot.parquet")
     got = [(d.external_id, d.text) for d in read_documents(tmp_path / "dot.parquet", Counter(), "doc.body.text")]
     assert got == [("x1", "dotted field")]
+    # an Arrow file with a schema and no batch says it holds no records (a review: StopIteration)
+    with pa.OSFile(str(tmp_path / "empty.arrow"), "wb") as sink, pa.ipc.new_stream(sink, table.schema):
+        pass
+    assert list(read_documents(tmp_path / "empty.arrow", Counter())) == []
+    assert why_no_documents(tmp_path / "empty.arrow", "text", Counter()) == "no documents: the file holds no records"
     pq.write_table(pa.table({"document": ["plain text"]}), tmp_path / "plain.parquet")
     with pytest.raises(CorruptFileError, match="no column 'document.text'"):
         list(read_documents(tmp_path / "plain.parquet", Counter(), "document.text"))
