@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect, text
+from sqlalchemy import Connection, inspect, text
 
 from contam.app.store import blocks, repo, reports
 from contam.app.store.db import alembic_config, make_engine, upgrade
@@ -217,6 +218,29 @@ def test_segments_written_before_block_bits_keep_18_bits_both_ways(db_url: str) 
     eng.dispose()
 
 
+def _old_report(conn: Connection, items: int) -> None:
+    """A done report "r" of `items` items, as the report table held it before 0016."""
+    conn.execute(
+        text(
+            "INSERT INTO report (id, name, filename, file_hash, status, total_items, done_items, read_items, "
+            "corpora, mapping, thresholds, fingerprint, config, software_version, upload, created_at) VALUES "
+            "('r', 'r', 'f.jsonl', 'h', 'done', :n, :n, :n, '[]', '{}', '{}', 'f', '{}', 'v', :u, CURRENT_TIMESTAMP)"
+        ),
+        {"n": items, "u": b""},
+    )
+
+
+def _old_items(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    """Report "r"'s items (i: idx, t: text, f: roles_found, d: data), clean, as written before 0016."""
+    conn.execute(
+        text(
+            "INSERT INTO report_item (report_id, idx, item_id, status, score, text, roles_found, "
+            "corpora_found, data) VALUES ('r', :i, 'x', 'clean', 0, :t, :f, ',,', :d)"
+        ),
+        rows,
+    )
+
+
 def test_report_items_made_before_0017_are_filtered_by_their_passage_found(db_url: str) -> None:
     """0017 adds "passage" to the fields found of rows whose result says passage_found: a report
     made before the field filter knew it listed none of them for `field=passage` (a review), while
@@ -224,26 +248,13 @@ def test_report_items_made_before_0017_are_filtered_by_their_passage_found(db_ur
     upgrade(db_url, "0016_report_item_search")
     eng = make_engine(db_url)
     with eng.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO report (id, name, filename, file_hash, status, total_items, done_items, read_items, "
-                "corpora, mapping, thresholds, fingerprint, config, software_version, upload, created_at) VALUES "
-                "('r', 'r', 'f.jsonl', 'h', 'done', 3, 3, 3, '[]', '{}', '{}', 'f', '{}', 'v', :u, CURRENT_TIMESTAMP)"
-            ),
-            {"u": b""},
-        )
+        _old_report(conn, 3)
         rows = [
-            {"i": 0, "f": ",question,", "d": json.dumps({"passage_found": True})},
-            {"i": 1, "f": ",,", "d": json.dumps({"passage_found": True})},
-            {"i": 2, "f": ",question,", "d": json.dumps({"passage_found": False})},
+            {"i": 0, "t": "t", "f": ",question,", "d": json.dumps({"passage_found": True})},
+            {"i": 1, "t": "t", "f": ",,", "d": json.dumps({"passage_found": True})},
+            {"i": 2, "t": "t", "f": ",question,", "d": json.dumps({"passage_found": False})},
         ]
-        conn.execute(
-            text(
-                "INSERT INTO report_item (report_id, idx, item_id, status, score, text, roles_found, "
-                "corpora_found, data) VALUES ('r', :i, 'x', 'clean', 0, 't', :f, ',,', :d)"
-            ),
-            rows,
-        )
+        _old_items(conn, rows)
     eng.dispose()
     upgrade(db_url)
     eng = make_engine(db_url)
@@ -271,27 +282,13 @@ def test_report_items_made_before_0016_are_searched_whole_and_casefolded(db_url:
     eng = make_engine(db_url)
     long_q = "Какой " + "word " * 1000 + "Quorvanian"
     with eng.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO report (id, name, filename, file_hash, status, total_items, done_items, read_items, "
-                "corpora, mapping, thresholds, fingerprint, config, software_version, upload, created_at) VALUES "
-                "('r', 'r', 'f.jsonl', 'h', 'done', 1201, 1201, 1201, '[]', '{}', '{}', 'f', '{}', 'v', :u, "
-                "CURRENT_TIMESTAMP)"
-            ),
-            {"u": b""},
-        )
+        _old_report(conn, 1201)
         item = {"question": long_q, "passage": "", "choices": ["Olaf", "Eric"], "answer": "Olaf", "solution": ""}
         rows = [
-            {"i": k, "t": long_q[:4000], "d": json.dumps({"item": {**item, "question": f"{long_q} {k}"}})}
+            {"i": k, "t": long_q[:4000], "f": ",,", "d": json.dumps({"item": {**item, "question": f"{long_q} {k}"}})}
             for k in range(1201)
         ]
-        conn.execute(
-            text(
-                "INSERT INTO report_item (report_id, idx, item_id, status, score, text, roles_found, "
-                "corpora_found, data) VALUES ('r', :i, 'x', 'clean', 0, :t, ',,', ',,', :d)"
-            ),
-            rows,
-        )
+        _old_items(conn, rows)
     eng.dispose()
     upgrade(db_url)
     eng = make_engine(db_url)
