@@ -1034,13 +1034,16 @@ def _alternative_found(
     anywhere in a wider window ("no" is in 4-6% of 18-token windows of prose); a longer one in
     the answer's window."""
     for alt in p.alternative_ids:
-        if len(alt) <= 8:
-            k = find_sequence(
-                region[q_end : q_end + (SHORT_ALT_WINDOW if len(alt) <= 2 else ANSWER_WINDOW) + len(alt)], alt
-            )
-            if k >= 0:
-                return True, _placed(q_end + k, len(alt), lo, src)
+        if len(alt) <= 8 and (k := _right_after(region, q_end, alt)) >= 0:
+            return True, _placed(q_end + k, len(alt), lo, src)
     return False, None
+
+
+def _right_after(region: np.ndarray, start: int, needle: np.ndarray) -> int:
+    """Where a short answer stands from region token `start` on (-1: not there): a one- or two-word
+    one within SHORT_ALT_WINDOW tokens ("A: no", "Answer: 72"), a longer one within ANSWER_WINDOW."""
+    reach = SHORT_ALT_WINDOW if len(needle) <= 2 else ANSWER_WINDOW
+    return find_sequence(region[start : start + reach + len(needle)], needle)
 
 
 def _label_given(p: PreparedItem, window: np.ndarray, choices: Sequence[np.ndarray], needle: np.ndarray) -> int:
@@ -1087,10 +1090,7 @@ def _after_solution(
         return None
     end = int(al.doc_pos[held].max()) + 1
     needle = p.ids[answer_sel]
-    # as for another accepted answer: one or two words only right after the steps ("Answer: 72")
-    k = find_sequence(
-        region[end : end + (SHORT_ALT_WINDOW if len(needle) <= 2 else ANSWER_WINDOW) + len(needle)], needle
-    )
+    k = _right_after(region, end, needle)  # as another accepted answer after the question
     return _placed(end + k, len(needle), lo, src) if k >= 0 else None
 
 
