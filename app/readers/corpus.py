@@ -385,7 +385,6 @@ def _column_of(schema: pa.Schema, field: str) -> tuple[str, str | None] | None:
     """(column, path inside it) of a field of a table: the column itself, or for "a.b" the struct
     column "a" whose type holds "b" (so a wrong path is refused as a missing column is); None if
     the table has no such field."""
-
     if field in schema.names:
         return field, None
     parts = field.split(".")
@@ -601,10 +600,7 @@ def read_parquet(path: Path, text_field: str, id_field: str, skipped: Counter[st
         pf = pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as exc:
         raise CorruptFileError(f"{path}: not a readable Parquet file ({exc})") from exc
-    names = pf.schema_arrow.names
-    text_col = _column_of(pf.schema_arrow, text_field)
-    if text_col is None:
-        raise CorruptFileError(f"{path}: no column {text_field!r} (columns: {', '.join(names)}; {TEXT_FIELD_HINT})")
+    text_col = _text_column(path, text_field, pf.schema_arrow)
     id_col = _id_column(path, id_field, pf.schema_arrow)
     cols = list(dict.fromkeys([text_col[0]] + ([id_col[0]] if id_col else [])))
     row = 0
@@ -721,12 +717,7 @@ def read_arrow(path: Path, text_field: str, id_field: str, skipped: Counter[str]
     row = 0
     try:
         for batch in _arrow_batches(path):
-            names = batch.schema.names
-            text_col = _column_of(batch.schema, text_field)
-            if text_col is None:
-                raise CorruptFileError(
-                    f"{path}: no column {text_field!r} (columns: {', '.join(names)}; {TEXT_FIELD_HINT})"
-                )
+            text_col = _text_column(path, text_field, batch.schema)
             id_col = _id_column(path, id_field, batch.schema)
             texts = _column_values(batch, text_col)
             ids = _column_values(batch, id_col) if id_col else [None] * len(texts)
@@ -734,6 +725,15 @@ def read_arrow(path: Path, text_field: str, id_field: str, skipped: Counter[str]
             row += len(texts)
     except (pa.ArrowException, OSError) as exc:
         raise CorruptFileError(f"{path}: corrupt Arrow data after row {row} ({exc})") from exc
+
+
+def _text_column(path: Path, text_field: str, schema: pa.Schema) -> tuple[str, str | None]:
+    """The text field's column (_column_of); a table without it fails, naming its columns."""
+    col = _column_of(schema, text_field)
+    if col is None:
+        names = ", ".join(schema.names)
+        raise CorruptFileError(f"{path}: no column {text_field!r} (columns: {names}; {TEXT_FIELD_HINT})")
+    return col
 
 
 def _id_column(path: Path, id_field: str, schema: pa.Schema) -> tuple[str, str | None] | None:
