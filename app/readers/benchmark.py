@@ -891,13 +891,16 @@ def to_item(
     elif isinstance(listed, dict) and "labels" in listed and _flags(labels, choices):
         answer = choices[labels.index(1)]  # TruthfulQA's {choices, labels}: 1 marks the correct choice
     ident = get(mapping["id"]) if "id" in mapping else None
+    asked = get(mapping["question"]) if "question" in mapping else None
+    if "answer" not in mapping and isinstance(asked, list) and (reply := _reply(asked)) is not None:
+        asked, answer = asked[:-1], _as_text(reply)  # a chat's last turn, the model's, is its answer
     solution = _as_text(get(mapping["solution"])) if "solution" in mapping else ""
     if not solution and not choices:
         answer, solution = final_answer(answer)
     return BenchmarkItem(
         item_id=_as_text(ident) if ident not in (None, "") else str(row),
         row=row,
-        question=_as_text(get(mapping["question"])) if "question" in mapping else "",
+        question=_as_text(asked),
         passage=_as_text(get(mapping["passage"])) if "passage" in mapping else "",
         choices=tuple(choices),
         answer=answer,
@@ -905,6 +908,22 @@ def to_item(
         raw=rec if keep_raw else {},
         alternatives=alternatives,
     )
+
+
+_REPLY_ROLES = ("assistant", "gpt", "model", "bot", "chatbot")  # OpenAI's, ShareGPT's, Gemini's and others' names
+
+
+def _reply(value: Any) -> Any:
+    """A chat's last message when the model speaks it after someone else's: the reference reply
+    of a chat benchmark without an answer field, which was read as part of its question (a copy
+    of the prompt alone then held only part of the "question", and no answer was ever found)."""
+    if not isinstance(value, list) or len(value) < 2 or not all(isinstance(m, dict) for m in value):
+        return None
+    role = str(value[-1].get("role", value[-1].get("from", ""))).lower()
+    before = str(value[-2].get("role", value[-2].get("from", ""))).lower()
+    if role in _REPLY_ROLES and before not in _REPLY_ROLES and _as_text(value[-1]).strip():
+        return value[-1]
+    return None
 
 
 ROLES = ("question", "passage", "choices", "answer", "solution", "id")

@@ -416,6 +416,30 @@ def test_a_text_field_holding_objects_is_refused_and_chat_messages_are_read() ->
     assert items[0].question.strip() == "What animal?"
 
 
+def test_a_chats_last_reply_is_its_answer() -> None:
+    """A chat benchmark without an answer field ends with the model's reference reply: it was read
+    as part of the question (a copy of the prompt alone then held part of the "question", and no
+    answer was ever found). The last message, the model's after someone else's, is the answer; an
+    answer field, a user's last message, or a model's turn after a model's leave the messages as
+    they were."""
+    prompt = "Explain why the lighthouse keepers of Stroma left the island in nineteen sixty two"
+    reply = "The island's school closed and the ferry stopped, so the last families moved to Caithness"
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": prompt}]
+    rows = [
+        {"id": "a", "messages": [*chat, {"role": "assistant", "content": reply}]},
+        {"id": "b", "conversations": [{"from": "human", "value": prompt}, {"from": "gpt", "value": reply}]},
+        {"id": "c", "messages": [*chat, {"role": "assistant", "content": reply}], "answer": "ferries"},
+        {"id": "d", "messages": [{"role": "assistant", "content": reply}, {"role": "user", "content": prompt}]},
+        {
+            "id": "e",
+            "messages": [*chat, {"role": "assistant", "content": "Ok."}, {"role": "assistant", "content": reply}],
+        },
+    ]
+    items = [read_benchmark((json.dumps(r) + "\n").encode(), "c.jsonl")[0][0] for r in rows]
+    assert [(it.question, it.answer) for it in items[:2]] == [(f"Be brief. {prompt}", reply), (prompt, reply)]
+    assert all(reply in it.question for it in items[2:]) and [it.answer for it in items[2:]] == ["ferries", "", ""]
+
+
 def test_numeric_answers_counted_from_one_are_read_so() -> None:
     """WinoGrande's answers are "1" and "2" for option1 and option2, Social IQa's labels 1-3 for
     answerA-answerC: read as indexes from 0, "1" was the other option and "2" (or "3") no choice

@@ -262,6 +262,30 @@ def test_an_answer_given_as_the_letter_of_its_choice_is_found(engine: Engine, in
     assert not Scanner(engine, ["own"]).scan([item])[0].score.answer_found
 
 
+def test_a_chat_prompt_without_its_reply_is_the_question_without_its_answer(
+    engine: Engine, index_corpus: IndexCorpus, tmp_path: Path
+) -> None:
+    """A chat benchmark's reference reply, its last message, is its answer (the reader): a page
+    holding the prompt alone is the question without its answer, where the reply read as part of
+    the question left it clean; a page holding both has its answer found."""
+    from contam.app.readers.benchmark import read_benchmark
+
+    prompt = "Explain why the lighthouse keepers of Stroma left the island in nineteen sixty two"
+    reply = "The island's school closed and the ferry stopped, so the last families moved to Caithness"
+    row = {"id": "a", "messages": [{"role": "user", "content": prompt}, {"role": "assistant", "content": reply}]}
+    (item,), _mapping = read_benchmark((json.dumps(row) + "\n").encode(), "chat.jsonl")
+    index_corpus(engine, [{"id": "ask", "text": f"Forum post. {prompt}? Any ideas welcome."}], "asked")
+    index_corpus(engine, [{"id": "qa", "text": f"Q: {prompt}\nA: {reply}."}], "answered")
+    asked = Scanner(engine, ["asked"]).scan([item])[0].score
+    assert (asked.status, asked.reason, asked.answer_found) == (
+        "suspicious",
+        "the question is in one document, without its answer",
+        False,
+    )
+    answered = Scanner(engine, ["answered"]).scan([item])[0].score
+    assert answered.status == "contaminated" and answered.answer_found and answered.roles["answer"].found
+
+
 def test_a_short_answer_after_the_worked_solution_is_the_answer_field_found(
     engine: Engine, index_corpus: IndexCorpus
 ) -> None:
