@@ -44,6 +44,7 @@ PRESENCE_MAX_ITEMS = 64  # grams in at most this many items say which item a reg
 COMPETITORS_ALIGNED = 3  # candidates aligned in full, those holding the largest share of their grams
 SOLUTION_MIN_TOKENS = 9  # a worked solution shorter than this is judged as a short answer is
 NEAR_CACHE_ITEMS = 4096  # competitors' regions kept per document (about 300 bytes each)
+COPY_GAP = 10  # document tokens between two of a passage's n-grams in one copy of it (passage_copies)
 RUN_GAP = 1  # document tokens a run of the item's text may skip (a word inserted by an edit)
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
 SHORT_ALT_WINDOW = 2  # tokens before a one- or two-word accepted answer after the question ("A:", "Answer:")
@@ -225,6 +226,8 @@ def region_for(
     grams, width = doc.grams, n
     if ppos is None:
         ppos = doc.positions(p.passage_grams) if len(p.passage_grams) else pos[:0]
+    if len(pos) and len(ppos):
+        pos = _apart_from_passage_copy(p, doc, pos, ppos, n)
     if len(pos) and len(ppos) and _copies_of_text(p, doc, pos, length):
         return _padded_cluster(doc, pos, grams, width, length, ppos)  # the passage chooses between copies
     if not len(pos):
@@ -235,6 +238,52 @@ def region_for(
         return _padded_cluster(doc, pos, grams, width, length)
     lo, hi = window if window is not None else (0, length)
     return max(0, lo - length), min(len(doc.ids), hi + length)
+
+
+def passage_copies(p: PreparedItem, doc: DocTokens, ppos: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the document's copies of the item's passage field, in document tokens
+    (ppos: where the document holds the passage's n-grams, ascending). A copy is a chain of those
+    positions holding the passage's n-grams in the passage's order: each within COPY_GAP tokens
+    of the one before, the place in the passage advancing as far as the place in the document,
+    give or take n (an edited word breaks n n-grams; a word put in or left out shifts the rest),
+    with at least one n-gram the item lacks. What the question quotes of the passage lies inside
+    the passage's copy, where the chain runs through it; a copy of the question holds the quoted
+    words apart, as a chain of the item's n-grams alone, or one that goes back in the passage
+    (a hypothesis repeating its premise's first words, right after the premise)."""
+    if not len(ppos):
+        return ppos[:0], ppos[:0]
+    order = np.argsort(p.passage_grams, kind="stable")
+    ranked = p.passage_grams[order]
+    grams = doc.grams[ppos]
+    place = order[np.minimum(np.searchsorted(ranked, grams), len(order) - 1)]  # first place in the passage
+    step, advance = np.diff(ppos), np.diff(place)
+    cut = (step > COPY_GAP) | (advance <= 0) | (np.abs(step - advance) > n)
+    chain = np.concatenate(([0], np.cumsum(cut)))
+    lacking = ~member(grams, distinct(p.grams))
+    copy = np.bincount(chain, weights=lacking, minlength=int(chain[-1]) + 1) > 0
+    first = np.flatnonzero(np.concatenate(([True], cut)))
+    last = np.concatenate((first[1:] - 1, [len(ppos) - 1]))
+    return ppos[first][copy], ppos[last][copy] + n
+
+
+def _inside(starts: np.ndarray, ends: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
+    """bool per gram of `width` tokens at `pos`: it overlaps one of the spans [starts, ends)
+    (ascending, apart)."""
+    k = np.searchsorted(ends, pos, side="right")  # the first span ending after the gram starts
+    return (k < len(starts)) & (starts[np.minimum(k, len(starts) - 1)] < pos + width)
+
+
+def _apart_from_passage_copy(p: PreparedItem, doc: DocTokens, pos: np.ndarray, ppos: np.ndarray, n: int) -> np.ndarray:
+    """The item's n-gram positions `pos` that lie apart from the document's copies of its passage
+    (passage_copies), if any lie apart, else all of them. What a question quotes of its passage
+    is found inside every copy of the passage; a copy of the item holds it again, apart, and there
+    the region must be (placed on the passage's copy, a hypothesis repeating its premise's first
+    words was aligned with the premise and its copy after the premise went unseen)."""
+    starts, ends = passage_copies(p, doc, ppos, n)
+    if not len(starts):
+        return pos
+    inside = _inside(starts, ends, pos, n)
+    return pos[~inside] if inside.any() and not inside.all() else pos
 
 
 def _copies_of_text(p: PreparedItem, doc: DocTokens, pos: np.ndarray, length: int) -> bool:
@@ -385,14 +434,23 @@ def _apart_from_passage(
     own: np.ndarray,
     own_hit: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(own, own_hit) of an item with a passage field: less what the question quotes of the
-    passage (any copy of the passage holds it), and own text held only inside the document's copy
-    of the passage (_outside_passage)."""
+    """(own, own_hit) of an item with a passage field. Where the region holds a copy of the
+    passage, own text counts only held apart from it (_outside_passage), and what the question
+    quotes of the passage is own text too: the passage's copy holds it, a copy of the item holds
+    it again apart from the passage (left out, an entailed hypothesis that repeats its premise's
+    first words, or a cloze question every word of which is in its passage, had no own text, so
+    even a verbatim copy of premise and hypothesis was clean: a probe, 28% of NLI verbatim
+    copies). Elsewhere the quoted text is left out: without the passage beside it, it is as
+    likely the passage's source or an edited copy of it (a sibling's copy, its premise reworded
+    around the words this hypothesis repeats, read as this item's)."""
     if p.quoted is None:
         return own, own_hit
-    own, own_hit = own & ~p.quoted, own_hit & ~p.quoted
-    outside = _outside_passage(p, doc, ppos, region, lo, src, n) if ppos is not None and own_hit.any() else None
-    return own, own_hit if outside is None else own_hit & held(p, *outside)
+    outside = None
+    if ppos is not None and (own_hit | (own & p.quoted)).any():
+        outside = _outside_passage(p, doc, ppos, region, lo, src, n)
+    if outside is None:
+        return own & ~p.quoted, own_hit & ~p.quoted
+    return own, own_hit & held(p, *outside)
 
 
 def _uniqueness(
@@ -464,11 +522,11 @@ def _outside_passage(
     at = lo + (np.arange(len(region.ids), dtype=np.int64) if src is None else src)  # region token -> document
     first, last = int(at[0]) - n + 1, int(at[-1])  # n-grams starting here may cover a region token
     ugrams = distinct(p.grams)
-    starts = ppos[(ppos >= first) & (ppos <= last)]
-    starts = starts[~member(doc.grams[starts], ugrams)]
-    if not len(starts):
+    starts, ends = passage_copies(p, doc, ppos, n)
+    keep = (ends > first + n - 1) & (starts <= last)
+    if not keep.any():
         return None
-    inside = _covered_at(starts, first, last, n)[at - first]
+    inside = _inside(starts[keep], ends[keep], at, 1)
     # but where the document holds the item's n-grams that the passage lacks, the text is the
     # item's: a copy of the question written in place (an exam page giving the passage with its
     # blank), its n-grams spanning the blank, is no copy of the passage's

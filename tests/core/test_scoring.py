@@ -290,6 +290,61 @@ def test_an_answer_quoted_from_the_passage_is_no_evidence() -> None:
     assert copied.status == Status.CONTAMINATED and copied.answer_found, copied.reason
 
 
+STROMA = (
+    "The lighthouse keepers of Stroma rowed across the firth every Sunday to buy bread, lamp oil and "
+    "newspapers in John o' Groats before the ferry service began."
+)
+
+
+def test_a_hypothesis_repeating_its_premise_is_found_beside_it() -> None:
+    """An entailed hypothesis is often its premise's first words ("The lighthouse keepers of Stroma
+    rowed across the firth."): every word of it is quoted from its passage field, so it had no own
+    text and even a verbatim copy of premise, hypothesis and label was clean (a probe of an NLI
+    benchmark: 28% of its verbatim copies). A copy holds the hypothesis again, apart from the
+    premise: there it is the item's own text. Inside the premise's copy it is not, nor on a page
+    holding a sibling's copy, nor beside a premise reworded around its first words (a sibling's
+    edited copy), nor alone."""
+    hyps = [
+        ("The lighthouse keepers of Stroma rowed across the firth.", "entailment"),
+        ("Nobody ever rowed from Stroma to the mainland on a Sunday.", "contradiction"),
+        ("The keepers also bought tobacco and candles on those trips.", "neutral"),
+    ]
+    items = [BenchmarkItem(f"h{k}", k, question=h, passage=STROMA, answer=a) for k, (h, a) in enumerate(hyps)]
+    items += [BenchmarkItem(f"o{k}", 10 + k, question=c, answer="yes") for k, c in enumerate(CLAIMS)]
+    for layout in (
+        f"Premise: {STROMA} Hypothesis: {hyps[0][0]} Label: entailment",
+        f"{STROMA} {hyps[0][0]} entailment",
+        f"Hypothesis: {hyps[0][0]} Premise: {STROMA} Label: entailment",
+    ):
+        r = scan(items, {"page": f"{FILLER} {layout} {FILLER}"})
+        assert r["h0"].status == Status.CONTAMINATED, (layout, r["h0"].reason)
+        assert r["h0"].answer_found == (not layout.startswith("H")), layout  # the label within reach of the hypothesis
+        assert not flagged(r["h1"]), r["h1"].reason
+    sibling = scan(items, {"page": f"{FILLER} {STROMA} {hyps[1][0]} contradiction {FILLER}"})
+    assert sibling["h1"].status == Status.CONTAMINATED and not flagged(sibling["h0"]), sibling["h0"].reason
+    edited = (
+        "The lighthouse keepers of Stroma rowed across the firth each week to fetch meal, paraffin and "
+        "letters from Wick until the steamer came. Nobody ever rowed from Stroma to the mainland on a Sunday."
+    )
+    for page in (STROMA, edited, hyps[0][0]):
+        r = scan(items, {"page": f"{FILLER} {page} {FILLER}"})
+        assert r["h0"].status != Status.CONTAMINATED, (page, r["h0"].reason)
+    assert not flagged(scan(items, {"page": f"{FILLER} {edited} {FILLER}"})["h0"])
+
+
+def test_passage_copies_are_chains_in_the_passages_order() -> None:
+    """passage_copies: the premise's copy is one chain, an edited word or two inside it do not cut
+    it, and the hypothesis repeated after it (the passage's first words again) is no part of it."""
+    item = prepare(BenchmarkItem("h", 0, question="The lighthouse keepers of Stroma rowed.", passage=STROMA), N)
+    words = STROMA.split()
+    edited = " ".join(w if k not in (8, 9) else "changed" for k, w in enumerate(words))
+    text = f"{FILLER} {edited} Hypothesis: The lighthouse keepers of Stroma rowed. {FILLER}"
+    doc = DocTokens.of(token_hashes(tokenize(text)), N)
+    starts, ends = matching.passage_copies(item, doc, doc.positions(item.passage_grams), N)
+    begin = len(tokenize(FILLER))
+    assert (starts.tolist(), ends.tolist()) == ([begin], [begin + len(tokenize(STROMA))])
+
+
 def test_a_maths_final_answer_after_the_question_is_its_answer() -> None:
     """GSM8K's answer is a worked solution ending "#### 72": read whole as the answer, a page giving
     the question and "Answer: 72" was "the question ... without its answer" (the answer looked for
