@@ -514,9 +514,9 @@ def _outside_passage(
     left out (a cloze's blank, a question reworded around the passage's phrases) keeps a few words
     of its own beside each gap, and any copy of the passage holds them, with the answer between:
     text found only inside the passage's copy is the passage's, found for every question of it.
-    The passage's copy is where the document holds the passage's n-grams that the item lacks: a
-    copy of the question quotes the passage too, but holds none of those. ppos: where the
-    document holds the passage's n-grams."""
+    The passage's copies are passage_copies' chains: a copy of the question quotes the passage
+    too, but holds none of its n-grams that the item lacks. ppos: where the document holds the
+    passage's n-grams."""
     if not len(ppos) or not len(region.ids):
         return None
     at = lo + (np.arange(len(region.ids), dtype=np.int64) if src is None else src)  # region token -> document
