@@ -551,7 +551,9 @@ def scan(
         )
     # as --fields takes them back: a list of fields is the role given once per field
     used = ", ".join(f"{role}={x}" for role, f in checked.mapping.items() for x in (f if isinstance(f, list) else [f]))
-    typer.echo(f"fields: {used}; corpora: {', '.join(checked.corpora)}", err=True)
+    chat = "answer" not in checked.mapping and checked.mapping.get("question") in ("messages", "conversations")
+    reply = " (answer: a chat's last message where the model speaks it)" if chat else ""
+    typer.echo(f"fields: {used}{reply}; corpora: {', '.join(checked.corpora)}", err=True)
     listing = [] if corpus else CorpusService(engine).list_corpora()
     other: list[str] = []
     outdated: list[str] = []

@@ -46,6 +46,7 @@ SOLUTION_MIN_TOKENS = 9  # a worked solution shorter than this is judged as a sh
 NEAR_CACHE_ITEMS = 4096  # competitors' regions kept per document (about 300 bytes each)
 COPY_GAP = 10  # document tokens between two of a passage's n-grams in one copy of it (passage_copies)
 RUN_GAP = 1  # document tokens a run of the item's text may skip (a word inserted by an edit)
+LONG_ANSWER = 8  # tokens: a free-text answer longer than this is found when half of it is held
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
 SHORT_ALT_WINDOW = 2  # tokens before a one- or two-word accepted answer after the question ("A:", "Answer:")
 _LETTERS = token_hashes(list("abcdefghijklmnopqrstuvwxyz")).view(np.int64)  # choice labels, as tokens
@@ -1058,7 +1059,7 @@ def _answer_found(
         return True, _after_solution(p, al, region, answer_sel, lo, src)
     if len(p.answer_ids) == 0 and not answer_sel.any():
         return False, None
-    if count(answer_sel) > 8:
+    if count(answer_sel) > LONG_ANSWER:
         return share(matched[answer_sel]) >= 0.5, None
     asked = (p.role == QUESTION) & al.matched
     if not asked.any():

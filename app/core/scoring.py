@@ -68,7 +68,7 @@ from contam.app.core.items import (
     item_stats,
     lookup,
 )
-from contam.app.core.matching import DocMatch, DocTokens, MatchCache, match_document, unshared
+from contam.app.core.matching import LONG_ANSWER, DocMatch, DocTokens, MatchCache, match_document, unshared
 from contam.app.core.signatures import token_hashes
 from contam.app.core.surprise import token_bits
 from contam.app.core.text import tokenize, tokenize_spans
@@ -193,7 +193,10 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     # and the question there as a whole, not only its own words: a twin's one distinct word with
     # a phrase around it ("the column number of the") is not the question
     if (q_own or 0.0) >= q_whole and m.own_bits >= th.min_bits and q_there:
-        return Status.SUSPICIOUS, "the question is in one document, without its answer"
+        part = _answer_part(p, m)
+        return Status.SUSPICIOUS, "the question is in one document, " + (
+            f"with {part:.0%} of its answer (half of a long answer counts as found)" if part else "without its answer"
+        )
     # Not a phrase (_not_a_phrase). Or, with the short channel, runs of short-channel n-grams
     # that no other document holds: three in a row (MATCH_N + 2 tokens), those runs holding more
     # than half of the own text, with opening_run own tokens found in all (_not_a_phrase says
@@ -233,8 +236,19 @@ def _missing(p: PreparedItem, m: DocMatch) -> str:
     if no_answer and no_question:
         return " (neither its question nor its answer was found with it)"
     if no_answer:
-        return " (its answer was not found with it)"
+        part = _answer_part(p, m)
+        return f" (only {part:.0%} of its answer was found with it)" if part else " (its answer was not found with it)"
     return " (its question was not found with it)" if no_question else ""
+
+
+def _answer_part(p: PreparedItem, m: DocMatch) -> float:
+    """The share of a long free-text answer held beside the question, not enough to count as found
+    (half of it must be): a reason saying "without its answer" overstated a copy holding 45% of it
+    (a probe of long-form answers: every half copy said so); 0 for any other answer."""
+    if m.answer_found or count(p.role == ANSWER) <= LONG_ANSWER:
+        return 0.0
+    held = m.role_coverage(p, ANSWER)
+    return held if held >= 0.1 else 0.0  # a phrase of it or two is chance
 
 
 def _question_told(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, q_own: float | None, q_there: bool) -> bool:

@@ -349,6 +349,24 @@ def test_exit_codes_and_one_line_errors(migrated_url: str, tmp_path: Path) -> No
     assert version.exit_code == 0 and version.output.startswith("contam 0.")
 
 
+def test_a_chat_benchmark_s_fields_line_says_where_its_answer_is(migrated_url: str, tmp_path: Path) -> None:
+    """A chat file has no answer field: its answer is each chat's last message, the model's (the
+    reader). The fields line said only "question=messages" (a probe); it says so, and a mapped
+    answer field leaves it as it was."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    chat = [{"role": "user", "content": Q1}, {"role": "assistant", "content": "The Tigris."}]
+    bench = tmp_path / "chat.jsonl"
+    bench.write_text(json.dumps({"id": "a", "messages": chat}) + "\n")
+    out = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
+    assert "fields: question=messages, id=id (answer: a chat's last message where the model speaks it)" in out.stderr
+    assert "answer" in json.loads(out.stdout)["results"][0]["fields"]
+    bench.write_text(json.dumps({"id": "a", "messages": chat, "answer": "Tigris"}) + "\n")
+    out = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
+    assert "fields: question=messages, answer=answer, id=id; corpora" in out.stderr
+
+
 def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) -> None:
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")

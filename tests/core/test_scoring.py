@@ -332,6 +332,26 @@ def test_a_hypothesis_repeating_its_premise_is_found_beside_it() -> None:
     assert not flagged(scan(items, {"page": f"{FILLER} {edited} {FILLER}"})["h0"])
 
 
+def test_a_long_answer_held_in_part_is_not_called_missing() -> None:
+    """A long free-text answer counts as found when half of it is held beside the question; a page
+    holding the question and 40% of it said "the question is in one document, without its answer"
+    (a probe of long-form answers: every half copy). It says how much of the answer was there."""
+    q = "Why did the lighthouse keepers of Stroma row across the firth every Sunday morning?"
+    answer = (
+        "They rowed across to buy bread, lamp oil and newspapers in John o' Groats, because the island "
+        "had no shop of its own, and the keepers' wives sent lists of what the families needed for "
+        "the week; the boat came back before dark with the post and sometimes a visitor from Wick."
+    )
+    items = [BenchmarkItem("s", 0, question=q, answer=answer)]
+    items += [BenchmarkItem(f"o{k}", 10 + k, question=c, answer="yes") for k, c in enumerate(CLAIMS)]
+    words = answer.split()
+    part = " ".join(words[: int(len(words) * 0.4)])
+    r = scan(items, {"page": f"{FILLER} {q} {part} {FILLER}"})["s"]
+    assert not r.answer_found and "% of its answer" in r.reason, r.reason
+    alone = scan(items, {"page": f"{FILLER} {q} {FILLER}"})["s"]
+    assert "without its answer" in alone.reason or "its answer was not found" in alone.reason, alone.reason
+
+
 def test_passage_copies_are_chains_in_the_passages_order() -> None:
     """passage_copies: the premise's copy is one chain, an edited word or two inside it do not cut
     it, and the hypothesis repeated after it (the passage's first words again) is no part of it."""
