@@ -250,7 +250,10 @@ def passage_copies(p: PreparedItem, doc: DocTokens, ppos: np.ndarray, n: int) ->
     with at least one n-gram the item lacks. What the question quotes of the passage lies inside
     the passage's copy, where the chain runs through it; a copy of the question holds the quoted
     words apart, as a chain of the item's n-grams alone, or one that goes back in the passage
-    (a hypothesis repeating its premise's first words, right after the premise)."""
+    (a hypothesis repeating its premise's first words, right after the premise). An n-gram the
+    passage holds twice is read at its first place, which cuts a chain at its second: the spans
+    only place the region (region_for), and what the item is credited with does not rest on them
+    (_apart_from_passage)."""
     if not len(ppos):
         return ppos[:0], ppos[:0]
     order = np.argsort(p.passage_grams, kind="stable")
@@ -269,7 +272,9 @@ def passage_copies(p: PreparedItem, doc: DocTokens, ppos: np.ndarray, n: int) ->
 
 def _inside(starts: np.ndarray, ends: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     """bool per gram of `width` tokens at `pos`: it overlaps one of the spans [starts, ends)
-    (ascending, apart)."""
+    (starts and ends each ascending; spans may overlap)."""
+    if not len(starts):
+        return np.zeros(len(pos), dtype=bool)
     k = np.searchsorted(ends, pos, side="right")  # the first span ending after the gram starts
     return (k < len(starts)) & (starts[np.minimum(k, len(starts) - 1)] < pos + width)
 
@@ -374,7 +379,7 @@ def match_document(
     own, own_hit, competitor, competitor_found = _own_text(
         i, items, stats, shared, region, matched, al, th, present, doc, n, (lo, hi), cache
     )
-    own, own_hit = _apart_from_passage(p, doc, ppos, region, lo, src, n, own, own_hit)
+    own, own_hit = _apart_from_passage(p, doc, ppos, region, (lo, hi), src, n, own, own_hit)
     shared_run, shared_items = _shared_run(p, stats, al.blocks, own, n)
     rare_run, rare_tokens = _rare(p, stats, present, own_hit, th, cuts := _cuts(p.ids, region.ids, al, matched))
     unique_run, opening, opening_unique = _uniqueness(p, stats, region, own, own_hit, n, cuts)
@@ -429,29 +434,65 @@ def _apart_from_passage(
     doc: DocTokens,
     ppos: np.ndarray | None,
     region: Region,
-    lo: int,
+    span: tuple[int, int],
     src: np.ndarray | None,
     n: int,
     own: np.ndarray,
     own_hit: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(own, own_hit) of an item with a passage field. Where the region holds a copy of the
-    passage, own text counts only held apart from it (_outside_passage), and what the question
-    quotes of the passage is own text too: the passage's copy holds it, a copy of the item holds
-    it again apart from the passage (left out, an entailed hypothesis that repeats its premise's
-    first words, or a cloze question every word of which is in its passage, had no own text, so
-    even a verbatim copy of premise and hypothesis was clean: a probe, 28% of NLI verbatim
-    copies). Elsewhere the quoted text is left out: without the passage beside it, it is as
-    likely the passage's source or an edited copy of it (a sibling's copy, its premise reworded
-    around the words this hypothesis repeats, read as this item's)."""
+    """(own, own_hit) of an item with a passage field, whose region is document tokens `span`.
+    Where the region holds a copy of the passage, own text counts only held apart from it
+    (_outside_passage), and what the question quotes of the passage is own text too, held where
+    the document holds it again (_quoted_again): any copy of the passage holds it once, a copy of
+    the item a second time, with at least half of the question's other own text (a sibling's
+    question quoting the same words, when the sibling is not among the items checked, holds them
+    again too). Elsewhere quoted text is no own text, held or not, as before: counted but not
+    held, an edited copy's quoted words the edit left once only lowered its share (a heavy edit of
+    the DROP layout went clean). Left out, an entailed hypothesis that repeats its premise's first
+    words, or a cloze question every word of which is in its passage, had no own text, so even a
+    verbatim copy of premise and hypothesis was clean (a probe: 28% of NLI verbatim copies).
+    Counted where held apart from the copy (a first version), the passage's own source with a
+    clause inserted after the quoted words, split there, or reworded around them, read as the
+    item's copy (a review): each holds the words once. Where the region holds no copy of the
+    passage, quoted text is left out: without the passage beside it, it is as likely its source."""
     if p.quoted is None:
         return own, own_hit
     outside = None
     if ppos is not None and (own_hit | (own & p.quoted)).any():
-        outside = _outside_passage(p, doc, ppos, region, lo, src, n)
+        outside = _outside_passage(p, doc, ppos, region, span[0], src, n)
     if outside is None:
         return own & ~p.quoted, own_hit & ~p.quoted
-    return own, own_hit & held(p, *outside)
+    apart = own_hit & ~p.quoted & held(p, *outside)
+    asked = p.role == QUESTION  # a question quoting the passage, copied, holds its other words too
+    if 2 * count(apart & asked) < count(own & ~p.quoted & asked):
+        return own & ~p.quoted, apart
+    quoted = member(p.grams, distinct(p.passage_grams))  # the item's n-grams the passage holds
+    again = _quoted_again(p, doc, quoted, (span[0] - p.passage_tokens, span[1] + p.passage_tokens), n)
+    if 2 * count(again) <= count(quoted):  # most of what it quotes, as a copy of it holds
+        return own & ~p.quoted, apart
+    repeated = tokens_of(p, p.gram_pos[again], n)
+    return own & (~p.quoted | repeated), apart | (own_hit & repeated)
+
+
+def _quoted_again(p: PreparedItem, doc: DocTokens, quoted: np.ndarray, window: tuple[int, int], n: int) -> np.ndarray:
+    """bool per n-gram of the item: one its passage holds (`quoted`) that the document holds more
+    often within `window` (document tokens) than the passage does: the passage's copy holds it as
+    often as the passage, a copy of the question once more."""
+    if not quoted.any():
+        return quoted
+    grams = p.grams[quoted]
+    at = doc.positions(grams)
+    at = at[(at >= window[0]) & (at < window[1])]
+    in_doc, doc_count = np.unique(doc.grams[at], return_counts=True)
+    held_count = np.zeros(len(grams), dtype=np.int64)
+    if len(in_doc):
+        k = np.minimum(np.searchsorted(in_doc, grams), len(in_doc) - 1)
+        hit = in_doc[k] == grams
+        held_count[hit] = doc_count[k[hit]]
+    in_passage, passage_count = np.unique(p.passage_grams, return_counts=True)
+    again = quoted.copy()
+    again[quoted] = held_count > passage_count[np.searchsorted(in_passage, grams)]
+    return again
 
 
 def _uniqueness(
@@ -515,19 +556,19 @@ def _outside_passage(
     left out (a cloze's blank, a question reworded around the passage's phrases) keeps a few words
     of its own beside each gap, and any copy of the passage holds them, with the answer between:
     text found only inside the passage's copy is the passage's, found for every question of it.
-    The passage's copies are passage_copies' chains: a copy of the question quotes the passage
-    too, but holds none of its n-grams that the item lacks. ppos: where the document holds the
-    passage's n-grams."""
+    The passage's copy is where the document holds the passage's n-grams that the item lacks: a
+    copy of the question quotes the passage too, but holds none of those. ppos: where the
+    document holds the passage's n-grams."""
     if not len(ppos) or not len(region.ids):
         return None
     at = lo + (np.arange(len(region.ids), dtype=np.int64) if src is None else src)  # region token -> document
     first, last = int(at[0]) - n + 1, int(at[-1])  # n-grams starting here may cover a region token
     ugrams = distinct(p.grams)
-    starts, ends = passage_copies(p, doc, ppos, n)
-    keep = (ends > first + n - 1) & (starts <= last)
-    if not keep.any():
+    starts = ppos[(ppos >= first) & (ppos <= last)]
+    starts = starts[~member(doc.grams[starts], ugrams)]
+    if not len(starts):
         return None
-    inside = _inside(starts[keep], ends[keep], at, 1)
+    inside = _covered_at(starts, first, last, n)[at - first]
     # but where the document holds the item's n-grams that the passage lacks, the text is the
     # item's: a copy of the question written in place (an exam page giving the passage with its
     # blank), its n-grams spanning the blank, is no copy of the passage's

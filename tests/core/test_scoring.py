@@ -332,6 +332,58 @@ def test_a_hypothesis_repeating_its_premise_is_found_beside_it() -> None:
     assert not flagged(scan(items, {"page": f"{FILLER} {edited} {FILLER}"})["h0"])
 
 
+def test_the_passage_s_source_is_no_copy_of_a_question_quoting_it() -> None:
+    """What a question quotes of its passage counts only where the document holds it again, beside
+    the passage's copy (a review of the first version, which counted it wherever it stood apart
+    from a chain of the passage's n-grams): the premise's own source with a clause inserted right
+    after the quoted words, or split there, or reworded around them, or only one of its phrases
+    beside the quoted words, holds them once and is no copy of the hypothesis; nor is a passage
+    that repeats the quoted phrase itself, nor a sibling's question quoting the same words when
+    the sibling is not among the items checked (its question's other words are not this one's)."""
+    others = [BenchmarkItem(f"o{k}", 10 + k, question=c, answer="yes") for k, c in enumerate(CLAIMS)]
+    premise = f"{STROMA[:-1]} at the end of the war."
+    h0 = BenchmarkItem("h", 0, question="The lighthouse keepers of Stroma rowed across the firth.", passage=premise)
+    sources = [
+        premise.replace("the firth every", "the firth, a stretch of water famous for its tides and whirlpools, every"),
+        premise.replace(
+            "the firth every", "the firth. Advertisement: buy new boots and coats today at half price. Every"
+        ),
+        "The lighthouse keepers of Stroma rowed across the firth each week to fetch meal, paraffin and letters "
+        "in John o' Groats before the ferry service began at the end of the war.",
+        "The lighthouse keepers of Stroma rowed across the firth in a gale. They gave up at the end of the war.",
+    ]
+    for page in sources:
+        r = scan([h0, *others], {"page": f"{FILLER} {page} {FILLER}"})["h"]
+        assert r.status == Status.CLEAN, (page, r.reason)
+    refrain = "the miners of the valley walked down to the harbour every morning at dawn with their sacks of coal"
+    twice = f"{refrain} and sold it to the captains of the fleet. When the pits closed that winter {refrain} once more."
+    miners = BenchmarkItem("m", 0, question=f"{refrain}.", passage=twice, answer="entailment")
+    assert scan([miners, *others], {"page": f"{FILLER} {twice} {FILLER}"})["m"].status == Status.CLEAN
+    copied = f"{FILLER} Premise: {twice} Hypothesis: {refrain}. Label: entailment {FILLER}"
+    assert scan([miners, *others], {"page": copied})["m"].status == Status.CONTAMINATED
+    game = (
+        "The Ravens opened the scoring with a 32-yard field goal by Matt Stover. Baltimore extended the lead with a "
+        "touchdown pass from Kyle Boller to Todd Heap after the interception by Ed Reed in the second quarter."
+    )
+    asked = "How many yards did the Ravens gain on the drive after the interception by Ed Reed in the second quarter?"
+    item = BenchmarkItem("g", 0, question=asked, passage=game, answer="41")
+    sibling = "Which player caught the touchdown pass after the interception by Ed Reed in the second quarter?"
+    r = scan([item, *others], {"page": f"{FILLER} {game} Question: {sibling} Answer: Todd Heap {FILLER}"})["g"]
+    assert r.status == Status.CLEAN, r.reason
+    r = scan([item, *others], {"page": f"{FILLER} {game} Question: {asked} Answer: 41 {FILLER}"})["g"]
+    assert r.status == Status.CONTAMINATED and r.answer_found, r.reason
+    # two hypotheses quoting overlapping words of one premise: a copy of the one repeats part of
+    # the other's quoted words, not most of them (the probe's NLI: a sibling `contaminated`)
+    note = "It does not yet work completely, but may be used to list the keys of the archive."
+    pair = [
+        BenchmarkItem("e", 0, question="It does not yet work completely.", passage=note, answer="entailment"),
+        BenchmarkItem("n", 1, question="Does not yet work completely, but may be.", passage=note, answer="neutral"),
+    ]
+    page = f"{FILLER} Premise: {note} Hypothesis: It does not yet work completely. {FILLER}"
+    r = scan([*pair, *others], {"page": page})
+    assert r["e"].status.flagged and r["n"].status == Status.CLEAN, (r["e"].reason, r["n"].reason)
+
+
 def test_a_long_answer_held_in_part_is_not_called_missing() -> None:
     """A long free-text answer counts as found when half of it is held beside the question; a page
     holding the question and 40% of it said "the question is in one document, without its answer"
