@@ -585,7 +585,8 @@ _TEXT_KEYS_IN_ORDER = (
     "value",
     "human_readable",
     "content",
-)  # an object's text, the first of these it has (content: a chat message's)
+    "parts",
+)  # an object's text, the first of these it has (content: a chat message's; parts: Gemini's)
 _TEXT_KEYS = set(_TEXT_KEYS_IN_ORDER)
 _LIST_KEYS = ("text", "spans")  # an answer object's list of accepted answers
 
@@ -892,8 +893,8 @@ def to_item(
         answer = choices[labels.index(1)]  # TruthfulQA's {choices, labels}: 1 marks the correct choice
     ident = get(mapping["id"]) if "id" in mapping else None
     asked = get(mapping["question"]) if "question" in mapping else None
-    if "answer" not in mapping and isinstance(asked, list) and (reply := _reply(asked)) is not None:
-        asked, answer = asked[:-1], _as_text(reply)  # a chat's last turn, the model's, is its answer
+    context = get(mapping["passage"]) if "passage" in mapping else None
+    asked, context, answer = _chat(asked, context, answer, "passage" in mapping)
     solution = _as_text(get(mapping["solution"])) if "solution" in mapping else ""
     if not solution and not choices:
         answer, solution = final_answer(answer)
@@ -901,7 +902,7 @@ def to_item(
         item_id=_as_text(ident) if ident not in (None, "") else str(row),
         row=row,
         question=_as_text(asked),
-        passage=_as_text(get(mapping["passage"])) if "passage" in mapping else "",
+        passage=_as_text(context),
         choices=tuple(choices),
         answer=answer,
         solution=solution,
@@ -910,20 +911,33 @@ def to_item(
     )
 
 
-_REPLY_ROLES = ("assistant", "gpt", "model", "bot", "chatbot")  # OpenAI's, ShareGPT's, Gemini's and others' names
+_REPLY_ROLES = ("assistant", "gpt", "chatgpt", "model", "bot", "chatbot", "bard")  # the model's, by file layout
 
 
-def _reply(value: Any) -> Any:
-    """A chat's last message when the model speaks it after someone else's: the reference reply
-    of a chat benchmark without an answer field, which was read as part of its question (a copy
-    of the prompt alone then held only part of the "question", and no answer was ever found)."""
-    if not isinstance(value, list) or len(value) < 2 or not all(isinstance(m, dict) for m in value):
-        return None
-    role = str(value[-1].get("role", value[-1].get("from", ""))).lower()
-    before = str(value[-2].get("role", value[-2].get("from", ""))).lower()
-    if role in _REPLY_ROLES and before not in _REPLY_ROLES and _as_text(value[-1]).strip():
-        return value[-1]
-    return None
+def _speaker(message: dict[str, Any]) -> str:
+    return str(message.get("role", message.get("from", ""))).lower()
+
+
+def _chat(asked: Any, context: Any, answer: str, passage_given: bool) -> tuple[Any, Any, str]:
+    """(question, passage, answer) of an item whose question is a chat's messages ({role, content}
+    objects; anything else is returned as it is). Its system messages are the passage, unless a
+    passage field is given: the instructions or context the turns are asked in, the same for every
+    item of most chat benchmarks (read as the question, a benchmark of five chats counted its system
+    prompt as each item's own text, and a copy of one item's turns held 74% of it: a new user's
+    trial). With no answer, a last message the model speaks after someone else's is the answer:
+    the chat's reference reply (read as part of the question, a copy of the prompt alone held
+    part of the "question", and no answer was ever found)."""
+    turns = asked[0] if isinstance(asked, list) and len(asked) == 1 and isinstance(asked[0], list) else asked
+    if not isinstance(turns, list) or not turns or not all(isinstance(m, dict) for m in turns):
+        return asked, context, answer
+    if not passage_given and any(_speaker(m) == "system" for m in turns):
+        context = [m for m in turns if _speaker(m) == "system"]
+        turns = [m for m in turns if _speaker(m) != "system"]
+    if not answer and len(turns) >= 2:
+        last, before = turns[-1], turns[-2]
+        if _speaker(last) in _REPLY_ROLES and _speaker(before) not in _REPLY_ROLES and _as_text(last).strip():
+            turns, answer = turns[:-1], _as_text(last)
+    return turns, context, answer
 
 
 ROLES = ("question", "passage", "choices", "answer", "solution", "id")

@@ -360,11 +360,14 @@ def test_a_chat_benchmark_s_fields_line_says_where_its_answer_is(migrated_url: s
     bench = tmp_path / "chat.jsonl"
     bench.write_text(json.dumps({"id": "a", "messages": chat}) + "\n")
     out = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
-    assert "fields: question=messages, id=id (answer: a chat's last message where the model speaks it)" in out.stderr
+    said = "fields: question=messages, id=id (a chat's passage: its system messages; answer: its last message where"
+    assert said in out.stderr, out.stderr
     assert "answer" in json.loads(out.stdout)["results"][0]["fields"]
     bench.write_text(json.dumps({"id": "a", "messages": chat, "answer": "Tigris"}) + "\n")
     out = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
-    assert "fields: question=messages, answer=answer, id=id; corpora" in out.stderr
+    assert (
+        "fields: question=messages, answer=answer, id=id (a chat's passage: its system messages); corpora" in out.stderr
+    )
 
 
 def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) -> None:

@@ -384,6 +384,42 @@ def test_the_passage_s_source_is_no_copy_of_a_question_quoting_it() -> None:
     assert r["e"].status.flagged and r["n"].status == Status.CLEAN, (r["e"].reason, r["n"].reason)
 
 
+def test_a_chat_copied_without_its_system_prompt_is_contaminated() -> None:
+    """A benchmark of five chats sharing one system prompt: read into the question, the prompt
+    (in fewer items than a template is) counted as each item's own text, and a page holding one
+    item's user and assistant turns held 74% of it: `suspicious` (a new user's trial). A system
+    message is the chat's passage, which a copy of the turns need not hold."""
+    system = {
+        "role": "system",
+        "content": "You are a careful assistant for the lighthouse service of the northern isles.",
+    }
+    turns = [
+        ("Why did the keepers of Stroma row across the firth every Sunday?", "To buy bread, lamp oil and newspapers."),
+        ("How often was the lamp on Muckle Flugga cleaned in winter storms?", "Every night, before the watch began."),
+        (
+            "Who relieved the keepers of Sule Skerry when the relief boat failed?",
+            "A trawler from Stromness, in calm weather.",
+        ),
+        (
+            "What did the keepers of the Flannan Isles record before they vanished?",
+            "Nothing after the fifteenth of December.",
+        ),
+        (
+            "Where were the spare lenses for the Pentland Skerries light kept?",
+            "In the store room under the tower stairs.",
+        ),
+    ]
+    rows = [
+        {"id": f"c{k}", "messages": [system, {"role": "user", "content": q}, {"role": "assistant", "content": a}]}
+        for k, (q, a) in enumerate(turns)
+    ]
+    items, _ = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "chat.jsonl")
+    page = f"{FILLER} User: {turns[0][0]} Assistant: {turns[0][1]} {FILLER}"
+    r = scan(items, {"page": page})
+    assert r["c0"].status == Status.CONTAMINATED and r["c0"].answer_found, r["c0"].reason
+    assert r["c0"].own_coverage == 1.0 and not any(flagged(r[f"c{k}"]) for k in range(1, 5))
+
+
 def test_a_long_answer_held_in_part_is_not_called_missing() -> None:
     """A long free-text answer counts as found when half of it is held beside the question; a page
     holding the question and 40% of it said "the question is in one document, without its answer"

@@ -416,28 +416,40 @@ def test_a_text_field_holding_objects_is_refused_and_chat_messages_are_read() ->
     assert items[0].question.strip() == "What animal?"
 
 
-def test_a_chats_last_reply_is_its_answer() -> None:
+def test_a_chats_last_reply_is_its_answer_and_its_system_prompt_its_passage() -> None:
     """A chat benchmark without an answer field ends with the model's reference reply: it was read
     as part of the question (a copy of the prompt alone then held part of the "question", and no
     answer was ever found). The last message, the model's after someone else's, is the answer; an
     answer field, a user's last message, or a model's turn after a model's leave the messages as
-    they were."""
+    they were. A system message is the passage (every item of a chat benchmark carries the same
+    one, mostly; read as the question, five chats counted it as each item's own text: a new
+    user's trial), unless a passage field is given. A review: a class label that is no answer,
+    a question mapped as a one-field list, ShareGPT's "chatgpt" and Gemini's `parts`."""
     prompt = "Explain why the lighthouse keepers of Stroma left the island in nineteen sixty two"
     reply = "The island's school closed and the ferry stopped, so the last families moved to Caithness"
     chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": prompt}]
     rows = [
         {"id": "a", "messages": [*chat, {"role": "assistant", "content": reply}]},
-        {"id": "b", "conversations": [{"from": "human", "value": prompt}, {"from": "gpt", "value": reply}]},
-        {"id": "c", "messages": [*chat, {"role": "assistant", "content": reply}], "answer": "ferries"},
-        {"id": "d", "messages": [{"role": "assistant", "content": reply}, {"role": "user", "content": prompt}]},
+        {"id": "b", "conversations": [{"from": "human", "value": prompt}, {"from": "chatgpt", "value": reply}]},
+        {"id": "c", "messages": [*chat, {"role": "assistant", "content": reply}], "label": 1},
         {
-            "id": "e",
+            "id": "d",
+            "contents": [{"role": "user", "parts": [{"text": prompt}]}, {"role": "model", "parts": [{"text": reply}]}],
+        },
+        {"id": "e", "messages": [*chat, {"role": "assistant", "content": reply}], "answer": "ferries"},
+        {"id": "f", "messages": [{"role": "assistant", "content": reply}, {"role": "user", "content": prompt}]},
+        {
+            "id": "g",
             "messages": [*chat, {"role": "assistant", "content": "Ok."}, {"role": "assistant", "content": reply}],
         },
+        {"id": "h", "messages": [*chat, {"role": "assistant", "content": reply}], "context": "Orkney and Caithness."},
     ]
-    items = [read_benchmark((json.dumps(r) + "\n").encode(), "c.jsonl")[0][0] for r in rows]
-    assert [(it.question, it.answer) for it in items[:2]] == [(f"Be brief. {prompt}", reply), (prompt, reply)]
-    assert all(reply in it.question for it in items[2:]) and [it.answer for it in items[2:]] == ["ferries", "", ""]
+    given = {"d": {"question": ["contents"]}, "h": {"question": "messages", "passage": "context"}}
+    items = [read_benchmark((json.dumps(r) + "\n").encode(), "c.jsonl", given.get(r["id"]))[0][0] for r in rows]
+    assert [(it.question, it.answer) for it in items[:4]] == [(prompt, reply)] * 4, [it.question for it in items[:4]]
+    assert [it.passage for it in items[:4]] == ["Be brief.", "", "Be brief.", ""]
+    assert all(reply in it.question for it in items[4:7]) and [it.answer for it in items[4:7]] == ["ferries", "", ""]
+    assert (items[7].passage, items[7].answer) == ("Orkney and Caithness.", reply) and "Be brief." in items[7].question
 
 
 def test_numeric_answers_counted_from_one_are_read_so() -> None:
