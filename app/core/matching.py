@@ -227,8 +227,9 @@ def region_for(
     grams, width = doc.grams, n
     if ppos is None:
         ppos = doc.positions(p.passage_grams) if len(p.passage_grams) else pos[:0]
-    if len(pos) and len(ppos):
-        pos = _apart_from_passage_copy(p, doc, pos, ppos, n)
+    apart = _apart_from_passage_copy(p, doc, pos, ppos, n) if len(pos) and len(ppos) else pos
+    if len(apart) < len(pos):  # placed by the copy apart, the passage's n-grams not pulling it back
+        return _padded_cluster(doc, apart, grams, width, length)
     if len(pos) and len(ppos) and _copies_of_text(p, doc, pos, length):
         return _padded_cluster(doc, pos, grams, width, length, ppos)  # the passage chooses between copies
     if not len(pos):
@@ -284,7 +285,9 @@ def _apart_from_passage_copy(p: PreparedItem, doc: DocTokens, pos: np.ndarray, p
     (passage_copies), if any lie apart, else all of them. What a question quotes of its passage
     is found inside every copy of the passage; a copy of the item holds it again, apart, and there
     the region must be (placed on the passage's copy, a hypothesis repeating its premise's first
-    words was aligned with the premise and its copy after the premise went unseen)."""
+    words was aligned with the premise and its copy after the premise went unseen; placed with the
+    passage's n-grams as ties, a short premise's first words were in the region and the hypothesis
+    was aligned with them, so the label after its copy was not found: a new user's trial)."""
     starts, ends = passage_copies(p, doc, ppos, n)
     if not len(starts):
         return pos

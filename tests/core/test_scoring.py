@@ -320,6 +320,14 @@ def test_a_hypothesis_repeating_its_premise_is_found_beside_it() -> None:
         assert r["h0"].status == Status.CONTAMINATED, (layout, r["h0"].reason)
         assert r["h0"].answer_found == (not layout.startswith("H")), layout  # the label within reach of the hypothesis
         assert not flagged(r["h1"]), r["h1"].reason
+    # a short premise: placed with the premise's n-grams, the region held its first words and the
+    # hypothesis was aligned with them, so the label after its copy was not found (a new user)
+    said = "The harbour master closed the northern pier."
+    pier = f"{said[:-1]} on Friday morning after a storm cracked two of its oldest wooden pylons."
+    short = BenchmarkItem("p", 5, question=said, passage=pier, answer="entailment")
+    page = f"{FILLER} Premise: {pier}\nHypothesis: {said}\nLabel: entailment {FILLER}"
+    r = scan([short, *items], {"page": page})["p"]
+    assert r.status == Status.CONTAMINATED and r.answer_found, r.reason
     sibling = scan(items, {"page": f"{FILLER} {STROMA} {hyps[1][0]} contradiction {FILLER}"})
     assert sibling["h1"].status == Status.CONTAMINATED and not flagged(sibling["h0"]), sibling["h0"].reason
     edited = (
