@@ -106,7 +106,7 @@ def test_the_readmes_example_files_give_what_it_says(migrated_url: str) -> None:
         "contam scan examples/benchmark.jsonl --corpus example",
     ]
     assert all(f".venv/bin/{c}" in readme for c in commands)
-    said = "`6 items: 3 contaminated, 0 suspicious, 3 clean, 0 too short`"
+    said = "`6 items: 3 contaminated, 0 suspicious, 3 clean, 0 too short; contaminated share 50.00%`"
     assert said in readme
     get_settings.cache_clear()
     run = CliRunner()
