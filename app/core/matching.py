@@ -866,6 +866,13 @@ def _own_text(
     # the largest shares; of equal shares, the item that explains more of the region (a longer
     # item held whole explains more than a shorter one whose every gram is in it too)
     order = np.lexsort((-held_count, -bag_share))[:COMPETITORS_ALIGNED].tolist()
+    # and, if none of those holds text item i lacks there, the one holding most of it: of sixty
+    # chats sharing one frame, those with the shortest replies have the largest shares, and the
+    # one copied, most of whose text is its long reply, was never measured (a probe: a clean
+    # item `suspicious` for the frame it shares with the copy)
+    theirs = np.bincount(label[in_region & ~member(flat, p.umgrams)], minlength=len(grams))
+    if not theirs[order].any() and theirs.any():
+        order.append(int(np.argmax(theirs)))
     others = [items[candidates[k]] for k in order]
     copies = _copy_of(p, others, region, matched, al, present, doc, n, around, cache)
     if len(copies) > 1:  # the best, and the others whose copy is where item i's match is

@@ -286,6 +286,48 @@ def test_a_chat_prompt_without_its_reply_is_the_question_without_its_answer(
     assert answered.status == "contaminated" and answered.answer_found and answered.roles["answer"].found
 
 
+def test_a_frame_shared_with_the_item_copied_is_not_this_item_s_question(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """48 chats share one question frame ("... what X is for and when I would use it?"); a page
+    holds one item's question alone, and a phrase of another's reply ("can be used to") nearby.
+    The three candidates measured were the frame's items with the shortest replies (the largest
+    shares of their text held), none of them the copy, so the other item kept the frame as its own
+    text and was "the question ... in one document" (a probe: a clean item `suspicious`). The item
+    holding most text the other lacks there is measured too: the copy."""
+    import random
+
+    vocabulary = (
+        "the keeper lamp tower island ferry harbour storm pier boat light oil bread winter summer night watch "
+        "relief crew engine signal fog horn rock cliff wave tide chart log book station supply coal paraffin "
+        "lens mirror clock bell rope ladder door stair window roof wall garden sheep cow goat hen egg milk "
+        "butter cheese flour salt sugar tea coffee letter post parcel doctor priest teacher school child wife "
+        "husband brother sister mother father friend visitor stranger sailor fisher trawler net hook line catch "
+        "market price money shilling pound week month year day morning evening noon dusk dawn"
+    )
+    words = vocabulary.split()
+    rng = random.Random(5)
+    frame = "I am new to Linux. Could you tell me what {} is for and when I would use it?"
+    tools = [f"tool{k}" for k in range(48)]
+    tools[30] = "deb-substvars"  # its copy's two-word name: four of its 3-grams there the other lacks
+    sizes = [50, 36, 41, 23, 20, 50, 75, 27, 23, 54, 56, 22, 36, 55, 23, 66, 21, 28, 53, 39, 35, 33, 38, 24]
+    sizes += [40, 22, 63, 57, 20, 53, 40, 40, 34, 66, 34, 28, 73, 26, 27, 35, 26, 73, 45, 28, 42, 21, 25, 45]
+    replies = [" ".join(rng.choice(words) for _ in range(k)) + "." for k in sizes]
+    replies[5] = replies[5][:-1] + " and it can be used to sign files."
+    items = [
+        BenchmarkItem(f"i{k}", k, question=frame.format(t), answer=a)
+        for k, (t, a) in enumerate(zip(tools, replies, strict=True))
+    ]
+    page = (
+        "The arguments in this group can be used to specify the attributes of this resource. Some attributes "
+        f"are not given arguments in this group but can be set in other ways.\n\n{frame.format(tools[30])}\n\n"
+        "Provide the argument on the command line with a fully specified name, or set the property core/project."
+    )
+    index_corpus(engine, [{"id": "page", "text": page}])
+    flagged = {r.item.item_id: r.score.status for r in Scanner(engine).scan(items) if r.score.status != "clean"}
+    assert flagged == {"i30": "suspicious"}, flagged
+
+
 def test_a_short_answer_after_the_worked_solution_is_the_answer_field_found(
     engine: Engine, index_corpus: IndexCorpus
 ) -> None:
