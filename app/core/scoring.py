@@ -171,7 +171,7 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     a row rarely do (bench/calibrate.py)."""
     q_own = m.own_role_coverage(p, QUESTION)
     if (
-        m.own_total
+        m.own_total > _short_answer_own(p, m)
         and m.own_coverage >= th.contaminated_coverage
         and m.coverage >= th.contaminated_coverage
         and m.matched_bits >= th.min_bits
@@ -224,6 +224,15 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
             "item(s) was found, but not this item's own text"
         )
     return Status.CLEAN, _clean_reason(m, th, n)
+
+
+def _short_answer_own(p: PreparedItem, m: DocMatch) -> int:
+    """How many own tokens of a match are a short answer's (LONG_ANSWER tokens or fewer): own text
+    that is only that is no copy of the item (an NLI hypothesis quoting its premise, not repeated,
+    is no own text, and a page holding the premise with the word "entailment" near it held "100%
+    of the item's own text (1 tokens)": `contaminated`, a review)."""
+    answer = count(p.role == ANSWER)
+    return m.own_role_tokens(p, ANSWER) if 0 < answer <= LONG_ANSWER else 0
 
 
 def _missing(p: PreparedItem, m: DocMatch) -> str:

@@ -428,6 +428,25 @@ def test_a_chat_copied_without_its_system_prompt_is_contaminated() -> None:
     assert r["c0"].own_coverage == 1.0 and not any(flagged(r[f"c{k}"]) for k in range(1, 5))
 
 
+def test_a_short_answer_alone_is_no_copy_of_the_item() -> None:
+    """An entailed hypothesis quoting its premise has no own text where the page does not hold it
+    again, only its label: a page holding the premise with the word "entailment" near it held
+    "100% of the item's own text (1 tokens)" and was `contaminated` (a review). Own text that is
+    only a short answer is no copy of the item; a sibling's copy is still its own."""
+    others = [BenchmarkItem(f"o{k}", 10 + k, question=c, answer="yes") for k, c in enumerate(CLAIMS)]
+    hyps = [
+        ("The lighthouse keepers of Stroma rowed across the firth.", "entailment"),
+        ("People on Stroma depended on the mainland for supplies.", "entailment"),
+    ]
+    items = [BenchmarkItem(f"h{k}", k, question=h, passage=STROMA, answer=a) for k, (h, a) in enumerate(hyps)]
+    for page in (f"{STROMA} entailment", f"Premise: {STROMA} Label: entailment"):
+        r = scan([*items, *others], {"page": f"{FILLER} {page} {FILLER}"})
+        assert not flagged(r["h0"]) and not flagged(r["h1"]), (page, r["h0"].reason)
+    copied = f"{FILLER} Premise: {STROMA} Hypothesis: {hyps[1][0]} Label: entailment {FILLER}"
+    r = scan([*items, *others], {"page": copied})
+    assert r["h1"].status == Status.CONTAMINATED and not flagged(r["h0"]), r["h0"].reason
+
+
 def test_a_long_answer_held_in_part_is_not_called_missing() -> None:
     """A long free-text answer counts as found when half of it is held beside the question; a page
     holding the question and 40% of it said "the question is in one document, without its answer"
