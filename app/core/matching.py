@@ -228,8 +228,11 @@ def region_for(
     if ppos is None:
         ppos = doc.positions(p.passage_grams) if len(p.passage_grams) else pos[:0]
     apart = _apart_from_passage_copy(p, doc, pos, ppos, n) if len(pos) and len(ppos) else pos
-    if len(apart) < len(pos):  # placed by the copy apart, the passage's n-grams not pulling it back
-        return _padded_cluster(doc, apart, grams, width, length)
+    if len(apart) < len(pos):  # placed by the copy apart from the passage's, which chooses between copies
+        if _copies_of_text(p, doc, apart, length):  # (a dump asking one question of many passages)
+            lo, hi = _padded_cluster(doc, apart, grams, width, length, ppos)
+            apart = apart[(apart >= lo) & (apart < hi)]
+        return _padded_cluster(doc, apart, grams, width, length)  # and not pulled back by its n-grams
     if len(pos) and len(ppos) and _copies_of_text(p, doc, pos, length):
         return _padded_cluster(doc, pos, grams, width, length, ppos)  # the passage chooses between copies
     if not len(pos):
@@ -463,27 +466,37 @@ def _apart_from_passage(
     outside = None
     if ppos is not None and (own_hit | (own & p.quoted)).any():
         outside = _outside_passage(p, doc, ppos, region, span[0], src, n)
-    if outside is None:
+    if outside is None or ppos is None:
         return own & ~p.quoted, own_hit & ~p.quoted
     apart = own_hit & ~p.quoted & held(p, *outside)
     asked = p.role == QUESTION  # a question quoting the passage, copied, holds its other words too
     if 2 * count(apart & asked) < count(own & ~p.quoted & asked):
         return own & ~p.quoted, apart
     quoted = member(p.grams, distinct(p.passage_grams))  # the item's n-grams the passage holds
-    again = _quoted_again(p, doc, quoted, (span[0] - p.passage_tokens, span[1] + p.passage_tokens), n)
+    again = _quoted_again(p, doc, ppos, quoted, (span[0] - p.passage_tokens, span[1] + p.passage_tokens))
     if 2 * count(again) <= count(quoted):  # most of what it quotes, as a copy of it holds
         return own & ~p.quoted, apart
     repeated = tokens_of(p, p.gram_pos[again], n)
     return own & (~p.quoted | repeated), apart | (own_hit & repeated)
 
 
-def _quoted_again(p: PreparedItem, doc: DocTokens, quoted: np.ndarray, window: tuple[int, int], n: int) -> np.ndarray:
-    """bool per n-gram of the item: one its passage holds (`quoted`) that the document holds more
-    often within `window` (document tokens) than the passage does: the passage's copy holds it as
-    often as the passage, a copy of the question once more."""
+def _quoted_again(
+    p: PreparedItem, doc: DocTokens, ppos: np.ndarray, quoted: np.ndarray, window: tuple[int, int]
+) -> np.ndarray:
+    """bool per n-gram of the item: one its passage holds (`quoted`) that the document holds, within
+    `window` (document tokens), as often as the copies of the passage there and a copy of the
+    question together do: as often as the passage holds it, times the copies of the passage (as
+    many as the document holds of the passage's n-gram the item lacks that it holds most often: a
+    dump giving one premise with each of its hypotheses holds it three times), plus as often as the
+    question holds it (a question quoting a phrase twice). A second copy of the passage, or the
+    passage's source repeating the phrase once, read as a copy of the question (a review)."""
     if not quoted.any():
         return quoted
     grams = p.grams[quoted]
+    near = (ppos >= window[0]) & (ppos < window[1])
+    lacking = doc.grams[ppos[near]]
+    lacking = lacking[~member(lacking, distinct(p.grams))]
+    copies = int(occurrences(lacking).max()) if len(lacking) else 1
     at = doc.positions(grams)
     at = at[(at >= window[0]) & (at < window[1])]
     in_doc, doc_count = np.unique(doc.grams[at], return_counts=True)
@@ -493,8 +506,9 @@ def _quoted_again(p: PreparedItem, doc: DocTokens, quoted: np.ndarray, window: t
         hit = in_doc[k] == grams
         held_count[hit] = doc_count[k[hit]]
     in_passage, passage_count = np.unique(p.passage_grams, return_counts=True)
+    asked = occurrences(grams)  # as often as the question holds it (grams of one item: its own count)
     again = quoted.copy()
-    again[quoted] = held_count > passage_count[np.searchsorted(in_passage, grams)]
+    again[quoted] = held_count >= copies * passage_count[np.searchsorted(in_passage, grams)] + asked
     return again
 
 

@@ -392,6 +392,48 @@ def test_the_passage_s_source_is_no_copy_of_a_question_quoting_it() -> None:
     assert r["e"].status.flagged and r["n"].status == Status.CLEAN, (r["e"].reason, r["n"].reason)
 
 
+def test_quoted_words_count_against_every_copy_of_the_passage() -> None:
+    """A second review: the quoted words were counted again where the page held the passage twice
+    (a dump giving a premise with each of its other hypotheses), and where the source repeated a
+    phrase the question quotes twice. They count where the page holds them as often as every copy
+    of the passage there and a copy of the question together. And a dump asking one question of
+    two passages: the region placed apart from the passage's copy lost the passage's choice
+    between the question's copies, and the first item's copy beside the second's passage was no
+    one's."""
+    others = [BenchmarkItem(f"o{k}", 10 + k, question=c, answer="yes") for k, c in enumerate(CLAIMS)]
+    hyps = [
+        ("The lighthouse keepers of Stroma rowed across the firth.", "entailment"),
+        ("Nobody ever rowed from Stroma to the mainland on a Sunday.", "contradiction"),
+        ("The keepers also bought tobacco and candles on those trips.", "neutral"),
+    ]
+    items = [BenchmarkItem(f"h{k}", k, question=h, passage=STROMA, answer=a) for k, (h, a) in enumerate(hyps)]
+    rows = [f"Premise: {STROMA} Hypothesis: {h} Label: {a}\n" for h, a in hyps]
+    for page in (f"{STROMA} {STROMA}", rows[1] + rows[2]):
+        assert scan([*items, *others], {"page": f"{FILLER} {page} {FILLER}"})["h0"].status == Status.CLEAN, page
+    r = scan([*items, *others], {"page": f"{FILLER} {''.join(rows)} {FILLER}"})
+    assert all(r[f"h{k}"].status == Status.CONTAMINATED for k in range(3)) and r["h0"].answer_found
+    weavers = "The weavers of the valley walked twelve miles each morning to the new factory beside the station."
+    twice = "The weavers of the valley walked twelve miles, the weavers of the valley walked twelve miles."
+    item = BenchmarkItem("w", 0, question=twice, passage=weavers, answer="entailment")
+    source = f"{FILLER} {weavers} In winter the weavers of the valley walked twelve miles in the dark. {FILLER}"
+    assert scan([item, *others], {"page": source})["w"].status == Status.CLEAN
+    assert scan([item, *others], {"page": f"{FILLER} {weavers} {twice} entailment {FILLER}"})["w"].status.flagged
+    first = (
+        "The Ravens opened the scoring with a field goal by Matt Stover. Baltimore scored two touchdowns in the "
+        "second quarter, a pass from Kyle Boller to Todd Heap and a run by Jamal Lewis, and led at the half."
+    )
+    second = (
+        "Pittsburgh fell behind early when Jeff Reed missed from 41 yards. The Steelers scored three touchdowns "
+        "in the second quarter, two runs by Jerome Bettis and a pass to Hines Ward, and never trailed again."
+    )
+    asked = "How many touchdowns in the second quarter did the team score?"
+    games = [BenchmarkItem("a", 0, question=asked, passage=first, answer="2")]
+    games += [BenchmarkItem("b", 1, question=asked, passage=second, answer="3")]
+    dump = f"Passage: {second} Question: {asked} Answer: 3\n\nPassage: {first} Question: {asked} Answer: 2"
+    r = scan([*games, *others], {"page": f"{FILLER} {dump} {FILLER}"})
+    assert r["a"].status == r["b"].status == Status.CONTAMINATED and r["a"].answer_found and r["b"].answer_found
+
+
 def test_a_chat_copied_without_its_system_prompt_is_contaminated() -> None:
     """A benchmark of five chats sharing one system prompt: read into the question, the prompt
     (in fewer items than a template is) counted as each item's own text, and a page holding one
