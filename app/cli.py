@@ -552,7 +552,7 @@ def scan(
     # as --fields takes them back: a list of fields is the role given once per field
     used = ", ".join(f"{role}={x}" for role, f in checked.mapping.items() for x in (f if isinstance(f, list) else [f]))
     chat = checked.mapping.get("question") in ("messages", "conversations")
-    parts = [] if not chat or "passage" in checked.mapping else ["passage: its system messages"]
+    parts = [] if not chat or "passage" in checked.mapping else ["passage: a system message most chats share"]
     parts += [] if not chat or "answer" in checked.mapping else ["answer: its last message where the model speaks it"]
     reply = f" (a chat's {'; '.join(parts)})" if parts else ""
     typer.echo(f"fields: {used}{reply}; corpora: {', '.join(checked.corpora)}", err=True)

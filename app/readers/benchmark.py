@@ -17,6 +17,7 @@ import csv
 import glob
 import gzip
 import io
+import itertools
 import lzma
 import numbers
 import re
@@ -24,7 +25,8 @@ import shutil
 import sys
 import tempfile
 import zlib
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Protocol
 
@@ -868,10 +870,16 @@ def _answer(value: Any, choices: list[str], labels: list[Any], base: int = 0) ->
 
 
 def to_item(
-    row: int, rec: dict[str, Any], mapping: Mapping[str, Any], base: int = 0, keep_raw: bool = True
+    row: int,
+    rec: dict[str, Any],
+    mapping: Mapping[str, Any],
+    base: int = 0,
+    keep_raw: bool = True,
+    system: str | None = None,
 ) -> BenchmarkItem:
     """The item of one record under a role mapping; base: what the file's numeric answers count
-    the choices from (index_base); keep_raw: keep the record on the item (a scan reads none of it)."""
+    the choices from (index_base); keep_raw: keep the record on the item (a scan reads none of it);
+    system: the system message most of the file's chats share (_shared_system), if any."""
 
     def get(field: Any) -> Any:
         return _get(rec, field)
@@ -894,7 +902,7 @@ def to_item(
     ident = get(mapping["id"]) if "id" in mapping else None
     asked = get(mapping["question"]) if "question" in mapping else None
     context = get(mapping["passage"]) if "passage" in mapping else None
-    asked, context, answer = _chat(asked, context, answer, "passage" in mapping)
+    asked, context, answer = _chat(asked, context, answer, None if "passage" in mapping else system)
     solution = _as_text(get(mapping["solution"])) if "solution" in mapping else ""
     if not solution and not choices:
         answer, solution = final_answer(answer)
@@ -918,26 +926,47 @@ def _speaker(message: dict[str, Any]) -> str:
     return str(message.get("role", message.get("from", ""))).lower()
 
 
-def _chat(asked: Any, context: Any, answer: str, passage_given: bool) -> tuple[Any, Any, str]:
+def _chat(asked: Any, context: Any, answer: str, system: str | None) -> tuple[Any, Any, str]:
     """(question, passage, answer) of an item whose question is a chat's messages ({role, content}
-    objects; anything else is returned as it is). Its system messages are the passage, unless a
-    passage field is given: the instructions or context the turns are asked in, the same for every
-    item of most chat benchmarks (read as the question, a benchmark of five chats counted its system
-    prompt as each item's own text, and a copy of one item's turns held 74% of it: a new user's
-    trial). With no answer, a last message the model speaks after someone else's is the answer:
-    the chat's reference reply (read as part of the question, a copy of the prompt alone held
-    part of the "question", and no answer was ever found)."""
+    objects; anything else is returned as it is). With no answer, a last message the model speaks
+    after someone else's is the answer: the chat's reference reply (read as part of the question,
+    a copy of the prompt alone held part of the "question", and no answer was ever found). Its
+    system messages whose text is `system`, the one most of the file's chats share, are the
+    passage, where other turns with text remain: instructions every item carries (read as the
+    question, a benchmark of five chats counted its system prompt as each item's own text, and a
+    copy of one item's turns held 74% of it: a new user's trial). A system message of its own (a
+    document to summarise, a schema) stays the item's text (a review)."""
     turns = asked[0] if isinstance(asked, list) and len(asked) == 1 and isinstance(asked[0], list) else asked
     if not isinstance(turns, list) or not turns or not all(isinstance(m, dict) for m in turns):
         return asked, context, answer
-    if not passage_given and any(_speaker(m) == "system" for m in turns):
-        context = [m for m in turns if _speaker(m) == "system"]
-        turns = [m for m in turns if _speaker(m) != "system"]
     if not answer and len(turns) >= 2:
         last, before = turns[-1], turns[-2]
         if _speaker(last) in _REPLY_ROLES and _speaker(before) not in _REPLY_ROLES and _as_text(last).strip():
             turns, answer = turns[:-1], _as_text(last)
+    if system is not None:
+        shared = [m for m in turns if _speaker(m) == "system" and _as_text(m) == system]
+        rest = [m for m in turns if not (_speaker(m) == "system" and _as_text(m) == system)]
+        if shared and _as_text(rest).strip():
+            return rest, shared, answer
     return turns, context, answer
+
+
+def _shared_system(records: Iterable[dict[str, Any]], mapping: Mapping[str, Any]) -> str | None:
+    """The system message the chats of a file share (the text of the one most of the first
+    DETECT_ROWS records with one hold, if two or more, more than half of them, do), or None."""
+    if "passage" in mapping or "question" not in mapping:
+        return None
+    seen: Counter[str] = Counter()
+    for rec in itertools.islice(records, DETECT_ROWS):
+        turns = _get(rec, mapping["question"])
+        turns = turns[0] if isinstance(turns, list) and len(turns) == 1 and isinstance(turns[0], list) else turns
+        if isinstance(turns, list):
+            texts = {_as_text(m) for m in turns if isinstance(m, dict) and _speaker(m) == "system"}
+            seen.update(texts)
+    if not seen:
+        return None
+    text, times = seen.most_common(1)[0]
+    return text if times >= 2 and 2 * times > seen.total() else None
 
 
 ROLES = ("question", "passage", "choices", "answer", "solution", "id")
@@ -1070,6 +1099,7 @@ def iter_benchmark(
     first: list[str] = []
     found: dict[str, Any] | None = None
     n = base = 0
+    system: str | None = None
     later = _later_fields(data, filename, limits)  # read ahead, before the items' own reading opens the file
     for row, rec in _layout_records(data, filename, limits):
         if unseen:
@@ -1082,6 +1112,7 @@ def iter_benchmark(
             if counted_from is not None:  # said with the fields, and kept with a report's mapping
                 found[ANSWER_BASE] = str(counted_from)
                 base = counted_from
+            system = _system_of(data, filename, limits, rec, found)
             if used is not None:
                 used.update(found)
         if not any(_has(rec, x) for x in _fields(found["question"])):
@@ -1091,7 +1122,7 @@ def iter_benchmark(
                 f"its fields: {', '.join(sorted(rec)) or 'none'}"
             )
         _refuse_objects(rec, found, filename, row)
-        item = to_item(n, rec, found, base, keep_raw)
+        item = to_item(n, rec, found, base, keep_raw, system)
         _check_item(item, filename, row, limits)
         n += 1
         yield item
@@ -1176,6 +1207,26 @@ def _base_of(data: Source, filename: str, limits: Limits, first: dict[str, Any],
             return
 
     return _index_base(records(), mapping)
+
+
+def _system_of(
+    data: Source, filename: str, limits: Limits, first: dict[str, Any], mapping: dict[str, Any]
+) -> str | None:
+    """_shared_system of the file, read ahead of the items when its first record is a chat with a
+    system message; None otherwise."""
+    turns = _get(first, mapping["question"]) if "question" in mapping and "passage" not in mapping else None
+    turns = turns[0] if isinstance(turns, list) and len(turns) == 1 and isinstance(turns[0], list) else turns
+    if not isinstance(turns, list) or not any(isinstance(m, dict) and _speaker(m) == "system" for m in turns):
+        return None
+
+    def records() -> Iterator[dict[str, Any]]:
+        try:
+            for _row, rec in _layout_records(data, filename, limits):
+                yield rec
+        except InputError:  # said by the items' own reading, at its row
+            return
+
+    return _shared_system(records(), mapping)
 
 
 def _layout_records(data: Source, filename: str, limits: Limits) -> Generator[tuple[int, dict[str, Any]], None, None]:

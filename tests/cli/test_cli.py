@@ -360,13 +360,14 @@ def test_a_chat_benchmark_s_fields_line_says_where_its_answer_is(migrated_url: s
     bench = tmp_path / "chat.jsonl"
     bench.write_text(json.dumps({"id": "a", "messages": chat}) + "\n")
     out = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
-    said = "fields: question=messages, id=id (a chat's passage: its system messages; answer: its last message where"
+    said = "fields: question=messages, id=id (a chat's passage: a system message most chats share; answer: its last"
     assert said in out.stderr, out.stderr
     assert "answer" in json.loads(out.stdout)["results"][0]["fields"]
     bench.write_text(json.dumps({"id": "a", "messages": chat, "answer": "Tigris"}) + "\n")
     out = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
     assert (
-        "fields: question=messages, answer=answer, id=id (a chat's passage: its system messages); corpora" in out.stderr
+        "fields: question=messages, answer=answer, id=id (a chat's passage: a system message most chats share); corpora"
+        in out.stderr
     )
 
 

@@ -416,40 +416,66 @@ def test_a_text_field_holding_objects_is_refused_and_chat_messages_are_read() ->
     assert items[0].question.strip() == "What animal?"
 
 
-def test_a_chats_last_reply_is_its_answer_and_its_system_prompt_its_passage() -> None:
+def test_a_chats_last_reply_is_its_answer_and_its_shared_system_prompt_its_passage() -> None:
     """A chat benchmark without an answer field ends with the model's reference reply: it was read
     as part of the question (a copy of the prompt alone then held part of the "question", and no
     answer was ever found). The last message, the model's after someone else's, is the answer; an
     answer field, a user's last message, or a model's turn after a model's leave the messages as
-    they were. A system message is the passage (every item of a chat benchmark carries the same
-    one, mostly; read as the question, five chats counted it as each item's own text: a new
-    user's trial), unless a passage field is given. A review: a class label that is no answer,
-    a question mapped as a one-field list, ShareGPT's "chatgpt" and Gemini's `parts`."""
+    they were. A system message most of the file's chats share is the passage (read as the
+    question, five chats counted it as each item's own text: a new user's trial), unless a passage
+    field is given; one of the item's own (a document to summarise) stays its text, and so does a
+    shared one where no other turn has text (a review). A review also: a class label that is no
+    answer, a question mapped as a one-field list, ShareGPT's "chatgpt" and Gemini's `parts`."""
     prompt = "Explain why the lighthouse keepers of Stroma left the island in nineteen sixty two"
     reply = "The island's school closed and the ferry stopped, so the last families moved to Caithness"
-    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": prompt}]
-    rows = [
-        {"id": "a", "messages": [*chat, {"role": "assistant", "content": reply}]},
-        {"id": "b", "conversations": [{"from": "human", "value": prompt}, {"from": "chatgpt", "value": reply}]},
-        {"id": "c", "messages": [*chat, {"role": "assistant", "content": reply}], "label": 1},
-        {
-            "id": "d",
-            "contents": [{"role": "user", "parts": [{"text": prompt}]}, {"role": "model", "parts": [{"text": reply}]}],
-        },
-        {"id": "e", "messages": [*chat, {"role": "assistant", "content": reply}], "answer": "ferries"},
-        {"id": "f", "messages": [{"role": "assistant", "content": reply}, {"role": "user", "content": prompt}]},
-        {
-            "id": "g",
-            "messages": [*chat, {"role": "assistant", "content": "Ok."}, {"role": "assistant", "content": reply}],
-        },
-        {"id": "h", "messages": [*chat, {"role": "assistant", "content": reply}], "context": "Orkney and Caithness."},
+    system = {"role": "system", "content": "Be brief."}
+
+    def read(*rows: dict[str, Any], fields: dict[str, Any] | None = None) -> list[Any]:
+        return read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "c.jsonl", fields)[0]
+
+    def chat(*turns: tuple[str, str]) -> list[dict[str, str]]:
+        return [{"role": role, "content": text} for role, text in turns]
+
+    asked = chat(("user", prompt), ("assistant", reply))
+    shared = read({"id": "a", "messages": [system, *asked]}, {"id": "a2", "messages": [system, *asked]})
+    assert [(it.question, it.passage, it.answer) for it in shared] == [(prompt, "Be brief.", reply)] * 2
+    own = read(
+        *(
+            {"id": k, "messages": chat(("system", f"Document {k}."), ("user", prompt), ("assistant", reply))}
+            for k in "xy"
+        )
+    )
+    assert [(it.question, it.passage, it.answer) for it in own] == [
+        (f"Document {k}. {prompt}", "", reply) for k in "xy"
     ]
-    given = {"d": {"question": ["contents"]}, "h": {"question": "messages", "passage": "context"}}
-    items = [read_benchmark((json.dumps(r) + "\n").encode(), "c.jsonl", given.get(r["id"]))[0][0] for r in rows]
-    assert [(it.question, it.answer) for it in items[:4]] == [(prompt, reply)] * 4, [it.question for it in items[:4]]
-    assert [it.passage for it in items[:4]] == ["Be brief.", "", "Be brief.", ""]
-    assert all(reply in it.question for it in items[4:7]) and [it.answer for it in items[4:7]] == ["ferries", "", ""]
-    assert (items[7].passage, items[7].answer) == ("Orkney and Caithness.", reply) and "Be brief." in items[7].question
+    alone = read(*({"id": k, "messages": [system, asked[1]]} for k in "xy"))  # a system message, then the reply
+    assert [(it.question, it.passage, it.answer) for it in alone] == [("Be brief.", "", reply)] * 2
+    single = [
+        read({"id": "b", "conversations": [{"from": "human", "value": prompt}, {"from": "chatgpt", "value": reply}]}),
+        read({"id": "c", "messages": asked, "label": 1}),
+        read(
+            {
+                "id": "d",
+                "contents": [
+                    {"role": "user", "parts": [{"text": prompt}]},
+                    {"role": "model", "parts": [{"text": reply}]},
+                ],
+            },
+            fields={"question": ["contents"]},
+        ),
+    ]
+    assert [(it[0].question, it[0].answer) for it in single] == [(prompt, reply)] * 3
+    kept = [
+        read({"id": "e", "messages": asked, "answer": "ferries"}),
+        read({"id": "f", "messages": chat(("assistant", reply), ("user", prompt))}),
+        read({"id": "g", "messages": chat(("user", prompt), ("assistant", "Ok."), ("assistant", reply))}),
+    ]
+    assert all(reply in it[0].question for it in kept) and [it[0].answer for it in kept] == ["ferries", "", ""]
+    given = read(
+        *({"id": k, "messages": [system, *asked], "context": "Orkney."} for k in "xy"),
+        fields={"question": "messages", "passage": "context"},
+    )
+    assert (given[0].passage, given[0].answer) == ("Orkney.", reply) and "Be brief." in given[0].question
 
 
 def test_numeric_answers_counted_from_one_are_read_so() -> None:
