@@ -549,13 +549,7 @@ def scan(
         checked = CheckService(engine, get_settings().limits(), workers=workers).path(
             file, mapping, corpus, th, report, keep_text=False, reading=read
         )
-    # as --fields takes them back: a list of fields is the role given once per field
-    used = ", ".join(f"{role}={x}" for role, f in checked.mapping.items() for x in (f if isinstance(f, list) else [f]))
-    chat = checked.mapping.get("question") in ("messages", "conversations")
-    parts = [] if not chat or "passage" in checked.mapping else ["passage: a system message most chats share"]
-    parts += [] if not chat or "answer" in checked.mapping else ["answer: its last message where the model speaks it"]
-    reply = f" (a chat's {'; '.join(parts)})" if parts else ""
-    typer.echo(f"fields: {used}{reply}; corpora: {', '.join(checked.corpora)}", err=True)
+    typer.echo(f"fields: {_fields_line(checked.mapping)}; corpora: {', '.join(checked.corpora)}", err=True)
     listing = [] if corpus else CorpusService(engine).list_corpora()
     other: list[str] = []
     outdated: list[str] = []
@@ -579,6 +573,16 @@ def scan(
     if fail_above is not None and share > fail_above:
         typer.echo(f"contaminated share {share:.2%} exceeds {fail_above:.2%}", err=True)
         raise typer.Exit(EXIT_GATE)
+
+
+def _fields_line(mapping: dict[str, Any]) -> str:
+    """The role mapping as --fields takes it back (a list of fields is the role given once per
+    field), and, for a chat, where its passage and answer come from when no field gives them."""
+    used = ", ".join(f"{role}={x}" for role, f in mapping.items() for x in (f if isinstance(f, list) else [f]))
+    chat = mapping.get("question") in ("messages", "conversations")
+    parts = [] if not chat or "passage" in mapping else ["passage: a system message most chats share"]
+    parts += [] if not chat or "answer" in mapping else ["answer: its last message where the model speaks it"]
+    return used + (f" (a chat's {'; '.join(parts)})" if parts else "")
 
 
 def scan_timing(items: int, seconds: float) -> str:

@@ -871,22 +871,7 @@ def _own_text(
     if not candidates:
         own = _own_alone(p, stats, matched, th)
         return own, matched & own, None, False
-    grams = [items[j].umgrams for j in candidates]
-    label = np.repeat(np.arange(len(grams)), [len(g) for g in grams])
-    flat = np.concatenate(grams)
-    in_region = member(flat, region.mgrams)
-    held_count = np.bincount(label[in_region], minlength=len(grams))
-    bag_share = held_count / np.maximum([len(g) for g in grams], 1)
-    # the largest shares; of equal shares, the item that explains more of the region (a longer
-    # item held whole explains more than a shorter one whose every gram is in it too)
-    order = np.lexsort((-held_count, -bag_share))[:COMPETITORS_ALIGNED].tolist()
-    # and, if none of those holds text item i lacks there, the one holding most of it: of sixty
-    # chats sharing one frame, those with the shortest replies have the largest shares, and the
-    # one copied, most of whose text is its long reply, was never measured (a probe: a clean
-    # item `suspicious` for the frame it shares with the copy)
-    theirs = np.bincount(label[in_region & ~member(flat, p.umgrams)], minlength=len(grams))
-    if not theirs[order].any() and theirs.any():
-        order.append(int(np.argmax(theirs)))
+    order, label, flat, in_region = _measured(p, [items[j].umgrams for j in candidates], region)
     others = [items[candidates[k]] for k in order]
     copies = _copy_of(p, others, region, matched, al, present, doc, n, around, cache)
     if len(copies) > 1:  # the best, and the others whose copy is where item i's match is
@@ -900,6 +885,29 @@ def _own_text(
     found_other = _copy_text_found(p, present, stats, chosen, label[in_region], flat[in_region])
     own, own_hit = _beside(p, [others[k] for k in copies], stats, region, al, present)
     return own, own_hit, candidates[order[copies[0]]], found_other
+
+
+def _measured(
+    p: PreparedItem, grams: Sequence[np.ndarray], region: Region
+) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray]:
+    """(which candidates, of their MATCH_N-grams `grams`, to align with the region, and every
+    candidate gram's label (which candidate), value and whether the region holds it). Those the
+    region holds the largest shares of; of equal shares, the item that explains more of the
+    region (a longer item held whole explains more than a shorter one whose every gram is in it
+    too). And, if none of those holds text item p lacks there, the one holding most of it: of
+    sixty chats sharing one frame, those with the shortest replies have the largest shares, and
+    the one copied, most of whose text is its long reply, was never measured (a probe: a clean
+    item `suspicious` for the frame it shares with the copy)."""
+    label = np.repeat(np.arange(len(grams)), [len(g) for g in grams])
+    flat = np.concatenate(grams)
+    in_region = member(flat, region.mgrams)
+    held_count = np.bincount(label[in_region], minlength=len(grams))
+    bag_share = held_count / np.maximum([len(g) for g in grams], 1)
+    order: list[int] = np.lexsort((-held_count, -bag_share))[:COMPETITORS_ALIGNED].tolist()
+    theirs = np.bincount(label[in_region & ~member(flat, p.umgrams)], minlength=len(grams))
+    if not theirs[order].any() and theirs.any():
+        order.append(int(np.argmax(theirs)))
+    return order, label, flat, in_region
 
 
 def _own_alone(p: PreparedItem, stats: ItemStats, matched: np.ndarray, th: Thresholds) -> np.ndarray:
