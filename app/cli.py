@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -550,22 +550,8 @@ def scan(
             file, mapping, corpus, th, report, keep_text=False, reading=read
         )
     typer.echo(f"fields: {_fields_line(checked.mapping)}; corpora: {', '.join(checked.corpora)}", err=True)
-    listing = [] if corpus else CorpusService(engine).list_corpora()
-    other: list[str] = []
-    outdated: list[str] = []
-    for c in listing:
-        if c["documents"] and c["name"] not in checked.corpora:
-            (other if reproducible(c) else outdated).append(c["name"])
-    if other:  # chosen by their settings: say which were not, rather than leave them out unsaid
-        typer.echo(
-            f"left out (indexed with other settings; --corpus NAME checks against them): {', '.join(other)}", err=True
-        )
-    if outdated:  # --corpus cannot help these: only indexing them again can
-        typer.echo(
-            "left out (indexed by another release of contam: `contam corpora delete NAME`, then `contam index` "
-            f"again): {', '.join(outdated)}",
-            err=True,
-        )
+    for line in _left_out([] if corpus else CorpusService(engine).list_corpora(), checked.corpora):
+        typer.echo(line, err=True)
     FORMATS[fmt](checked)
     typer.echo(scan_timing(checked.summary["items"], time.perf_counter() - t0), err=True)
     counts, items = checked.summary["counts"], checked.summary["items"]
@@ -573,6 +559,24 @@ def scan(
     if fail_above is not None and share > fail_above:
         typer.echo(f"contaminated share {share:.2%} exceeds {fail_above:.2%}", err=True)
         raise typer.Exit(EXIT_GATE)
+
+
+def _left_out(listing: list[dict[str, Any]], checked: Sequence[str]) -> list[str]:
+    """What a scan of every corpus says of the corpora it did not check, rather than leave them out
+    unsaid: those indexed with other settings (--corpus NAME checks against them), by another
+    release (only indexing them again helps), or holding no document (every file failed: a new
+    user's scan left two such corpora out without a word)."""
+    unchecked = [c for c in listing if c["documents"] and c["name"] not in checked]
+    why = {
+        "indexed with other settings; --corpus NAME checks against them": [
+            c["name"] for c in unchecked if reproducible(c)
+        ],
+        "indexed by another release of contam: `contam corpora delete NAME`, then `contam index` again": [
+            c["name"] for c in unchecked if not reproducible(c)
+        ],
+        "no documents: `contam corpora` says which files failed": [c["name"] for c in listing if not c["documents"]],
+    }
+    return [f"left out ({reason}): {', '.join(names)}" for reason, names in why.items() if names]
 
 
 def _fields_line(mapping: dict[str, Any]) -> str:

@@ -353,6 +353,8 @@ def _csv(
     try:
         if not reader.fieldnames:
             raise InputError(f"{filename}: no header row")
+        if reader.fieldnames[0].lstrip().startswith(("{", "[")):  # JSON under a table's name (a new user)
+            raise InputError(f"{filename}: the file holds JSON, not a table: name it .jsonl (or .json)")
         named = [c for c in reader.fieldnames if c.strip()]  # unnamed columns (a row's trailing commas) hold no role
         twice = [c for c in dict.fromkeys(named) if named.count(c) > 1]
         if twice:  # a dict keeps the last of them: the other column's values were dropped unseen
@@ -1130,7 +1132,8 @@ def iter_benchmark(
         raise InputError(f"{filename}: no items in the file")
     if unseen:  # `choices=nosuch` left every item without choices, its label the answer text
         raise InputError(
-            f"{filename}: the field mapping names a field no row has: {', '.join(unseen)}; fields: {first}"
+            f"{filename}: the field mapping names a field no row has: {', '.join(unseen)}; "
+            f"the first row's fields: {', '.join(first) or 'none'}"
         )
 
 

@@ -778,9 +778,13 @@ def test_a_scan_names_the_corpora_it_left_out_for_their_settings(migrated_url: s
     assert index_cli(migrated_url, "n8", "--progress", "none", "--ngram", "8", str(corpus)).exit_code == 0
     bench = tmp_path / "b.jsonl"
     bench.write_text(json.dumps({"id": "a", "question": Q1}) + "\n")
+    broken = tmp_path / "broken.jsonl"  # every file failed: a corpus of no document (a new user's)
+    broken.write_text(json.dumps({"id": "p", "body": Q1}) + "\n")
+    assert index_cli(migrated_url, "empty", "--progress", "none", str(broken)).exit_code == 1
     result = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url])
     assert result.exit_code == 0 and "corpora: web\n" in result.stderr
     assert "left out (indexed with other settings; --corpus NAME checks against them): n8" in result.stderr
+    assert "left out (no documents: `contam corpora` says which files failed): empty" in result.stderr
     named = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--corpus", "web"])
     assert named.exit_code == 0 and "left out" not in named.stderr
 

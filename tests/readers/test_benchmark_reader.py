@@ -582,7 +582,10 @@ def test_a_mapping_names_a_field_inside_an_object_by_its_path() -> None:
         ("How many singers?", "SELECT count(*) FROM singer", "x"),
         ("Name every singer.", "SELECT name FROM singer", "y"),
     ]
-    with pytest.raises(InputError, match="names a field no row has: answer=sql.nosuch"):
+    # the first row's fields listed as the other messages list them, not as a Python list (a new user)
+    with pytest.raises(
+        InputError, match=r"names a field no row has: answer=sql.nosuch; the first row's fields: a\.b, q, sql$"
+    ):
         read_benchmark(data, "w.jsonl", {"question": "q.text", "answer": "sql.nosuch"})
     # a field of the detected question (SVAMP's Body before its Question) that the user maps to
     # another role is theirs, and the rest of the question stays detected (it was dropped whole)
@@ -646,7 +649,7 @@ def test_a_mapping_naming_no_field_is_refused_and_choices_take_several() -> None
     data = (json.dumps(row) + "\n").encode()
     with pytest.raises(InputError, match="choices=nosuch") as exc:
         read_benchmark(data, "copa.jsonl", {"question": "premise", "choices": "nosuch"})
-    assert "'choice1'" in exc.value.message
+    assert "fields: choice1, choice2" in exc.value.message
     for choices in ("choice1,choice2", ["choice1", "choice2"]):
         items, _used = read_benchmark(data, "copa.jsonl", {"question": "premise", "choices": choices})
         assert items[0].choices == ("The sun rose.", "It rained.") and items[0].answer == "The sun rose."
@@ -737,6 +740,10 @@ def test_a_csv_without_a_header_row_is_told_to_add_one() -> None:
     data = b"What is the capital of France?,Paris\nWhat is the capital of Spain?,Madrid\n"
     with pytest.raises(InputError, match=r"no question field found.*if this file has no header row, add one"):
         read_benchmark(data, "nohdr.csv")
+    # JSON lines saved under a table's name said "no question field found among [' \"hypothesis\": ...']"
+    # and never that the file is JSON (a new user)
+    with pytest.raises(InputError, match=r"b\.csv: the file holds JSON, not a table: name it \.jsonl"):
+        read_benchmark(b'{"question": "What is the capital of France?", "answer": "Paris"}\n', "b.csv")
     with pytest.raises(InputError) as err:  # not said of a format whose fields are named in every record
         read_benchmark(b'{"q": "What is the capital of France?"}\n', "b.jsonl")
     assert "header" not in str(err.value)
