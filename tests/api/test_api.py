@@ -285,6 +285,11 @@ def test_bad_mapping_corpus_and_limit(client: TestClient, migrated_url: str) -> 
     data = _payloads()["b.jsonl"]
     r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"mapping": '{"query": "x"}'})
     assert r.status_code == 422 and "unknown role" in r.json()["error"]
+    # which of the form's JSON fields is wrong is said (it said "mapping and thresholds must be ...")
+    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"mapping": "question=q"})
+    assert r.status_code == 422 and r.json()["error"].startswith("mapping is not JSON"), r.json()
+    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"thresholds": "min_bits=4"})
+    assert r.status_code == 422 and r.json()["error"].startswith("thresholds: "), r.json()
     r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"corpora": "missing"})
     assert r.status_code == 404 and "no corpus named 'missing'" in r.json()["error"]
     r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"mapping": '{"question": "answer"}'})

@@ -40,12 +40,13 @@ def _form_json(
         check_json_depth(raw or "", limits.json_depth, what)
     try:
         fields = json.loads(mapping) if mapping else None
+    except ValueError as exc:  # which of the two fields is wrong, said (a new user)
+        raise InputError(f"mapping is not JSON ({exc}): give a JSON object of role -> field") from exc
+    try:
         th = ThresholdsIn.model_validate_json(thresholds) if thresholds else ThresholdsIn()
     except ValidationError as exc:
         problems = "; ".join(": ".join(filter(None, (".".join(map(str, e["loc"])), e["msg"]))) for e in exc.errors())
         raise InputError(f"thresholds: {problems or exc}") from exc
-    except (ValueError, TypeError) as exc:
-        raise InputError(f"mapping and thresholds must be JSON objects ({exc})") from exc
     if fields is not None and not isinstance(fields, dict):
         raise InputError("mapping must be a JSON object of role -> field")
     return fields, th
