@@ -235,6 +235,8 @@ def region_for(
         return _padded_cluster(doc, apart, grams, width, length)  # and not pulled back by its n-grams
     if len(pos) and len(ppos) and _copies_of_text(p, doc, pos, length):
         return _padded_cluster(doc, pos, grams, width, length, ppos)  # the passage chooses between copies
+    if not len(pos) and len(ppos) and len(short := _short_apart(p, doc, ppos, n, length)):
+        return _padded_cluster(doc, short, doc.mgrams, MATCH_N, length)
     if not len(pos):
         pos = ppos
     if not len(pos):
@@ -296,6 +298,26 @@ def _apart_from_passage_copy(p: PreparedItem, doc: DocTokens, pos: np.ndarray, p
         return pos
     inside = _inside(starts, ends, pos, n)
     return pos[~inside] if inside.any() and not inside.all() else pos
+
+
+def _short_apart(p: PreparedItem, doc: DocTokens, ppos: np.ndarray, n: int, length: int) -> np.ndarray:
+    """Where the document holds the MATCH_N-grams of an item with no n-gram there (a question of
+    fewer than n tokens) apart from its copies of the item's passage, when the densest cluster of
+    them holds half the item's MATCH_N-grams (a copy of it, not a phrase of a frame); empty
+    otherwise. Placed by the passage's n-grams, "Unspecified number of which?" copied after its
+    passage was looked for inside the passage, where its quoted words are, and every such copy
+    of a SQuAD-style benchmark was clean, while the same question copied alone was found (a
+    probe)."""
+    mpos = doc.mpositions(p.umgrams)
+    starts, ends = passage_copies(p, doc, ppos, n)
+    if not len(mpos) or not len(starts):
+        return mpos[:0]
+    apart = mpos[~_inside(starts, ends, mpos, MATCH_N)]
+    if not len(apart):
+        return apart
+    lo, hi = densest(apart, 2 * length, 1.0 / occurrences(doc.mgrams[apart]))
+    inside = apart[(apart >= lo) & (apart <= hi)]
+    return inside if 2 * len(distinct(doc.mgrams[inside])) >= len(p.umgrams) else apart[:0]
 
 
 def _copies_of_text(p: PreparedItem, doc: DocTokens, pos: np.ndarray, length: int) -> bool:
@@ -470,11 +492,16 @@ def _apart_from_passage(
         return own & ~p.quoted, own_hit & ~p.quoted
     apart = own_hit & ~p.quoted & held(p, *outside)
     asked = p.role == QUESTION  # a question quoting the passage, copied, holds its other words too
-    if 2 * count(apart & asked) < count(own & ~p.quoted & asked):
+    other = count(own & ~p.quoted & asked)
+    if 2 * count(apart & asked) < other:
         return own & ~p.quoted, apart
     quoted = member(p.grams, distinct(p.passage_grams))  # the item's n-grams the passage holds
     again = _quoted_again(p, doc, ppos, quoted, (span[0] - p.passage_tokens, span[1] + p.passage_tokens))
-    if 2 * count(again) <= count(quoted):  # most of what it quotes, as a copy of it holds
+    # most of what it quotes, as a copy of it holds; and for a question that is all quoted, more
+    # than a phrase: one n-gram again is what the passage's source may say twice ("To make a
+    # version of bc with ..." beside a premise whose hypothesis is "A version of bc with.": a
+    # probe), where a question with words of its own has them held apart too
+    if 2 * count(again) <= count(quoted) or (count(again) < 2 and not other):
         return own & ~p.quoted, apart
     repeated = tokens_of(p, p.gram_pos[again], n)
     return own & (~p.quoted | repeated), apart | (own_hit & repeated)

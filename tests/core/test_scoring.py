@@ -489,6 +489,29 @@ def test_a_short_answer_alone_is_no_copy_of_the_item() -> None:
     assert r["h1"].status == Status.CONTAMINATED and not flagged(r["h0"]), r["h0"].reason
 
 
+def test_a_short_question_is_found_apart_from_its_passage_and_a_phrase_is_not() -> None:
+    """A probe of reading-comprehension layouts. A question of fewer than n tokens has no n-gram,
+    so its region was placed by the passage's, inside the passage where its quoted words are, and
+    a page giving the passage, then the question and its answer, was clean, while the question
+    copied alone was found: it is placed by its MATCH_N-grams apart from the passage's copy. And a
+    hypothesis that is one n-gram of its premise, all quoted, is a phrase the premise's source
+    may say again ("To make a version of bc with a custom crossover point"): not its copy."""
+    others = [BenchmarkItem(f"o{k}", 10 + k, question=c, answer="yes") for k, c in enumerate(CLAIMS)]
+    context = (
+        "The keepers of Stroma lit the lamp each evening and an unspecified number of boats passed the "
+        "firth every night in winter, most of them trawlers bound for Wick and Scrabster."
+    )
+    item = BenchmarkItem("q", 0, question="Unspecified number of which?", passage=context, answer="boats")
+    page = f"{FILLER} Context: {context} Question: Unspecified number of which? Answer: boats {FILLER}"
+    r = scan([item, *others], {"page": page})["q"]
+    assert r.status == Status.CONTAMINATED and r.answer_found, r.reason
+    assert scan([item, *others], {"page": f"{FILLER} {context} {FILLER}"})["q"].status == Status.CLEAN
+    readme = "This compiles a version of bc with fixed parameters and no readline support for small systems."
+    bc = BenchmarkItem("b", 0, question="A version of bc with.", passage=readme, answer="entailment")
+    source = f"{FILLER} {readme} To make a version of bc with a custom crossover point, edit the Makefile. {FILLER}"
+    assert scan([bc, *others], {"page": source})["b"].status == Status.CLEAN
+
+
 def test_a_long_answer_held_in_part_is_not_called_missing() -> None:
     """A long free-text answer counts as found when half of it is held beside the question; a page
     holding the question and 40% of it said "the question is in one document, without its answer"
