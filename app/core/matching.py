@@ -312,12 +312,18 @@ def _short_apart(p: PreparedItem, doc: DocTokens, ppos: np.ndarray, n: int, leng
     starts, ends = passage_copies(p, doc, ppos, n)
     if not len(mpos) or not len(starts):
         return mpos[:0]
-    apart = mpos[~_inside(starts, ends, mpos, MATCH_N)]
+    in_copy = _inside(starts, ends, mpos, MATCH_N)
+    apart = mpos[~in_copy]
     if not len(apart):
         return apart
     lo, hi = densest(apart, 2 * length, 1.0 / occurrences(doc.mgrams[apart]))
     inside = apart[(apart >= lo) & (apart <= hi)]
-    return inside if 2 * len(distinct(doc.mgrams[inside])) >= len(p.umgrams) else apart[:0]
+    held = distinct(doc.mgrams[inside])
+    # and text of its own there, a 3-gram no copy of the passage holds: a question every 3-gram of
+    # which its passage holds ("Boats passed the firth.") is a phrase its source may say again (a
+    # review: flagged by "Later, fewer boats passed the firth each year" beside the passage)
+    own = ~member(held, distinct(doc.mgrams[mpos[in_copy]]))
+    return inside if 2 * len(held) >= len(p.umgrams) and own.any() else apart[:0]
 
 
 def _copies_of_text(p: PreparedItem, doc: DocTokens, pos: np.ndarray, length: int) -> bool:
@@ -500,11 +506,23 @@ def _apart_from_passage(
     # most of what it quotes, as a copy of it holds; and for a question that is all quoted, more
     # than a phrase: one n-gram again is what the passage's source may say twice ("To make a
     # version of bc with ..." beside a premise whose hypothesis is "A version of bc with.": a
-    # probe), where a question with words of its own has them held apart too
-    if 2 * count(again) <= count(quoted) or (count(again) < 2 and not other):
+    # probe), unless its answer follows it there ("... Label: entailment": a review), where a
+    # question with words of its own has them held apart too
+    phrase = count(again) < 2 and not other and not _answer_after(p, doc, p.grams[again], n)
+    if 2 * count(again) <= count(quoted) or phrase:
         return own & ~p.quoted, apart
     repeated = tokens_of(p, p.gram_pos[again], n)
     return own & (~p.quoted | repeated), apart | (own_hit & repeated)
+
+
+def _answer_after(p: PreparedItem, doc: DocTokens, grams: np.ndarray, n: int) -> bool:
+    """Whether a short answer (a label, a word) stands right after a place where the document holds
+    one of `grams` (within SHORT_ALT_WINDOW tokens after it, "Label: entailment")."""
+    answer = p.ids[p.role == ANSWER]
+    if not 0 < len(answer) <= LONG_ANSWER or not len(grams):
+        return False
+    ends = doc.positions(grams) + n
+    return any(_right_after(doc.ids, int(end), answer) >= 0 for end in ends.tolist())
 
 
 def _quoted_again(

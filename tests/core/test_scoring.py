@@ -510,6 +510,14 @@ def test_a_short_question_is_found_apart_from_its_passage_and_a_phrase_is_not() 
     bc = BenchmarkItem("b", 0, question="A version of bc with.", passage=readme, answer="entailment")
     source = f"{FILLER} {readme} To make a version of bc with a custom crossover point, edit the Makefile. {FILLER}"
     assert scan([bc, *others], {"page": source})["b"].status == Status.CLEAN
+    # a review: with its label right after it, the phrase is the item's copy; and a question of
+    # fewer than n tokens every 3-gram of which its passage holds is placed as before, by the
+    # passage, its source saying the phrase again being no copy
+    copied = f"{FILLER} Premise: {readme} Hypothesis: A version of bc with. Label: entailment {FILLER}"
+    assert scan([bc, *others], {"page": copied})["b"].status == Status.CONTAMINATED
+    boats = BenchmarkItem("z", 0, question="Boats passed the firth.", passage=context, answer="entailment")
+    again = f"{FILLER} {context} Later, fewer boats passed the firth each year. {FILLER}"
+    assert scan([boats, *others], {"page": again})["z"].status == Status.CLEAN
 
 
 def test_a_long_answer_held_in_part_is_not_called_missing() -> None:
