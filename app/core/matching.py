@@ -278,9 +278,7 @@ def passage_copies(p: PreparedItem, doc: DocTokens, ppos: np.ndarray, n: int) ->
 
 def _inside(starts: np.ndarray, ends: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     """bool per gram of `width` tokens at `pos`: it overlaps one of the spans [starts, ends)
-    (starts and ends each ascending; spans may overlap)."""
-    if not len(starts):
-        return np.zeros(len(pos), dtype=bool)
+    (starts and ends each ascending, at least one; spans may overlap)."""
     k = np.searchsorted(ends, pos, side="right")  # the first span ending after the gram starts
     return (k < len(starts)) & (starts[np.minimum(k, len(starts) - 1)] < pos + width)
 

@@ -924,6 +924,12 @@ def to_item(
 _REPLY_ROLES = ("assistant", "gpt", "chatgpt", "model", "bot", "chatbot", "bard")  # the model's, by file layout
 
 
+def _turns(value: Any) -> Any:
+    """A question field's value with a chat's messages unwrapped from the one-field list a mapping
+    such as `question=[messages]` gives (anything else as it is)."""
+    return value[0] if isinstance(value, list) and len(value) == 1 and isinstance(value[0], list) else value
+
+
 def _speaker(message: dict[str, Any]) -> str:
     return str(message.get("role", message.get("from", ""))).lower()
 
@@ -938,7 +944,7 @@ def _chat(asked: Any, context: Any, answer: str, system: str | None) -> tuple[An
     question, a benchmark of five chats counted its system prompt as each item's own text, and a
     copy of one item's turns held 74% of it: a new user's trial). A system message of its own (a
     document to summarise, a schema) stays the item's text (a review)."""
-    turns = asked[0] if isinstance(asked, list) and len(asked) == 1 and isinstance(asked[0], list) else asked
+    turns = _turns(asked)
     if not isinstance(turns, list) or not turns or not all(isinstance(m, dict) for m in turns):
         return asked, context, answer
     if not answer and len(turns) >= 2:
@@ -960,8 +966,7 @@ def _shared_system(records: Iterable[dict[str, Any]], mapping: Mapping[str, Any]
         return None
     seen: Counter[str] = Counter()
     for rec in itertools.islice(records, DETECT_ROWS):
-        turns = _get(rec, mapping["question"])
-        turns = turns[0] if isinstance(turns, list) and len(turns) == 1 and isinstance(turns[0], list) else turns
+        turns = _turns(_get(rec, mapping["question"]))
         if isinstance(turns, list):
             texts = {_as_text(m) for m in turns if isinstance(m, dict) and _speaker(m) == "system"}
             seen.update(texts)
@@ -1217,8 +1222,7 @@ def _system_of(
 ) -> str | None:
     """_shared_system of the file, read ahead of the items when its first record is a chat with a
     system message; None otherwise."""
-    turns = _get(first, mapping["question"]) if "question" in mapping and "passage" not in mapping else None
-    turns = turns[0] if isinstance(turns, list) and len(turns) == 1 and isinstance(turns[0], list) else turns
+    turns = _turns(_get(first, mapping["question"])) if "question" in mapping and "passage" not in mapping else None
     if not isinstance(turns, list) or not any(isinstance(m, dict) and _speaker(m) == "system" for m in turns):
         return None
 
