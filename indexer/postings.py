@@ -14,7 +14,11 @@ from contam.indexer.signing import SignedBatch
 
 class PostingSink(Protocol):
     def stage_segment(
-        self, rows: int, ngrams: Callable[[], list[np.ndarray]], bands: Callable[[], list[np.ndarray]]
+        self,
+        rows: int,
+        ngrams: Callable[[], list[np.ndarray]],
+        bands: Callable[[], list[np.ndarray]],
+        hold: int | None = None,
     ) -> bool: ...
     def open_segment(self, rows: int, segment_rows: int) -> int: ...
     def insert_ngrams(self, seg: int, hashes: np.ndarray, doc_ids: np.ndarray) -> None: ...
@@ -37,6 +41,9 @@ def merge_runs(runs: list[Any]) -> list[np.ndarray]:
     return cols
 
 
+TAIL_SHARE = 8  # a bulk group's commit leaves an eighth of a segment or more: a segment of its own
+
+
 class PostingBuffer:
     """A commit group's posting rows, buffered across batches and files and bulk-inserted in
     key order into one segment when `segment_rows` are buffered or the group commits."""
@@ -46,6 +53,7 @@ class PostingBuffer:
         self.ng: list[tuple[np.ndarray, np.ndarray]] = []
         self.bd: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.rows = 0
+        self.staged = 0  # segments of the open group handed to the sink
 
     def add(self, sb: SignedBatch, ids: np.ndarray) -> None:
         ids = ids.astype(np.int32)  # document ids are INTEGER columns
@@ -56,15 +64,22 @@ class PostingBuffer:
             self.flush(full=True)
 
     def flush(self, full: bool = False) -> None:
-        """Write the buffered rows. A full buffer is a new segment, which the sink may write in
-        the background (PostgreSQL: merged and copied there while the group goes on, its n-gram
-        and band blocks on two connections at once); so is what a group leaves at its commit
-        when that is at least half a segment (no segment but an empty one has room for it
-        anyway), the commit then waiting for it. A smaller remainder goes into the newest
-        segment with room, here and now."""
+        """Write the buffered rows; `full` False: the group commits next. A full buffer is a new
+        segment, which the sink may write in the background (PostgreSQL: merged and copied there
+        while the group goes on, its n-gram and band blocks on two connections at once); so is
+        what a group leaves at its commit when that is at least half a segment (no segment but
+        an empty one has room for it anyway), or, after full ones, at least a TAIL_SHARE-th (the
+        commit waits for it, the signing done: appended on the group's one connection into
+        blocks sized for a whole segment, a Ray worker's last 3 M rows took 2.2 s against 0.5 s
+        so: bench/MEASUREMENTS.md, session 33). A smaller remainder, or a small group's, goes
+        into the newest segment with room, here and now, so small runs add no segments."""
         if not self.rows:
             return
-        if (full or 2 * self.rows >= self.segment_rows) and self._stage():
+        tail = self.staged and TAIL_SHARE * self.rows >= self.segment_rows
+        staged = (full or 2 * self.rows >= self.segment_rows or tail) and self._stage()
+        if not full:
+            self.staged = 0  # the group ends with this flush
+        if staged:
             return
         seg = self.sink.open_segment(self.rows, self.segment_rows)
         ng, bd = self.ng, self.bd
@@ -76,10 +91,16 @@ class PostingBuffer:
     def _stage(self) -> bool:
         """Hand the buffer to the sink to write as a new segment in the background, if it does."""
         ng, bd = self.ng, self.bd
-        if not self.sink.stage_segment(self.rows, lambda: merge_runs(ng), lambda: merge_runs(bd)):
+        # made to hold half a segment at least: later small writes may fill it (blocks of up to
+        # twice their size, as a half-segment remainder's)
+        hold = max(self.rows, self.segment_rows // 2)
+        if not self.sink.stage_segment(self.rows, lambda: merge_runs(ng), lambda: merge_runs(bd), hold):
             return False
+        staged = self.staged
         self.clear()
+        self.staged = staged + 1
         return True
 
     def clear(self) -> None:
-        self.ng, self.bd, self.rows = [], [], 0
+        """Empty the buffer (also when the group rolls back)."""
+        self.ng, self.bd, self.rows, self.staged = [], [], 0, 0

@@ -223,16 +223,16 @@ class SegmentStager:
         self.segs: list[int] = []  # the open group's pending segments (written, or being written)
         self.failed: BaseException | None = None
 
-    def stage(self, rows: int, ngrams: Columns, bands: Columns) -> None:
+    def stage(self, rows: int, ngrams: Columns, bands: Columns, hold: int) -> None:
         self.wait()
         self.opened.clear()
-        self.writing = self.lanes[0].thread.submit(self._write, rows, ngrams, bands)
+        self.writing = self.lanes[0].thread.submit(self._write, rows, ngrams, bands, hold)
 
-    def _write(self, rows: int, ngrams: Columns, bands: Columns) -> int:
+    def _write(self, rows: int, ngrams: Columns, bands: Columns, hold: int) -> int:
         lane = self.lanes[0]
         try:
             with lane.conn.begin():  # committed first: both lanes' blocks belong to a segment row
-                seg = repo.open_pending_segment(lane.conn, self.corpus_id, rows)
+                seg = repo.open_pending_segment(lane.conn, self.corpus_id, rows, hold)
                 lane.locked.append(seg)
             self.segs.append(seg)
         finally:
@@ -493,13 +493,14 @@ class CorpusWriter:
 
     # ---------------------------------------------------------------- postings
 
-    def stage_segment(self, rows: int, ngrams: Columns, bands: Columns) -> bool:
+    def stage_segment(self, rows: int, ngrams: Columns, bands: Columns, hold: int | None = None) -> bool:
         """Write `rows` posting rows as a new segment in the background, joining the index when
         the group commits (PostgreSQL; the columns are made on the writing thread); False where
-        that is not done (SQLite: one writer at a time), and the caller writes them itself."""
+        that is not done (SQLite: one writer at a time), and the caller writes them itself.
+        hold: the rows the segment is made to hold, its blocks sized for them (default `rows`)."""
         if self._stager is None:
             return False
-        self._stager.stage(rows, ngrams, bands)
+        self._stager.stage(rows, ngrams, bands, rows if hold is None else hold)
         return True
 
     def open_segment(self, rows: int, segment_rows: int) -> int:

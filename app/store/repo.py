@@ -502,11 +502,13 @@ def insert_bands(conn: Connection, seg: int, keys: np.ndarray, doc_ids: np.ndarr
 PENDING_LOCK = 0x636F6E74  # the advisory locks' first key: pending segments (the second is the id)
 
 
-def open_pending_segment(conn: Connection, corpus_id: int, rows: int) -> int:
+def open_pending_segment(conn: Connection, corpus_id: int, rows: int, hold: int | None = None) -> int:
     """In the transaction open on `conn`: a new pending segment of a corpus for `rows` posting
-    rows, locked by this session (before its row can be seen); its id. Its rows go in with
-    insert_ngrams and insert_bands; nothing of it is visible until publish_segments."""
-    values = {"corpus_id": corpus_id, "rows": rows, "pending": True, "block_bits": blocks.bits_for(rows)}
+    rows, its blocks sized for `hold` rows (default: `rows`), locked by this session (before its
+    row can be seen); its id. Its rows go in with insert_ngrams and insert_bands; nothing of it
+    is visible until publish_segments."""
+    bits = blocks.bits_for(rows if hold is None else hold)
+    values = {"corpus_id": corpus_id, "rows": rows, "pending": True, "block_bits": bits}
     pk = conn.execute(insert(segment).values(**values)).inserted_primary_key
     assert pk is not None
     seg = int(pk[0])

@@ -88,6 +88,28 @@ def test_a_pending_segment_is_invisible_until_its_group_commits(pg: tuple[str, E
         assert repo.ngram_postings(conn, asked, None) == {k: [1] for k in asked}
 
 
+def test_a_staged_segment_s_blocks_are_sized_for_what_it_is_made_to_hold(pg: tuple[str, Engine]) -> None:
+    """A commit's tail staged as a segment of its own (indexer.postings.TAIL_SHARE) is made to
+    hold half a segment: its blocks are sized for that, so small writes that fill it later make
+    blocks at most twice their size; every row of it is found."""
+    from contam.app.store import blocks
+
+    _, eng = pg
+    with eng.begin() as conn:
+        cid = repo.create_corpus(conn, "c", SignatureConfig(), True)
+    ng, bd = _columns(2, 5000)
+    with CorpusWriter(eng, cid) as store:
+        store.begin()
+        assert store.stage_segment(10_000, lambda: ng, lambda: bd, hold=4_000_000)
+        store.commit()
+    with eng.connect() as conn:
+        [(seg, bits)] = conn.execute(text("SELECT id, block_bits FROM segment")).all()
+        assert bits == blocks.bits_for(4_000_000) > blocks.bits_for(10_000)
+        asked = ng[0][::25].tolist()
+        assert repo.ngram_postings(conn, asked, None) == {k: [1] for k in asked}
+        assert repo.segments(conn, None) == [seg]
+
+
 _KILL_AFTER_STAGING = """
 import os, signal, sys
 from pathlib import Path
