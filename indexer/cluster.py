@@ -368,7 +368,8 @@ class RayJob:
     """Index files into one corpus with Ray tasks. Use as a context manager: it connects to the
     cluster at `address` (None: Ray's own choice, RAY_ADDRESS or the cluster started last on
     this machine, else a new local one) unless this process is connected already, and
-    disconnects if it connected. `tasks`: files in work at once (None: the cluster's CPUs)."""
+    disconnects if it connected, as soon as a run needs the cluster no more (a next run connects
+    again). `tasks`: files in work at once (None: the cluster's CPUs)."""
 
     def __init__(
         self,
@@ -390,6 +391,10 @@ class RayJob:
         self._connected = False
 
     def __enter__(self) -> RayJob:
+        self._connect()
+        return self
+
+    def _connect(self) -> None:
         import ray
 
         if not ray.is_initialized():
@@ -410,16 +415,21 @@ class RayJob:
                 if before is not None:
                     signal.signal(signal.SIGTERM, before)
             self._connected = True
-        return self
 
     def __exit__(self, *exc: object) -> None:
+        self._disconnect()
+
+    def _disconnect(self) -> None:
+        """Let go of the cluster if this job connected to it (ray.shutdown: about 0.3 s)."""
         if self._connected:
             import ray
 
             ray.shutdown()
+            self._connected = False
 
     def run(self, paths: list[Path]) -> IndexSummary:
         t0 = time.perf_counter()
+        self._connect()
         files = find_files(paths)
         self.progress.run_started(files)
         corpus_id = open_corpus(self.engine, self.corpus, self.cfg, self.opts.store_text)
@@ -428,14 +438,23 @@ class RayJob:
 
     def _index(self, files: list[Path], corpus_id: int, t0: float) -> IndexSummary:
         reports = _Scheduler(self, corpus_id, files).run(files)
-        with CorpusWriter(self.engine, corpus_id) as store:  # what the local writer does at its end
+        # the rest needs no cluster: the driver lets go of it while the database finishes (Ray's
+        # shutdown was a tenth of Ray's lag behind the local executor on 200 MB: bench/MEASUREMENTS.md)
+        with ThreadPoolExecutor(1, thread_name_prefix="contam-finish") as pool:
+            finishing = pool.submit(self._finish, corpus_id, reports)
+            self._disconnect()
+            finishing.result()
+        order = {str(p): i for i, p in enumerate(files)}
+        done = sorted(reports, key=lambda r: order[r.path])
+        return IndexSummary(self.corpus, done, time.perf_counter() - t0, older_versions(self.engine, corpus_id, done))
+
+    def _finish(self, corpus_id: int, reports: list[FileReport]) -> None:
+        """What the local writer does at its end: merges due, statistics, stale claims dropped."""
+        with CorpusWriter(self.engine, corpus_id) as store:
             store.merge_segments(self.opts.segment_rows, self.opts.merge_fanout, lambda: False)
             if any(r.status == "done" for r in reports) or store.statistics_stale():
                 store.refresh_statistics()
         drop_stale_claims(self.engine, corpus_id)
-        order = {str(p): i for i, p in enumerate(files)}
-        done = sorted(reports, key=lambda r: order[r.path])
-        return IndexSummary(self.corpus, done, time.perf_counter() - t0, older_versions(self.engine, corpus_id, done))
 
 
 class _Scheduler:

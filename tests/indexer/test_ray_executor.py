@@ -222,6 +222,36 @@ def test_killed_driver_leaves_a_rerun_to_finish_the_index_once(
     assert snapshot(other_pg_url) == snapshot(pg_url)
 
 
+_TWO_RUNS = """
+import sys
+from pathlib import Path
+import ray
+from contam.app.core.config import SignatureConfig
+from contam.app.store.db import make_engine
+from contam.indexer.cluster import RayJob
+from contam.indexer.options import IndexOptions
+with RayJob(make_engine(sys.argv[1]), "web", SignatureConfig(), IndexOptions(), address=sys.argv[2]) as job:
+    for path in sys.argv[3:]:
+        summary = job.run([Path(path)]).as_dict()
+        print(summary["files_indexed"], ray.is_initialized())
+"""
+
+
+def test_a_run_lets_go_of_the_cluster_it_connected_to_before_it_returns(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path
+) -> None:
+    """The run's last step (merges, statistics) needs no cluster: a job that connected itself
+    disconnects while the database finishes (Ray's shutdown, about 0.3 s, then costs no wall
+    time), and a second run of the same job connects again."""
+    address, _marker = ray_cluster
+    files = corpus_files(tmp_path / "c", 2, docs=10)
+    cmd = [sys.executable, "-c", _TWO_RUNS, pg_url, address, *map(str, files)]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:2] == ["1 False", "1 False"]
+    assert counts(pg_url) == (20, 20, 2, 0)
+
+
 def test_two_overlapping_runs_share_the_files(ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path) -> None:
     """A second driver (the CLI, --address) on the same cluster and files while the first runs:
     every file is indexed by exactly one of them, both do some."""
