@@ -438,12 +438,13 @@ class RayJob:
 
     def _index(self, files: list[Path], corpus_id: int, t0: float) -> IndexSummary:
         reports = _Scheduler(self, corpus_id, files).run(files)
-        # the rest needs no cluster: the driver lets go of it while the database finishes (Ray's
-        # shutdown was a tenth of Ray's lag behind the local executor on 200 MB: bench/MEASUREMENTS.md)
-        with ThreadPoolExecutor(1, thread_name_prefix="contam-finish") as pool:
-            finishing = pool.submit(self._finish, corpus_id, reports)
-            self._disconnect()
-            finishing.result()
+        # the rest needs no cluster: a thread lets go of it while the database finishes here, where
+        # an interrupt cancels the statement under way (Ray's shutdown was a tenth of Ray's lag
+        # behind the local executor on 200 MB: bench/MEASUREMENTS.md, session 33)
+        with ThreadPoolExecutor(1, thread_name_prefix="contam-ray-shutdown") as pool:
+            letting_go = pool.submit(self._disconnect)
+            self._finish(corpus_id, reports)
+            letting_go.result()
         order = {str(p): i for i, p in enumerate(files)}
         done = sorted(reports, key=lambda r: order[r.path])
         return IndexSummary(self.corpus, done, time.perf_counter() - t0, older_versions(self.engine, corpus_id, done))

@@ -73,13 +73,17 @@ class PostingBuffer:
         blocks sized for a whole segment, a Ray worker's last 3 M rows took 2.2 s against 0.5 s
         so: bench/MEASUREMENTS.md, session 33). A smaller remainder, or a small group's, goes
         into the newest segment with room, here and now, so small runs add no segments."""
+        try:
+            self._write(full)
+        finally:
+            if not full:
+                self.staged = 0  # the group ends with this flush (an empty one too)
+
+    def _write(self, full: bool) -> None:
         if not self.rows:
             return
         tail = self.staged and TAIL_SHARE * self.rows >= self.segment_rows
-        staged = (full or 2 * self.rows >= self.segment_rows or tail) and self._stage()
-        if not full:
-            self.staged = 0  # the group ends with this flush
-        if staged:
+        if (full or 2 * self.rows >= self.segment_rows or tail) and self._stage():
             return
         seg = self.sink.open_segment(self.rows, self.segment_rows)
         ng, bd = self.ng, self.bd

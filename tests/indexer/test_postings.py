@@ -132,3 +132,9 @@ def test_a_bulk_groups_commit_writes_its_tail_as_a_segment_of_its_own() -> None:
     buf.add(_batch(150), np.array([7]))
     buf.flush()
     assert (sink.staged, sink.appended) == ([900, 150, 900, 900], [150, 99, 150])
+    # a group whose last batch filled the buffer commits with nothing left: the next group starts afresh
+    buf.add(_batch(800), np.array([8]))
+    buf.flush()
+    buf.add(_batch(150), np.array([9]))
+    buf.flush()
+    assert (sink.staged[-1:], sink.appended[-1:]) == ([800], [150])

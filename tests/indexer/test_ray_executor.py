@@ -142,6 +142,7 @@ def test_groups_shrink_so_the_workers_finish_together(
     take = cluster.take_group
     monkeypatch.setattr(cluster, "take_group", recorded)
     summary = ray_index(pg_url, files, tasks=2)
+    assert ray.is_initialized()  # a job that found this process connected leaves it connected
     assert summary.as_dict()["files_indexed"] == 9
     assert [p for g in sent for p in g] == [str(f) for f in files]  # each once, in order
     sizes = [len(g) for g in sent]
@@ -381,3 +382,52 @@ def test_connecting_keeps_the_sigterm_handler_of_the_command(monkeypatch: pytest
             assert signal.getsignal(signal.SIGTERM) is ours
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_an_interrupt_stops_the_runs_last_database_step(monkeypatch: pytest.MonkeyPatch, pg_url: str) -> None:
+    """Ctrl-C (or SIGTERM, which the CLI turns into it) while the run's last step (merges,
+    ANALYZE) runs: the statement is cancelled and the interrupt reaches the caller at once, the
+    run's hold on the corpus ending only then; the driver's disconnect from the cluster, which
+    overlaps that step on a thread of its own, is not what the interrupt waits for."""
+    from contam.app.services.indexing import CorpusWriter
+    from contam.indexer import cluster
+
+    class NoScheduling:
+        def __init__(self, *_a: object) -> None:
+            pass
+
+        def run(self, _files: object) -> list[object]:
+            return []
+
+    merging = threading.Event()
+
+    def slow_merge(self: CorpusWriter, *_a: object) -> None:
+        merging.set()
+        self.conn.execute(text("SELECT pg_sleep(20)"))
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **_kw: None)
+    monkeypatch.setattr(ray, "shutdown", lambda: time.sleep(0.3))
+    monkeypatch.setattr(cluster, "_Scheduler", NoScheduling)
+    monkeypatch.setattr(CorpusWriter, "merge_segments", slow_merge)
+    main = threading.get_ident()
+
+    def interrupt() -> None:
+        if merging.wait(30):
+            time.sleep(0.5)
+            signal.pthread_kill(main, signal.SIGINT)
+
+    engine = make_engine(pg_url)
+    threading.Thread(target=interrupt, daemon=True).start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt), RayJob(engine, "web", SignatureConfig(), IndexOptions()) as job:
+            job.run([])
+        waited = time.monotonic() - t0
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM index_run")).scalar_one() == 0
+            busy = "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%' AND state = 'active'"
+            assert conn.execute(text(busy)).scalar_one() == 0
+    finally:
+        engine.dispose()
+    assert merging.is_set() and waited < 10
