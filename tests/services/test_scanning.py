@@ -821,6 +821,30 @@ PHRASE_ITEMS = [  # short items of a manual-page benchmark, each opening with an
 PHRASES = ["The number of seconds to wait for", "Do not print a header line", "You must be a superuser to use"]
 
 
+def test_a_short_sentence_several_documents_hold_is_no_question_found(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """A probe of a COPA-like benchmark written from manual pages: a premise of 6-9 words that
+    several unrelated pages say word for word ("This setting can be specified multiple times.",
+    seven systemd pages) made its clean item `suspicious`, "the question is in one document,
+    without its answer" (24 of 310 clean items). A short question found whole counts where an
+    n-gram of it is in no other document: one page holding the sentence still flags it."""
+    premise = "This setting can be specified multiple times."
+    pages = [
+        {"id": f"unit-{k}", "text": f"{FILLER[: 300 * (k + 1)]} {option}= Sets the {option}. {premise} {FILLER[-250:]}"}
+        for k, option in enumerate(["Address", "Route", "Domains", "DNS"])
+    ]
+    index_corpus(engine, pages, "many")
+    index_corpus(engine, pages[:1], "one")
+    item = BenchmarkItem(
+        "copa", 0, question=premise, choices=("the option was ignored", "it was applied twice"), answer="0"
+    )
+    many = Scanner(engine, corpora=["many"]).scan([item])[0].score
+    one = Scanner(engine, corpora=["one"]).scan([item])[0].score
+    assert many.status == "clean", many.reason
+    assert one.status == "suspicious" and one.reason.startswith("the question is in one document"), one.reason
+
+
 def test_a_phrase_that_several_documents_hold_is_no_copy_of_a_short_item(
     engine: Engine, index_corpus: IndexCorpus
 ) -> None:
