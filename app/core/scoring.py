@@ -59,6 +59,7 @@ from contam.app.core.arrays import count, share
 from contam.app.core.config import Thresholds
 from contam.app.core.items import (
     ANSWER,
+    CHOICES,
     MATCH_N,
     QUESTION,
     SCORED_ROLES,
@@ -197,6 +198,11 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
         return Status.SUSPICIOUS, "the question is in one document, " + (
             f"with {part:.0%} of its answer (half of a long answer counts as found)" if part else "without its answer"
         )
+    if _one_choice_alone(p, m):
+        return (
+            Status.CLEAN,
+            "only one of its choices was found, without its question: a sentence of its own, not the item",
+        )
     # Not a phrase (_not_a_phrase). Or, with the short channel, runs of short-channel n-grams
     # that no other document holds: three in a row (MATCH_N + 2 tokens), those runs holding more
     # than half of the own text, with opening_run own tokens found in all (_not_a_phrase says
@@ -243,6 +249,19 @@ def _short_question_here(p: PreparedItem, m: DocMatch, n: int, q_whole: float) -
     as found (a probe: 24 of 310 clean items of a COPA-like benchmark). A question of fewer than
     n tokens has no n-gram to ask (its short-channel runs decide elsewhere)."""
     return q_whole < 1.0 or m.own_role_tokens(p, QUESTION) < n or m.unique_run >= n
+
+
+def _one_choice_alone(p: PreparedItem, m: DocMatch) -> bool:
+    """Whether all the own text the document holds lies in one of the item's choices, none of its
+    question's own text held: one option of a multiple-choice item, found alone, is a sentence
+    the item's author may have taken from anywhere, and says nothing of the item (a probe of a
+    COPA-like benchmark from manual pages: a wrong choice that a page says word for word made the
+    item `suspicious`). A page listing several of the choices, or one beside the question, still counts."""
+    if not (m.own_role_tokens(p, QUESTION) and m.own_role_coverage(p, QUESTION) == 0.0):
+        return False
+    held = m.own_hit
+    fields = [(s, e) for s, e, code in p.fields if code == CHOICES and held[s:e].any()]
+    return len(fields) == 1 and count(held) == count(held[fields[0][0] : fields[0][1]])
 
 
 def _short_answer_own(p: PreparedItem, m: DocMatch) -> int:

@@ -845,6 +845,29 @@ def test_a_short_sentence_several_documents_hold_is_no_question_found(
     assert one.status == "suspicious" and one.reason.startswith("the question is in one document"), one.reason
 
 
+def test_one_choice_found_alone_is_not_the_item(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A probe of a COPA-like benchmark written from manual pages: a wrong choice that one page
+    says word for word ("Returns the operating system's default directory for temporary files
+    as a string") made its item `suspicious`, "neither its question nor its answer was found". One
+    option alone is a sentence of its own; the premise beside it, or several options, still count."""
+    choice = "Returns the operating system's default directory for temporary files as a string"
+    premise = "The module was asked where scratch data should be written on this host."
+    other = "The caller received an empty list of mount points and a warning"
+    item = BenchmarkItem("c", 0, question=premise, choices=(choice, other), answer="1")
+    pages = {
+        "alone": f"{FILLER[:900]} gettempdir() {choice}. {FILLER[-300:]}",
+        "with_premise": f"{FILLER[:900]} {premise} {choice}. {FILLER[-300:]}",
+        "both_choices": f"{FILLER[:900]} Either: {choice}. Or: {other}. {FILLER[-300:]}",
+    }
+    for name, text in pages.items():
+        index_corpus(engine, [{"id": name, "text": text}], name)
+    alone = Scanner(engine, corpora=["alone"]).scan([item])[0].score
+    assert alone.status == "clean" and alone.reason.startswith("only one of its choices was found"), alone.reason
+    for name in ("with_premise", "both_choices"):
+        got = Scanner(engine, corpora=[name]).scan([item])[0].score
+        assert got.status != "clean", (name, got.reason)
+
+
 def test_a_phrase_that_several_documents_hold_is_no_copy_of_a_short_item(
     engine: Engine, index_corpus: IndexCorpus
 ) -> None:
