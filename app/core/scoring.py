@@ -496,8 +496,11 @@ def _roles(p: PreparedItem, stats: ItemStats, best: DocMatch | None, th: Thresho
         if best is not None:
             rs.coverage = best.role_coverage(p, code)
             # a short answer is found where it is given (after the question or the worked
-            # solution), which the alignment, keeping the fields in the item's order, may not hold
-            rs.found = rs.coverage >= th.suspicious_coverage or (code == ANSWER and best.answer_at is not None)
+            # solution), which the alignment, keeping the fields in the item's order, may not hold;
+            # its words elsewhere in the region are not it (a probe: a command's name on the page of
+            # another of its subcommands read "answer found" beside "its answer was not found")
+            short = code == ANSWER and rs.tokens <= LONG_ANSWER
+            rs.found = best.answer_at is not None if short else rs.coverage >= th.suspicious_coverage
         out[name] = rs
     if "answer" not in out and len(p.answer_ids):  # the answer is one of the choices: found as answer_found says
         found = best is not None and bool(best.answer_found)

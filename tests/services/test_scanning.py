@@ -328,6 +328,30 @@ def test_a_frame_shared_with_the_item_copied_is_not_this_item_s_question(
     assert flagged == {"i30": "suspicious"}, flagged
 
 
+def test_a_short_answer_s_words_elsewhere_are_not_the_answer_field_found(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """A probe of TriviaQA-style questions about manual pages: the page of another subcommand
+    holds most of a short answer's words after the question ("gcloud alpha compute
+    target-http-proxies describe" for "... list"), and the result said both "its answer was not
+    found with it" and, for the answer field, found. A short answer's field is found where the
+    answer is given, as answer_found says; its coverage still says what the page holds."""
+    q = "Which command prints every target HTTP proxy of the current project in a table?"
+    answer = "gcloud compute target-http-proxies list"
+    pages = {
+        "other": f"{FILLER[:600]} {q} Run gcloud alpha compute target-http-proxies describe NAME. {FILLER[-200:]}",
+        "given": f"{FILLER[:600]} {q} Answer: {answer}. {FILLER[-200:]}",
+    }
+    got = {}
+    for name, page in pages.items():
+        index_corpus(engine, [{"id": name, "text": page}], name)
+        got[name] = Scanner(engine, [name]).scan([BenchmarkItem("t", 0, question=q, answer=answer)])[0].score
+    other, given = got["other"], got["given"]
+    assert not other.answer_found and other.roles["answer"].coverage >= 0.4, other.roles
+    assert not other.roles["answer"].found, (other.reason, other.roles)
+    assert given.answer_found and given.roles["answer"].found and given.status == "contaminated", given.reason
+
+
 def test_a_short_answer_after_the_worked_solution_is_the_answer_field_found(
     engine: Engine, index_corpus: IndexCorpus
 ) -> None:
