@@ -1523,14 +1523,17 @@ def csv_values(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _arc(rec: dict[str, Any]) -> dict[str, Any] | None:
-    """The original ARC JSONL: question.stem and question.choices [{label, text}], answerKey."""
+    """The original ARC JSONL: question.stem and question.choices [{label, text}], answerKey. The
+    original paths name the same fields still (`--fields question=question.stem`, as the file
+    reads, was refused: "row 1 has no field 'question.stem'", a probe)."""
     q = rec.get("question")
     if not (isinstance(q, dict) and isinstance(q.get("stem"), str) and isinstance(q.get("choices"), list)):
         return None
     choices = [c for c in q["choices"] if isinstance(c, dict)]
     flat = {k: v for k, v in rec.items() if k != "question"}
     texts = [_as_text(c.get("text")) for c in choices]
-    return flat | {"question": q["stem"], "choices": {"text": texts, "label": [c.get("label") for c in choices]}}
+    listed = {"text": texts, "label": [c.get("label") for c in choices]}
+    return flat | {"question": q["stem"], "choices": listed, "question.stem": q["stem"], "question.choices": listed}
 
 
 def _harness_arguments(args: Any) -> list[list[Any]]:

@@ -96,6 +96,11 @@ def test_original_arc_jsonl() -> None:
     assert it.question.startswith("An astronomer observes") and it.item_id == "Mercury_7175875"
     assert it.choices[2] == "Planetary days will become shorter." and it.answer == it.choices[2]
     assert used["answer"] == "answerKey"
+    # the fields named by their paths in the file, as a user reading it would (a probe: refused
+    # with "row 1 has no field 'question.stem'")
+    mapping = {"question": "question.stem", "choices": "question.choices", "answer": "answerKey"}
+    named, _ = read_benchmark((json.dumps(ARC) + "\n").encode(), "arc.jsonl", mapping)
+    assert (named[0].question, named[0].choices, named[0].answer) == (it.question, it.choices, it.answer)
 
 
 def test_lm_evaluation_harness_samples_check_the_prompt_the_model_saw() -> None:
