@@ -15,7 +15,7 @@ import typer
 from contam.app import cli as service_cli
 from contam.app.cli import ContamGroup, DbOpt, database_url
 from contam.app.core.config import SignatureConfig
-from contam.app.readers.corpus import files_not_read
+from contam.app.readers.corpus import fields_seen, files_not_read
 from contam.app.services.database import open_database
 from contam.app.settings import get_settings
 from contam.indexer.options import IndexOptions, index_options
@@ -168,7 +168,7 @@ def index(
         if isinstance(reporter, BarProgress):
             reporter.close()
     typer.echo(json.dumps(summary.as_dict(), indent=2))
-    _tell(summary, paths)
+    _tell(summary, paths, opts.id_field)
 
 
 def _tell_where(summary: IndexSummary, reasons: set[str]) -> None:
@@ -181,7 +181,20 @@ def _tell_where(summary: IndexSummary, reasons: set[str]) -> None:
             typer.echo(f"  {f.path}: {said}", err=True)
 
 
-def _tell(summary: IndexSummary, paths: list[Path]) -> None:
+def _tell_missing_id(summary: IndexSummary, id_field: str) -> None:
+    """Which field --id-field named and the fields the records hold: a misspelt id field is
+    indexed (each record named FILE:LINE), where a misspelt --text-field fails the file, and the
+    note did not say which field was missing (a new user's trial)."""
+    where = next((f.path for f in summary.files if f.skipped.get("missing_id")), None)
+    seen = fields_seen(Path(where)) if where else []
+    fields = f"; fields seen in {where}: {', '.join(seen)}" if seen else ""
+    typer.echo(
+        f"  (missing_id: no field {id_field!r} (--id-field) in those records, each named FILE:LINE instead{fields})",
+        err=True,
+    )
+
+
+def _tell(summary: IndexSummary, paths: list[Path], id_field: str) -> None:
     """On stderr, what the JSON summary alone would leave unsaid: a folder's files of other types
     not read, records left out or repaired, and the files that failed (exit 1)."""
     if others := files_not_read(paths):  # a folder's .csv or .md is not indexed: say so
@@ -190,13 +203,15 @@ def _tell(summary: IndexSummary, paths: list[Path]) -> None:
             f"{sum(others.values())} file(s) in the folders not indexed, not a corpus format ({kinds})", err=True
         )
     skipped, repaired = summary.records()
-    for what, counts in (("left out", skipped), ("indexed with a repair", repaired)):
-        if counts:  # said where it is seen too, not only in the JSON (`contam corpora NAME` keeps it)
-            reasons = ", ".join(f"{k}={v}" for k, v in counts.items())
-            typer.echo(f"{sum(counts.values())} record(s) {what}: {reasons}", err=True)
-            _tell_where(summary, set(counts))
+    if skipped:  # said where it is seen too, not only in the JSON (`contam corpora NAME` keeps it)
+        reasons = ", ".join(f"{k}={v}" for k, v in skipped.items())
+        typer.echo(f"{sum(skipped.values())} record(s) left out: {reasons}", err=True)
+        _tell_where(summary, set(skipped))
+    if repaired:  # a record may have several repairs: their counts, not a count of records
+        typer.echo(f"records indexed with a repair: {', '.join(f'{k}={v}' for k, v in repaired.items())}", err=True)
+        _tell_where(summary, set(repaired))
     if repaired.get("missing_id"):  # --id-field names a field these records lack
-        typer.echo("  (missing_id: no --id-field in the record; it is named FILE:LINE instead)", err=True)
+        _tell_missing_id(summary, id_field)
     if repaired.get("invalid_utf8_replaced"):  # Latin-1 from an old tool: its accented letters are lost, not its words
         typer.echo(
             "  (their bytes that are not UTF-8 became U+FFFD; to keep those characters, re-encode the file as "

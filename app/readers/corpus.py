@@ -665,12 +665,30 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
             )
         return f"no documents: no field {text_field!r}; fields seen: {', '.join(fields)} ({TEXT_FIELD_HINT})"
     left_out, _repaired = split_counts(skipped)
+    if left_out.get("non_string_text") and (inside := _object_field(path, text_field)):
+        return (
+            f"no documents: the field {text_field!r} holds objects, not text (their fields: {', '.join(inside)}); "
+            f"name the text inside, e.g. --text-field {text_field}.{inside[0]}"
+        )
     if left_out:
         reasons = ", ".join(f"{k}: {v}" for k, v in left_out.items())
         # a file in another encoding (UTF-16 from Windows tools, say) fails as garbled records
         encoding = _ENCODING_HINT if _not_utf8(path) else ""
         return f"no documents: every record was skipped ({reasons}){encoding}"
     return "no documents: the file holds no records"
+
+
+def _object_field(path: Path, text_field: str) -> list[str]:
+    """The keys of the object a JSON-lines file's text field holds in its first records, if it
+    holds one, those holding the longest text first (a new user's --text-field meta was told only
+    "non_string_text: 769")."""
+    if corpus_format(path) != "jsonl":
+        return []
+    for rec in _first_records(path, 100):
+        value = field_value(rec, text_field) if isinstance(rec, dict) else None
+        if isinstance(value, dict) and value:  # the longest text first: the likeliest to be the document
+            return sorted(map(str, value), key=lambda k: -len(value[k]) if isinstance(value[k], str) else 0)[:10]
+    return []
 
 
 def _field_there(path: Path, fields: list[str], text_field: str) -> bool:

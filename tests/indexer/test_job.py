@@ -254,7 +254,9 @@ def test_an_id_field_named_and_missing_is_told(migrated_url: str, tmp_path: Path
     summary = json.loads(result.stdout)
     assert summary["repaired"] == {"missing_id": 3} and summary["files_failed"] == 1
     assert f"{tmp_path / 't.parquet'}: no column 'nosuch' (columns: id, text; --id-field names it)" in result.stderr
-    assert "3 record(s) indexed with a repair: missing_id=3" in result.stderr
+    assert "records indexed with a repair: missing_id=3" in result.stderr
+    said = "(missing_id: no field 'nosuch' (--id-field) in those records, each named FILE:LINE instead; "
+    assert said + f"fields seen in {tmp_path / 'a.jsonl'}: id, text" in result.stderr, result.stderr
     again = CliRunner().invoke(cli, [*args, "--corpus", "d", str(tmp_path)])  # the default id: optional, not told
     assert again.exit_code == 0 and json.loads(again.stdout)["repaired"] == {}
 
@@ -302,7 +304,7 @@ def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url
     # and where they were, file by file (counts alone sent users through the file looking)
     assert f"  {path}: missing_text at line 2; malformed_json at line 4" in result.stderr
     assert f"  {path}: invalid_utf8_replaced at line 1" in result.stderr
-    assert "1 record(s) indexed with a repair: invalid_utf8_replaced=1" in result.stderr
+    assert "records indexed with a repair: invalid_utf8_replaced=1" in result.stderr
     assert "iconv -f latin1 -t utf-8, and index it into a new corpus" in result.stderr  # what to do about it
     assert "re-encode it as UTF-8" in result.stderr and "repaired" not in result.stderr.split("wide.jsonl")[-1]
     # old.jsonl, in the failed file's commit group, is indexed again under its own number ([3/2] before)

@@ -208,6 +208,14 @@ def test_a_text_field_inside_an_object_is_named_by_its_path(tmp_path: Path) -> N
     assert why_no_documents(j, "document.txt", Counter(missing_text=2)).startswith(
         "no documents: no field 'document.txt'; fields seen: meta, document"
     )
+    # the object itself named: its fields, the longest text first (a new user's trial: "every
+    # record was skipped (non_string_text: 769)")
+    skipped = Counter[str]()
+    assert list(read_documents(j, skipped, "document")) == [] and skipped["non_string_text"] == 2, skipped
+    assert why_no_documents(j, "document", skipped) == (
+        "no documents: the field 'document' holds objects, not text (their fields: text); "
+        "name the text inside, e.g. --text-field document.text"
+    )
 
 
 def test_find_files(tmp_path: Path) -> None:
