@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from contam.app.core.config import Thresholds
 from contam.app.core.types import MAX_ALTERNATIVES, BenchmarkItem, answer_of, final_answer
@@ -63,12 +65,27 @@ class ThresholdsIn(BaseModel):
         description="own tokens from the item's first one on, in one run, that make a truncated copy (suspicious)",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _known(cls, data: Any) -> Any:
+        """An unknown name is refused with the name it was likely meant to be, in the API and
+        --thresholds alike (the API said only "Extra inputs are not permitted": a new user)."""
+        if isinstance(data, dict):
+            for name in data:
+                if name not in cls.model_fields:
+                    close = difflib.get_close_matches(str(name), list(cls.model_fields), 1)
+                    hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(cls.model_fields)}"
+                    said = f"unknown threshold {str(name)!r} ({hint})".replace("{", "{{").replace("}", "}}")
+                    raise PydanticCustomError("unknown_threshold", said)
+        return data
+
     @model_validator(mode="after")
     def _ordered(self) -> ThresholdsIn:
         if self.suspicious_coverage > self.contaminated_coverage:
-            raise ValueError(
+            raise PydanticCustomError(  # not a ValueError: pydantic puts "Value error, " before its message
+                "thresholds_order",
                 f"suspicious_coverage ({self.suspicious_coverage}) is above contaminated_coverage "
-                f"({self.contaminated_coverage}): an item would be contaminated before it could be suspicious"
+                f"({self.contaminated_coverage}): an item would be contaminated before it could be suspicious",
             )
         return self
 

@@ -331,7 +331,12 @@ def test_defaults_beside_other_corpora_and_refusals_name_their_cause(
     empty = client.post("/api/v1/check", json={"texts": [Q1], "corpora": ["empty"]})
     assert empty.status_code == 409 and "'empty'" in empty.json()["error"] and "0 documents" in empty.json()["error"]
     typo = client.post("/api/v1/check", json={"texts": [Q1], "thresholds": {"longest_mach": 20}})
-    assert typo.status_code == 422 and "longest_mach" in json.dumps(typo.json())
+    assert typo.status_code == 422 and "unknown threshold 'longest_mach' (did you mean longest_match?)" in typo.text
+    # the upload form's thresholds alike (it said "Extra inputs are not permitted": a new user)
+    form = {"thresholds": json.dumps({"longest_matc": 3})}
+    up = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}, data=form)
+    assert up.status_code == 422, up.text
+    assert up.json()["error"] == "thresholds: unknown threshold 'longest_matc' (did you mean longest_match?)"
     rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}).json()["id"]
     rep = _wait(client, rid)
     assert (
