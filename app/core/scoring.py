@@ -188,16 +188,8 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     # document holds), else the question it shares with items of other answers, with the answer
     if q_asked and m.answer_found and (m.own_bits if q_told else m.matched_bits) >= th.min_bits:
         return Status.CONTAMINATED, "question and answer found together in one document"
-    # The question alone: most of it, or, for a question of fewer than 2n own tokens, all of it
-    # (four words of a five-word question are a phrase's length: they recur by chance)
-    q_whole = 1.0 if m.own_role_tokens(p, QUESTION) < 2 * n else th.contaminated_coverage
-    # and the question there as a whole, not only its own words: a twin's one distinct word with
-    # a phrase around it ("the column number of the") is not the question
-    if (q_own or 0.0) >= q_whole and m.own_bits >= th.min_bits and q_there and _short_question_here(p, m, n, q_whole):
-        part = _answer_part(p, m)
-        return Status.SUSPICIOUS, "the question is in one document, " + (
-            f"with {part:.0%} of its answer (half of a long answer counts as found)" if part else "without its answer"
-        )
+    if alone := _question_alone(p, m, n, th, q_own, q_there):
+        return Status.SUSPICIOUS, alone
     if _one_choice_alone(p, m):
         return (
             Status.CLEAN,
@@ -232,14 +224,26 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     return Status.CLEAN, _clean_reason(m, th, n)
 
 
-def _elsewhere_too(m: DocMatch, n: int) -> bool:
-    """Whether the document holds only part of the item's own text and every own n-gram it holds
-    other documents of the corpora hold too: it is one of the corpus's instances of a sentence
-    written again with other words where the item's differ, not a copy of the item (a probe of
-    manual pages: "To specify the maximum number of tags to list, use the --limit flag", in seven
-    pages with seven nouns, was `contaminated` as a copy of the question naming an eighth, 86% of
-    its own text). An edited copy holds n-grams of the item that no other document does."""
-    return m.own_coverage < 1.0 and m.unique_run == 0 and m.longest_own >= n
+def _question_alone(
+    p: PreparedItem, m: DocMatch, n: int, th: Thresholds, q_own: float | None, q_there: bool
+) -> str | None:
+    """The reason a document holding the question without its answer gives, or None: most of the
+    question's own text, or, for a question of fewer than 2n own tokens, all of it (four words of
+    a five-word question are a phrase's length: they recur by chance), and the question there as a
+    whole, not only its own words (a twin's one distinct word with a phrase around it, "the column
+    number of the", is not the question)."""
+    q_whole = 1.0 if m.own_role_tokens(p, QUESTION) < 2 * n else th.contaminated_coverage
+    if (
+        (q_own or 0.0) < q_whole
+        or m.own_bits < th.min_bits
+        or not q_there
+        or not _short_question_here(p, m, n, q_whole)
+    ):
+        return None
+    part = _answer_part(p, m)
+    return "the question is in one document, " + (
+        f"with {part:.0%} of its answer (half of a long answer counts as found)" if part else "without its answer"
+    )
 
 
 def _short_question_here(p: PreparedItem, m: DocMatch, n: int, q_whole: float) -> bool:
