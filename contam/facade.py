@@ -46,7 +46,13 @@ def as_item(row: int, item: ItemLike) -> BenchmarkItem:
         return item
     if isinstance(item, str):
         return BenchmarkItem(str(row), row, question=item)
-    choices = tuple(str(c) for c in item.get("choices") or ())
+    given = item.get("choices")
+    given = () if given is None else given
+    if isinstance(given, str):  # a string is one choice, not one a character (a review)
+        given = (given,) if given else ()
+    if isinstance(given, Mapping) or not isinstance(given, Iterable):  # a list, a tuple, an array
+        raise ContamError(f"item {row}: choices must be a list of texts, got {type(given).__name__}")
+    choices = tuple(str(c) for c in given)
     ident = item.get("id")
     return BenchmarkItem(
         str(ident) if ident is not None else str(row),

@@ -79,6 +79,18 @@ def test_an_answer_may_be_an_index_into_the_choices() -> None:
     assert as_item(0, {"question": "2+2?", "choices": ["3", "4"], "answer": -1}).answer == ""
 
 
+def test_a_mapping_items_choices_may_be_one_text_or_an_array() -> None:
+    """A string of choices was one choice a character (a review); a numpy array is a list."""
+    import numpy as np
+
+    from contam import as_item
+
+    assert as_item(0, {"question": "Pick", "choices": "(A) red (B) blue"}).choices == ("(A) red (B) blue",)
+    assert as_item(0, {"question": "Pick", "choices": np.array(["red", "blue"]), "answer": 1}).answer == "blue"
+    with pytest.raises(contam.ContamError, match="item 3: choices must be a list of texts, got dict"):
+        as_item(3, {"question": "Pick", "choices": {"a": "red"}})
+
+
 def test_a_mapping_item_keeps_its_worked_solution() -> None:
     from contam import as_item
 

@@ -1171,8 +1171,9 @@ def _answer_found(
     for the evidence (_after_solution).
     """
     answer_sel = p.role == ANSWER
-    if solution >= 0.5:
-        return True, _after_solution(p, al, region, answer_sel, lo, src)
+    if solution >= 0.5:  # given away; a short answer is placed after the solution, or after the question
+        placed = _after_solution(p, al, region, answer_sel, lo, src)  # ("Answer: 72. Explanation: ...": a review)
+        return True, placed if placed is not None else _answer_found(p, al, matched, region, 0.0, lo, src)[1]
     if len(p.answer_ids) == 0 and not answer_sel.any():
         return False, None
     if count(answer_sel) > LONG_ANSWER:

@@ -190,7 +190,7 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
         return Status.CONTAMINATED, "question and answer found together in one document"
     if alone := _question_alone(p, m, n, th, q_own, q_there):
         return Status.SUSPICIOUS, alone
-    if _one_choice_alone(p, m):
+    if _one_choice_alone(p, m, th):
         return (
             Status.CLEAN,
             "only one of its choices was found, without its question: a sentence of its own, not the item",
@@ -233,12 +233,7 @@ def _question_alone(
     whole, not only its own words (a twin's one distinct word with a phrase around it, "the column
     number of the", is not the question)."""
     q_whole = 1.0 if m.own_role_tokens(p, QUESTION) < 2 * n else th.contaminated_coverage
-    if (
-        (q_own or 0.0) < q_whole
-        or m.own_bits < th.min_bits
-        or not q_there
-        or not _short_question_here(p, m, n, q_whole)
-    ):
+    if (q_own or 0.0) < q_whole or m.own_bits < th.min_bits or not q_there:
         return None
     part = _answer_part(p, m)
     return "the question is in one document, " + (
@@ -246,26 +241,23 @@ def _question_alone(
     )
 
 
-def _short_question_here(p: PreparedItem, m: DocMatch, n: int, q_whole: float) -> bool:
-    """A short question found whole (fewer than 2n own tokens) is told from a sentence common in
-    the corpus by an n-gram of it that no other document holds: "This setting can be specified
-    multiple times." is in seven manual pages, and a one-sentence item saying it was `suspicious`
-    as found (a probe: 24 of 310 clean items of a COPA-like benchmark). A question of fewer than
-    n tokens has no n-gram to ask (its short-channel runs decide elsewhere)."""
-    return q_whole < 1.0 or m.own_role_tokens(p, QUESTION) < n or m.unique_run >= n
-
-
-def _one_choice_alone(p: PreparedItem, m: DocMatch) -> bool:
-    """Whether all the own text the document holds lies in one of the item's choices, none of its
-    question's own text held: one option of a multiple-choice item, found alone, is a sentence
-    the item's author may have taken from anywhere, and says nothing of the item (a probe of a
-    COPA-like benchmark from manual pages: a wrong choice that a page says word for word made the
-    item `suspicious`). A page listing several of the choices, or one beside the question, still counts."""
-    if not (m.own_role_tokens(p, QUESTION) and m.own_role_coverage(p, QUESTION) == 0.0):
+def _one_choice_alone(p: PreparedItem, m: DocMatch, th: Thresholds) -> bool:
+    """Whether all the own text the document holds lies in one of the item's choices, and of its
+    question none of the own text and less than `suspicious_coverage` of all its text: one option
+    of a multiple-choice item, found alone, is a sentence the item's author may have taken from
+    anywhere, and says nothing of the item (a probe of a COPA-like benchmark from manual pages: a
+    wrong choice that a page says word for word made the item `suspicious`). A page listing
+    several of the choices, or one beside the question or beside a passage the question field
+    carries, still counts; so does an item whose choices are one field (a review: "(A) ... (B)
+    ..." in one string, every option listed on a page, read as one choice alone)."""
+    choices = [(s, e) for s, e, code in p.fields if code == CHOICES]
+    if len(choices) < 2 or not m.own_role_tokens(p, QUESTION) or m.own_role_coverage(p, QUESTION) != 0.0:
+        return False
+    if m.role_coverage(p, QUESTION) >= th.suspicious_coverage:
         return False
     held = m.own_hit
-    fields = [(s, e) for s, e, code in p.fields if code == CHOICES and held[s:e].any()]
-    return len(fields) == 1 and count(held) == count(held[fields[0][0] : fields[0][1]])
+    found = [(s, e) for s, e in choices if held[s:e].any()]
+    return len(found) == 1 and count(held) == count(held[found[0][0] : found[0][1]])
 
 
 def _short_answer_own(p: PreparedItem, m: DocMatch) -> int:

@@ -368,6 +368,11 @@ def test_a_short_answer_after_the_worked_solution_is_the_answer_field_found(
     assert r.score.roles["answer"].found, r.score.roles
     ev = r.evidence[0]
     assert any(ev.excerpt[a:b] == "72" for a, b in ev.highlights), [ev.excerpt[a:b] for a, b in ev.highlights]
+    # the answer given first, the steps after it (a review: the field read not found)
+    page = f"Worksheet 3.\n{q}\nAnswer: 72. Explanation: {steps}\n\nWorksheet 4 starts here."
+    index_corpus(engine, [{"id": "first", "text": page}], "first")
+    r = Scanner(engine, ["first"]).scan([BenchmarkItem("m", 0, question=q, solution=steps, answer="72")])[0]
+    assert r.score.answer_found and r.score.roles["answer"].found, r.score.roles
     # the number further on is chance (a review: "Next problem: a train runs 72 miles")
     page = f"Worksheet 3.\n{q}\n{steps}\n\nNext problem: a train runs 72 miles in two hours."
     index_corpus(engine, [{"id": "ws2", "text": page}], "later")
@@ -845,30 +850,6 @@ PHRASE_ITEMS = [  # short items of a manual-page benchmark, each opening with an
 PHRASES = ["The number of seconds to wait for", "Do not print a header line", "You must be a superuser to use"]
 
 
-def test_a_short_sentence_several_documents_hold_is_no_question_found(
-    engine: Engine, index_corpus: IndexCorpus
-) -> None:
-    """A probe of a COPA-like benchmark written from manual pages: a premise of 6-9 words that
-    several unrelated pages say word for word ("This setting can be specified multiple times.",
-    seven systemd pages) made its clean item `suspicious`, "the question is in one document,
-    without its answer" (24 of 310 clean items). A short question found whole counts where an
-    n-gram of it is in no other document: one page holding the sentence still flags it."""
-    premise = "This setting can be specified multiple times."
-    pages = [
-        {"id": f"unit-{k}", "text": f"{FILLER[: 300 * (k + 1)]} {option}= Sets the {option}. {premise} {FILLER[-250:]}"}
-        for k, option in enumerate(["Address", "Route", "Domains", "DNS"])
-    ]
-    index_corpus(engine, pages, "many")
-    index_corpus(engine, pages[:1], "one")
-    item = BenchmarkItem(
-        "copa", 0, question=premise, choices=("the option was ignored", "it was applied twice"), answer="0"
-    )
-    many = Scanner(engine, corpora=["many"]).scan([item])[0].score
-    one = Scanner(engine, corpora=["one"]).scan([item])[0].score
-    assert many.status == "clean", many.reason
-    assert one.status == "suspicious" and one.reason.startswith("the question is in one document"), one.reason
-
-
 def test_one_choice_found_alone_is_not_the_item(engine: Engine, index_corpus: IndexCorpus) -> None:
     """A probe of a COPA-like benchmark written from manual pages: a wrong choice that one page
     says word for word ("Returns the operating system's default directory for temporary files
@@ -890,6 +871,29 @@ def test_one_choice_found_alone_is_not_the_item(engine: Engine, index_corpus: In
     for name in ("with_premise", "both_choices"):
         got = Scanner(engine, corpora=[name]).scan([item])[0].score
         assert got.status != "clean", (name, got.reason)
+    # a review: choices kept as one string, every option listed on a page, is no "one choice alone"
+    listed = "(A) the river froze over completely (B) the ferry kept its winter timetable"
+    one_field = BenchmarkItem("s", 0, question=premise, choices=(listed,), answer=listed)
+    index_corpus(engine, [{"id": "key", "text": f"{FILLER[:900]} {listed}. Answer: A {FILLER[-300:]}"}], "key")
+    got = Scanner(engine, corpora=["key"]).scan([one_field])[0].score
+    assert not got.reason.startswith("only one of its choices"), got.reason
+    # nor the right choice beside a passage the question field carries, shared with other items
+    passage = (
+        "The lighthouse on the northern cape was kept by one family from 1881 until 1921, when the lamp was "
+        "automated and the keepers moved to the harbour town below the cliffs"
+    )
+    asked = ["How long did the family keep the light?", "Where did the keepers move?", "When was the lamp automated?"]
+    right = "for four whole decades of service at the point"
+    items = [
+        BenchmarkItem(
+            f"p{k}", k, question=f"{passage} {q}", choices=(right if k == 0 else f"answer {k}", "nobody knows")
+        )
+        for k, q in enumerate(asked)
+    ]
+    items = [replace(it, answer=it.choices[0]) for it in items]
+    index_corpus(engine, [{"id": "pa", "text": f"{FILLER[:900]} {passage}. Answer: {right} {FILLER[-300:]}"}], "pa")
+    got = Scanner(engine, corpora=["pa"]).scan(items)[0].score
+    assert got.status != "clean", got.reason
 
 
 def test_a_phrase_that_several_documents_hold_is_no_copy_of_a_short_item(
