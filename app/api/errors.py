@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -86,6 +88,25 @@ async def data_error(_req: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body(refused_value(exc)), status_code=422)
 
 
+_ALTERNATIVES = re.compile(r"\^\(([\w|]+)\)\??\$")  # alternatives, "^(question|choices)$" (or none: "...)?$")
+
+
+def plain_problem(err: Mapping[str, Any]) -> str:
+    """One validation error in the words of this tool: where, then what is wrong, without the
+    framework's ("Extra inputs are not permitted", "String should match pattern '^(...)$'" and
+    "status.0" said nothing a user could act on: a new user's trial)."""
+    loc = [str(x) for x in err.get("loc", ())]
+    where = ".".join(x for x in loc[1:] if not x.isdigit() or loc[0] == "body") or "request"
+    kind, ctx, msg = err.get("type"), err.get("ctx") or {}, str(err.get("msg", "invalid"))
+    if kind == "extra_forbidden":
+        return f"{where}: not a field this request takes"
+    if kind == "string_pattern_mismatch" and (m := _ALTERNATIVES.fullmatch(str(ctx.get("pattern", "")))):
+        return f"{where}: must be one of {', '.join(m.group(1).split('|'))}"
+    if kind in ("enum", "literal_error") and "expected" in ctx:
+        return f"{where}: must be {ctx['expected']}"
+    return f"{where}: {msg}"
+
+
 def _problems(exc: RequestValidationError) -> list[dict[str, Any]]:
     """Where and what, without echoing the input: it may be huge, bytes, or a float JSON
     cannot carry (1e999, NaN), and the answer must always be JSON."""
@@ -113,7 +134,8 @@ async def validation_error(_req: Request, exc: Exception) -> JSONResponse:
         return JSONResponse(error_body(message), status_code=400)
     problems = _problems(exc)
     no_file = any(p["loc"] == ["body", "file"] and p["type"] == "missing" for p in problems)
-    return JSONResponse(error_body(NO_FILE if no_file else "invalid request", problems), status_code=422)
+    said = "invalid request: " + "; ".join(plain_problem(e) for e in exc.errors())
+    return JSONResponse(error_body(NO_FILE if no_file else said, problems), status_code=422)
 
 
 async def http_error(_req: Request, exc: Exception) -> JSONResponse:

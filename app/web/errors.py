@@ -13,6 +13,7 @@ from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 from sqlalchemy.exc import DatabaseError, DataError, OperationalError
 
+from contam.app.api.errors import plain_problem
 from contam.app.errors import (
     ConfigError,
     ContamError,
@@ -51,12 +52,8 @@ def error_page(request: Request, exc: ContamError) -> Response:
 
 
 def invalid_query(exc: RequestValidationError) -> str:
-    """What a request's parameters got wrong, one clause each ("field: String should match ...")."""
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(x) for x in err.get("loc", ())[1:]) or "request"
-        parts.append(f"{where}: {err.get('msg', 'invalid')} (got {err.get('input')!r})")
-    return "; ".join(parts)
+    """What a request's parameters got wrong, one clause each ("field: must be one of ...")."""
+    return "; ".join(f"{plain_problem(err)} (got {err.get('input')!r})" for err in exc.errors())
 
 
 class PageRoute(APIRoute):
