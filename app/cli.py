@@ -441,13 +441,12 @@ def _thresholds(text: str | None) -> Thresholds | None:
         if any(not sep for _, sep, _ in pairs):
             raise InputError(f"--thresholds takes JSON or name=value pairs, got {text!r}")
         given = {k.strip(): v.strip() for k, _, v in pairs}
-    from contam.app.api.schemas import ThresholdsIn  # the API's models: only --thresholds needs them here
+    from contam.app.api.schemas import ThresholdsIn, threshold_problems  # only --thresholds needs them here
 
     try:
         return ThresholdsIn.model_validate(given).to_thresholds()
     except ValidationError as exc:
-        problems = "; ".join(": ".join(filter(None, (".".join(map(str, e["loc"])), e["msg"]))) for e in exc.errors())
-        raise InputError(f"--thresholds: {problems}") from exc
+        raise InputError(f"--thresholds: {threshold_problems(exc)}") from exc
 
 
 def _gate(fail_above: float | None) -> None:

@@ -48,11 +48,17 @@ def as_item(row: int, item: ItemLike) -> BenchmarkItem:
         return BenchmarkItem(str(row), row, question=item)
     given = item.get("choices")
     given = () if given is None else given
+    if isinstance(given, bytes | bytearray):
+        given = given.decode("utf-8", "replace")
     if isinstance(given, str):  # a string is one choice, not one a character (a review)
         given = (given,) if given else ()
+    refused = ContamError(f"item {row}: choices must be a list of texts, got {type(given).__name__}")
     if isinstance(given, Mapping) or not isinstance(given, Iterable):  # a list, a tuple, an array
-        raise ContamError(f"item {row}: choices must be a list of texts, got {type(given).__name__}")
-    choices = tuple(str(c) for c in given)
+        raise refused
+    try:
+        choices = tuple(str(c) for c in given)
+    except TypeError:  # iterable in name only (a 0-d array)
+        raise refused from None
     ident = item.get("id")
     return BenchmarkItem(
         str(ident) if ident is not None else str(row),

@@ -182,16 +182,21 @@ def _tell_where(summary: IndexSummary, reasons: set[str]) -> None:
 
 
 def _tell_missing_id(summary: IndexSummary, id_field: str) -> None:
-    """Which field --id-field named and the fields the records hold: a misspelt id field is
-    indexed (each record named FILE:LINE), where a misspelt --text-field fails the file, and the
-    note did not say which field was missing (a new user's trial)."""
-    where = next((f.path for f in summary.files if f.skipped.get("missing_id")), None)
-    seen = fields_seen(Path(where)) if where else []
-    fields = f"; fields seen in {where}: {', '.join(seen)}" if seen else ""
-    typer.echo(
-        f"  (missing_id: no field {id_field!r} (--id-field) in those records, each named FILE:LINE instead{fields})",
-        err=True,
-    )
+    """Which field --id-field named, and in which file the records lack it, with the fields they
+    hold: a misspelt id field is indexed (each record named by its place), where a misspelt
+    --text-field fails the file, and the note did not say which field was missing (a new user's
+    trial). Where every such file has the field, some records hold no usable id in it."""
+    files = [f.path for f in summary.files if f.skipped.get("missing_id")]
+    seen = {path: fields_seen(Path(path)) for path in files}
+    top = id_field.split(".")[0]
+    lacking = [path for path in files if seen[path] and top not in seen[path]]
+    many = f" ({len(files)} files)" if len(files) > 1 else ""
+    if lacking:
+        there = ", ".join(seen[lacking[0]])
+        said = f"no field {id_field!r} (--id-field) in {lacking[0]}{many}; fields seen there: {there}"
+    else:
+        said = f"the field {id_field!r} (--id-field) is empty or not text or a number in some records{many}"
+    typer.echo(f"  (missing_id: {said}; each such record is named by its file and place instead)", err=True)
 
 
 def _tell(summary: IndexSummary, paths: list[Path], id_field: str) -> None:

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DatabaseError, DataError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from contam.app.api.schemas import ErrorRead
+from contam.app.api.schemas import ErrorRead, unknown_threshold
 from contam.app.errors import (
     ConfigError,
     ContamError,
@@ -98,6 +98,8 @@ def plain_problem(err: Mapping[str, Any]) -> str:
     loc = [str(x) for x in err.get("loc", ())]
     where = ".".join(x for x in loc[1:] if not x.isdigit() or loc[0] == "body") or "request"
     kind, ctx, msg = err.get("type"), err.get("ctx") or {}, str(err.get("msg", "invalid"))
+    if kind == "extra_forbidden" and len(loc) > 2 and loc[-2] == "thresholds":
+        return f"{'.'.join(loc[1:-1])}: {unknown_threshold(loc[-1])}"
     if kind == "extra_forbidden":
         return f"{where}: not a field this request takes"
     if kind == "string_pattern_mismatch" and (m := _ALTERNATIVES.fullmatch(str(ctx.get("pattern", "")))):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from contam.app.core.config import Thresholds
@@ -65,20 +65,6 @@ class ThresholdsIn(BaseModel):
         description="own tokens from the item's first one on, in one run, that make a truncated copy (suspicious)",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _known(cls, data: Any) -> Any:
-        """An unknown name is refused with the name it was likely meant to be, in the API and
-        --thresholds alike (the API said only "Extra inputs are not permitted": a new user)."""
-        if isinstance(data, dict):
-            for name in data:
-                if name not in cls.model_fields:
-                    close = difflib.get_close_matches(str(name), list(cls.model_fields), 1)
-                    hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(cls.model_fields)}"
-                    said = f"unknown threshold {str(name)!r} ({hint})".replace("{", "{{").replace("}", "}}")
-                    raise PydanticCustomError("unknown_threshold", said)
-        return data
-
     @model_validator(mode="after")
     def _ordered(self) -> ThresholdsIn:
         if self.suspicious_coverage > self.contaminated_coverage:
@@ -91,6 +77,27 @@ class ThresholdsIn(BaseModel):
 
     def to_thresholds(self) -> Thresholds:
         return Thresholds(**self.model_dump())
+
+
+def unknown_threshold(name: str) -> str:
+    """An unknown threshold name, with the name it was likely meant to be (the API said only
+    "Extra inputs are not permitted": a new user)."""
+    close = difflib.get_close_matches(name, list(ThresholdsIn.model_fields), 1)
+    hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(ThresholdsIn.model_fields)}"
+    return f"unknown threshold {name!r} ({hint})"
+
+
+def threshold_problems(exc: ValidationError) -> str:
+    """Every problem of a thresholds object, one clause each: an unknown name as unknown_threshold
+    says it, any other as where and what."""
+    said = []
+    for e in exc.errors():
+        loc = [str(x) for x in e.get("loc", ())]
+        if e.get("type") == "extra_forbidden" and loc:
+            said.append(unknown_threshold(loc[-1]))
+        else:
+            said.append(": ".join(filter(None, (".".join(loc), str(e.get("msg", ""))))))
+    return "; ".join(said)
 
 
 MAX_PAGE = 1_000_000  # pages and offsets past these are refused (422), not sent to the database

@@ -665,10 +665,13 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
             )
         return f"no documents: no field {text_field!r}; fields seen: {', '.join(fields)} ({TEXT_FIELD_HINT})"
     left_out, _repaired = split_counts(skipped)
-    if left_out.get("non_string_text") and (inside := _object_field(path, text_field)):
+    if left_out.get("non_string_text") and (inside := _object_field(path, text_field)) is not None:
+        keys, text_path = inside
+        others = ", ".join(f"{k}: {v}" for k, v in left_out.items() if k != "non_string_text")
         return (
-            f"no documents: the field {text_field!r} holds objects, not text (their fields: {', '.join(inside)}); "
-            f"name the text inside, e.g. --text-field {text_field}.{inside[0]}"
+            f"no documents: the field {text_field!r} holds objects, not text (their fields: {', '.join(keys)})"
+            + (f"; name the text inside, e.g. --text-field {text_field}.{text_path}" if text_path else "")
+            + (f" (other records skipped: {others})" if others else "")
         )
     if left_out:
         reasons = ", ".join(f"{k}: {v}" for k, v in left_out.items())
@@ -678,17 +681,27 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
     return "no documents: the file holds no records"
 
 
-def _object_field(path: Path, text_field: str) -> list[str]:
-    """The keys of the object a JSON-lines file's text field holds in its first records, if it
-    holds one, those holding the longest text first (a new user's --text-field meta was told only
-    "non_string_text: 769")."""
+def _object_field(path: Path, text_field: str) -> tuple[list[str], str | None] | None:
+    """(the keys, and the path inside of its longest text, if any) of the object a JSON-lines
+    file's text field holds in its first records; None if it holds none (a new user's
+    --text-field meta was told only "non_string_text: 769")."""
     if corpus_format(path) != "jsonl":
-        return []
+        return None
     for rec in _first_records(path, 100):
         value = field_value(rec, text_field) if isinstance(rec, dict) else None
-        if isinstance(value, dict) and value:  # the longest text first: the likeliest to be the document
-            return sorted(map(str, value), key=lambda k: -len(value[k]) if isinstance(value[k], str) else 0)[:10]
-    return []
+        if isinstance(value, dict) and value:
+            texts = sorted(_text_paths(value), key=lambda kv: -kv[1])
+            return [str(k) for k in value][:10], texts[0][0] if texts else None
+    return None
+
+
+def _text_paths(obj: Mapping[str, Any], depth: int = 3) -> Iterator[tuple[str, int]]:
+    """(dotted path, length) of every string inside an object, `depth` levels down at most."""
+    for k, v in obj.items():
+        if isinstance(v, str) and v.strip():
+            yield str(k), len(v)
+        elif isinstance(v, Mapping) and depth > 1:
+            yield from ((f"{k}.{p}", n) for p, n in _text_paths(v, depth - 1))
 
 
 def _field_there(path: Path, fields: list[str], text_field: str) -> bool:

@@ -339,6 +339,12 @@ def test_defaults_beside_other_corpora_and_refusals_name_their_cause(
     up = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}, data=form)
     assert up.status_code == 422, up.text
     assert up.json()["error"] == "thresholds: unknown threshold 'longest_matc' (did you mean longest_match?)"
+    # every problem said, not the first alone, and a name as it was given (a review)
+    form = {"thresholds": json.dumps({"max_{df}": 3, "contaminated_coverage": 5, "longest_matc": 3})}
+    up = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}, data=form)
+    said = up.json()["error"]
+    assert "unknown threshold 'max_{df}' (did you mean max_df?)" in said and "'longest_matc'" in said, said
+    assert "contaminated_coverage: Input should be less than or equal to 1" in said, said
     rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}).json()["id"]
     rep = _wait(client, rid)
     assert (

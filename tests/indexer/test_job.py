@@ -255,8 +255,13 @@ def test_an_id_field_named_and_missing_is_told(migrated_url: str, tmp_path: Path
     assert summary["repaired"] == {"missing_id": 3} and summary["files_failed"] == 1
     assert f"{tmp_path / 't.parquet'}: no column 'nosuch' (columns: id, text; --id-field names it)" in result.stderr
     assert "records indexed with a repair: missing_id=3" in result.stderr
-    said = "(missing_id: no field 'nosuch' (--id-field) in those records, each named FILE:LINE instead; "
-    assert said + f"fields seen in {tmp_path / 'a.jsonl'}: id, text" in result.stderr, result.stderr
+    said = f"(missing_id: no field 'nosuch' (--id-field) in {tmp_path / 'a.jsonl'}; fields seen there: id, text; "
+    assert said + "each such record is named by its file and place instead)" in result.stderr, result.stderr
+    # the field there, empty in a record: not "no field" (a review)
+    (tmp_path / "e").mkdir()
+    write_jsonl(tmp_path / "e" / "e.jsonl", [{"key": "k1", "text": "one text here"}, {"key": None, "text": "two"}])
+    empty = CliRunner().invoke(cli, [*args, "--corpus", "e", "--id-field", "key", str(tmp_path / "e")])
+    assert "(missing_id: the field 'key' (--id-field) is empty or not text or a number in some records;" in empty.stderr
     again = CliRunner().invoke(cli, [*args, "--corpus", "d", str(tmp_path)])  # the default id: optional, not told
     assert again.exit_code == 0 and json.loads(again.stdout)["repaired"] == {}
 

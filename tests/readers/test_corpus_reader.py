@@ -214,8 +214,15 @@ def test_a_text_field_inside_an_object_is_named_by_its_path(tmp_path: Path) -> N
     assert list(read_documents(j, skipped, "document")) == [] and skipped["non_string_text"] == 2, skipped
     assert why_no_documents(j, "document", skipped) == (
         "no documents: the field 'document' holds objects, not text (their fields: text); "
-        "name the text inside, e.g. --text-field document.text"
+        "name the text inside, e.g. --text-field document.text (other records skipped: missing_text: 1)"
     )
+    # only text is suggested, looked for inside nested objects too; with none, none (a review: a number was)
+    o = tmp_path / "o.jsonl"
+    o.write_text(json.dumps({"doc": {"id": 1, "body": {"text": "hello world"}, "lang": "en"}}) + "\n")
+    said = why_no_documents(o, "doc", Counter(non_string_text=1))
+    assert said.endswith("(their fields: id, body, lang); name the text inside, e.g. --text-field doc.body.text"), said
+    o.write_text(json.dumps({"meta": {"id": 1, "n": 3}}) + "\n")
+    assert why_no_documents(o, "meta", Counter(non_string_text=1)).endswith("(their fields: id, n)")
 
 
 def test_find_files(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from contam.app.api.schemas import (
     ReportList,
     ReportRead,
     ThresholdsIn,
+    threshold_problems,
 )
 from contam.app.core.items import FOUND_ROLES
 from contam.app.core.types import Status
@@ -45,8 +46,7 @@ def _form_json(
     try:
         th = ThresholdsIn.model_validate_json(thresholds) if thresholds else ThresholdsIn()
     except ValidationError as exc:
-        problems = "; ".join(": ".join(filter(None, (".".join(map(str, e["loc"])), e["msg"]))) for e in exc.errors())
-        raise InputError(f"thresholds: {problems or exc}") from exc
+        raise InputError(f"thresholds: {threshold_problems(exc) or exc}") from exc
     if fields is not None and not isinstance(fields, dict):
         raise InputError("mapping must be a JSON object of role -> field")
     return fields, th
