@@ -69,9 +69,10 @@ class PostingBuffer:
         while the group goes on, its n-gram and band blocks on two connections at once); so is
         what a group leaves at its commit when that is at least half a segment (no segment but
         an empty one has room for it anyway), or, after full ones, at least a TAIL_SHARE-th (the
-        commit waits for it, the signing done: appended on the group's one connection into
-        blocks sized for a whole segment, a Ray worker's last 3 M rows took 2.2 s against 0.5 s
-        so: bench/MEASUREMENTS.md, session 33). A smaller remainder, or a small group's, goes
+        commit waits for it, the signing done: written on the group's one connection into a
+        segment sized for a whole one, a Ray worker's last 3 M rows took 1.6-2.6 s, and staged
+        the run's last commit came 1.6 s sooner: bench/MEASUREMENTS.md, session 33). A smaller
+        remainder, or a small group's, goes
         into the newest segment with room, here and now, so small runs add no segments."""
         try:
             self._write(full)

@@ -112,7 +112,7 @@ def test_a_bulk_groups_commit_writes_its_tail_as_a_segment_of_its_own() -> None:
     """A group that wrote full segments (a bulk load) leaves at its commit what its last files
     added: an eighth of a segment or more is staged as a segment of its own, blocks sized for
     half a segment (later small writes may fill it), not appended here and now on the group's
-    one connection (a Ray worker's last 3 M rows took 2.2 s so, 0.5 s staged). A small group's
+    one connection (a Ray worker's last 3 M rows took 1.6-2.6 s so, after the signing). A small group's
     remainder, and a bulk group's of less than an eighth, still go into the newest segment with
     room, so small runs add no segments; a group rolled back starts the next one afresh."""
     sink = _Sink()
