@@ -72,8 +72,8 @@ class PostingBuffer:
         commit waits for it, the signing done: written on the group's one connection into a
         segment sized for a whole one, a Ray worker's last 3 M rows took 1.6-2.6 s, and staged
         the run's last commit came 1.6 s sooner: bench/MEASUREMENTS.md, session 33). A smaller
-        remainder, or a small group's, goes
-        into the newest segment with room, here and now, so small runs add no segments."""
+        remainder, or a small group's, goes into the newest segment with room, here and now, so
+        small runs add no segments."""
         try:
             self._write(full)
         finally:
