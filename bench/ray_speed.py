@@ -1,7 +1,7 @@
 """PostgreSQL indexing: the local executor against the Ray executor at 1 and 2 workers.
 
 Usage: python bench/ray_speed.py [CORPUS_PATH ...] [--repeat 3] [--pg URL] [--configs local,ray1,ray2]
-                                 [--niceness 0]
+                                 [--niceness 0] [--timeline]
 
 Without a path it indexes the first 7 shards of the shared evaluation corpus (about 52 MB of
 text; ../shared/eval/corpus) if present, else this machine's Python standard library sources
@@ -15,7 +15,11 @@ hits them alike.
 Prints per configuration: median MB/s of text over the run's own time (the summary's, from
 the corpus being opened to the last commit and ANALYZE) and over the command's wall time,
 database bytes per corpus token, and peak RSS per process (the driver; the largest signing or
-Ray worker), the largest over the repeats.
+Ray worker), the largest over the repeats. With --timeline, each configuration's timeline (medians, seconds
+from the command's start, read from its `--progress log` lines as they come): the first file
+handed out, the last, the last file committed, and the command's end: where a difference
+between the executors lies (session 33: Ray's last commit came 2.8 s after its last file was
+handed out, the local executor's 1.1 s).
 """
 
 from __future__ import annotations
@@ -116,11 +120,12 @@ class PeakSampler(threading.Thread):
         return max((kib for r, kib in self.peaks.values() if r == role), default=0) / 1024
 
 
-def run_once(url: str, paths: list[str], config: str, address: str) -> dict:
+def run_once(url: str, paths: list[str], config: str, address: str, timeline: bool = False) -> dict:
     upgrade(url)
     workers = "2" if config in ("local", "ray2") else "1"
     extra = ["--executor", "ray", "--address", address] if config.startswith("ray") else []
-    cmd = [*CONTAM, "index", "--corpus", "bench", "--db", url, "--workers", workers, "--progress", "none"]
+    progress = "log" if timeline else "none"
+    cmd = [*CONTAM, "index", "--corpus", "bench", "--db", url, "--workers", workers, "--progress", progress]
     before = {int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()}
     t0 = time.perf_counter()
     # The bench's cluster has Ray's token authentication (the default of a cluster ray.init starts):
@@ -131,20 +136,41 @@ def run_once(url: str, paths: list[str], config: str, address: str) -> dict:
     )
     sampler = PeakSampler(proc.pid, before)
     sampler.start()
-    out, err = proc.communicate()
+    marks: dict[str, float] = {}
+    err_lines: list[str] = []
+    reader = threading.Thread(target=_timeline, args=(proc, t0, marks, err_lines), daemon=True)
+    reader.start()
+    out = proc.stdout.read() if proc.stdout else ""
+    proc.wait()
+    reader.join()
     wall = time.perf_counter() - t0
     sampler.stop.set()
     sampler.join()
     if proc.returncode != 0:
-        raise SystemExit(err)
+        raise SystemExit("".join(err_lines))
     summary = json.loads(out)
     return {
         "summary": summary,
+        "marks": marks | {"end": wall},
         "wall": wall,
         "driver_mb": sampler.peak_mb("driver"),
         "worker_mb": sampler.peak_mb("worker"),
         "bytes": db_bytes(url),
     }
+
+
+def _timeline(proc: subprocess.Popen[str], t0: float, marks: dict[str, float], lines: list[str]) -> None:
+    """Seconds from t0 at which the run's log said it handed out its first file and its last, and
+    committed its last, read as the lines come (stderr, `--progress log`)."""
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        now = time.perf_counter() - t0
+        lines.append(line)
+        if line.startswith("indexing ["):
+            marks.setdefault("first handed out", now)
+            marks["last handed out"] = now
+        elif line.startswith("done ["):
+            marks["last committed"] = now
 
 
 def db_bytes(url: str) -> int:
@@ -178,6 +204,7 @@ def main() -> None:
     ap.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     ap.add_argument("--configs", default="local,ray1,ray2")
     ap.add_argument("--niceness", type=int, default=0, help="the Ray workers' nice value (Ray's default: 15)")
+    ap.add_argument("--timeline", action="store_true", help="run with --progress log and print when files go and land")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory(dir="/tmp", prefix="contam-ray-")
     paths = args.paths
@@ -196,7 +223,8 @@ def main() -> None:
                 with psycopg.connect(admin, autocommit=True) as c:
                     c.execute(f'CREATE DATABASE "{name}"')
                 try:
-                    results[config].append(run_once(args.pg.rsplit("/", 1)[0] + "/" + name, paths, config, address))
+                    url = args.pg.rsplit("/", 1)[0] + "/" + name
+                    results[config].append(run_once(url, paths, config, address, args.timeline))
                 finally:
                     with psycopg.connect(admin, autocommit=True) as c:
                         c.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
@@ -215,6 +243,16 @@ def main() -> None:
             f"files: {mbs:.2f} MB/s (wall {wall:.2f}; median of {len(runs)}), {per_token:.1f} DB bytes/token, "
             f"peak RSS driver {max(r['driver_mb'] for r in runs):.0f} MB, "
             f"largest worker {max(r['worker_mb'] for r in runs):.0f} MB"
+        )
+    for config, runs in results.items() if args.timeline else ():
+        names = ("first handed out", "last handed out", "last committed", "end")
+        seen = {
+            k: statistics.median(r["marks"][k] for r in runs if k in r["marks"])
+            for k in names
+            if runs[0]["marks"].get(k)
+        }
+        print(
+            f"{labels.get(config, config)} timeline (s, medians): " + ", ".join(f"{k} {v:.2f}" for k, v in seen.items())
         )
 
 
