@@ -7,15 +7,18 @@ Without a path it indexes the first 7 shards of the shared evaluation corpus (ab
 text; ../shared/eval/corpus) if present, else this machine's Python standard library sources
 cut into 8 files. The Ray runs use one local cluster of 2 CPUs started for the bench (by a
 process of its own, ended at the end) and reach it with `--address`, as on a real cluster, so the
-cluster's start-up is not counted; `--workers` sets the files in work at once (the per-worker
+cluster's start-up is not counted (and each run waits for the machine to fall quiet, at most 20 s,
+so what one run leaves running does not land on the next); `--workers` sets the files in work at once (the per-worker
 rate is the 1-worker figure). Its workers run at nice 0, as the local executor's processes do
 (Ray's default is 15; `--niceness 15` to measure with it). Configurations alternate within each repeat, so machine noise
 hits them alike.
 
 Prints per configuration: median MB/s of text over the run's own time (the summary's, from
 the corpus being opened to the last commit and ANALYZE) and over the command's wall time,
-database bytes per corpus token, and peak RSS per process (the driver; the largest signing or
-Ray worker), the largest over the repeats. With --timeline, each configuration's timeline (medians, seconds
+database bytes per corpus token, peak RSS per process (the driver; the largest signing or
+Ray worker), the largest over the repeats, and the CPU-seconds the whole machine spent over a run
+(from /proc/stat: every process, PostgreSQL's and Ray's own included; on 2 cores kept busy, what
+decides the wall time). With --timeline, each configuration's timeline (medians, seconds
 from the command's start, read from its `--progress log` lines as they come): the first file
 handed out, the last, the last file committed, and the command's end: where a difference
 between the executors lies (session 33: Ray's last commit came 2.8 s after its last file was
@@ -120,13 +123,34 @@ class PeakSampler(threading.Thread):
         return max((kib for r, kib in self.peaks.values() if r == role), default=0) / 1024
 
 
+def _busy() -> tuple[int, int]:
+    """The machine's CPU ticks so far: (busy, all), from /proc/stat."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
+
+
+def settle(most: float = 20.0, quiet: float = 0.15) -> float:
+    """Wait until the machine's CPUs are at most `quiet` busy over half a second (what the last run
+    left running, such as PostgreSQL's background writes, would otherwise land on the next), at
+    most `most` seconds; the seconds waited."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < most:
+        b0, a0 = _busy()
+        time.sleep(0.5)
+        b1, a1 = _busy()
+        if (b1 - b0) <= quiet * max(1, a1 - a0):
+            break
+    return time.perf_counter() - t0
+
+
 def run_once(url: str, paths: list[str], config: str, address: str, timeline: bool = False) -> dict:
     upgrade(url)
-    workers = "2" if config in ("local", "ray2") else "1"
+    workers = "1" if config == "ray1" else "2"
     extra = ["--executor", "ray", "--address", address] if config.startswith("ray") else []
     progress = "log" if timeline else "none"
     cmd = [*CONTAM, "index", "--corpus", "bench", "--db", url, "--workers", workers, "--progress", progress]
     before = {int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()}
+    busy0 = _busy()[0]
     t0 = time.perf_counter()
     # The bench's cluster has Ray's token authentication (the default of a cluster ray.init starts):
     # a driver given an explicit address uses it only when told to (the token is in ~/.ray).
@@ -144,6 +168,7 @@ def run_once(url: str, paths: list[str], config: str, address: str, timeline: bo
     proc.wait()
     reader.join()
     wall = time.perf_counter() - t0
+    cpu = (_busy()[0] - busy0) / os.sysconf("SC_CLK_TCK")
     sampler.stop.set()
     sampler.join()
     if proc.returncode != 0:
@@ -153,6 +178,7 @@ def run_once(url: str, paths: list[str], config: str, address: str, timeline: bo
         "summary": summary,
         "marks": marks | {"end": wall},
         "wall": wall,
+        "cpu": cpu,
         "driver_mb": sampler.peak_mb("driver"),
         "worker_mb": sampler.peak_mb("worker"),
         "bytes": db_bytes(url),
@@ -216,9 +242,11 @@ def main() -> None:
     holder, address = start_cluster(args.niceness) if any(c.startswith("ray") for c in configs) else (None, "")
     results: dict[str, list[dict]] = {c: [] for c in configs}
     admin = args.pg.replace("+psycopg", "")
+    waited: list[float] = []
     try:
         for _ in range(args.repeat):
             for config in configs:
+                waited.append(settle())
                 name = f"contam_bench_{uuid.uuid4().hex[:8]}"
                 with psycopg.connect(admin, autocommit=True) as c:
                     c.execute(f'CREATE DATABASE "{name}"')
@@ -232,7 +260,14 @@ def main() -> None:
         if holder is not None:
             holder.terminate()
             holder.wait(60)
-    labels = {"local": "local executor, --workers 2", "ray1": "Ray, 1 worker", "ray2": "Ray, 2 workers"}
+    labels = {
+        "local": "local executor, --workers 2",
+        "ray1": "Ray, 1 worker",
+        "ray2": "Ray, 2 workers",
+    }
+    print(
+        f"waited for a quiet machine before a run: median {statistics.median(waited):.1f} s, most {max(waited):.1f} s"
+    )
     for config, runs in results.items():
         s = runs[0]["summary"]
         mbs = statistics.median(r["summary"]["text_mb"] / r["summary"]["seconds"] for r in runs)
@@ -242,7 +277,8 @@ def main() -> None:
             f"{labels.get(config, config)}: {s['text_mb']:.1f} MB text, {s['tokens']} tokens, {s['files_indexed']} "
             f"files: {mbs:.2f} MB/s (wall {wall:.2f}; median of {len(runs)}), {per_token:.1f} DB bytes/token, "
             f"peak RSS driver {max(r['driver_mb'] for r in runs):.0f} MB, "
-            f"largest worker {max(r['worker_mb'] for r in runs):.0f} MB"
+            f"largest worker {max(r['worker_mb'] for r in runs):.0f} MB, "
+            f"machine CPU {statistics.median(r['cpu'] for r in runs):.1f} s a run"
         )
     for config, runs in results.items() if args.timeline else ():
         names = ("first handed out", "last handed out", "last committed", "end")

@@ -4,12 +4,14 @@ defaults from here (a setting left unset means the default below)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contam.app.core.units import mib_to_bytes
 from contam.app.errors import ConfigError
 from contam.app.readers.corpus import DEFAULT_ID_FIELD
-from contam.app.settings import Settings
+
+if TYPE_CHECKING:  # a Ray worker imports this module, and needs no settings (pydantic: 0.15 s)
+    from contam.app.settings import Settings
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,13 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, TextIO
-
-from rich.progress import BarColumn, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
-from rich.progress import Progress as RichProgress
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from contam.app.readers.corpus import split_counts
 from contam.indexer.summary import FileReport
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 
 def failure(report: FileReport) -> str:
@@ -110,6 +110,10 @@ class BarProgress(_RunRate):
     """A rich progress bar: files, documents, MB and MB/s. close() it at the end."""
 
     def __init__(self) -> None:
+        # rich is imported here: a Ray worker imports this module and never draws a bar
+        from rich.progress import BarColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as RichProgress
+
         super().__init__()
         self.bar = RichProgress(
             TextColumn("{task.description}"),
