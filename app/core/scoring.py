@@ -207,7 +207,8 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     )
     if m.own_total and m.own_coverage >= th.suspicious_coverage and m.own_bits >= th.min_bits and unlikely:
         return Status.SUSPICIOUS, (
-            f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens){_missing(p, m)}"
+            f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens)"
+            f"{_missing(p, m)}{_short_of_whole(m, th)}"
         )
     if m.longest_own >= th.longest_match and m.own_bits >= th.min_bits:
         return Status.SUSPICIOUS, f"a {m.longest_own}-token run of its own text matches one document"
@@ -235,6 +236,8 @@ def _question_alone(
     q_whole = 1.0 if m.own_role_tokens(p, QUESTION) < 2 * n else th.contaminated_coverage
     if (q_own or 0.0) < q_whole or m.own_bits < th.min_bits or not q_there:
         return None
+    if not (p.item.answer or p.item.solution):
+        return f"the question is in one document, {m.coverage:.0%} of the whole item (which has no answer)"
     part = _answer_part(p, m)
     return "the question is in one document, " + (
         f"with {part:.0%} of its answer (half of a long answer counts as found)" if part else "without its answer"
@@ -282,6 +285,16 @@ def _missing(p: PreparedItem, m: DocMatch) -> str:
         part = _answer_part(p, m)
         return f" (only {part:.0%} of its answer was found with it)" if part else " (its answer was not found with it)"
     return " (its question was not found with it)" if no_question else ""
+
+
+def _short_of_whole(m: DocMatch, th: Thresholds) -> str:
+    """What a reason adds when the own text found would make the item `contaminated` but the whole
+    item found would not (a copy of the item holds its frame too; the page may be its source): a
+    probe of instruction prompts without answers, a paragraph found alone, said only "100% of the
+    item's own text", which reads as a copy."""
+    if m.own_coverage >= th.contaminated_coverage and m.coverage < th.contaminated_coverage:
+        return f", but only {m.coverage:.0%} of the whole item"
+    return ""
 
 
 def _answer_part(p: PreparedItem, m: DocMatch) -> float:

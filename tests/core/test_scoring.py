@@ -540,6 +540,27 @@ def test_a_long_answer_held_in_part_is_not_called_missing() -> None:
     assert "without its answer" in alone.reason or "its answer was not found" in alone.reason, alone.reason
 
 
+def test_a_question_found_without_its_frame_of_an_item_without_an_answer_says_no_answer() -> None:
+    """A probe of instruction prompts that have no answer field (a long frame shared by many
+    items, then a paragraph): a page holding one paragraph alone read "the question is in one
+    document, without its answer", of an item with no answer. It says how much of the whole
+    item the page holds, and that there is no answer; the status stays `suspicious` (the frame
+    is not there: the page may be the paragraph's source, not a copy of the item)."""
+    frame = (
+        "Summarize the following text in exactly three bullet points and do not use any commas "
+        "at all or any semicolons please now. Text:"
+    )
+    paras = [
+        "The resolver walks each configured search domain in turn and stops at the first answer that "
+        "carries an address record, caching negative replies for the interval the zone allows."
+    ]
+    paras += [f"alpha{k} loads beta{k} before gamma{k} starts delta{k} and epsilon{k} zeta{k}" for k in range(1, 15)]
+    items = [BenchmarkItem(f"p{k}", k, question=f"{frame} {text}") for k, text in enumerate(paras)]
+    r = scan(items, {"page": f"{FILLER} {paras[0]} {FILLER}"})["p0"]
+    assert r.status == Status.SUSPICIOUS, r.reason
+    assert r.reason == "the question is in one document, 56% of the whole item (which has no answer)", r.reason
+
+
 def test_passage_copies_are_chains_in_the_passages_order() -> None:
     """passage_copies: the premise's copy is one chain, an edited word or two inside it do not cut
     it, and the hypothesis repeated after it (the passage's first words again) is no part of it."""

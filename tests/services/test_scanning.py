@@ -1043,6 +1043,32 @@ def test_a_claim_copied_without_its_frame_is_measured_on_its_own_text(
     assert all(r.score.status == "clean" for r in results[1:]), [r.score.reason for r in results[1:]]
 
 
+def test_an_item_without_an_answer_found_without_its_frame_says_what_is_missing(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """A probe of instruction prompts with no answer field ("Summarize the following text in
+    three bullet points. Do not use commas. Text: <paragraph>", the frame shared by many items):
+    a page holding one paragraph alone, the frame nowhere, was `suspicious` with "the question is
+    in one document, without its answer", of an item that has no answer. The status holds (a
+    copy of the item would hold its frame too: the page may be the paragraph's source); the
+    reason says what is missing."""
+    frame = "Summarize the following text in exactly three bullet points and do not use any commas. Text:"
+    paragraphs = [
+        "The resolver walks each configured search domain in turn and stops at the first answer "
+        "that carries an address record, caching negative replies for the interval the zone allows."
+    ]
+    paragraphs += [
+        f"alpha{k} loads beta{k} before gamma{k} starts delta{k} and epsilon{k} zeta{k}" for k in range(1, 15)
+    ]
+    items = [BenchmarkItem(f"p{k}", k, question=f"{frame} {text}") for k, text in enumerate(paragraphs)]
+    page = f"{FILLER[:900]} {paragraphs[0]} {FILLER[-300:]}"
+    index_corpus(engine, [{"id": "manual", "text": page}], "docs")
+    r = Scanner(engine, corpora=["docs"]).scan(items)[0]
+    assert r.score.status == "suspicious", r.score.reason
+    assert "answer" not in r.score.reason.replace("has no answer", ""), r.score.reason
+    assert "of the whole item" in r.score.reason, r.score.reason
+
+
 def test_a_question_copied_without_the_schema_written_into_it_is_found(
     engine: Engine, index_corpus: IndexCorpus
 ) -> None:
