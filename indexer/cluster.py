@@ -32,9 +32,11 @@ cannot open this machine's file. Ray is imported only when the executor is used.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import signal
+import socket
 import threading
 import time
 import uuid
@@ -87,6 +89,24 @@ class Outcome:
 # ---------------------------------------------------------------- the actor, on a Ray worker
 
 _engines: dict[str, Engine] = {}  # per worker process: one engine (and pool) per database
+_code: list[str] = []  # this process's code_fingerprint, once worked out
+
+
+def code_fingerprint() -> str:
+    """A hash of the contam code this process runs (the version and every module of the app
+    and the indexer, which read, sign and write): a worker whose machine has another install
+    than the driver's would sign with other code into the same index, and nothing would say so."""
+    if not _code:
+        import contam.app
+        import contam.indexer
+
+        h = hashlib.blake2b(contam.app.__version__.encode(), digest_size=16)
+        for package in (contam.app, contam.indexer):
+            for root in map(Path, package.__path__):
+                for path in sorted(root.rglob("*.py")):
+                    h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+        _code.append(h.hexdigest())
+    return _code[0]
 
 
 def _engine(url: str) -> Engine:
@@ -158,7 +178,12 @@ class IndexWorker:
     postings go to PostgreSQL in segments as large as the local executor's, however small the
     files, and a call costs the driver one file's round trip, not a transaction."""
 
-    def __init__(self, url: str, corpus_id: int, cfg: SignatureConfig, opts: IndexOptions, lease: float) -> None:
+    def __init__(
+        self, url: str, corpus_id: int, cfg: SignatureConfig, opts: IndexOptions, lease: float, code: str
+    ) -> None:
+        # another install than the driver's is refused at the first call (an error here would read
+        # as a worker that died, and be retried on new ones)
+        self.foreign = code != code_fingerprint()
         self.cfg, self.opts, self.lease = cfg, opts, lease
         self.engine, self.corpus_id = _engine(url), corpus_id
         self.store = CorpusWriter(self.engine, corpus_id).__enter__()  # the actor's connection, for its life
@@ -169,6 +194,12 @@ class IndexWorker:
     def index(self, paths: list[str]) -> list[Outcome]:
         """Write the files into the open group; the outcomes of the files not taken (unchanged,
         busy), and of the group's files when this call committed or rolled it back."""
+        if self.foreign:
+            raise ContamError(
+                f"the Ray worker on {socket.gethostname()} runs other contam code than the driver "
+                "(another version or checkout): install the same contam on every machine of the "
+                "cluster (and restart Ray there, `ray stop` then `ray start ...`), then run again"
+            )
         out: list[Outcome] = []
         for path in paths:
             p = Path(path)
@@ -514,7 +545,7 @@ class _Scheduler:
 
     def _start(self) -> Any:
         job = self.job
-        w = self.actor_class.remote(job.url, self.corpus_id, job.cfg, job.opts, job.lease)
+        w = self.actor_class.remote(job.url, self.corpus_id, job.cfg, job.opts, job.lease, code_fingerprint())
         self.held[w] = set()
         return w
 
@@ -546,13 +577,17 @@ class _Scheduler:
 
     def _collect(self, ref: Any, worker: Any) -> None:
         import ray
-        from ray.exceptions import NodeDiedError, OutOfMemoryError, RayActorError, WorkerCrashedError
+        from ray.exceptions import NodeDiedError, OutOfMemoryError, RayActorError, RayTaskError, WorkerCrashedError
 
         try:
             outcomes: list[Outcome] = ray.get(ref)
         except (RayActorError, WorkerCrashedError, NodeDiedError, OutOfMemoryError) as exc:
             self._lost(worker, exc)
             return
+        except RayTaskError as exc:  # a problem the worker named (another install, a lost segment): said as it said it
+            if isinstance(exc.cause, ContamError):
+                raise exc.cause from None
+            raise
         held = self.held[worker]
         for out in outcomes:
             held.discard(out.report.path)

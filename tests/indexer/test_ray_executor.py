@@ -27,8 +27,10 @@ from typer.testing import CliRunner
 
 import contam
 from contam.app.core.config import SignatureConfig
+from contam.app.errors import ContamError
 from contam.app.store import repo
 from contam.app.store.db import make_engine, upgrade
+from contam.indexer import cluster
 from contam.indexer.cli import app as cli
 from contam.indexer.cluster import KILL_MARKER, RayJob
 from contam.indexer.options import IndexOptions
@@ -343,6 +345,18 @@ def test_claims_lapse_and_are_taken_over(pg_url: str) -> None:
             assert takeovers == 1 and repo.release_claims(conn, 1, "b", ["h"]) == 1
     finally:
         eng.dispose()
+
+
+def test_a_worker_with_other_contam_code_than_the_driver_is_refused(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cluster machine with another install of contam (another version, another checkout)
+    would sign with other code into the same index, and nothing would say so: the worker refuses
+    the run's first call, and the driver says why, as the worker said it, with nothing written."""
+    monkeypatch.setattr(cluster, "code_fingerprint", lambda: "the driver's other install")
+    with pytest.raises(ContamError, match="runs other contam code than the driver"):
+        ray_index(pg_url, corpus_files(tmp_path / "c", 2))
+    assert counts(pg_url) == (0, 0, 0, 0)
 
 
 def test_ray_executor_refuses_sqlite(tmp_path: Path) -> None:
