@@ -48,6 +48,7 @@ What decides is the item's *own* text, found in one document (DESIGN.md items 2-
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -208,7 +209,7 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     if m.own_total and m.own_coverage >= th.suspicious_coverage and m.own_bits >= th.min_bits and unlikely:
         return Status.SUSPICIOUS, (
             f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens)"
-            f"{_missing(p, m)}{_short_of_whole(m, th)}"
+            f"{_short_of_whole(m, th)}{_missing(p, m)}"
         )
     if m.longest_own >= th.longest_match and m.own_bits >= th.min_bits:
         return Status.SUSPICIOUS, f"a {m.longest_own}-token run of its own text matches one document"
@@ -237,7 +238,7 @@ def _question_alone(
     if (q_own or 0.0) < q_whole or m.own_bits < th.min_bits or not q_there:
         return None
     if not (p.item.answer or p.item.solution):
-        return f"the question is in one document, {m.coverage:.0%} of the whole item (which has no answer)"
+        return f"one document holds the question's own text, {_pct_below(m.coverage, th.contaminated_coverage)} of the whole item (it has no answer)"
     part = _answer_part(p, m)
     return "the question is in one document, " + (
         f"with {part:.0%} of its answer (half of a long answer counts as found)" if part else "without its answer"
@@ -293,8 +294,15 @@ def _short_of_whole(m: DocMatch, th: Thresholds) -> str:
     probe of instruction prompts without answers, a paragraph found alone, said only "100% of the
     item's own text", which reads as a copy."""
     if m.own_coverage >= th.contaminated_coverage and m.coverage < th.contaminated_coverage:
-        return f", but only {m.coverage:.0%} of the whole item"
+        return f", but only {_pct_below(m.coverage, th.contaminated_coverage)} of the whole item"
     return ""
+
+
+def _pct_below(share: float, limit: float) -> str:
+    """A share below `limit` as a percentage, never rounded up to the limit (79.6% of an item
+    below 80% is "79%"; 66.7% is "67%")."""
+    pct = round(share * 100)
+    return f"{min(pct, math.ceil(limit * 100) - 1)}%"
 
 
 def _answer_part(p: PreparedItem, m: DocMatch) -> float:
@@ -426,6 +434,12 @@ def assess(
         score.status, score.reason = judged
     elif widespread:  # most of its text is common only because it was copied so often
         score.status, score.reason = Status.CONTAMINATED, "the item's own text is in many documents (widespread copy)"
+        if not any(
+            m.matched.any() for m, _s, _r in ranked
+        ):  # a new user's trial: "contaminated", no evidence, no word why
+            score.reason += (
+                f"; none is listed: the index names no documents for n-grams in more than max_df ({th.max_df}) of them"
+            )
     if score.status in (Status.CLEAN, Status.TOO_SHORT):
         # what a document that is no evidence holds is chance: it finds neither the question nor
         # the answer ("true" a few words after a navigation frame met in a Go file)

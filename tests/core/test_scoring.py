@@ -6,6 +6,7 @@ frequencies counted over the documents given and every document a candidate.
 
 from __future__ import annotations
 
+from dataclasses import replace
 import json
 import random
 from collections import Counter
@@ -543,9 +544,10 @@ def test_a_long_answer_held_in_part_is_not_called_missing() -> None:
 def test_a_question_found_without_its_frame_of_an_item_without_an_answer_says_no_answer() -> None:
     """A probe of instruction prompts that have no answer field (a long frame shared by many
     items, then a paragraph): a page holding one paragraph alone read "the question is in one
-    document, without its answer", of an item with no answer. It says how much of the whole
-    item the page holds, and that there is no answer; the status stays `suspicious` (the frame
-    is not there: the page may be the paragraph's source, not a copy of the item)."""
+    document, without its answer", of an item with no answer. It says that the page holds the
+    question's own text, how much of the whole item that is, and that there is no answer; the
+    status stays `suspicious` (the frame is not there: the page may be the paragraph's source,
+    not a copy of the item). With choices and no answer, the choices missing are in the share."""
     frame = (
         "Summarize the following text in exactly three bullet points and do not use any commas "
         "at all or any semicolons please now. Text:"
@@ -558,7 +560,12 @@ def test_a_question_found_without_its_frame_of_an_item_without_an_answer_says_no
     items = [BenchmarkItem(f"p{k}", k, question=f"{frame} {text}") for k, text in enumerate(paras)]
     r = scan(items, {"page": f"{FILLER} {paras[0]} {FILLER}"})["p0"]
     assert r.status == Status.SUSPICIOUS, r.reason
-    assert r.reason == "the question is in one document, 56% of the whole item (which has no answer)", r.reason
+    choices = ["the resolver", "the cache", "the zone", "the address"]
+    mcq = [replace(it, choices=choices) for it in items]
+    c = scan(mcq, {"page": f"{FILLER} {paras[0]} {FILLER}"})["p0"]
+    assert c.status == Status.SUSPICIOUS and c.reason.endswith("of the whole item (it has no answer)"), c.reason
+    assert int(c.reason.split("own text, ")[1].split("%")[0]) < 56, c.reason
+    assert r.reason == "one document holds the question's own text, 56% of the whole item (it has no answer)", r.reason
 
 
 def test_passage_copies_are_chains_in_the_passages_order() -> None:

@@ -509,6 +509,29 @@ def test_widespread_copy_is_contaminated_not_boilerplate(engine: Engine, index_c
     r = Scanner(engine).scan([BenchmarkItem("w", 0, question=WIDESPREAD, answer="Titan")])[0]
     assert r.score.roles["question"].common_ngrams > 0  # every n-gram is above max_df
     assert r.score.status == "contaminated" and "widespread" in r.score.reason
+    assert r.evidence and "none is listed" not in r.score.reason
+
+
+def test_a_widespread_copy_without_listed_documents_says_why(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A new user's trial: an edited item whose text fifteen pages hold was `contaminated`
+    ("widespread copy") with no evidence at all, and the dashboard said "No training text matched
+    this item". The index names no documents for n-grams in more than max_df of them, and an
+    edited copy matches no near-duplicate window: the reason says that none is listed, and why."""
+    pages = [
+        {
+            "id": f"page{i}",
+            "text": f"{' '.join(f'w{i}x{j}' for j in range(60))} {WIDESPREAD}? "
+            f"{' '.join(f'v{i}y{j}' for j in range(60))}",
+        }
+        for i in range(15)
+    ]
+    index_corpus(engine, pages, "pages")
+    edited = WIDESPREAD.replace("methane lakes", "hydrocarbon seas")
+    r = Scanner(engine, corpora=["pages"]).scan([BenchmarkItem("e", 0, question=edited, answer="Titan")])[0]
+    assert r.score.status == "contaminated" and not r.evidence
+    assert r.score.reason.endswith(
+        "none is listed: the index names no documents for n-grams in more than max_df (10) of them"
+    )
 
 
 def test_duplicate_items_keep_their_exact_match(scanner: Scanner) -> None:
@@ -1048,10 +1071,12 @@ def test_an_item_without_an_answer_found_without_its_frame_says_what_is_missing(
 ) -> None:
     """A probe of instruction prompts with no answer field ("Summarize the following text in
     three bullet points. Do not use commas. Text: <paragraph>", the frame shared by many items):
-    a page holding one paragraph alone, the frame nowhere, was `suspicious` with "the question is
-    in one document, without its answer", of an item that has no answer. The status holds (a
-    copy of the item would hold its frame too: the page may be the paragraph's source); the
-    reason says what is missing."""
+    a page holding one paragraph alone, the frame nowhere, was `suspicious` with "one document
+    holds 100% of the item's own text (29 tokens)", which reads as a copy and does not say why
+    the item is not `contaminated`. The status holds (a copy of the item would hold its frame
+    too: the page may be the paragraph's source); the reason says how little of the whole item
+    the page holds. (A longer frame, taken as a passage the items share, gives the reason of a
+    question found alone: tests/core/test_scoring.py.)"""
     frame = "Summarize the following text in exactly three bullet points and do not use any commas. Text:"
     paragraphs = [
         "The resolver walks each configured search domain in turn and stops at the first answer "
@@ -1065,8 +1090,8 @@ def test_an_item_without_an_answer_found_without_its_frame_says_what_is_missing(
     index_corpus(engine, [{"id": "manual", "text": page}], "docs")
     r = Scanner(engine, corpora=["docs"]).scan(items)[0]
     assert r.score.status == "suspicious", r.score.reason
-    assert "answer" not in r.score.reason.replace("has no answer", ""), r.score.reason
-    assert "of the whole item" in r.score.reason, r.score.reason
+    assert r.score.reason.startswith("one document holds 100% of the item's own text"), r.score.reason
+    assert r.score.reason.endswith("but only 67% of the whole item"), r.score.reason
 
 
 def test_a_question_copied_without_the_schema_written_into_it_is_found(

@@ -637,3 +637,27 @@ def test_a_corpus_of_an_earlier_tokeniser_is_marked_and_not_offered(
         upload = c.get("/upload").text
         assert 'value="web"' in upload and 'value="old"' not in upload
         assert c.get("/api/v1/corpora/old").json()["reproducible"] is False
+
+
+def test_a_flagged_item_without_listed_documents_is_not_said_to_match_nothing(
+    migrated_url: str, index_corpus: IndexCorpus
+) -> None:
+    """A new user's trial: a widespread copy, `contaminated` with no document listed, read "No
+    training text matched this item" beside its status. The page sends the reader to the reason."""
+    text = "Name the largest moon of the planet Saturn which has a thick nitrogen atmosphere and methane lakes"
+    pages = [
+        {
+            "id": f"p{i}",
+            "text": f"{' '.join(f'w{i}x{j}' for j in range(60))} {text}? {' '.join(f'v{i}y{j}' for j in range(60))}",
+        }
+        for i in range(15)
+    ]
+    index_corpus(migrated_url, pages)
+    rows = [{"id": "moon", "question": text.replace("methane lakes", "hydrocarbon seas"), "answer": "Titan"}]
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, rows)
+        item = c.get(f"/api/v1/reports/{rid}/items/moon").json()
+        assert item["status"] == "contaminated" and not item["evidence"], item
+        page = c.get(f"/reports/{rid}/items/moon").text
+        assert "No document is listed: see the reason above." in page
+        assert "No training text matched" not in page
