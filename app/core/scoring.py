@@ -238,7 +238,8 @@ def _question_alone(
     if (q_own or 0.0) < q_whole or m.own_bits < th.min_bits or not q_there:
         return None
     if not (p.item.answer or p.item.solution):
-        return f"one document holds the question's own text, {_pct_below(m.coverage, th.contaminated_coverage)} of the whole item (it has no answer)"
+        whole = _pct_below(m.coverage, th.contaminated_coverage)
+        return f"one document holds the question's own text, {whole} of the whole item (it has no answer)"
     part = _answer_part(p, m)
     return "the question is in one document, " + (
         f"with {part:.0%} of its answer (half of a long answer counts as found)" if part else "without its answer"

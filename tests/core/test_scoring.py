@@ -6,11 +6,11 @@ frequencies counted over the documents given and every document a candidate.
 
 from __future__ import annotations
 
-from dataclasses import replace
 import json
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
