@@ -41,6 +41,7 @@ from contam.app.errors import (
     IncompatibleIndex,
     InputError,
     NotFoundError,
+    NotStarted,
     SettingsConflict,
     disk_full,
     first_line,
@@ -74,11 +75,12 @@ def exit_code(exc: ContamError) -> int:
     return next(EXIT_CODES[c] for c in type(exc).__mro__ if c in EXIT_CODES)
 
 
-def _fail(message: str, code: int, ctx: Any = None) -> NoReturn:
-    """One line on stderr and the exit code; with --debug the traceback first, same exit code."""
+def _fail(message: str, code: int, ctx: Any = None, started: bool = True) -> NoReturn:
+    """One line on stderr and the exit code; with --debug the traceback first, same exit code.
+    started: False for a run that stopped before writing anything (NotStarted)."""
     if ctx is not None and ctx.meta.get(DEBUG):
         traceback.print_exc()
-    if code == EXIT_RUNTIME and ctx is not None and ctx.invoked_subcommand == "index":
+    if code == EXIT_RUNTIME and started and ctx is not None and ctx.invoked_subcommand == "index":
         # a run that fails after some commits keeps them: it read as if nothing were saved (a trial)
         message += " (the files reported done are kept; run it again to index the rest)"
     typer.echo("error: " + " ".join(message.split()), err=True)
@@ -101,7 +103,7 @@ class ContamGroup(TyperGroup):
             kept = " (an index keeps the files it committed)" if ctx.invoked_subcommand == "index" else ""
             _fail(f"interrupted: nothing half-written is kept{kept}", EXIT_INTERRUPTED)
         except ContamError as exc:
-            _fail(exc.message, exit_code(exc), ctx)
+            _fail(exc.message, exit_code(exc), ctx, started=not isinstance(exc, NotStarted))
         except DatabaseError as exc:  # away mid-command, its disk full, its file damaged: one line, said so
             message, passing = database_trouble(exc)
             if passing and not isinstance(exc, OperationalError):  # another database error: unexpected

@@ -23,6 +23,15 @@ def disk_full(exc: BaseException) -> str | None:
     return None
 
 
+def cut_short(exc: BaseException) -> str:
+    """What a reader adds to a compressed file's error where the stream ended early: the usual
+    cause and what to do (a new user's trial: "EOFError: Compressed file ended before the
+    end-of-stream marker was reached", said as is, named neither)."""
+    if isinstance(exc, EOFError):
+        return ": the file is cut short, as an interrupted download or copy leaves it; fetch or copy it again"
+    return ""
+
+
 class ContamError(Exception):
     """Base class: a problem the user can act on, with a message that names it."""
 
@@ -72,6 +81,11 @@ class LimitError(InputError):
 class StateError(ContamError):
     """The stored state does not allow what was asked: a corpus without documents, a corpus a
     job is using."""
+
+
+class NotStarted(ContamError):
+    """A run that stopped before it wrote anything (a cluster it could not reach): nothing is
+    kept, and running it again as it is fails the same way."""
 
 
 class UnavailableError(ContamError):

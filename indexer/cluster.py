@@ -50,7 +50,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
 from contam.app.core.config import SignatureConfig
-from contam.app.errors import ConfigError, ContamError, CorruptFileError
+from contam.app.errors import ConfigError, ContamError, CorruptFileError, NotStarted
 from contam.app.readers.corpus import RawDocument, Skipped, find_files, read_documents, why_no_documents
 from contam.app.services.database import connect
 from contam.app.services.indexing import (
@@ -441,7 +441,7 @@ class RayJob:
                     if os.environ.get("RAY_AUTH_MODE")
                     else " (a cluster with token authentication: set RAY_AUTH_MODE=token)"
                 )
-                raise ContamError(f"cannot reach the Ray cluster at {self.address or 'auto'}: {exc}{hint}") from exc
+                raise NotStarted(f"cannot reach the Ray cluster at {self.address or 'auto'}: {exc}{hint}") from exc
             finally:
                 if before is not None:
                     signal.signal(signal.SIGTERM, before)

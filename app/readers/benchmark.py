@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 import zstandard
 
 from contam.app.core.types import MAX_ALTERNATIVES, BenchmarkItem, answer_of, final_answer
-from contam.app.errors import InputError, first_line
+from contam.app.errors import InputError, cut_short, first_line
 from contam.app.limits import Limits, exceeded
 from contam.app.readers.corpus import ABSENT as _ABSENT
 from contam.app.readers.corpus import NestedTooDeep, ZstdReader, as_utf8, json_array_values, json_value
@@ -175,7 +175,9 @@ class _Bounded(io.RawIOBase):
         try:
             n = self.inner.readinto(buf)
         except _DECOMPRESS_ERRORS as exc:
-            raise InputError(f"{self.filename}: cannot decompress ({type(exc).__name__}: {exc})") from exc
+            raise InputError(
+                f"{self.filename}: cannot decompress ({type(exc).__name__}: {exc}){cut_short(exc)}"
+            ) from exc
         self.count += n or 0
         if self.count > self.limit:
             raise exceeded("decompressed_bytes", self.limit, f"{self.filename}: the {self.what}")

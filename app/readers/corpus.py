@@ -33,7 +33,7 @@ import orjson
 import zstandard
 
 from contam.app.core.text import without_surrogates
-from contam.app.errors import CorruptFileError, InputError, first_line
+from contam.app.errors import CorruptFileError, InputError, cut_short, first_line
 
 if TYPE_CHECKING:  # imported where Parquet or Arrow is read: an indexer of JSON lines (a Ray worker) never loads it
     import pyarrow as pa
@@ -572,7 +572,9 @@ def read_jsonl(
             yield RawDocument(_id_of(ident, f"{path.name}:{lineno}"), lineno, text)
     except _COMPRESSION_ERRORS as exc:
         where = f" after line {lineno}" if lineno else ""
-        raise CorruptFileError(f"{path}: cannot read to the end{where} ({type(exc).__name__}: {exc})") from exc
+        raise CorruptFileError(
+            f"{path}: cannot read to the end{where} ({type(exc).__name__}: {exc}){cut_short(exc)}"
+        ) from exc
 
 
 def read_txt(path: Path, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTES) -> Iterator[RawDocument]:
@@ -580,7 +582,7 @@ def read_txt(path: Path, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTE
         with open_binary(path) as stream:
             raw = stream.read(max_bytes + 1)
     except _COMPRESSION_ERRORS as exc:
-        raise CorruptFileError(f"{path}: cannot read to the end ({type(exc).__name__}: {exc})") from exc
+        raise CorruptFileError(f"{path}: cannot read to the end ({type(exc).__name__}: {exc}){cut_short(exc)}") from exc
     if len(raw) > max_bytes:
         skipped["record_too_long"] += 1
         return

@@ -398,6 +398,38 @@ def test_connecting_keeps_the_sigterm_handler_of_the_command(monkeypatch: pytest
         signal.signal(signal.SIGTERM, before)
 
 
+def test_a_cluster_not_reached_is_not_said_to_keep_files(
+    monkeypatch: pytest.MonkeyPatch, pg_url: str, tmp_path: Path
+) -> None:
+    """A new user's trial: a cluster with token authentication reached without RAY_AUTH_MODE
+    ended "... set RAY_AUTH_MODE=token) (the files reported done are kept; run it again to index
+    the rest)", where nothing had run and running it again as it was failed the same way."""
+
+    def init(**_kw: object) -> None:
+        raise ConnectionError("InvalidAuthToken")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    files = corpus_files(tmp_path / "c", 1)
+    args = [
+        "index",
+        "--corpus",
+        "web",
+        "--db",
+        pg_url,
+        "--executor",
+        "ray",
+        "--address",
+        "127.0.0.1:1",
+        *map(str, files),
+    ]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 3, result.output
+    assert "cannot reach the Ray cluster at 127.0.0.1:1: InvalidAuthToken" in result.output
+    assert "set RAY_AUTH_MODE=token" in result.output and "files reported done are kept" not in result.output
+
+
 def test_an_interrupt_stops_the_runs_last_database_step(monkeypatch: pytest.MonkeyPatch, pg_url: str) -> None:
     """Ctrl-C (or SIGTERM, which the CLI turns into it) while the run's last step (merges,
     ANALYZE) runs: the statement is cancelled and the interrupt reaches the caller at once, the

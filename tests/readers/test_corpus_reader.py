@@ -97,8 +97,12 @@ def test_truncated_gzip_raises_corrupt(tmp_path: Path) -> None:
     docs = [{"id": str(i), "text": " ".join(words[i * 40 : (i + 1) * 40])} for i in range(10_000)]
     blob = gzip.compress(_jsonl(docs))
     p.write_bytes(blob[: len(blob) // 2])
-    with pytest.raises(CorruptFileError, match=r"cannot read to the end after line \d+ \(EOFError"):
+    with pytest.raises(CorruptFileError, match=r"cannot read to the end after line \d+ \(EOFError") as info:
         _read(p)
+    # and what that usually means (a new user's trial: the EOFError's words alone named no cause)
+    assert info.value.message.endswith(
+        "the file is cut short, as an interrupted download or copy leaves it; fetch or copy it again"
+    )
 
 
 def test_corrupt_zstd_raises_corrupt(tmp_path: Path) -> None:
