@@ -579,7 +579,9 @@ def _fields_line(mapping: dict[str, Any]) -> str:
     chat = mapping.get("question") in ("messages", "conversations")
     parts = [] if not chat or "passage" in mapping else ["passage: a system message most chats share"]
     parts += [] if not chat or "answer" in mapping else ["answer: its last message where the model speaks it"]
-    return used + (f" (a chat's {'; '.join(parts)})" if parts else "")
+    # an item without an id is named by its row: said, so a row number is not taken for an id (a trial)
+    no_id = "" if "id" in mapping else " (no id field: each item is named by its row, the first 0)"
+    return used + (f" (a chat's {'; '.join(parts)})" if parts else "") + no_id
 
 
 def scan_timing(items: int, seconds: float) -> str:

@@ -124,9 +124,13 @@ class PeakSampler(threading.Thread):
 
 
 def _busy() -> tuple[int, int]:
-    """The machine's CPU ticks so far: (busy, all), from /proc/stat."""
-    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
+    """The machine's CPU ticks so far, (busy, all), from /proc/stat's first line: busy is user,
+    nice, system, irq and softirq (guest time is inside user already; steal is another machine's
+    work), all adds idle, iowait and steal."""
+    t = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, idle, iowait, irq, softirq, steal = t
+    busy = user + nice + system + irq + softirq
+    return busy, busy + idle + iowait + steal
 
 
 def settle(most: float = 20.0, quiet: float = 0.15) -> float:
@@ -143,8 +147,11 @@ def settle(most: float = 20.0, quiet: float = 0.15) -> float:
     return time.perf_counter() - t0
 
 
-def run_once(url: str, paths: list[str], config: str, address: str, timeline: bool = False) -> dict:
+def run_once(url: str, paths: list[str], config: str, address: str, timeline: bool = False) -> tuple[dict, float]:
+    """One run into the (new) database at `url`, after the machine fell quiet (its creation and
+    migrations included); what it measured, and the seconds waited for quiet."""
     upgrade(url)
+    waited = settle()
     workers = "1" if config == "ray1" else "2"
     extra = ["--executor", "ray", "--address", address] if config.startswith("ray") else []
     progress = "log" if timeline else "none"
@@ -182,7 +189,7 @@ def run_once(url: str, paths: list[str], config: str, address: str, timeline: bo
         "driver_mb": sampler.peak_mb("driver"),
         "worker_mb": sampler.peak_mb("worker"),
         "bytes": db_bytes(url),
-    }
+    }, waited
 
 
 def _timeline(proc: subprocess.Popen[str], t0: float, marks: dict[str, float], lines: list[str]) -> None:
@@ -246,13 +253,14 @@ def main() -> None:
     try:
         for _ in range(args.repeat):
             for config in configs:
-                waited.append(settle())
                 name = f"contam_bench_{uuid.uuid4().hex[:8]}"
                 with psycopg.connect(admin, autocommit=True) as c:
                     c.execute(f'CREATE DATABASE "{name}"')
                 try:
                     url = args.pg.rsplit("/", 1)[0] + "/" + name
-                    results[config].append(run_once(url, paths, config, address, args.timeline))
+                    result, quiet = run_once(url, paths, config, address, args.timeline)
+                    results[config].append(result)
+                    waited.append(quiet)
                 finally:
                     with psycopg.connect(admin, autocommit=True) as c:
                         c.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

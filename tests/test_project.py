@@ -117,12 +117,12 @@ def test_a_ray_worker_imports_only_what_indexing_needs() -> None:
     """A Ray worker imports contam.indexer.cluster at the start of every run, on every worker:
     the library facade (every service: scoring, reports, the web), Alembic and pyarrow (read only
     for Parquet and Arrow corpora) cost it about 0.4 s each time, a tenth of a 56 MB run; the
-    settings (pydantic) and rich's progress bar, which only the driver uses, 0.28 s more
-    (bench/MEASUREMENTS.md, session 34)."""
+    settings (pydantic) and rich's progress bar, which only the driver uses, 0.17 s more (0.85
+    against 0.68 s: bench/MEASUREMENTS.md, session 34)."""
     code = (
         "import sys, contam.indexer.cluster; "
         "print(' '.join(m for m in ('contam.facade', 'contam.app.services.checking', 'alembic', 'pyarrow', "
-        "'rapidfuzz', 'fastapi', 'pydantic_settings', 'contam.app.settings', 'rich') if m in sys.modules))"
+        "'rapidfuzz', 'fastapi', 'pydantic', 'pydantic_settings', 'contam.app.settings', 'rich') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == ""

@@ -401,6 +401,11 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
     assert json.loads(loose.stdout)["summary"]["counts"]["contaminated"] == 1
     assert json.loads(loose.stdout)["mapping"] == {"question": "question", "id": "id"}
     assert "fields: question=question, id=id; corpora: web" in loose.stderr
+    nameless = tmp_path / "n.jsonl"
+    nameless.write_text(json.dumps({"question": Q1}) + "\n")
+    rows = run.invoke(cli, ["scan", str(nameless), "--db", migrated_url, "--format", "jsonl"])
+    assert json.loads(rows.stdout.splitlines()[0])["item_id"] == "0"
+    assert "fields: question=question (no id field: each item is named by its row, the first 0)" in rows.stderr
     logged = scan("--progress", "log")
     assert "scanned 0/2 items" in logged.stderr and "scanned 2/2 items" in logged.stderr
     # the first pass's reading shows before scoring starts
