@@ -429,18 +429,8 @@ def assess(
         score.answer_with_question = bool(best.answer_found and score.question_found)
         score.shared_match, score.shared_items = best.shared_run, best.shared_items
         score.passage_found = _passage_found(ranked, score.reason, th)
-    widespread = _widespread(p, stats, n, th)
-    judged = _judged(p, stats, n, th) if not widespread else None
-    if judged is not None:
-        score.status, score.reason = judged
-    elif widespread:  # most of its text is common only because it was copied so often
-        score.status, score.reason = Status.CONTAMINATED, "the item's own text is in many documents (widespread copy)"
-        if not any(
-            m.matched.any() for m, _s, _r in ranked
-        ):  # a new user's trial: "contaminated", no evidence, no word why
-            score.reason += (
-                f"; none is listed: the index names no documents for n-grams in more than max_df ({th.max_df}) of them"
-            )
+    if (whole := _of_the_whole_item(p, stats, ranked, n, th)) is not None:
+        score.status, score.reason = whole
     if score.status in (Status.CLEAN, Status.TOO_SHORT):
         # what a document that is no evidence holds is chance: it finds neither the question nor
         # the answer ("true" a few words after a navigation frame met in a Go file)
@@ -449,6 +439,21 @@ def assess(
         for rs in score.roles.values():  # each field's coverage stays: what the best document holds
             rs.found = False
     return score
+
+
+def _of_the_whole_item(
+    p: PreparedItem, stats: ItemStats, ranked: Sequence[tuple[DocMatch, Status, str]], n: int, th: Thresholds
+) -> tuple[Status, str] | None:
+    """The verdict the item's statistics over the whole corpus give, over any one document's: a
+    widespread copy (most of its text is common only because it was copied so often), else
+    _judged's; None: the best document's stands."""
+    if not _widespread(p, stats, n, th):
+        return _judged(p, stats, n, th)
+    if any(m.matched.any() for m, _s, _r in ranked):
+        return Status.CONTAMINATED, WIDESPREAD
+    # a new user's trial: "contaminated", no evidence, no word why
+    listed = f"none is listed: the index names no documents for n-grams in more than max_df ({th.max_df}) of them"
+    return Status.CONTAMINATED, f"{WIDESPREAD}; {listed}"
 
 
 def _passage_found(ranked: Sequence[tuple[DocMatch, Status, str]], reason: str, th: Thresholds) -> bool:
@@ -478,13 +483,26 @@ def _judged(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> tuple[
     return None
 
 
+WIDESPREAD = "the item's own text is in many documents (widespread copy)"  # the reason of _widespread
+
+
+def widespread_grams(p: PreparedItem, stats: ItemStats, th: Thresholds) -> np.ndarray:
+    """The item's own n-grams held by more than max_df documents each (the index names no
+    documents for them): where a widespread copy's documents are to be found."""
+    return np.asarray(p.grams[_own_common(p, stats, th)])
+
+
+def _own_common(p: PreparedItem, stats: ItemStats, th: Thresholds) -> np.ndarray:
+    return (stats.freq < th.template_min_items) & ~p.weak & (stats.df > th.max_df)
+
+
 def _widespread(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> bool:
     """The item's own text is found in the corpus, and an unbroken run of at least
     longest_match of its tokens (not a phrase) is made of n-grams each in more than max_df
     documents: a widely copied item, not boilerplate. Common n-grams scattered over the item do
     not make one: the chain must be unbroken, as a copy's is."""
     own = (stats.freq < th.template_min_items) & ~p.weak
-    common = own & (stats.df > th.max_df)
+    common = _own_common(p, stats, th)
     if not common.any():
         return False
 

@@ -39,7 +39,7 @@ from contam.app.core.items import (
     prepare,
 )
 from contam.app.core.matching import DocMatch, DocTokens, MatchCache
-from contam.app.core.scoring import ItemScore, judge
+from contam.app.core.scoring import WIDESPREAD, ItemScore, judge, widespread_grams
 from contam.app.core.signatures import band_keys, text_hashes, token_hash_spans, window_minhashes, window_span
 from contam.app.core.surprise import flat_bits
 from contam.app.core.text import without_surrogates
@@ -391,7 +391,49 @@ class Scanner:
         for st in stats.values():
             st.one_text = one_text
         cache = MatchCache()  # the chunk's items share documents and competitors
-        return [self._score_one(i, view, stats, candidates[i], docs, cache) for i in range(lo, lo + len(items))]
+        results = [self._score_one(i, view, stats, candidates[i], docs, cache) for i in range(lo, lo + len(items))]
+        return self._copies_listed(results, lo, view, stats, candidates, docs, cache)
+
+    def _copies_listed(
+        self,
+        results: list[ItemResult],
+        lo: int,
+        view: _ChunkView,
+        stats: Mapping[int, ItemStats],
+        candidates: Mapping[int, dict[int, int | None]],
+        docs: dict[int, _Doc],
+        cache: MatchCache,
+    ) -> list[ItemResult]:
+        """The chunk's results, a widespread copy that lists no document scored again with the
+        documents holding most of its common n-grams (rare: _widespread_copies)."""
+        wide = {
+            i: widespread_grams(view[i], stats[i], self.th)
+            for i, r in enumerate(results, lo)
+            if r.score.reason.startswith(WIDESPREAD) and not r.evidence
+        }
+        if not wide:
+            return results
+        found = self._widespread_copies(wide)
+        docs |= retrying("reading candidate documents", lambda: self._load_checked(found), self.retry_seconds)
+        again = {i: self._score_one(i, view, stats, candidates[i] | more, docs, cache) for i, more in found.items()}
+        return [again.get(i, r) for i, r in enumerate(results, lo)]
+
+    def _widespread_copies(self, wide: Mapping[int, np.ndarray]) -> dict[int, dict[int, int | None]]:
+        """Per widespread copy (scoring.WIDESPREAD) that the look-up gave no document (it names
+        none for n-grams in more than max_df documents, and an edited copy matches no
+        near-duplicate window): the WIDESPREAD_LISTED documents holding most of WIDESPREAD_GRAMS
+        of its common own n-grams, spread over them (a new user's trial: `contaminated`, no
+        evidence). A second fetch of those n-grams' blocks, for these items only."""
+        asked = {i: g[_spread(len(g), WIDESPREAD_GRAMS)] for i, g in wide.items()}
+        grams = distinct(np.concatenate(list(asked.values())))
+
+        def look_up() -> Postings:
+            with self.engine.connect() as conn:
+                segs = repo.lookup_segments(conn, self.corpus_ids)
+                return repo.ngram_table(conn, grams.tolist(), self.corpus_ids, 2**62, segs=segs)[1]
+
+        postings = retrying("looking up the index", look_up, self.retry_seconds)
+        return {i: dict.fromkeys(most_held(postings, g, WIDESPREAD_LISTED)) for i, g in asked.items()}
 
     def _near_keys(self, prepared: Sequence[PreparedItem]) -> list[np.ndarray]:
         """Per item, the band keys (int64) of its scored text, window by window, windows at half
@@ -489,9 +531,18 @@ class Scanner:
             aligned[d] = (doc.tokens, window)
         shared = stats[i].shared
         score, ranked = judge(i, items, stats, shared, aligned, self.cfg.ngram_n, self.th, cache)  # type: ignore[arg-type]
-        # a too_short item is judged by no document: its evidence says so, not "contaminated"
+        # a too_short item is judged by no document: its evidence says so, not "contaminated"; a
+        # widespread copy's documents that hold the item are copies (its own text is common there
+        # only because it was copied so often: a document alone calls it a phrase)
         short = score.status == Status.TOO_SHORT
-        said = [(m, Status.TOO_SHORT if short else status) for m, status in ranked[: self.k] if m.matched.any()]
+        copies = score.reason.startswith(WIDESPREAD)
+
+        def said_of(m: DocMatch, status: Status) -> Status:
+            if short:
+                return Status.TOO_SHORT
+            return Status.CONTAMINATED if copies and m.coverage >= self.th.contaminated_coverage else status
+
+        said = [(m, said_of(m, status)) for m, status in ranked[: self.k] if m.matched.any()]
         evidence = [self._evidence(docs[m.doc], m, status) for m, status in said]
         return ItemResult(items[i].item, score, evidence)
 
@@ -535,6 +586,11 @@ class Scanner:
             status=status.value,
             document_chars=len(doc.text),
         )
+
+
+def _spread(n: int, k: int) -> np.ndarray:
+    """At most k positions of n, evenly spread from the first to the last."""
+    return np.linspace(0, n - 1, min(n, k)).astype(np.int64)
 
 
 def one_text_keys(postings: Postings, docs: Mapping[int, _Doc]) -> np.ndarray:
@@ -701,6 +757,8 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 STAND_IN_TOKENS_KEPT = 1 << 19
 FIRST_CHUNKS = (10, 50, 200)  # items in the first chunks (at most CHUNK): progress shows from the first items
 TAIL_CHUNK = 50  # the smallest the last chunks of a scan by several workers are cut to
+WIDESPREAD_GRAMS = 8  # common n-grams of a widespread copy looked up for its documents
+WIDESPREAD_LISTED = 3  # documents aligned for it: those holding most of them
 
 
 class _Bench:

@@ -512,20 +512,37 @@ def test_widespread_copy_is_contaminated_not_boilerplate(engine: Engine, index_c
     assert r.evidence and "none is listed" not in r.score.reason
 
 
-def test_a_widespread_copy_without_listed_documents_says_why(engine: Engine, index_corpus: IndexCorpus) -> None:
+WIDE_PAGES = [
+    {
+        "id": f"page{i}",
+        "text": f"{' '.join(f'w{i}x{j}' for j in range(60))} {WIDESPREAD}? {' '.join(f'v{i}y{j}' for j in range(60))}",
+    }
+    for i in range(15)
+]
+
+
+def test_a_widespread_copy_lists_documents_holding_it(engine: Engine, index_corpus: IndexCorpus) -> None:
     """A new user's trial: an edited item whose text fifteen pages hold was `contaminated`
     ("widespread copy") with no evidence at all, and the dashboard said "No training text matched
-    this item". The index names no documents for n-grams in more than max_df of them, and an
-    edited copy matches no near-duplicate window: the reason says that none is listed, and why."""
-    pages = [
-        {
-            "id": f"page{i}",
-            "text": f"{' '.join(f'w{i}x{j}' for j in range(60))} {WIDESPREAD}? "
-            f"{' '.join(f'v{i}y{j}' for j in range(60))}",
-        }
-        for i in range(15)
-    ]
-    index_corpus(engine, pages, "pages")
+    this item": the look-up names no documents for n-grams in more than max_df of them, and an
+    edited copy matches no near-duplicate window. The documents holding most of its common n-grams
+    are looked up apart and listed, marked as the copies they are (one document alone calls a
+    copy's common text a phrase)."""
+    index_corpus(engine, WIDE_PAGES, "pages")
+    edited = WIDESPREAD.replace("methane lakes", "hydrocarbon seas")
+    r = Scanner(engine, corpora=["pages"]).scan([BenchmarkItem("e", 0, question=edited, answer="Titan")])[0]
+    assert (r.score.status, r.score.reason) == ("contaminated", scanning.WIDESPREAD)
+    assert len(r.evidence) == scanning.WIDESPREAD_LISTED, r.evidence
+    assert all(e.document_id.startswith("page") and e.status == "contaminated" for e in r.evidence)
+
+
+def test_a_widespread_copy_without_listed_documents_says_why(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no document holding a widespread copy can be listed after all (the documents
+    deleted between the look-ups), the reason says that none is listed, and why."""
+    index_corpus(engine, WIDE_PAGES, "pages")
+    monkeypatch.setattr(Scanner, "_widespread_copies", lambda self, wide: {})
     edited = WIDESPREAD.replace("methane lakes", "hydrocarbon seas")
     r = Scanner(engine, corpora=["pages"]).scan([BenchmarkItem("e", 0, question=edited, answer="Titan")])[0]
     assert r.score.status == "contaminated" and not r.evidence

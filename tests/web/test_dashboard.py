@@ -640,10 +640,14 @@ def test_a_corpus_of_an_earlier_tokeniser_is_marked_and_not_offered(
 
 
 def test_a_flagged_item_without_listed_documents_is_not_said_to_match_nothing(
-    migrated_url: str, index_corpus: IndexCorpus
+    migrated_url: str, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A new user's trial: a widespread copy, `contaminated` with no document listed, read "No
-    training text matched this item" beside its status. The page sends the reader to the reason."""
+    training text matched this item" beside its status. Its documents are listed now; where none
+    can be (here: none found by the second look-up), the page sends the reader to the reason."""
+    from contam.app.services.scanning import Scanner
+
+    monkeypatch.setattr(Scanner, "_widespread_copies", lambda self, wide: {})
     text = "Name the largest moon of the planet Saturn which has a thick nitrogen atmosphere and methane lakes"
     pages = [
         {
