@@ -510,6 +510,8 @@ def test_widespread_copy_is_contaminated_not_boilerplate(engine: Engine, index_c
     assert r.score.roles["question"].common_ngrams > 0  # every n-gram is above max_df
     assert r.score.status == "contaminated" and "widespread" in r.score.reason
     assert r.evidence and "none is listed" not in r.score.reason
+    # each copy is marked one (a new user's trial: the only document listed read `clean`)
+    assert {e.status for e in r.evidence} == {"contaminated"}, [(e.document_id, e.status) for e in r.evidence]
 
 
 WIDE_PAGES = [
