@@ -103,8 +103,14 @@ def code_fingerprint() -> str:
         h = hashlib.blake2b(contam.app.__version__.encode(), digest_size=16)
         for package in (contam.app, contam.indexer):
             for root in map(Path, package.__path__):
-                for path in sorted(root.rglob("*.py")):
+                for path in sorted(p for p in root.rglob("*.py") if p.is_file()):  # not an editor's dangling lock
                     h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+        # the compiled extension by what it computes (its file differs from build to build): the
+        # signatures of a fixed text (a review: a machine that pulled new C code and did not rebuild)
+        signed = sign_batch(
+            ["Contam signs this sentence, the same on every machine: 42 tokens, ünïcode."], SignatureConfig(), False
+        )
+        h.update(signed.ng_hash.tobytes() + signed.band_key.tobytes())
         _code.append(h.hexdigest())
     return _code[0]
 
@@ -197,7 +203,8 @@ class IndexWorker:
         if self.foreign:
             raise ContamError(
                 f"the Ray worker on {socket.gethostname()} runs other contam code than the driver "
-                "(another version or checkout): install the same contam on every machine of the "
+                "(another version or checkout, or a checkout in the driver's working directory, which "
+                "Ray puts on the workers' path): install the same contam on every machine of the "
                 "cluster (and restart Ray there, `ray stop` then `ray start ...`), then run again"
             )
         out: list[Outcome] = []

@@ -300,10 +300,12 @@ def _short_of_whole(m: DocMatch, th: Thresholds) -> str:
 
 
 def _pct_below(share: float, limit: float) -> str:
-    """A share below `limit` as a percentage, never rounded up to the limit (79.6% of an item
-    below 80% is "79%"; 66.7% is "67%")."""
+    """A share as a percentage, never rounded up to `limit` from below it (79.6% of an item,
+    below 80%, is "79%"; 66.7% is "67%"; 81.2% is "81%")."""
     pct = round(share * 100)
-    return f"{min(pct, math.ceil(limit * 100) - 1)}%"
+    if share >= limit:  # at or above it: as it is (a review: 81.2% was said "79%")
+        return f"{pct}%"
+    return f"{min(pct, math.ceil(round(limit * 100, 6)) - 1)}%"  # round(): 0.56 * 100 is 56.000000000000014
 
 
 def _answer_part(p: PreparedItem, m: DocMatch) -> float:

@@ -26,7 +26,7 @@ import numpy as np
 import zstandard
 from sqlalchemy import Engine
 
-from contam.app.core.arrays import Postings, Votes, candidate_votes, distinct, most_held
+from contam.app.core.arrays import Postings, Votes, candidate_votes, distinct, member, most_held, share
 from contam.app.core.config import SignatureConfig, Thresholds, library_versions
 from contam.app.core.items import (
     QUESTION,
@@ -409,7 +409,7 @@ class Scanner:
         wide = {
             i: widespread_grams(view[i], stats[i], self.th)
             for i, r in enumerate(results, lo)
-            if r.score.reason.startswith(WIDESPREAD) and not r.evidence
+            if r.score.reason.startswith(WIDESPREAD) and Status.CONTAMINATED.value not in {e.status for e in r.evidence}
         }
         if not wide:
             return results
@@ -532,19 +532,25 @@ class Scanner:
         shared = stats[i].shared
         score, ranked = judge(i, items, stats, shared, aligned, self.cfg.ngram_n, self.th, cache)  # type: ignore[arg-type]
         # a too_short item is judged by no document: its evidence says so, not "contaminated"; a
-        # widespread copy's documents that hold the item are copies (its own text is common there
-        # only because it was copied so often: a document alone calls it a phrase)
+        # widespread copy's documents that hold its common own n-grams are its copies (that text
+        # is common only because it was copied so often: a document alone calls it a phrase); a
+        # document holding only the frame it shares with other items is not (a review)
         short = score.status == Status.TOO_SHORT
-        copies = score.reason.startswith(WIDESPREAD)
+        wide = widespread_grams(items[i], stats[i], self.th) if score.reason.startswith(WIDESPREAD) else None
 
         def said_of(m: DocMatch, status: Status) -> Status:
             if short:
                 return Status.TOO_SHORT
-            return Status.CONTAMINATED if copies and m.coverage >= self.th.contaminated_coverage else status
+            return Status.CONTAMINATED if wide is not None and self._holds(docs[m.doc], wide) else status
 
         said = [(m, said_of(m, status)) for m, status in ranked[: self.k] if m.matched.any()]
         evidence = [self._evidence(docs[m.doc], m, status) for m, status in said]
         return ItemResult(items[i].item, score, evidence)
+
+    def _holds(self, doc: _Doc, grams: np.ndarray) -> bool:
+        """Whether the document holds `contaminated_coverage` of these (distinct) n-grams."""
+        want = distinct(grams)
+        return bool(len(want)) and share(member(want, distinct(doc.tokens.grams))) >= self.th.contaminated_coverage
 
     @staticmethod
     def _evidence(doc: _Doc, m: DocMatch, status: Status) -> Evidence:

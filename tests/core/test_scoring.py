@@ -568,6 +568,16 @@ def test_a_question_found_without_its_frame_of_an_item_without_an_answer_says_no
     assert r.reason == "one document holds the question's own text, 56% of the whole item (it has no answer)", r.reason
 
 
+def test_a_share_is_never_rounded_up_to_its_threshold() -> None:
+    """A review: 0.796 of an item printed "80%" beside an 80% threshold it did not reach, 0.558
+    "56%" beside 0.56 (0.56 * 100 is 56.000000000000014), and 0.812, above it, "79%"."""
+    from contam.app.core.scoring import _pct_below
+
+    assert _pct_below(0.796, 0.8) == "79%" and _pct_below(0.6667, 0.8) == "67%"
+    assert _pct_below(0.558, 0.56) == "55%" and _pct_below(0.278, 0.28) == "27%"
+    assert _pct_below(0.812, 0.8) == "81%" and _pct_below(0.8, 0.8) == "80%"
+
+
 def test_passage_copies_are_chains_in_the_passages_order() -> None:
     """passage_copies: the premise's copy is one chain, an edited word or two inside it do not cut
     it, and the hypothesis repeated after it (the passage's first words again) is no part of it."""

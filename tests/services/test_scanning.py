@@ -538,6 +538,39 @@ def test_a_widespread_copy_lists_documents_holding_it(engine: Engine, index_corp
     assert all(e.document_id.startswith("page") and e.status == "contaminated" for e in r.evidence)
 
 
+def test_a_page_holding_a_siblings_copy_is_no_copy_of_a_widespread_item(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """A review: a widespread copy's evidence was marked `contaminated` by its share of the whole
+    item, frame included, so a page holding the frame with a sibling's question was marked a
+    copy, and, the item then having evidence, its real copies were never looked up. A document
+    is its copy where it holds the item's common own n-grams."""
+    long = (
+        f"{WIDESPREAD} and whose surface was first seen through the haze by a probe that landed in the winter of 2005"
+    )
+    pages = [
+        {
+            "id": f"page{i}",
+            "text": f"{' '.join(f'w{i}x{j}' for j in range(60))} {long}. {' '.join(f'v{i}y{j}' for j in range(60))}",
+        }
+        for i in range(15)
+    ]
+    frame = " ".join(f"frame{j} rule{j % 5}" for j in range(40))
+    sibling_q = f"{frame} Which alpha loads beta before gamma starts delta?"
+    index_corpus(
+        engine, [*pages, {"id": "sibling", "text": f"intro words here {sibling_q} outro words there"}], "pages"
+    )
+    items = [
+        BenchmarkItem("a", 0, question=f"{frame} {long.replace('winter of 2005', 'spring of 2006')}", answer="Titan"),
+        BenchmarkItem("b", 1, question=sibling_q, answer="yes"),
+    ]
+    r = Scanner(engine, corpora=["pages"]).scan(items)[0]
+    assert r.score.status == "contaminated" and r.score.reason == scanning.WIDESPREAD, r.score.reason
+    said = {e.document_id: e.status for e in r.evidence}
+    assert said.get("sibling") in (None, "clean", "suspicious"), said
+    assert any(d.startswith("page") and v == "contaminated" for d, v in said.items()), said
+
+
 def test_a_widespread_copy_without_listed_documents_says_why(
     engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
