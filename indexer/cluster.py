@@ -32,6 +32,7 @@ cannot open this machine's file. Ray is imported only when the executor is used.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -89,30 +90,28 @@ class Outcome:
 # ---------------------------------------------------------------- the actor, on a Ray worker
 
 _engines: dict[str, Engine] = {}  # per worker process: one engine (and pool) per database
-_code: list[str] = []  # this process's code_fingerprint, once worked out
 
 
+@functools.cache  # once per process
 def code_fingerprint() -> str:
     """A hash of the contam code this process runs (the version and every module of the app
     and the indexer, which read, sign and write): a worker whose machine has another install
     than the driver's would sign with other code into the same index, and nothing would say so."""
-    if not _code:
-        import contam.app
-        import contam.indexer
+    import contam.app
+    import contam.indexer
 
-        h = hashlib.blake2b(contam.app.__version__.encode(), digest_size=16)
-        for package in (contam.app, contam.indexer):
-            for root in map(Path, package.__path__):
-                for path in sorted(p for p in root.rglob("*.py") if p.is_file()):  # not an editor's dangling lock
-                    h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
-        # the compiled extension by what it computes (its file differs from build to build): the
-        # signatures of a fixed text (a review: a machine that pulled new C code and did not rebuild)
-        signed = sign_batch(
-            ["Contam signs this sentence, the same on every machine: 42 tokens, ünïcode."], SignatureConfig(), False
-        )
-        h.update(signed.ng_hash.tobytes() + signed.band_key.tobytes())
-        _code.append(h.hexdigest())
-    return _code[0]
+    h = hashlib.blake2b(contam.app.__version__.encode(), digest_size=16)
+    for package in (contam.app, contam.indexer):
+        for root in map(Path, package.__path__):
+            for path in sorted(p for p in root.rglob("*.py") if p.is_file()):  # not an editor's dangling lock
+                h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    # the compiled extension by what it computes (its file differs from build to build): the
+    # signatures of a fixed text (a review: a machine that pulled new C code and did not rebuild)
+    signed = sign_batch(
+        ["Contam signs this sentence, the same on every machine: 42 tokens, ünïcode."], SignatureConfig(), False
+    )
+    h.update(signed.ng_hash.tobytes() + signed.band_key.tobytes())
+    return h.hexdigest()
 
 
 def _engine(url: str) -> Engine:
