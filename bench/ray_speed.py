@@ -288,6 +288,12 @@ def main() -> None:
             f"largest worker {max(r['worker_mb'] for r in runs):.0f} MB, "
             f"machine CPU {statistics.median(r['cpu'] for r in runs):.1f} s a run"
         )
+    for config in configs[1:]:  # each run against the first configuration's run of the same repeat
+        pairs = [a["wall"] / b["wall"] for a, b in zip(results[configs[0]], results[config], strict=True)]
+        print(
+            f"{labels.get(config, config)} against {labels.get(configs[0], configs[0])}, rate by wall, pair by pair: "
+            f"median {statistics.median(pairs):.3f}x ({', '.join(f'{r:.3f}' for r in pairs)})"
+        )
     for config, runs in results.items() if args.timeline else ():
         names = ("first handed out", "last handed out", "last committed", "end")
         seen = {

@@ -189,8 +189,8 @@ class ZstdReader(io.RawIOBase):
         if self._pos >= len(self._in):
             self._in, self._pos = memoryview(self.raw.read(self.CHUNK)), 0
             if not self._in:
-                if self._in_frame:
-                    raise zstandard.ZstdError("the file ends inside a zstd frame (truncated)")
+                if self._in_frame:  # an EOFError, as gzip, bz2 and xz raise: said as a file cut short (cut_short)
+                    raise EOFError("the file ends inside a zstd frame (truncated)")
                 self._done = True
                 return
         out: list[bytes] = []

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import zstandard
 from conftest import IndexCorpus
 from fastapi.testclient import TestClient
 
@@ -274,6 +275,11 @@ def test_check_requests_take_no_thread_of_the_server() -> None:
         ("b.jsonl.gz", b"not gzip at all", "cannot decompress"),
         # cut short: said so, with what to do (a new user's trial: the EOFError's words alone)
         ("b.jsonl.gz", gzip.compress(b'{"question": "what is it"}\n' * 400)[:60], "the file is cut short"),
+        (
+            "b.jsonl.zst",
+            zstandard.ZstdCompressor().compress(b'{"question": "what is it"}\n' * 400)[:30],
+            "is cut short",
+        ),
         ("b.parquet", b"PAR1 garbage", "not a readable Parquet"),
         ("b.csv", b"question,answer\nwhat,yes,extra\n", "row 2 has more columns"),
     ],
