@@ -401,6 +401,29 @@ def require_postgresql(engine: Engine) -> None:
         )
 
 
+CONNECT_SECONDS = 5.0  # how long a cluster's head may take to accept a connection
+
+
+def answering(address: str | None, timeout: float = CONNECT_SECONDS) -> None:
+    """Refuse at once a HOST:PORT (or ray://HOST:PORT) address nothing answers at: ray.init
+    retried a closed port for 13 minutes, printing a warning every few seconds, and then
+    suggested token authentication (session 35). Other forms (none, "auto", "local") are Ray's."""
+    if not address or address in ("auto", "local"):
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout).close()
+    except OSError as exc:
+        why = exc.strerror or str(exc) or type(exc).__name__
+        raise NotStarted(
+            f"cannot reach the Ray cluster at {address}: nothing answers at {host}:{port} ({why}); give the "
+            "address of the cluster's head node (HOST:6379 unless `ray start --head` was given another "
+            "--port), or start one there"
+        ) from exc
+
+
 class RayJob:
     """Index files into one corpus with Ray tasks. Use as a context manager: it connects to the
     cluster at `address` (None: Ray's own choice, RAY_ADDRESS or the cluster started last on
@@ -435,6 +458,7 @@ class RayJob:
         import ray
 
         if not ray.is_initialized():
+            answering(self.address if self.address is not None else os.environ.get("RAY_ADDRESS"))
             # ray.init sets its own SIGTERM handler (sys.exit(15)): the CLI's, which ends a run
             # as Ctrl-C does (exit 130, "interrupted"), is put back after it
             main = threading.current_thread() is threading.main_thread()

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -412,22 +413,42 @@ def test_a_cluster_not_reached_is_not_said_to_keep_files(
     monkeypatch.setattr(ray, "init", init)
     monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
     files = corpus_files(tmp_path / "c", 1)
-    args = [
-        "index",
-        "--corpus",
-        "web",
-        "--db",
-        pg_url,
-        "--executor",
-        "ray",
-        "--address",
-        "127.0.0.1:1",
-        *map(str, files),
-    ]
-    result = CliRunner().invoke(cli, args)
+    with socket.create_server(("127.0.0.1", 0)) as head:  # something answers there (what ray.init then says)
+        address = f"127.0.0.1:{head.getsockname()[1]}"
+        args = ["index", "--corpus", "web", "--db", pg_url, "--executor", "ray", "--address", address]
+        result = CliRunner().invoke(cli, [*args, *map(str, files)])
     assert result.exit_code == 3, result.output
-    assert "cannot reach the Ray cluster at 127.0.0.1:1: InvalidAuthToken" in result.output
+    assert f"cannot reach the Ray cluster at {address}: InvalidAuthToken" in result.output
     assert "set RAY_AUTH_MODE=token" in result.output and "files reported done are kept" not in result.output
+
+
+@pytest.mark.parametrize("form", ["{}", "ray://{}"])
+def test_an_address_nothing_answers_at_is_refused_at_once(
+    monkeypatch: pytest.MonkeyPatch, pg_url: str, tmp_path: Path, form: str
+) -> None:
+    """ray.init given a closed port retried for 13 minutes, a warning every few seconds, and then
+    suggested token authentication (session 35): the driver asks the address first, and says
+    what is wrong there, before Ray is asked to connect."""
+
+    def init(**_kw: object) -> None:
+        raise AssertionError("ray.init is not reached")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    with socket.socket() as s:  # a port nothing listens on (bound, then let go)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = form.format(f"127.0.0.1:{port}")
+    files = corpus_files(tmp_path / "c", 1)
+    t0 = time.monotonic()
+    args = ["index", "--corpus", "web", "--db", pg_url, "--executor", "ray", "--address", address]
+    result = CliRunner().invoke(cli, [*args, *map(str, files)])
+    assert time.monotonic() - t0 < 30
+    assert result.exit_code == 3, result.output
+    assert f"cannot reach the Ray cluster at {address}: nothing answers at 127.0.0.1:{port} (" in result.output
+    assert "RAY_AUTH_MODE" not in result.output and "files reported done are kept" not in result.output
+    # nothing was started: the corpus is not there
+    assert "web" not in CliRunner().invoke(cli, ["corpora", "--db", pg_url]).output
 
 
 def test_an_interrupt_stops_the_runs_last_database_step(monkeypatch: pytest.MonkeyPatch, pg_url: str) -> None:
