@@ -401,27 +401,50 @@ def require_postgresql(engine: Engine) -> None:
         )
 
 
-CONNECT_SECONDS = 5.0  # how long a cluster's head may take to accept a connection
+CONNECT_SECONDS = 5.0  # how long a cluster's head may take to accept a connection and answer
+# An HTTP/2 client's first bytes (RFC 9113, 3.4: the preface and an empty SETTINGS frame): a gRPC
+# server, as Ray's head (GCS) and Ray Client's server are, answers with a SETTINGS frame of its own
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 
 
 def answering(address: str | None, timeout: float = CONNECT_SECONDS) -> None:
-    """Refuse at once a HOST:PORT (or ray://HOST:PORT) address nothing answers at: ray.init
-    retried a closed port for 13 minutes, printing a warning every few seconds, and then
-    suggested token authentication (session 35). Other forms (none, "auto", "local") are Ray's."""
+    """Refuse at once a HOST:PORT (or ray://HOST:PORT) address where no Ray cluster answers:
+    ray.init retried a closed port for 13 minutes, printing a warning every few seconds, and then
+    suggested token authentication, and PostgreSQL's port for longer (session 35). Nothing
+    listening, or a server that is not gRPC (Redis on 6379, Ray's default port, say), is said
+    as such; one that says nothing within `timeout` is left to Ray, as are other forms of
+    address (none, "auto", "local") and clusters with TLS (RAY_USE_TLS), whose first bytes differ."""
     if not address or address in ("auto", "local"):
         return
     host, sep, port = address.removeprefix("ray://").rpartition(":")
     if not sep or not port.isdigit():
         return
+    where = f"cannot reach the Ray cluster at {address}"
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout).close()
+        conn = socket.create_connection((host.strip("[]"), int(port)), timeout)
     except OSError as exc:
         why = exc.strerror or str(exc) or type(exc).__name__
         raise NotStarted(
-            f"cannot reach the Ray cluster at {address}: nothing answers at {host}:{port} ({why}); give the "
-            "address of the cluster's head node (HOST:6379 unless `ray start --head` was given another "
-            "--port), or start one there"
+            f"{where}: nothing answers at {host}:{port} ({why}); give the address of the cluster's head node "
+            "(HOST:6379 unless `ray start --head` was given another --port), or start one there"
         ) from exc
+    with conn:
+        if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+            return
+        try:
+            conn.settimeout(timeout)
+            conn.sendall(_H2_PREFACE)
+            head = conn.recv(9, socket.MSG_WAITALL)
+        except TimeoutError:
+            return
+        except OSError:
+            head = b""  # reset: not a gRPC server either
+    if len(head) < 9 or head[3] != 4:
+        raise NotStarted(
+            f"{where}: the server at {host}:{port} is not a Ray cluster's head (it does not speak gRPC: "
+            "another service's port?); give the port `ray start --head` printed (6379 unless it was given "
+            "--port)"
+        )
 
 
 class RayJob:

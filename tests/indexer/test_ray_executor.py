@@ -6,6 +6,7 @@ is refused."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import logging
@@ -24,7 +25,7 @@ import ray
 from conftest import IndexCorpus, drop_pg_database, make_pg_database
 from helpers import make_docs, snapshot, write_jsonl
 from sqlalchemy import Engine, text
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 import contam
 from contam.app.core.config import SignatureConfig
@@ -399,6 +400,49 @@ def test_connecting_keeps_the_sigterm_handler_of_the_command(monkeypatch: pytest
         signal.signal(signal.SIGTERM, before)
 
 
+@contextlib.contextmanager
+def _server(first_bytes: bytes | None) -> Iterator[int]:
+    """A server on a free port of 127.0.0.1 that answers each connection with `first_bytes`
+    (None: a port nothing listens on); its port."""
+    if first_bytes is None:
+        with socket.socket() as s:  # bound, then let go
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        yield port
+        return
+    listener = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+
+    def serve() -> None:
+        while not done.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(64)
+                conn.sendall(first_bytes)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        done.set()
+        listener.close()
+
+
+GRPC_SETTINGS = bytes(
+    [0, 0, 0, 4, 0, 0, 0, 0, 0]
+)  # what a gRPC server (Ray's head) says first: an HTTP/2 SETTINGS frame
+
+
+def _index_at(address: str, pg_url: str, tmp_path: Path) -> Result:
+    files = corpus_files(tmp_path / "c", 1)
+    args = ["index", "--corpus", "web", "--db", pg_url, "--executor", "ray", "--address", address]
+    return CliRunner().invoke(cli, [*args, *map(str, files)])
+
+
 def test_a_cluster_not_reached_is_not_said_to_keep_files(
     monkeypatch: pytest.MonkeyPatch, pg_url: str, tmp_path: Path
 ) -> None:
@@ -412,43 +456,44 @@ def test_a_cluster_not_reached_is_not_said_to_keep_files(
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", init)
     monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
-    files = corpus_files(tmp_path / "c", 1)
-    with socket.create_server(("127.0.0.1", 0)) as head:  # something answers there (what ray.init then says)
-        address = f"127.0.0.1:{head.getsockname()[1]}"
-        args = ["index", "--corpus", "web", "--db", pg_url, "--executor", "ray", "--address", address]
-        result = CliRunner().invoke(cli, [*args, *map(str, files)])
+    with _server(GRPC_SETTINGS) as port:  # a gRPC server answers there, as a cluster's head does
+        result = _index_at(f"127.0.0.1:{port}", pg_url, tmp_path)
     assert result.exit_code == 3, result.output
-    assert f"cannot reach the Ray cluster at {address}: InvalidAuthToken" in result.output
+    assert f"cannot reach the Ray cluster at 127.0.0.1:{port}: InvalidAuthToken" in result.output
     assert "set RAY_AUTH_MODE=token" in result.output and "files reported done are kept" not in result.output
 
 
-@pytest.mark.parametrize("form", ["{}", "ray://{}"])
-def test_an_address_nothing_answers_at_is_refused_at_once(
-    monkeypatch: pytest.MonkeyPatch, pg_url: str, tmp_path: Path, form: str
+@pytest.mark.parametrize(
+    ("form", "first_bytes", "said"),
+    [
+        ("{}", None, "nothing answers at 127.0.0.1:{} (Connection refused)"),
+        ("ray://{}", None, "nothing answers at 127.0.0.1:{} (Connection refused)"),
+        # Redis on 6379, Ray's default port; PostgreSQL closes the connection on a preface it does not know
+        ("{}", b"-ERR unknown command 'PRI'\r\n", "the server at 127.0.0.1:{} is not a Ray cluster's head"),
+        ("{}", b"", "the server at 127.0.0.1:{} is not a Ray cluster's head"),
+    ],
+)
+def test_an_address_no_cluster_answers_at_is_refused_at_once(
+    monkeypatch: pytest.MonkeyPatch, pg_url: str, tmp_path: Path, form: str, first_bytes: bytes | None, said: str
 ) -> None:
     """ray.init given a closed port retried for 13 minutes, a warning every few seconds, and then
-    suggested token authentication (session 35): the driver asks the address first, and says
-    what is wrong there, before Ray is asked to connect."""
+    suggested token authentication; given PostgreSQL's port, longer (session 35): the driver asks
+    the address first, and says what is wrong there, before Ray is asked to connect."""
 
     def init(**_kw: object) -> None:
         raise AssertionError("ray.init is not reached")
 
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", init)
-    with socket.socket() as s:  # a port nothing listens on (bound, then let go)
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    address = form.format(f"127.0.0.1:{port}")
-    files = corpus_files(tmp_path / "c", 1)
     t0 = time.monotonic()
-    args = ["index", "--corpus", "web", "--db", pg_url, "--executor", "ray", "--address", address]
-    result = CliRunner().invoke(cli, [*args, *map(str, files)])
+    with _server(first_bytes) as port:
+        address = form.format(f"127.0.0.1:{port}")
+        result = _index_at(address, pg_url, tmp_path)
     assert time.monotonic() - t0 < 30
     assert result.exit_code == 3, result.output
-    assert f"cannot reach the Ray cluster at {address}: nothing answers at 127.0.0.1:{port} (" in result.output
+    assert f"cannot reach the Ray cluster at {address}: {said.format(port)}" in result.output
     assert "RAY_AUTH_MODE" not in result.output and "files reported done are kept" not in result.output
-    # nothing was started: the corpus is not there
-    assert "web" not in CliRunner().invoke(cli, ["corpora", "--db", pg_url]).output
+    assert "web" not in CliRunner().invoke(cli, ["corpora", "--db", pg_url]).output  # nothing was started
 
 
 def test_an_interrupt_stops_the_runs_last_database_step(monkeypatch: pytest.MonkeyPatch, pg_url: str) -> None:
