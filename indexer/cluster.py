@@ -32,6 +32,8 @@ cannot open this machine's file. Ray is imported only when the executor is used.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import hashlib
 import logging
@@ -405,46 +407,72 @@ CONNECT_SECONDS = 5.0  # how long a cluster's head may take to accept a connecti
 # An HTTP/2 client's first bytes (RFC 9113, 3.4: the preface and an empty SETTINGS frame): a gRPC
 # server, as Ray's head (GCS) and Ray Client's server are, answers with a SETTINGS frame of its own
 _H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_NOT_THERE = (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
 
 
-def answering(address: str | None, timeout: float = CONNECT_SECONDS) -> None:
-    """Refuse at once a HOST:PORT (or ray://HOST:PORT) address where no Ray cluster answers:
-    ray.init retried a closed port for 13 minutes, printing a warning every few seconds, and then
-    suggested token authentication, and PostgreSQL's port for longer (session 35). Nothing
-    listening, or a server that is not gRPC (Redis on 6379, Ray's default port, say), is said
-    as such; one that says nothing within `timeout` is left to Ray, as are other forms of
-    address (none, "auto", "local") and clusters with TLS (RAY_USE_TLS), whose first bytes differ."""
-    if not address or address in ("auto", "local"):
+def require_ray_head(address: str | None, timeout: float = CONNECT_SECONDS) -> None:
+    """Refuse at once an address where no Ray cluster answers: ray.init retried a closed port for
+    13 minutes, printing a warning every few seconds, and then suggested token authentication, and
+    PostgreSQL's port for longer (session 35). `address` as ray.init takes it (None and "auto":
+    RAY_ADDRESS, if set); a HOST:PORT or ray://HOST:PORT is asked, at the host Ray would connect to
+    (a loopback name becomes the node's address, as Ray makes it). What cannot be told in
+    `timeout` (no answer, a name server that fails for now), other schemes (http:// job
+    submission) and a cluster started last on this machine are left to Ray."""
+    given = os.environ.get("RAY_ADDRESS") if address in (None, "auto") else address
+    if not given or given in ("auto", "local") or ("://" in given and not given.startswith("ray://")):
         return
-    host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if not sep or not port.isdigit():
-        return
-    where = f"cannot reach the Ray cluster at {address}"
-    try:
-        conn = socket.create_connection((host.strip("[]"), int(port)), timeout)
-    except OSError as exc:
-        why = exc.strerror or str(exc) or type(exc).__name__
+    host, sep, port = given.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        return  # Ray says what is wrong with it
+    host = named = host.strip("[]")
+    if not given.startswith("ray://"):
+        with contextlib.suppress(Exception):  # private to Ray: where it is not, the host as given
+            from ray._private.services import resolve_ip_for_localhost
+
+            host = resolve_ip_for_localhost(named)
+    at = f"{host}:{port}" + (f" (where Ray connects for {named})" if host != named else "")
+    where = f"cannot reach the Ray cluster at {given}{' (RAY_ADDRESS)' if given != address else ''}"
+    said = _first_bytes(host, int(port), timeout, f"{where}: nothing answers at {at}")
+    if said is not None and (len(said) < 4 or said[3] != 4):  # a frame's type is its 4th byte
+        tls = "" if os.environ.get("RAY_USE_TLS") else "; or, for a cluster with TLS, set RAY_USE_TLS=1"
         raise NotStarted(
-            f"{where}: nothing answers at {host}:{port} ({why}); give the address of the cluster's head node "
-            "(HOST:6379 unless `ray start --head` was given another --port), or start one there"
-        ) from exc
-    with conn:
-        if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
-            return
-        try:
-            conn.settimeout(timeout)
-            conn.sendall(_H2_PREFACE)
-            head = conn.recv(9, socket.MSG_WAITALL)
-        except TimeoutError:
-            return
-        except OSError:
-            head = b""  # reset: not a gRPC server either
-    if len(head) < 9 or head[3] != 4:
-        raise NotStarted(
-            f"{where}: the server at {host}:{port} is not a Ray cluster's head (it does not speak gRPC: "
-            "another service's port?); give the port `ray start --head` printed (6379 unless it was given "
-            "--port)"
+            f"{where}: the server at {at} is not a Ray cluster's head (it does not speak gRPC: another "
+            f"service's port?); give the port `ray start --head` printed (6379 unless it was given --port){tls}"
         )
+
+
+def _first_bytes(host: str, port: int, timeout: float, refusal: str) -> bytes | None:
+    """What the server at host:port says first to an HTTP/2 client, up to 4 bytes (fewer: it closed
+    the connection), or None where that cannot be told in `timeout` (or TLS is asked for); refused
+    (`refusal`, and why) where nothing listens there or the host is unknown."""
+    try:
+        conn = socket.create_connection((host, port), timeout)
+    except OSError as exc:
+        unknown = isinstance(exc, socket.gaierror) and exc.errno in (socket.EAI_NONAME, socket.EAI_NODATA)
+        if not unknown and exc.errno not in _NOT_THERE:
+            return None  # a timeout, a name server failing for now: Ray's to try
+        raise NotStarted(
+            f"{refusal} ({exc.strerror or exc}); give the address of the cluster's head node (HOST:6379 "
+            "unless `ray start --head` was given another --port), or start one there"
+        ) from exc
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+        conn.close()
+        return None
+    said, deadline = b"", time.monotonic() + timeout
+    with conn:
+        try:
+            conn.sendall(_H2_PREFACE)
+            while len(said) < 4:  # recv gives what has come (a timeout makes the socket non-blocking)
+                conn.settimeout(max(0.001, deadline - time.monotonic()))
+                piece = conn.recv(4 - len(said))
+                if not piece:
+                    break
+                said += piece
+        except TimeoutError:
+            return None
+        except OSError:
+            pass  # reset: not a gRPC server either
+    return said
 
 
 class RayJob:
@@ -481,7 +509,7 @@ class RayJob:
         import ray
 
         if not ray.is_initialized():
-            answering(self.address if self.address is not None else os.environ.get("RAY_ADDRESS"))
+            require_ray_head(self.address)
             # ray.init sets its own SIGTERM handler (sys.exit(15)): the CLI's, which ends a run
             # as Ctrl-C does (exit 130, "interrupted"), is put back after it
             main = threading.current_thread() is threading.main_thread()

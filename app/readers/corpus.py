@@ -153,9 +153,9 @@ def _decompressed(path: Path) -> IO[bytes]:
 
 class ZstdReader(io.RawIOBase):
     """The decompressed bytes of a zstd stream of one frame or more, read as it comes, that fails
-    (zstandard.ZstdError) where the stream ends inside a frame: zstandard's stream_reader ended a
-    cut-off file quietly where the data stopped, so half a corpus file was indexed as the whole of
-    it (gzip's reader raises EOFError there). Input goes to the decompressor SLICE bytes at a time:
+    (EOFError, as gzip's reader does) where the stream ends inside a frame: zstandard's
+    stream_reader ended a cut-off file quietly where the data stopped, so half a corpus file was
+    indexed as the whole of it. Input goes to the decompressor SLICE bytes at a time:
     a call has no output bound, and a zstd block of 128 KiB can take 4 bytes, so a 64 KB upload of
     zeros made 2 GiB in one call before the size limit could see it (256 bytes a call read a 105 MB
     file in 0.17 s, a KiB in 0.14 s, the stream reader in 0.10 s). Closing it closes `raw`."""
