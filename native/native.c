@@ -337,23 +337,42 @@ static inline int ascii_hex(Py_UCS4 c) { return ascii_digit(c) || (c >= 'a' && c
 
 #define AT(i) PyUnicode_READ(kind, d, (i))
 
+/* text._ATTRIBUTE's name characters and a bare value's. */
+static inline int attr_start(Py_UCS4 c) { return ascii_alpha(c) || c == '_' || c == ':' || c == '@'; }
+static inline int attr_char(Py_UCS4 c) { return attr_start(c) || ascii_digit(c) || c == '-' || c == '.'; }
+static inline int bare_char(Py_UCS4 c) {
+    return !Py_UNICODE_ISSPACE(c) && c != '"' && c != '\'' && c != '=' && c != '<' && c != '>' && c != '`';
+}
+
+/* End of the attribute value of text._ATTRIBUTE starting at k (after "=" and spaces), or -1. */
+static Py_ssize_t value_end(int kind, const void *d, Py_ssize_t n, Py_ssize_t k) {
+    Py_ssize_t m;
+    if (k >= n)
+        return -1;
+    Py_UCS4 q = AT(k);
+    if (q == '"' || q == '\'') { /* "[^"<]{0,400}" */
+        for (m = k + 1; m < n && m - (k + 1) <= 400; m++) {
+            Py_UCS4 c = AT(m);
+            if (c == q)
+                return m + 1;
+            if (c == '<')
+                return -1;
+        }
+        return -1;
+    }
+    for (m = k; m < n && m - k < 400 && bare_char(AT(m)); m++) /* [^\s"'=<>`]{1,400} */
+        ;
+    return m > k ? m : -1;
+}
+
 /* End of the markup match of text._MARKUP starting at i (a '<' or '&'), or -1 if none starts
  * there. The regex backtracks nowhere that could change a match: each part's greedy run is
- * followed by a character that part cannot hold. *no_close: the first position from which no
- * "-->" follows (a failed search need not be repeated for a later "<!--"). */
-static Py_ssize_t markup_end(int kind, const void *d, Py_ssize_t n, Py_ssize_t i, Py_ssize_t *no_close) {
+ * followed by a character that part cannot hold, and an attribute's "=" can follow nothing
+ * else. No part holds a '<', so a match ends before the next '<' and the work is linear. */
+static Py_ssize_t markup_end(int kind, const void *d, Py_ssize_t n, Py_ssize_t i) {
     Py_ssize_t j, k;
     if (AT(i) == '<') {
-        if (i + 3 < n && AT(i + 1) == '!' && AT(i + 2) == '-' && AT(i + 3) == '-') { /* <!--.*?--> */
-            if (i + 4 >= *no_close)
-                return -1;
-            for (j = i + 4; j + 2 < n; j++)
-                if (AT(j) == '-' && AT(j + 1) == '-' && AT(j + 2) == '>')
-                    return j + 3;
-            *no_close = i + 4;
-            return -1; /* the tag alternative needs a letter or '/' where '!' is */
-        }
-        /* </?[A-Za-z][A-Za-z0-9:-]*(?:\s[^<>]{0,400})?/?> */
+        /* </?[A-Za-z][A-Za-z0-9:-]*(?:\s+ATTRIBUTE){0,64}\s*\/?> */
         j = i + 1;
         if (j < n && AT(j) == '/')
             j++;
@@ -364,22 +383,30 @@ static Py_ssize_t markup_end(int kind, const void *d, Py_ssize_t n, Py_ssize_t i
             if (!(ascii_alnum(c) || c == ':' || c == '-'))
                 break;
         }
-        if (j >= n)
-            return -1;
-        Py_UCS4 c = AT(j);
-        if (c == '>')
-            return j + 1;
-        if (c == '/')
-            return (j + 1 < n && AT(j + 1) == '>') ? j + 2 : -1;
-        if (!Py_UNICODE_ISSPACE(c))
-            return -1;
-        Py_ssize_t lim = j + 1 + 400 < n ? j + 1 + 400 : n;
-        for (k = j + 1; k < lim; k++) {
-            c = AT(k);
-            if (c == '<' || c == '>')
-                break;
+        for (int attrs = 0;; attrs++) {
+            Py_ssize_t spaced = j;
+            while (j < n && Py_UNICODE_ISSPACE(AT(j)))
+                j++;
+            if (j >= n)
+                return -1;
+            Py_UCS4 c = AT(j);
+            if (c == '>')
+                return j + 1;
+            if (c == '/')
+                return (j + 1 < n && AT(j + 1) == '>') ? j + 2 : -1;
+            if (j == spaced || attrs == 64 || !attr_start(c))
+                return -1;
+            for (j++; j < n && attr_char(AT(j)); j++)
+                ;
+            for (k = j; k < n && Py_UNICODE_ISSPACE(AT(k)); k++)
+                ;
+            if (k < n && AT(k) == '=') {
+                for (k++; k < n && Py_UNICODE_ISSPACE(AT(k)); k++)
+                    ;
+                if ((j = value_end(kind, d, n, k)) < 0)
+                    return -1;
+            }
         }
-        return (k < n && AT(k) == '>') ? k + 1 : -1;
     }
     /* &(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31}); */
     j = i + 1;
@@ -614,7 +641,7 @@ static inline int letterish(Py_UCS4 c) { return c != '_' && Py_UNICODE_ISALNUM(c
  * a soft hyphen, spaces or tabs, an optional CR, a LF, spaces or tabs, before a letter; markup counts
  * as the spaces strip_markup makes of it), or -1 if none starts there. */
 #define BREAK_END(NAME, CHAR)                                                                                    \
-    static Py_ssize_t NAME(const CHAR *p, Py_ssize_t n, Py_ssize_t q, Py_ssize_t *no_close) {                  \
+    static Py_ssize_t NAME(const CHAR *p, Py_ssize_t n, Py_ssize_t q) {                                        \
         const int kind = (int)sizeof(CHAR);                                                                    \
         int newline = 0;                                                                                       \
         Py_UCS4 c = p[q];                                                                                      \
@@ -625,7 +652,7 @@ static inline int letterish(Py_UCS4 c) { return c != '_' && Py_UNICODE_ISALNUM(c
             if (c == ' ' || c == '\t') {                                                                       \
                 q++;                                                                                           \
             } else if (c == '<' || c == '&') {                                                                 \
-                Py_ssize_t e = markup_end(kind, p, n, q, no_close);                                            \
+                Py_ssize_t e = markup_end(kind, p, n, q);                                                      \
                 if (e < 0)                                                                                     \
                     break;                                                                                     \
                 q = e;                                                                                         \
@@ -654,7 +681,7 @@ BREAK_END(break_end4, Py_UCS4)
 #define TOKENISE(NAME, CHAR, BREAK)                                                                              \
     static int NAME(Tok *t, PyObject *text, const CHAR *p, Py_ssize_t n) {                                     \
         const int kind = (int)sizeof(CHAR);                                                                    \
-        Py_ssize_t no_close = PY_SSIZE_T_MAX, i = 0;                                                           \
+        Py_ssize_t i = 0;                                                                                      \
         if (t->buf.cap < n && vec_grow(&t->buf, n) < 0)                                                        \
             return -1;                                                                                         \
         while (i < n) {                                                                                        \
@@ -662,7 +689,7 @@ BREAK_END(break_end4, Py_UCS4)
             int k = kind_of(c);                                                                                \
             if (k == SEP || k == MARK || k == IGN) {                                                           \
                 if (c == '<' || c == '&') {                                                                    \
-                    Py_ssize_t e = markup_end(kind, p, n, i, &no_close);                                       \
+                    Py_ssize_t e = markup_end(kind, p, n, i);                                                  \
                     if (e > 0) {                                                                               \
                         i = e;                                                                                 \
                         continue;                                                                              \
@@ -699,7 +726,7 @@ BREAK_END(break_end4, Py_UCS4)
                 }                                                                                              \
                 Py_ssize_t q = -1;                                                                             \
                 if (c == '-' || c == 0x2010 || c == 0xAD)                                                      \
-                    q = BREAK(p, n, i, &no_close);                                                             \
+                    q = BREAK(p, n, i);                                                             \
                 if (q > 0) { /* a word character must follow (after more ignorables or breaks) */             \
                     i = q;                                                                                     \
                     broken = 1;                                                                                \

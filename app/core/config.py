@@ -15,7 +15,7 @@ from typing import Any
 
 from contam.app.errors import ConfigError
 
-NORMALIZER_VERSION = "3"
+NORMALIZER_VERSION = "4"
 HASH_SCHEME = "xxh3_64-tokens/poly64-splitmix-v1"
 MINHASH_SCHEME = "datasketch-affine32"
 

@@ -1,9 +1,14 @@
 """Normalisation and tokenisation, with character offsets into the original text.
 
 Rules (normaliser version in config.NORMALIZER_VERSION):
-* HTML/XML tags, comments and character entities are blanked to spaces of the same length,
-  so `<p>What is</p>` and `What is` give the same tokens and offsets still point into the
-  original text (DESIGN.md, item 9). Markdown punctuation disappears with all punctuation.
+* HTML/XML tags (a name, then attributes as HTML writes them) and character entities are
+  blanked to spaces of the same length, so `<p>What is</p>` and `What is` give the same tokens
+  and offsets still point into the original text (DESIGN.md, item 9). A comment's text stays
+  (its `<!--` and `-->` go as punctuation): a corpus of raw pages holds it, and a copy of an item
+  inside one is a copy. Text between a `<` and a `>` that is not a tag's (`if n<limit: ...
+  x>0` in code, `<What is ...?>` in Markdown) stays too: before version 4 any `<name ...>` of up
+  to 400 characters and every comment were blanked, and copies inside them never found. Markdown
+  punctuation disappears with all punctuation.
 * Tokens are runs of letters and digits (Unicode aware; `_` separates, so snake_case
   identifiers split into words). CJK ideographs and kana (half-width kana too) are one token
   each (item 7).
@@ -75,11 +80,12 @@ _TOKEN = re.compile(
     rf"|{_WORD}(?:[{_IGNORABLE}]*[{_MARK}]|(?:[{_IGNORABLE}]|{_BREAK})*{_WORD})*"
 )
 _DROPPED = re.compile(rf"{_BREAK}|[{_IGNORABLE}]")
+# An attribute as HTML writes one: a name, and a value after "=", quoted (a quoted value may hold
+# ">", never "<": a tag's match ends before the next "<", so matching stays linear) or bare.
+_ATTRIBUTE = r"""[A-Za-z_:@][-A-Za-z0-9_:.@]*(?:\s*=\s*(?:"[^"<]{0,400}"|'[^'<]{0,400}'|[^\s"'=<>`]{1,400}))?"""
 _MARKUP = re.compile(
-    r"<!--.*?-->"
-    r"|</?[A-Za-z][A-Za-z0-9:-]*(?:\s[^<>]{0,400})?/?>"
-    r"|&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});",
-    re.S,
+    rf"</?[A-Za-z][A-Za-z0-9:-]*(?:\s+{_ATTRIBUTE}){{0,64}}\s*/?>"
+    r"|&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
 )
 
 

@@ -49,7 +49,7 @@ _COMPRESSION_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error, zstandard.ZstdErr
 @dataclass(frozen=True, slots=True)
 class RawDocument:
     external_id: str
-    position: int  # 1-based line number (JSONL) or record (JSON array), 0-based row (Parquet), 0 for a text file
+    position: int  # 1-based line number (JSONL), record (JSON array) or row (Parquet, Arrow); 0 for a text file
     text: str
 
 
@@ -783,9 +783,11 @@ def _id_column(path: Path, id_field: str, schema: pa.Schema) -> tuple[str, str |
 def _batch_documents(
     path: Path, texts: list[Any], ids: list[Any], first_row: int, skipped: Counter[str], named_id: bool
 ) -> Iterator[RawDocument]:
-    """The documents of one column batch (Parquet or Arrow) whose rows start at first_row;
-    `named_id`: the id column was asked for by name (a row without an id is counted)."""
-    for row, (value, ident) in enumerate(zip(texts, ids, strict=True), first_row):
+    """The documents of one column batch (Parquet or Arrow) after the first_row rows before it,
+    rows counted from 1 as lines are (a new user's trial: a JSON-lines file's second record was
+    "line 2", a Parquet file's "row 1"); `named_id`: the id column was asked for by name (a row
+    without an id is counted)."""
+    for row, (value, ident) in enumerate(zip(texts, ids, strict=True), first_row + 1):
         _at(skipped, f"row {row}")
         text = _text_of(value, skipped)
         if text is not None:

@@ -45,6 +45,9 @@ _PIECES = st.sampled_from(
     [
         "<p>", "</b>", "<br/>", "<br />", "<a href='x'>", "<x-y:z>", "<p\u00a0class=x>", "<p\u2003>", "< p>",
         "<1>", "</>", "<p/ >", "<!--", "-->", "<!-- a -->", "<!--->", "<!---->", "&nbsp;", "&amp", "&#123;",
+        # attributes: names, values quoted both ways and bare, spaces around "=", and what no tag holds
+        "<a b=c>", "<a b = 'c d'>", '<a b="c>d">', '<a b="c<d">', "<a b=>", "<a b c>", '<a b="c"d>', "<a @e=f :g>",
+        "<a b='", '"', "'", "=", " ", "<a b=c/>", "<if a<b", "x>0", "<p\n", "`", "<x y? z>",
         "&#12345678;", "&#x1F;", "&#x;", "&#X1234567;", "&a;", "&ab;", "&" + "a" * 32 + ";", "&" + "b" * 33 + ";",
         "<", ">", "&", ";", "#", "\ud800", "\udfff", "_", "Ǆ", "ǅ", "İ", "ß", "ﬁ", "Ⅻ", "½", "²", "٣",
         # marks, ignorables and line-break hyphens, and what they must not join
@@ -113,7 +116,17 @@ def test_long_and_empty_inputs() -> None:
         "<!--" * 5_000 + "a",  # many unclosed comments: each fails without searching again
         "a" * 100_000,  # one token as long as the text
         "é" * 50_000,
-        "<p " + attr + ">in</p> <p " + attr + "y>out</p> <p " + attr + "yz>out2</p>",  # the 400-character limit
+        '<p a="'
+        + attr
+        + 'y">in</p> <p a="'
+        + attr
+        + 'yz">out</p> <p a='
+        + attr
+        + "y>in2</p> <p a="
+        + attr
+        + "yz>out2</p>",
+        "<p " + "a=b " * 64 + ">in</p> <p " + "a=b " * 65 + ">out</p>",  # at most 64 attributes
+        "<a b=c " * 50_000 + "d",  # many tags never closed: each ends at the next "<"
         "<p\n" + "a&b " * 200 + ">x",
         ("Ünïcödé café 東京 " * 2_000) + ("The quick brown fox " * 2_000),
     ]

@@ -354,7 +354,11 @@ def test_skipped_records_say_where_they_were(tmp_path: Path) -> None:
     pq.write_table(pa.table({"id": ["a", "b"], "text": ["kept", None]}), tmp_path / "c.parquet")
     skipped = Skipped()
     list(read_documents(tmp_path / "c.parquet", skipped))
-    assert skipped.where == {"missing_text": ["row 1"]}
+    # the second row, counted from 1 as lines and records are (a new user's trial: it was "row 1")
+    assert skipped.where == {"missing_text": ["row 2"]}
+    pq.write_table(pa.table({"text": ["one", "two"]}), tmp_path / "d.parquet")
+    docs = list(read_documents(tmp_path / "d.parquet", Skipped()))  # no id column: named by file and row
+    assert [(d.external_id, d.position) for d in docs] == [("d.parquet:1", 1), ("d.parquet:2", 2)]
 
 
 @pytest.mark.parametrize("suffix", [".bz2", ".xz"])

@@ -104,6 +104,32 @@ def test_annotated_cases(scanner: Scanner) -> None:
     assert s["clean"].status == "clean" and res["clean"].evidence == []
 
 
+Q_HIDDEN = "Which metal has the highest melting point of all the elements in the periodic table?"
+A_HIDDEN = "Tungsten melts at about three thousand four hundred degrees"
+
+
+def test_a_copy_between_angle_brackets_that_are_no_tag_is_found(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A new user's trial: a copy inside an HTML comment, or in code between a "<" and a ">"
+    (`if n<limit: ... x>0`), or in a Markdown autolink was clean with no evidence: the tokeniser
+    blanked every comment and any `<name ...>` of up to 400 characters. A tag's attributes are
+    now read as HTML writes them, a comment's text stays, and each copy is found."""
+    pages = {
+        "comment": f"<html><body><!-- {Q_HIDDEN} Answer: {A_HIDDEN} --><p>Hello</p></body></html>",
+        "code": f"if count<limit:\n    print('{Q_HIDDEN} Answer: {A_HIDDEN}')  # value>0\n",
+        "autolink": f"See <{Q_HIDDEN} Answer: {A_HIDDEN}> for details.",
+        "tagged": f'<div class="q" data-x=1><b>{Q_HIDDEN}</b> <i title="a>b">Answer:</i> {A_HIDDEN}</div>',
+    }
+    items = [BenchmarkItem("hidden", 0, question=Q_HIDDEN, answer=A_HIDDEN)]
+    for name, text in pages.items():
+        index_corpus(engine, [{"id": name, "text": text}], name)
+        (r,) = Scanner(engine, corpora=[name]).scan(items)
+        assert r.score.status == "contaminated", (name, r.score.reason)
+        assert r.score.own_coverage == 1.0 and r.score.answer_found, name
+        ev = r.evidence[0]
+        marked = "".join(ev.excerpt[a:b] for a, b in ev.highlights)
+        assert "highest melting point" in marked and "class" not in marked and "title" not in marked, name
+
+
 def test_template_shared_by_items_is_left_out(scanner: Scanner) -> None:
     prefix = "Read the question carefully and choose the single best answer from the list"
     items = [
