@@ -48,10 +48,10 @@ from contam.app.errors import (
 )
 from contam.app.services.checking import CheckResult, CheckService
 from contam.app.services.corpora import CorpusService
-from contam.app.services.database import database_trouble, migrate, open_database, shown_url
+from contam.app.services.database import database_trouble, migrate, open_database, shown_url, sqlite_file_missing
 from contam.app.services.exports import CSV_COLUMNS, csv_row
 from contam.app.services.scanning import reproducible
-from contam.app.settings import get_settings
+from contam.app.settings import default_database_url, get_settings
 
 # Exit codes (README, "Command line"): 0 clean, 1 the gate tripped (a contaminated share above
 # --fail-above, or corpus files that failed), 2 a usage error (bad options, files, names), 3 a
@@ -630,16 +630,28 @@ def check_port(host: str, port: int) -> None:
             ) from None
 
 
-def serve_banner(database_url: str, host: str, port: int, keys: bool, command: str = "contam") -> str:
-    """What `contam serve` (and so `make run`) says first: where everything is, what to do next."""
+def serve_banner(
+    database_url: str, host: str, port: int, keys: bool, command: str = "contam", created: bool = False
+) -> str:
+    """What `contam serve` (and so `make run`) says first: where everything is, what to do next.
+    created: the database file was made just now (a typo in its path serves an empty dashboard: say
+    so); a database other than the default is named in the next steps, which a shell without
+    CONTAM_DATABASE_URL would otherwise run against the default (a new user's trial)."""
     shown = "localhost" if _is_loopback(host) else host
+    db = " --db URL" if database_url != default_database_url() else ""
     return "\n".join(
         [
             f"contam {__version__}",
             f"  dashboard:  http://{shown}:{port}/" + ("  (sign in with one of CONTAM_API_KEYS)" if keys else ""),
             f"  API docs:   http://{shown}:{port}/docs",
-            f"  database:   {shown_url(database_url)}  (CONTAM_DATABASE_URL)",
-            f"  your data:  {command} index --corpus NAME PATH...   then   {command} scan BENCHMARK.jsonl",
+            f"  database:   {shown_url(database_url)}  (CONTAM_DATABASE_URL)"
+            + (
+                "\n              a new, empty file, made just now: check the path if you meant another"
+                if created
+                else ""
+            ),
+            f"  your data:  {command} index{db} --corpus NAME PATH...   then   {command} scan{db} BENCHMARK.jsonl"
+            + ("\n              (URL: the database above; or set CONTAM_DATABASE_URL there as here)" if db else ""),
         ]
     )
 
@@ -667,7 +679,9 @@ def serve(
     if settings.key_set() & PLACEHOLDER_KEYS:
         raise ConfigError("CONTAM_API_KEYS holds a placeholder key anyone can guess: use a secret one")
     port = port or settings.port
+    created = sqlite_file_missing(settings.database_url)
     migrate(settings.database_url)  # the app does it too; here a database out of reach is one line
     check_port(host, port)
-    typer.echo(serve_banner(settings.database_url, host, port, bool(settings.key_set()), command_name()), err=True)
+    banner = serve_banner(settings.database_url, host, port, bool(settings.key_set()), command_name(), created)
+    typer.echo(banner, err=True)
     uvicorn.run(create_app(settings), host=host, port=port, log_config=server_log_config())

@@ -199,14 +199,29 @@ def _tell_missing_id(summary: IndexSummary, id_field: str) -> None:
     typer.echo(f"  (missing_id: {said}; each such record is named by its file and place instead)", err=True)
 
 
+def _tell_twins(summary: IndexSummary) -> None:
+    """Files whose content another file holds, indexed once under that file's name: its documents
+    never name them as evidence (a new user's trial: "already indexed" on a corpus's first run)."""
+    twins = [f for f in summary.files if f.status == "unchanged" and f.same_as]
+    if twins:
+        shown = "; ".join(f"{f.path} (as {f.same_as})" for f in twins[:3])
+        more = f"; {len(twins) - 3} more" if len(twins) > 3 else ""
+        typer.echo(
+            f"{len(twins)} file(s) hold the same content as another file, indexed once under its name: {shown}{more}",
+            err=True,
+        )
+
+
 def _tell(summary: IndexSummary, paths: list[Path], id_field: str) -> None:
     """On stderr, what the JSON summary alone would leave unsaid: a folder's files of other types
-    not read, records left out or repaired, and the files that failed (exit 1)."""
+    not read, files indexed under another's name, records left out or repaired, and the files
+    that failed (exit 1)."""
     if others := files_not_read(paths):  # a folder's .csv or .md is not indexed: say so
         kinds = ", ".join(f"{k}: {v}" for k, v in sorted(others.items()))
         typer.echo(
             f"{sum(others.values())} file(s) in the folders not indexed, not a corpus format ({kinds})", err=True
         )
+    _tell_twins(summary)
     skipped, repaired = summary.records()
     if skipped:  # said where it is seen too, not only in the JSON (`contam corpora NAME` keeps it)
         reasons = ", ".join(f"{k}={v}" for k, v in skipped.items())

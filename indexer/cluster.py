@@ -216,8 +216,9 @@ class IndexWorker:
             except OSError as exc:
                 out.append(Outcome(unreadable(p, exc)))
                 continue
-            if file_indexed(self.engine, self.corpus_id, chash):
-                out.append(Outcome(FileReport(path, "unchanged", bytes=size), content_hash=chash))
+            if (there := file_indexed(self.engine, self.corpus_id, chash)) is not None:
+                twin = there if there != path else ""
+                out.append(Outcome(FileReport(path, "unchanged", bytes=size, same_as=twin), content_hash=chash))
                 continue
             group = self.group = self.group or OpenGroup(self.store, self.lease)
             if wait := take_claim(self.engine, self.corpus_id, chash, path, group.owner, self.lease):
@@ -649,8 +650,9 @@ class _Scheduler:
         for when, path, chash in self.later:
             if when > now:
                 waiting.append((when, path, chash))
-            elif chash and file_indexed(self.job.engine, self.corpus_id, chash):
-                self._finish(FileReport(path, "unchanged", bytes=self.sizes[path]))
+            elif chash and (there := file_indexed(self.job.engine, self.corpus_id, chash)) is not None:
+                twin = there if there != path else ""
+                self._finish(FileReport(path, "unchanged", bytes=self.sizes[path], same_as=twin))
             else:
                 pending.append(path)
                 self.left += self.sizes[path]

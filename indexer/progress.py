@@ -89,8 +89,10 @@ class LogProgress(_RunRate):
         finished, there until session 25, read as another file's number), with that count after."""
         self.n += 1
         k = self.numbers.setdefault(report.path, len(self.numbers) + 1)
-        if report.status == "unchanged":
-            msg = "already indexed, skipped"
+        if report.status == "unchanged":  # another file's content: which (a new user's trial)
+            msg = (
+                f"the same content as {report.same_as}, indexed once" if report.same_as else "already indexed, skipped"
+            )
         elif report.status == "failed":
             msg = f"FAILED: {failure(report)}"
         else:

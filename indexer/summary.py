@@ -23,6 +23,7 @@ class FileReport:
     skipped_at: dict[str, list[str]] = field(default_factory=dict)  # reason -> where the first few were
     error: str | None = None
     seconds: float = 0.0
+    same_as: str = ""  # unchanged: the other file with this content, indexed already ("" where it is this path)
 
     def counts(self) -> dict[str, Any]:
         """What the file's record keeps of the run (CorpusWriter.finish_file's keywords)."""

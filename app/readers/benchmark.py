@@ -40,7 +40,14 @@ from contam.app.core.types import MAX_ALTERNATIVES, BenchmarkItem, answer_of, fi
 from contam.app.errors import InputError, cut_short, first_line
 from contam.app.limits import Limits, exceeded
 from contam.app.readers.corpus import ABSENT as _ABSENT
-from contam.app.readers.corpus import NestedTooDeep, ZstdReader, as_utf8, json_array_values, json_value
+from contam.app.readers.corpus import (
+    COMPRESSION_MAGIC,
+    NestedTooDeep,
+    ZstdReader,
+    as_utf8,
+    json_array_values,
+    json_value,
+)
 from contam.app.readers.corpus import field_value as _value
 
 DEFAULT_LIMITS = Limits()
@@ -218,21 +225,12 @@ def open_content(data: Source, filename: str, max_bytes: int) -> io.BufferedRead
         raise
 
 
-# what each compression's stream starts with, and the suffix that names it
-_MAGIC = (
-    (re.compile(rb"\x1f\x8b\x08"), ".gz"),
-    (re.compile(rb"\x28\xb5\x2f\xfd"), ".zst"),
-    (re.compile(rb"BZh[1-9]1AY&SY"), ".bz2"),
-    (re.compile(rb"\xfd7zXZ\x00"), ".xz"),
-)
-
-
 def _refuse_unnamed_compression(raw: BinaryIO, filename: str) -> None:
     """A compressed file whose name does not say so was refused as "not UTF-8 text" at its first
     byte: say what it is and what to call it. `raw` is read from where it was (its start)."""
     head = raw.read(10)
     raw.seek(0)
-    for magic, suffix in _MAGIC:
+    for magic, suffix in COMPRESSION_MAGIC:
         if magic.match(head):
             raise InputError(
                 f"{filename}: the file is {suffix[1:]}-compressed but its name does not say so; "

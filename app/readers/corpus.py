@@ -21,6 +21,7 @@ import io
 import json
 import lzma
 import os
+import re
 import zlib
 from collections import Counter
 from collections.abc import Generator, Iterator, Mapping
@@ -130,6 +131,35 @@ def find_files(paths: list[Path]) -> list[Path]:
         else:
             raise InputError(f"{p}: unsupported file type (use {_READS})")
     return [found[k] for k in sorted(found)]
+
+
+# what each compression's stream starts with, and the suffix that names it
+COMPRESSION_MAGIC = (
+    (re.compile(rb"\x1f\x8b\x08"), ".gz"),
+    (re.compile(rb"\x28\xb5\x2f\xfd"), ".zst"),
+    (re.compile(rb"BZh[1-9]1AY&SY"), ".bz2"),
+    (re.compile(rb"\xfd7zXZ\x00"), ".xz"),
+)
+
+
+def _misnamed(path: Path) -> str:
+    """Why a compressed file failed at its start, where its first bytes are not what its suffix
+    names ("" otherwise): "cannot read to the end (BadGzipFile: Not a gzipped file (b'no'))" was
+    said of a file nothing could be read of (a new user's trial)."""
+    name = path.name.lower().replace(".zstd", ".zst")
+    named = next(((m, s) for m, s in COMPRESSION_MAGIC if name.endswith(s)), None)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(10)
+    except OSError:
+        return ""
+    if named is None or named[0].match(head):
+        return ""
+    actual = next((s[1:] + "-compressed" for m, s in COMPRESSION_MAGIC if m.match(head)), "not compressed")
+    return (
+        f"{path}: its name says {named[1][1:]}, but the file is {actual} (it starts {head[:8]!r}): "
+        "give it the name of what it is"
+    )
 
 
 def open_binary(path: Path) -> io.BufferedReader:
@@ -571,6 +601,8 @@ def read_jsonl(
                 skipped["missing_id"] += 1
             yield RawDocument(_id_of(ident, f"{path.name}:{lineno}"), lineno, text)
     except _COMPRESSION_ERRORS as exc:
+        if not lineno and (why := _misnamed(path)):
+            raise CorruptFileError(why) from exc
         where = f" after line {lineno}" if lineno else ""
         raise CorruptFileError(
             f"{path}: cannot read to the end{where} ({type(exc).__name__}: {exc}){cut_short(exc)}"
@@ -582,7 +614,8 @@ def read_txt(path: Path, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTE
         with open_binary(path) as stream:
             raw = stream.read(max_bytes + 1)
     except _COMPRESSION_ERRORS as exc:
-        raise CorruptFileError(f"{path}: cannot read to the end ({type(exc).__name__}: {exc}){cut_short(exc)}") from exc
+        why = _misnamed(path) or f"{path}: cannot read to the end ({type(exc).__name__}: {exc}){cut_short(exc)}"
+        raise CorruptFileError(why) from exc
     if len(raw) > max_bytes:
         skipped["record_too_long"] += 1
         return

@@ -97,6 +97,12 @@ def reaching(url: str) -> Iterator[None]:
                 f"PostgreSQL has no database {parsed.database!r} ({shown_url(url)}): create it first "
                 f"(`createdb {parsed.database}`, or CREATE DATABASE in psql), then `contam db upgrade --db URL`"
             ) from exc
+        refused = ('role "', "password authentication failed", "no password supplied")
+        if parsed.get_backend_name() == "postgresql" and any(r in reason for r in refused):
+            raise ConfigError(  # who connects is the URL's to say: no retry mends it (a new user's trial: exit 3)
+                f"PostgreSQL refused the user of {shown_url(url)}: {reason}; check the user name and password in "
+                "the URL (postgresql+psycopg://USER:PASSWORD@HOST/DATABASE)"
+            ) from exc
         message, passing = database_trouble(exc)
         if "malformed" in reason:  # a damaged file, not a database that is away (exit 2, as a wrong file)
             raise ConfigError(f"{message} ({shown_url(url)})") from exc
@@ -130,9 +136,8 @@ def migrate(url: str, revision: str = "head") -> None:
         db.upgrade(url, revision)
 
 
-def open_database(url: str) -> Engine:
-    """An engine for a migrated database; refuses one without the schema, and never creates an
-    SQLite file on the way (a read-only command given a wrong path would leave an empty one)."""
+def sqlite_file_missing(url: str) -> bool:
+    """Whether `url` names an SQLite file that is not there (connecting would create it)."""
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
@@ -140,9 +145,16 @@ def open_database(url: str) -> Engine:
     path = parsed.database if parsed.get_backend_name() == "sqlite" else None
     if path and parsed.query.get("uri") == "true" and path.startswith("file:"):  # SQLite's URI form (mode=ro)
         path = path.removeprefix("file:").split("?", 1)[0]
-    if path not in (None, "", ":memory:") and not Path(str(path)).exists():
+    return path not in (None, "", ":memory:") and not Path(str(path)).exists()
+
+
+def open_database(url: str) -> Engine:
+    """An engine for a migrated database; refuses one without the schema, and never creates an
+    SQLite file on the way (a read-only command given a wrong path would leave an empty one)."""
+    if sqlite_file_missing(url):
         raise ConfigError(
-            f"no database at {parsed.database}: run `contam db upgrade --db {shown_url(url)}` first (or check the path)"
+            f"no database at {make_url(url).database}: run `contam db upgrade --db {shown_url(url)}` first "
+            "(or check the path)"
         )
     try:
         engine = db.make_engine(url)

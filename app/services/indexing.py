@@ -120,11 +120,12 @@ def open_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: boo
         return int(row["id"])
 
 
-def file_indexed(engine: Engine, corpus_id: int, content_hash: str) -> bool:
-    """Whether a file with this content is indexed whole in the corpus (a failed one is not)."""
+def file_indexed(engine: Engine, corpus_id: int, content_hash: str) -> str | None:
+    """The path of a file with this content indexed whole in the corpus (a failed one is not), or
+    None: a file with the same content under another name is indexed once, and said so."""
     with engine.connect() as conn:
         existing = repo.find_file(conn, corpus_id, content_hash)
-    return existing is not None and existing["status"] == "done"
+    return str(existing["path"]) if existing is not None and existing["status"] == "done" else None
 
 
 class FileVersion(Protocol):

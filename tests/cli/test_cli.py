@@ -25,7 +25,7 @@ import contam.indexer.job as job_module
 from contam.app.cli import command_name, serve_banner
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import ContamError
-from contam.app.settings import Settings, get_settings
+from contam.app.settings import Settings, default_database_url, get_settings
 from contam.app.store.db import make_engine, upgrade
 from contam.indexer.cli import app as cli
 from contam.indexer.cli import demo_workdir
@@ -39,6 +39,18 @@ def index_cli(db_url: str, corpus: str, *args: str) -> Result:
     """`contam index --corpus CORPUS --db URL --workers 1 ARGS...`, the settings read afresh."""
     get_settings.cache_clear()
     return CliRunner().invoke(cli, ["index", "--corpus", corpus, "--db", db_url, "--workers", "1", *args])
+
+
+def test_files_of_one_content_are_named_with_the_file_indexed(migrated_url: str, tmp_path: Path) -> None:
+    """A file whose content another holds is indexed once, under the other's name: the log and
+    the run's end say which (a new user's trial: "already indexed, skipped" on a first run)."""
+    (tmp_path / "a.txt").write_text("the same words in two files of one corpus\n")
+    (tmp_path / "b.txt").write_text("the same words in two files of one corpus\n")
+    r = index_cli(migrated_url, "web", "--progress", "log", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"))
+    assert r.exit_code == 0, r.output
+    assert f"b.txt: the same content as {tmp_path / 'a.txt'}, indexed once" in r.output
+    said = f"1 file(s) hold the same content as another file, indexed once under its name: {tmp_path / 'b.txt'}"
+    assert said + f" (as {tmp_path / 'a.txt'})" in r.output
 
 
 def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
@@ -323,6 +335,12 @@ def test_exit_codes_and_one_line_errors(migrated_url: str, tmp_path: Path) -> No
     no_db = run.invoke(cli, ["corpora", "--db", "postgresql://postgres@127.0.0.1:5432/contam_no_such_db"])
     # a database to create is the user's to fix (2), told how; not an outage (3)
     assert no_db.exit_code == 2 and "create it first (`createdb contam_no_such_db`" in no_db.output, no_db.output
+    # so is a user PostgreSQL does not know (a new user's trial: "the database is unavailable", exit 3)
+    no_role = run.invoke(cli, ["corpora", "--db", "postgresql://contam_no_such_role@127.0.0.1:5432/test"])
+    assert no_role.exit_code == 2 and 'role "contam_no_such_role" does not exist' in no_role.output, no_role.output
+    assert (
+        no_role.output.startswith("error: PostgreSQL refused the user of ") and "check the user name" in no_role.output
+    )
     # --debug shows the traceback and keeps the exit code (it exited 1, a tripped gate's)
     debug = run.invoke(cli, ["--debug", "corpora", "--db", unreachable])
     assert debug.exit_code == 3 and "Traceback (most recent call last)" in debug.output
@@ -460,7 +478,12 @@ def test_default_database_does_not_depend_on_the_working_directory(
 
 def test_serve_says_where_things_are_and_refuses_placeholder_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     banner = serve_banner("postgresql://u:pw@db/contam", "127.0.0.1", 8000, keys=False)
-    assert "dashboard:  http://localhost:8000/" in banner and "contam index --corpus NAME PATH" in banner
+    # another database than the default is named in the next steps (a new user's trial: a second
+    # shell without CONTAM_DATABASE_URL indexed into the default)
+    assert "dashboard:  http://localhost:8000/" in banner and "contam index --db URL --corpus NAME PATH" in banner
+    assert "contam scan --db URL BENCHMARK" in banner and "new, empty" not in banner
+    default = serve_banner(default_database_url(), "127.0.0.1", 8000, keys=False)
+    assert "contam index --corpus NAME PATH" in default and "--db" not in default
     assert "postgresql://u:***@db/contam" in banner  # the password never shown
     monkeypatch.setenv("CONTAM_API_KEYS", "change-me")
     get_settings.cache_clear()
@@ -617,7 +640,8 @@ def test_the_banner_names_contam_as_the_shell_will_find_it(tmp_path: Path, monke
     monkeypatch.setattr(sys, "argv", [str(exe), "serve"])
     monkeypatch.setenv("PATH", str(tmp_path))
     assert command_name() == str(exe)
-    assert f"{exe} index --corpus NAME PATH" in serve_banner("sqlite:///x.db", "127.0.0.1", 8000, False, command_name())
+    banner = serve_banner(default_database_url(), "127.0.0.1", 8000, False, command_name())
+    assert f"{exe} index --corpus NAME PATH" in banner
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin")
     assert command_name() == "contam"
 
@@ -667,8 +691,12 @@ def test_serve_prints_where_things_are_then_starts(tmp_path: Path, monkeypatch: 
     assert (
         f"dashboard:  http://localhost:{port}/" in r.output and f"API docs:   http://localhost:{port}/docs" in r.output
     )
-    assert "index --corpus NAME PATH" in r.output and f"sqlite:///{tmp_path / 'c.db'}" in r.output
+    assert "index --db URL --corpus NAME PATH" in r.output and f"sqlite:///{tmp_path / 'c.db'}" in r.output
+    # the file was made just now: said, as a path mistyped would otherwise serve an empty dashboard
+    assert "a new, empty file, made just now" in r.output
     [(app, host, bound, log_config)] = started
+    again = CliRunner().invoke(cli, ["serve", "--port", str(port)])  # the file is there now
+    assert again.exit_code == 0 and "new, empty" not in again.output
     assert (host, bound) == ("127.0.0.1", port)
     # a key put in the address is refused, and was written to the access log in full (a probe)
     assert log_config["handlers"]["access"]["filters"] == ["redact_secrets"]

@@ -76,6 +76,14 @@ def test_files_of_one_content_in_a_run_share_its_outcome(
     )
     assert status["d.jsonl"] == ("unchanged", None)
     assert (s.as_dict()["files_failed"], s.as_dict()["documents"]) == (2, 5)
+    # which file it is the same as, this run's or an earlier one's (a new user's trial: "already
+    # indexed, skipped" on a corpus's first run, naming no other file)
+    twins = {Path(f.path).name: f.same_as for f in s.files if f.status == "unchanged"}
+    assert twins == {"d.jsonl": str(good)}
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "e.jsonl").write_bytes(good.read_bytes())
+    again = index_corpus(migrated_url, [good, tmp_path / "e"], "twins")
+    assert {Path(f.path).name: f.same_as for f in again.files} == {"c.jsonl": "", "e.jsonl": str(good)}
 
 
 def test_parallel_workers_give_the_same_index(db_url: str, tmp_path: Path, index_corpus: IndexCorpus) -> None:

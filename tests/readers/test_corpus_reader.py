@@ -3,6 +3,7 @@ import gzip
 import json
 import random
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -103,6 +104,31 @@ def test_truncated_gzip_raises_corrupt(tmp_path: Path) -> None:
     assert info.value.message.endswith(
         "the file is cut short, as an interrupted download or copy leaves it; fetch or copy it again"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "said"),
+    [
+        ("a.jsonl.gz", lambda b: b, 'its name says gz, but the file is not compressed (it starts b\'{"id": "\')'),
+        ("a.jsonl.zst", gzip.compress, "its name says zst, but the file is gz-compressed"),
+        (
+            "a.txt.xz",
+            lambda b: zstandard.ZstdCompressor().compress(b),
+            "its name says xz, but the file is zst-compressed",
+        ),
+    ],
+)
+def test_a_compressed_name_on_other_bytes_says_what_the_file_is(
+    tmp_path: Path, name: str, make: Callable[[bytes], bytes], said: str
+) -> None:
+    """A file nothing could be read of was "cannot read to the end (BadGzipFile: Not a gzipped
+    file (b'no'))" (a new user's trial): its first bytes say what it is."""
+    p = tmp_path / name
+    p.write_bytes(make(_jsonl(DOCS)))
+    with pytest.raises(CorruptFileError) as info:
+        _read(p)
+    assert info.value.message == f"{p}: {said}" or info.value.message.startswith(f"{p}: {said}"), info.value.message
+    assert "give it the name of what it is" in info.value.message
 
 
 def test_corrupt_zstd_raises_corrupt(tmp_path: Path) -> None:
