@@ -383,17 +383,20 @@ static Py_ssize_t markup_end(int kind, const void *d, Py_ssize_t n, Py_ssize_t i
             if (!(ascii_alnum(c) || c == ':' || c == '-'))
                 break;
         }
-        for (int attrs = 0;; attrs++) {
+        for (int attrs = 0, valued = 0;; attrs++) {
             Py_ssize_t spaced = j;
             while (j < n && Py_UNICODE_ISSPACE(AT(j)))
                 j++;
             if (j >= n)
                 return -1;
             Py_UCS4 c = AT(j);
-            if (c == '>')
-                return j + 1;
-            if (c == '/')
+            if (c == '>' || c == '/') { /* words alone, two or more, are text (the regex's lookahead) */
+                if (attrs >= 2 && !valued)
+                    return -1;
+                if (c == '>')
+                    return j + 1;
                 return (j + 1 < n && AT(j + 1) == '>') ? j + 2 : -1;
+            }
             if (j == spaced || attrs == 64 || !attr_start(c))
                 return -1;
             for (j++; j < n && attr_char(AT(j)); j++)
@@ -405,6 +408,7 @@ static Py_ssize_t markup_end(int kind, const void *d, Py_ssize_t n, Py_ssize_t i
                     ;
                 if ((j = value_end(kind, d, n, k)) < 0)
                     return -1;
+                valued = 1;
             }
         }
     }

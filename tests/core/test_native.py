@@ -47,7 +47,8 @@ _PIECES = st.sampled_from(
         "<1>", "</>", "<p/ >", "<!--", "-->", "<!-- a -->", "<!--->", "<!---->", "&nbsp;", "&amp", "&#123;",
         # attributes: names, values quoted both ways and bare, spaces around "=", and what no tag holds
         "<a b=c>", "<a b = 'c d'>", '<a b="c>d">', '<a b="c<d">', "<a b=>", "<a b c>", '<a b="c"d>', "<a @e=f :g>",
-        "<a b='", '"', "'", "=", " ", "<a b=c/>", "<if a<b", "x>0", "<p\n", "`", "<x y? z>",
+        "<a b='", '"', "'", "=", " ", "<a b=c/>", "<if a<b", "x>0", "<p\n", "`", "<x y? z>", "<U as T>", "<a b>",
+        "<a b c d=e>", "<a b c/>",
         "&#12345678;", "&#x1F;", "&#x;", "&#X1234567;", "&a;", "&ab;", "&" + "a" * 32 + ";", "&" + "b" * 33 + ";",
         "<", ">", "&", ";", "#", "\ud800", "\udfff", "_", "Ǆ", "ǅ", "İ", "ß", "ﬁ", "Ⅻ", "½", "²", "٣",
         # marks, ignorables and line-break hyphens, and what they must not join

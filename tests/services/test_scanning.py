@@ -112,12 +112,15 @@ def test_a_copy_between_angle_brackets_that_are_no_tag_is_found(engine: Engine, 
     """A new user's trial: a copy inside an HTML comment, or in code between a "<" and a ">"
     (`if n<limit: ... x>0`), or in a Markdown autolink was clean with no evidence: the tokeniser
     blanked every comment and any `<name ...>` of up to 400 characters. A tag's attributes are
-    now read as HTML writes them, a comment's text stays, and each copy is found."""
+    now read as HTML writes them (a tag without values holds one at most), a comment's text
+    stays, and each copy is found."""
     pages = {
         "comment": f"<html><body><!-- {Q_HIDDEN} Answer: {A_HIDDEN} --><p>Hello</p></body></html>",
         "code": f"if count<limit:\n    print('{Q_HIDDEN} Answer: {A_HIDDEN}')  # value>0\n",
         "autolink": f"See <{Q_HIDDEN} Answer: {A_HIDDEN}> for details.",
         "tagged": f'<div class="q" data-x=1><b>{Q_HIDDEN}</b> <i title="a>b">Answer:</i> {A_HIDDEN}</div>',
+        # words alone between "<" and ">" are no tag (a probe: a one-sentence item in an autolink was lost)
+        "words": f"See <{Q_HIDDEN.rstrip('?')}> and <{A_HIDDEN}> for details.",
     }
     items = [BenchmarkItem("hidden", 0, question=Q_HIDDEN, answer=A_HIDDEN)]
     for name, text in pages.items():
