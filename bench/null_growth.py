@@ -30,6 +30,7 @@ import os
 import random
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -52,8 +53,13 @@ CHUNK = 20_000  # characters of a document cut from a large file
 
 
 def _text(path: str) -> str | None:
+    """A regular file's text that anyone on the machine may read (never a FIFO, nor a secret of
+    /etc kept in a database with --keep), or None."""
     try:
-        data = Path(path).read_bytes() if os.path.getsize(path) < 8 << 20 else b""
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or not st.st_mode & stat.S_IROTH or st.st_size >= 8 << 20:
+            return None
+        data = Path(path).read_bytes()
         data = gzip.decompress(data) if path.endswith(".gz") else data
         text = data.decode("utf-8") if data and b"\x00" not in data else None
     except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile):
@@ -126,9 +132,10 @@ def scan(url: str, benchmarks: list[Path]) -> dict[str, list[dict]]:
     return out
 
 
-def report(results: dict[float, dict[str, list[dict]]]) -> None:
-    sizes = sorted(results)
-    print("\nbenchmark                       items  " + "  ".join(f"{s:>7.0f} MB: susp/cont/short" for s in sizes))
+def report(results: dict[str, dict[str, list[dict]]]) -> None:
+    """results: per corpus (its MB of text, smallest first), per benchmark, the scan's results."""
+    sizes = list(results)
+    print("\nbenchmark                       items  " + "  ".join(f"{s:>10}: susp/cont/short" for s in sizes))
     for b in next(iter(results.values())):
         counts = [collections.Counter(r["status"] for r in results[s][b]) for s in sizes]
         cells = "  ".join(f"{c['suspicious']:>15}/{c['contaminated']}/{c['too_short']:<7}" for c in counts)
@@ -142,13 +149,13 @@ def report(results: dict[float, dict[str, list[dict]]]) -> None:
         )
         near = [sum(x >= t for x in run) for t in (8, 13)] + [sum(x >= t for x in own) for t in (0.2, 0.3, 0.4)]
         flagged = sum(r["status"] in ("suspicious", "contaminated") for r in rows)
-        print(f"  {s:.0f} MB: flagged {flagged} of {len(rows)} ({100 * flagged / len(rows):.3f}%); near: {near}")
+        print(f"  {s}: flagged {flagged} of {len(rows)} ({100 * flagged / len(rows):.3f}%); near: {near}")
     for s in sizes:
         for b, rows in results[s].items():
             for r in rows:
                 if r["status"] in ("suspicious", "contaminated"):
                     best = r["evidence"][0]["document_id"] if r["evidence"] else "-"
-                    print(f"  {s:.0f} MB {b} {r['item_id']}: {r['status']}: {r['reason']} [{best}]")
+                    print(f"  {s} {b} {r['item_id']}: {r['status']}: {r['reason']} [{best}]")
 
 
 def main() -> None:
@@ -165,7 +172,7 @@ def main() -> None:
         roots = [r for r in args.roots.split(",") if os.path.isdir(r)]
         shards = build(roots, work, sizes[-1], min(50.0, sizes[0] / 2))  # nested sizes: shards smaller than the least
         benchmarks = sorted((args.eval_dir / "benchmarks").glob("*.jsonl"))
-        results = {}
+        results: dict[str, dict[str, list[dict]]] = {}
         for size in sizes:
             files, total = [], 0.0
             for path, mb in shards:
@@ -181,7 +188,8 @@ def main() -> None:
                 f"{size:.0f} MB asked: indexed {summary['text_mb']:.1f} MB at {summary['mb_per_s']:.1f} MB/s",
                 flush=True,
             )
-            results[summary["text_mb"]] = scan(url, benchmarks)
+            label = f"{summary['text_mb']:.0f} MB"  # a machine with less text than asked gives two sizes the same
+            results[label if label not in results else f"{label} (asked {size:.0f})"] = scan(url, benchmarks)
         report(results)
     finally:
         if args.keep is None:

@@ -342,8 +342,8 @@ def _write_file(writes: _Writes, c: Claimed, cfg: SignatureConfig, opts: IndexOp
     report = FileReport(str(c.path), "done", bytes=c.size)
     t0 = time.perf_counter()
     file_id = store.start_file(str(c.path), c.size, c.content_hash)
-    if file_id is None:
-        report.status = "unchanged"
+    if isinstance(file_id, str):  # committed meanwhile, under this path or another's
+        report.status, report.same_as = "unchanged", file_id if file_id != str(c.path) else ""
         return report
     skipped = Skipped()
     try:

@@ -140,7 +140,8 @@ class Writer(threading.Thread):
             self.store.begin()
             self.group.started = t0
         file_id = self.store.start_file(str(start.path), start.size, start.content_hash)
-        if file_id is None:  # another indexer committed this file meanwhile
+        if isinstance(file_id, str):  # another indexer committed this content meanwhile, under this path or another
+            report.same_as = file_id if file_id != str(start.path) else ""
             self._skip(report)
             return
         end = self._batches(file_id, report)

@@ -340,8 +340,8 @@ static inline int ascii_hex(Py_UCS4 c) { return ascii_digit(c) || (c >= 'a' && c
 /* text._ATTRIBUTE's name characters and a bare value's. */
 static inline int attr_start(Py_UCS4 c) { return ascii_alpha(c) || c == '_' || c == ':' || c == '@'; }
 static inline int attr_char(Py_UCS4 c) { return attr_start(c) || ascii_digit(c) || c == '-' || c == '.'; }
-static inline int bare_char(Py_UCS4 c) {
-    return !Py_UNICODE_ISSPACE(c) && c != '"' && c != '\'' && c != '=' && c != '<' && c != '>' && c != '`';
+static inline int bare_char(Py_UCS4 c) { /* after a bare value's first character, which is no '=' either */
+    return !Py_UNICODE_ISSPACE(c) && c != '"' && c != '\'' && c != '<' && c != '>' && c != '`';
 }
 
 /* End of the attribute value of text._ATTRIBUTE starting at k (after "=" and spaces), or -1. */
@@ -360,9 +360,11 @@ static Py_ssize_t value_end(int kind, const void *d, Py_ssize_t n, Py_ssize_t k)
         }
         return -1;
     }
-    for (m = k; m < n && m - k < 400 && bare_char(AT(m)); m++) /* [^\s"'=<>`]{1,400} */
+    if (q == '=' || !bare_char(q)) /* [^\s"'=<>`][^\s"'<>`]{0,399} */
+        return -1;
+    for (m = k + 1; m < n && m - k < 400 && bare_char(AT(m)); m++)
         ;
-    return m > k ? m : -1;
+    return m;
 }
 
 /* End of the markup match of text._MARKUP starting at i (a '<' or '&'), or -1 if none starts
@@ -730,7 +732,7 @@ BREAK_END(break_end4, Py_UCS4)
                 }                                                                                              \
                 Py_ssize_t q = -1;                                                                             \
                 if (c == '-' || c == 0x2010 || c == 0xAD)                                                      \
-                    q = BREAK(p, n, i);                                                             \
+                    q = BREAK(p, n, i);                                                                        \
                 if (q > 0) { /* a word character must follow (after more ignorables or breaks) */             \
                     i = q;                                                                                     \
                     broken = 1;                                                                                \

@@ -86,7 +86,7 @@ _DROPPED = re.compile(rf"{_BREAK}|[{_IGNORABLE}]")
 # (`<U as IntoIterator>`, `<commit hash>`, `<Jerry Jeudy caught the fade>`, `if a<b and c>d`) are
 # text, and of 13.4 M tags in 20,000 markup files of this machine none with two or more was a tag.
 _NAME = r"[A-Za-z_:@][-A-Za-z0-9_:.@]*"
-_ATTRIBUTE = rf"""{_NAME}(?:\s*=\s*(?:"[^"<]{{0,400}}"|'[^'<]{{0,400}}'|[^\s"'=<>`]{{1,400}}))?"""
+_ATTRIBUTE = rf"""{_NAME}(?:\s*=\s*(?:"[^"<]{{0,400}}"|'[^'<]{{0,400}}'|[^\s"'=<>`][^\s"'<>`]{{0,399}}))?"""
 _MARKUP = re.compile(
     rf"</?[A-Za-z][A-Za-z0-9:-]*(?!(?:\s+{_NAME}(?!\s*=)){{2,}}\s*/?>)(?:\s+{_ATTRIBUTE}){{0,64}}\s*/?>"
     r"|&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"

@@ -136,7 +136,7 @@ def find_files(paths: list[Path]) -> list[Path]:
 # what each compression's stream starts with, and the suffix that names it
 COMPRESSION_MAGIC = (
     (re.compile(rb"\x1f\x8b\x08"), ".gz"),
-    (re.compile(rb"\x28\xb5\x2f\xfd"), ".zst"),
+    (re.compile(rb"\x28\xb5\x2f\xfd|[\x50-\x5f]\x2a\x4d\x18"), ".zst"),  # a frame, or a skippable one
     (re.compile(rb"BZh[1-9]1AY&SY"), ".bz2"),
     (re.compile(rb"\xfd7zXZ\x00"), ".xz"),
 )
@@ -146,7 +146,7 @@ def _misnamed(path: Path) -> str:
     """Why a compressed file failed at its start, where its first bytes are not what its suffix
     names ("" otherwise): "cannot read to the end (BadGzipFile: Not a gzipped file (b'no'))" was
     said of a file nothing could be read of (a new user's trial)."""
-    name = path.name.lower().replace(".zstd", ".zst")
+    name = path.name.lower().removesuffix(".zstd") + (".zst" if path.name.lower().endswith(".zstd") else "")
     named = next(((m, s) for m, s in COMPRESSION_MAGIC if name.endswith(s)), None)
     try:
         with open(path, "rb") as f:
@@ -157,7 +157,7 @@ def _misnamed(path: Path) -> str:
         return ""
     actual = next((s[1:] + "-compressed" for m, s in COMPRESSION_MAGIC if m.match(head)), "not compressed")
     return (
-        f"{path}: its name says {named[1][1:]}, but the file is {actual} (it starts {head[:8]!r}): "
+        f"{path}: its name says {path.suffix[1:]}, but the file is {actual} (it starts {head[:8]!r}): "
         "give it the name of what it is"
     )
 

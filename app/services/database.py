@@ -97,7 +97,7 @@ def reaching(url: str) -> Iterator[None]:
                 f"PostgreSQL has no database {parsed.database!r} ({shown_url(url)}): create it first "
                 f"(`createdb {parsed.database}`, or CREATE DATABASE in psql), then `contam db upgrade --db URL`"
             ) from exc
-        refused = ('role "', "password authentication failed", "no password supplied")
+        refused = ('role "', "password authentication failed", "no password supplied", "pg_hba.conf")
         if parsed.get_backend_name() == "postgresql" and any(r in reason for r in refused):
             raise ConfigError(  # who connects is the URL's to say: no retry mends it (a new user's trial: exit 3)
                 f"PostgreSQL refused the user of {shown_url(url)}: {reason}; check the user name and password in "

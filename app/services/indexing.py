@@ -389,13 +389,14 @@ class CorpusWriter:
 
     # ---------------------------------------------------------------- files and documents
 
-    def start_file(self, path: str, size: int, content_hash: str) -> int | None:
-        """Record a file as indexed (in the group: it counts once the group commits); None when
-        another indexer committed the same file while this one waited for it (skip it)."""
+    def start_file(self, path: str, size: int, content_hash: str) -> int | str:
+        """Record a file as indexed (in the group: it counts once the group commits): its id; or,
+        where another indexer committed the same content while this one waited for it (skip it),
+        the path it was committed under."""
         repo.claim_file(self.conn, self.corpus_id, content_hash)
         existing = repo.find_file(self.conn, self.corpus_id, content_hash)
         if existing is not None and existing["status"] == "done":
-            return None
+            return str(existing["path"])
         return self._replace_file(path, size, content_hash, "done", None, None)
 
     def finish_file(

@@ -48,7 +48,7 @@ _PIECES = st.sampled_from(
         # attributes: names, values quoted both ways and bare, spaces around "=", and what no tag holds
         "<a b=c>", "<a b = 'c d'>", '<a b="c>d">', '<a b="c<d">', "<a b=>", "<a b c>", '<a b="c"d>', "<a @e=f :g>",
         "<a b='", '"', "'", "=", " ", "<a b=c/>", "<if a<b", "x>0", "<p\n", "`", "<x y? z>", "<U as T>", "<a b>",
-        "<a b c d=e>", "<a b c/>",
+        "<a b c d=e>", "<a b c/>", "<a href=i.php?p=2>", "<a b=c=d>", "<a b==c>", "<a b= =c>",
         "&#12345678;", "&#x1F;", "&#x;", "&#X1234567;", "&a;", "&ab;", "&" + "a" * 32 + ";", "&" + "b" * 33 + ";",
         "<", ">", "&", ";", "#", "\ud800", "\udfff", "_", "Ǆ", "ǅ", "İ", "ß", "ﬁ", "Ⅻ", "½", "²", "٣",
         # marks, ignorables and line-break hyphens, and what they must not join

@@ -248,3 +248,24 @@ def test_texts_signed_end_to_end_equal_each_signed_alone(cfg: SignatureConfig) -
     )
     alone = np.concatenate([S.window_minhashes(t, cfg, s) for t, s in zip(texts, starts, strict=True)])
     assert np.array_equal(together, alone)
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ('<p class="q">What is</p> it', ["what", "is", "it"]),
+        ("<a href=index.php?page=2>the capital</a>", ["the", "capital"]),  # "=" in a bare value (a review)
+        ("<input type=checkbox checked disabled>x", ["x"]),
+        ("<details open>x</details>", ["x"]),  # one attribute without a value: a tag
+        ("<U as IntoIterator>", ["u", "as", "intoiterator"]),  # two or more, none valued: text
+        ("See <Jerry Jeudy caught the fade> now", ["see", "jerry", "jeudy", "caught", "the", "fade", "now"]),
+        ("<!-- kept text -->", ["kept", "text"]),  # a comment's text stays (normaliser version 4)
+        ("if count<limit: print(x) # value>0", ["if", "count", "limit", "print", "x", "value", "0"]),
+        ('<i title="a>b">x</i>', ["x"]),  # ">" inside a quoted value
+        ("caf&eacute; &amp; tea", ["caf", "tea"]),  # entities blanked, not decoded
+    ],
+)
+def test_what_markup_is_blanked(text: str, tokens: list[str]) -> None:
+    """A tag as HTML writes one is blanked, and nothing else between a "<" and a ">": a new user's
+    trial found copies inside a comment, in code and in an autolink lost (normaliser version 3)."""
+    assert tokenize(text) == tokens

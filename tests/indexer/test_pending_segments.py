@@ -177,3 +177,20 @@ def test_a_killed_indexer_leaves_no_visible_segment(
         ref.dispose()
     finally:
         drop_pg_database(name)
+
+
+def test_a_file_another_indexer_committed_meanwhile_names_its_path(pg: tuple[str, Engine]) -> None:
+    """start_file of a content another indexer committed while this one waited for its claim: the
+    path it was committed under (the writer reports the file `unchanged`, naming it; a review)."""
+    _, eng = pg
+    with eng.begin() as conn:
+        cid = repo.create_corpus(conn, "c", SignatureConfig(), True)
+    with CorpusWriter(eng, cid) as first:
+        first.begin()
+        file_id = first.start_file("/data/a.jsonl", 10, "h1")
+        assert isinstance(file_id, int)
+        first.commit()
+    with CorpusWriter(eng, cid) as second:
+        second.begin()
+        assert second.start_file("/data/copy/a.jsonl", 10, "h1") == "/data/a.jsonl"
+        second.rollback()

@@ -123,6 +123,10 @@ def test_ray_index_equals_local_index(
     again = ray_index(other_pg_url, [tmp_path / "c"])  # the failed file is tried again, the rest unchanged
     assert (again.as_dict()["files_unchanged"], again.as_dict()["files_failed"]) == (len(files) + 1, 2)
     assert snapshot(other_pg_url) == snapshot(pg_url) and counts(other_pg_url)[3] == 0
+    # a file holding an indexed file's content names that file, as the local executor's does
+    (tmp_path / "t").mkdir()
+    (twin := tmp_path / "t" / "twin.jsonl").write_bytes(files[0].read_bytes())
+    assert [(f.status, f.same_as) for f in ray_index(other_pg_url, [twin]).files] == [("unchanged", str(files[0]))]
 
 
 def test_groups_shrink_so_the_workers_finish_together(

@@ -111,6 +111,9 @@ def test_truncated_gzip_raises_corrupt(tmp_path: Path) -> None:
     [
         ("a.jsonl.gz", lambda b: b, 'its name says gz, but the file is not compressed (it starts b\'{"id": "\')'),
         ("a.jsonl.zst", gzip.compress, "its name says zst, but the file is gz-compressed"),
+        ("a.jsonl.zstd", gzip.compress, "its name says zstd, but the file is gz-compressed"),
+        # a zstd stream may open with a skippable frame: zstd still (here, one the reader cannot read)
+        ("a.jsonl.gz", lambda b: b"\x50\x2a\x4d\x18" + b, "its name says gz, but the file is zst-compressed"),
         (
             "a.txt.xz",
             lambda b: zstandard.ZstdCompressor().compress(b),

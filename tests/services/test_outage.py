@@ -213,6 +213,25 @@ def test_a_sqlite_database_it_cannot_write_beside_says_the_folder_must_be_writab
         raise cannot_open
 
 
+def test_a_postgresql_refusal_of_who_connects_is_the_urls_to_mend() -> None:
+    """A user or password PostgreSQL does not know, or a host its pg_hba.conf lets in for no one,
+    is a configuration error (exit 2) naming the URL's user and password to check, never "the
+    database is unavailable" (exit 3: a new user's trial; pg_hba.conf, a review)."""
+    from sqlalchemy.exc import OperationalError
+
+    from contam.app.errors import ConfigError
+    from contam.app.services.database import reaching
+
+    for said in (
+        'connection failed: FATAL:  role "nobody" does not exist',
+        'connection failed: FATAL:  password authentication failed for user "u"',
+        'connection failed: FATAL:  no pg_hba.conf entry for host "10.0.0.5", user "u", database "db"',
+    ):
+        refused = "PostgreSQL refused the user of postgresql://u:\\*\\*\\*@h/db"
+        with pytest.raises(ConfigError, match=refused), reaching("postgresql://u:secret@h/db"):
+            raise OperationalError("SELECT 1", {}, Exception(said))
+
+
 def test_a_sqlite_database_opened_read_only_by_its_uri_is_read(tmp_path: Path, index_corpus: IndexCorpus) -> None:
     """`sqlite:///file:PATH?immutable=1&uri=true` (SQLite's read-only URI form, for a file in a folder
     it cannot write) was refused as "no database at file:PATH" (a probe of storage failures)."""
