@@ -72,3 +72,17 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def only_thread(seconds: float = 30.0) -> list[str]:
+    """Wait (up to `seconds`) until this thread is the process's only one, as a scan that forks its
+    workers needs: threads earlier tests started (an idle AnyIO worker, a report job finishing)
+    end on their own, at a time the test order decides (a full run failed on one left running).
+    The names of the threads still running (empty: none)."""
+    import threading
+    import time
+
+    deadline = time.monotonic() + seconds
+    while threading.active_count() > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [t.name for t in threading.enumerate() if t is not threading.current_thread()]

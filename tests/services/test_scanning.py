@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import IndexCorpus
+from helpers import only_thread
 from sqlalchemy import Engine, func, select, update
 
 from contam.app.core.config import SignatureConfig, Thresholds
@@ -777,6 +778,7 @@ def test_a_worker_that_dies_fails_the_scan_instead_of_hanging_it(
         return real(self, work, lo, hi)
 
     monkeypatch.setattr(Scanner, "_scan_chunk", dies_on_the_second_chunk)
+    assert not only_thread()  # forked workers, which the patch reaches (a fork server's would not)
     with pytest.raises(BrokenProcessPool):
         scanner.scan(ITEMS, workers=2)
 
