@@ -217,8 +217,7 @@ class IndexWorker:
                 out.append(Outcome(unreadable(p, exc)))
                 continue
             if (there := file_indexed(self.engine, self.corpus_id, chash)) is not None:
-                twin = there if there != path else ""
-                out.append(Outcome(FileReport(path, "unchanged", bytes=size, same_as=twin), content_hash=chash))
+                out.append(Outcome(FileReport(path, "unchanged", bytes=size, indexed_as=there), content_hash=chash))
                 continue
             group = self.group = self.group or OpenGroup(self.store, self.lease)
             if wait := take_claim(self.engine, self.corpus_id, chash, path, group.owner, self.lease):
@@ -343,7 +342,7 @@ def _write_file(writes: _Writes, c: Claimed, cfg: SignatureConfig, opts: IndexOp
     t0 = time.perf_counter()
     file_id = store.start_file(str(c.path), c.size, c.content_hash)
     if isinstance(file_id, str):  # committed meanwhile, under this path or another's
-        report.status, report.same_as = "unchanged", file_id if file_id != str(c.path) else ""
+        report.status, report.indexed_as = "unchanged", file_id
         return report
     skipped = Skipped()
     try:
@@ -651,8 +650,7 @@ class _Scheduler:
             if when > now:
                 waiting.append((when, path, chash))
             elif chash and (there := file_indexed(self.job.engine, self.corpus_id, chash)) is not None:
-                twin = there if there != path else ""
-                self._finish(FileReport(path, "unchanged", bytes=self.sizes[path], same_as=twin))
+                self._finish(FileReport(path, "unchanged", bytes=self.sizes[path], indexed_as=there))
             else:
                 pending.append(path)
                 self.left += self.sizes[path]

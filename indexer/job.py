@@ -176,7 +176,7 @@ class IndexJob:
             return
         if (there := file_indexed(self.engine, corpus_id, chash)) is not None:
             self._forget.append(str(path))  # forgotten after the writer has stopped (see run)
-            report = FileReport(str(path), "unchanged", bytes=size, same_as=there if there != str(path) else "")
+            report = FileReport(str(path), "unchanged", bytes=size, indexed_as=there)
             unchanged.append(report)
             self.progress.file_finished(report)
             return
@@ -209,7 +209,7 @@ class IndexJob:
                 why = f"the same content as {first}: " + (other.error or "").removeprefix(f"{first}: ")
                 report = FileReport(str(path), "failed", bytes=size, error=f"{path}: {why}")
             else:
-                report = FileReport(str(path), "unchanged", bytes=size, same_as=first)
+                report = FileReport(str(path), "unchanged", bytes=size, indexed_as=first)
             self.progress.file_finished(report)
             out.append(report)
         return out

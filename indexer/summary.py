@@ -23,7 +23,12 @@ class FileReport:
     skipped_at: dict[str, list[str]] = field(default_factory=dict)  # reason -> where the first few were
     error: str | None = None
     seconds: float = 0.0
-    same_as: str = ""  # unchanged: the other file with this content, indexed already ("" where it is this path)
+    indexed_as: str = ""  # unchanged: the path this content was indexed under (this one's, or another file's)
+
+    @property
+    def same_as(self) -> str:
+        """The other file whose content this is, indexed already ("" where none: this path's own)."""
+        return self.indexed_as if self.indexed_as != self.path else ""
 
     def counts(self) -> dict[str, Any]:
         """What the file's record keeps of the run (CorpusWriter.finish_file's keywords)."""

@@ -141,7 +141,7 @@ class Writer(threading.Thread):
             self.group.started = t0
         file_id = self.store.start_file(str(start.path), start.size, start.content_hash)
         if isinstance(file_id, str):  # another indexer committed this content meanwhile, under this path or another
-            report.same_as = file_id if file_id != str(start.path) else ""
+            report.indexed_as = file_id
             self._skip(report)
             return
         end = self._batches(file_id, report)

@@ -146,7 +146,8 @@ def _misnamed(path: Path) -> str:
     """Why a compressed file failed at its start, where its first bytes are not what its suffix
     names ("" otherwise): "cannot read to the end (BadGzipFile: Not a gzipped file (b'no'))" was
     said of a file nothing could be read of (a new user's trial)."""
-    name = path.name.lower().removesuffix(".zstd") + (".zst" if path.name.lower().endswith(".zstd") else "")
+    name = path.name.lower()
+    name = name[:-1] if name.endswith(".zstd") else name  # zstd's other suffix
     named = next(((m, s) for m, s in COMPRESSION_MAGIC if name.endswith(s)), None)
     try:
         with open(path, "rb") as f:
