@@ -576,9 +576,10 @@ class _Scheduler:
     their holder's lease would end, the files of a worker that died (those it had not committed)
     after their claims lapse, on a new worker.
 
-    A call takes a group of files of up to a 2 x tasks-th of what is left to send (and at most a
-    2 x tasks-th of the corpus on disk, and `commit_bytes`): large groups while much is left,
-    single files at the end, so the workers finish together (guided self-scheduling; with a fixed
+    Files go largest first (on disk), and a call takes a group of files of up to a 2 x tasks-th
+    of what is left to send (and at most a 2 x tasks-th of the corpus on disk, and
+    `commit_bytes`): large groups while much is left, single small files at the end, so the
+    workers finish together (guided self-scheduling over the longest first; with a fixed
     share, one of two workers on 200 MB finished its last group of four files a second after the
     other: bench/MEASUREMENTS.md, session 25). The worker's open group and posting buffer span
     its calls, so small groups still make full-sized posting blocks."""
@@ -603,7 +604,10 @@ class _Scheduler:
     def run(self, files: list[Path]) -> list[FileReport]:
         import ray
 
-        pending = deque(str(p) for p in files)
+        # largest first (session 36: in the bench corpus's order, its five 25 MB files last, one
+        # worker signed the last alone while the other waited: Ray's last commit 2.8 s after the
+        # last file was handed out, the local executor's 1.2 s)
+        pending = deque(sorted((str(p) for p in files), key=lambda p: -self.sizes[p]))
         self.left = sum(self.sizes[p] for p in pending)
         self.workers = [self._start() for _ in range(self.limit)]
         try:

@@ -152,9 +152,35 @@ def test_groups_shrink_so_the_workers_finish_together(
     summary = ray_index(pg_url, files, tasks=2)
     assert ray.is_initialized()  # a job that found this process connected leaves it connected
     assert summary.as_dict()["files_indexed"] == 9
-    assert [p for g in sent for p in g] == [str(f) for f in files]  # each once, in order
+    largest_first = sorted(files, key=lambda f: -f.stat().st_size)  # stable: equal sizes in the given order
+    assert [p for g in sent for p in g] == [str(f) for f in largest_first]  # each once
     sizes = [len(g) for g in sent]
     assert sizes == sorted(sizes, reverse=True) and sizes[0] > 1 and sizes[-3:] == [1, 1, 1], sizes
+
+
+def test_the_largest_files_go_first_so_no_worker_ends_alone_on_one(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A corpus whose large files come last in the order given (session 36's bench corpus: eight
+    MB shards, then five of 25 MB): sent in that order, the last large file went to one worker
+    while the other, done, waited seconds for it. Largest first, the last calls are small."""
+    from contam.indexer import cluster
+
+    small = corpus_files(tmp_path / "c", 6, docs=8, words=60)
+    large = [write_jsonl(tmp_path / "c" / f"z{i}.jsonl", make_docs(60, 60, 200 + i, f"z{i}-")) for i in range(2)]
+    assert min(f.stat().st_size for f in large) > 5 * max(f.stat().st_size for f in small)
+    sent: list[str] = []
+
+    def recorded(*args: object) -> list[str]:
+        group = take(*args)  # type: ignore[arg-type]
+        sent.extend(group)
+        return group
+
+    take = cluster.take_group
+    monkeypatch.setattr(cluster, "take_group", recorded)
+    summary = ray_index(pg_url, [*small, *large], tasks=2)
+    assert sent[:2] == [str(f) for f in large] and sorted(sent[2:]) == sorted(str(f) for f in small)
+    assert [f.path for f in summary.files] == [str(f) for f in [*small, *large]]  # reported in the order given
 
 
 def test_killed_worker_loses_and_duplicates_nothing(
