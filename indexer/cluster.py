@@ -76,6 +76,7 @@ from contam.indexer.signing import SignedBatch, sign_batch
 from contam.indexer.summary import FileReport, IndexSummary
 
 LEASE_SECONDS = 30.0  # a claim not renewed for this long may be taken over
+TWIN_LOOKAHEAD = 8  # files the driver looks past for one whose size no other worker holds
 CRASH_RETRIES = 3  # times a file is tried again after its worker died, in one run
 KILL_MARKER = "CONTAM_TEST_KILL_MARKER"  # tests: a file naming the path whose worker kills itself mid-file
 
@@ -168,6 +169,7 @@ class OpenGroup:
     def __init__(self, store: CorpusWriter, lease: float) -> None:
         self.owner = uuid.uuid4().hex
         self.files: list[Claimed] = []
+        self.twins: list[tuple[Claimed, Claimed]] = []  # (a file, the file of the group holding its content)
         self.text_bytes = 0
         self.started = time.perf_counter()
         self.heartbeat = Heartbeat(store.engine, store.corpus_id, self.owner, lease)
@@ -220,6 +222,11 @@ class IndexWorker:
                 out.append(Outcome(FileReport(path, "unchanged", bytes=size, indexed_as=there), content_hash=chash))
                 continue
             group = self.group = self.group or OpenGroup(self.store, self.lease)
+            if first := next((c for c in group.files if c.content_hash == chash), None):
+                # its content is in this group already: indexed once, under the first file's path,
+                # when the group commits (its own claim made it wait out the lease as "busy")
+                group.twins.append((Claimed(p, size, chash), first))
+                continue
             if wait := take_claim(self.engine, self.corpus_id, chash, path, group.owner, self.lease):
                 out.append(Outcome(FileReport(path, "busy", bytes=size), busy=wait, content_hash=chash))
                 continue
@@ -247,13 +254,20 @@ class IndexWorker:
         if not self.store.release_claims(group.owner, [c.content_hash for c in written]):  # one was taken over
             self._drop(group)
             release_claims(self.engine, self.corpus_id, group.owner)
-            return [_again(c.size, str(c.path), c.content_hash) for c in written]
+            return [_again(c.size, str(c.path), c.content_hash) for c in [*written, *(t for t, _ in group.twins)]]
         self.store.commit()
         # failed records of the paths with other settings go
         forget_failures(
             self.engine, self.corpus_id, [str(c.path) for c in written if c.report and c.report.status == "done"]
         )
-        return [Outcome(c.report, content_hash=c.content_hash) for c in written if c.report is not None]
+        twins = [
+            Outcome(
+                FileReport(str(t.path), "unchanged", bytes=t.size, indexed_as=_indexed_as(first)),
+                content_hash=t.content_hash,
+            )
+            for t, first in group.twins
+        ]
+        return [Outcome(c.report, content_hash=c.content_hash) for c in written if c.report is not None] + twins
 
     def close(self) -> None:
         """End the worker's connection (its group is committed: the driver asks when all is done)."""
@@ -278,13 +292,20 @@ class IndexWorker:
         release_claims(self.engine, self.corpus_id, group.owner)
         failed = [Outcome(bad.report, content_hash=bad.content_hash)] if recorded else []
         return failed + [
-            _again(c.size, str(c.path), c.content_hash) for c in group.files if not (recorded and c is bad)
+            _again(c.size, str(c.path), c.content_hash)
+            for c in [*group.files, *(t for t, _ in group.twins)]
+            if not (recorded and c is bad)
         ]
 
     def _drop(self, group: OpenGroup) -> None:
         self.store.rollback()
         self.postings.clear()
         group.heartbeat.stop()
+
+
+def _indexed_as(c: Claimed) -> str:
+    """The path a file's content is indexed under: its own, or the path another indexer committed it under."""
+    return c.report.indexed_as if c.report and c.report.status == "unchanged" else str(c.path)
 
 
 def take_group(pending: deque[str], sizes: dict[str, int], cap: int) -> list[str]:
@@ -582,7 +603,9 @@ class _Scheduler:
     workers finish together (guided self-scheduling over the longest first; with a fixed
     share, one of two workers on 200 MB finished its last group of four files a second after the
     other: bench/MEASUREMENTS.md, session 25). The worker's open group and posting buffer span
-    its calls, so small groups still make full-sized posting blocks."""
+    its calls, so small groups still make full-sized posting blocks. Files handed back go where
+    their size puts them; a file the size of one another worker holds waits a little (see
+    _twins_apart), so copies of one file are indexed under the first path given."""
 
     def __init__(self, job: RayJob, corpus_id: int, files: list[Path]) -> None:
         import ray
@@ -606,7 +629,8 @@ class _Scheduler:
 
         # largest first (session 36: in the bench corpus's order, its five 25 MB files last, one
         # worker signed the last alone while the other waited: Ray's last commit 2.8 s after the
-        # last file was handed out, the local executor's 1.2 s)
+        # last file was handed out, the local executor's 1.2 s: bench/MEASUREMENTS.md). Bytes on
+        # disk, not text: a corpus mixing plain and compressed files is ordered only roughly
         pending = deque(sorted((str(p) for p in files), key=lambda p: -self.sizes[p]))
         self.left = sum(self.sizes[p] for p in pending)
         self.workers = [self._start() for _ in range(self.limit)]
@@ -640,6 +664,7 @@ class _Scheduler:
             if self.held[worker]:
                 self.inflight[worker.commit.remote()] = worker
             return
+        self._twins_apart(worker, pending)
         group = take_group(pending, self.sizes, min(self.group_bytes, self.left // (2 * self.limit)))
         self.left -= sum(self.sizes[path] for path in group)
         for path in group:
@@ -647,18 +672,40 @@ class _Scheduler:
         self.held[worker].update(group)
         self.inflight[worker.index.remote(group)] = worker
 
+    def _twins_apart(self, worker: Any, pending: deque[str]) -> None:
+        """Sizes put files of one content side by side: sent to two workers at once, the first to
+        claim it indexed it, the other waited out its lease (a third of it), and which path the
+        content was indexed under was chance, where the local executor takes the first in the
+        order given. So a file the size of one another worker holds waits, while one of the next
+        TWIN_LOOKAHEAD files has another size: the holder takes it up later (as the twin of a
+        file of its group, or once its group is committed, as unchanged)."""
+        theirs = {self.sizes[p] for w, held in self.held.items() if w is not worker for p in held}
+        if self.sizes[pending[0]] not in theirs:
+            return
+        for k in range(1, min(len(pending), TWIN_LOOKAHEAD)):
+            if self.sizes[pending[k]] not in theirs:
+                path = pending[k]
+                del pending[k]
+                pending.appendleft(path)
+                return
+
     def _due(self, pending: deque[str]) -> None:
-        """Busy files whose time has come: done by the holder meanwhile, or back to `pending`."""
-        now, waiting = time.monotonic(), []
+        """Busy files whose time has come: done by the holder meanwhile, or back to `pending`,
+        where their size puts them (the largest first, as the run began)."""
+        now, waiting, back = time.monotonic(), [], []
         for when, path, chash in self.later:
             if when > now:
                 waiting.append((when, path, chash))
             elif chash and (there := file_indexed(self.job.engine, self.corpus_id, chash)) is not None:
                 self._finish(FileReport(path, "unchanged", bytes=self.sizes[path], indexed_as=there))
             else:
-                pending.append(path)
+                back.append(path)
                 self.left += self.sizes[path]
         self.later = waiting
+        if back:
+            ordered = sorted([*pending, *back], key=lambda p: -self.sizes[p])
+            pending.clear()
+            pending.extend(ordered)
 
     def _collect(self, ref: Any, worker: Any) -> None:
         import ray

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -179,8 +180,54 @@ def test_the_largest_files_go_first_so_no_worker_ends_alone_on_one(
     take = cluster.take_group
     monkeypatch.setattr(cluster, "take_group", recorded)
     summary = ray_index(pg_url, [*small, *large], tasks=2)
-    assert sent[:2] == [str(f) for f in large] and sorted(sent[2:]) == sorted(str(f) for f in small)
+    largest_first = sorted(large, key=lambda f: -f.stat().st_size)
+    assert sent[:2] == [str(f) for f in largest_first] and sorted(sent[2:]) == sorted(str(f) for f in small)
     assert [f.path for f in summary.files] == [str(f) for f in [*small, *large]]  # reported in the order given
+
+
+def test_files_of_one_content_are_indexed_once_under_the_first_path_without_waiting(
+    ray_cluster: tuple[str, Path], pg_url: str, other_pg_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """Copies of one file sort side by side (a review of the largest-first order): sent to both
+    workers at once, either could claim the content, and the other waited out a third of the
+    lease. Apart, then taken up by the holder, the content is indexed under the first path in
+    the order given, as the local executor does; a copy in the holder's own open group (one
+    worker, one group) is its twin at once, where its own claim made it wait as "busy"."""
+    (c := tmp_path / "c").mkdir()
+    big = make_docs(60, 60, 300, "big-")
+    first, copy = write_jsonl(c / "a-big.jsonl", big), write_jsonl(c / "z-big.jsonl", big)
+    small = [write_jsonl(c / f"m{i}.jsonl", make_docs(8, 60, 310 + i, f"m{i}-")) for i in range(4)]
+    lease = 60.0  # a wait would be 20 s
+    for url, tasks in ((pg_url, 2), (other_pg_url, 1)):
+        t0 = time.perf_counter()
+        summary = ray_index(url, [c], tasks=tasks, lease=lease)
+        took = time.perf_counter() - t0
+        reports = {f.path: f for f in summary.files}
+        assert (reports[str(first)].status, reports[str(first)].same_as) == ("done", ""), tasks
+        assert (reports[str(copy)].status, reports[str(copy)].same_as) == ("unchanged", str(first)), tasks
+        assert all(reports[str(f)].status == "done" for f in small)
+        assert took < lease / 3, (tasks, took)
+    upgrade(local_url := f"sqlite:///{tmp_path / 'local.db'}")
+    local = index_corpus(local_url, [c], "web")
+    assert [(f.path, f.status, f.same_as) for f in local.files] == [
+        (f.path, f.status, f.same_as) for f in summary.files
+    ]
+
+
+def test_files_handed_back_go_where_their_size_puts_them(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path
+) -> None:
+    """A group rolled back (a corrupt file among them, a claim lost) hands its files back: they
+    were the largest, sent first, and appended to the queue they were sent last (a review)."""
+    files = [
+        write_jsonl(tmp_path / f"f{i}.jsonl", make_docs(n, 60, 400 + i, f"f{i}-")) for i, n in enumerate((40, 4, 2, 20))
+    ]
+    job = RayJob(make_engine(pg_url), "web", SignatureConfig(), IndexOptions())
+    sched = cluster._Scheduler(job, 1, files)
+    pending = deque([str(files[1]), str(files[2])])
+    sched.later = [(0.0, str(files[0]), ""), (0.0, str(files[3]), "")]
+    sched._due(pending)
+    assert list(pending) == [str(files[i]) for i in (0, 3, 1, 2)]
 
 
 def test_killed_worker_loses_and_duplicates_nothing(
