@@ -44,6 +44,7 @@ import threading
 import time
 import uuid
 from collections import Counter, deque
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +55,14 @@ from sqlalchemy.exc import OperationalError
 
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import ConfigError, ContamError, CorruptFileError, NotStarted
-from contam.app.readers.corpus import RawDocument, Skipped, find_files, read_documents, why_no_documents
+from contam.app.readers.corpus import (
+    COMPRESSION_MAGIC,
+    RawDocument,
+    Skipped,
+    find_files,
+    read_documents,
+    why_no_documents,
+)
 from contam.app.services.database import connect
 from contam.app.services.indexing import (
     CorpusWriter,
@@ -310,7 +318,7 @@ def _indexed_as(c: Claimed) -> str:
 
 def take_group(pending: deque[str], sizes: dict[str, int], cap: int) -> list[str]:
     """The next call's files, taken from the front of `pending`: the first, then the next ones
-    while the group holds at most `cap` bytes (on disk)."""
+    while the group holds at most `cap` bytes (`sizes`: each file's)."""
     group = [pending.popleft()]
     size = sizes[group[0]]
     while pending and size + sizes[pending[0]] <= cap:
@@ -325,6 +333,27 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
+
+
+TEXT_PER_COMPRESSED_BYTE = 4  # about what text compresses to with gzip (zstd, bz2 and xz: a little more)
+
+
+def _text_size(path: Path, size: int) -> int:
+    """About how many bytes of text a file of `size` bytes on disk holds, from its first and last
+    bytes: a gzip file's trailer says (mod 2**32, of its last member: no less than the size on
+    disk is taken), another compressed file is TEXT_PER_COMPRESSED_BYTE a byte, anything else its
+    size (Parquet and Arrow too). What orders the files and sizes the groups: by bytes on disk, a
+    large .zst file went after smaller plain ones and could again be the last alone (a review)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)  # the longest magic: bzip2's, 10 bytes
+            kind = next((suffix for magic, suffix in COMPRESSION_MAGIC if magic.match(head)), "")
+            if kind == ".gz" and size >= 18:
+                f.seek(-4, os.SEEK_END)
+                return max(size, int.from_bytes(f.read(4), "little"))
+    except OSError:
+        return size
+    return size * TEXT_PER_COMPRESSED_BYTE if kind else size
 
 
 def _again(size: int, path: str, content_hash: str = "") -> Outcome:
@@ -597,9 +626,9 @@ class _Scheduler:
     their holder's lease would end, the files of a worker that died (those it had not committed)
     after their claims lapse, on a new worker.
 
-    Files go largest first (on disk), and a call takes a group of files of up to a 2 x tasks-th
-    of what is left to send (and at most a 2 x tasks-th of the corpus on disk, and
-    `commit_bytes`): large groups while much is left, single small files at the end, so the
+    Files go largest first (by their text, as _text_size reckons it), and a call takes a group of
+    files of up to a 2 x tasks-th of the text left to send (and at most a 2 x tasks-th of the
+    corpus's, and `commit_bytes`): large groups while much is left, single small files at the end, so the
     workers finish together (guided self-scheduling over the longest first; with a fixed
     share, one of two workers on 200 MB finished its last group of four files a second after the
     other: bench/MEASUREMENTS.md, session 25). The worker's open group and posting buffer span
@@ -614,25 +643,25 @@ class _Scheduler:
         cpus = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
         self.limit = max(1, job.tasks or cpus)
         self.actor_class = ray.remote(IndexWorker).options(num_cpus=1, max_restarts=0)
-        self.sizes = {str(p): _size(p) for p in files}
-        self.group_bytes = min(job.opts.commit_bytes, sum(self.sizes.values()) // (2 * self.limit))
+        self.sizes = {str(p): _size(p) for p in files}  # on disk: reported, and copies have equal ones
+        self.text = {str(p): _text_size(p, self.sizes[str(p)]) for p in files}
+        self.group_bytes = min(job.opts.commit_bytes, sum(self.text.values()) // (2 * self.limit))
         self.crashes: Counter[str] = Counter()
         self.later: list[tuple[float, str, str]] = []  # (when, path, content hash) of busy files
         self.workers: list[Any] = []
         self.held: dict[Any, set[str]] = {}  # per worker: files sent and not yet committed or handed back
         self.inflight: dict[Any, Any] = {}  # call -> worker
         self.reports: list[FileReport] = []
-        self.left = 0  # bytes on disk of the files in `pending`
+        self.left = 0  # bytes of text (_text_size) of the files in `pending`
 
     def run(self, files: list[Path]) -> list[FileReport]:
         import ray
 
         # largest first (session 36: in the bench corpus's order, its five 25 MB files last, one
         # worker signed the last alone while the other waited: Ray's last commit 2.8 s after the
-        # last file was handed out, the local executor's 1.2 s: bench/MEASUREMENTS.md). Bytes on
-        # disk, not text: a corpus mixing plain and compressed files is ordered only roughly
-        pending = deque(sorted((str(p) for p in files), key=lambda p: -self.sizes[p]))
-        self.left = sum(self.sizes[p] for p in pending)
+        # last file was handed out, the local executor's 1.2 s: bench/MEASUREMENTS.md)
+        pending = self.largest_first(str(p) for p in files)
+        self.left = sum(self.text[p] for p in pending)
         self.workers = [self._start() for _ in range(self.limit)]
         try:
             while pending or self.inflight or self.later or any(self.held.values()):
@@ -652,6 +681,10 @@ class _Scheduler:
                 ray.kill(w)
         return self.reports
 
+    def largest_first(self, paths: Iterable[str]) -> deque[str]:
+        """The files by their text, the largest first (stable: of equal ones, the first given first)."""
+        return deque(sorted(paths, key=lambda p: -self.text[p]))
+
     def _start(self) -> Any:
         job = self.job
         w = self.actor_class.remote(job.url, self.corpus_id, job.cfg, job.opts, job.lease, code_fingerprint())
@@ -665,8 +698,8 @@ class _Scheduler:
                 self.inflight[worker.commit.remote()] = worker
             return
         self._twins_apart(worker, pending)
-        group = take_group(pending, self.sizes, min(self.group_bytes, self.left // (2 * self.limit)))
-        self.left -= sum(self.sizes[path] for path in group)
+        group = take_group(pending, self.text, min(self.group_bytes, self.left // (2 * self.limit)))
+        self.left -= sum(self.text[path] for path in group)
         for path in group:
             self.job.progress.file_started(path, self.sizes[path])
         self.held[worker].update(group)
@@ -700,10 +733,10 @@ class _Scheduler:
                 self._finish(FileReport(path, "unchanged", bytes=self.sizes[path], indexed_as=there))
             else:
                 back.append(path)
-                self.left += self.sizes[path]
+                self.left += self.text[path]
         self.later = waiting
         if back:
-            ordered = sorted([*pending, *back], key=lambda p: -self.sizes[p])
+            ordered = self.largest_first([*pending, *back])
             pending.clear()
             pending.extend(ordered)
 

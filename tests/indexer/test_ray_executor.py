@@ -214,6 +214,26 @@ def test_files_of_one_content_are_indexed_once_under_the_first_path_without_wait
     ]
 
 
+def test_files_are_ordered_by_the_text_they_hold(ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path) -> None:
+    """Largest first by text, not bytes on disk (a review): a gzip file's trailer gives its
+    length, another compressed file counts four times its size, a plain one its size."""
+    import bz2
+
+    docs = make_docs(200, 60, 500, "t-")
+    plain = write_jsonl(tmp_path / "plain.jsonl", docs[:100])
+    gz = write_jsonl(tmp_path / "more.jsonl.gz", docs, gz=True)
+    data = "".join(json.dumps(d) + "\n" for d in docs[:20]).encode()
+    (bz := tmp_path / "less.jsonl.bz2").write_bytes(bz2.compress(data))
+    assert gz.stat().st_size < plain.stat().st_size
+    assert cluster._text_size(gz, gz.stat().st_size) == len(gzip.decompress(gz.read_bytes()))
+    assert cluster._text_size(bz, bz.stat().st_size) == 4 * bz.stat().st_size
+    assert cluster._text_size(plain, plain.stat().st_size) == plain.stat().st_size
+    assert cluster._text_size(tmp_path / "gone.jsonl", 0) == 0
+    job = RayJob(make_engine(pg_url), "web", SignatureConfig(), IndexOptions())
+    sched = cluster._Scheduler(job, 1, [plain, bz, gz])
+    assert list(sched.largest_first(map(str, [bz, plain, gz]))) == [str(gz), str(plain), str(bz)]
+
+
 def test_files_handed_back_go_where_their_size_puts_them(
     ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path
 ) -> None:
