@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from contam.app.core.align import align, covered, longest_run
+from contam.app.core.align import covered, longest_run
 from contam.app.core.arrays import count, share
 from contam.app.core.config import Thresholds
 from contam.app.core.items import (
@@ -553,16 +553,26 @@ def _roles(p: PreparedItem, stats: ItemStats, best: DocMatch | None, th: Thresho
 
 
 def shared_spans(text: str, other: str) -> list[tuple[int, int]]:
-    """Character spans of `text` whose tokens align with `other` in blocks (merged).
+    """Character spans of `text` (merged) whose tokens `other` holds in runs of two or more, in
+    the same order (each pair of neighbours in `text` that are neighbours in `other` too), or
+    the token of a one-token text.
 
     Used to highlight, on the benchmark item's side, what the training text shares with it.
-    """
+    Pairs, not an alignment: aligned, "his boots" against the choices "his telescope his boots
+    his fiddle" took "his" from "his telescope", and a choice the text held was not marked (a
+    new user's trial)."""
     toks = tokenize_spans(text)
     if not len(toks):
         return []
-    al = align(_ids(toks.tokens), _ids(tokenize(other)), np.full(len(toks), len(toks) == 1, dtype=bool))
+    mine, theirs = _ids(toks.tokens).tolist(), _ids(tokenize(other)).tolist()
+    if len(mine) == 1:
+        hit = [mine[0] in set(theirs)]
+    else:
+        pairs = set(zip(theirs, theirs[1:], strict=False))
+        joined = [pair in pairs for pair in zip(mine, mine[1:], strict=False)]
+        hit = [a or b for a, b in zip([False, *joined], [*joined, False], strict=True)]
     spans: list[tuple[int, int]] = []
-    for i in np.flatnonzero(al.matched).tolist():
+    for i in np.flatnonzero(hit).tolist():
         s, e = int(toks.starts[i]), int(toks.ends[i])
         if spans and s - spans[-1][1] <= 3 and not text[spans[-1][1] : s].strip(" \t,.;:!?\"'()[]*-"):
             spans[-1] = (spans[-1][0], e)

@@ -988,6 +988,20 @@ def test_highlights_on_the_item_side() -> None:
     assert split_marked("abcdef", [[1, 3]]) == [("a", False), ("bc", True), ("def", False)]
 
 
+def test_each_choice_the_training_text_holds_is_highlighted() -> None:
+    """Choices that open with the same word (a new user's trial): aligned with the matched text,
+    "his boots" took its "his" from "his telescope" and was not marked, though the page held it."""
+    matched = "his telescope \n his boots \n his fiddle \n his map \n his fiddle"
+    for choice in ("his telescope", "his boots", "his fiddle", "his map"):
+        assert [choice[a:b] for a, b in shared_spans(choice, matched)] == [choice]
+    text = "the blue door"
+    assert [text[a:b] for a, b in shared_spans(text, "the red door the blue door the green door")] == [text]
+    assert shared_spans("his hat", matched) == []  # "his" alone is no run
+    assert shared_spans("True", "it is True that") == [(0, 4)] and shared_spans("False", "True") == []
+    text = "door the blue"  # pairs in the text's order only
+    assert [text[a:b] for a, b in shared_spans(text, "the blue door")] == ["the blue"]
+
+
 def test_common_ngrams_scattered_over_an_item_are_not_a_widespread_copy() -> None:
     """An item copied into many documents is contaminated even though its n-grams are too common
     to look up one by one; an item whose pieces are merely each somewhere (one common phrase,
