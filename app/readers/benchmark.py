@@ -346,9 +346,11 @@ def _csv(
     """Rows of a CSV/TSV file; a field over `max_field` characters, or a line over `max_line`
     bytes, is refused naming the limit."""
     csv.field_size_limit(max_field)  # process-wide, and every reader sets it before reading
+    lines = _utf8_lines(stream, filename, max_line)
+    header = next(lines, "")
     # strict: a quoted field still open at the end of the file is an error, not every line after
     # a stray opening quote read into one field (rows silently lost)
-    reader = csv.DictReader(_utf8_lines(stream, filename, max_line), delimiter=delimiter, strict=True)
+    reader = csv.DictReader(itertools.chain([header], lines), delimiter=csv_separator(header, delimiter), strict=True)
     i = 1
     try:
         if not reader.fieldnames:
@@ -372,6 +374,20 @@ def _csv(
                 "field?): quote the whole field and double the quotes inside it"
             ) from exc
         raise InputError(f"{filename}: row {i + 1} is not valid CSV ({exc})") from exc
+
+
+def csv_separator(header: str, delimiter: str) -> str:
+    """The file's separator: a ".csv" whose header is one column by commas and several by
+    semicolons is separated by semicolons, as spreadsheets write CSV where the comma is the
+    decimal mark (a new user's trial: "no question field found among ['ID;Question;...']")."""
+    line = next(iter(header.splitlines()), "")  # the first line, of any ending
+    if delimiter != "," or not line.strip():
+        return delimiter
+    try:
+        by = {d: next(csv.reader([line], delimiter=d), []) for d in ",;"}
+    except csv.Error:  # the reader says what is wrong with it
+        return delimiter
+    return ";" if len(by[","]) == 1 and len(by[";"]) > 1 else delimiter
 
 
 _CR_LINE = re.compile(r"(?<=\r)(?!\n)")  # after a CR that no LF follows
@@ -646,19 +662,39 @@ def _blank(value: Any) -> bool:
     return value is None or (isinstance(value, str | list | dict) and not value)
 
 
+_SEPARATORS = re.compile(r"[\s_-]+")
+
+
+def _key(name: str) -> str:
+    """A field name as the guess compares it: case, spaces, underscores and hyphens aside, so a
+    spreadsheet's "Correct Answer" and "Option A" are correct_answer and option_a (a new user's
+    trial: "Correct Answer" was not the answer, and every answer went unlooked for)."""
+    return _SEPARATORS.sub("", name).lower()
+
+
+def _keys(rec: Mapping[str, Any]) -> dict[str, str]:
+    """The record's field names by _key (of two with one key, the first)."""
+    out: dict[str, str] = {}
+    for k in rec:
+        out.setdefault(_key(k), k)
+    return out
+
+
 def _first(rec: Mapping[str, Any], keys: tuple[str, ...], text: bool = False) -> str | None:
     """The first of `keys` the record has with a value (text: a string or a list of strings,
-    not an object such as Natural Questions' `document`, its HTML and token lists)."""
-    lower = {k.lower(): k for k in rec}
+    not an object such as Natural Questions' `document`, its HTML and token lists); names
+    compared by _key."""
+    named = _keys(rec)
     for k in keys:
-        value = rec[lower[k.lower()]] if k.lower() in lower else None
+        field = named.get(_key(k))
+        value = None if field is None else rec[field]
         if _blank(value):
             continue
         if text and not (
             isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
         ):
             continue
-        return lower[k.lower()]
+        return field
     return None
 
 
@@ -702,7 +738,8 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
     if premise and (not q or len(str(rec[q]).split()) <= 1 < len(str(rec[premise]).split())):
         q = premise  # COPA's "question" is only "cause" or "effect": its premise is the item's text
     p = _first(rec, PASSAGE_KEYS, text=True)
-    if not q and not any(k in rec for k in QUESTION_KEYS) and not any("question" in k.lower() for k in rec):
+    named = _keys(rec)
+    if not q and not any(_key(k) in named for k in QUESTION_KEYS) and not any("question" in k for k in named):
         q = p  # no question field at all: the passage is the item's own text (an article to summarise)
     # a maths word problem's body before its question is the item's text too (SVAMP's and ASDiv's,
     # told by their equation; a forum post's body follows its title, and is no word problem)
@@ -718,8 +755,8 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
         mapping["choices"] = "target_scores"
     else:
         for cols in LETTER_COLUMNS:
-            present = [k for k in cols if k in rec]
-            if len(present) >= 2 and cols[0] in rec:  # from the first: answer1/answer2 are not answer0-4
+            present = [named[_key(k)] for k in cols if _key(k) in named]
+            if len(present) >= 2 and _key(cols[0]) in named:  # from the first: answer1/answer2 are not answer0-4
                 mapping["choices"] = present
                 break
     a = _first(rec, tuple(k for k in ANSWER_KEYS if k not in (mapping.get("choices"), q, p)))

@@ -20,6 +20,7 @@ from contam.app.readers.benchmark import (
     DEFAULT_LIMITS,
     benchmark_format,
     benchmark_records,
+    csv_separator,
     headerless_columns,
     json_layout,
     open_content,
@@ -151,6 +152,7 @@ def _csv_rows(raw: bytes, delimiter: str, n: int, keep: list[int]) -> bytes:
     """A CSV or TSV file's header row (if it has one) and rows `keep` of its `n`, each cell as
     the file has it, with the file's line ending."""
     text = raw.decode("utf-8")
+    delimiter = csv_separator(text.removeprefix("\ufeff")[: 1 << 16], delimiter)  # as the reader took it
     rows = csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline=""), delimiter=delimiter)
     table = [r for r in rows if r]  # as DictReader skips
     head = [] if headerless_columns(raw, delimiter) is not None else table[:1]

@@ -90,6 +90,33 @@ def test_headerless_mmlu_csv() -> None:
     assert items[1].choices == ("4", "6", "7", "9") and items[1].answer == "7"
 
 
+def test_a_spreadsheets_csv_is_read_with_its_own_separator_and_column_names() -> None:
+    """Excel where the comma is the decimal mark writes CSV separated by semicolons, with a byte
+    order mark, and names columns as people do ("Correct Answer", "Option A"): the trial's file
+    read as one column ("no question field found among ['ID;Question;...']") and, saved with
+    commas, its answers were never looked for. Written back (a clean subset) as it came."""
+    head = ["ID", "Question", "Option A", "Option B", "Option C", "Option D", "Correct Answer"]
+    rows = [["q1", "Which planet is red?", "Venus", "Mars", "Earth", "Jupiter; the giant", "B"]]
+    rows += [["q2", "Which gas do plants take in?", "Oxygen", "Carbon dioxide", "Helium", "Neon", "B"]]
+    for sep in (";", ","):
+        text = "\ufeff" + "".join(sep.join(f'"{c}"' if sep in c else c for c in r) + "\r\n" for r in [head, *rows])
+        items, used = read_benchmark(text.encode(), "quiz.csv")
+        assert used == {
+            "question": "Question",
+            "choices": ["Option A", "Option B", "Option C", "Option D"],
+            "answer": "Correct Answer",
+            "id": "ID",
+        }, sep
+        assert [(i.item_id, i.answer) for i in items] == [("q1", "Mars"), ("q2", "Carbon dioxide")]
+        assert items[0].choices[3] == "Jupiter; the giant"
+        kept, _ = without_items(text.encode(), "quiz.csv", {0: "contaminated"}, FLAGGED)
+        assert (
+            kept.decode() == "\ufeff" + text.split("\r\n")[0].lstrip("\ufeff") + "\r\n" + text.split("\r\n")[2] + "\r\n"
+        )
+    one_column = "question\nIs it 3;4 or 5?\n"  # a semicolon in one column's header and cells: commas still
+    assert [i.question for i in read_benchmark(one_column.encode(), "q.csv")[0]] == ["Is it 3;4 or 5?"]
+
+
 def test_original_arc_jsonl() -> None:
     items, used = read_benchmark((json.dumps(ARC) + "\n").encode(), "ARC-Challenge-Test.jsonl")
     it = items[0]
