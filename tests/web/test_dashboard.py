@@ -149,6 +149,34 @@ def test_head_empty_list_and_where_an_excerpt_ends(
         assert "<table" in c.get("/").text
 
 
+def test_the_item_page_says_whether_the_passage_was_found(
+    migrated_url: str, index_corpus: IndexCorpus, tmp_path: Path
+) -> None:
+    """The API said `passage_found`, the item page nothing (a new user's trial, a SQuAD-shaped
+    benchmark): now a line of its own, for items with a passage."""
+    passage = (
+        "The Zambezi river rises in a black marshy bog in the north west of Zambia and flows east "
+        "across six countries before it empties through a wide delta into the Indian Ocean"
+    )
+    index_corpus(migrated_url, [{"id": "page", "text": "Reading practice. " + passage + " End of the excerpt."}])
+    rows = [
+        {"id": "zq1", "context": passage, "question": "Where does the Zambezi river rise and how far does it flow?"},
+        {"id": "zq2", "context": passage, "question": "Into which ocean does the Zambezi empty its water?"},
+        {"id": "plain", "question": "Which metal melts at the lowest temperature of all the common metals?"},
+    ]
+    (bench := tmp_path / "squad.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = c.post("/api/v1/benchmarks", files={"file": ("squad.jsonl", bench.read_bytes())}).json()["id"]
+        for _ in range(200):
+            if c.get(f"/api/v1/reports/{rid}").json()["status"] == "done":
+                break
+            time.sleep(0.05)
+        assert c.get(f"/api/v1/reports/{rid}/items/zq1").json()["passage_found"] is True
+        page = c.get(f"/reports/{rid}/items/zq1").text
+        assert "<dt>Passage found</dt><dd>yes (alone: the item's own text is not)</dd>" in page
+        assert "Passage found" not in c.get(f"/reports/{rid}/items/plain").text  # no passage, no line
+
+
 def test_the_upload_form_offers_only_corpora_holding_documents(migrated_url: str, index_corpus: IndexCorpus) -> None:
     """A corpus with no documents (its files all failed) was offered, and ticking it gave a 409."""
     from contam.app.services.indexing import open_corpus
