@@ -1425,6 +1425,11 @@ def benchmark_source(path: Path) -> tuple[Source, str]:
         raise InputError(f"no such file: {path}")
     if path.is_file():
         return path, str(path)  # as given: an error names the file the user can find
+    if path.exists() and not path.is_dir():  # read more than once (its layout, then its items): no pipe will do
+        raise InputError(
+            f"{path} is not a file but a pipe or device (standard input, <(...), a FIFO): save the benchmark "
+            "to a file and give that"
+        )
     _folder_files(path)
     return path, f"{path.name}.arrow"
 

@@ -9,6 +9,7 @@ import csv
 import gzip
 import io
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -154,6 +155,16 @@ def test_lm_evaluation_harness_samples_check_the_prompt_the_model_saw() -> None:
     assert items[0].question == prompt and items[0].choices == (" Nile", " Tigris") and items[0].answer == " Tigris"
     assert items[1].question == prompt and items[1].answer == "4" and items[1].item_id == "8"
     assert items[0].item_id == "q-river"  # the document's own id, not the harness's position (7)
+
+
+def test_a_pipe_is_refused_as_one_not_called_a_folder(tmp_path: Path) -> None:
+    """`contam scan /dev/stdin`, `<(...)` or a FIFO said "/dev/stdin is a folder" (a new user's
+    trial): a benchmark is read more than once, so it must be a file, and the message says so."""
+    os.mkfifo(fifo := tmp_path / "items.jsonl")
+    with pytest.raises(
+        InputError, match=r"items.jsonl is not a file but a pipe or device .*save the benchmark to a file"
+    ):
+        benchmark_source(fifo)
 
 
 def test_arrow_file_and_save_to_disk_folder(tmp_path: Path) -> None:
