@@ -1070,17 +1070,49 @@ def _mapping_for(rec: Mapping[str, Any], given: dict[str, Any], filename: str, r
             used[role] = f if kept == _fields(f) else kept[0] if len(kept) == 1 else kept
     used.update(given)
     if "question" not in used:
-        raise InputError(
-            f"{filename}: row {row}: no question field found among {sorted(rec)}; "
-            "give a field mapping such as question=<field> (`contam scan --fields question=<field>`; the "
-            'API\'s `mapping`, {"question": "<field>"}; the upload form\'s "question" box)'
-            + (
-                "; a CSV file's first row names its columns: if this file has no header row, add one"
-                if _is_table(filename)
-                else ""
-            )
-        )
+        raise InputError(_no_question(rec, named, detected, filename, row))
     return used
+
+
+def _no_question(
+    rec: Mapping[str, Any], given: Mapping[str, Any], detected: Mapping[str, Any], filename: str, row: int
+) -> str:
+    """Why no field is the question, and what to give: a field the guess took for the question
+    but the user gave another role ("no question field found among [..., 'question']", a new
+    user's trial), the text fields inside nested objects (which a dotted path names), or, in a
+    table, a header row that may be missing."""
+    how = (
+        "give a field mapping such as question=<field> (`contam scan --fields question=<field>`; the "
+        'API\'s `mapping`, {"question": "<field>"}; the upload form\'s "question" box)'
+    )
+    mine = _fields(detected.get("question", []))
+    roles = {x: r for r, f in given.items() for x in _fields(f)}
+    if lost := [x for x in mine if x in roles]:
+        return (
+            f"{filename}: row {row}: the field {lost[0]!r}, the question by its name, is mapped as "
+            f"{roles[lost[0]]}; name the question's field too: {how}"
+        )
+    said = f"{filename}: row {row}: no question field found among {sorted(rec)}; {how}"
+    if nested := _text_paths(rec):
+        shown = ", ".join(nested[:12]) + (", ..." if len(nested) > 12 else "")
+        return (
+            f"{said}; a field inside an object is named by its path, e.g. question={nested[0]} (text fields: {shown})"
+        )
+    if _is_table(filename):
+        return f"{said}; a CSV file's first row names its columns: if this file has no header row, add one"
+    return said
+
+
+def _text_paths(rec: Mapping[str, Any], prefix: str = "", depth: int = 3) -> list[str]:
+    """Dotted paths of the text fields inside the record's objects (not its top level's), up to
+    `depth` levels down."""
+    out: list[str] = []
+    for k, v in rec.items():
+        if isinstance(v, dict) and depth > 1:
+            out += _text_paths(v, f"{prefix}{k}.", depth - 1)
+        elif prefix and isinstance(v, str) and v.strip():
+            out.append(f"{prefix}{k}")
+    return out
 
 
 def _is_table(filename: str) -> bool:

@@ -354,6 +354,26 @@ def test_a_benchmark_with_no_question_field_is_told_how_to_name_it() -> None:
     assert "contam scan --fields question=<field>" in exc.value.message and "`mapping`" in exc.value.message
 
 
+def test_no_question_says_why_when_the_mapping_took_it_or_it_is_nested() -> None:
+    """A new user's trial: `--fields choices=question` was told "no question field found among
+    [..., 'question']; ... if this file has no header row, add one", of a file with a header;
+    and a nested record's error listed only its top-level keys, never that a path names a field."""
+    table = b"question,A,B,answer\nWhich is odd?,3,4,A\n"
+    with pytest.raises(InputError) as exc:
+        read_benchmark(table, "mc.csv", {"choices": "question"})
+    said = exc.value.message
+    assert "the field 'question', the question by its name, is mapped as choices" in said
+    assert "no header row" not in said and "question=<field>" in said
+    nested = {"meta": {"uid": "7"}, "data": {"prompt_text": "Which is odd, 3 or 4?", "opts": ["3", "4"]}}
+    with pytest.raises(InputError) as exc:
+        read_benchmark(json.dumps(nested).encode() + b"\n", "n.jsonl")
+    said = exc.value.message
+    assert "no question field found among ['data', 'meta']" in said
+    assert "named by its path, e.g. question=meta.uid (text fields: meta.uid, data.prompt_text)" in said
+    mapped, _ = read_benchmark(json.dumps(nested).encode() + b"\n", "n.jsonl", {"question": "data.prompt_text"})
+    assert mapped[0].question == "Which is odd, 3 or 4?"
+
+
 def test_a_row_without_the_question_field_names_the_fields_it_has() -> None:
     """ "row 1 has no field 'qq' (mapped to question)" named neither where the name came from nor
     what the row holds (the indexer's error lists the fields it saw; a new user's trial)."""
