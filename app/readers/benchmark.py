@@ -1094,24 +1094,23 @@ def _no_question(
         )
     said = f"{filename}: row {row}: no question field found among {sorted(rec)}; {how}"
     if nested := _text_paths(rec):
-        shown = ", ".join(nested[:12]) + (", ..." if len(nested) > 12 else "")
-        return (
-            f"{said}; a field inside an object is named by its path, e.g. question={nested[0]} (text fields: {shown})"
-        )
+        shown = ", ".join(path for path, _n in nested[:12]) + (", ..." if len(nested) > 12 else "")
+        longest = max(nested, key=lambda pn: pn[1])[0]
+        return f"{said}; a field inside an object is named by its path, e.g. question={longest} (text fields: {shown})"
     if _is_table(filename):
         return f"{said}; a CSV file's first row names its columns: if this file has no header row, add one"
     return said
 
 
-def _text_paths(rec: Mapping[str, Any], prefix: str = "", depth: int = 3) -> list[str]:
+def _text_paths(rec: Mapping[str, Any], prefix: str = "", depth: int = 3) -> list[tuple[str, int]]:
     """Dotted paths of the text fields inside the record's objects (not its top level's), up to
-    `depth` levels down."""
-    out: list[str] = []
+    `depth` levels down, each with its text's length."""
+    out: list[tuple[str, int]] = []
     for k, v in rec.items():
         if isinstance(v, dict) and depth > 1:
             out += _text_paths(v, f"{prefix}{k}.", depth - 1)
         elif prefix and isinstance(v, str) and v.strip():
-            out.append(f"{prefix}{k}")
+            out.append((f"{prefix}{k}", len(v)))
     return out
 
 

@@ -369,7 +369,7 @@ def test_no_question_says_why_when_the_mapping_took_it_or_it_is_nested() -> None
         read_benchmark(json.dumps(nested).encode() + b"\n", "n.jsonl")
     said = exc.value.message
     assert "no question field found among ['data', 'meta']" in said
-    assert "named by its path, e.g. question=meta.uid (text fields: meta.uid, data.prompt_text)" in said
+    assert "named by its path, e.g. question=data.prompt_text (text fields: meta.uid, data.prompt_text)" in said
     mapped, _ = read_benchmark(json.dumps(nested).encode() + b"\n", "n.jsonl", {"question": "data.prompt_text"})
     assert mapped[0].question == "Which is odd, 3 or 4?"
 
