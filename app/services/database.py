@@ -112,6 +112,11 @@ def reaching(url: str) -> Iterator[None]:
         cannot = ("readonly database", "unable to open database file")
         if any(c in reason for c in cannot) and parsed.get_backend_name() == "sqlite":
             path = parsed.database or "PATH"
+            if Path(path).is_dir():  # a usage error, not a database that is away (a new user's trial)
+                raise ConfigError(
+                    f"{shown_url(url)} names a folder, not a database file: give a file's path, e.g. "
+                    f"sqlite:///{Path(path) / 'contam.db'}"
+                ) from exc
             hint = (
                 "; SQLite writes its -wal and -shm files beside the database, even to read it: the file and its "
                 f"folder must be writable, or read it as it is with --db 'sqlite:///file:{path}?immutable=1&uri=true'"

@@ -213,6 +213,16 @@ def test_a_sqlite_database_it_cannot_write_beside_says_the_folder_must_be_writab
         raise cannot_open
 
 
+def test_a_sqlite_url_naming_a_folder_is_a_usage_error(tmp_path: Path) -> None:
+    """--db sqlite:////some/folder was "the database is unavailable ... must be writable", exit 3
+    (a new user's trial): the path is wrong, said as a configuration error (exit 2)."""
+    from contam.app.errors import ConfigError
+    from contam.app.services.database import open_database
+
+    with pytest.raises(ConfigError, match=f"names a folder, not a database file: .* sqlite:///{tmp_path}/contam.db"):
+        open_database(f"sqlite:///{tmp_path}").dispose()
+
+
 def test_a_postgresql_refusal_of_who_connects_is_the_urls_to_mend() -> None:
     """A user or password PostgreSQL does not know, or a host its pg_hba.conf lets in for no one,
     is a configuration error (exit 2) naming the URL's user and password to check, never "the
