@@ -464,6 +464,11 @@ class ReportService:
 
     def _require_done(self, report_id: str) -> dict[str, Any]:
         rep = self.get(report_id)
+        if rep["status"] == "failed":  # it never will be done (a new user's trial: "its results come when it is")
+            raise StateError(
+                f"report {report_id} failed ({rep.get('error') or 'no reason kept'}): it has no results to "
+                "export; upload the benchmark again once the cause is mended"
+            )
         if rep["status"] != "done":
             raise StateError(f"report {report_id} is {rep['status']}, not done: its results come when it is")
         return rep

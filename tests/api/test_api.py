@@ -402,7 +402,8 @@ def test_failing_job_is_marked_failed_with_its_reason(client: TestClient, monkey
     assert rep["status"] == "failed" and rep["error"] == "RuntimeError: disk on fire"
     assert client.get(f"/api/v1/reports/{rid}/items").json()["total"] == 0  # nothing half-written
     export = client.get(f"/api/v1/reports/{rid}/export")
-    assert export.status_code == 409 and "failed, not done" in export.json()["error"]  # a state (it was 422)
+    assert export.status_code == 409  # a state (it was 422); a failed report never becomes done (a new user's trial)
+    assert "failed (RuntimeError: disk on fire): it has no results to export; upload the" in export.json()["error"]
 
 
 def test_docs_page_is_served_without_a_cdn(client: TestClient) -> None:
