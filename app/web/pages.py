@@ -199,6 +199,8 @@ def items_page(
         corpora=_report_corpora(svc, report or None, reports),
         sorts=SORTS,
         link=link,
+        none_flagged=not total and status is None and field != "passage" and not (q or corpus or min_score),
+        every_status=[str(st) for st in Status],
     )
 
 

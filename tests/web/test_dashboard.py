@@ -177,6 +177,32 @@ def test_the_item_page_says_whether_the_passage_was_found(
         assert "Passage found" not in c.get(f"/reports/{rid}/items/plain").text  # no passage, no line
 
 
+def test_a_report_with_nothing_flagged_says_so_and_links_every_item(
+    migrated_url: str, index_corpus: IndexCorpus, tmp_path: Path
+) -> None:
+    """The items page, filtered to flagged items by default, said only "No items match these
+    filters" of a report whose items were all clean (a new user's trial)."""
+    index_corpus(migrated_url, [{"id": "page", "text": "Nothing in this page is any benchmark's item at all."}])
+    rows = [
+        {"id": f"c{i}", "question": f"Which whole number comes right after {i} when counting upwards?"}
+        for i in range(3)
+    ]
+    (bench := tmp_path / "clean.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = c.post("/api/v1/benchmarks", files={"file": ("clean.jsonl", bench.read_bytes())}).json()["id"]
+        for _ in range(200):
+            if c.get(f"/api/v1/reports/{rid}").json()["status"] == "done":
+                break
+            time.sleep(0.05)
+        page = c.get(f"/items?report={rid}").text
+        assert "No item of this report is flagged (contaminated or suspicious)" in page
+        every = re.search(r'<a href="([^"]+)">list every item</a>', page)
+        assert every is not None and "status=clean" in every.group(1)
+        listed = c.get(every.group(1).replace("&amp;", "&")).text
+        assert all(f"/items/c{i}" in listed for i in range(3))
+        assert "No items match these filters." in c.get(f"/items?report={rid}&q=zebra").text  # a filter of the user's
+
+
 def test_the_upload_form_offers_only_corpora_holding_documents(migrated_url: str, index_corpus: IndexCorpus) -> None:
     """A corpus with no documents (its files all failed) was offered, and ticking it gave a 409."""
     from contam.app.services.indexing import open_corpus
