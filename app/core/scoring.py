@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from contam.app.core.align import covered, longest_run
+from contam.app.core.align import align, covered, longest_run
 from contam.app.core.arrays import count, share
 from contam.app.core.config import Thresholds
 from contam.app.core.items import (
@@ -553,24 +553,23 @@ def _roles(p: PreparedItem, stats: ItemStats, best: DocMatch | None, th: Thresho
 
 
 def shared_spans(text: str, other: str) -> list[tuple[int, int]]:
-    """Character spans of `text` (merged) whose tokens `other` holds in runs of two or more, in
-    the same order (each pair of neighbours in `text` that are neighbours in `other` too), or
-    the token of a one-token text.
+    """Character spans of `text` whose tokens align with `other` in blocks (merged); all of it if
+    `other` holds it whole, word for word.
 
-    Used to highlight, on the benchmark item's side, what the training text shares with it.
-    Pairs, not an alignment: aligned, "his boots" against the choices "his telescope his boots
-    his fiddle" took "his" from "his telescope", and a choice the text held was not marked (a
-    new user's trial)."""
+    Used to highlight, on the benchmark item's side, what the training text shares with it. A
+    text held whole is marked whole: aligned, "his boots" against the choices "his telescope his
+    boots his fiddle" took "his" from "his telescope", and a choice the page held was not marked
+    (a new user's trial). Otherwise the alignment, which takes each run of `other` once and in
+    order: marked by word pairs or runs found anywhere, every "of the river" of a passage lit up
+    where the matched text held the phrase elsewhere (a review)."""
     toks = tokenize_spans(text)
     if not len(toks):
         return []
-    mine, theirs = _ids(toks.tokens).tolist(), _ids(tokenize(other)).tolist()
-    if len(mine) == 1:
-        hit = [mine[0] in set(theirs)]
+    mine, theirs = _ids(toks.tokens), _ids(tokenize(other))
+    if _holds(theirs.tolist(), mine.tolist()):
+        hit = np.ones(len(mine), dtype=bool)
     else:
-        pairs = set(zip(theirs, theirs[1:], strict=False))
-        joined = [pair in pairs for pair in zip(mine, mine[1:], strict=False)]
-        hit = [a or b for a, b in zip([False, *joined], [*joined, False], strict=True)]
+        hit = align(mine, theirs, np.full(len(toks), len(toks) == 1, dtype=bool)).matched
     spans: list[tuple[int, int]] = []
     for i in np.flatnonzero(hit).tolist():
         s, e = int(toks.starts[i]), int(toks.ends[i])
@@ -579,6 +578,12 @@ def shared_spans(text: str, other: str) -> list[tuple[int, int]]:
         else:
             spans.append((s, e))
     return spans
+
+
+def _holds(seq: list[int], run: list[int]) -> bool:
+    """Whether `run` occurs in `seq` in a row."""
+    k = len(run)
+    return any(seq[at : at + k] == run for at in range(len(seq) - k + 1) if seq[at] == run[0])
 
 
 def split_marked(text: str, spans: Sequence[Sequence[int]]) -> list[tuple[str, bool]]:

@@ -347,10 +347,12 @@ def _csv(
     bytes, is refused naming the limit."""
     csv.field_size_limit(max_field)  # process-wide, and every reader sets it before reading
     lines = _utf8_lines(stream, filename, max_line)
-    header = next(lines, "")
+    first = list(itertools.islice(lines, 2))  # the header and a row: which separator
     # strict: a quoted field still open at the end of the file is an error, not every line after
     # a stray opening quote read into one field (rows silently lost)
-    reader = csv.DictReader(itertools.chain([header], lines), delimiter=csv_separator(header, delimiter), strict=True)
+    reader = csv.DictReader(
+        itertools.chain(first, lines), delimiter=csv_separator("".join(first), delimiter), strict=True
+    )
     i = 1
     try:
         if not reader.fieldnames:
@@ -376,18 +378,23 @@ def _csv(
         raise InputError(f"{filename}: row {i + 1} is not valid CSV ({exc})") from exc
 
 
-def csv_separator(header: str, delimiter: str) -> str:
-    """The file's separator: a ".csv" whose header is one column by commas and several by
-    semicolons is separated by semicolons, as spreadsheets write CSV where the comma is the
-    decimal mark (a new user's trial: "no question field found among ['ID;Question;...']")."""
-    line = next(iter(header.splitlines()), "")  # the first line, of any ending
-    if delimiter != "," or not line.strip():
+def csv_separator(head: str, delimiter: str) -> str:
+    """The separator of a file that starts with `head` (its first lines): a ".csv" whose header
+    is one column by commas and several by semicolons is separated by semicolons, as spreadsheets
+    write CSV where the comma is the decimal mark (a new user's trial: "no question field found
+    among ['ID;Question;...']"); so is one whose header and first row agree by semicolons only."""
+    lines = head.splitlines()[:2]  # the first two lines, of any ending
+    if delimiter != "," or not lines or not lines[0].strip():
         return delimiter
     try:
-        by = {d: next(csv.reader([line], delimiter=d), []) for d in ",;"}
+        top, row = ({d: len(next(csv.reader([line], delimiter=d), [])) for d in ",;"} for line in [*lines, ""][:2])
     except csv.Error:  # the reader says what is wrong with it
         return delimiter
-    return ";" if len(by[","]) == 1 and len(by[";"]) > 1 else delimiter
+    if top[";"] < 2:
+        return delimiter
+    # one column by commas; or a comma inside a column's name ("answer, final"), the next row
+    # as many fields by semicolons as the header and not by commas
+    return ";" if top[","] == 1 or (row[";"] == top[";"] and row[","] != top[","]) else delimiter
 
 
 _CR_LINE = re.compile(r"(?<=\r)(?!\n)")  # after a CR that no LF follows
@@ -730,6 +737,13 @@ def _lettered(text: str) -> list[str]:
     return [text[e:end].strip().rstrip(",").strip() for (_s, e), end in zip(starts, ends, strict=True)]
 
 
+def _other_than(keys: tuple[str, ...], *taken: Any) -> tuple[str, ...]:
+    """`keys` but those naming a field another role took (compared by _key, as _first matches:
+    "canonical solution" was the answer and the solution both, a review)."""
+    gone = {_key(x) for t in taken for x in (t if isinstance(t, list) else [t]) if isinstance(x, str)}
+    return tuple(k for k in keys if _key(k) not in gone)
+
+
 def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
     """Role -> field name (or list of field names for lettered choice columns)."""
     mapping: dict[str, Any] = {}
@@ -755,18 +769,21 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
         mapping["choices"] = "target_scores"
     else:
         for cols in LETTER_COLUMNS:
-            present = [named[_key(k)] for k in cols if _key(k) in named]
-            if len(present) >= 2 and _key(cols[0]) in named:  # from the first: answer1/answer2 are not answer0-4
+            if len(cols[0]) == 1:  # single letters as written (MMLU's A-D; "a" and "b" are a sum's numbers, a review)
+                present, first = [k for k in cols if k in rec], cols[0] in rec
+            else:
+                present, first = [named[_key(k)] for k in cols if _key(k) in named], _key(cols[0]) in named
+            if len(present) >= 2 and first:  # from the first: answer1/answer2 are not answer0-4
                 mapping["choices"] = present
                 break
-    a = _first(rec, tuple(k for k in ANSWER_KEYS if k not in (mapping.get("choices"), q, p)))
+    a = _first(rec, _other_than(ANSWER_KEYS, mapping.get("choices"), q, p))
     if a and a.lower() == "correct" and len(_item_choices(rec, mapping)[0]) < 2:
         a = None  # AQuA's letter names one of the options; without a list of them it is no answer (a flag)
     if a:
         mapping["answer"] = a
     elif "target_scores" in rec:
         mapping["answer"] = "target_scores"
-    s = _first(rec, tuple(k for k in SOLUTION_KEYS if k not in (mapping.get("answer"), q, p)))
+    s = _first(rec, _other_than(SOLUTION_KEYS, mapping.get("answer"), q, p))
     if s:
         mapping["solution"] = s
     i = _first(rec, ID_KEYS)
@@ -1095,8 +1112,10 @@ def _no_question(
     said = f"{filename}: row {row}: no question field found among {sorted(rec)}; {how}"
     if nested := _text_paths(rec):
         shown = ", ".join(path for path, _n in nested[:12]) + (", ..." if len(nested) > 12 else "")
-        longest = max(nested, key=lambda pn: pn[1])[0]
-        return f"{said}; a field inside an object is named by its path, e.g. question={longest} (text fields: {shown})"
+        asked = {_key(k) for k in QUESTION_KEYS}  # a question's name first (not a long passage, a review)
+        named = [path for path, _n in nested if _key(path.rsplit(".", 1)[-1]) in asked]
+        example = named[0] if named else max(nested, key=lambda pn: pn[1])[0]
+        return f"{said}; a field inside an object is named by its path, e.g. question={example} (text fields: {shown})"
     if _is_table(filename):
         return f"{said}; a CSV file's first row names its columns: if this file has no header row, add one"
     return said

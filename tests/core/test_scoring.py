@@ -998,8 +998,21 @@ def test_each_choice_the_training_text_holds_is_highlighted() -> None:
     assert [text[a:b] for a, b in shared_spans(text, "the red door the blue door the green door")] == [text]
     assert shared_spans("his hat", matched) == []  # "his" alone is no run
     assert shared_spans("True", "it is True that") == [(0, 4)] and shared_spans("False", "True") == []
-    text = "door the blue"  # pairs in the text's order only
-    assert [text[a:b] for a, b in shared_spans(text, "the blue door")] == ["the blue"]
+    text = "he opens the blue door slowly"  # not held whole: aligned
+    assert [text[a:b] for a, b in shared_spans(text, "the blue door")] == ["the blue door"]
+
+
+def test_stock_phrases_are_not_highlighted_where_the_training_text_does_not_hold_them() -> None:
+    """Marked by word pairs, every "of the" and "the river" of a passage lit up once the matched
+    text held those pairs anywhere (a review): a text not held whole is aligned, each run of the
+    matched text taken once and in order."""
+    passage = (
+        "The Avon is a river in the south west of England. It rises in the hills to the north of the "
+        "county and flows through the city of Bath, where the river was used by the Romans. Most of "
+        "the river is navigable, and in the middle of the city there is a weir."
+    )
+    matched = "What is the name of the river that flows through the city of Bath"
+    assert [passage[a:b] for a, b in shared_spans(passage, matched)] == ["flows through the city of Bath"]
 
 
 def test_common_ngrams_scattered_over_an_item_are_not_a_widespread_copy() -> None:

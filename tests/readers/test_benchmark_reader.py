@@ -372,6 +372,9 @@ def test_no_question_says_why_when_the_mapping_took_it_or_it_is_nested() -> None
     assert "named by its path, e.g. question=data.prompt_text (text fields: meta.uid, data.prompt_text)" in said
     mapped, _ = read_benchmark(json.dumps(nested).encode() + b"\n", "n.jsonl", {"question": "data.prompt_text"})
     assert mapped[0].question == "Which is odd, 3 or 4?"
+    squad = {"id": "1", "data": {"context": "The Zambezi rises in Zambia. " * 9, "question": "Where does it rise?"}}
+    with pytest.raises(InputError, match=r"e\.g\. question=data\.question \("):  # a question's name first (a review)
+        read_benchmark(json.dumps(squad).encode() + b"\n", "s.jsonl")
 
 
 def test_a_row_without_the_question_field_names_the_fields_it_has() -> None:

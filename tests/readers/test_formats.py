@@ -116,6 +116,26 @@ def test_a_spreadsheets_csv_is_read_with_its_own_separator_and_column_names() ->
         )
     one_column = "question\nIs it 3;4 or 5?\n"  # a semicolon in one column's header and cells: commas still
     assert [i.question for i in read_benchmark(one_column.encode(), "q.csv")[0]] == ["Is it 3;4 or 5?"]
+    comma_named = "id;question;answer, final\nq1;Which planet is red?;Mars\n"  # a comma in a column's name (a review)
+    items, used = read_benchmark(comma_named.encode(), "q.csv", {"answer": "answer, final"})
+    assert used["question"] == "question" and (items[0].question, items[0].answer) == ("Which planet is red?", "Mars")
+    kept, _ = without_items(comma_named.encode() + b"q2;Which gas?;CO2\n", "q.csv", {0: "contaminated"}, FLAGGED)
+    assert kept == b"id;question;answer, final\nq2;Which gas?;CO2\n"
+    commas = "question,notes;misc\nWhat is 2+2?,easy\n"  # a semicolon in a comma file's header: commas
+    assert read_benchmark(commas.encode(), "q.csv")[1]["question"] == "question"
+
+
+def test_guessing_names_apart_from_case_and_spaces_takes_nothing_twice() -> None:
+    """A review of the names compared with case, spaces and underscores aside: "a" and "b" (a
+    sum's numbers) became choices A and B, answering the sum with a choice; "canonical solution"
+    was the answer and the solution both. Single letters are taken as written, and a field one
+    role took is no other's."""
+    rows = [{"question": "What is 3 + 5?", "a": 3, "b": 5, "answer": 8}]
+    items, used = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "sums.jsonl")
+    assert used == {"question": "question", "answer": "answer"} and items[0].answer == "8"
+    rows = [{"question": "Write a function that doubles x.", "canonical solution": "return 2 * x"}]
+    items, used = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "code.jsonl")
+    assert used == {"question": "question", "answer": "canonical solution"} and items[0].solution == ""
 
 
 def test_original_arc_jsonl() -> None:
