@@ -50,6 +50,7 @@ from contam.app.services.checking import CheckResult, CheckService
 from contam.app.services.corpora import CorpusService
 from contam.app.services.database import database_trouble, migrate, open_database, shown_url, sqlite_file_missing
 from contam.app.services.exports import CSV_COLUMNS, csv_row
+from contam.app.services.results import SHOWN_CHARS
 from contam.app.services.scanning import reproducible
 from contam.app.settings import default_database_url, get_settings
 
@@ -386,7 +387,7 @@ def _print_csv(checked: CheckResult) -> None:
     w.writerow(CSV_COLUMNS)
     for r in checked.results:
         d = r.as_dict()
-        w.writerow(csv_row(d | {"idx": d["row"]}))
+        w.writerow(csv_row(d | {"idx": d["row"], "text": r.item.display_text()[:SHOWN_CHARS]}))
 
 
 EVIDENCE_COLUMN_MAX = 80  # characters of the evidence column; a longer document name pushes its reason on
@@ -540,7 +541,13 @@ def scan(
     engine = open_database(database_url(db))
     with scan_progress(progress) as (report, read):
         checked = CheckService(engine, get_settings().limits(), workers=workers).path(
-            file, mapping, corpus, th, report, keep_text=False, reading=read
+            file,
+            mapping,
+            corpus,
+            th,
+            report,
+            keep_text=fmt == "csv",
+            reading=read,  # the CSV's text column
         )
     typer.echo(f"fields: {_fields_line(checked.mapping)}; corpora: {', '.join(checked.corpora)}", err=True)
     for line in _left_out([] if corpus else CorpusService(engine).list_corpora(), checked.corpora):

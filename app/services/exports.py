@@ -29,7 +29,7 @@ from contam.app.readers.benchmark import (
 CSV_COLUMNS = [
     "item_id", "row", "status", "score", "reason", "tokens", "own_tokens", "own_coverage", "coverage",
     "longest_match", "longest_match_share", "own_bits", "ngram_overlap", "question_found", "answer_found",
-    "answer_with_question", "passage_found", "best_document", "best_corpus",
+    "answer_with_question", "passage_found", "best_document", "best_corpus", "text",
 ]  # fmt: skip
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
 
@@ -44,13 +44,15 @@ def _cell(value: Any) -> Any:
 
 
 def csv_row(item: dict[str, Any]) -> list[Any]:
-    """One item (a stored item, or ItemResult.as_dict() with its row as `idx`) as CSV_COLUMNS."""
+    """One item (a stored item, or ItemResult.as_dict() with its row as `idx` and its `text`) as
+    CSV_COLUMNS; `text`, the item as the dashboard shows it (its first 4,000 characters), last:
+    a sheet of ids and figures named no item's words (a new user's trial)."""
     m, ev = item["metrics"], (item["evidence"][0] if item["evidence"] else {})
     return [_cell(v) for v in [
         item["item_id"], item["idx"], item["status"], item["score"], item["reason"], m["tokens"], m["own_tokens"],
         m["own_coverage"], m["coverage"], m["longest_match"], m.get("longest_match_share", ""), m["own_bits"],
         m["ngram_overlap"], item["question_found"], item["answer_found"], item["answer_with_question"],
-        item.get("passage_found", ""), ev.get("document_id", ""), ev.get("corpus", ""),
+        item.get("passage_found", ""), ev.get("document_id", ""), ev.get("corpus", ""), item.get("text", ""),
     ]]  # fmt: skip
 
 

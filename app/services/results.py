@@ -17,6 +17,8 @@ from contam.app.services.scanning import ItemResult
 
 LONGEST_EDGES = [0, 6, 13, 20, 30, 50, 100]  # tokens; 13 is GPT-3's rule, 6 the shortest partial match counted
 
+SHOWN_CHARS = 4000  # of an item's text, kept with its result: the list's snippet, the CSV's text column
+
 
 def _share(k: int, n: int) -> float:
     return round(k / n, 4) if n else 0.0
@@ -126,7 +128,7 @@ def item_row(r: ItemResult, th: Thresholds) -> dict[str, Any]:
         "item_id": r.item.item_id,
         "status": r.score.status,
         "score": float(d["score"]),
-        "text": (shown := r.item.display_text())[:4000],
+        "text": (shown := r.item.display_text())[:SHOWN_CHARS],
         "search": search_folded(shown),
         "roles_found": "," + ",".join(roles) + ",",
         "corpora_found": "," + ",".join(corpora) + ",",

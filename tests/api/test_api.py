@@ -162,6 +162,12 @@ def test_report_endpoints(client: TestClient) -> None:
     assert exp.status_code == 200 and len(exp.text.splitlines()) == 2
     exp_csv = client.get(f"/api/v1/reports/{rid}/export", params={"format": "csv"})
     assert exp_csv.text.startswith("item_id,") and "contaminated" in exp_csv.text
+    exported = list(csv.DictReader(io.StringIO(exp_csv.text)))  # each item's words too (a new user's trial)
+    questions = {
+        r["item_id"]: client.get(f"/api/v1/reports/{rid}/items/{r['item_id']}").json()["item"]["question"]
+        for r in exported
+    }
+    assert exported and all(questions[row["item_id"]] in row["text"] for row in exported)
     clean = client.get(f"/api/v1/reports/{rid}/clean")
     assert [json.loads(x)["id"] for x in clean.text.splitlines()] == ["q2"]
     assert "b.clean.jsonl" in clean.headers["content-disposition"]

@@ -73,6 +73,7 @@ def test_scan_formats_and_fail_above(migrated_url: str, tmp_path: Path) -> None:
     csv_out = run.invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "csv"])
     rows = list(csv.DictReader(io.StringIO(csv_out.stdout)))  # the columns of the API's CSV export
     assert rows[0]["item_id"] == "a" and rows[0]["status"] == "contaminated" and rows[0]["best_corpus"] == "web"
+    assert Q1 in rows[0]["text"] and Q2 in rows[1]["text"]  # the item's words, as the dashboard's export has them
     assert rows[0]["reason"].startswith("one document holds") and rows[1]["row"] == "1"
     # every figure and flag of the JSON, the passage's too (a new user's report: they were missing)
     assert rows[0]["longest_match_share"] == "1.0" and rows[0]["passage_found"] == "False"
