@@ -625,8 +625,8 @@ def _as_text(value: Any) -> str:
         return value
     if isinstance(value, (int, float)):
         return str(value)
-    if isinstance(value, list):
-        return " ".join(_as_text(v) for v in value)
+    if isinstance(value, list):  # empty parts left out (an instruction whose input is empty)
+        return " ".join(t for v in value if (t := _as_text(v)))
     if isinstance(value, dict):
         for k in _TEXT_KEYS_IN_ORDER:
             if k in value:
@@ -758,7 +758,13 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
     # a maths word problem's body before its question is the item's text too (SVAMP's and ASDiv's,
     # told by their equation; a forum post's body follows its title, and is no word problem)
     body = _first(rec, ("body",), text=True) if _first(rec, ("equation", "formula")) else None
-    if q:
+    # an instruction and its input (Alpaca's layout, where many an input is empty): both, as one
+    # text; taken from the first record alone, the other field's text went unread (a probe: copies
+    # of the inputs "clean", of the instructions "too_short")
+    task = [named[k] for k in ("instruction", "input") if k in named and isinstance(rec[named[k]], str | None)]
+    if len(task) == 2:
+        mapping["question"] = task
+    elif q:
         mapping["question"] = [body, q] if body and body != q else q
     if p and p != q:
         mapping["passage"] = p

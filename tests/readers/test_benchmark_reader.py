@@ -354,6 +354,29 @@ def test_a_benchmark_with_no_question_field_is_told_how_to_name_it() -> None:
     assert "contam scan --fields question=<field>" in exc.value.message and "`mapping`" in exc.value.message
 
 
+def test_an_instruction_and_its_input_are_one_question_whichever_is_empty() -> None:
+    """Alpaca's layout (instruction, input, output; many inputs empty): the mapping came from the
+    first record, so with its input empty every input went unread, and with it filled every
+    instruction of an item without input (a probe: copies "clean" and "too_short")."""
+    rows = [
+        {"instruction": "Give three tips for staying healthy.", "input": "", "output": "Eat well."},
+        {
+            "instruction": "Summarize the following changelog entry.",
+            "input": "Fix the crash on empty files.",
+            "output": "A fix.",
+        },
+    ]
+    for order in (rows, rows[::-1]):
+        items, used = read_benchmark("".join(json.dumps(r) + "\n" for r in order).encode(), "alpaca.jsonl")
+        assert used == {"question": ["instruction", "input"], "answer": "output"}
+        by = {it.answer: it.question for it in items}
+        assert by["Eat well."] == "Give three tips for staying healthy."
+        assert (
+            "Summarize the following changelog entry." in by["A fix."]
+            and "Fix the crash on empty files." in by["A fix."]
+        )
+
+
 def test_no_question_says_why_when_the_mapping_took_it_or_it_is_nested() -> None:
     """A new user's trial: `--fields choices=question` was told "no question field found among
     [..., 'question']; ... if this file has no header row, add one", of a file with a header;
