@@ -387,7 +387,7 @@ def _print_csv(checked: CheckResult) -> None:
     w.writerow(CSV_COLUMNS)
     for r in checked.results:
         d = r.as_dict()
-        w.writerow(csv_row(d | {"idx": d["row"], "text": r.item.display_text()[:SHOWN_CHARS]}))
+        w.writerow(csv_row(d | {"idx": d["row"], "text": r.item.question}))  # its text as shown (shown_chars)
 
 
 EVIDENCE_COLUMN_MAX = 80  # characters of the evidence column; a longer document name pushes its reason on
@@ -546,8 +546,9 @@ def scan(
             corpus,
             th,
             report,
-            keep_text=fmt == "csv",
-            reading=read,  # the CSV's text column
+            keep_text=False,
+            reading=read,
+            shown_chars=SHOWN_CHARS if fmt == "csv" else 0,  # the CSV's text column
         )
     typer.echo(f"fields: {_fields_line(checked.mapping)}; corpora: {', '.join(checked.corpora)}", err=True)
     for line in _left_out([] if corpus else CorpusService(engine).list_corpora(), checked.corpora):

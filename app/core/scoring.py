@@ -552,9 +552,9 @@ def _roles(p: PreparedItem, stats: ItemStats, best: DocMatch | None, th: Thresho
     return {name: out[name] for name in SCORED_ROLES if name in out}
 
 
-def shared_spans(text: str, other: str) -> list[tuple[int, int]]:
-    """Character spans of `text` whose tokens align with `other` in blocks (merged); all of it if
-    `other` holds it whole, word for word.
+def shared_spans(text: str, other: str | Sequence[str]) -> list[tuple[int, int]]:
+    """Character spans of `text` whose tokens align with `other` (a text, or pieces of text read
+    as one) in blocks (merged); all of it if a piece holds it whole, word for word.
 
     Used to highlight, on the benchmark item's side, what the training text shares with it. A
     text held whole is marked whole: aligned, "his boots" against the choices "his telescope his
@@ -565,10 +565,12 @@ def shared_spans(text: str, other: str) -> list[tuple[int, int]]:
     toks = tokenize_spans(text)
     if not len(toks):
         return []
-    mine, theirs = _ids(toks.tokens), _ids(tokenize(other))
-    if _holds(theirs.tolist(), mine.tolist()):
+    mine = _ids(toks.tokens)
+    each = [_ids(tokenize(piece)) for piece in ([other] if isinstance(other, str) else other)]
+    if any(_holds(ids.tolist(), mine.tolist()) for ids in each):
         hit = np.ones(len(mine), dtype=bool)
-    else:
+    else:  # the pieces apart: -1 between them (as a token hash, a 2**-64 chance), so no block runs across
+        theirs = np.concatenate([x for ids in each for x in (ids, np.array([-1], dtype=ids.dtype))] or [mine[:0]])
         hit = align(mine, theirs, np.full(len(toks), len(toks) == 1, dtype=bool)).matched
     spans: list[tuple[int, int]] = []
     for i in np.flatnonzero(hit).tolist():

@@ -394,7 +394,9 @@ def csv_separator(head: str, delimiter: str) -> str:
         return delimiter
     # one column by commas; or a comma inside a column's name ("answer, final"), the next row
     # as many fields by semicolons as the header and not by commas
-    return ";" if top[","] == 1 or (row[";"] == top[";"] and row[","] != top[","]) else delimiter
+    # (a decimal comma in the row may split it as often as the header's comma: the more columns win)
+    agree = row[";"] == top[";"] and (row[","] != top[","] or top[";"] > top[","])
+    return ";" if top[","] == 1 or agree else delimiter
 
 
 _CR_LINE = re.compile(r"(?<=\r)(?!\n)")  # after a CR that no LF follows
@@ -761,8 +763,8 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
     # an instruction and its input (Alpaca's layout, where many an input is empty): both, as one
     # text; taken from the first record alone, the other field's text went unread (a probe: copies
     # of the inputs "clean", of the instructions "too_short")
-    task = [named[k] for k in ("instruction", "input") if k in named and isinstance(rec[named[k]], str | None)]
-    if len(task) == 2:
+    task = [named[k] for k in ("instruction", "input") if k in named and not isinstance(rec[named[k]], dict)]
+    if len(task) == 2 and q in task:  # a record's own question field first (a review)
         mapping["question"] = task
     elif q:
         mapping["question"] = [body, q] if body and body != q else q

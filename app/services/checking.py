@@ -104,11 +104,14 @@ class CheckService:
         progress: Progress | None = None,
         keep_text: bool = True,
         reading: Reading | None = None,
+        shown_chars: int = 0,
     ) -> CheckResult:
         """Every item of a benchmark file (any format the reader knows; its bytes, or the file
         on disk, read as a stream); `progress(done, total)` is called as chunks of items are
         scored. keep_text=False: each result keeps only its item's id and row (the CLI prints
-        no more), so memory holds the results' figures, never the benchmark's text."""
+        no more), so memory holds the results' figures, never the benchmark's text; and, with
+        `shown_chars`, its text as shown up to that many characters, as its question (the CSV's
+        text column)."""
         used: dict[str, Any] = {}
 
         # the reader's arguments, not a closure: pass 1 can then run in a process of its own
@@ -132,7 +135,7 @@ class CheckService:
         for part in scanner.scan_stream(items, moved, reading=reading):
             summary.add(part)
             if not keep_text:
-                part = [dataclasses.replace(r, item=BenchmarkItem(r.item.item_id, r.item.row)) for r in part]
+                part = [dataclasses.replace(r, item=_kept(r.item, shown_chars)) for r in part]
             results.extend(part)
         return CheckResult(scanner.fingerprint, results, summary.as_dict(), scanner.th, names, used)
 
@@ -145,10 +148,11 @@ class CheckService:
         progress: Progress | None = None,
         keep_text: bool = True,
         reading: Reading | None = None,
+        shown_chars: int = 0,
     ) -> CheckResult:
         """A benchmark on disk: a file (read as a stream) or a Hugging Face save_to_disk folder."""
         data, filename = benchmark_source(path)
-        return self.benchmark(data, filename, mapping, corpora, thresholds, progress, keep_text, reading)
+        return self.benchmark(data, filename, mapping, corpora, thresholds, progress, keep_text, reading, shown_chars)
 
     def _check_size(self, items: Sequence[BenchmarkItem]) -> None:
         """Refuse a field over the per-item limit, or more text in all than one check may hold."""
@@ -267,3 +271,9 @@ def _check_worker_answer(
     items: list[BenchmarkItem], corpora: Sequence[str] | None, thresholds: Thresholds | None
 ) -> dict[str, Any]:
     return check_answer(_WORKER[0].items(items, corpora, thresholds))
+
+
+def _kept(item: BenchmarkItem, shown_chars: int) -> BenchmarkItem:
+    """What a result keeps of its item when the caller keeps no text: its id and row, and its
+    text as shown, up to `shown_chars`, as its question."""
+    return BenchmarkItem(item.item_id, item.row, question=item.display_text()[:shown_chars] if shown_chars else "")

@@ -199,7 +199,10 @@ def items_page(
         corpora=_report_corpora(svc, report or None, reports),
         sorts=SORTS,
         link=link,
-        none_flagged=not total and status is None and field != "passage" and not (q or corpus or min_score),
+        none_flagged=not total
+        and set(statuses) == set(FLAGGED)
+        and not (field or q or corpus or min_score)
+        and (not report or svc.get(report)["status"] == "done"),  # a failed or running report: not "none flagged"
         every_status=[str(st) for st in Status],
     )
 
@@ -253,7 +256,7 @@ def _highlighted(it: dict[str, Any]) -> dict[str, Any]:
     from elsewhere in the text, one by one, and the answer found there was not marked (a probe)."""
     fields = it.get("item") or {}
     evidence = [{**ev, "pieces": _marked(ev["excerpt"], ev["highlights"])} for ev in it["evidence"]]
-    joined = " \n ".join(e["excerpt"][a:b] for e in it["evidence"] for a, b in e["highlights"])
+    joined = [e["excerpt"][a:b] for e in it["evidence"] for a, b in e["highlights"]]
     item_fields = [
         (role, _marked(text, shared_spans(text, joined)))
         for role in ("passage", "question", "solution", "answer")

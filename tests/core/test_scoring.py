@@ -997,6 +997,8 @@ def test_each_choice_the_training_text_holds_is_highlighted() -> None:
     text = "the blue door"
     assert [text[a:b] for a, b in shared_spans(text, "the red door the blue door the green door")] == [text]
     assert shared_spans("his hat", matched) == []  # "his" alone is no run
+    assert shared_spans("his boots", ["he lost his", "boots were new"]) == []  # not whole across two pieces (a review)
+    assert shared_spans("his boots", ["he lost", "his boots today"]) == [(0, 9)]
     assert shared_spans("True", "it is True that") == [(0, 4)] and shared_spans("False", "True") == []
     text = "he opens the blue door slowly"  # not held whole: aligned
     assert [text[a:b] for a, b in shared_spans(text, "the blue door")] == ["the blue door"]

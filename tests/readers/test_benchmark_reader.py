@@ -375,6 +375,17 @@ def test_an_instruction_and_its_input_are_one_question_whichever_is_empty() -> N
             "Summarize the following changelog entry." in by["A fix."]
             and "Fix the crash on empty files." in by["A fix."]
         )
+    # a record's own question field first; an input that is a number is read too (a review)
+    own = {
+        "question": "What is the capital of France?",
+        "instruction": "Answer briefly.",
+        "input": "",
+        "output": "Paris",
+    }
+    assert read_benchmark(json.dumps(own).encode() + b"\n", "q.jsonl")[1]["question"] == "question"
+    number = {"instruction": "Is the following number prime?", "input": 17, "output": "yes"}
+    items, used = read_benchmark(json.dumps(number).encode() + b"\n", "p.jsonl")
+    assert used["question"] == ["instruction", "input"] and items[0].question == "Is the following number prime? 17"
 
 
 def test_no_question_says_why_when_the_mapping_took_it_or_it_is_nested() -> None:

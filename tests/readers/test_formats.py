@@ -121,6 +121,8 @@ def test_a_spreadsheets_csv_is_read_with_its_own_separator_and_column_names() ->
     assert used["question"] == "question" and (items[0].question, items[0].answer) == ("Which planet is red?", "Mars")
     kept, _ = without_items(comma_named.encode() + b"q2;Which gas?;CO2\n", "q.csv", {0: "contaminated"}, FLAGGED)
     assert kept == b"id;question;answer, final\nq2;Which gas?;CO2\n"
+    decimal = "id;answer, final;question\n1;3,5;What is seven halves?\n"  # a decimal comma in the row (a review)
+    assert read_benchmark(decimal.encode(), "q.csv")[0][0].question == "What is seven halves?"
     commas = "question,notes;misc\nWhat is 2+2?,easy\n"  # a semicolon in a comma file's header: commas
     assert read_benchmark(commas.encode(), "q.csv")[1]["question"] == "question"
 

@@ -201,6 +201,11 @@ def test_a_report_with_nothing_flagged_says_so_and_links_every_item(
         listed = c.get(every.group(1).replace("&amp;", "&")).text
         assert all(f"/items/c{i}" in listed for i in range(3))
         assert "No items match these filters." in c.get(f"/items?report={rid}&q=zebra").text  # a filter of the user's
+        # as the form sends the default (a review): the flagged statuses named
+        form = c.get(f"/items?report={rid}&status=contaminated&status=suspicious").text
+        assert "No item of this report is flagged" in form
+        for other in ("field=question", "status=contaminated"):  # another filter: not "none flagged"
+            assert "No items match these filters." in c.get(f"/items?report={rid}&{other}").text, other
 
 
 def test_the_upload_form_offers_only_corpora_holding_documents(migrated_url: str, index_corpus: IndexCorpus) -> None:
