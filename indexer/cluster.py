@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import xxhash
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
@@ -84,7 +85,7 @@ from contam.indexer.signing import SignedBatch, sign_batch
 from contam.indexer.summary import FileReport, IndexSummary
 
 LEASE_SECONDS = 30.0  # a claim not renewed for this long may be taken over
-TWIN_LOOKAHEAD = 8  # files the driver looks past for one whose size no other worker holds
+TWIN_LOOKAHEAD = 8  # files the driver looks at for one that is no copy of a file another worker holds
 CRASH_RETRIES = 3  # times a file is tried again after its worker died, in one run
 KILL_MARKER = "CONTAM_TEST_KILL_MARKER"  # tests: a file naming the path whose worker kills itself mid-file
 
@@ -633,7 +634,7 @@ class _Scheduler:
     share, one of two workers on 200 MB finished its last group of four files a second after the
     other: bench/MEASUREMENTS.md, session 25). The worker's open group and posting buffer span
     its calls, so small groups still make full-sized posting blocks. Files handed back go where
-    their size puts them; a file the size of one another worker holds waits a little (see
+    their size puts them; a likely copy of a file another worker holds waits a little (see
     _twins_apart), so copies of one file are indexed under the first path given."""
 
     def __init__(self, job: RayJob, corpus_id: int, files: list[Path]) -> None:
@@ -653,6 +654,7 @@ class _Scheduler:
         self.inflight: dict[Any, Any] = {}  # call -> worker
         self.reports: list[FileReport] = []
         self.left = 0  # bytes of text (_text_size) of the files in `pending`
+        self.openings: dict[str, int] = {}  # _opening's
 
     def run(self, files: list[Path]) -> list[FileReport]:
         import ray
@@ -697,7 +699,8 @@ class _Scheduler:
             if self.held[worker]:
                 self.inflight[worker.commit.remote()] = worker
             return
-        self._twins_apart(worker, pending)
+        if not self._twins_apart(worker, pending):
+            return
         group = take_group(pending, self.text, min(self.group_bytes, self.left // (2 * self.limit)))
         self.left -= sum(self.text[path] for path in group)
         for path in group:
@@ -705,22 +708,35 @@ class _Scheduler:
         self.held[worker].update(group)
         self.inflight[worker.index.remote(group)] = worker
 
-    def _twins_apart(self, worker: Any, pending: deque[str]) -> None:
-        """Sizes put files of one content side by side: sent to two workers at once, the first to
-        claim it indexed it, the other waited out its lease (a third of it), and which path the
-        content was indexed under was chance, where the local executor takes the first in the
-        order given. So a file the size of one another worker holds waits, while one of the next
-        TWIN_LOOKAHEAD files has another size: the holder takes it up later (as the twin of a
-        file of its group, or once its group is committed, as unchanged)."""
-        theirs = {self.sizes[p] for w, held in self.held.items() if w is not worker for p in held}
-        if self.sizes[pending[0]] not in theirs:
-            return
-        for k in range(1, min(len(pending), TWIN_LOOKAHEAD)):
-            if self.sizes[pending[k]] not in theirs:
-                path = pending[k]
+    def _twins_apart(self, worker: Any, pending: deque[str]) -> bool:
+        """Sizes put copies of one file side by side: sent to two workers at once, the first to
+        claim the content indexed it, the other waited out a third of its lease, and which path
+        the content was indexed under was chance, where the local executor takes the first in
+        the order given. So of the next TWIN_LOOKAHEAD files the first that is no likely copy (of
+        the size and first bytes) of a file another worker holds goes first; if all are, the
+        worker waits (False) and the holder takes the copy up later, as the twin of a file of its
+        group, or once its group is committed, as unchanged."""
+        theirs: dict[int, list[str]] = {}
+        for w, held in self.held.items():
+            for q in held if w is not worker else ():
+                theirs.setdefault(self.sizes[q], []).append(q)
+        for k in range(min(len(pending), TWIN_LOOKAHEAD)):
+            path = pending[k]
+            if not any(self._opening(path) == self._opening(q) for q in theirs.get(self.sizes[path], [])):
                 del pending[k]
                 pending.appendleft(path)
-                return
+                return True
+        return False
+
+    def _opening(self, path: str) -> int:
+        """A hash of a file's first 64 KiB (0: unreadable), once per file."""
+        if path not in self.openings:
+            try:
+                with open(path, "rb") as f:
+                    self.openings[path] = xxhash.xxh3_64_intdigest(f.read(1 << 16))
+            except OSError:
+                self.openings[path] = 0
+        return self.openings[path]
 
     def _due(self, pending: deque[str]) -> None:
         """Busy files whose time has come: done by the holder meanwhile, or back to `pending`,

@@ -234,6 +234,27 @@ def test_files_are_ordered_by_the_text_they_hold(ray_cluster: tuple[str, Path], 
     assert list(sched.largest_first(map(str, [bz, plain, gz]))) == [str(gz), str(plain), str(bz)]
 
 
+def test_a_copy_of_a_file_another_worker_holds_waits_for_it(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path
+) -> None:
+    """The holder of a file takes up its copies: one that only another worker could take waits
+    (a full run once sent the copy to the other worker, idle with nothing else left, before the
+    holder had claimed the first: the copy's path was indexed); a file of the same size and
+    other content (equal-sized shards) does not wait."""
+    docs = make_docs(40, 60, 600, "t-")
+    first, copy = write_jsonl(tmp_path / "a.jsonl", docs), write_jsonl(tmp_path / "z.jsonl", docs)
+    other = write_jsonl(tmp_path / "o.jsonl", [{**d, "id": d["id"].replace("t", "u")} for d in docs])
+    small = write_jsonl(tmp_path / "s.jsonl", docs[:3])
+    assert first.stat().st_size == copy.stat().st_size == other.stat().st_size
+    job = RayJob(make_engine(pg_url), "web", SignatureConfig(), IndexOptions())
+    sched = cluster._Scheduler(job, 1, [first, copy, other, small])
+    sched.held = {"A": {str(first)}, "B": set()}
+    assert not sched._twins_apart("B", pending := deque([str(copy)]))  # B waits
+    assert sched._twins_apart("B", pending := deque([str(copy), str(small)])) and pending[0] == str(small)
+    assert sched._twins_apart("B", pending := deque([str(copy), str(other)])) and pending[0] == str(other)
+    assert sched._twins_apart("A", pending := deque([str(copy)])) and pending[0] == str(copy)  # the holder takes it
+
+
 def test_files_handed_back_go_where_their_size_puts_them(
     ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path
 ) -> None:
