@@ -130,26 +130,30 @@ def test_ray_index_equals_local_index(
     assert [(f.status, f.same_as) for f in ray_index(other_pg_url, [twin]).files] == [("unchanged", str(files[0]))]
 
 
-def test_groups_shrink_so_the_workers_finish_together(
-    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Each call takes a 2 x workers-th of what is left to send: large groups first, single
-    files at the end (with a fixed share of the corpus, 9 equal files went out as 4 pairs and one,
-    and one worker indexed its last pair while the other waited)."""
-    from contam.indexer import cluster
-
-    files = corpus_files(tmp_path / "c", 9, docs=8, words=60)  # the first call's cap: 2.25 files
-    on_disk = [f.stat().st_size for f in files]
-    assert max(on_disk) < 1.2 * min(on_disk)  # about equal
+def _groups_sent(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The groups of files the driver sends, in order, as take_group makes them (filled as a run goes)."""
     sent: list[list[str]] = []
+    take = cluster.take_group
 
     def recorded(*args: object) -> list[str]:
         group = take(*args)  # type: ignore[arg-type]
         sent.append(group)
         return group
 
-    take = cluster.take_group
     monkeypatch.setattr(cluster, "take_group", recorded)
+    return sent
+
+
+def test_groups_shrink_so_the_workers_finish_together(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each call takes a 2 x workers-th of what is left to send: large groups first, single
+    files at the end (with a fixed share of the corpus, 9 equal files went out as 4 pairs and one,
+    and one worker indexed its last pair while the other waited)."""
+    files = corpus_files(tmp_path / "c", 9, docs=8, words=60)  # the first call's cap: 2.25 files
+    on_disk = [f.stat().st_size for f in files]
+    assert max(on_disk) < 1.2 * min(on_disk)  # about equal
+    sent = _groups_sent(monkeypatch)
     summary = ray_index(pg_url, files, tasks=2)
     assert ray.is_initialized()  # a job that found this process connected leaves it connected
     assert summary.as_dict()["files_indexed"] == 9
@@ -165,21 +169,12 @@ def test_the_largest_files_go_first_so_no_worker_ends_alone_on_one(
     """A corpus whose large files come last in the order given (session 36's bench corpus: eight
     MB shards, then five of 25 MB): sent in that order, the last large file went to one worker
     while the other, done, waited seconds for it. Largest first, the last calls are small."""
-    from contam.indexer import cluster
-
     small = corpus_files(tmp_path / "c", 6, docs=8, words=60)
     large = [write_jsonl(tmp_path / "c" / f"z{i}.jsonl", make_docs(60, 60, 200 + i, f"z{i}-")) for i in range(2)]
     assert min(f.stat().st_size for f in large) > 5 * max(f.stat().st_size for f in small)
-    sent: list[str] = []
-
-    def recorded(*args: object) -> list[str]:
-        group = take(*args)  # type: ignore[arg-type]
-        sent.extend(group)
-        return group
-
-    take = cluster.take_group
-    monkeypatch.setattr(cluster, "take_group", recorded)
+    groups = _groups_sent(monkeypatch)
     summary = ray_index(pg_url, [*small, *large], tasks=2)
+    sent = [path for group in groups for path in group]
     largest_first = sorted(large, key=lambda f: -f.stat().st_size)
     assert sent[:2] == [str(f) for f in largest_first] and sorted(sent[2:]) == sorted(str(f) for f in small)
     assert [f.path for f in summary.files] == [str(f) for f in [*small, *large]]  # reported in the order given

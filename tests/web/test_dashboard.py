@@ -149,9 +149,7 @@ def test_head_empty_list_and_where_an_excerpt_ends(
         assert "<table" in c.get("/").text
 
 
-def test_the_item_page_says_whether_the_passage_was_found(
-    migrated_url: str, index_corpus: IndexCorpus, tmp_path: Path
-) -> None:
+def test_the_item_page_says_whether_the_passage_was_found(migrated_url: str, index_corpus: IndexCorpus) -> None:
     """The API said `passage_found`, the item page nothing (a new user's trial, a SQuAD-shaped
     benchmark): now a line of its own, for items with a passage."""
     passage = (
@@ -164,13 +162,8 @@ def test_the_item_page_says_whether_the_passage_was_found(
         {"id": "zq2", "context": passage, "question": "Into which ocean does the Zambezi empty its water?"},
         {"id": "plain", "question": "Which metal melts at the lowest temperature of all the common metals?"},
     ]
-    (bench := tmp_path / "squad.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
-        rid = c.post("/api/v1/benchmarks", files={"file": ("squad.jsonl", bench.read_bytes())}).json()["id"]
-        for _ in range(200):
-            if c.get(f"/api/v1/reports/{rid}").json()["status"] == "done":
-                break
-            time.sleep(0.05)
+        rid = _checked(c, rows, "squad")
         assert c.get(f"/api/v1/reports/{rid}/items/zq1").json()["passage_found"] is True
         page = c.get(f"/reports/{rid}/items/zq1").text
         assert "<dt>Passage found</dt><dd>yes (alone: the item's own text is not)</dd>" in page
@@ -178,7 +171,7 @@ def test_the_item_page_says_whether_the_passage_was_found(
 
 
 def test_a_report_with_nothing_flagged_says_so_and_links_every_item(
-    migrated_url: str, index_corpus: IndexCorpus, tmp_path: Path
+    migrated_url: str, index_corpus: IndexCorpus
 ) -> None:
     """The items page, filtered to flagged items by default, said only "No items match these
     filters" of a report whose items were all clean (a new user's trial)."""
@@ -187,13 +180,8 @@ def test_a_report_with_nothing_flagged_says_so_and_links_every_item(
         {"id": f"c{i}", "question": f"Which whole number comes right after {i} when counting upwards?"}
         for i in range(3)
     ]
-    (bench := tmp_path / "clean.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
-        rid = c.post("/api/v1/benchmarks", files={"file": ("clean.jsonl", bench.read_bytes())}).json()["id"]
-        for _ in range(200):
-            if c.get(f"/api/v1/reports/{rid}").json()["status"] == "done":
-                break
-            time.sleep(0.05)
+        rid = _checked(c, rows, "clean")
         page = c.get(f"/items?report={rid}").text
         assert "No item of this report is flagged (contaminated or suspicious)" in page
         every = re.search(r'<a href="([^"]+)">list every item</a>', page)
