@@ -40,6 +40,7 @@ from contam.indexer.options import IndexOptions
 from contam.indexer.summary import IndexSummary
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.ray  # run last: tests/conftest.py
 
 
 @pytest.fixture(scope="module")
