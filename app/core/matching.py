@@ -48,6 +48,7 @@ COPY_GAP = 10  # document tokens between two of a passage's n-grams in one copy 
 RUN_GAP = 1  # document tokens a run of the item's text may skip (a word inserted by an edit)
 LONG_ANSWER = 8  # tokens: a free-text answer longer than this is found when half of it is held
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
+BLANK_TOKENS = 2  # item tokens a cloze's blank may be written as ("[MASK]", "(blank)"); "____" is none
 SHORT_ALT_WINDOW = 2  # tokens before a one- or two-word accepted answer after the question ("A:", "Answer:")
 _LETTERS = token_hashes(list("abcdefghijklmnopqrstuvwxyz")).view(np.int64)  # choice labels, as tokens
 _NUMBERS = frozenset(token_hashes([str(k) for k in range(10_000)]).view(np.int64).tolist())  # a question's number
@@ -1166,7 +1167,8 @@ def _answer_found(
     choices, if they are listed); a repeated choice must appear twice when the other choices
     are listed too, once as a choice and once as the answer (the last is where it is given;
     otherwise the first after the question is, a later one being the text going on about it),
-    or be named by the letter the document lists it under (_label_given). Half of a worked
+    or be named by the letter the document lists it under (_label_given), or fill the question's
+    blank (_filled_blank: a cloze copied as the sentence it was cut from). Half of a worked
     solution's own text held gives the answer away too; a short final answer after it is found
     for the evidence (_after_solution).
     """
@@ -1196,10 +1198,31 @@ def _answer_found(
     repeated = listed and len(p.answer_ids) > 0  # a choice listed, then given: the last is the answer
     if len(found) >= (2 if repeated else 1):  # else the first after the question (a later one is prose)
         return True, _placed(q_end + found[-1 if repeated else 0], len(needle), lo, src)
+    if (filled := _filled_blank(p, al, region, needle)) >= 0:
+        return True, _placed(filled, len(needle), lo, src)
     if len(p.answer_ids):
         k = _label_given(p, window, choices, needle) if listed else -1
         return (True, _placed(q_end + k, 1, lo, src)) if k >= 0 else (False, None)
     return _alternative_found(p, region, q_end, lo, src)
+
+
+def _filled_blank(p: PreparedItem, al: Alignment, region: np.ndarray, needle: np.ndarray) -> int:
+    """Region index where the answer fills the question's blank (-1: nowhere): the region holds the
+    answer, and nothing else, between two question words that the item has side by side or with at
+    most BLANK_TOKENS words between that the region lacks (the blank: "____" is no token, "[MASK]"
+    one). A cloze item's source sentence holds its answer there, inside the question, where the
+    answer after the question was looked for only (a new user's trial: a page holding "These
+    functions are intended for ..." was "the question ... without its answer" for "These
+    functions are ____ for ...", and found only with the blank at the sentence's end)."""
+    q = np.flatnonzero((p.role == QUESTION) & al.matched)
+    if len(q) < 2 or not len(needle):
+        return -1
+    d = al.doc_pos[q]
+    for j in np.flatnonzero((np.diff(d) == len(needle) + 1) & (np.diff(q) <= BLANK_TOKENS + 1)).tolist():
+        start = int(d[j]) + 1
+        if np.array_equal(region[start : start + len(needle)], needle):
+            return start
+    return -1
 
 
 def _alternative_found(

@@ -617,6 +617,27 @@ def test_a_maths_final_answer_after_the_question_is_its_answer() -> None:
     assert alone.reason.endswith("(its answer was not found with it)")
 
 
+@pytest.mark.parametrize("blank", ["____", "_", "[MASK]"])
+def test_a_clozes_answer_in_its_blank_is_found(blank: str) -> None:
+    """A cloze's source sentence holds the answer inside the question, in the blank: a page with
+    "These functions are intended for ..." was "the question ... without its answer" for "These
+    functions are ____ for ...", found only when the blank ended the sentence (a new user's
+    trial). Another word in the blank, or the blank copied as it is, leaves the answer unfound."""
+    sentence = (
+        "These functions are intended for use by the allocator of the kernel and must never be called "
+        "from an interrupt handler."
+    )
+    item = BenchmarkItem(
+        "c", 0, question=sentence.replace("intended", blank), choices=("intended", "forbidden", "written"), answer="intended"
+    )
+    filled = scan([item], {"page": f"{FILLER} {sentence} {FILLER}"})["c"]
+    assert filled.status == Status.CONTAMINATED and filled.answer_found, filled.reason
+    other = scan([item], {"page": f"{FILLER} {sentence.replace('intended', 'written')} {FILLER}"})["c"]
+    assert other.status.flagged and not other.answer_found, other.reason
+    kept = scan([item], {"page": f"{FILLER} {item.question} {FILLER}"})["c"]
+    assert kept.status.flagged and not kept.answer_found, kept.reason
+
+
 def test_an_answer_found_without_its_question_says_so() -> None:
     """A code task's solution copied alone into a source file is flagged (the solution is in the
     training data) with "one document holds 81% of the item's own text": nothing said the question
