@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from contam.app import __version__ as __version__  # re-exported by contam/__init__.py, as the two below
 from contam.app.core.config import SignatureConfig, Thresholds
 from contam.app.core.types import BenchmarkItem, answer_of
-from contam.app.errors import ContamError
+from contam.app.errors import ContamError, InputError
 from contam.app.services.checking import CheckResult as ScanResult
 from contam.app.services.checking import CheckService
 from contam.app.services.corpora import CorpusService
@@ -22,6 +23,7 @@ from contam.indexer.options import IndexOptions
 from contam.indexer.summary import IndexSummary
 
 ItemLike = str | Mapping[str, Any] | BenchmarkItem
+ITEM_FIELDS = ("id", "question", "passage", "choices", "answer", "solution", "alternatives")  # the REST check's
 
 
 class FilesFailed(ContamError):
@@ -40,25 +42,18 @@ class FilesFailed(ContamError):
 
 
 def as_item(row: int, item: ItemLike) -> BenchmarkItem:
-    """A text (a question alone), a mapping with question / passage / choices / answer /
-    solution / id, or a BenchmarkItem, as a BenchmarkItem."""
+    """A text (a question alone), a mapping with the REST check's fields (ITEM_FIELDS), or a
+    BenchmarkItem, as a BenchmarkItem. A mapping with another key is refused, as the REST check
+    refuses it: "choises" or a dataset's "context" was dropped without a word (a new user's trial)."""
     if isinstance(item, BenchmarkItem):
         return item
     if isinstance(item, str):
         return BenchmarkItem(str(row), row, question=item)
-    given = item.get("choices")
-    given = () if given is None else given
-    if isinstance(given, bytes | bytearray):
-        given = given.decode("utf-8", "replace")
-    if isinstance(given, str):  # a string is one choice, not one a character (a review)
-        given = (given,) if given else ()
-    refused = ContamError(f"item {row}: choices must be a list of texts, got {type(given).__name__}")
-    if isinstance(given, Mapping) or not isinstance(given, Iterable):  # a list, a tuple, an array
-        raise refused
-    try:
-        choices = tuple(str(c) for c in given)
-    except TypeError:  # iterable in name only (a 0-d array)
-        raise refused from None
+    if not isinstance(item, Mapping):
+        raise InputError(f"item {row}: a text, a mapping or a BenchmarkItem, not {type(item).__name__}")
+    if other := [k for k in item if k not in ITEM_FIELDS]:
+        raise InputError(f"item {row}: {_unknown_fields(other)}")
+    choices = _texts(row, "choices", item.get("choices"))
     ident = item.get("id")
     return BenchmarkItem(
         str(ident) if ident is not None else str(row),
@@ -68,7 +63,58 @@ def as_item(row: int, item: ItemLike) -> BenchmarkItem:
         choices=choices,
         answer=answer_of("" if item.get("answer") is None else item["answer"], choices),  # 0 is an index
         solution=str(item.get("solution") or ""),
+        alternatives=_texts(row, "alternatives", item.get("alternatives")),
     )
+
+
+def _texts(row: int, name: str, given: Any) -> tuple[str, ...]:
+    """A list of texts (a list, a tuple, an array; a single text is one)."""
+    given = () if given is None else given
+    if isinstance(given, bytes | bytearray):
+        given = given.decode("utf-8", "replace")
+    if isinstance(given, str):  # a string is one choice, not one a character (a review)
+        given = (given,) if given else ()
+    refused = InputError(f"item {row}: {name} must be a list of texts, got {type(given).__name__}")
+    if isinstance(given, Mapping) or not isinstance(given, Iterable):
+        raise refused
+    try:
+        return tuple(str(c) for c in given)
+    except TypeError:  # iterable in name only (a 0-d array)
+        raise refused from None
+
+
+def _unknown_fields(keys: Sequence[Any]) -> str:
+    """What a mapping's unknown keys are told: each with the field it was likely meant to be."""
+    said = []
+    for k in keys:
+        close = difflib.get_close_matches(str(k), ITEM_FIELDS, 1)
+        said.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return (
+        f"{', '.join(said)} {'is not a field' if len(said) == 1 else 'are not fields'} of an item "
+        f"(the fields: {', '.join(ITEM_FIELDS)}); rows of a dataset's own layout go through "
+        "Index.scan_file, which maps their fields as `contam scan` does"
+    )
+
+
+def _names(corpora: str | Sequence[str] | None) -> list[str] | None:
+    """Corpus names: one name alone is one corpus, not one a character."""
+    return None if corpora is None else [corpora] if isinstance(corpora, str) else list(corpora)
+
+
+def _thresholds(given: Thresholds | Mapping[str, Any] | None) -> Thresholds | None:
+    """Thresholds, or a mapping of some of them by name (checked as the CLI and the API check them)."""
+    if given is None or isinstance(given, Thresholds):
+        return given
+    if not isinstance(given, Mapping):
+        raise InputError(f"thresholds: a Thresholds or a mapping of names to values, not {type(given).__name__}")
+    from pydantic import ValidationError
+
+    from contam.app.api.schemas import ThresholdsIn, threshold_problems
+
+    try:
+        return ThresholdsIn.model_validate(dict(given)).to_thresholds()
+    except ValidationError as exc:
+        raise InputError(f"thresholds: {threshold_problems(exc)}") from exc
 
 
 class Index:
@@ -93,7 +139,7 @@ class Index:
     def add(
         self,
         corpus: str,
-        paths: Iterable[str | Path],
+        paths: str | Path | Iterable[str | Path],
         *,
         text_field: str = "text",
         id_field: str = "id",
@@ -103,7 +149,7 @@ class Index:
         address: str | None = None,
         strict: bool = True,
     ) -> IndexSummary:
-        """Index corpus files or folders into `corpus` (created with `settings` if new).
+        """Index corpus files or folders (`paths`, or one path) into `corpus` (created with `settings` if new).
         A file that cannot be read, or gives no documents (a wrong `text_field`, say), fails
         with its reason; the others are indexed, then FilesFailed is raised, holding the
         summary (`strict=False`: the summary is returned, its `failed` files listed there).
@@ -114,7 +160,8 @@ class Index:
         each worker writing straight into the database (PostgreSQL only), as `contam index
         --executor ray --address ADDR` does."""
         opts = IndexOptions(text_field=text_field, id_field=id_field, workers=workers)
-        cfg, files = settings or SignatureConfig(), [Path(p) for p in paths]
+        given = [paths] if isinstance(paths, str | Path) else paths  # one path, not one a character
+        cfg, files = settings or SignatureConfig(), [Path(p) for p in given]
         summary = run_index(
             self.engine, corpus, cfg, opts, files, executor=executor, address=address, tasks=workers or None
         )
@@ -132,21 +179,26 @@ class Index:
         self,
         items: Iterable[ItemLike],
         *,
-        corpora: Sequence[str] | None = None,
-        thresholds: Thresholds | None = None,
+        corpora: str | Sequence[str] | None = None,
+        thresholds: Thresholds | Mapping[str, Any] | None = None,
     ) -> ScanResult:
-        """Score items (texts, mappings or BenchmarkItems) against the corpora (default: those
-        whose settings match); nothing is stored."""
+        """Score items against the corpora (default: those whose settings match); nothing is
+        stored. An item is a text (its question), a mapping with the REST check's fields
+        (ITEM_FIELDS: another key is refused, as the API refuses it) or a BenchmarkItem;
+        `corpora` names (one name alone is one corpus); `thresholds` a Thresholds or a mapping
+        of some of them by name ({"min_bits": 20}), checked as the CLI checks them."""
         checks = CheckService(self.engine, get_settings().limits())
-        return checks.items([as_item(i, it) for i, it in enumerate(items)], corpora, thresholds)
+        return checks.items([as_item(i, it) for i, it in enumerate(items)], _names(corpora), _thresholds(thresholds))
 
     def scan_file(
         self,
         path: str | Path,
         *,
         mapping: Mapping[str, Any] | None = None,
-        corpora: Sequence[str] | None = None,
-        thresholds: Thresholds | None = None,
+        corpora: str | Sequence[str] | None = None,
+        thresholds: Thresholds | Mapping[str, Any] | None = None,
     ) -> ScanResult:
         """Score every item of a benchmark file or save_to_disk folder (any format `contam scan` reads)."""
-        return CheckService(self.engine, get_settings().limits()).path(Path(path), mapping, corpora, thresholds)
+        return CheckService(self.engine, get_settings().limits()).path(
+            Path(path), mapping, _names(corpora), _thresholds(thresholds)
+        )

@@ -113,3 +113,39 @@ def test_files_failed_survives_a_worker_pool(tmp_path: Path) -> None:
     again = pickle.loads(pickle.dumps(failed.value))
     assert again.message == failed.value.message and again.summary.as_dict()["files_failed"] == 1
     assert copy.copy(failed.value).summary is failed.value.summary
+
+
+def test_a_mapping_with_a_key_no_item_has_is_refused() -> None:
+    """A misspelt key ("choises") or a dataset's own ("context", "answers") was dropped without a
+    word, and the item scored without its choices, passage or answer (a new user's trial), where
+    the REST check refuses it. The refusal names each key and the field it was likely meant to be."""
+    from contam import as_item
+
+    with pytest.raises(contam.ContamError, match=r"item 2: 'choises' \(did you mean 'choices'\?\), 'anwser'"):
+        as_item(2, {"question": "Pick", "choises": ["red", "blue"], "anwser": 1})
+    with pytest.raises(contam.ContamError, match=r"'context', 'answers' \(did you mean 'answer'\?\) are not fields"):
+        as_item(0, {"question": "Who?", "context": "A passage.", "answers": {"text": ["Tom"]}})
+    with pytest.raises(contam.ContamError, match="Index.scan_file"):
+        as_item(0, {"question": "Who?", "subject": "history"})
+    with pytest.raises(contam.ContamError, match="item 1: a text, a mapping or a BenchmarkItem, not int"):
+        as_item(1, 7)  # type: ignore[arg-type]
+    # every field the REST check takes is taken, accepted answers too
+    it = as_item(0, {"id": "q1", "question": "Is the sky blue?", "answer": "yes", "alternatives": ["true", "Yes"]})
+    assert it.item_id == "q1" and it.alternatives == ("true", "Yes")
+
+
+def test_one_name_path_or_a_mapping_of_thresholds_is_taken_as_meant(db_url: str, tmp_path: Path) -> None:
+    """A corpus name given alone was read a character at a time ("no corpus named 'c', 'd', 'o',
+    's'"), as was one path ("no such file or directory: c"), and thresholds given as a mapping, as
+    the CLI and the API take them, failed with an AttributeError (a new user's trial)."""
+    q = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "text": f"Quiz: {q}"}) + "\n")
+    with contam.Index(db_url) as index:
+        assert index.add("docs", str(tmp_path / "c.jsonl")).as_dict()["documents"] == 1
+        assert index.add("docs", tmp_path / "c.jsonl").as_dict()["files_unchanged"] == 1
+        result = index.scan([q], corpora="docs", thresholds={"longest_match": 20})
+        assert result.results[0].score.status == "contaminated" and result.thresholds.longest_match == 20
+        with pytest.raises(contam.ContamError, match=r"thresholds: unknown threshold 'longest' \(did you mean"):
+            index.scan([q], thresholds={"longest": 20})
+        with pytest.raises(contam.ContamError, match="thresholds: a Thresholds or a mapping"):
+            index.scan([q], thresholds=20)  # type: ignore[arg-type]

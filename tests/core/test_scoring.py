@@ -628,7 +628,11 @@ def test_a_clozes_answer_in_its_blank_is_found(blank: str) -> None:
         "from an interrupt handler."
     )
     item = BenchmarkItem(
-        "c", 0, question=sentence.replace("intended", blank), choices=("intended", "forbidden", "written"), answer="intended"
+        "c",
+        0,
+        question=sentence.replace("intended", blank),
+        choices=("intended", "forbidden", "written"),
+        answer="intended",
     )
     filled = scan([item], {"page": f"{FILLER} {sentence} {FILLER}"})["c"]
     assert filled.status == Status.CONTAMINATED and filled.answer_found, filled.reason
