@@ -642,6 +642,30 @@ def test_a_clozes_answer_in_its_blank_is_found(blank: str) -> None:
     assert kept.status.flagged and not kept.answer_found, kept.reason
 
 
+def _prose(k: int, seed: int) -> list[str]:
+    """k words of made-up prose: every word its own, so any run of them is this text's alone."""
+    rng = random.Random(seed)
+    syllables = ["ka", "lo", "mi", "ren", "tu", "sa", "vor", "en", "di", "pa", "shu", "gel"]
+    return ["".join(rng.choice(syllables) for _ in range(3)) + str(i % 10) for i in range(k)]
+
+
+def test_one_sentence_of_a_long_item_is_no_copy_of_it() -> None:
+    """A run of longest_match own tokens flags an item only where it is a tenth of its own text: a
+    probe's clean 300-460-token items were `suspicious` for one 13-24-token sentence that another
+    page of the same documentation holds (22 of 243). A run that long in a shorter item, and a
+    longer run in a long one, still flag it."""
+    text = _prose(320, 1)
+    long_item = BenchmarkItem("long", 0, question=" ".join(text))
+    one_sentence = scan([long_item], {"page": f"{FILLER} {' '.join(text[100:118])} {FILLER}"})["long"]
+    assert one_sentence.status == Status.CLEAN and one_sentence.longest_match == 18, one_sentence.reason
+    assert "18-token run" in one_sentence.reason and "not a copy of the item" in one_sentence.reason
+    passage = scan([long_item], {"page": f"{FILLER} {' '.join(text[100:140])} {FILLER}"})["long"]
+    assert passage.status == Status.SUSPICIOUS and passage.reason.startswith("a 40-token run"), passage.reason
+    short_item = BenchmarkItem("short", 0, question=" ".join(text[:60]))
+    run = scan([short_item], {"page": f"{FILLER} {' '.join(text[20:38])} {FILLER}"})["short"]
+    assert run.status == Status.SUSPICIOUS and run.reason.startswith("a 18-token run"), run.reason
+
+
 def test_an_answer_found_without_its_question_says_so() -> None:
     """A code task's solution copied alone into a source file is flagged (the solution is in the
     training data) with "one document holds 81% of the item's own text": nothing said the question
