@@ -644,9 +644,13 @@ def serve_banner(
     """What `contam serve` (and so `make run`) says first: where everything is, what to do next.
     created: the database file was made just now (a typo in its path serves an empty dashboard: say
     so); a database other than the default is named in the next steps, which a shell without
-    CONTAM_DATABASE_URL would otherwise run against the default (a new user's trial)."""
+    CONTAM_DATABASE_URL would otherwise run against the default (a new user's trial), as is the
+    default when XDG_DATA_HOME placed it, which a shell without that variable does not find (a
+    second trial: `XDG_DATA_HOME=... make run`, then `contam index` in another terminal made a
+    second, empty database); an SQLite file by its URL, which holds no password."""
     shown = "localhost" if _is_loopback(host) else host
-    db = " --db URL" if database_url != default_database_url() else ""
+    elsewhere = database_url != default_database_url() or bool(os.environ.get("XDG_DATA_HOME"))
+    db = "" if not elsewhere else f" --db {database_url}" if database_url.startswith("sqlite") else " --db URL"
     return "\n".join(
         [
             f"contam {__version__}",
@@ -659,7 +663,11 @@ def serve_banner(
                 else ""
             ),
             f"  your data:  {command} index{db} --corpus NAME PATH...   then   {command} scan{db} BENCHMARK.jsonl"
-            + ("\n              (URL: the database above; or set CONTAM_DATABASE_URL there as here)" if db else ""),
+            + (
+                "\n              (URL: the database above; or set CONTAM_DATABASE_URL there as here)"
+                if db == " --db URL"
+                else ""
+            ),
         ]
     )
 

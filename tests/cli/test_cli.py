@@ -483,8 +483,15 @@ def test_serve_says_where_things_are_and_refuses_placeholder_keys(monkeypatch: p
     # shell without CONTAM_DATABASE_URL indexed into the default)
     assert "dashboard:  http://localhost:8000/" in banner and "contam index --db URL --corpus NAME PATH" in banner
     assert "contam scan --db URL BENCHMARK" in banner and "new, empty" not in banner
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     default = serve_banner(default_database_url(), "127.0.0.1", 8000, keys=False)
     assert "contam index --corpus NAME PATH" in default and "--db" not in default
+    # the default placed by XDG_DATA_HOME, which another shell may lack, is named by its URL (a trial)
+    monkeypatch.setenv("XDG_DATA_HOME", "/tmp/trial-data")
+    placed = serve_banner(default_database_url(), "127.0.0.1", 8000, keys=False)
+    assert "contam index --db sqlite:////tmp/trial-data/contam/contam.db --corpus NAME PATH" in placed
+    assert "contam scan --db sqlite:////tmp/trial-data/contam/contam.db BENCHMARK" in placed
+    monkeypatch.delenv("XDG_DATA_HOME")
     assert "postgresql://u:***@db/contam" in banner  # the password never shown
     monkeypatch.setenv("CONTAM_API_KEYS", "change-me")
     get_settings.cache_clear()
