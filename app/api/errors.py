@@ -143,7 +143,13 @@ async def validation_error(_req: Request, exc: Exception) -> JSONResponse:
 async def http_error(_req: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     detail = getattr(exc, "limit_detail", None)  # a body over its limit (bodies.TooLarge): the setting and value
-    return JSONResponse(error_body(str(exc.detail), detail), status_code=exc.status_code, headers=exc.headers)
+    message = str(exc.detail)
+    if isinstance(exc.__cause__, UnicodeDecodeError):  # FastAPI said "There was an error parsing the body" (a trial)
+        message = (
+            f"the request body is not UTF-8 text (invalid byte at position {exc.__cause__.start}): "
+            "send JSON encoded as UTF-8"
+        )
+    return JSONResponse(error_body(message, detail), status_code=exc.status_code, headers=exc.headers)
 
 
 def install(app: FastAPI) -> None:

@@ -198,6 +198,14 @@ def test_check_endpoint(client: TestClient) -> None:
     )
     assert broken.status_code == 400, broken.text
     assert broken.json()["error"] == "the request body is not valid JSON: Expecting ',' delimiter at character 16"
+    # a body that is not UTF-8 says so, as an upload does ("There was an error parsing the body": a trial)
+    latin = client.post(
+        "/api/v1/check",
+        content='{"texts": ["caf\u00e9"]}'.encode("latin-1"),
+        headers={"content-type": "application/json"},
+    )
+    assert latin.status_code == 400, latin.text
+    assert latin.json()["error"].startswith("the request body is not UTF-8 text (invalid byte at position 15)")
     # a key the request does not have is refused, not dropped: `corpus` checked every corpus,
     # and an item's `Question` left it with no text (too_short)
     for body in ({"texts": [Q1], "corpus": ["c"]}, {"items": [{"Question": Q1}]}):
