@@ -53,14 +53,15 @@ class CorpusService:
             repo.delete_corpus(conn, int(row["id"]))
 
     def rename(self, name: str, new_name: str) -> None:
-        """Give a corpus another name; refused while a report job or an indexing run uses it, or
-        if the name is taken."""
+        """Give a corpus another name, in the reports made with it too; refused while a report job
+        or an indexing run uses it, or if the name is taken."""
         check_corpus_name(new_name)
         with db.writing(self.engine) as conn:
             row = self._unused(conn, name, "rename")
             if repo.get_corpus(conn, new_name) is not None:
                 raise SettingsConflict(f"there is already a corpus named {new_name!r}")
             repo.rename_corpus(conn, int(row["id"]), new_name)
+            reports_repo.rename_corpus(conn, name, new_name)  # reports name it as it is now called
 
     @staticmethod
     def _unused(conn: Connection, name: str, verb: str) -> dict[str, Any]:

@@ -114,6 +114,53 @@ def reports_using(conn: Connection, name: str) -> list[str]:
     return sorted(str(rid) for rid, names in rows if name in json.loads(names))
 
 
+def rename_corpus(conn: Connection, old: str, new: str, batch: int = 1000) -> int:
+    """Corpus `old` is called `new` in every report made with it: the corpora it was checked
+    against, its summary's per-corpus counts, and each item's evidence and corpora found (the
+    reports kept the old name, so the item list's corpus filter found nothing under the new one
+    and the dashboard offered a corpus that no longer exists: a new user's trial). The number of
+    reports changed."""
+    ids = []
+    for rid, names, summary in conn.execute(select(report.c.id, report.c.corpora, report.c.summary)).all():
+        corpora = json.loads(names)
+        if old not in corpora:
+            continue
+        values: dict[str, Any] = {"corpora": [new if c == old else c for c in corpora]}
+        said = json.loads(summary) if summary is not None else None
+        if said and old in said.get("per_corpus", {}):
+            said["per_corpus"] = dict(sorted((new if k == old else k, v) for k, v in said["per_corpus"].items()))
+            values["summary"] = said
+        conn.execute(update(report).where(report.c.id == rid).values(**_encode(values)))
+        ids.append(rid)
+    for rid in ids:
+        _rename_in_items(conn, rid, old, new, batch)
+    return len(ids)
+
+
+def _rename_in_items(conn: Connection, report_id: str, old: str, new: str, batch: int) -> None:
+    """rename_corpus in one report's items, `batch` at a time."""
+    found = report_item.c.corpora_found.contains(f",{old},", autoescape=True)
+    last = -1
+    while rows := conn.execute(
+        select(report_item.c.idx, report_item.c.corpora_found, report_item.c.data)
+        .where(report_item.c.report_id == report_id, found, report_item.c.idx > last)
+        .order_by(report_item.c.idx)
+        .limit(batch)
+    ).all():
+        for idx, corpora_found, data in rows:
+            d = json.loads(data)
+            for e in d.get("evidence", ()):
+                if e.get("corpus") == old:
+                    e["corpus"] = new
+            names = sorted(new if c == old else c for c in corpora_found.strip(",").split(","))
+            conn.execute(
+                update(report_item)
+                .where(report_item.c.report_id == report_id, report_item.c.idx == idx)
+                .values(corpora_found="," + ",".join(names) + ",", data=json.dumps(d))
+            )
+        last = rows[-1][0]
+
+
 def _decode(row: Any) -> dict[str, Any]:
     d = dict(row)
     for k in JSON_COLUMNS:

@@ -106,6 +106,32 @@ def test_delete_and_rename_a_corpus(engine: Engine, index_corpus: IndexCorpus) -
         svc.rename("web", "other")
 
 
+def test_a_renamed_corpus_is_called_by_its_new_name_in_its_reports(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """Reports kept a renamed corpus's old name: the item list's corpus filter found nothing under
+    the new name, and the dashboard offered a corpus that no longer existed (a new user's trial).
+    A report made with another corpus only is left as it is."""
+    import json
+
+    docs = make_docs(3, 60, 1, "a")
+    index_corpus(engine, docs, "docs")
+    index_corpus(engine, make_docs(2, 60, 2, "b"), "other")
+    rows = [{"id": "c", "question": " ".join(docs[0]["text"].split()[5:35])}, {"id": "n", "question": "rivers"}]
+    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    svc = ReportService(engine, 1 << 20)
+    rid = svc.submit(data, "b.jsonl", corpora=["docs", "other"], background=False)
+    apart = svc.submit(data, "b.jsonl", corpora=["other"], background=False)
+    assert svc.items(rid, corpus="docs")[0] == 1
+    CorpusService(engine).rename("docs", "usrdocs")
+    made = svc.get(rid)
+    assert made["corpora"] == ["usrdocs", "other"] and set(made["summary"]["per_corpus"]) == {"usrdocs", "other"}
+    assert svc.items(rid, corpus="docs")[0] == 0
+    total, items = svc.items(rid, corpus="usrdocs")
+    assert total == 1 and items[0]["item_id"] == "c"
+    assert {e["corpus"] for e in svc.item(rid, "c")["evidence"]} == {"usrdocs"}
+    assert svc.get(apart)["corpora"] == ["other"]
+    svc.shutdown()
+
+
 def test_a_corpus_being_indexed_cannot_be_deleted_or_renamed(
     engine: Engine, index_corpus: IndexCorpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
