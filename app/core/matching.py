@@ -15,6 +15,7 @@ counts; otherwise all but the passages it shares word for word with another item
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -48,7 +49,9 @@ COPY_GAP = 10  # document tokens between two of a passage's n-grams in one copy 
 RUN_GAP = 1  # document tokens a run of the item's text may skip (a word inserted by an edit)
 LONG_ANSWER = 8  # tokens: a free-text answer longer than this is found when half of it is held
 ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must appear to be "the answer"
-BLANK_TOKENS = 2  # item tokens a cloze's blank may be written as ("[MASK]", "(blank)"); "____" is none
+BLANK_TOKENS = 2  # item tokens a cloze's blank may be written as ("[MASK]", "<mask>"); "____" is none
+# a cloze's blank in its question's text: underscores that are no part of a word, or a mask token
+BLANK = re.compile(r"(?<!\w)_++(?!\w)|\[mask\]|<mask>", re.IGNORECASE)
 SHORT_ALT_WINDOW = 2  # tokens before a one- or two-word accepted answer after the question ("A:", "Answer:")
 _LETTERS = token_hashes(list("abcdefghijklmnopqrstuvwxyz")).view(np.int64)  # choice labels, as tokens
 _NUMBERS = frozenset(token_hashes([str(k) for k in range(10_000)]).view(np.int64).tolist())  # a question's number
@@ -1207,15 +1210,18 @@ def _answer_found(
 
 
 def _filled_blank(p: PreparedItem, al: Alignment, region: np.ndarray, needle: np.ndarray) -> int:
-    """Region index where the answer fills the question's blank (-1: nowhere): the region holds the
-    answer, and nothing else, between two question words that the item has side by side or with at
-    most BLANK_TOKENS words between that the region lacks (the blank: "____" is no token, "[MASK]"
-    one). A cloze item's source sentence holds its answer there, inside the question, where the
-    answer after the question was looked for only (a new user's trial: a page holding "These
-    functions are intended for ..." was "the question ... without its answer" for "These
-    functions are ____ for ...", and found only with the blank at the sentence's end)."""
+    """Region index where the answer fills the question's blank (-1: nowhere, or a question with
+    no blank): the region holds the answer, and nothing else, between two question words that the
+    item has side by side or with at most BLANK_TOKENS words between that the region lacks (the
+    blank: "____" is no token, "[MASK]" one). A cloze item's source sentence holds its answer
+    there, inside the question, where the answer after the question was looked for only (a new
+    user's trial: a page holding "These functions are intended for ..." was "the question ...
+    without its answer" for "These functions are ____ for ...", and found only with the blank at
+    the sentence's end). Only a question with a blank (BLANK) has one to fill: in any other, a
+    word an edited copy changed that happens to be the answer ("Which gas do oxygen plants take
+    in") is no answer given (a review)."""
     q = np.flatnonzero((p.role == QUESTION) & al.matched)
-    if len(q) < 2 or not len(needle):
+    if len(q) < 2 or not len(needle) or not BLANK.search(p.item.question):
         return -1
     d = al.doc_pos[q]
     for j in np.flatnonzero((np.diff(d) == len(needle) + 1) & (np.diff(q) <= BLANK_TOKENS + 1)).tolist():

@@ -642,6 +642,15 @@ def test_a_clozes_answer_in_its_blank_is_found(blank: str) -> None:
     assert kept.status.flagged and not kept.answer_found, kept.reason
 
 
+def test_a_word_an_edit_changed_into_the_answer_is_no_blank_filled() -> None:
+    """Only a question with a blank has one to fill: in another, an edited copy whose changed
+    word is the answer gave the answer away (a review: `suspicious` became `contaminated`)."""
+    q = "Which gas do green plants take in from the air of the forest to make their food in sunlight?"
+    item = BenchmarkItem("g", 0, question=q, choices=("oxygen", "carbon dioxide", "nitrogen"), answer="oxygen")
+    edited = scan([item], {"page": f"{FILLER} {q.replace('green', 'oxygen')} {FILLER}"})["g"]
+    assert not edited.answer_found and edited.status == Status.SUSPICIOUS, edited.reason
+
+
 def _prose(k: int, seed: int) -> list[str]:
     """k words of made-up prose: every word its own, so any run of them is this text's alone."""
     rng = random.Random(seed)
