@@ -12,6 +12,7 @@ import csv
 import ipaddress
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -650,7 +651,13 @@ def serve_banner(
     second, empty database); an SQLite file by its URL, which holds no password."""
     shown = "localhost" if _is_loopback(host) else host
     elsewhere = database_url != default_database_url() or bool(os.environ.get("XDG_DATA_HOME"))
-    db = "" if not elsewhere else f" --db {database_url}" if database_url.startswith("sqlite") else " --db URL"
+    db = (
+        ""
+        if not elsewhere
+        else f" --db {shlex.quote(database_url)}"
+        if database_url.startswith("sqlite")
+        else " --db URL"
+    )
     return "\n".join(
         [
             f"contam {__version__}",

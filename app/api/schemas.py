@@ -41,7 +41,10 @@ class ThresholdsIn(BaseModel):
         "call it suspicious (calibrated on unrelated text: bench/calibrate.py)",
     )
     longest_match: int = Field(
-        _TH.longest_match, ge=1, description="GPT-3: a run of this many own tokens in one document is suspicious"
+        _TH.longest_match,
+        ge=1,
+        description="GPT-3: a run of this many own tokens in one document is suspicious, where it is also "
+        "`longest_share` of the item's own text or twice this long",
     )
     max_df: int = Field(_TH.max_df, ge=1, description="GPT-3: n-grams in more documents are boilerplate")
     template_min_items: int = Field(
@@ -63,6 +66,13 @@ class ThresholdsIn(BaseModel):
         _TH.opening_run,
         ge=1,
         description="own tokens from the item's first one on, in one run, that make a truncated copy (suspicious)",
+    )
+    longest_share: float = Field(
+        _TH.longest_share,
+        ge=0,
+        le=1,
+        description="share of the item's own text a run of `longest_match` tokens must be to make it suspicious "
+        "(a run twice `longest_match` long always does)",
     )
 
     @model_validator(mode="after")

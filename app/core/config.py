@@ -144,6 +144,12 @@ class Thresholds:
     # a chance match rarely starts where the item does. At 6 to 10 own tokens from the first one
     # on, no item of the null was flagged by it (bench/calibrate.py): 8 leaves a margin.
     opening_run: int = 8
+    # A run of longest_match own tokens flags an item only when it is this share of the item's own
+    # text, or two longest_match runs long (scoring.run_needed): one 13-24-token sentence of a
+    # 300-460-token item that another page of the same documentation holds is a passage of it, not
+    # a copy (a probe of 243 clean long items: 18 of the 52 flagged, now clean; bench/MEASUREMENTS.md,
+    # session 37); a run of 26 tokens or more flags any item, however long.
+    longest_share: float = 0.1
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

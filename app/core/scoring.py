@@ -36,7 +36,8 @@ What decides is the item's *own* text, found in one document (DESIGN.md items 2-
      contaminated  own text >= contaminated_coverage found, and as much of the whole item;
                    or the question's own text with its answer right after it
      suspicious    own text >= suspicious_coverage, or a run of >= longest_match own tokens
-                   (GPT-3's 13-gram rule) that is LONGEST_SHARE of the own text or more; or a passage shared with 1 to
+                   (GPT-3's 13-gram rule) that is longest_share of the own text or more, or
+                   twice longest_match long (run_needed); or a passage shared with 1 to
                    passage_max_items other items found as a run of >= passage_tokens tokens
                    not common in the corpus, with none of the item's own text and no copy
                    there of an item sharing it (the reason says so); or the item's
@@ -148,16 +149,6 @@ class ItemScore:
 # (with a short channel; without one, no field of n tokens means no n-gram to look up)
 MIN_TOKENS = 4
 
-# A run of longest_match own tokens flags an item only when it is this share of the item's own text
-# or more: in an item of 300-460 tokens, one sentence of 13-24 tokens that another page of the same
-# documentation also holds is a sentence of the item, not a copy of it, and a long item has many
-# sentences to share (a probe of 243 clean long items: 52 flagged, 22 of them by one run under a
-# tenth of the own text, now clean, none of the probe's 60 planted copies changed; the evaluation
-# set's partial copies flagged by a run alone hold runs of 25-34% of their items' own text:
-# bench/MEASUREMENTS.md, session 37). An item of at most 130 own tokens is judged as before
-# (longest_match is a tenth of it or more).
-LONGEST_SHARE = 0.1
-
 SEVERITY = {Status.CONTAMINATED: 2, Status.SUSPICIOUS: 1, Status.CLEAN: 0, Status.TOO_SHORT: 0}  # a verdict's weight
 
 
@@ -221,7 +212,7 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
             f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens)"
             f"{_short_of_whole(m, th)}{_missing(p, m)}"
         )
-    if m.longest_own >= max(th.longest_match, LONGEST_SHARE * m.own_total) and m.own_bits >= th.min_bits:
+    if m.longest_own >= run_needed(m.own_total, th) and m.own_bits >= th.min_bits:
         return Status.SUSPICIOUS, f"a {m.longest_own}-token run of its own text matches one document"
     if m.opening >= th.opening_run and m.opening_unique > n and m.own_bits >= th.min_bits:
         return Status.SUSPICIOUS, (
@@ -234,6 +225,20 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
             "item(s) was found, but not this item's own text"
         )
     return Status.CLEAN, _clean_reason(m, th, n)
+
+
+def run_needed(own_total: int, th: Thresholds) -> float:
+    """Own tokens in one run that make an item suspicious alone: longest_match, or longest_share
+    of a long item's own text, up to twice longest_match. In an item of 300-460 tokens, one
+    sentence of 13-24 tokens that another page of the same documentation also holds is a passage
+    of the item, not a copy of it, and a long item has many sentences to share (a probe of 243
+    clean long items: 52 flagged, 18 of them by one such run alone, now clean, none of the
+    probe's planted copies changed; the evaluation set's partial copies
+    flagged by a run alone hold runs of 25-34% of their items' own text: bench/MEASUREMENTS.md,
+    session 37). Two sentences' length in a row is more than a passage documents share by
+    chance, whatever the item's length (a review: a 190-token copy in a 2,000-token item went
+    unflagged). An item of at most 130 own tokens is judged as before."""
+    return max(th.longest_match, min(th.longest_share * own_total, 2 * th.longest_match))
 
 
 def _question_alone(
@@ -354,9 +359,9 @@ def _not_a_phrase(m: DocMatch, n: int, th: Thresholds) -> bool:
 def _clean_reason(m: DocMatch, th: Thresholds, n: int) -> str:
     """Why a document that does not flag the item says it is clean."""
     if m.longest_own >= th.longest_match and m.own_bits >= th.min_bits and m.own_coverage < th.suspicious_coverage:
-        return (  # the run rule failed on LONGEST_SHARE alone
+        return (  # the run rule failed on longest_share alone
             f"a {m.longest_own}-token run of its own text matches one document, but that is "
-            f"{m.longest_own / m.own_total:.0%} of its {m.own_total} own tokens: "
+            f"{_pct_below(m.longest_own / m.own_total, th.longest_share)} of its {m.own_total} own tokens: "
             "a passage of it, not a copy of the item"
         )
     if m.own_coverage >= th.suspicious_coverage and m.own_bits < th.min_bits:

@@ -491,6 +491,10 @@ def test_serve_says_where_things_are_and_refuses_placeholder_keys(monkeypatch: p
     placed = serve_banner(default_database_url(), "127.0.0.1", 8000, keys=False)
     assert "contam index --db sqlite:////tmp/trial-data/contam/contam.db --corpus NAME PATH" in placed
     assert "contam scan --db sqlite:////tmp/trial-data/contam/contam.db BENCHMARK" in placed
+    monkeypatch.setenv("XDG_DATA_HOME", "/tmp/my data")  # quoted, so that it pastes whole (a review)
+    assert "index --db 'sqlite:////tmp/my data/contam/contam.db' --corpus" in serve_banner(
+        default_database_url(), "127.0.0.1", 8000, keys=False
+    )
     monkeypatch.delenv("XDG_DATA_HOME")
     assert "postgresql://u:***@db/contam" in banner  # the password never shown
     monkeypatch.setenv("CONTAM_API_KEYS", "change-me")
@@ -699,7 +703,7 @@ def test_serve_prints_where_things_are_then_starts(tmp_path: Path, monkeypatch: 
     assert (
         f"dashboard:  http://localhost:{port}/" in r.output and f"API docs:   http://localhost:{port}/docs" in r.output
     )
-    assert "index --db URL --corpus NAME PATH" in r.output and f"sqlite:///{tmp_path / 'c.db'}" in r.output
+    assert f"index --db sqlite:///{tmp_path / 'c.db'} --corpus NAME PATH" in r.output  # an SQLite file by its URL
     # the file was made just now: said, as a path mistyped would otherwise serve an empty dashboard
     assert "a new, empty file, made just now" in r.output
     [(app, host, bound, log_config)] = started

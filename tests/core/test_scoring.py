@@ -659,20 +659,31 @@ def _prose(k: int, seed: int) -> list[str]:
 
 
 def test_one_sentence_of_a_long_item_is_no_copy_of_it() -> None:
-    """A run of longest_match own tokens flags an item only where it is a tenth of its own text: a
-    probe's clean 300-460-token items were `suspicious` for one 13-24-token sentence that another
-    page of the same documentation holds (22 of 243). A run that long in a shorter item, and a
-    longer run in a long one, still flag it."""
-    text = _prose(320, 1)
-    long_item = BenchmarkItem("long", 0, question=" ".join(text))
-    one_sentence = scan([long_item], {"page": f"{FILLER} {' '.join(text[100:118])} {FILLER}"})["long"]
+    """A run of longest_match own tokens flags an item only where it is longest_share of its own
+    text or twice longest_match long: a probe's clean 300-460-token items were `suspicious` for
+    one 13-24-token sentence that another page of the same documentation holds (18 of 243). A run
+    that long in a shorter item, a longer run in a long one, and a run of 26 tokens in an item of
+    any length (a review: a 190-token copy in a 2,000-token item went unflagged) still flag it."""
+    text = _prose(600, 1)
+
+    def run_in(item_tokens: int, start: int, size: int) -> ItemScore:
+        item = BenchmarkItem("i", 0, question=" ".join(text[:item_tokens]))
+        return scan([item], {"page": f"{FILLER} {' '.join(text[start : start + size])} {FILLER}"})["i"]
+
+    one_sentence = run_in(320, 100, 18)
     assert one_sentence.status == Status.CLEAN and one_sentence.longest_match == 18, one_sentence.reason
     assert "18-token run" in one_sentence.reason and "not a copy of the item" in one_sentence.reason
-    passage = scan([long_item], {"page": f"{FILLER} {' '.join(text[100:140])} {FILLER}"})["long"]
-    assert passage.status == Status.SUSPICIOUS and passage.reason.startswith("a 40-token run"), passage.reason
-    short_item = BenchmarkItem("short", 0, question=" ".join(text[:60]))
-    run = scan([short_item], {"page": f"{FILLER} {' '.join(text[20:38])} {FILLER}"})["short"]
-    assert run.status == Status.SUSPICIOUS and run.reason.startswith("a 18-token run"), run.reason
+    assert run_in(320, 100, 40).reason.startswith("a 40-token run")
+    assert run_in(60, 20, 18).reason.startswith("a 18-token run")  # a tenth of 60 is under 13
+    assert run_in(600, 300, 26).status == Status.SUSPICIOUS  # twice longest_match: flagged, however long the item
+    below = run_in(260, 100, 25)  # 9.6% of 260 is said so, never rounded up to the threshold's 10%
+    assert below.status == Status.CLEAN and "9% of its 260 own tokens" in below.reason, below.reason
+    wide = scan(
+        [BenchmarkItem("i", 0, question=" ".join(text[:320]))],
+        {"page": f"{FILLER} {' '.join(text[100:118])} {FILLER}"},
+        Thresholds(longest_share=0.05),
+    )["i"]
+    assert wide.status == Status.SUSPICIOUS, wide.reason  # a threshold like the others
 
 
 def test_an_answer_found_without_its_question_says_so() -> None:
