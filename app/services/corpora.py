@@ -61,7 +61,7 @@ class CorpusService:
             if repo.get_corpus(conn, new_name) is not None:
                 raise SettingsConflict(f"there is already a corpus named {new_name!r}")
             repo.rename_corpus(conn, int(row["id"]), new_name)
-            reports_repo.rename_corpus(conn, name, new_name)  # reports name it as it is now called
+            reports_repo.rename_corpus(conn, name, new_name, row["created_at"])  # reports name it as it is now
 
     @staticmethod
     def _unused(conn: Connection, name: str, verb: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import zstandard
-from sqlalchemy import ColumnElement, and_, case, delete, func, insert, or_, select, true, update
+from sqlalchemy import ColumnElement, and_, bindparam, case, delete, func, insert, or_, select, true, update
 from sqlalchemy.engine import Connection
 
 from contam.app.core.scoring import SEVERITY
@@ -114,16 +114,19 @@ def reports_using(conn: Connection, name: str) -> list[str]:
     return sorted(str(rid) for rid, names in rows if name in json.loads(names))
 
 
-def rename_corpus(conn: Connection, old: str, new: str, batch: int = 1000) -> int:
-    """Corpus `old` is called `new` in every report made with it: the corpora it was checked
-    against, its summary's per-corpus counts, and each item's evidence and corpora found (the
-    reports kept the old name, so the item list's corpus filter found nothing under the new one
-    and the dashboard offered a corpus that no longer exists: a new user's trial). The number of
-    reports changed."""
+def rename_corpus(conn: Connection, old: str, new: str, since: Any, batch: int = 1000) -> int:
+    """Corpus `old`, made at `since`, is called `new` in every report made with it: the corpora it
+    was checked against, its summary's per-corpus counts, and each item's evidence and corpora
+    found (the reports kept the old name, so the item list's corpus filter found nothing under
+    the new one and the dashboard offered a corpus that no longer exists: a new user's trial).
+    Reports name corpora, so two are left as they are (a review): one made before `since`, with
+    an older corpus of that name since deleted, and one that already names `new`, a deleted
+    corpus (its counts would merge with this one's). The number of reports changed."""
     ids = []
-    for rid, names, summary in conn.execute(select(report.c.id, report.c.corpora, report.c.summary)).all():
+    rows = conn.execute(select(report.c.id, report.c.corpora, report.c.summary).where(report.c.created_at >= since))
+    for rid, names, summary in rows.all():
         corpora = json.loads(names)
-        if old not in corpora:
+        if old not in corpora or new in corpora:
             continue
         values: dict[str, Any] = {"corpora": [new if c == old else c for c in corpora]}
         said = json.loads(summary) if summary is not None else None
@@ -138,26 +141,32 @@ def rename_corpus(conn: Connection, old: str, new: str, batch: int = 1000) -> in
 
 
 def _rename_in_items(conn: Connection, report_id: str, old: str, new: str, batch: int) -> None:
-    """rename_corpus in one report's items, `batch` at a time."""
+    """rename_corpus in one report's items, `batch` at a time, each batch in one statement; the
+    corpora found made again from the evidence, as `item_row` makes them (a name may hold a
+    comma, which the stored ",a,b," cannot tell from two names)."""
     found = report_item.c.corpora_found.contains(f",{old},", autoescape=True)
+    change = (
+        update(report_item)
+        .where(report_item.c.report_id == report_id, report_item.c.idx == bindparam("at"))
+        .values(corpora_found=bindparam("found"), data=bindparam("item"))
+    )
     last = -1
     while rows := conn.execute(
-        select(report_item.c.idx, report_item.c.corpora_found, report_item.c.data)
+        select(report_item.c.idx, report_item.c.data)
         .where(report_item.c.report_id == report_id, found, report_item.c.idx > last)
         .order_by(report_item.c.idx)
         .limit(batch)
     ).all():
-        for idx, corpora_found, data in rows:
+        changed = []
+        for idx, data in rows:
             d = json.loads(data)
-            for e in d.get("evidence", ()):
+            evidence = d.get("evidence") or []
+            for e in evidence:
                 if e.get("corpus") == old:
                     e["corpus"] = new
-            names = sorted(new if c == old else c for c in corpora_found.strip(",").split(","))
-            conn.execute(
-                update(report_item)
-                .where(report_item.c.report_id == report_id, report_item.c.idx == idx)
-                .values(corpora_found="," + ",".join(names) + ",", data=json.dumps(d))
-            )
+            names = sorted({str(e.get("corpus")) for e in evidence})
+            changed.append({"at": idx, "found": "," + ",".join(names) + ",", "item": json.dumps(d)})
+        conn.execute(change, changed)
         last = rows[-1][0]
 
 

@@ -132,6 +132,36 @@ def test_a_renamed_corpus_is_called_by_its_new_name_in_its_reports(engine: Engin
     svc.shutdown()
 
 
+def test_a_rename_leaves_reports_of_other_corpora_of_those_names_alone(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """Reports name corpora (a review): a report made with a deleted corpus of the same old name,
+    or one that names a deleted corpus of the new name, is left as it is (one corpus's counts
+    merged into the other's); a name with a comma is told from two names in the corpora found."""
+    import json
+
+    docs = make_docs(3, 60, 1, "a")
+    rows = [{"id": "c", "question": " ".join(docs[0]["text"].split()[5:35])}, {"id": "n", "question": "rivers"}]
+    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    svc, corpora = ReportService(engine, 1 << 20), CorpusService(engine)
+    index_corpus(engine, docs, "web")
+    before = svc.submit(data, "b.jsonl", corpora=["web"], background=False)  # made with a "web" deleted next
+    corpora.delete("web")
+    index_corpus(engine, docs, "web")
+    index_corpus(engine, docs, "a,b")
+    index_corpus(engine, docs, "gone")
+    both = svc.submit(data, "b.jsonl", corpora=["web", "gone", "a,b"], background=False)
+    corpora.delete("gone")
+    corpora.rename("web", "gone")  # the report naming the deleted "gone" keeps "web"
+    assert svc.get(before)["corpora"] == ["web"] and svc.get(both)["corpora"] == ["a,b", "gone", "web"]
+    corpora.rename("a,b", "ab")
+    made = svc.get(both)
+    assert made["corpora"] == ["ab", "gone", "web"] and set(made["summary"]["per_corpus"]) == {"web", "gone", "ab"}
+    assert svc.items(both, corpus="ab")[0] == 1 and svc.items(both, corpus="web")[0] == 1
+    assert {e["corpus"] for e in svc.item(both, "c")["evidence"]} == {"web", "gone", "ab"}
+    svc.shutdown()
+
+
 def test_a_corpus_being_indexed_cannot_be_deleted_or_renamed(
     engine: Engine, index_corpus: IndexCorpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
