@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,10 +42,12 @@ class FilesFailed(ContamError):
         return (FilesFailed, (self.summary,))
 
 
-def as_item(row: int, item: ItemLike) -> BenchmarkItem:
+def as_item(row: int, item: ItemLike, ignored: set[str] | None = None) -> BenchmarkItem:
     """A text (a question alone), a mapping with the REST check's fields (ITEM_FIELDS), or a
-    BenchmarkItem, as a BenchmarkItem. A mapping with another key is refused, as the REST check
-    refuses it: "choises" or a dataset's "context" was dropped without a word (a new user's trial)."""
+    BenchmarkItem, as a BenchmarkItem. A mapping's key that looks like a misspelt text field
+    ("choises", "Answer") is refused, naming the field: it was dropped without a word, and the
+    item scored without that text (a new user's trial). Other keys (a dataset's "subject",
+    "idx") are not read, as before; they are added to `ignored`, for the caller to say so."""
     if isinstance(item, BenchmarkItem):
         return item
     if isinstance(item, str):
@@ -52,7 +55,10 @@ def as_item(row: int, item: ItemLike) -> BenchmarkItem:
     if not isinstance(item, Mapping):
         raise InputError(f"item {row}: a text, a mapping or a BenchmarkItem, not {type(item).__name__}")
     if other := [k for k in item if k not in ITEM_FIELDS]:
-        raise InputError(f"item {row}: {_unknown_fields(other)}")
+        if misspelt := [(k, m) for k in other if (m := _misspelt(k))]:
+            raise InputError(f"item {row}: {_misspelt_fields(misspelt)}")
+        if ignored is not None:
+            ignored.update(str(k) for k in other)
     choices = _texts(row, "choices", item.get("choices"))
     ident = item.get("id")
     return BenchmarkItem(
@@ -83,16 +89,19 @@ def _texts(row: int, name: str, given: Any) -> tuple[str, ...]:
         raise refused from None
 
 
-def _unknown_fields(keys: Sequence[Any]) -> str:
-    """What a mapping's unknown keys are told: each with the field it was likely meant to be."""
-    said = []
-    for k in keys:
-        close = difflib.get_close_matches(str(k), ITEM_FIELDS, 1)
-        said.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+def _misspelt(key: Any) -> str | None:
+    """The text field a key is likely a misspelling of, or None (an id is no text: "idx" is a
+    dataset's own key, not a misspelt "id")."""
+    close = difflib.get_close_matches(str(key), ITEM_FIELDS[1:], 1, 0.8)
+    return close[0] if close else None
+
+
+def _misspelt_fields(keys: Sequence[tuple[Any, str]]) -> str:
+    said = ", ".join(f"{k!r} (did you mean {field!r}?)" for k, field in keys)
     return (
-        f"{', '.join(said)} {'is not a field' if len(said) == 1 else 'are not fields'} of an item "
-        f"(the fields: {', '.join(ITEM_FIELDS)}); rows of a dataset's own layout go through "
-        "Index.scan_file, which maps their fields as `contam scan` does"
+        f"{said} {'is not a field' if len(keys) == 1 else 'are not fields'} of an item, and the item would be "
+        f"scored without that text (the fields: {', '.join(ITEM_FIELDS)}); rows of a dataset's own layout go "
+        "through Index.scan_file, which maps their fields as `contam scan` does"
     )
 
 
@@ -184,11 +193,20 @@ class Index:
     ) -> ScanResult:
         """Score items against the corpora (default: those whose settings match); nothing is
         stored. An item is a text (its question), a mapping with the REST check's fields
-        (ITEM_FIELDS: another key is refused, as the API refuses it) or a BenchmarkItem;
+        (ITEM_FIELDS: a key like a misspelt one is refused; other keys are not read, and a
+        warning names them) or a BenchmarkItem;
         `corpora` names (one name alone is one corpus); `thresholds` a Thresholds or a mapping
         of some of them by name ({"min_bits": 20}), checked as the CLI checks them."""
-        checks = CheckService(self.engine, get_settings().limits())
-        return checks.items([as_item(i, it) for i, it in enumerate(items)], _names(corpora), _thresholds(thresholds))
+        checks, ignored = CheckService(self.engine, get_settings().limits()), set[str]()
+        given = [as_item(i, it, ignored) for i, it in enumerate(items)]
+        if ignored:  # said, where they were dropped without a word (a new user's trial)
+            shown = ", ".join(sorted(ignored)[:10]) + (", ..." if len(ignored) > 10 else "")
+            warnings.warn(
+                f"keys no item has were not read: {shown} (the fields: {', '.join(ITEM_FIELDS)}; a dataset's "
+                "passage, answer or choices under other names go through Index.scan_file)",
+                stacklevel=2,
+            )
+        return checks.items(given, _names(corpora), _thresholds(thresholds))
 
     def scan_file(
         self,
