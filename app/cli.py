@@ -345,7 +345,10 @@ def _mapping(fields: list[str] | None) -> dict[str, str | list[str]] | None:
     than once are one column per choice, in order (--fields choices=sol1 --fields choices=sol2),
     a question given more than once its fields' texts in order (Body, then Question)."""
     mapping: dict[str, str | list[str]] = {}
-    for f in fields or []:
+    # several pairs in one value, comma-separated as --thresholds takes them (a trial: they were read
+    # as one field "prompt_text,choices=opts"); a field name holding a comma is given alone
+    given = [p for f in fields or [] for p in (f.split(",") if all("=" in p for p in f.split(",")) else [f])]
+    for f in given:
         role, sep, name = (x.strip() for x in f.partition("="))
         if not sep:
             raise InputError(f"--fields takes role=field, got {f!r}")
@@ -458,6 +461,8 @@ def _gate(fail_above: float | None) -> None:
     if fail_above is not None and not 0 <= fail_above <= 1:
         hint = f" (for {fail_above:g}% use {fail_above / 100:g})" if 1 < fail_above <= 100 else ""
         raise InputError(f"--fail-above is a fraction between 0 and 1, e.g. 0.10 for 10%; got {fail_above:g}{hint}")
+    if fail_above == 1:  # a share never exceeds 100%: a gate that cannot fail (a trial meant 1%)
+        raise InputError("--fail-above 1 never fails (a share cannot exceed 100%); for 1% use 0.01")
 
 
 @contextlib.contextmanager

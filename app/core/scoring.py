@@ -461,6 +461,9 @@ def assess(
         score.answer_found = False if score.answer_found is not None else None
         for rs in score.roles.values():  # each field's coverage stays: what the best document holds
             rs.found = False
+    if score.status is Status.CLEAN and score.passage_found:  # said, beside evidence that shows it (a trial)
+        found = "its passage was found, which alone decides nothing (a passage is no item's own text)"
+        score.reason = found if score.reason == "no substantial overlap found" else f"{score.reason}; {found}"
     return score
 
 

@@ -404,6 +404,12 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
     percent = scan("--fail-above", "10")
     assert percent.exit_code == 2 and "a fraction between 0 and 1" in percent.output and "use 0.1" in percent.output
     assert scan("--fail-above", "-1").exit_code == 2
+    never = scan("--fail-above", "1")  # a gate that cannot fail: 1% was meant (a trial)
+    assert never.exit_code == 2 and "never fails" in never.output and "for 1% use 0.01" in never.output
+    # several --fields pairs in one value, comma-separated as --thresholds takes them (a trial: read as one field)
+    pairs = scan("--fields", "question=question,id=id", "--format", "json")
+    assert pairs.exit_code == 0, pairs.output
+    assert json.loads(pairs.stdout)["mapping"]["question"] == "question"
     assert scan("--fail-above", "0.1").exit_code == 1  # half the items are contaminated
     typo = scan("--thresholds", "longest_mach=20")
     assert typo.exit_code == 2 and "unknown threshold 'longest_mach' (did you mean longest_match?)" in typo.output

@@ -206,6 +206,16 @@ PARMA = (
 )
 
 
+def test_a_clean_items_reason_says_its_passage_was_found() -> None:
+    """A reading-comprehension item whose passage the corpus holds, its question not, is clean,
+    as documented; its reason said "no substantial overlap found" beside evidence showing the
+    passage (a trial)."""
+    item = BenchmarkItem("parma", 0, question="How many urban routes does the system run today?", passage=PARMA)
+    r = scan([item], {"page": f"{FILLER} {PARMA} {FILLER}"})["parma"]
+    assert r.status == Status.CLEAN and r.passage_found, r.reason
+    assert "its passage was found, which alone decides nothing" in r.reason, r.reason
+
+
 @pytest.mark.parametrize("order", ["passage first", "question first"])
 def test_a_question_copied_beside_its_passage_field_is_contaminated(order: str) -> None:
     """Reading-comprehension items (SQuAD, BoolQ) give the passage as a field of its own, scored
