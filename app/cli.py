@@ -559,6 +559,8 @@ def scan(
     typer.echo(f"fields: {_fields_line(checked.mapping)}; corpora: {', '.join(checked.corpora)}", err=True)
     for line in _left_out([] if corpus else CorpusService(engine).list_corpora(), checked.corpora):
         typer.echo(line, err=True)
+    if hint := _mostly_too_short(checked.summary, checked.mapping):
+        typer.echo(hint, err=True)
     FORMATS[fmt](checked)
     typer.echo(scan_timing(checked.summary["items"], time.perf_counter() - t0), err=True)
     counts, items = checked.summary["counts"], checked.summary["items"]
@@ -566,6 +568,21 @@ def scan(
     if fail_above is not None and share > fail_above:
         typer.echo(f"contaminated share {share:.2%} exceeds {fail_above:.2%}", err=True)
         raise typer.Exit(EXIT_GATE)
+
+
+def _mostly_too_short(summary: dict[str, Any], mapping: dict[str, Any]) -> str | None:
+    """What a scan whose items are mostly too short to judge says of its mapping: a field mapped
+    as the question that holds a label ("subject") leaves every item a word or two, and the scan
+    said only "28 too short" (a trial)."""
+    items, short = summary["items"], summary["counts"].get(Status.TOO_SHORT.value, 0)
+    if items < 4 or 2 * short <= items:
+        return None
+    question = mapping.get("question")
+    named = ", ".join(question) if isinstance(question, list) else str(question)
+    return (
+        f"{short:,} of {items:,} items are too short to judge (under 4 tokens of text): is {named!r} the field "
+        "that holds their question? (--fields question=FIELD)"
+    )
 
 
 def _left_out(listing: list[dict[str, Any]], checked: Sequence[str]) -> list[str]:

@@ -404,6 +404,16 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
     percent = scan("--fail-above", "10")
     assert percent.exit_code == 2 and "a fraction between 0 and 1" in percent.output and "use 0.1" in percent.output
     assert scan("--fail-above", "-1").exit_code == 2
+    # a mapping that leaves most items too short to judge is questioned (a trial: "28 too short", nothing more)
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(
+        "".join(json.dumps({"id": f"l{i}", "question": Q1, "subject": "biology"}) + "\n" for i in range(4))
+    )
+    mislabelled = run.invoke(cli, ["scan", str(labels), "--db", migrated_url, "--fields", "question=subject"])
+    assert (
+        "4 of 4 items are too short to judge" in mislabelled.output and "is 'subject' the field" in mislabelled.output
+    )
+    assert "too short to judge" not in scan().output
     never = scan("--fail-above", "1")  # a gate that cannot fail: 1% was meant (a trial)
     assert never.exit_code == 2 and "never fails" in never.output and "for 1% use 0.01" in never.output
     # several --fields pairs in one value, comma-separated as --thresholds takes them (a trial: read as one field)
