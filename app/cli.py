@@ -347,7 +347,9 @@ def _mapping(fields: list[str] | None) -> dict[str, str | list[str]] | None:
     mapping: dict[str, str | list[str]] = {}
     # several pairs in one value, comma-separated as --thresholds takes them (a trial: they were read
     # as one field "prompt_text,choices=opts"); a field name holding a comma is given alone
-    given = [p for f in fields or [] for p in (f.split(",") if all("=" in p for p in f.split(",")) else [f])]
+    given = [
+        p for f in fields or [] for pieces in [f.split(",")] for p in (pieces if all("=" in x for x in pieces) else [f])
+    ]
     for f in given:
         role, sep, name = (x.strip() for x in f.partition("="))
         if not sep:
@@ -673,13 +675,9 @@ def serve_banner(
     second, empty database); an SQLite file by its URL, which holds no password."""
     shown = "localhost" if _is_loopback(host) else host
     elsewhere = database_url != default_database_url() or bool(os.environ.get("XDG_DATA_HOME"))
-    db = (
-        ""
-        if not elsewhere
-        else f" --db {shlex.quote(database_url)}"
-        if database_url.startswith("sqlite")
-        else " --db URL"
-    )
+    by_url = database_url.startswith("sqlite")  # a file's URL holds no password: shown whole
+    placeholder = elsewhere and not by_url
+    db = "" if not elsewhere else " --db URL" if placeholder else f" --db {shlex.quote(database_url)}"
     return "\n".join(
         [
             f"contam {__version__}",
@@ -694,7 +692,7 @@ def serve_banner(
             f"  your data:  {command} index{db} --corpus NAME PATH...   then   {command} scan{db} BENCHMARK.jsonl"
             + (
                 "\n              (URL: the database above; or set CONTAM_DATABASE_URL there as here)"
-                if db == " --db URL"
+                if placeholder
                 else ""
             ),
         ]

@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from contam.app.core.align import align, covered, longest_run
+from contam.app.core.align import align, covered, find_sequence, longest_run
 from contam.app.core.arrays import count, share
 from contam.app.core.config import Thresholds
 from contam.app.core.items import (
@@ -591,7 +591,7 @@ def shared_spans(text: str, other: str | Sequence[str]) -> list[tuple[int, int]]
         return []
     mine = _ids(toks.tokens)
     each = [_ids(tokenize(piece)) for piece in ([other] if isinstance(other, str) else other)]
-    if any(_holds(ids.tolist(), mine.tolist()) for ids in each):
+    if any(find_sequence(ids, mine) >= 0 for ids in each):
         hit = np.ones(len(mine), dtype=bool)
     else:  # the pieces apart: -1 between them (as a token hash, a 2**-64 chance), so no block runs across
         theirs = np.concatenate([x for ids in each for x in (ids, np.array([-1], dtype=ids.dtype))] or [mine[:0]])
@@ -604,12 +604,6 @@ def shared_spans(text: str, other: str | Sequence[str]) -> list[tuple[int, int]]
         else:
             spans.append((s, e))
     return spans
-
-
-def _holds(seq: list[int], run: list[int]) -> bool:
-    """Whether `run` occurs in `seq` in a row."""
-    k = len(run)
-    return any(seq[at : at + k] == run for at in range(len(seq) - k + 1) if seq[at] == run[0])
 
 
 def split_marked(text: str, spans: Sequence[Sequence[int]]) -> list[tuple[str, bool]]:

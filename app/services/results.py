@@ -14,6 +14,7 @@ from contam.app.core.scoring import SEVERITY
 from contam.app.core.text import search_folded
 from contam.app.core.types import Status
 from contam.app.services.scanning import ItemResult
+from contam.app.store.reports import listed
 
 LONGEST_EDGES = [0, 6, 13, 20, 30, 50, 100]  # tokens; 13 is GPT-3's rule, 6 the shortest partial match counted
 
@@ -130,7 +131,7 @@ def item_row(r: ItemResult, th: Thresholds) -> dict[str, Any]:
         "score": float(d["score"]),
         "text": (shown := r.item.display_text())[:SHOWN_CHARS],
         "search": search_folded(shown),
-        "roles_found": "," + ",".join(roles) + ",",
-        "corpora_found": "," + ",".join(corpora) + ",",
+        "roles_found": listed(roles),
+        "corpora_found": listed(corpora),
         "data": data,
     }

@@ -114,6 +114,12 @@ def reports_using(conn: Connection, name: str) -> list[str]:
     return sorted(str(rid) for rid, names in rows if name in json.loads(names))
 
 
+def listed(names: Sequence[str]) -> str:
+    """Names as a report item's roles_found and corpora_found columns hold them (",a,b,"), so that
+    a filter finds one by its commas."""
+    return "," + ",".join(names) + ","
+
+
 def rename_corpus(conn: Connection, old: str, new: str, since: Any, batch: int = 1000) -> int:
     """Corpus `old`, made at `since`, is called `new` in every report made with it: the corpora it
     was checked against, its summary's per-corpus counts, and each item's evidence and corpora
@@ -165,7 +171,7 @@ def _rename_in_items(conn: Connection, report_id: str, old: str, new: str, batch
                 if e.get("corpus") == old:
                     e["corpus"] = new
             names = sorted({str(e.get("corpus")) for e in evidence})
-            changed.append({"at": idx, "found": "," + ",".join(names) + ",", "item": json.dumps(d)})
+            changed.append({"at": idx, "found": listed(names), "item": json.dumps(d)})
         conn.execute(change, changed)
         last = rows[-1][0]
 
