@@ -69,7 +69,9 @@ CORPUS_NAME_MAX = 200  # characters (the column's width)
 
 def check_corpus_name(name: str) -> None:
     """Refuse a name the API and the dashboard could not address: one with a slash (a path's
-    separator: `/api/v1/corpora/x%2Fy` was a 404, and the dashboard's delete link too), dots alone
+    separator: `/api/v1/corpora/x%2Fy` was a 404, and the dashboard's delete link too), a comma
+    (lists of corpora are comma-separated: a report upload's `corpora` split "a,b" into two names,
+    so a corpus of that name could not be asked for), dots alone
     (`.` and `..` are path steps a client resolves away), a character that does not print (a
     control character, a line separator), space at either end, none at all, or more than
     CORPUS_NAME_MAX characters."""
@@ -78,6 +80,8 @@ def check_corpus_name(name: str) -> None:
     bad = (
         "a slash"
         if "/" in name
+        else "a comma, which separates names in lists of corpora"
+        if "," in name
         else "dots alone"
         if not name.strip(".")
         else "a character that does not print"

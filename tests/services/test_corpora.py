@@ -137,7 +137,8 @@ def test_a_rename_leaves_reports_of_other_corpora_of_those_names_alone(
 ) -> None:
     """Reports name corpora (a review): a report made with a deleted corpus of the same old name,
     or one that names a deleted corpus of the new name, is left as it is (one corpus's counts
-    merged into the other's); a name with a comma is told from two names in the corpora found."""
+    merged into the other's); a name with a comma (refused now, kept where made before) is told
+    from two names in the corpora found."""
     import json
 
     docs = make_docs(3, 60, 1, "a")
@@ -148,6 +149,8 @@ def test_a_rename_leaves_reports_of_other_corpora_of_those_names_alone(
     before = svc.submit(data, "b.jsonl", corpora=["web"], background=False)  # made with a "web" deleted next
     corpora.delete("web")
     index_corpus(engine, docs, "web")
+    with db.writing(engine) as conn:  # made before commas were refused
+        repo.create_corpus(conn, "a,b", SignatureConfig(), True)
     index_corpus(engine, docs, "a,b")
     index_corpus(engine, docs, "gone")
     both = svc.submit(data, "b.jsonl", corpora=["web", "gone", "a,b"], background=False)
@@ -271,6 +274,7 @@ def test_a_corpus_name_the_api_cannot_address_is_refused(engine: Engine, index_c
     cfg = SignatureConfig()
     for name, why in (
         ("x/y", "a slash"),
+        ("a,b", "a comma"),
         ("..", "dots alone"),
         (".", "dots alone"),
         ("a\tb", "does not print"),
@@ -285,6 +289,8 @@ def test_a_corpus_name_the_api_cannot_address_is_refused(engine: Engine, index_c
     svc = CorpusService(engine)
     with pytest.raises(InputError, match="a slash"):
         svc.rename("web", "web/2024")
+    with pytest.raises(InputError, match="a comma"):
+        svc.rename("web", "web,2024")
     svc.rename("web", "web:2024 (v2)")
     assert svc.names() == ["web:2024 (v2)"]
     with db.writing(engine) as conn:  # made before names were checked: still indexed into, renamed away
