@@ -561,6 +561,8 @@ def scan(
     typer.echo(f"fields: {_fields_line(checked.mapping)}; corpora: {', '.join(checked.corpora)}", err=True)
     for line in _left_out([] if corpus else CorpusService(engine).list_corpora(), checked.corpora):
         typer.echo(line, err=True)
+    for note in checked.summary["notes"]:
+        typer.echo(note, err=True)
     if hint := _mostly_too_short(checked.summary, checked.mapping):
         typer.echo(hint, err=True)
     FORMATS[fmt](checked)

@@ -216,7 +216,12 @@ class Index:
         corpora: str | Sequence[str] | None = None,
         thresholds: Thresholds | Mapping[str, Any] | None = None,
     ) -> ScanResult:
-        """Score every item of a benchmark file or save_to_disk folder (any format `contam scan` reads)."""
-        return CheckService(self.engine, get_settings().limits()).path(
+        """Score every item of a benchmark file or save_to_disk folder (any format `contam scan` reads);
+        what the reading noticed (answers that name no choice, shared ids: `summary["notes"]`) is
+        also given as warnings, as `contam scan` says it on stderr."""
+        checked = CheckService(self.engine, get_settings().limits()).path(
             Path(path), mapping, _names(corpora), _thresholds(thresholds)
         )
+        for note in checked.summary["notes"]:
+            warnings.warn(note, stacklevel=2)
+        return checked

@@ -32,6 +32,9 @@ def test_index_facade(db_url: str, tmp_path: Path) -> None:
         assert index.scan([item], corpora=["web"]).results[0].score.status == "contaminated"
         result = index.scan_file(tmp_path / "b.jsonl", thresholds=contam.Thresholds(longest_match=20))
         assert result.mapping["question"] == "question" and result.thresholds.longest_match == 20
+        (tmp_path / "d.jsonl").write_text(2 * (json.dumps({"id": "a", "question": q}) + "\n"))
+        with pytest.warns(UserWarning, match=r"1 item\(s\) share an id with an earlier item \('a'\)"):
+            assert index.scan_file(tmp_path / "d.jsonl").summary["notes"]
         index.delete("web")
         with pytest.raises(contam.ContamError, match="no corpus is indexed yet"):
             index.scan([q])

@@ -14,6 +14,7 @@ import ast
 import bz2
 import codecs
 import csv
+import dataclasses
 import glob
 import gzip
 import io
@@ -27,6 +28,7 @@ import tempfile
 import zlib
 from collections import Counter
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Protocol
 
@@ -1185,6 +1187,74 @@ def _nested_within(value: Any, depth: int, filename: str, row: int) -> None:
             stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
 
 
+NOTED = 3  # places a note names
+
+
+@dataclass
+class ReadNotes:
+    """What reading a benchmark file noticed that is no error but changes what is scored, said
+    beside the results rather than left unsaid (a trial: an answer 7 of 4 choices was scored as
+    an item without an answer, and ids shared by several items passed without a word).
+
+    outside: answers given as a number that names none of the item's choices (counted, the first
+        NOTED as (row, answer, choices)); unlabelled: answers of -1 (Hugging Face's mark for a test
+        item whose label is withheld); shared: ids held by more than one item (the first NOTED);
+        both are scored as items without an answer."""
+
+    outside: int = 0
+    outside_at: list[tuple[int, str, int]] = dataclasses.field(default_factory=list)
+    unlabelled: int = 0
+    shared: int = 0
+    shared_ids: dict[str, None] = dataclasses.field(default_factory=dict)  # every id shared, in the order found
+    _ids: set[str] = dataclasses.field(default_factory=set, repr=False)
+
+    def reset(self) -> None:
+        """Forget what an earlier reading of the file noticed (a scan reads it twice)."""
+        self.outside = self.unlabelled = self.shared = 0
+        self.outside_at, self.shared_ids, self._ids = [], {}, set()
+
+    def add(self, item: BenchmarkItem, rec: Mapping[str, Any], mapping: Mapping[str, Any], row: int) -> None:
+        """Note what `item`, read from record `rec` of file row `row` under `mapping`, holds."""
+        if item.item_id in self._ids:
+            self.shared += 1
+            self.shared_ids[item.item_id] = None
+        self._ids.add(item.item_id)
+        if "answer" not in mapping or item.answer or not item.choices:
+            return
+        value = _get(rec, mapping["answer"])
+        k = _int_like(value)
+        if k == -1:
+            self.unlabelled += 1
+        elif k is not None:
+            self.outside += 1
+            if len(self.outside_at) < NOTED:
+                self.outside_at.append((row, str(value).strip(), len(item.choices)))
+
+    def said(self) -> list[str]:
+        """The notes as sentences (none when all was read as given)."""
+        out = []
+        if self.outside:
+            where = "; ".join(f"row {r}: {a} with {k} choices" for r, a, k in self.outside_at)
+            more = ", ..." if self.outside > len(self.outside_at) else ""
+            out.append(
+                f"{self.outside:,} item(s) give an answer number that names none of their choices ({where}{more}): "
+                "scored as items without an answer; is the answer field right? (--fields answer=FIELD)"
+            )
+        if self.unlabelled:
+            out.append(
+                f"{self.unlabelled:,} item(s) have the answer -1 (a test item whose label is withheld): "
+                "scored as items without an answer"
+            )
+        if self.shared:
+            first = list(itertools.islice(self.shared_ids, NOTED))
+            ids = ", ".join(repr(i[:40]) for i in first) + (", ..." if len(self.shared_ids) > NOTED else "")
+            out.append(
+                f"{self.shared:,} item(s) share an id with an earlier item ({ids}): results tell them apart by "
+                "their idx (position in the file, from 0)"
+            )
+        return out
+
+
 def iter_benchmark(
     data: Source,
     filename: str,
@@ -1192,10 +1262,14 @@ def iter_benchmark(
     limits: Limits = DEFAULT_LIMITS,
     used: dict[str, Any] | None = None,
     keep_raw: bool = True,
+    notes: ReadNotes | None = None,
 ) -> Iterator[BenchmarkItem]:
     """The items of a benchmark file one at a time, as the file is read (nothing else is kept):
     `used`, if given, receives the role mapping once the first record is read; `keep_raw`: keep
-    each item's record (the scanner does not need it)."""
+    each item's record (the scanner does not need it); `notes`, if given, is filled afresh with
+    what the reading noticed (ReadNotes)."""
+    if notes is not None:
+        notes.reset()
     given = _given_mapping(mapping)
     unseen = {f"{r}={x}": x for r, f in given.items() if r != ANSWER_BASE for x in _fields(f)}  # named, no row has
     first: list[str] = []
@@ -1226,6 +1300,8 @@ def iter_benchmark(
         _refuse_objects(rec, found, filename, row)
         item = to_item(n, rec, found, base, keep_raw, system)
         _check_item(item, filename, row, limits)
+        if notes is not None:
+            notes.add(item, rec, found, row)
         n += 1
         yield item
     if not n:

@@ -22,7 +22,7 @@ from contam.app.core.types import BenchmarkItem
 from contam.app.errors import InputError, UnavailableError
 from contam.app.limits import Limits, exceeded
 from contam.app.processes import exit_with
-from contam.app.readers.benchmark import Source, benchmark_source, iter_benchmark
+from contam.app.readers.benchmark import ReadNotes, Source, benchmark_source, iter_benchmark
 from contam.app.services.corpora import select_corpora_listing
 from contam.app.services.results import Summary, summarize
 from contam.app.services.scanning import ItemResult, Scanner, SharedDocs
@@ -113,10 +113,11 @@ class CheckService:
         `shown_chars`, its text as shown up to that many characters, as its question (the CSV's
         text column)."""
         used: dict[str, Any] = {}
+        notes = ReadNotes()
 
         # the reader's arguments, not a closure: pass 1 can then run in a process of its own
-        # (which fills a copy of `used`; pass 2, read here, fills this one)
-        items = functools.partial(iter_benchmark, data, filename, mapping, self.limits, used, keep_raw=False)
+        # (which fills a copy of `used` and `notes`; pass 2, read here, fills these)
+        items = functools.partial(iter_benchmark, data, filename, mapping, self.limits, used, False, notes)
 
         names, listing = select_corpora_listing(self.engine, list(corpora or []))
         scanner = Scanner(self.engine, names, thresholds, workers=self.workers, listing=listing)
@@ -137,7 +138,8 @@ class CheckService:
             if not keep_text:
                 part = [dataclasses.replace(r, item=_kept(r.item, shown_chars)) for r in part]
             results.extend(part)
-        return CheckResult(scanner.fingerprint, results, summary.as_dict(), scanner.th, names, used)
+        said = {**summary.as_dict(), "notes": notes.said()}
+        return CheckResult(scanner.fingerprint, results, said, scanner.th, names, used)
 
     def path(
         self,

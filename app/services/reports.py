@@ -34,7 +34,7 @@ from contam.app.errors import (
     first_line,
 )
 from contam.app.limits import Limits, exceeded
-from contam.app.readers.benchmark import iter_benchmark
+from contam.app.readers.benchmark import ReadNotes, iter_benchmark
 from contam.app.services.corpora import select_corpora
 from contam.app.services.database import RETRY_SECONDS, database_trouble, retrying, unavailable_reason
 from contam.app.services.exports import export_items, without_items
@@ -379,7 +379,10 @@ class ReportService:
         scanner = Scanner(self.engine, rep["corpora"], th, workers=self.scan_workers, retry_seconds=self.retry_seconds)
 
         # the reader's arguments, not a closure: pass 1 can then run in a process of its own
-        items = functools.partial(iter_benchmark, path, rep["filename"], rep["mapping"], self.limits, keep_raw=False)
+        notes = ReadNotes()
+        items = functools.partial(
+            iter_benchmark, path, rep["filename"], rep["mapping"], self.limits, None, False, notes
+        )
 
         summary, done = Summary(scanner.corpus_names), 0
 
@@ -400,7 +403,8 @@ class ReportService:
                 "recording progress",
                 functools.partial(_save_chunk, report_id=report_id, owner=owner, done=done, rows=rows),
             )
-        self._write("saving the summary", lambda c: _finish(c, report_id, owner, done, summary.as_dict()))
+        said = {**summary.as_dict(), "notes": notes.said()}
+        self._write("saving the summary", lambda c: _finish(c, report_id, owner, done, said))
 
     # ---------------------------------------------------------------- read
 

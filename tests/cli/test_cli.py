@@ -414,6 +414,13 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
         "4 of 4 items are too short to judge" in mislabelled.output and "is 'subject' the field" in mislabelled.output
     )
     assert "too short to judge" not in scan().output
+    # an answer that names no choice is scored as no answer, and said (a trial: 7 of 4, without a word)
+    past = tmp_path / "past.jsonl"
+    past.write_text(json.dumps({"id": "p", "question": Q1, "choices": ["a", "b"], "answer": 7}) + "\n")
+    noted = run.invoke(cli, ["scan", str(past), "--db", migrated_url, "--format", "json"])
+    assert "1 item(s) give an answer number that names none of their choices (row 1: 7 with 2 choices)" in noted.stderr
+    assert json.loads(noted.stdout)["summary"]["notes"] == [noted.stderr.splitlines()[1]]
+    assert "names none of their choices" not in scan().output
     never = scan("--fail-above", "1")  # a gate that cannot fail: 1% was meant (a trial)
     assert never.exit_code == 2 and "never fails" in never.output and "for 1% use 0.01" in never.output
     # several --fields pairs in one value, comma-separated as --thresholds takes them (a trial: read as one field)

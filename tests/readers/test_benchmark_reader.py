@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 from contam.app.errors import InputError
-from contam.app.readers.benchmark import MAX_ALTERNATIVES, read_benchmark
+from contam.app.readers.benchmark import MAX_ALTERNATIVES, ReadNotes, iter_benchmark, read_benchmark
 
 SHAPES = [
     (
@@ -342,6 +342,34 @@ def test_an_answer_index_outside_the_choices_is_no_answer() -> None:
     ]
     items, _mapping = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "q.jsonl")
     assert [it.answer for it in items] == ["6", "7", "", ""]
+
+
+def test_what_the_reading_changes_is_noted() -> None:
+    """An answer 7 of 4 choices was scored as an item without an answer without a word, and ids
+    several items share passed unremarked (a trial): the reading notes both, with their places,
+    and -1 (an unlabelled test item) apart; reading the file again (a scan reads it twice) notes
+    each once. A file read as given notes nothing."""
+    choices = ["red", "green", "blue", "black"]
+    rows = [
+        {"id": "a", "question": "Which colour is grass in spring?", "choices": choices, "answer": 1},
+        {"id": "b", "question": "Which colour is the sky at noon?", "choices": choices, "answer": 7},
+        {"id": "a", "question": "Which colour is coal when it is cold?", "choices": choices, "answer": -1},
+        {"id": "c", "question": "Which colour is a ripe tomato?", "choices": choices, "answer": "9"},
+        {"id": "a", "question": "Which colour is snow on a mountain?", "choices": choices, "answer": 3},
+    ]
+    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    notes = ReadNotes()
+    for _ in range(2):
+        items = list(iter_benchmark(data, "q.jsonl", notes=notes))
+    assert [it.answer for it in items] == ["green", "", "", "", "black"]
+    outside, unlabelled, shared = notes.said()
+    assert outside.startswith("2 item(s) give an answer number that names none of their choices")
+    assert "(row 2: 7 with 4 choices; row 4: 9 with 4 choices)" in outside and "--fields answer=FIELD" in outside
+    assert unlabelled.startswith("1 item(s) have the answer -1")
+    assert shared.startswith("2 item(s) share an id with an earlier item ('a')") and "idx" in shared
+    fine = "".join(json.dumps({**r, "id": str(i), "answer": 0}) + "\n" for i, r in enumerate(rows)).encode()
+    list(iter_benchmark(fine, "q.jsonl", notes=notes))
+    assert notes.said() == []
 
 
 def test_a_benchmark_with_no_question_field_is_told_how_to_name_it() -> None:

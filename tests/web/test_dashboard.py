@@ -196,6 +196,24 @@ def test_a_report_with_nothing_flagged_says_so_and_links_every_item(
             assert "No items match these filters." in c.get(f"/items?report={rid}&{other}").text, other
 
 
+def test_a_report_page_says_what_the_reading_noticed(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """A report's summary keeps what reading its file noticed (an answer naming no choice, ids
+    shared), and its page says it; a report read as given says nothing of the kind."""
+    index_corpus(migrated_url, [{"id": "page", "text": "Nothing in this page is any benchmark's item at all."}])
+    q = "Which whole number comes right after {} when counting upwards?"
+    rows = [{"id": "x", "question": q.format(i), "choices": ["one", "two"], "answer": 5 + i} for i in range(2)]
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, rows, "noted")
+        notes = c.get(f"/api/v1/reports/{rid}").json()["summary"]["notes"]
+        assert len(notes) == 2 and "row 1: 5 with 2 choices; row 2: 6 with 2 choices" in notes[0]
+        assert "1 item(s) share an id with an earlier item ('x')" in notes[1]
+        page = c.get(f"/reports/{rid}").text
+        assert 'id="notes"' in page and "row 1: 5 with 2 choices" in page and "share an id" in page
+        fine = _checked(c, [{"id": "y", "question": q.format(7), "choices": ["one", "two"], "answer": 1}], "fine")
+        assert c.get(f"/api/v1/reports/{fine}").json()["summary"]["notes"] == []
+        assert 'id="notes"' not in c.get(f"/reports/{fine}").text
+
+
 def test_the_upload_form_offers_only_corpora_holding_documents(migrated_url: str, index_corpus: IndexCorpus) -> None:
     """A corpus with no documents (its files all failed) was offered, and ticking it gave a 409."""
     from contam.app.services.indexing import open_corpus
