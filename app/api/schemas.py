@@ -111,6 +111,7 @@ def threshold_problems(exc: ValidationError) -> str:
 
 
 MAX_PAGE = 1_000_000  # pages and offsets past these are refused (422), not sent to the database
+MAX_PAGE_SIZE = 500  # items a page, the API's and the dashboard's
 MAX_OFFSET = 1_000_000_000
 
 

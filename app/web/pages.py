@@ -17,7 +17,7 @@ from contam.app.api.deps import (
     SettingsDep,
     has_sign_in,
 )
-from contam.app.api.schemas import MAX_PAGE
+from contam.app.api.schemas import MAX_PAGE, MAX_PAGE_SIZE
 from contam.app.api.security import SESSION_SECONDS
 from contam.app.core.items import FOUND_ROLES
 from contam.app.core.scoring import shared_spans, split_marked
@@ -159,9 +159,11 @@ def items_page(
     sort: Annotated[str, Query(pattern="^(score|row|item_id|status)$")] = "status",
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
     page_no: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = ITEMS_PER_PAGE,
 ) -> HTMLResponse:
     """The items of one report or all, filtered; by default contaminated first, then suspicious,
-    each by score, as `contam scan` lists them."""
+    each by score, as `contam scan` lists them; `page_size` items a page (the API's bound: a
+    trial's page_size=100 was ignored without a word)."""
     # an unknown status is a 422 page, not every item; a passage found never changes a status, so
     # its items are listed whatever theirs (most are clean: the filter showed none of them)
     statuses = list(status or (Status if field == "passage" else FLAGGED))
@@ -174,21 +176,24 @@ def items_page(
         q=q or None,
         sort=sort,
         descending=order == "desc",
-        limit=ITEMS_PER_PAGE,
-        offset=(page_no - 1) * ITEMS_PER_PAGE,
+        limit=page_size,
+        offset=(page_no - 1) * page_size,
     )
     _, reports = svc.list_reports(1000, 0)
-    params = {"report": report or "", "status": statuses, "corpus": corpus or "", "field": field or ""}
+    params: dict[str, Any] = {"report": report or "", "status": statuses, "corpus": corpus or "", "field": field or ""}
     params |= {"q": q or "", "min_score": min_score or "", "sort": sort, "order": order}
+    params |= {"page_size": page_size if page_size != ITEMS_PER_PAGE else ""}
 
     def link(**over: Any) -> str:
         merged = {**params, **over}
         return "/items?" + urlencode({k: v for k, v in merged.items() if v not in ("", None, [])}, doseq=True)
 
-    pages = max(1, math.ceil(total / ITEMS_PER_PAGE))
+    pages = max(1, math.ceil(total / page_size))
     return render(
         request,
         "items.html",
+        page_size=page_size,
+        page_sizes=sorted({ITEMS_PER_PAGE, 50, 100, 250, MAX_PAGE_SIZE, page_size}),
         items=items,
         total=total,
         page=page_no,

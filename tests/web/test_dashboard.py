@@ -214,6 +214,25 @@ def test_a_report_page_says_what_the_reading_noticed(migrated_url: str, index_co
         assert 'id="notes"' not in c.get(f"/reports/{fine}").text
 
 
+def test_the_items_page_takes_a_page_size(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """`page_size` was ignored (25 items a page whatever it said; a trial): it is read, bounded as
+    the API bounds it (500), kept by the pager's links and offered by the filter form."""
+    index_corpus(migrated_url, [{"id": "page", "text": "Nothing in this page is any benchmark's item at all."}])
+    rows = [
+        {"id": f"c{i}", "question": f"Which whole number comes right after {i} when counting upwards?"}
+        for i in range(30)
+    ]
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, rows, "sized")
+        every = f"/items?report={rid}&status=clean"
+        assert c.get(every).text.count('data-label="Score"') == 25
+        page = c.get(every + "&page_size=10&page=2").text
+        assert page.count('data-label="Score"') == 10 and "page 2 of 3" in page
+        assert "page_size=10&amp;page=3" in page and "<option selected>10</option>" in page
+        assert c.get(every + "&page_size=100").text.count('data-label="Score"') == 30
+        assert c.get(every + "&page_size=501").status_code == 422
+
+
 def test_the_upload_form_offers_only_corpora_holding_documents(migrated_url: str, index_corpus: IndexCorpus) -> None:
     """A corpus with no documents (its files all failed) was offered, and ticking it gave a 409."""
     from contam.app.services.indexing import open_corpus

@@ -15,6 +15,7 @@ from contam.app.api.deps import LimitsDep, ReportServiceDep
 from contam.app.api.schemas import (
     MAX_OFFSET,
     MAX_PAGE,
+    MAX_PAGE_SIZE,
     ItemList,
     ItemResultRead,
     ReportCreated,
@@ -119,7 +120,7 @@ def list_items(
     sort: Annotated[str, Query(pattern="^(score|row|item_id|status)$")] = "score",
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
     page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
-    page_size: Annotated[int, Query(ge=1, le=500)] = 50,
+    page_size: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 50,
 ) -> dict[str, Any]:
     """Items of a report, filtered, sorted and paginated."""
     total, rows = svc.items(
