@@ -380,25 +380,35 @@ def _csv(
         raise InputError(f"{filename}: row {i + 1} is not valid CSV ({exc})") from exc
 
 
+OTHER_SEPARATORS = ";\t|"  # a ".csv" may be separated by one of these instead of commas
+
+
 def csv_separator(head: str, delimiter: str) -> str:
     """The separator of a file that starts with `head` (its first lines): a ".csv" whose header
     is one column by commas and several by semicolons is separated by semicolons, as spreadsheets
     write CSV where the comma is the decimal mark (a new user's trial: "no question field found
-    among ['ID;Question;...']"); so is one whose header and first row agree by semicolons only."""
+    among ['ID;Question;...']"); so is one whose header and first row agree by semicolons only.
+    Tabs and vertical bars likewise (a trial: a tab-separated export named ".csv" was told to
+    add a header row it had); of several, the one that splits the header into the most columns
+    (and of those, one that splits the first row as often)."""
     lines = head.splitlines()[:2]  # the first two lines, of any ending
     if delimiter != "," or not lines or not lines[0].strip():
         return delimiter
+    seps = "," + OTHER_SEPARATORS
     try:
-        top, row = ({d: len(next(csv.reader([line], delimiter=d), [])) for d in ",;"} for line in [*lines, ""][:2])
+        top, row = ({d: len(next(csv.reader([line], delimiter=d), [])) for d in seps} for line in [*lines, ""][:2])
     except csv.Error:  # the reader says what is wrong with it
         return delimiter
-    if top[";"] < 2:
-        return delimiter
-    # one column by commas; or a comma inside a column's name ("answer, final"), the next row
-    # as many fields by semicolons as the header and not by commas
-    # (a decimal comma in the row may split it as often as the header's comma: the more columns win)
-    agree = row[";"] == top[";"] and (row[","] != top[","] or top[";"] > top[","])
-    return ";" if top[","] == 1 or agree else delimiter
+    for d in sorted(OTHER_SEPARATORS, key=lambda d: (-top[d], row[d] != top[d])):  # the first row agreeing first
+        if top[d] < 2:
+            break
+        # one column by commas; or a comma inside a column's name ("answer, final"), the next row
+        # as many fields by this separator as the header and not by commas
+        # (a decimal comma in the row may split it as often as the header's comma: the more columns win)
+        agree = row[d] == top[d] and (row[","] != top[","] or top[d] > top[","])
+        if top[","] == 1 or agree:
+            return d
+    return delimiter
 
 
 _CR_LINE = re.compile(r"(?<=\r)(?!\n)")  # after a CR that no LF follows

@@ -125,6 +125,15 @@ def test_a_spreadsheets_csv_is_read_with_its_own_separator_and_column_names() ->
     assert read_benchmark(decimal.encode(), "q.csv")[0][0].question == "What is seven halves?"
     commas = "question,notes;misc\nWhat is 2+2?,easy\n"  # a semicolon in a comma file's header: commas
     assert read_benchmark(commas.encode(), "q.csv")[1]["question"] == "question"
+    # a tab- or bar-separated export named .csv (a trial: "add a header row", which it had)
+    for sep in ("\t", "|"):
+        text = sep.join(head) + "\n" + "".join(sep.join(r) + "\n" for r in rows)
+        items, used = read_benchmark(text.encode(), "quiz.csv")
+        assert used["question"] == "Question" and [(i.item_id, i.answer) for i in items][1] == ("q2", "Carbon dioxide")
+        kept, _ = without_items(text.encode(), "quiz.csv", {0: "contaminated"}, FLAGGED)
+        assert kept.decode() == text.split("\n")[0] + "\n" + text.split("\n")[2] + "\n"
+    tabbed = "question\tnote;x\nIs it 3;4 or 5?\tok;y\n"  # tabs split the header most
+    assert read_benchmark(tabbed.encode(), "q.csv")[1]["question"] == "question"
 
 
 def test_guessing_names_apart_from_case_and_spaces_takes_nothing_twice() -> None:
