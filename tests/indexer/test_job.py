@@ -289,6 +289,19 @@ def test_the_run_so_far_counts_a_group_indexed_again_once(migrated_url: str, tmp
     assert json.loads(result.stdout)["text_mb"] == pytest.approx(float(own), abs=0.06)
 
 
+def test_a_record_too_long_is_left_out_with_the_limit_named(migrated_url: str, tmp_path: Path) -> None:
+    """A 65 MB record was left out as `record_too_long` without the limit said anywhere near (a trial)."""
+    path = tmp_path / "huge.jsonl"
+    with path.open("w") as f:
+        f.write(json.dumps({"id": "big", "text": "word " * (13 * 2**20 + 1)}) + "\n")
+        f.write(json.dumps({"id": "small", "text": "a short document of its own"}) + "\n")
+    args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none", str(path)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0 and json.loads(result.stdout)["documents"] == 1
+    assert "1 record(s) left out: record_too_long=1" in result.stderr
+    assert "a record over 64 MiB is left out" in result.stderr and "split it into several records" in result.stderr
+
+
 def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url: str, tmp_path: Path) -> None:
     """A record of invalid UTF-8 (Latin-1 from an old tool) is indexed with replacement
     characters: the summary, the progress log and the corpus's health say it was repaired, and
