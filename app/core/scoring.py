@@ -438,6 +438,8 @@ def assess(
         own = unshared(p, stats, th)
         score.own_tokens, score.own_bits_total = count(own), float(stats.bits[own].sum())
         score.bits_total = float(stats.bits.sum())
+        if not score.own_tokens and score.ngram_overlap:
+            score.reason = _none_its_own(stats)
     else:
         score.status, score.reason = ranked[0][1], ranked[0][2]
         score.best_doc = best.doc
@@ -465,6 +467,18 @@ def assess(
         found = "its passage was found, which alone decides nothing (a passage is no item's own text)"
         score.reason = found if score.reason == "no substantial overlap found" else f"{score.reason}; {found}"
     return score
+
+
+def _none_its_own(stats: ItemStats) -> str:
+    """The reason of an item whose text the corpora hold but none of which is its own: "no
+    substantial overlap found" beside an n-gram overlap of 100% (a trial: a licence sentence that
+    120 other items of the benchmark share most of)."""
+    others = int(stats.freq.max(initial=1)) - 1
+    return (
+        f"none of its text is its own: each part of it is in other items of the benchmark too (up to {others:,}) "
+        "or common in the corpora, so a document holding it is evidence of no item in particular (what the "
+        "corpora hold of it: ngram_overlap)"
+    )
 
 
 def _of_the_whole_item(

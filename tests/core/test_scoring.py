@@ -216,6 +216,27 @@ def test_a_clean_items_reason_says_its_passage_was_found() -> None:
     assert "its passage was found, which alone decides nothing" in r.reason, r.reason
 
 
+def test_an_item_without_text_of_its_own_says_so_where_its_text_is_found() -> None:
+    """A licence sentence that other items of the benchmark share all but a word of, the word in
+    a third item's phrase too: its text is in the corpus (ngram_overlap 1.0), no document is a
+    candidate, and its reason was "no substantial overlap found" (a trial). It says none of its
+    text is its own, so a document holding it tells no item apart."""
+    texts = [
+        "You should have received a copy of the GNU General Public License along with this file.",
+        "You should have received a copy of the GNU General Public License along with this program.",
+        "A copy of the licence comes along with this file in the source tree of the project.",
+    ]
+    th = Thresholds()
+    prepared = [prepare(BenchmarkItem(f"i{k}", k, question=t), N, 3) for k, t in enumerate(texts)]
+    shared = SharedText(prepared)
+    page = DocTokens.of(token_hashes(tokenize(f"{FILLER[:300]} {texts[0]} {FILLER[-300:]}")), N)
+    df = Counter([*page.grams.tolist(), *page.mgrams.tolist()])
+    stats = benchmark_stats(prepared, shared, df, N, th, True)
+    score = judge(0, prepared, stats, shared, {}, N, th, matching.MatchCache())[0]
+    assert score.status == Status.CLEAN and score.own_tokens == 0 and score.ngram_overlap == 1.0
+    assert score.reason.startswith("none of its text is its own: each part of it is in other items"), score.reason
+
+
 @pytest.mark.parametrize("order", ["passage first", "question first"])
 def test_a_question_copied_beside_its_passage_field_is_contaminated(order: str) -> None:
     """Reading-comprehension items (SQuAD, BoolQ) give the passage as a field of its own, scored
