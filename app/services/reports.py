@@ -420,8 +420,16 @@ class ReportService:
             return rrepo.list_all(conn, limit, offset)
 
     def items(self, report_id: str | None, **filters: Any) -> tuple[int, list[dict[str, Any]]]:
+        """The items of one report (or all), filtered (rrepo.query_items); a corpus filter naming
+        none of the report's corpora is refused, naming them (a trial: a corpus renamed since,
+        asked by its old name, gave 0 items without a word)."""
         if report_id is not None:
-            self.get(report_id)
+            corpora = self.get(report_id).get("corpora") or []
+            if (corpus := filters.get("corpus")) is not None and corpus not in corpora:
+                raise InputError(
+                    f"report {report_id} was not checked against a corpus named {corpus!r} "
+                    f"(its corpora: {', '.join(corpora) or 'none'})"
+                )
         with self.engine.connect() as conn:
             return rrepo.query_items(conn, report_id, **filters)
 

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, func, select, update
 
 from contam.app.core.config import SignatureConfig
 from contam.app.core.types import BenchmarkItem
-from contam.app.errors import NotFoundError, SettingsConflict, StateError
+from contam.app.errors import InputError, NotFoundError, SettingsConflict, StateError
 from contam.app.services.checking import CheckService
 from contam.app.services.corpora import CorpusService, select_corpora
 from contam.app.services.indexing import indexing_run
@@ -124,7 +124,8 @@ def test_a_renamed_corpus_is_called_by_its_new_name_in_its_reports(engine: Engin
     CorpusService(engine).rename("docs", "usrdocs")
     made = svc.get(rid)
     assert made["corpora"] == ["usrdocs", "other"] and set(made["summary"]["per_corpus"]) == {"usrdocs", "other"}
-    assert svc.items(rid, corpus="docs")[0] == 0
+    with pytest.raises(InputError, match="not checked against a corpus named 'docs' \\(its corpora: usrdocs, other\\)"):
+        svc.items(rid, corpus="docs")  # the old name (it gave 0 items without a word: a trial)
     total, items = svc.items(rid, corpus="usrdocs")
     assert total == 1 and items[0]["item_id"] == "c"
     assert {e["corpus"] for e in svc.item(rid, "c")["evidence"]} == {"usrdocs"}
@@ -161,6 +162,8 @@ def test_a_rename_leaves_reports_of_other_corpora_of_those_names_alone(
     made = svc.get(both)
     assert made["corpora"] == ["ab", "gone", "web"] and set(made["summary"]["per_corpus"]) == {"web", "gone", "ab"}
     assert svc.items(both, corpus="ab")[0] == 1 and svc.items(both, corpus="web")[0] == 1
+    with pytest.raises(InputError, match=r"not checked against a corpus named 'a,b' \(its corpora: ab, gone, web\)"):
+        svc.items(both, corpus="a,b")  # the old name: refused, naming the report's corpora (it gave 0 items)
     assert {e["corpus"] for e in svc.item(both, "c")["evidence"]} == {"web", "gone", "ab"}
     svc.shutdown()
 
@@ -268,7 +271,6 @@ def test_a_corpus_name_the_api_cannot_address_is_refused(engine: Engine, index_c
     and the dashboard's delete link answered 404: a name with a slash, a control character,
     space at either end or over 200 characters is refused when a corpus is made or renamed,
     naming why; a name already in use keeps working."""
-    from contam.app.errors import InputError
     from contam.app.services.indexing import open_corpus
 
     cfg = SignatureConfig()
