@@ -439,7 +439,7 @@ def assess(
         score.own_tokens, score.own_bits_total = count(own), float(stats.bits[own].sum())
         score.bits_total = float(stats.bits.sum())
         if not score.own_tokens and score.ngram_overlap:
-            score.reason = _none_its_own(stats)
+            score.reason = _none_its_own(stats, score.ngram_overlap)
     else:
         score.status, score.reason = ranked[0][1], ranked[0][2]
         score.best_doc = best.doc
@@ -469,15 +469,14 @@ def assess(
     return score
 
 
-def _none_its_own(stats: ItemStats) -> str:
-    """The reason of an item whose text the corpora hold but none of which is its own: "no
-    substantial overlap found" beside an n-gram overlap of 100% (a trial: a licence sentence that
-    120 other items of the benchmark share most of)."""
+def _none_its_own(stats: ItemStats, overlap: float) -> str:
+    """The reason of an item whose text the corpora hold (`overlap` of its n-grams) but none of
+    which is its own: it said "no substantial overlap found" beside an n-gram overlap of 100% (a
+    trial: a licence sentence that 120 other items of the benchmark share all but a word of)."""
     others = int(stats.freq.max(initial=1)) - 1
     return (
         f"none of its text is its own: each part of it is in other items of the benchmark too (up to {others:,}) "
-        "or common in the corpora, so a document holding it is evidence of no item in particular (what the "
-        "corpora hold of it: ngram_overlap)"
+        f"or common in the corpora, so the {overlap:.0%} of its n-grams the corpora hold tell no item apart"
     )
 
 

@@ -235,6 +235,9 @@ def test_an_item_without_text_of_its_own_says_so_where_its_text_is_found() -> No
     score = judge(0, prepared, stats, shared, {}, N, th, matching.MatchCache())[0]
     assert score.status == Status.CLEAN and score.own_tokens == 0 and score.ngram_overlap == 1.0
     assert score.reason.startswith("none of its text is its own: each part of it is in other items"), score.reason
+    assert score.reason.endswith(
+        "(up to 1) or common in the corpora, so the 100% of its n-grams the corpora hold tell no item apart"
+    )
 
 
 @pytest.mark.parametrize("order", ["passage first", "question first"])
