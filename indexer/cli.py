@@ -238,11 +238,18 @@ def _tell(summary: IndexSummary, paths: list[Path], id_field: str) -> None:
         _tell_where(summary, set(repaired))
     if repaired.get("missing_id"):  # --id-field names a field these records lack
         _tell_missing_id(summary, id_field)
-    if repaired.get("invalid_utf8_replaced"):  # Latin-1 from an old tool: its accented letters are lost, not its words
+    if repaired.get("decoded_cp1252"):  # Latin-1 from an old tool, read as such: said, since it is a guess
         typer.echo(
-            "  (their bytes that are not UTF-8 became U+FFFD; to keep those characters, re-encode the file as "
-            "UTF-8, e.g. iconv -f latin1 -t utf-8, and index it into a new corpus: indexed again here, the "
-            "changed file would sit beside its old version)",
+            "  (their text was not UTF-8 and held no UTF-8 character beyond ASCII: read as Windows-1252, the "
+            "Latin-1 of old tools; a file in another one-byte encoding (Latin-2, KOI8-R, ...) is misread so: "
+            "re-encode it as UTF-8, e.g. iconv -f latin2 -t utf-8, and index it into a new corpus)",
+            err=True,
+        )
+    if repaired.get("invalid_utf8_replaced"):  # UTF-8 damaged here and there: those bytes are lost, not the words
+        typer.echo(
+            "  (their bytes that are not UTF-8 became U+FFFD; to keep those characters, repair the file's "
+            "UTF-8 and index it into a new corpus: indexed again here, the changed file would sit beside its "
+            "old version)",
             err=True,
         )
     if summary.older_versions:  # a file fixed and indexed again: its old documents stay too

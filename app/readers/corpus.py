@@ -5,7 +5,8 @@ Formats, by file name: *.jsonl / *.ndjson / *.json (one JSON object a line), opt
 writes; the folder's state.json and dataset_info.json are left out); *.txt (optionally
 compressed the same ways; the whole file is one document).
 Bad records never stop a file: each is counted in `skipped` under a reason, as is a record
-kept with a repair (REPAIRS: invalid UTF-8 read with replacement characters), which
+kept with a repair (REPAIRS: text in a one-byte encoding read as Windows-1252, other invalid
+UTF-8 read with replacement characters), which
 `split_counts` tells apart from the records left out. A file that cannot
 be read to its end (truncated or corrupt compression, unreadable Parquet) raises
 CorruptFileError, so the caller can record it as failed and roll back what it read.
@@ -336,7 +337,8 @@ def _at(skipped: Counter[str], place: str) -> None:
 
 # reasons counted for records that were indexed, repaired, not left out
 # missing_id: no --id-field, FILE:LINE its id; surrogate_replaced: a lone "\ud800" escape became U+FFFD
-REPAIRS = frozenset({"invalid_utf8_replaced", "missing_id", "surrogate_replaced"})
+# decoded_cp1252: not UTF-8, and no UTF-8 character beyond ASCII in it: read as Windows-1252
+REPAIRS = frozenset({"decoded_cp1252", "invalid_utf8_replaced", "missing_id", "surrogate_replaced"})
 DEFAULT_ID_FIELD = "id"  # optional: a record without it is named FILE:LINE; one named otherwise is asked for
 
 
@@ -346,13 +348,38 @@ def split_counts(counts: Mapping[str, int]) -> tuple[dict[str, int], dict[str, i
     return skipped, {k: v for k, v in sorted(counts.items()) if k in REPAIRS}
 
 
-def _decode(raw: bytes) -> tuple[str, bool]:
-    """The text, and whether bytes that are not UTF-8 were replaced (counted, as
-    invalid_utf8_replaced, only for a record that becomes a document)."""
+# a character of UTF-8 beyond ASCII: a lead byte and its continuation bytes (no overlong form, no surrogate)
+_UTF8_WIDE = re.compile(
+    rb"[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf]{2}"
+    rb"|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}|\xf4[\x80-\x8f][\x80-\xbf]{2}"
+)
+
+
+def _decode(raw: bytes) -> tuple[str, str | None]:
+    """The text, and the repair it took (None: UTF-8 as it is; counted only for a record that
+    becomes a document). Bytes that are not UTF-8 and hold no character of UTF-8 beyond ASCII
+    are text in a one-byte encoding, read as Windows-1252 (the superset of Latin-1 that old tools
+    write and that browsers read a "latin1" page as; its five unassigned bytes as Latin-1's
+    controls), `decoded_cp1252`: with replacement characters, "café" was "caf\ufffd", a token
+    no copy of an accented item shares (Latin-1 text makes a UTF-8 character by chance only where
+    an accented capital or "ß" meets a symbol such as "°" or "»"). Otherwise, UTF-8 damaged here
+    and there: the bytes that are not UTF-8 become U+FFFD, `invalid_utf8_replaced`."""
     try:
-        return raw.decode("utf-8"), False
+        return raw.decode("utf-8"), None
     except UnicodeDecodeError:
-        return raw.decode("utf-8", "replace"), True
+        pass
+    if _UTF8_WIDE.search(raw) is None:
+        return raw.decode("cp1252", "contam-latin1"), "decoded_cp1252"
+    return raw.decode("utf-8", "replace"), "invalid_utf8_replaced"
+
+
+def _latin1_for(exc: UnicodeError) -> tuple[str, int]:
+    """A codecs error handler: a byte Windows-1252 leaves unassigned read as Latin-1 reads it."""
+    assert isinstance(exc, UnicodeDecodeError)
+    return exc.object[exc.start : exc.end].decode("latin-1"), exc.end
+
+
+codecs.register_error("contam-latin1", _latin1_for)
 
 
 _ENCODING_HINT = " (the file is not UTF-8 text: re-encode it as UTF-8)"
@@ -531,11 +558,12 @@ def json_array_values(stream: IO[bytes], max_depth: int) -> Iterator[Any]:
         pass
 
 
-def _lenient_json(line: bytes) -> tuple[Any, bool, str]:
-    """A line orjson refused, read as Python's json reads it: invalid UTF-8 replaced, and NaN and
-    Infinity taken (json.dumps writes them, by default, into fields a corpus does not read);
-    (value, whether bytes were replaced, the reason it is skipped: "" if it is not)."""
-    text, repaired = _decode(line)  # orjson rejects invalid UTF-8: the bad bytes replaced
+def _lenient_json(line: bytes) -> tuple[Any, str | None, str]:
+    """A line orjson refused, read as Python's json reads it: text that is not UTF-8 decoded as
+    _decode decodes it, and NaN and Infinity taken (json.dumps writes them, by default, into
+    fields a corpus does not read); (value, the repair _decode made, the reason it is skipped:
+    "" if it is not)."""
+    text, repaired = _decode(line)  # orjson rejects invalid UTF-8
     try:
         return json.loads(text), repaired, ""
     except RecursionError:  # nested deeper than Python's stack allows (orjson: 1,024)
@@ -544,10 +572,12 @@ def _lenient_json(line: bytes) -> tuple[Any, bool, str]:
         return None, repaired, "malformed_json"
 
 
-def _json_records(path: Path, skipped: Counter[str], max_bytes: int) -> Generator[tuple[int, Any, bool], None, None]:
-    """(line number, value, whether invalid UTF-8 was replaced) of a JSON-lines file, or (record
-    number, value, False) of a JSON array (parsed one at a time); malformed lines are skipped and
-    counted."""
+def _json_records(
+    path: Path, skipped: Counter[str], max_bytes: int
+) -> Generator[tuple[int, Any, str | None], None, None]:
+    """(line number, value, the repair its decoding made, _decode's) of a JSON-lines file, or
+    (record number, value, None) of a JSON array (parsed one at a time); malformed lines are
+    skipped and counted."""
     with open_binary(path) as stream:
         if stream.peek(3)[:3] == codecs.BOM_UTF8:  # a byte order mark: JSON parsers refuse it
             stream.read(3)
@@ -559,7 +589,7 @@ def _json_records(path: Path, skipped: Counter[str], max_bytes: int) -> Generato
                     if isinstance(obj, NestedTooDeep):
                         skipped["nested_too_deep"] += 1
                         continue
-                    yield row, obj, False
+                    yield row, obj, None
             except ijson.JSONError as exc:
                 where = f"after record {row}" if row else "before its first record"
                 hint = _ENCODING_HINT if _not_utf8(path) else ""
@@ -568,7 +598,7 @@ def _json_records(path: Path, skipped: Counter[str], max_bytes: int) -> Generato
         for lineno, line in _read_lines(stream, skipped, max_bytes):
             if not line.strip():
                 continue
-            repaired = False
+            repaired = None
             try:
                 obj = orjson.loads(line)
             except orjson.JSONDecodeError:
@@ -593,7 +623,7 @@ def read_jsonl(
             if text is None:
                 continue
             if repaired:
-                skipped["invalid_utf8_replaced"] += 1
+                skipped[repaired] += 1
             if (whole := without_surrogates(text)) != text:  # "\ud800" alone: it broke every output
                 text = whole
                 skipped["surrogate_replaced"] += 1
@@ -624,7 +654,7 @@ def read_txt(path: Path, skipped: Counter[str], max_bytes: int = MAX_RECORD_BYTE
     text = _text_of(decoded, skipped)
     if text is not None:
         if repaired:
-            skipped["invalid_utf8_replaced"] += 1
+            skipped[repaired] += 1
         yield RawDocument(path.name, 0, text)
 
 

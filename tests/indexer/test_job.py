@@ -302,13 +302,19 @@ def test_a_record_too_long_is_left_out_with_the_limit_named(migrated_url: str, t
     assert "a record over 64 MiB is left out" in result.stderr and "split it into several records" in result.stderr
 
 
+ACCENTED = (
+    "The caf\u00e9 au lait served in the old town square of Besan\u00e7on pleased every na\u00efve visitor that summer"
+)
+
+
 def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url: str, tmp_path: Path) -> None:
-    """A record of invalid UTF-8 (Latin-1 from an old tool) is indexed with replacement
-    characters: the summary, the progress log and the corpus's health say it was repaired, and
-    skipped (left out) stays for what was left out. It was counted among the skipped records."""
+    """A record of Latin-1 from an old tool is indexed, read as Windows-1252 (it was read with
+    replacement characters, "caf\ufffd", before): the summary, the progress log and the corpus's
+    health say it was repaired, and skipped (left out) stays for what was left out. It was counted
+    among the skipped records. An accented item copied from it is found."""
     path = tmp_path / "old.jsonl"
     path.write_bytes(
-        '{"id": 1, "text": "caf\u00e9 au lait in the old town square"}\n'.encode("latin-1")
+        f'{{"id": 1, "text": "{ACCENTED}"}}\n'.encode("latin-1")
         + '{"id": 3, "body": "no text field, na\u00efve"}\n'.encode("latin-1")  # repaired, then skipped
         + b'{"id": 2, "text": "plain text of the second record"}\nnot json\n'
     )
@@ -323,25 +329,30 @@ def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url
     # what it skipped (it was counted here, and under the corpus's health, as kept files' were)
     assert summary["skipped"] == {"malformed_json": 1, "missing_text": 1}
     assert "every record was skipped (malformed_json: 2)" in result.stderr
-    assert summary["repaired"] == {"invalid_utf8_replaced": 1}  # the one record indexed, not the one skipped
-    assert "(skipped: malformed_json=1, missing_text=1) (repaired: invalid_utf8_replaced=1)" in result.stderr
+    assert summary["repaired"] == {"decoded_cp1252": 1}  # the one record indexed, not the one skipped
+    assert "(skipped: malformed_json=1, missing_text=1) (repaired: decoded_cp1252=1)" in result.stderr
     # said at the end whatever the progress mode, not only in the JSON
     assert "2 record(s) left out: malformed_json=1, missing_text=1" in result.stderr
     # and where they were, file by file (counts alone sent users through the file looking)
     assert f"  {path}: missing_text at line 2; malformed_json at line 4" in result.stderr
-    assert f"  {path}: invalid_utf8_replaced at line 1" in result.stderr
-    assert "records indexed with a repair: invalid_utf8_replaced=1" in result.stderr
-    assert "iconv -f latin1 -t utf-8, and index it into a new corpus" in result.stderr  # what to do about it
+    assert f"  {path}: decoded_cp1252 at line 1" in result.stderr
+    assert "records indexed with a repair: decoded_cp1252=1" in result.stderr
+    assert "read as Windows-1252, the Latin-1 of old tools" in result.stderr  # a guess: said, with what to do
+    assert "iconv -f latin2 -t utf-8, and index it into a new corpus" in result.stderr
     assert "re-encode it as UTF-8" in result.stderr and "repaired" not in result.stderr.split("wide.jsonl")[-1]
     # old.jsonl, in the failed file's commit group, is indexed again under its own number ([3/2] before)
     assert f"indexing again [1/2] {path}" in result.stderr and "[3/2]" not in result.stderr
     health = json.loads(CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url, "--json"]).stdout)
-    assert health["documents"] == 2 and health["repaired"] == {"invalid_utf8_replaced": 1}
+    assert health["documents"] == 2 and health["repaired"] == {"decoded_cp1252": 1}
     assert health["skipped"] == {"malformed_json": 1, "missing_text": 1}
     assert [(f["path"], f["skipped"]) for f in health["failed_files"]] == [(str(utf16), {"malformed_json": 2})]
     shown = CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url]).output
-    assert "repaired:   invalid_utf8_replaced=1" in shown
+    assert "repaired:   decoded_cp1252=1" in shown
     assert "(skipped before: malformed_json=2)" in shown
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"id": "q", "question": ACCENTED}) + "\n")
+    scanned = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
+    assert json.loads(scanned.stdout)["results"][0]["status"] == "contaminated", scanned.output
 
 
 def test_corrupt_file_inside_a_group_leaves_the_rest_indexed_once(

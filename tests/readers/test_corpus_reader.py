@@ -51,7 +51,7 @@ def test_bad_records_are_counted_by_reason(tmp_path: Path) -> None:
     p = tmp_path / "bad.jsonl"
     lines = [
         b'{"id": 1, "text": "good one"}',  # kept
-        b'{"id": 2, "text": "caf\xe9 latin-1"}',  # invalid UTF-8: kept with a replacement char, counted
+        b'{"id": 2, "text": "caf\xe9 latin-1"}',  # Latin-1: kept, read as Windows-1252, counted
         b'{"id": 3, "text": "unterminated',  # malformed JSON
         b"[1, 2, 3]",  # not an object
         b'{"id": 4}',  # missing text
@@ -66,10 +66,10 @@ def test_bad_records_are_counted_by_reason(tmp_path: Path) -> None:
     skipped: Counter = Counter()
     docs = list(read_jsonl(p, "text", "id", skipped, max_bytes=1000))
     assert [d.external_id for d in docs] == ["1", "2", "bad.jsonl:8", "10"]
-    assert docs[1].text == "caf\ufffd latin-1"
+    assert docs[1].text == "caf\u00e9 latin-1"
     assert docs[2].position == 8
     assert skipped == Counter(
-        invalid_utf8_replaced=1,
+        decoded_cp1252=1,
         malformed_json=1,
         not_an_object=1,
         missing_text=1,
@@ -406,3 +406,29 @@ def test_bzip2_and_xz_corpora_are_read_and_a_cut_one_fails(tmp_path: Path, suffi
     (tmp_path / f"cut.txt{suffix}").write_bytes(blob[: len(blob) // 2])
     with pytest.raises(CorruptFileError, match=f"cut.txt{suffix}: cannot read to the end"):
         list(read_documents(tmp_path / f"cut.txt{suffix}", Counter()))
+
+
+def test_text_in_a_one_byte_encoding_is_read_as_windows_1252_and_damaged_utf8_repaired(tmp_path: Path) -> None:
+    """A record in Latin-1 was indexed with replacement characters ("caf\ufffd", a token no copy of
+    an accented item shares): text that is not UTF-8 and holds no UTF-8 character beyond ASCII is
+    a one-byte encoding's, read as Windows-1252 (its curly quotes and euro too; its five unassigned
+    bytes as Latin-1's); UTF-8 damaged by a stray byte keeps its characters, the byte replaced. A
+    text file alike."""
+    p = tmp_path / "old.jsonl"
+    lines = [
+        '{"id": 1, "text": "na\u00efve caf\u00e9 \u201cdone\u201d for 5\u20ac"}'.encode("cp1252"),
+        b'{"id": 2, "text": "crise\x81s"}',  # unassigned in Windows-1252
+        '{"id": 3, "text": "r\u00e9sum\u00e9 '.encode() + b"\xff" + b' ok"}',  # UTF-8 with a stray byte
+    ]
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    docs, skipped = _read(p)
+    assert [d.text for d in docs] == [
+        "na\u00efve caf\u00e9 \u201cdone\u201d for 5\u20ac",
+        "crise\x81s",
+        "r\u00e9sum\u00e9 \ufffd ok",
+    ]
+    assert skipped == Counter(decoded_cp1252=2, invalid_utf8_replaced=1)
+    t = tmp_path / "old.txt"
+    t.write_bytes("Gr\u00fc\u00dfe aus K\u00f6ln".encode("latin-1"))
+    docs, skipped = _read(t)
+    assert [d.text for d in docs] == ["Gr\u00fc\u00dfe aus K\u00f6ln"] and skipped == Counter(decoded_cp1252=1)

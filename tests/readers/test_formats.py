@@ -546,7 +546,7 @@ def test_a_corpus_line_with_nan_or_too_deep_is_read_or_counted_as_such(tmp_path:
     (tmp_path / "c.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     skipped = Skipped()
     assert [d.external_id for d in read_documents(tmp_path / "c.jsonl", skipped)] == ["a", "c"]
-    assert skipped == {"nested_too_deep": 1, "malformed_json": 1, "invalid_utf8_replaced": 1}
+    assert skipped == {"nested_too_deep": 1, "malformed_json": 1, "decoded_cp1252": 1}
 
 
 def test_a_clean_subset_is_read_under_the_limits_it_is_given() -> None:
