@@ -80,6 +80,19 @@ _TOKEN = re.compile(
     rf"|{_WORD}(?:[{_IGNORABLE}]*[{_MARK}]|(?:[{_IGNORABLE}]|{_BREAK})*{_WORD})*"
 )
 _DROPPED = re.compile(rf"{_BREAK}|[{_IGNORABLE}]")
+_CJK_CHAR = re.compile(rf"[{_CJK}]")
+
+
+def mostly_cjk(text: str) -> bool:
+    """Whether most of a text's letters are CJK ideographs and kana, each of which is a token of
+    its own (where a word of other scripts is one): a rule's length in tokens is then a word or
+    two, not a sentence (bench/MEASUREMENTS.md, session 38)."""
+    if text.isascii():
+        return False
+    letters = sum(c.isalpha() for c in text)
+    return letters > 0 and 2 * len(_CJK_CHAR.findall(text)) > letters
+
+
 # An attribute as HTML writes one: a name, and a value after "=", quoted (a quoted value may hold
 # ">", never "<": a tag's match ends before the next "<", so matching stays linear) or bare. A
 # tag with no value holds one attribute at most (`<details open>`): words between a "<" and a ">"

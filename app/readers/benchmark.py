@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
+from contam.app.core.text import mostly_cjk
 from contam.app.core.types import MAX_ALTERNATIVES, BenchmarkItem, answer_of, final_answer
 from contam.app.errors import InputError, cut_short, first_line
 from contam.app.limits import Limits, exceeded
@@ -1209,8 +1210,11 @@ class ReadNotes:
     outside: answers given as a number that names none of the item's choices (counted, the first
         NOTED as (row, answer, choices)); unlabelled: answers of -1 (Hugging Face's mark for a test
         item whose label is withheld); shared: ids held by more than one item (the first NOTED);
-        both are scored as items without an answer."""
+        both are scored as items without an answer; cjk: items mostly in Chinese or Japanese
+        characters (said when a tenth of the items or more: see mostly_cjk)."""
 
+    items: int = 0
+    cjk: int = 0  # items whose question is mostly CJK characters (mostly_cjk)
     outside: int = 0
     outside_at: list[tuple[int, str, int]] = dataclasses.field(default_factory=list)
     unlabelled: int = 0
@@ -1220,11 +1224,13 @@ class ReadNotes:
 
     def reset(self) -> None:
         """Forget what an earlier reading of the file noticed (a scan reads it twice)."""
-        self.outside = self.unlabelled = self.shared = 0
+        self.items = self.cjk = self.outside = self.unlabelled = self.shared = 0
         self.outside_at, self.shared_ids, self._ids = [], {}, set()
 
     def add(self, item: BenchmarkItem, rec: Mapping[str, Any], mapping: Mapping[str, Any], row: int) -> None:
         """Note what `item`, read from record `rec` of file row `row` under `mapping`, holds."""
+        self.items += 1
+        self.cjk += mostly_cjk(item.question)
         if item.item_id in self._ids:
             self.shared += 1
             self.shared_ids[item.item_id] = None
@@ -1261,6 +1267,12 @@ class ReadNotes:
             out.append(
                 f"{self.shared:,} item(s) share an id with an earlier item ({ids}): results tell them apart by "
                 "their idx (position in the file, from 0)"
+            )
+        if self.cjk and 10 * self.cjk >= self.items:
+            out.append(
+                f"{self.cjk:,} of {self.items:,} items are mostly Chinese or Japanese characters, each of which is "
+                "a token (a word is one in other scripts): a flag of a short one may be a common phrase of a word or "
+                "two rather than a copy, on a small corpus above all; read its evidence"
             )
         return out
 

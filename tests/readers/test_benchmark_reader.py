@@ -372,6 +372,22 @@ def test_what_the_reading_changes_is_noted() -> None:
     assert notes.said() == []
 
 
+def test_a_benchmark_mostly_in_chinese_or_japanese_is_told_what_its_flags_may_be() -> None:
+    """Each ideograph and kana is a token, so a rule's length in tokens is a word or two there: a
+    probe's Japanese items were flagged by a verb ending (…に失敗しました) 8.4% of the time. A
+    benchmark a tenth or more of whose items are mostly such characters is told so; one item of
+    twenty, or Korean (words, as in other scripts), is not."""
+    ja = ["ファイルのダウンロードに失敗しました", "引数が文字列ではありません", "場所についての情報を表示する"]
+    rows = [{"question": q} for q in ja] + [{"question": f"Which number follows {i}?"} for i in range(27)]
+    notes = ReadNotes()
+    list(iter_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "q.jsonl", notes=notes))
+    (said,) = notes.said()
+    assert said.startswith("3 of 30 items are mostly Chinese or Japanese characters") and "read its evidence" in said
+    for few in (rows[:1] + rows[3:22], [{"question": "다른 어떤 레퍼런스에서도 찾을 수 없습니다"}] * 3):
+        list(iter_benchmark("".join(json.dumps(r) + "\n" for r in few).encode(), "q.jsonl", notes=notes))
+        assert not [n for n in notes.said() if "Chinese or Japanese" in n]
+
+
 def test_a_benchmark_with_no_question_field_is_told_how_to_name_it() -> None:
     """The error said "give a field mapping such as question=<field>", and the CLI's option for
     it is --fields: it now names the option and the API's `mapping`."""
