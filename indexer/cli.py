@@ -15,7 +15,7 @@ import typer
 from contam.app import cli as service_cli
 from contam.app.cli import ContamGroup, DbOpt, database_url
 from contam.app.core.config import SignatureConfig
-from contam.app.readers.corpus import MAX_RECORD_BYTES, fields_seen, files_not_read
+from contam.app.readers.corpus import TOO_LONG_HINT, fields_seen, files_not_read
 from contam.app.services.database import open_database
 from contam.app.settings import get_settings
 from contam.indexer.options import IndexOptions, index_options
@@ -228,11 +228,7 @@ def _tell(summary: IndexSummary, paths: list[Path], id_field: str) -> None:
         typer.echo(f"{sum(skipped.values())} record(s) left out: {reasons}", err=True)
         _tell_where(summary, set(skipped))
         if skipped.get("record_too_long"):  # the limit named (a trial: how big is too big?)
-            typer.echo(
-                f"  (record_too_long: a record over {MAX_RECORD_BYTES // 2**20} MiB is left out, one document that "
-                "large taking over 1 GB of memory to sign; split it into several records)",
-                err=True,
-            )
+            typer.echo(f"  {TOO_LONG_HINT.strip()}", err=True)
     if repaired:  # a record may have several repairs: their counts, not a count of records
         typer.echo(f"records indexed with a repair: {', '.join(f'{k}={v}' for k, v in repaired.items())}", err=True)
         _tell_where(summary, set(repaired))

@@ -473,7 +473,7 @@ def _none_its_own(stats: ItemStats, overlap: float) -> str:
     """The reason of an item whose text the corpora hold (`overlap` of its n-grams) but none of
     which is its own: it said "no substantial overlap found" beside an n-gram overlap of 100% (a
     trial: a licence sentence that 120 other items of the benchmark share all but a word of)."""
-    others = int(stats.freq.max(initial=1)) - 1
+    others = int(stats.mfreq.max(initial=1)) - 1  # by the grams that decide what is its own (unshared)
     return (
         f"none of its text is its own: each part of it is in other items of the benchmark too (up to {others:,}) "
         f"or common in the corpora, so the {overlap:.0%} of its n-grams the corpora hold tell no item apart"

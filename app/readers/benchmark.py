@@ -1219,7 +1219,7 @@ class ReadNotes:
     outside_at: list[tuple[int, str, int]] = dataclasses.field(default_factory=list)
     unlabelled: int = 0
     shared: int = 0
-    shared_ids: dict[str, None] = dataclasses.field(default_factory=dict)  # every id shared, in the order found
+    shared_ids: dict[str, None] = dataclasses.field(default_factory=dict)  # the first NOTED + 1 ids shared
     _ids: set[str] = dataclasses.field(default_factory=set, repr=False)
 
     def reset(self) -> None:
@@ -1227,13 +1227,15 @@ class ReadNotes:
         self.items = self.cjk = self.outside = self.unlabelled = self.shared = 0
         self.outside_at, self.shared_ids, self._ids = [], {}, set()
 
-    def add(self, item: BenchmarkItem, rec: Mapping[str, Any], mapping: Mapping[str, Any], row: int) -> None:
-        """Note what `item`, read from record `rec` of file row `row` under `mapping`, holds."""
+    def add(self, item: BenchmarkItem, rec: Mapping[str, Any], mapping: Mapping[str, Any]) -> None:
+        """Note what `item`, read from record `rec` under `mapping`, holds; places are the item's
+        `row`, as the results number them (from 0; `idx` in the API)."""
         self.items += 1
         self.cjk += mostly_cjk(item.question)
         if item.item_id in self._ids:
             self.shared += 1
-            self.shared_ids[item.item_id] = None
+            if len(self.shared_ids) <= NOTED:  # those shown, and whether there are more
+                self.shared_ids[item.item_id] = None
         self._ids.add(item.item_id)
         if "answer" not in mapping or item.answer or not item.choices:
             return
@@ -1244,7 +1246,7 @@ class ReadNotes:
         elif k is not None:
             self.outside += 1
             if len(self.outside_at) < NOTED:
-                self.outside_at.append((row, str(value).strip(), len(item.choices)))
+                self.outside_at.append((item.row, str(value).strip(), len(item.choices)))
 
     def said(self) -> list[str]:
         """The notes as sentences (none when all was read as given)."""
@@ -1253,8 +1255,9 @@ class ReadNotes:
             where = "; ".join(f"row {r}: {a} with {k} choices" for r, a, k in self.outside_at)
             more = ", ..." if self.outside > len(self.outside_at) else ""
             out.append(
-                f"{self.outside:,} item(s) give an answer number that names none of their choices ({where}{more}): "
-                "scored as items without an answer; is the answer field right? (--fields answer=FIELD)"
+                f"{self.outside:,} item(s) give an answer number that names none of their choices ({where}{more}; "
+                "rows as the results number them, from 0): scored as items without an answer; is the field mapped "
+                "as the answer the right one?"
             )
         if self.unlabelled:
             out.append(
@@ -1266,7 +1269,7 @@ class ReadNotes:
             ids = ", ".join(repr(i[:40]) for i in first) + (", ..." if len(self.shared_ids) > NOTED else "")
             out.append(
                 f"{self.shared:,} item(s) share an id with an earlier item ({ids}): results tell them apart by "
-                "their idx (position in the file, from 0)"
+                "their row (position in the file, from 0; `idx` in the API)"
             )
         if self.cjk and 10 * self.cjk >= self.items:
             out.append(
@@ -1323,7 +1326,7 @@ def iter_benchmark(
         item = to_item(n, rec, found, base, keep_raw, system)
         _check_item(item, filename, row, limits)
         if notes is not None:
-            notes.add(item, rec, found, row)
+            notes.add(item, rec, found)
         n += 1
         yield item
     if not n:

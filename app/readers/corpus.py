@@ -41,6 +41,10 @@ if TYPE_CHECKING:  # imported where Parquet or Arrow is read: an indexer of JSON
     import pyarrow as pa
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
+TOO_LONG_HINT = (  # said where records were left out as record_too_long (a trial: how big is too big?)
+    f" (record_too_long: a record over {MAX_RECORD_BYTES // 2**20} MiB is left out, one document that large "
+    "taking over 1 GB of memory to sign; split it into several records)"
+)
 MAX_RECORD_DEPTH = 1024  # nesting of a JSON record (a JSON line's is orjson's, the same)
 _JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
 _COMPRESSIONS = (".gz", ".zst", ".zstd", ".bz2", ".xz")
@@ -743,7 +747,8 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
         reasons = ", ".join(f"{k}: {v}" for k, v in left_out.items())
         # a file in another encoding (UTF-16 from Windows tools, say) fails as garbled records
         encoding = _ENCODING_HINT if _not_utf8(path) else ""
-        return f"no documents: every record was skipped ({reasons}){encoding}"
+        limit = TOO_LONG_HINT if left_out.get("record_too_long") else ""  # a .txt is one record: the limit said
+        return f"no documents: every record was skipped ({reasons}){encoding}{limit}"
     return "no documents: the file holds no records"
 
 

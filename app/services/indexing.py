@@ -90,10 +90,12 @@ def check_corpus_name(name: str) -> None:
     )
     if bad or name != name.strip() or len(name) > CORPUS_NAME_MAX:
         why = bad or ("space at its start or end" if name != name.strip() else f"over {CORPUS_NAME_MAX} characters")
-        raise InputError(
-            f"corpus name {name[:80]!r} holds {why}: the API and the dashboard address a corpus by "
-            "its name in their URLs; choose another (e.g. 'web-2024')"
+        why_not = (
+            "a report upload's corpora and the item filters list corpora so"
+            if "," in name
+            else "the API and the dashboard address a corpus by its name in their URLs"
         )
+        raise InputError(f"corpus name {name[:80]!r} holds {why}: {why_not}; choose another (e.g. 'web-2024')")
 
 
 def open_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: bool) -> int:

@@ -167,17 +167,22 @@ def items_page(
     # an unknown status is a 422 page, not every item; a passage found never changes a status, so
     # its items are listed whatever theirs (most are clean: the filter showed none of them)
     statuses = list(status or (Status if field == "passage" else FLAGGED))
-    total, items = svc.items(
-        report or None,
-        status=statuses,
-        min_score=_min_score(min_score),
-        role=field or None,
-        corpus=corpus or None,
-        q=q or None,
-        sort=sort,
-        descending=order == "desc",
-        limit=page_size,
-        offset=(page_no - 1) * page_size,
+    elsewhere = _checked_elsewhere(svc, report, corpus)
+    total, items = (
+        (0, [])
+        if elsewhere
+        else svc.items(
+            report or None,
+            status=statuses,
+            min_score=_min_score(min_score),
+            role=field or None,
+            corpus=corpus or None,
+            q=q or None,
+            sort=sort,
+            descending=order == "desc",
+            limit=page_size,
+            offset=(page_no - 1) * page_size,
+        )
     )
     _, reports = svc.list_reports(1000, 0)
     params: dict[str, Any] = {"report": report or "", "status": statuses, "corpus": corpus or "", "field": field or ""}
@@ -209,7 +214,20 @@ def items_page(
         and not (field or q or corpus or min_score)
         and (not report or svc.get(report)["status"] == "done"),  # a failed or running report: not "none flagged"
         every_status=[str(st) for st in Status],
+        elsewhere=elsewhere,
     )
+
+
+def _checked_elsewhere(svc: ReportServiceDep, report: str | None, corpus: str | None) -> str | None:
+    """What the items page says, with no items, when the corpus filter names a corpus the chosen
+    report was not checked against (the API refuses it; the form keeps the corpus when another
+    report is chosen, and the page was a dead end: a review); None otherwise."""
+    if not (report and corpus):
+        return None
+    theirs = svc.get(report).get("corpora") or []
+    if corpus in theirs:
+        return None
+    return f"This report was not checked against corpus {corpus!r} (its corpora: {', '.join(theirs) or 'none'})."
 
 
 def _report_corpora(svc: ReportServiceDep, report: str | None, reports: list[dict[str, Any]]) -> list[str]:

@@ -418,7 +418,8 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
     past = tmp_path / "past.jsonl"
     past.write_text(json.dumps({"id": "p", "question": Q1, "choices": ["a", "b"], "answer": 7}) + "\n")
     noted = run.invoke(cli, ["scan", str(past), "--db", migrated_url, "--format", "json"])
-    assert "1 item(s) give an answer number that names none of their choices (row 1: 7 with 2 choices)" in noted.stderr
+    assert "1 item(s) give an answer number that names none of their choices (row 0: 7 with 2 choices;" in noted.stderr
+    assert json.loads(noted.stdout)["results"][0]["row"] == 0  # the place as the results give it
     assert json.loads(noted.stdout)["summary"]["notes"] == [noted.stderr.splitlines()[1]]
     assert "names none of their choices" not in scan().output
     never = scan("--fail-above", "1")  # a gate that cannot fail: 1% was meant (a trial)

@@ -235,9 +235,35 @@ def test_an_item_without_text_of_its_own_says_so_where_its_text_is_found() -> No
     score = judge(0, prepared, stats, shared, {}, N, th, matching.MatchCache())[0]
     assert score.status == Status.CLEAN and score.own_tokens == 0 and score.ngram_overlap == 1.0
     assert score.reason.startswith("none of its text is its own: each part of it is in other items"), score.reason
-    assert score.reason.endswith(
-        "(up to 1) or common in the corpora, so the 100% of its n-grams the corpora hold tell no item apart"
+    assert score.reason.endswith(  # the other two items share its opening and its close
+        "(up to 2) or common in the corpora, so the 100% of its n-grams the corpora hold tell no item apart"
     )
+    # shared only in pieces shorter than an index n-gram (a review: "up to 0"): counted by the grams that decide
+    w = [
+        "alpha",
+        "bravo",
+        "charlie",
+        "delta",
+        "echo",
+        "foxtrot",
+        "golf",
+        "hotel",
+        "india",
+        "juliet",
+        "kilo",
+        "lima",
+        "mike",
+        "november",
+    ]
+    pieces = [
+        " ".join(w[k : k + 4]) + f" padding{k} words{k} here{k} more{k} stuff{k}" for k in range(0, len(w) - 2, 2)
+    ]
+    prepared = [prepare(BenchmarkItem(f"i{k}", k, question=t), N, 3) for k, t in enumerate([" ".join(w), *pieces])]
+    shared = SharedText(prepared)
+    page = DocTokens.of(token_hashes(tokenize(f"{FILLER[:300]} {' '.join(w)} {FILLER[-300:]}")), N)
+    stats = benchmark_stats(prepared, shared, Counter([*page.grams.tolist(), *page.mgrams.tolist()]), N, th, True)
+    score = judge(0, prepared, stats, shared, {}, N, th, matching.MatchCache())[0]
+    assert score.own_tokens == 0 and "(up to 1) or common" in score.reason, score.reason
 
 
 @pytest.mark.parametrize("order", ["passage first", "question first"])

@@ -300,6 +300,11 @@ def test_a_record_too_long_is_left_out_with_the_limit_named(migrated_url: str, t
     assert result.exit_code == 0 and json.loads(result.stdout)["documents"] == 1
     assert "1 record(s) left out: record_too_long=1" in result.stderr
     assert "a record over 64 MiB is left out" in result.stderr and "split it into several records" in result.stderr
+    one = tmp_path / "one.txt"  # a text file is one record: too long, the file fails, and says the limit (a review)
+    one.write_text("word " * (13 * 2**20 + 1))
+    failed = CliRunner().invoke(cli, [*args[:-1], str(one)])
+    assert failed.exit_code == 1 and "every record was skipped (record_too_long: 1)" in failed.stderr
+    assert "a record over 64 MiB is left out" in failed.stderr
 
 
 ACCENTED = (

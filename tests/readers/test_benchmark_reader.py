@@ -364,9 +364,10 @@ def test_what_the_reading_changes_is_noted() -> None:
     assert [it.answer for it in items] == ["green", "", "", "", "black"]
     outside, unlabelled, shared = notes.said()
     assert outside.startswith("2 item(s) give an answer number that names none of their choices")
-    assert "(row 2: 7 with 4 choices; row 4: 9 with 4 choices)" in outside and "--fields answer=FIELD" in outside
+    assert "(row 1: 7 with 4 choices; row 3: 9 with 4 choices; rows as the results number them, from 0)" in outside
+    assert [items[1].row, items[3].row] == [1, 3] and "is the field mapped as the answer the right one?" in outside
     assert unlabelled.startswith("1 item(s) have the answer -1")
-    assert shared.startswith("2 item(s) share an id with an earlier item ('a')") and "idx" in shared
+    assert shared.startswith("2 item(s) share an id with an earlier item ('a')") and "by their row" in shared
     fine = "".join(json.dumps({**r, "id": str(i), "answer": 0}) + "\n" for i, r in enumerate(rows)).encode()
     list(iter_benchmark(fine, "q.jsonl", notes=notes))
     assert notes.said() == []

@@ -276,7 +276,7 @@ def test_a_corpus_name_the_api_cannot_address_is_refused(engine: Engine, index_c
     cfg = SignatureConfig()
     for name, why in (
         ("x/y", "a slash"),
-        ("a,b", "a comma"),
+        ("a,b", "a comma, which separates names in lists of corpora: a report upload's corpora and the item"),
         ("..", "dots alone"),
         (".", "dots alone"),
         ("a\tb", "does not print"),

@@ -205,10 +205,14 @@ def test_a_report_page_says_what_the_reading_noticed(migrated_url: str, index_co
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
         rid = _checked(c, rows, "noted")
         notes = c.get(f"/api/v1/reports/{rid}").json()["summary"]["notes"]
-        assert len(notes) == 2 and "row 1: 5 with 2 choices; row 2: 6 with 2 choices" in notes[0]
+        assert len(notes) == 2 and "row 0: 5 with 2 choices; row 1: 6 with 2 choices" in notes[0]
         assert "1 item(s) share an id with an earlier item ('x')" in notes[1]
         page = c.get(f"/reports/{rid}").text
-        assert 'id="notes"' in page and "row 1: 5 with 2 choices" in page and "share an id" in page
+        assert 'id="notes"' in page and "row 0: 5 with 2 choices" in page and "share an id" in page
+        # the form keeps the corpus when another report is chosen: that report's page, no items, says why (a review)
+        other = c.get(f"/items?report={rid}&corpus=elsewhere")
+        assert other.status_code == 200 and 'id="filters"' in other.text
+        assert "This report was not checked against corpus &#39;elsewhere&#39; (its corpora: web)." in other.text
         fine = _checked(c, [{"id": "y", "question": q.format(7), "choices": ["one", "two"], "answer": 1}], "fine")
         assert c.get(f"/api/v1/reports/{fine}").json()["summary"]["notes"] == []
         assert 'id="notes"' not in c.get(f"/reports/{fine}").text
