@@ -167,27 +167,12 @@ def items_page(
     # an unknown status is a 422 page, not every item; a passage found never changes a status, so
     # its items are listed whatever theirs (most are clean: the filter showed none of them)
     statuses = list(status or (Status if field == "passage" else FLAGGED))
-    elsewhere = _checked_elsewhere(svc, report, corpus)
-    total, items = (
-        (0, [])
-        if elsewhere
-        else svc.items(
-            report or None,
-            status=statuses,
-            min_score=_min_score(min_score),
-            role=field or None,
-            corpus=corpus or None,
-            q=q or None,
-            sort=sort,
-            descending=order == "desc",
-            limit=page_size,
-            offset=(page_no - 1) * page_size,
-        )
-    )
-    _, reports = svc.list_reports(1000, 0)
     params: dict[str, Any] = {"report": report or "", "status": statuses, "corpus": corpus or "", "field": field or ""}
     params |= {"q": q or "", "min_score": min_score or "", "sort": sort, "order": order}
     params |= {"page_size": page_size if page_size != ITEMS_PER_PAGE else ""}
+    elsewhere = _checked_elsewhere(svc, report, corpus)
+    total, items = (0, []) if elsewhere else _page_of_items(svc, params, (page_no - 1) * page_size, page_size)
+    _, reports = svc.list_reports(1000, 0)
 
     def link(**over: Any) -> str:
         merged = {**params, **over}
@@ -215,6 +200,24 @@ def items_page(
         and (not report or svc.get(report)["status"] == "done"),  # a failed or running report: not "none flagged"
         every_status=[str(st) for st in Status],
         elsewhere=elsewhere,
+    )
+
+
+def _page_of_items(
+    svc: ReportServiceDep, f: dict[str, Any], offset: int, limit: int
+) -> tuple[int, list[dict[str, Any]]]:
+    """The items the page's filters `f` (as its links carry them) select, `limit` from `offset`."""
+    return svc.items(
+        f["report"] or None,
+        status=f["status"],
+        min_score=_min_score(f["min_score"]),
+        role=f["field"] or None,
+        corpus=f["corpus"] or None,
+        q=f["q"] or None,
+        sort=f["sort"],
+        descending=f["order"] == "desc",
+        limit=limit,
+        offset=offset,
     )
 
 
