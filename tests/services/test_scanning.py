@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -1420,3 +1421,62 @@ def test_one_text_keys_are_the_keys_whose_documents_are_all_read_and_alike() -> 
             if len(held) > 1 and all(d in read for d in held) and len({read[d].meta["text_hash"] for d in held}) == 1:
                 want.append(k)
         assert scanning.one_text_keys(postings, read).tolist() == want
+
+
+MMLU_HEADER = "The following are multiple choice questions (with answers) about computer documentation."
+HEADER_WORDS = [
+    "library",
+    "file",
+    "names",
+    "prepend",
+    "directory",
+    "built",
+    "option",
+    "header",
+    "module",
+    "function",
+    "returns",
+    "value",
+    "error",
+    "buffer",
+    "session",
+    "element",
+    "docs",
+    "steps",
+    "report",
+    "support",
+    "network",
+    "socket",
+    "thread",
+    "memory",
+    "parser",
+    "token",
+]
+
+
+def test_a_header_every_item_carries_is_no_items_own_text_beside_a_competitor(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """A trial's MMLU items, each question after the header lm-evaluation-harness writes ("The
+    following are multiple choice questions (with answers) about ..."), copied in pages without
+    the header: 43 of 100 copies were `suspicious`, "75% of the item's own text (44 tokens)".
+    Where another item was a candidate copy and none was the better one, the header, in every
+    item, was counted as the item's own text (with no candidate it was not). A template is no
+    item's own text (principle 1): every copy is `contaminated`, the items not copied clean."""
+    rng = random.Random(3)
+    items, pages = [], []
+    for k in range(30):
+        q = " ".join(rng.choice(HEADER_WORDS) for _ in range(14)) + f" case{k}"
+        choices = [" ".join(rng.choice(HEADER_WORDS) for _ in range(3)) + f" opt{k}{c}" for c in "abcd"]
+        items.append(
+            BenchmarkItem(f"q{k}", k, question=f"{MMLU_HEADER} {q}", choices=tuple(choices), answer=choices[k % 4])
+        )
+        if k < 10:
+            body = "\n".join(f"{'ABCD'[j]}. {c}" for j, c in enumerate(choices))
+            page = f"Practice test.\n{q}\n{body}\nAnswer: {'ABCD'[k % 4]}\n\nNext question follows."
+            pages.append({"id": f"p{k}", "text": f"{FILLER[k * 40 : k * 40 + 400]} {page} {FILLER[-300:]}"})
+    index_corpus(engine, pages, "web")
+    results = Scanner(engine, corpora=["web"]).scan(items)
+    assert [r.score.status for r in results[:10]] == ["contaminated"] * 10, [r.score.reason for r in results[:10]]
+    assert all(r.score.own_tokens < r.score.tokens for r in results[:10])  # the header is not its own
+    assert all(r.score.status == "clean" for r in results[10:])
