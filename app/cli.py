@@ -47,6 +47,7 @@ from contam.app.errors import (
     disk_full,
     first_line,
 )
+from contam.app.processes import sweep_temp
 from contam.app.services.checking import CheckResult, CheckService
 from contam.app.services.corpora import CorpusService
 from contam.app.services.database import database_trouble, migrate, open_database, shown_url, sqlite_file_missing
@@ -547,6 +548,7 @@ def scan(
     th = _thresholds(thresholds)
     mapping = _mapping(fields)
     engine = open_database(database_url(db))
+    sweep_temp()  # what a killed scan or server left in the temporary folder
     with scan_progress(progress) as (report, read):
         checked = CheckService(engine, get_settings().limits(), workers=workers).path(
             file,

@@ -9,7 +9,10 @@ more), and with them the fork server they came from. Each worker therefore watch
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
+import tempfile
 import threading
 import time
 
@@ -56,3 +59,49 @@ def _zombie(pid: int) -> bool:
             return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
     except (OSError, IndexError):
         return False
+
+
+# ---------------------------------------------------------------- temporary files of dead processes
+
+_OURS = re.compile(r"contam-(scan|upload|parquet)-(\d+)-.+")
+
+
+def temp_prefix(kind: str) -> str:
+    """The prefix of a temporary file or folder this process makes (`kind`: scan, upload or
+    parquet), naming the process, so that sweep_temp can tell one a killed process left."""
+    return f"contam-{kind}-{os.getpid()}-"
+
+
+def sweep_temp(older_than: float = 60.0, folder: str | None = None) -> int:
+    """Remove what contam processes that are gone left in the temporary folder (`folder`: the
+    system's): a server killed mid-job left its upload's copy and the scan's tables there for
+    good, 25-36 MB a job for a 1.7 MB upload (a trial: 7 kills, 14 left). Only names temp_prefix
+    made whose process no longer runs, untouched for `older_than` seconds; what cannot be
+    removed is left. The number removed."""
+    removed = 0
+    with os.scandir(folder or tempfile.gettempdir()) as entries:
+        for entry in entries:
+            if (m := _OURS.fullmatch(entry.name)) is None or _running(int(m[2])):
+                continue
+            try:
+                if time.time() - entry.stat(follow_symlinks=False).st_mtime < older_than:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+                removed += 1
+            except OSError:
+                continue
+    return removed
+
+
+def _running(pid: int) -> bool:
+    """Whether a process of this pid runs (a zombie does not; another user's does)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not _zombie(pid)

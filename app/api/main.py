@@ -3,6 +3,7 @@ error handlers wired together; the routes themselves live in app/api/routes and 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -16,6 +17,7 @@ from contam.app.api.deps import AuthDep
 from contam.app.api.routes import check, corpora, docs, health, reports
 from contam.app.api.security import HeadAsGet, SameOrigin, SecurityHeaders, Sessions
 from contam.app.errors import NotFoundError
+from contam.app.processes import sweep_temp
 from contam.app.services.checking import CheckService
 from contam.app.services.corpora import CorpusService
 from contam.app.services.database import connect, migrate
@@ -33,8 +35,10 @@ DESCRIPTION = (
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Migrate the database; hold this server's report jobs and take up those a stopped server
-    left (from a second on: see ReportService.start); stop them at the end."""
+    left (from a second on: see ReportService.start); remove the temporary files killed ones
+    left, meanwhile (sweep_temp); stop the jobs at the end."""
     migrate(app.state.settings.database_url)
+    threading.Thread(target=sweep_temp, name="contam-sweep", daemon=True).start()
     app.state.reports.start()
     yield
     app.state.reports.shutdown()

@@ -42,6 +42,7 @@ from contam.app.core.text import mostly_cjk
 from contam.app.core.types import MAX_ALTERNATIVES, BenchmarkItem, answer_of, final_answer
 from contam.app.errors import InputError, cut_short, first_line
 from contam.app.limits import Limits, exceeded
+from contam.app.processes import temp_prefix
 from contam.app.readers.corpus import ABSENT as _ABSENT
 from contam.app.readers.corpus import (
     COMPRESSION_MAGIC,
@@ -606,7 +607,7 @@ def _stream_records(
 def _spooled_parquet(stream: io.BufferedReader, filename: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows of a Parquet stream (a .parquet.gz, say), decompressed to a temporary file and read
     from there a batch at a time: memory holds a batch, not the file."""
-    with tempfile.NamedTemporaryFile(prefix="contam-parquet-") as spool:
+    with tempfile.NamedTemporaryFile(prefix=temp_prefix("parquet")) as spool:
         shutil.copyfileobj(stream, spool, 1 << 20)
         spool.flush()
         yield from _parquet(Path(spool.name), filename, limits)  # by path: Arrow reads it natively

@@ -34,6 +34,7 @@ from contam.app.errors import (
     first_line,
 )
 from contam.app.limits import Limits, exceeded
+from contam.app.processes import temp_prefix
 from contam.app.readers.benchmark import ReadNotes, iter_benchmark
 from contam.app.services.corpora import select_corpora
 from contam.app.services.database import RETRY_SECONDS, database_trouble, retrying, unavailable_reason
@@ -133,7 +134,7 @@ def _sha256(data: bytes | Path) -> str:
 def spooled(stream: IO[bytes], limit: int) -> Iterator[Path]:
     """An upload copied to a temporary file (removed after), at most `limit` + 1 bytes of it
     (one byte over is enough for `submit` to refuse it): a big upload is never held in memory."""
-    with tempfile.TemporaryDirectory(prefix="contam-upload-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=temp_prefix("upload")) as tmp:
         path = Path(tmp) / "upload"
         with path.open("wb") as out:
             left = limit + 1
@@ -346,7 +347,7 @@ class ReportService:
         The upload is decompressed to a temporary file and read from there as a stream (twice:
         Scanner.scan_stream); each chunk's items are written as it is scored, with the progress,
         so neither the benchmark nor its results are ever held whole."""
-        with tempfile.NamedTemporaryFile(prefix="contam-upload-") as spool:
+        with tempfile.NamedTemporaryFile(prefix=temp_prefix("upload")) as spool:
             try:
                 rep = retrying(
                     "reading the report",

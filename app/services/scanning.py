@@ -45,7 +45,7 @@ from contam.app.core.surprise import flat_bits
 from contam.app.core.text import without_surrogates
 from contam.app.core.types import BenchmarkItem, Status
 from contam.app.errors import ContamError, FingerprintMismatch, IncompatibleIndex, NotFoundError, StateError
-from contam.app.processes import exit_with, quiet_on_interrupt
+from contam.app.processes import exit_with, quiet_on_interrupt, temp_prefix
 from contam.app.readers.corpus import read_documents
 from contam.app.services.database import retrying
 from contam.app.store import repo
@@ -789,7 +789,7 @@ class _Bench:
         folder (removed by `close`) and mapped by every worker from there, so the workers share
         one copy in the page cache and this process never holds a pickled copy."""
         if self.spill is None:
-            self._spill_to(tempfile.mkdtemp(prefix="contam-scan-"))
+            self._spill_to(tempfile.mkdtemp(prefix=temp_prefix("scan")))
         small = {k: v for k, v in self.shared.__dict__.items() if k not in ("group", "ngrams", "mgrams")}
         return {"spill": self.spill, "shared": small}
 
@@ -866,7 +866,7 @@ class _Bench:
         ctx = multiprocessing.get_context("forkserver") if threads else multiprocessing.get_context("fork")
         count = ctx.Value("q", 0, lock=False)
         mine, theirs = ctx.Pipe(duplex=False)
-        folder = tempfile.mkdtemp(prefix="contam-scan-")
+        folder = tempfile.mkdtemp(prefix=temp_prefix("scan"))
         proc = ctx.Process(target=_pass1_apart, args=(source, n, folder, count, theirs), daemon=True)
         try:
             proc.start()
