@@ -196,8 +196,14 @@ def db_upgrade(
 ) -> None:
     """Create or migrate the schema (Alembic)."""
     url = database_url(db)
-    migrate(url, revision)
-    typer.echo(f"database at {revision}: {url}")
+    before, now = migrate(url, revision)
+    # said apart: a migration, a new schema, or nothing to do (a trial: one line for all three)
+    if before is None:
+        typer.echo(f"database created at revision {now}: {url}")
+    elif before == now:
+        typer.echo(f"database already at revision {now}{' (head)' if revision == 'head' else ''}: {url}")
+    else:
+        typer.echo(f"database migrated from revision {before} to {now}: {url}")
 
 
 class CorporaGroup(ContamGroup):

@@ -124,9 +124,10 @@ def reaching(url: str) -> Iterator[None]:
         raise UnavailableError(f"the database is unavailable: {reason} ({shown_url(url)}){hint}") from exc
 
 
-def migrate(url: str, revision: str = "head") -> None:
+def migrate(url: str, revision: str = "head") -> tuple[str | None, str]:
     """Create or migrate the schema to `revision`; a schema a newer version of contam migrated
-    is refused as every other command refuses it (Alembic's "Can't locate revision" named no way out)."""
+    is refused as every other command refuses it (Alembic's "Can't locate revision" named no way out).
+    (the revision before, None for a database without the schema; the revision now)."""
     with reaching(url):
         engine = db.make_engine(url)
         try:
@@ -139,6 +140,7 @@ def migrate(url: str, revision: str = "head") -> None:
                 f"(it ends at {head}): a newer version of contam migrated it; use that version"
             )
         db.upgrade(url, revision)
+    return current, head if revision == "head" else revision
 
 
 def sqlite_file_missing(url: str) -> bool:

@@ -26,7 +26,7 @@ from contam.app.cli import command_name, serve_banner
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import ContamError
 from contam.app.settings import Settings, default_database_url, get_settings
-from contam.app.store.db import make_engine, upgrade
+from contam.app.store.db import known_revisions, make_engine, upgrade
 from contam.indexer.cli import app as cli
 from contam.indexer.cli import demo_workdir
 from contam.indexer.options import IndexOptions, index_options
@@ -167,6 +167,16 @@ def test_commands_need_a_migrated_database(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["scan", str(tmp_path / "b.jsonl"), "--db", old])
     assert r.exit_code == 2 and "revision 0010_sqlite_blocks" in r.output
     assert f"run `contam db upgrade --db {old}`" in r.output
+    # db upgrade says what it did: it said "database at head" whether it migrated or not (a trial)
+    head = known_revisions()[1]
+    new, mid = f"sqlite:///{tmp_path / 'new.db'}", f"sqlite:///{tmp_path / 'mid.db'}"
+    upgrade(mid, "0010_sqlite_blocks")
+    said = [CliRunner().invoke(cli, ["db", "upgrade", "--db", url]).output.strip() for url in (new, new, mid)]
+    assert said == [
+        f"database created at revision {head}: {new}",
+        f"database already at revision {head} (head): {new}",
+        f"database migrated from revision 0010_sqlite_blocks to {head}: {mid}",
+    ]
     eng = make_engine(old)
     with eng.begin() as conn:  # one a newer version migrated
         conn.exec_driver_sql("UPDATE alembic_version SET version_num = '9999_from_the_future'")
