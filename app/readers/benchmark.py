@@ -1750,7 +1750,8 @@ def _harness_arguments(args: Any) -> list[list[Any]]:
 
 def _harness(rec: dict[str, Any]) -> dict[str, Any] | None:
     """An lm-evaluation-harness --log_samples record: the prompt the model saw (the context,
-    few-shot examples included), the continuations it scored as choices, and the target."""
+    few-shot examples included), the continuations it scored as choices, the target, and the
+    document itself (`doc`: a mapping may name its fields, `doc.question`)."""
     if not ("doc_id" in rec and "arguments" in rec and isinstance(rec.get("doc"), dict)):
         return None
     pairs = _harness_arguments(rec["arguments"])
@@ -1761,7 +1762,9 @@ def _harness(rec: dict[str, Any]) -> dict[str, Any] | None:
     # harness's position: the samples' ids were 0..n-1 beside documents that named themselves
     own = rec["doc"].get("id")
     ident = own if isinstance(own, str | int) and not isinstance(own, bool) and own != "" else rec["doc_id"]
-    out: dict[str, Any] = {"id": ident, "prompt": pairs[0][0], "target": rec.get("target")}
+    # the document kept: a prompt with few-shot examples sampled per item is judged by them too (a
+    # trial: a page holding a shot flagged the item), and `doc.question` and the like name the item alone
+    out: dict[str, Any] = {"id": ident, "prompt": pairs[0][0], "target": rec.get("target"), "doc": rec["doc"]}
     return out | ({"choices": conts} if len(conts) > 1 else {})
 
 

@@ -186,6 +186,14 @@ def test_lm_evaluation_harness_samples_check_the_prompt_the_model_saw() -> None:
     assert items[0].question == prompt and items[0].choices == (" Nile", " Tigris") and items[0].answer == " Tigris"
     assert items[1].question == prompt and items[1].answer == "4" and items[1].item_id == "8"
     assert items[0].item_id == "q-river"  # the document's own id, not the harness's position (7)
+    # few-shot examples sampled per item judged the item by them (a trial): the document's own fields can be named
+    mapping = {"question": "doc.question", "choices": "doc.choices", "answer": "doc.answer"}
+    items, used = read_benchmark((json.dumps(mc) + "\n").encode(), "samples_arc.jsonl", mapping)
+    assert (items[0].question, items[0].choices, items[0].answer) == (
+        mc["doc"]["question"],
+        ("Nile", "Tigris"),
+        "Tigris",
+    )
 
 
 def test_a_pipe_is_refused_as_one_not_called_a_folder(tmp_path: Path) -> None:
