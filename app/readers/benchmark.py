@@ -1212,10 +1212,12 @@ class ReadNotes:
         NOTED as (row, answer, choices)); unlabelled: answers of -1 (Hugging Face's mark for a test
         item whose label is withheld); shared: ids held by more than one item (the first NOTED);
         both are scored as items without an answer; cjk: items mostly in Chinese or Japanese
-        characters (said when a tenth of the items or more: see mostly_cjk)."""
+        characters (said when a tenth of the items or more: see mostly_cjk); shots: harness prompts
+        holding few-shot examples (likewise)."""
 
     items: int = 0
     cjk: int = 0  # items whose question is mostly CJK characters (mostly_cjk)
+    shots: int = 0  # harness prompts over twice their document's text: few-shot examples (_few_shot)
     outside: int = 0
     outside_at: list[tuple[int, str, int]] = dataclasses.field(default_factory=list)
     unlabelled: int = 0
@@ -1225,7 +1227,7 @@ class ReadNotes:
 
     def reset(self) -> None:
         """Forget what an earlier reading of the file noticed (a scan reads it twice)."""
-        self.items = self.cjk = self.outside = self.unlabelled = self.shared = 0
+        self.items = self.cjk = self.shots = self.outside = self.unlabelled = self.shared = 0
         self.outside_at, self.shared_ids, self._ids = [], {}, set()
 
     def add(self, item: BenchmarkItem, rec: Mapping[str, Any], mapping: Mapping[str, Any]) -> None:
@@ -1233,6 +1235,7 @@ class ReadNotes:
         `row`, as the results number them (from 0; `idx` in the API)."""
         self.items += 1
         self.cjk += mostly_cjk(item.question)
+        self.shots += _few_shot(rec, mapping)
         if item.item_id in self._ids:
             self.shared += 1
             if len(self.shared_ids) <= NOTED:  # those shown, and whether there are more
@@ -1272,6 +1275,13 @@ class ReadNotes:
                 f"{self.shared:,} item(s) share an id with an earlier item ({ids}): results tell them apart by "
                 "their row (position in the file, from 0; `idx` in the API)"
             )
+        if self.shots and 10 * self.shots >= self.items:
+            out.append(
+                f"{self.shots:,} of {self.items:,} items are lm-evaluation-harness prompts more than twice as long as "
+                "their document (few-shot examples?): a page holding an example flags the item; mapping the "
+                "document's fields (question=doc.question, answer=doc.answer, or the task's names) judges the "
+                "item alone"
+            )
         if self.cjk and 10 * self.cjk >= self.items:
             out.append(
                 f"{self.cjk:,} of {self.items:,} items are mostly Chinese or Japanese characters, each of which is "
@@ -1279,6 +1289,16 @@ class ReadNotes:
                 "two rather than a copy, on a small corpus above all; read its evidence"
             )
         return out
+
+
+def _few_shot(rec: Mapping[str, Any], mapping: Mapping[str, Any]) -> bool:
+    """Whether an lm-evaluation-harness record (flattened: its `prompt` and `doc`) is read by its
+    prompt and the prompt is over twice as long as the text of its document: examples before it."""
+    doc = rec.get("doc")
+    if mapping.get("question") != "prompt" or not isinstance(doc, dict) or not isinstance(rec.get("prompt"), str):
+        return False
+    own = sum(len(_as_text(v)) for v in doc.values() if isinstance(v, str | list))
+    return len(rec["prompt"]) > 2 * own
 
 
 def iter_benchmark(

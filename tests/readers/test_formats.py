@@ -19,7 +19,7 @@ import pytest
 
 from contam.app.core.types import Status
 from contam.app.errors import InputError
-from contam.app.readers.benchmark import benchmark_source, iter_benchmark, read_benchmark
+from contam.app.readers.benchmark import ReadNotes, benchmark_source, iter_benchmark, read_benchmark
 from contam.app.readers.corpus import find_files, read_documents
 from contam.app.services.exports import without_items
 
@@ -194,6 +194,14 @@ def test_lm_evaluation_harness_samples_check_the_prompt_the_model_saw() -> None:
         ("Nile", "Tigris"),
         "Tigris",
     )
+    notes = ReadNotes()  # read by their prompts, few-shot records are told how to judge the item alone
+    shot = "Question: Which planet is red?\nAnswer: Mars\n\nQuestion: Which gas do plants take in?\nAnswer: CO2\n\n"
+    few = {**mc, "arguments": {k: {**a, "arg_0": shot + prompt} for k, a in mc["arguments"].items()}}
+    list(iter_benchmark((json.dumps(few) + "\n").encode(), "samples_arc.jsonl", notes=notes))
+    assert notes.said()[0].startswith("1 of 1 items are lm-evaluation-harness prompts more than twice as long")
+    assert "question=doc.question" in notes.said()[0]
+    list(iter_benchmark((json.dumps(few) + "\n").encode(), "samples_arc.jsonl", mapping, notes=notes))
+    assert notes.said() == []
 
 
 def test_a_pipe_is_refused_as_one_not_called_a_folder(tmp_path: Path) -> None:
