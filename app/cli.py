@@ -196,14 +196,15 @@ def db_upgrade(
 ) -> None:
     """Create or migrate the schema (Alembic)."""
     url = database_url(db)
-    before, now = migrate(url, revision)
+    before, now, head = migrate(url, revision)
     # said apart: a migration, a new schema, or nothing to do (a trial: one line for all three)
+    at_head = " (head)" if now == head else ""
     if before is None:
-        typer.echo(f"database created at revision {now}: {url}")
+        typer.echo(f"database created at revision {now}{at_head}: {url}")
     elif before == now:
-        typer.echo(f"database already at revision {now}{' (head)' if revision == 'head' else ''}: {url}")
+        typer.echo(f"database already at revision {now}{at_head}: {url}")
     else:
-        typer.echo(f"database migrated from revision {before} to {now}: {url}")
+        typer.echo(f"database migrated from revision {before} to {now}{at_head}: {url}")
 
 
 class CorporaGroup(ContamGroup):

@@ -63,45 +63,61 @@ def _zombie(pid: int) -> bool:
 
 # ---------------------------------------------------------------- temporary files of dead processes
 
-_OURS = re.compile(r"contam-(scan|upload|parquet)-(\d+)-.+")
+_OURS = re.compile(r"contam-(scan|upload|parquet)-(\d{1,12})-(\d{1,10})-.+")
+
+
+def _pid_space() -> int:
+    """This process's pid namespace (its inode; 0 where /proc does not say): a pid means this
+    process only within it (a container sharing /tmp with the host runs its own pids)."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
 
 
 def temp_prefix(kind: str) -> str:
     """The prefix of a temporary file or folder this process makes (`kind`: scan, upload or
-    parquet), naming the process, so that sweep_temp can tell one a killed process left."""
-    return f"contam-{kind}-{os.getpid()}-"
+    parquet), naming the process (its pid namespace and pid), so that sweep_temp can tell one a
+    killed process left."""
+    return f"contam-{kind}-{_pid_space()}-{os.getpid()}-"
 
 
 def sweep_temp(older_than: float = 60.0, folder: str | None = None) -> int:
     """Remove what contam processes that are gone left in the temporary folder (`folder`: the
     system's): a server killed mid-job left its upload's copy and the scan's tables there for
     good, 25-36 MB a job for a 1.7 MB upload (a trial: 7 kills, 14 left). Only names temp_prefix
-    made whose process no longer runs, untouched for `older_than` seconds; what cannot be
-    removed is left. The number removed."""
-    removed = 0
-    with os.scandir(folder or tempfile.gettempdir()) as entries:
-        for entry in entries:
-            if (m := _OURS.fullmatch(entry.name)) is None or _running(int(m[2])):
+    made in this pid namespace (another's pids cannot be asked about: a review removed a live
+    container's upload) whose process no longer runs, untouched for `older_than` seconds; what
+    cannot be read or removed is left, never an error. The number removed."""
+    removed, space = 0, _pid_space()
+    try:
+        entries = list(os.scandir(folder or tempfile.gettempdir()))
+    except OSError:
+        return 0
+    for entry in entries:
+        m = _OURS.fullmatch(entry.name)
+        if m is None or int(m[2]) != space or _running(int(m[3])):
+            continue
+        try:
+            if time.time() - entry.stat(follow_symlinks=False).st_mtime < older_than:
                 continue
-            try:
-                if time.time() - entry.stat(follow_symlinks=False).st_mtime < older_than:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path)
-                else:
-                    os.unlink(entry.path)
-                removed += 1
-            except OSError:
-                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+            removed += 1
+        except OSError:
+            continue
     return removed
 
 
 def _running(pid: int) -> bool:
-    """Whether a process of this pid runs (a zombie does not; another user's does)."""
+    """Whether a process of this pid may run (a zombie does not; another user's does; a number
+    no pid can be is taken as running: it is left alone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError, ValueError):
         return True
     return not _zombie(pid)

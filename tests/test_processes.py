@@ -37,16 +37,23 @@ def test_a_killed_processs_temporary_files_are_swept_and_no_others(tmp_path: Pat
     """A server killed mid-job left its upload's copy and the scan's tables in /tmp for good (a
     trial: 14 after 7 kills, 25-36 MB a job): what a process that is gone left is removed, once
     untouched for a minute; a running process's, a fresh one and other names are not."""
-    dead = _dead_pid()
-    gone = [_stale(tmp_path, f"contam-scan-{dead}-abc-dir"), _stale(tmp_path, f"contam-upload-{dead}-xyz")]
+    dead, space = _dead_pid(), os.stat("/proc/self/ns/pid").st_ino
+    gone = [
+        _stale(tmp_path, f"contam-scan-{space}-{dead}-abc-dir"),
+        _stale(tmp_path, f"contam-upload-{space}-{dead}-xyz"),
+    ]
     kept = [
         _stale(tmp_path, f"{temp_prefix('scan')}def-dir"),  # this process runs
-        _stale(tmp_path, f"contam-parquet-{dead}-new", age=5),  # too fresh: a process may have just made it
-        _stale(tmp_path, f"contam-notes-{dead}-x"),  # not a name contam makes
+        _stale(tmp_path, f"contam-parquet-{space}-{dead}-new", age=5),  # too fresh: a process may have just made it
+        _stale(tmp_path, f"contam-scan-{space + 1}-{dead}-x"),  # another pid namespace's: its pids are not ours
+        _stale(tmp_path, f"contam-scan-{space}-99999999999-x"),  # no pid can be this: left, never an error (a review)
+        _stale(tmp_path, f"contam-scan-{space}-{'9' * 20}-x"),  # not a name contam makes
+        _stale(tmp_path, f"contam-notes-{space}-{dead}-x"),
         _stale(tmp_path, "pytest-of-root-dir"),
     ]
-    assert temp_prefix("scan") == f"contam-scan-{os.getpid()}-"
+    assert temp_prefix("scan") == f"contam-scan-{space}-{os.getpid()}-"
     assert sweep_temp(folder=str(tmp_path)) == 2
+    assert sweep_temp(folder=str(tmp_path / "nowhere")) == 0  # a folder it cannot list: nothing, no error
     assert not any(p.exists() for p in gone) and all(p.exists() for p in kept)
 
 
@@ -54,7 +61,7 @@ def test_a_server_sweeps_the_temporary_folder_as_it_starts(
     tmp_path: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    left = _stale(tmp_path, f"contam-scan-{_dead_pid()}-job-dir")
+    left = _stale(tmp_path, f"contam-scan-{os.stat('/proc/self/ns/pid').st_ino}-{_dead_pid()}-job-dir")
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
         assert c.get("/health").status_code == 200
         for _ in range(100):

@@ -1279,8 +1279,8 @@ class ReadNotes:
             out.append(
                 f"{self.shots:,} of {self.items:,} items are lm-evaluation-harness prompts more than twice as long as "
                 "their document (few-shot examples?): a page holding an example flags the item; mapping the "
-                "document's fields (question=doc.question, answer=doc.answer, or the task's names) judges the "
-                "item alone"
+                "document's fields (question=doc.question, choices=doc.choices, answer=doc.answer, or the task's "
+                "names) judges the item alone"
             )
         if self.cjk and 10 * self.cjk >= self.items:
             out.append(
@@ -1292,13 +1292,18 @@ class ReadNotes:
 
 
 def _few_shot(rec: Mapping[str, Any], mapping: Mapping[str, Any]) -> bool:
-    """Whether an lm-evaluation-harness record (flattened: its `prompt` and `doc`) is read by its
-    prompt and the prompt is over twice as long as the text of its document: examples before it."""
-    doc = rec.get("doc")
-    if mapping.get("question") != "prompt" or not isinstance(doc, dict) or not isinstance(rec.get("prompt"), str):
+    """Whether an lm-evaluation-harness record (flattened by _harness: `prompt`, `target`, `doc`)
+    is read by its prompt, and the prompt holds examples before the item: over twice as long as
+    the text of its document, and in three parts or more between blank lines, the harness's
+    delimiter of examples (a zero-shot prompt is a description, or MMLU's header, and the item: a
+    review's zero-shot abstract algebra, short questions under the header, was taken for few-shot)."""
+    doc, prompt = rec.get("doc"), rec.get("prompt")
+    if mapping.get("question") != "prompt" or "target" not in rec or not isinstance(doc, dict):
+        return False
+    if not isinstance(prompt, str) or prompt.strip().count("\n\n") < 2:
         return False
     own = sum(len(_as_text(v)) for v in doc.values() if isinstance(v, str | list))
-    return len(rec["prompt"]) > 2 * own
+    return len(prompt) > 2 * own
 
 
 def iter_benchmark(

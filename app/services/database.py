@@ -124,10 +124,10 @@ def reaching(url: str) -> Iterator[None]:
         raise UnavailableError(f"the database is unavailable: {reason} ({shown_url(url)}){hint}") from exc
 
 
-def migrate(url: str, revision: str = "head") -> tuple[str | None, str]:
+def migrate(url: str, revision: str = "head") -> tuple[str | None, str, str]:
     """Create or migrate the schema to `revision`; a schema a newer version of contam migrated
     is refused as every other command refuses it (Alembic's "Can't locate revision" named no way out).
-    (the revision before, None for a database without the schema; the revision now)."""
+    (the revision before, None for a database without the schema; the revision now; the head)."""
     with reaching(url):
         engine = db.make_engine(url)
         try:
@@ -140,7 +140,12 @@ def migrate(url: str, revision: str = "head") -> tuple[str | None, str]:
                 f"(it ends at {head}): a newer version of contam migrated it; use that version"
             )
         db.upgrade(url, revision)
-    return current, head if revision == "head" else revision
+        engine = db.make_engine(url)
+        try:  # what the database is at now, read back (a revision may be given as "+1", "heads", a prefix)
+            now = db.schema_revisions(engine)[0]
+        finally:
+            engine.dispose()
+    return current, now or head, head
 
 
 def sqlite_file_missing(url: str) -> bool:

@@ -173,10 +173,17 @@ def test_commands_need_a_migrated_database(tmp_path: Path) -> None:
     upgrade(mid, "0010_sqlite_blocks")
     said = [CliRunner().invoke(cli, ["db", "upgrade", "--db", url]).output.strip() for url in (new, new, mid)]
     assert said == [
-        f"database created at revision {head}: {new}",
+        f"database created at revision {head} (head): {new}",
         f"database already at revision {head} (head): {new}",
-        f"database migrated from revision 0010_sqlite_blocks to {head}: {mid}",
+        f"database migrated from revision 0010_sqlite_blocks to {head} (head): {mid}",
     ]
+    # the revision the database reached, read back, not the one asked for (a review: "+1", a prefix, "heads")
+    low = f"sqlite:///{tmp_path / 'low.db'}"
+    upgrade(low, "0010_sqlite_blocks")
+    r = CliRunner().invoke(cli, ["db", "upgrade", "--db", low, "--revision", "0010"])
+    assert r.output.strip() == f"database already at revision 0010_sqlite_blocks: {low}", r.output
+    r = CliRunner().invoke(cli, ["db", "upgrade", "--db", low, "--revision", "+1"])
+    assert r.output.startswith("database migrated from revision 0010_sqlite_blocks to 0011"), r.output
     eng = make_engine(old)
     with eng.begin() as conn:  # one a newer version migrated
         conn.exec_driver_sql("UPDATE alembic_version SET version_num = '9999_from_the_future'")

@@ -199,7 +199,18 @@ def test_lm_evaluation_harness_samples_check_the_prompt_the_model_saw() -> None:
     few = {**mc, "arguments": {k: {**a, "arg_0": shot + prompt} for k, a in mc["arguments"].items()}}
     list(iter_benchmark((json.dumps(few) + "\n").encode(), "samples_arc.jsonl", notes=notes))
     assert notes.said()[0].startswith("1 of 1 items are lm-evaluation-harness prompts more than twice as long")
-    assert "question=doc.question" in notes.said()[0]
+    assert "question=doc.question, choices=doc.choices" in notes.said()[0]
+    # zero-shot: MMLU's header and a short question are over twice the document, but no examples (a review)
+    zero = "The following are multiple choice questions (with answers) about abstract algebra.\n\n"
+    zero += "Find the order of 4 in Z_6.\nA. 1\nB. 2\nC. 3\nD. 6\nAnswer:"
+    abstract = {
+        "doc_id": 1,
+        "doc": {"question": "Find the order of 4 in Z_6.", "choices": ["1", "2", "3", "6"]},
+        "target": 2,
+    }
+    abstract["arguments"] = [[zero, f" {x}"] for x in "ABCD"]
+    list(iter_benchmark((json.dumps(abstract) + "\n").encode(), "samples_abstract_algebra.jsonl", notes=notes))
+    assert notes.said() == []
     list(iter_benchmark((json.dumps(few) + "\n").encode(), "samples_arc.jsonl", mapping, notes=notes))
     assert notes.said() == []
 
