@@ -52,6 +52,7 @@ from contam.app.services.checking import CheckResult, CheckService
 from contam.app.services.corpora import CorpusService
 from contam.app.services.database import database_trouble, migrate, open_database, shown_url, sqlite_file_missing
 from contam.app.services.exports import CSV_COLUMNS, csv_row
+from contam.app.services.reports import ReportService
 from contam.app.services.results import SHOWN_CHARS
 from contam.app.services.scanning import reproducible
 from contam.app.settings import default_database_url, get_settings
@@ -205,6 +206,69 @@ def db_upgrade(
         typer.echo(f"database already at revision {now}{at_head}: {url}")
     else:
         typer.echo(f"database migrated from revision {before} to {now}{at_head}: {url}")
+
+
+reports_app = typer.Typer(
+    cls=ContamGroup,
+    invoke_without_command=True,
+    help="List and delete reports (the API's and the dashboard's). `contam reports` lists them.",
+)
+app.add_typer(reports_app, name="reports")
+
+
+def _reports(ctx: typer.Context, db: str | None) -> ReportService:
+    """The report service on --db given here or to `contam reports` itself (it runs no job)."""
+    url = database_url(db or (ctx.parent.params.get("db") if ctx.parent else None))
+    return ReportService(open_database(url), 0)
+
+
+@reports_app.callback()
+def reports(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    db: DbOpt = None,
+) -> None:
+    """List reports, the newest first: id, status, items scored, contaminated share, name, corpora."""
+    if ctx.invoked_subcommand is not None:
+        return
+    total, rows = _reports(ctx, db).list_reports(1000, 0)
+    if as_json:
+        typer.echo(json.dumps(rows, default=str, indent=2))
+        return
+    if not rows:
+        typer.echo("no reports yet")
+    for r in rows:
+        share = (r.get("summary") or {}).get("contaminated_share")
+        typer.echo(
+            f"{r['id']}  {r['status']:<9} {r['done_items']:,}/{r['total_items']:,} items"
+            + (f", {share:.1%} contaminated" if share is not None else "")
+            + f"  {r['name']}  (corpora: {', '.join(r.get('corpora') or []) or 'none'}; {r['created_at']})"
+        )
+    if total > len(rows):
+        typer.echo(f"... {total - len(rows):,} older report(s) not listed")
+
+
+@reports_app.command("delete")
+def reports_delete(
+    ctx: typer.Context,
+    report_id: Annotated[str, typer.Argument(help="the report's id", metavar="ID")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
+    db: DbOpt = None,
+) -> None:
+    """Delete a report and its items; a job under way stops at its next step, whichever server runs
+    it (with no server running, the way to free a corpus a killed server's job held: a trial)."""
+    service = _reports(ctx, db)
+    rep = service.get(report_id)
+    if not yes:
+        try:
+            ok = typer.confirm(f"delete report {report_id} ({rep['name']}, {rep['status']})?")
+        except typer.Abort:
+            _fail(f"report {report_id} kept: nothing answered the question; pass --yes to delete without asking", 2)
+        if not ok:
+            typer.echo(f"kept report {report_id}")
+            return
+    service.delete(report_id)
+    typer.echo(f"deleted report {report_id}")
 
 
 class CorporaGroup(ContamGroup):

@@ -72,8 +72,9 @@ class CorpusService:
         if using:  # named, with the way on: a report whose server was killed waits for the next one
             raise StateError(
                 f"cannot {verb} corpus {name!r} while a report job uses it (report {', '.join(using[:5])}); try "
-                "again when it is done, or delete the report (DELETE /api/v1/reports/ID, or its page on the "
-                "dashboard); a report whose server stopped is taken up by the next `contam serve`"
+                "again when it is done, or delete the report (`contam reports delete ID`, DELETE "
+                "/api/v1/reports/ID, or its page on the dashboard); a report whose server stopped is taken up by "
+                "the next `contam serve`"
             )
         runs = repo.live_runs(conn, int(row["id"]))
         if runs:

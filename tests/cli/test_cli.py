@@ -1087,3 +1087,36 @@ def test_a_postgresql_database_that_does_not_exist_says_to_create_it() -> None:
     for args in (["db", "upgrade"], ["corpora"]):
         r = CliRunner().invoke(cli, [*args, "--db", url])
         assert r.exit_code == 2 and "create it first (`createdb contam_missing_" in r.output, r.output
+
+
+def test_reports_are_listed_and_deleted_from_the_command_line(migrated_url: str, tmp_path: Path) -> None:
+    """A killed server's job held its corpus until a server ran again, and the refusal said to
+    delete the report through the API or the dashboard: the CLI had no way (a trial). `contam
+    reports` lists them; `contam reports delete ID` deletes one, asking first, and frees the corpus."""
+    from contam.app.services.reports import ReportService
+    from contam.app.store import reports as rrepo
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    engine = make_engine(migrated_url)
+    service = ReportService(engine, 1 << 20)
+    rid = service.submit(json.dumps({"id": "a", "question": Q1}).encode(), "quiz.jsonl", background=False)
+    service.shutdown()
+    with engine.begin() as conn:  # as a killed server's job leaves it
+        rrepo.set_status(conn, rid, "running")
+    run = CliRunner()
+    listed = run.invoke(cli, ["reports", "--db", migrated_url])
+    assert listed.exit_code == 0 and listed.output.startswith(f"{rid}  running ") and "quiz.jsonl" in listed.output
+    assert "(corpora: web;" in listed.output
+    assert json.loads(run.invoke(cli, ["reports", "--json", "--db", migrated_url]).output)[0]["id"] == rid
+    refused = run.invoke(cli, ["corpora", "delete", "web", "--yes", "--db", migrated_url])
+    assert refused.exit_code == 3 and "`contam reports delete ID`" in refused.output
+    kept = run.invoke(cli, ["reports", "delete", rid, "--db", migrated_url], input="n\n")
+    assert kept.exit_code == 0 and f"kept report {rid}" in kept.output
+    gone = run.invoke(cli, ["reports", "delete", rid, "--yes", "--db", migrated_url])
+    assert gone.exit_code == 0 and gone.output.strip() == f"deleted report {rid}"
+    assert run.invoke(cli, ["reports", "--db", migrated_url]).output.strip() == "no reports yet"
+    assert run.invoke(cli, ["reports", "delete", rid, "--yes", "--db", migrated_url]).exit_code == 2  # no such report
+    assert run.invoke(cli, ["corpora", "delete", "web", "--yes", "--db", migrated_url]).exit_code == 0
+    engine.dispose()
