@@ -216,10 +216,27 @@ reports_app = typer.Typer(
 app.add_typer(reports_app, name="reports")
 
 
+def _group_db(ctx: typer.Context, db: str | None) -> str:
+    """The database URL of --db given to a group's command, or to the group itself (`contam
+    corpora --db URL delete NAME`)."""
+    return database_url(db or (ctx.parent.params.get("db") if ctx.parent else None))
+
+
+def _confirmed(question: str, kept: str) -> bool:
+    """Whether the user answers yes to `question`; `kept` (what is kept: "corpus 'web'") is said
+    on a no, and is the error, exit 2, when nothing answers (end of input: a script, a pipe)."""
+    try:
+        ok = typer.confirm(question)
+    except typer.Abort:
+        _fail(f"{kept} kept: nothing answered the question; pass --yes to delete without asking", 2)
+    if not ok:  # declined: nothing to do, and not an error
+        typer.echo(f"kept {kept}")
+    return ok
+
+
 def _reports(ctx: typer.Context, db: str | None) -> ReportService:
     """The report service on --db given here or to `contam reports` itself (it runs no job)."""
-    url = database_url(db or (ctx.parent.params.get("db") if ctx.parent else None))
-    return ReportService(open_database(url), 0)
+    return ReportService(open_database(_group_db(ctx, db)), 0)
 
 
 @reports_app.callback()
@@ -259,14 +276,10 @@ def reports_delete(
     it (with no server running, the way to free a corpus a killed server's job held: a trial)."""
     service = _reports(ctx, db)
     rep = service.get(report_id)
-    if not yes:
-        try:
-            ok = typer.confirm(f"delete report {report_id} ({rep['name']}, {rep['status']})?")
-        except typer.Abort:
-            _fail(f"report {report_id} kept: nothing answered the question; pass --yes to delete without asking", 2)
-        if not ok:
-            typer.echo(f"kept report {report_id}")
-            return
+    if not yes and not _confirmed(
+        f"delete report {report_id} ({rep['name']}, {rep['status']})?", f"report {report_id}"
+    ):
+        return
     service.delete(report_id)
     typer.echo(f"deleted report {report_id}")
 
@@ -290,7 +303,7 @@ app.add_typer(corpora_app, name="corpora")
 
 def _corpora(ctx: typer.Context, db: str | None) -> CorpusService:
     """The service on --db given here or to `contam corpora` itself."""
-    return CorpusService(open_database(database_url(db or (ctx.parent.params.get("db") if ctx.parent else None))))
+    return CorpusService(open_database(_group_db(ctx, db)))
 
 
 @corpora_app.callback()
@@ -384,14 +397,9 @@ def corpora_delete(
     `contam index` run writes into it)."""
     service = _corpora(ctx, db)
     health = service.health(name)
-    if not yes:
-        try:
-            ok = typer.confirm(f"delete corpus {name!r} ({_count(health['documents'], 'document')})?")
-        except typer.Abort:  # no answer: end of input (a script, a pipe) or Ctrl-C
-            _fail(f"corpus {name!r} kept: nothing answered the question; pass --yes to delete without asking", 2)
-        if not ok:  # declined: nothing to do, and not an error
-            typer.echo(f"kept corpus {name!r}")
-            return
+    question = f"delete corpus {name!r} ({_count(health['documents'], 'document')})?"
+    if not yes and not _confirmed(question, f"corpus {name!r}"):
+        return
     service.delete(name)
     typer.echo(
         f"deleted corpus {name!r} ({_count(health['documents'], 'document')}, {_count(health['files'], 'file')} indexed"
