@@ -1198,10 +1198,9 @@ def _answer_found(
         return False, None
     if count(answer_sel) > LONG_ANSWER:
         return share(matched[answer_sel]) >= 0.5, None
-    asked = (p.role == QUESTION) & al.matched
-    if not asked.any():
+    q_end = _question_end(p, al)
+    if q_end < 0:
         return False, None
-    q_end = int(al.doc_pos[asked].max()) + 1
     needle = p.answer_ids if len(p.answer_ids) else p.ids[answer_sel]
     choices = [p.ids[s:e] for s, e, code in p.fields if code == CHOICES]
     width = ANSWER_WINDOW + 2 * len(needle) + sum(len(c) + 2 for c in choices)
@@ -1222,6 +1221,21 @@ def _answer_found(
         k = _label_given(p, window, choices, needle) if listed else -1
         return (True, _placed(q_end + k, 1, lo, src)) if k >= 0 else (False, None)
     return _alternative_found(p, region, q_end, lo, src)
+
+
+def _question_end(p: PreparedItem, al: Alignment) -> int:
+    """Region index right after the last question token the region holds in a block of two or
+    more question tokens (-1: none), where a short answer is looked for. A block of one question
+    word and the answer is where the answer stands, not where the question ends: a claim copied
+    alone, with "... wears a false brow ..." 48 words on, had the frame's last word ("A:") and
+    the answer ("False") matched as one block there, and came out `contaminated` (a probe of
+    templated true/false claims)."""
+    end = -1
+    for a, b, size in al.blocks:
+        q = np.flatnonzero(p.role[a : a + size] == QUESTION)
+        if len(q) >= 2:
+            end = max(end, b + int(q[-1]) + 1)
+    return end
 
 
 def _filled_blank(p: PreparedItem, al: Alignment, region: np.ndarray, needle: np.ndarray) -> int:

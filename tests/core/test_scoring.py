@@ -772,6 +772,24 @@ def test_an_answer_found_without_its_question_says_so() -> None:
     assert r.status.flagged and r.reason.endswith("(neither its question nor its answer was found with it)"), r.reason
 
 
+def test_a_frame_word_beside_the_answer_far_on_is_not_where_the_question_ends() -> None:
+    """A templated true/false claim copied alone, the page going on about it: 20 words on, "a false"
+    (the frame's last word "A:" and the answer) was aligned as one block, taken for the end of the
+    question, and the answer right after it made the claim `contaminated` (a probe: 2 of 400
+    claims copied alone). Where the question ends is where two or more of its words in a row are.
+    (Within the answer's window after the claim itself, a "false" of the prose still counts: chance,
+    for a few claims in a thousand, that a narrower window would trade for edited copies' answers.)"""
+    frame = "On June 2017, the following claim was made: {}. Q: Was this claim true or false? A:"
+    claims = CLAIMS + [" ".join(_prose(8, seed)) for seed in range(20)]  # the frame a template
+    rows = [{"question": frame.format(c), "answer": "False"} for c in claims]
+    items, _ = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "claims.jsonl")
+    on = " ".join(_prose(20, 3))  # past the answer's window after the claim
+    alone = scan(items, {"page": f"{FILLER} {CLAIMS[0]}. {on} the whale wears a false brow to the world. {FILLER}"})
+    assert alone["0"].status == Status.SUSPICIOUS and not alone["0"].answer_found, alone["0"].reason
+    labelled = scan(items, {"page": f"{FILLER} {frame.format(CLAIMS[0])} False. {on} {FILLER}"})
+    assert labelled["0"].status == Status.CONTAMINATED and labelled["0"].answer_found, labelled["0"].reason
+
+
 def test_any_accepted_answer_after_the_question_is_its_answer() -> None:
     """A page gives one of an item's accepted answers: BoolQ's true as "yes", TriviaQA's alias
     "Sunset Blvd" for "Sunset Boulevard". Only the first was looked for, so such a copy was "the
