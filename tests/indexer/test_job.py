@@ -360,6 +360,23 @@ def test_a_latin1_record_is_indexed_repaired_not_counted_as_skipped(migrated_url
     assert json.loads(scanned.stdout)["results"][0]["status"] == "contaminated", scanned.output
 
 
+def test_a_latin1_text_file_among_utf8_ones_is_named(migrated_url: str, tmp_path: Path) -> None:
+    """A .txt file is one document with no line to name: its repair was counted ("decoded_cp1252=1")
+    and no file named, where a JSON lines file's is named with its line (a new user's trial)."""
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    (folder / "a.txt").write_text("plain text of the first file", encoding="utf-8")
+    (folder / "b.txt").write_bytes(ACCENTED.encode("latin-1"))
+    (folder / "c.txt").write_text("caf\u00e9 written as UTF-8", encoding="utf-8")
+    result = CliRunner().invoke(
+        cli, ["index", "--corpus", "t", "--db", migrated_url, "--progress", "none", str(folder)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "records indexed with a repair: decoded_cp1252=1" in result.stderr
+    assert f"  {folder / 'b.txt'}: decoded_cp1252 at the whole file" in result.stderr
+    assert "a.txt" not in result.stderr and "c.txt" not in result.stderr
+
+
 def test_corrupt_file_inside_a_group_leaves_the_rest_indexed_once(
     db_url: str, tmp_path: Path, index_corpus: IndexCorpus
 ) -> None:
