@@ -666,7 +666,8 @@ def _refuse_objects(rec: Mapping[str, Any], mapping: Mapping[str, Any], filename
     """Refuse a question, passage or solution field that holds objects and no text: made into their
     Python form ("{'context': ..., 'qas': [...]}") they were scanned as one item's text (SQuAD's
     original nested file, `--fields question=paragraphs`; a new user's trial). Objects without
-    text beside text (an image part of a chat message, a tool call) are left out of it."""
+    text beside text (an image part of a chat message, a tool call) are left out of it. An id field
+    holding an object or a list is refused too."""
     for role in ("question", "passage", "solution"):
         for f in _fields(mapping.get(role, [])):
             value = _value(rec, f)
@@ -678,6 +679,13 @@ def _refuse_objects(rec: Mapping[str, Any], mapping: Mapping[str, Any], filename
                     "such as a.b reaches inside an object, not inside a list: flatten a file that nests "
                     "its items in lists)"
                 )
+    ident = _value(rec, mapping["id"]) if isinstance(mapping.get("id"), str) else None
+    if isinstance(ident, dict | list):  # read as text, every item's id was "" (a trial)
+        what = f"an object (keys: {', '.join(sorted(map(str, ident))[:10])})" if isinstance(ident, dict) else "a list"
+        raise InputError(
+            f"{filename}: row {row}: the id field {mapping['id']!r} holds {what}, not an id; map a field "
+            "that holds a string or a number, or none (items are then named by their row)"
+        )
 
 
 def _blank(value: Any) -> bool:
@@ -896,6 +904,13 @@ def _listed(value: Any, keys: tuple[str, ...] = _LIST_KEYS) -> list[str] | None:
     return [_as_text(v) for v in value if not isinstance(v, dict) or _TEXT_KEYS & v.keys()]
 
 
+def _unlabelled(value: Any) -> bool:
+    """An answer that is the integer -1 (not the text "-1", which a maths item may answer): Hugging
+    Face's mark for a test item whose label is withheld, with choices or without (a trial: a
+    `gold` of -1 was read as the answer "-1", and a page's "Answer: 1." found it)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) == -1
+
+
 def _alternatives(value: Any, choices: list[str], answer: str) -> tuple[str, ...]:
     """Other texts that give a free-text answer (BenchmarkItem.alternatives): the rest of a list
     of accepted answers (SQuAD's {text: [...]}, NQ's), TriviaQA's aliases, "yes" or "no" beside a
@@ -970,7 +985,7 @@ def to_item(
         value = get(mapping["answer"])
         if mapping.get("answer") == "target_scores" and isinstance(value, dict):
             answer = str(max(value, key=lambda k: value[k])) if value else ""
-        elif not choices and mapping["answer"] == "label" and _int_like(value) is not None:
+        elif not choices and (mapping["answer"] == "label" and _int_like(value) is not None or _unlabelled(value)):
             answer = ""  # a class label (NLI's 0-2; -1: unlabelled) of an item without choices is no text
         else:
             answer = _answer(value, choices, labels, base)
@@ -1241,13 +1256,13 @@ class ReadNotes:
             if len(self.shared_ids) <= NOTED:  # those shown, and whether there are more
                 self.shared_ids[item.item_id] = None
         self._ids.add(item.item_id)
-        if "answer" not in mapping or item.answer or not item.choices:
+        if "answer" not in mapping or item.answer:
             return
         value = _get(rec, mapping["answer"])
         k = _int_like(value)
-        if k == -1:
+        if k == -1 and (item.choices or _unlabelled(value)):
             self.unlabelled += 1
-        elif k is not None:
+        elif k is not None and item.choices:
             self.outside += 1
             if len(self.outside_at) < NOTED:
                 self.outside_at.append((item.row, str(value).strip(), len(item.choices)))

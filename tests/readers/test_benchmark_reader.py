@@ -344,6 +344,33 @@ def test_an_answer_index_outside_the_choices_is_no_answer() -> None:
     assert [it.answer for it in items] == ["6", "7", "", ""]
 
 
+def test_an_answer_of_minus_one_without_choices_is_no_answer() -> None:
+    """An item without choices whose answer is the integer -1 (a test split's withheld label, under
+    any field name) was read as the answer "-1", and a page's "Answer: 1." found it (a trial). It is
+    no answer, and noted as unlabelled; the text "-1" stays an answer (a maths item's)."""
+    rows = [
+        {"sentence": "Which property of a mineral can be seen just by looking at it?", "gold": -1},
+        {"sentence": "What is one less than zero?", "gold": "-1"},
+    ]
+    notes = ReadNotes()
+    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    items = list(iter_benchmark(data, "q.jsonl", {"question": "sentence", "answer": "gold"}, notes=notes))
+    assert [it.answer for it in items] == ["", "-1"]
+    (said,) = notes.said()
+    assert said.startswith("1 item(s) have the answer -1")
+
+
+def test_an_id_field_holding_an_object_is_refused() -> None:
+    """`id=data` where data is an object gave every item the id "" (a trial): refused, naming it."""
+    rows = [{"data": {"prompt": {"text": f"Question number {k}?"}}} for k in range(3)]
+    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    with pytest.raises(InputError) as exc:
+        read_benchmark(data, "q.jsonl", {"question": "data.prompt.text", "id": "data"})
+    assert "row 1: the id field 'data' holds an object (keys: prompt), not an id" in exc.value.message
+    items, _ = read_benchmark(data, "q.jsonl", {"question": "data.prompt.text"})
+    assert [it.item_id for it in items] == ["0", "1", "2"]
+
+
 def test_what_the_reading_changes_is_noted() -> None:
     """An answer 7 of 4 choices was scored as an item without an answer without a word, and ids
     several items share passed unremarked (a trial): the reading notes both, with their places,
