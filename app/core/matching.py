@@ -92,6 +92,10 @@ class DocMatch:
     # share of the question's tokens the region holds, leaving out a passage it shares with other
     # items (schema, story) where it has other text: the question there as a whole
     question_there: float = 0.0
+    # question tokens after the last one the region holds (all of them where it holds none): a copy
+    # gives the answer after the question's end, a page the question was written from beside the
+    # phrase the two share
+    question_tail: int = 0
     # item positions where a run of held tokens breaks although both neighbours are held: the
     # document holds them apart (_cuts); every run below is counted so
     cuts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False, compare=False)
@@ -444,6 +448,7 @@ def match_document(
         opening=opening,
         opening_unique=opening_unique,
         question_there=_question_there(p, stats, matched),
+        question_tail=_question_tail(p, matched),
         cuts=cuts,
         counted=_counted(p, solution_held),
         matched_bits=max(0.0, float(stats.bits[matched].sum()) - cost),
@@ -770,6 +775,13 @@ def _question_there(p: PreparedItem, stats: ItemStats, matched: np.ndarray) -> f
         return 0.0
     apart = question & ~stats.passage_tok if count(matched) > stats.n else question
     return share(matched[apart if count(apart) > stats.n else question])  # more than a phrase apart
+
+
+def _question_tail(p: PreparedItem, matched: np.ndarray) -> int:
+    """DocMatch.question_tail."""
+    q = np.flatnonzero(p.role == QUESTION)
+    held_q = q[matched[q]]
+    return len(q) if not len(held_q) else int(count(q > held_q.max()))
 
 
 def _opening(own_hit: np.ndarray, start: np.ndarray, cuts: np.ndarray) -> int:

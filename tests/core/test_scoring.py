@@ -790,6 +790,29 @@ def test_a_frame_word_beside_the_answer_far_on_is_not_where_the_question_ends() 
     assert labelled["0"].status == Status.CONTAMINATED and labelled["0"].answer_found, labelled["0"].reason
 
 
+def test_a_question_written_from_a_pages_sentence_is_no_copy_of_it() -> None:
+    """A question written from a sentence of the corpus shares a phrase with it, and the answer
+    stands beside that phrase there: "two rare 3-grams in a row with the answer after them" flagged
+    28 of a probe's 360 such questions. A copy gives the answer after the question's end, so the
+    rule asks for it there (fewer than MATCH_N of the question's last words missing); an edited
+    copy that keeps the question's end is still found."""
+    q = "Who is blamed for the state of outlawry and anarchy in the region during those years?"
+    rows = [
+        {"question": q, "answer": "Katanga"},
+        {"question": "Which river did the surveyors cross before they reached the northern ridge?", "answer": "Tigris"},
+        {"question": "What did the harbour master record about ships in the long winter months?", "answer": "All"},
+    ]
+    items, _ = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "qa.jsonl")
+    frame = "who is blamed for the state of the roads in the region during those years of war"  # common
+    docs = {f"d{k}": f"{' '.join(_prose(20, 10 + k))} {frame}. {' '.join(_prose(20, 40 + k))}" for k in range(12)}
+    source = "Yet this basic condition of outlawry and anarchy is not the work of Katanga."
+    written_from = scan(items, {**docs, "page": f"{FILLER} {' '.join(_prose(30, 5))} {source} {FILLER}"})["0"]
+    assert written_from.status == Status.CLEAN, written_from.reason
+    edited = "Who got accused over some state of outlawry and anarchy across her land during those years? Katanga."
+    copy = scan(items, {**docs, "page": f"{FILLER} {edited} {FILLER}"})["0"]
+    assert copy.status == Status.SUSPICIOUS and copy.answer_found, copy.reason
+
+
 def test_any_accepted_answer_after_the_question_is_its_answer() -> None:
     """A page gives one of an item's accepted answers: BoolQ's true as "yes", TriviaQA's alias
     "Sunset Blvd" for "Sunset Boulevard". Only the first was looked for, so such a copy was "the
