@@ -800,7 +800,8 @@ def serve(
     host = host or settings.host
     if not _is_loopback(host) and not settings.key_set() and not (allow_insecure or settings.allow_insecure_bind):
         raise ConfigError(
-            f"refusing to listen on {host} without API keys: set CONTAM_API_KEYS, or pass --allow-insecure"
+            f"refusing to listen on {host} without API keys: set CONTAM_API_KEYS, or pass --allow-insecure "
+            "(CONTAM_ALLOW_INSECURE_BIND=true, as a container sets it)"
         )
     if settings.key_set() & PLACEHOLDER_KEYS:
         raise ConfigError("CONTAM_API_KEYS holds a placeholder key anyone can guess: use a secret one")

@@ -15,6 +15,7 @@ import bz2
 import codecs
 import csv
 import dataclasses
+import difflib
 import glob
 import gzip
 import io
@@ -1077,10 +1078,12 @@ def _given_mapping(mapping: Mapping[str, Any] | None) -> dict[str, Any]:
     fields, as for lettered choice columns)."""
     given = dict(mapping or {})
     unknown = set(given) - {*ROLES, ANSWER_BASE}
-    if unknown:
+    if unknown:  # with the role meant, as an unknown threshold's name is (a trial: "questoin")
+        meant = [m for u in sorted(map(str, unknown)) for m in difflib.get_close_matches(u, [*ROLES, ANSWER_BASE], 1)]
+        hint = f"did you mean {', '.join(meant)}? " if meant else ""
         raise InputError(
             f"unknown role(s) in field mapping: {', '.join(sorted(map(str, unknown)))} "
-            f"(roles: question, passage, choices, answer, solution, id; and {ANSWER_BASE}=0 or 1)"
+            f"({hint}roles: question, passage, choices, answer, solution, id; and {ANSWER_BASE}=0 or 1)"
         )
     if ANSWER_BASE in given:
         if str(given[ANSWER_BASE]) not in ("0", "1"):
@@ -1156,6 +1159,20 @@ def _no_question(
     if _is_table(filename):
         return f"{said}; a CSV file's first row names its columns: if this file has no header row, add one"
     return said
+
+
+def _fields_of(rec: Mapping[str, Any], found: Mapping[str, Any]) -> str:
+    """A record's fields, for a mapping that names a question field it lacks: its top level, the
+    text fields inside its objects (named by path), and the one likely meant (a trial: a misspelt
+    `data.prompt.txt` was shown the top level alone, `data`)."""
+    said = f"its fields: {', '.join(sorted(rec)) or 'none'}"
+    nested = [path for path, _n in _text_paths(rec)]
+    if nested:
+        shown = ", ".join(nested[:12]) + (", ..." if len(nested) > 12 else "")
+        said += f"; text fields inside its objects: {shown}"
+    asked = [str(x) for x in _fields(found["question"])]
+    meant = [m for x in asked for m in difflib.get_close_matches(x, [*map(str, rec), *nested], 1)]
+    return said + (f"; did you mean {meant[0]}?" if meant else "")
 
 
 def _text_paths(rec: Mapping[str, Any], prefix: str = "", depth: int = 3) -> list[tuple[str, int]]:
@@ -1360,8 +1377,7 @@ def iter_benchmark(
         if not any(_has(rec, x) for x in _fields(found["question"])):
             how = "the question, as the field mapping names it" if "question" in given else "the first row's question"
             raise InputError(
-                f"{filename}: row {row} has no field {found['question']!r} ({how}); "
-                f"its fields: {', '.join(sorted(rec)) or 'none'}"
+                f"{filename}: row {row} has no field {found['question']!r} ({how}); {_fields_of(rec, found)}"
             )
         _refuse_objects(rec, found, filename, row)
         item = to_item(n, rec, found, base, keep_raw, system)
@@ -1370,8 +1386,9 @@ def iter_benchmark(
             notes.add(item, rec, found)
         n += 1
         yield item
-    if not n:
-        raise InputError(f"{filename}: no items in the file")
+    if not n:  # a table's one row is its header (a trial: a header-less one-row CSV said only this)
+        header = "; a CSV file's first row names its columns: if this file has no header row, add one"
+        raise InputError(f"{filename}: no items in the file{header if _is_table(filename) else ''}")
     if unseen:  # `choices=nosuch` left every item without choices, its label the answer text
         raise InputError(
             f"{filename}: the field mapping names a field no row has: {', '.join(unseen)}; "

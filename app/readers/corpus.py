@@ -17,6 +17,7 @@ from __future__ import annotations
 import bz2
 import codecs
 import contextlib
+import difflib
 import gzip
 import io
 import json
@@ -25,7 +26,7 @@ import os
 import re
 import zlib
 from collections import Counter
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -833,9 +834,31 @@ def _text_column(path: Path, text_field: str, schema: pa.Schema) -> tuple[str, s
     """The text field's column (_column_of); a table without it fails, naming its columns."""
     col = _column_of(schema, text_field)
     if col is None:
-        names = ", ".join(schema.names)
+        names = ", ".join(schema.names) + _inside_structs(schema, text_field)
         raise CorruptFileError(f"{path}: no column {text_field!r} (columns: {names}; {TEXT_FIELD_HINT})")
     return col
+
+
+def _inside_structs(schema: pa.Schema, asked: str) -> str:
+    """The fields inside a table's struct columns, named by path, and the one likely meant (a
+    trial: `--text-field doc.txt` was shown the columns `id, doc` alone)."""
+    import pyarrow as pa
+
+    def paths(fields: Iterable[pa.Field], prefix: str, depth: int) -> list[str]:
+        out = []
+        for f in fields:
+            if pa.types.is_struct(f.type) and depth:
+                out += paths(f.type, f"{prefix}{f.name}.", depth - 1)
+            elif prefix:
+                out.append(prefix + f.name)
+        return out
+
+    nested = paths(schema, "", 3)
+    if not nested:
+        return ""
+    meant = difflib.get_close_matches(asked, [*schema.names, *nested], 1)
+    shown = ", ".join(nested[:12]) + (", ..." if len(nested) > 12 else "")
+    return f"; fields inside its structs: {shown}" + (f"; did you mean {meant[0]}?" if meant else "")
 
 
 def _id_column(path: Path, id_field: str, schema: pa.Schema) -> tuple[str, str | None] | None:

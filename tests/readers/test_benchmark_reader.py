@@ -371,6 +371,25 @@ def test_an_id_field_holding_an_object_is_refused() -> None:
     assert [it.item_id for it in items] == ["0", "1", "2"]
 
 
+def test_a_one_row_table_and_a_misspelt_role_are_told_what_to_do() -> None:
+    """A header-less CSV of one row is all header: "no items in the file" said nothing of why (a
+    trial; three such rows were told to add a header). A misspelt role ("questoin") is refused with
+    the role meant, as a misspelt threshold is."""
+    with pytest.raises(InputError) as exc:
+        read_benchmark(b"Which property of a mineral?;luster;mass;weight;hardness;A\n", "semi.csv")
+    assert exc.value.message.endswith("no items in the file; a CSV file's first row names its columns: if this file "
+                                      "has no header row, add one")  # fmt: skip
+    with pytest.raises(InputError) as exc:
+        read_benchmark(b'{"q": "Which river?"}\n', "b.jsonl", {"questoin": "q"})
+    assert "unknown role(s) in field mapping: questoin (did you mean question? roles:" in exc.value.message
+    nested = b'{"id": 1, "data": {"prompt": {"text": "Which river?"}}}\n'
+    with pytest.raises(InputError) as exc:  # the fields inside its objects too, and the one meant
+        read_benchmark(nested, "b.jsonl", {"question": "data.prompt.txt"})
+    assert exc.value.message.endswith(
+        "its fields: data, id; text fields inside its objects: data.prompt.text; did you mean data.prompt.text?"
+    )
+
+
 def test_what_the_reading_changes_is_noted() -> None:
     """An answer 7 of 4 choices was scored as an item without an answer without a word, and ids
     several items share passed unremarked (a trial): the reading notes both, with their places,

@@ -226,8 +226,10 @@ def test_a_text_field_inside_an_object_is_named_by_its_path(tmp_path: Path) -> N
             list(read_documents(tmp_path / name, Counter(), "doc.text"))
         # a path the struct does not hold is a missing column, the id's too (a review: the first
         # was "every record was skipped", the second indexed with FILE:ROW ids)
-        with pytest.raises(CorruptFileError, match="no column 'document.txt'"):
+        with pytest.raises(CorruptFileError, match="no column 'document.txt'") as exc:
             list(read_documents(tmp_path / name, Counter(), "document.txt"))
+        # the struct's fields by path, and the one meant (a trial was shown `meta, document` alone)
+        assert "fields inside its structs: meta.id, document.text; did you mean document.text?" in exc.value.message
         with pytest.raises(CorruptFileError, match="no column 'meta.idx'"):
             list(read_documents(tmp_path / name, Counter(), "document.text", "meta.idx"))
     # a struct field whose own name holds a dot is reached as a JSON object's key is (a review)
