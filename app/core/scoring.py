@@ -338,12 +338,15 @@ def _answer_part(p: PreparedItem, m: DocMatch) -> float:
 
 def _question_told(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, q_own: float | None, q_there: bool) -> bool:
     """Whether the question's own text tells the item here: `contaminated_coverage` of it found,
-    and it more than n tokens, or the question there as a whole, or the own text found no phrase
-    (a short question and its long answer). One own word (a template's slot, a twin's word) held
-    in a phrase, the answer word near, is no question found."""
+    and it more than n tokens with a run of more than n of them, or the question there as a whole,
+    or the own text found no phrase (a short question and its long answer). One own word (a
+    template's slot, a twin's word) held in a phrase, the answer word near, is no question found;
+    nor are a sentence's phrases a question was strung together from, its answer beside them (a
+    probe: "... gentlemen adieu I will, and things and married?" against the Shakespeare it was
+    written from, `contaminated` in runs of 4 and 3)."""
     if q_own is None or q_own < th.contaminated_coverage:
         return False
-    return m.own_role_tokens(p, QUESTION) > n or q_there or _not_a_phrase(m, n, th)
+    return (m.own_role_tokens(p, QUESTION) > n and m.longest_own > n) or q_there or _not_a_phrase(m, n, th)
 
 
 def _not_a_phrase(m: DocMatch, n: int, th: Thresholds) -> bool:

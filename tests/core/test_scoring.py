@@ -813,6 +813,26 @@ def test_a_question_written_from_a_pages_sentence_is_no_copy_of_it() -> None:
     assert copy.status == Status.SUSPICIOUS and copy.answer_found, copy.reason
 
 
+def test_a_question_stitched_from_a_sentences_phrases_is_not_told_by_them() -> None:
+    """A question written from a sentence by stringing its phrases together ("gentlemen adieu I
+    will", "and things and") holds most of its own words in the sentence, in runs of a phrase's
+    length, and the answer is near: it was "question and answer found together", `contaminated`
+    (a probe's open-QA item). Told by its own text, a question of more than n own tokens needs a
+    run longer than n of it; the page stays `suspicious`, a copy `contaminated`."""
+    q = "What name appears in connection with gentlemen adieu I will, and things and married?"
+    others = [f"What name appears in connection with {' '.join(_prose(6, 70 + k))}?" for k in range(14)]
+    rows = [{"question": q, "answer": "Kate"}] + [{"question": o, "answer": f"Name{k}"} for k, o in enumerate(others)]
+    items, _ = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "qa.jsonl")
+    source = (
+        "Father, and wife, and gentlemen adieu, I will to Venice, sonday comes apace, We will haue rings, "
+        "and things, and fine array, And kisse me Kate, we will be married a sonday."
+    )
+    stitched = scan(items, {"page": f"{FILLER} {' '.join(_prose(30, 5))} {source} {FILLER}"})["0"]
+    assert stitched.status == Status.SUSPICIOUS, stitched.reason
+    copied = scan(items, {"page": f"{FILLER} Q: {q} A: Kate {FILLER}"})["0"]
+    assert copied.status == Status.CONTAMINATED and copied.answer_found, copied.reason
+
+
 def test_any_accepted_answer_after_the_question_is_its_answer() -> None:
     """A page gives one of an item's accepted answers: BoolQ's true as "yes", TriviaQA's alias
     "Sunset Blvd" for "Sunset Boulevard". Only the first was looked for, so such a copy was "the
