@@ -54,7 +54,8 @@ BLANK_TOKENS = 2  # item tokens a cloze's blank may be written as ("[MASK]", "<m
 BLANK = re.compile(r"(?<!\w)_++(?!\w)|\[mask\]|<mask>", re.IGNORECASE)
 SHORT_ALT_WINDOW = 2  # tokens before a one- or two-word accepted answer after the question ("A:", "Answer:")
 _LETTERS = token_hashes(list("abcdefghijklmnopqrstuvwxyz")).view(np.int64)  # choice labels, as tokens
-_NUMBERS = frozenset(token_hashes([str(k) for k in range(10_000)]).view(np.int64).tolist())  # a question's number
+_NUMBER_IDS = token_hashes([str(k) for k in range(10_000)]).view(np.int64)  # 0-9999 as tokens
+_NUMBERS = frozenset(_NUMBER_IDS.tolist())  # a question's number
 # MatchCache: the tokens of the competitors' regions kept (about 80 bytes a token: its grams and
 # the id list the aligner takes) and of the alignments (about 10 bytes a token of the competitor)
 REGION_TOKENS_KEPT = 1 << 18  # about 20 MB at most (256 regions of a news article's 1,000 tokens)
@@ -937,9 +938,8 @@ def _own_text(
         at = np.zeros(len(region.ids), dtype=bool)
         at[al.doc_pos[matched]] = True
         copies = copies[:1] + [k for k in copies[1:] if (_stretch(p, others[k], region, cache) & at).any()]
-    if not copies:  # text every item carries is no item's own (a trial: the header lm-evaluation-harness
-        # writes before each MMLU question, not in the page copying one, held copies at 75% of their own text)
-        own = ~stats.passage_tok & ~stats.common_tok & ~_everywhere(p, stats, th)
+    if not copies:
+        own = _own_unexplained(p, stats, matched, th)
         return own, matched & own, None, False
     chosen = [(order[k], others[k]) for k in copies]
     found_other = _copy_text_found(p, present, stats, chosen, label[in_region], flat[in_region])
@@ -977,6 +977,29 @@ def _own_alone(p: PreparedItem, stats: ItemStats, matched: np.ndarray, th: Thres
     item's own text, held or not; counted, a claim copied without its frame was a third of it."""
     own = ~stats.passage_tok & ~stats.common_tok if count(matched) > stats.n else ~stats.common_tok
     return own & ~tokens_of(p, p.mgram_pos[stats.mfreq > th.passage_max_items + 1], MATCH_N)
+
+
+def _own_unexplained(p: PreparedItem, stats: ItemStats, matched: np.ndarray, th: Thresholds) -> np.ndarray:
+    """bool per item token: own text where other items share what the region holds and none of
+    them is its copy. Not the passages the item shares, nor common text, nor text every item
+    carries (_everywhere: a trial's lm-evaluation-harness header before each MMLU question held
+    copies at 75% of their own text). The pieces of a template an item strings together are its
+    own text (navigate's "Take 3 steps. Turn left."; without them its copies went clean), but
+    not where the region holds the question around two or more numbers it has beside the template
+    and none of them: a page holding a maths problem's frame with other numbers in their places is
+    another instance of it, not this item (a probe: such siblings came out `contaminated`, the frame
+    83-89% of their own text). (Numbers outside the stretch held, a half copy's missing half, say
+    nothing.)"""
+    own = ~stats.passage_tok & ~stats.common_tok
+    slots = own & ~tokens_of(p, p.mgram_pos[stats.mfreq > th.passage_max_items + 1], MATCH_N)
+    asked = np.flatnonzero(matched & (p.role == QUESTION))
+    if len(asked) < 2:
+        return own & ~_everywhere(p, stats, th)
+    numbers = slots & np.isin(p.ids, _NUMBER_IDS)
+    numbers[: asked[0]] = numbers[asked[-1] + 1 :] = False
+    if count(numbers) >= 2 and not (matched & numbers).any():
+        return slots
+    return own & ~_everywhere(p, stats, th)
 
 
 def _everywhere(p: PreparedItem, stats: ItemStats, th: Thresholds) -> np.ndarray:

@@ -833,6 +833,35 @@ def test_a_question_stitched_from_a_sentences_phrases_is_not_told_by_them() -> N
     assert copied.status == Status.CONTAMINATED and copied.answer_found, copied.reason
 
 
+def test_a_maths_frame_with_other_numbers_is_another_problem() -> None:
+    """Word problems from frames, names and numbers changed: a page holding the item's frame (and
+    name) with other numbers was its copy, the frame counted as its own text because other items
+    share it and none of them is the page's copy either (a probe: 8 of 320 clean items flagged, 3
+    `contaminated`). The region holding none of the numbers the item has beside the frame, the
+    frame is the template's; the item copied with its numbers is still `contaminated`."""
+    frames = [
+        "{n} has {a} seashells. She gives {b} of them to a friend and then buys {c} more at the market. "
+        "How many seashells does {n} have now?",
+        "A baker makes {a} loaves on Monday and {b} loaves on Tuesday, then sells {c} of them to {n}. "
+        "How many loaves are left?",
+    ]
+    names = ["Rosa", "Maria", "Ines", "Grace", "Sofia", "Lena", "Ava", "Mila", "Nora", "Ruth", "Vera", "Ida", "Zoe"]
+    rng = random.Random(1)
+    rows = []
+    for frame in frames:  # each frame in 13 items of 26: a template, not text every item carries
+        for name in names:
+            a, b, c = rng.randint(40, 90), rng.randint(2, 19), rng.randint(2, 30)
+            rows.append(
+                {"question": frame.format(n=name, a=a, b=b, c=c), "answer": f"{a} - {b} + {c}.\n#### {a - b + c}"}
+            )
+    items, _ = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "maths.jsonl")
+    sibling = frames[0].format(n="Rosa", a=75, b=62, c=21) + " 75 - 62 + 21. #### 34"
+    other = scan(items, {"page": f"{FILLER} {sibling} {FILLER}"})["0"]
+    assert other.status == Status.CLEAN, other.reason
+    copied = scan(items, {"page": f"{FILLER} {rows[0]['question']} {rows[0]['answer']} {FILLER}"})["0"]
+    assert copied.status == Status.CONTAMINATED, copied.reason
+
+
 def test_any_accepted_answer_after_the_question_is_its_answer() -> None:
     """A page gives one of an item's accepted answers: BoolQ's true as "yes", TriviaQA's alias
     "Sunset Blvd" for "Sunset Boulevard". Only the first was looked for, so such a copy was "the
