@@ -299,9 +299,12 @@ def _missing(p: PreparedItem, m: DocMatch) -> str:
     part of it held, is not "not found"), or neither (a page listing the choices alone)."""
     no_answer = bool(p.item.answer or p.item.solution) and not m.answer_found
     no_question = m.own_role_coverage(p, QUESTION) == 0.0  # own question text there is, none of it held
-    if no_answer and no_question:
+    # a short answer counts as found only after the question; its text there alone was said to be
+    # missing ("neither its question nor its answer", a probe's SQL query held whole)
+    apart = 0 < count(p.role == ANSWER) <= LONG_ANSWER and m.role_coverage(p, ANSWER) >= 0.5
+    if no_answer and no_question and not apart:
         return " (neither its question nor its answer was found with it)"
-    if no_answer:
+    if no_answer and not no_question:
         part = _answer_part(p, m)
         return f" (only {part:.0%} of its answer was found with it)" if part else " (its answer was not found with it)"
     return " (its question was not found with it)" if no_question else ""

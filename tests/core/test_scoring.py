@@ -770,6 +770,15 @@ def test_an_answer_found_without_its_question_says_so() -> None:
     listed = " ".join(f"{k}. {c}" for k, c in zip("ABCD", choices, strict=True))
     r = scan([mc], {"list": f"{FILLER} {listed} {FILLER}"})["mc"]
     assert r.status.flagged and r.reason.endswith("(neither its question nor its answer was found with it)"), r.reason
+    # a short answer held whole, without the question: its answer is there, only not after the
+    # question, where a short one counts as given (a probe's SQL query: "neither ... was found")
+    sql = BenchmarkItem(
+        "q", 2, question="Produce the listing requested by the manager from the test1 data.",
+        answer="SELECT a < ('foo' COLLATE \"fr_FR\") FROM test1",
+    )  # fmt: skip
+    docs = f"{FILLER} But in SELECT a < ('foo' COLLATE \"fr_FR\") FROM test1; fr_FR rules apply. {FILLER}"
+    r = scan([sql], {"docs": docs})["q"]
+    assert r.status.flagged and not r.answer_found and r.reason.endswith("(its question was not found with it)")
 
 
 def test_a_frame_word_beside_the_answer_far_on_is_not_where_the_question_ends() -> None:
