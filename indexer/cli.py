@@ -174,9 +174,10 @@ def index(
 def _tell_where(summary: IndexSummary, reasons: set[str]) -> None:
     """Where the first records of each reason were, file by file (of the files indexed)."""
     for f in summary.files:
+        places = {k: v for k, v in f.skipped_at.items() if k in reasons and v}  # in the order met
         # a record without a place is the whole file's (a .txt file is one document: a trial's
         # Latin-1 .txt among UTF-8 ones was counted, never named)
-        places = {k: f.skipped_at.get(k) or ["the whole file"] for k in reasons if f.skipped.get(k)}
+        places |= {k: ["the whole file"] for k in sorted(reasons) if f.skipped.get(k) and k not in places}
         if f.status == "done" and places:
             more = {k: f.skipped.get(k, 0) > len(v) for k, v in places.items()}
             said = "; ".join(f"{k} at {', '.join(v)}{', ...' if more[k] else ''}" for k, v in places.items())

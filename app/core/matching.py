@@ -54,7 +54,7 @@ BLANK_TOKENS = 2  # item tokens a cloze's blank may be written as ("[MASK]", "<m
 BLANK = re.compile(r"(?<!\w)_++(?!\w)|\[mask\]|<mask>", re.IGNORECASE)
 SHORT_ALT_WINDOW = 2  # tokens before a one- or two-word accepted answer after the question ("A:", "Answer:")
 _LETTERS = token_hashes(list("abcdefghijklmnopqrstuvwxyz")).view(np.int64)  # choice labels, as tokens
-_NUMBER_IDS = token_hashes([str(k) for k in range(10_000)]).view(np.int64)  # 0-9999 as tokens
+_NUMBER_IDS = np.unique(token_hashes([str(k) for k in range(10_000)]).view(np.int64))  # 0-9999 as tokens, sorted
 _NUMBERS = frozenset(_NUMBER_IDS.tolist())  # a question's number
 # MatchCache: the tokens of the competitors' regions kept (about 80 bytes a token: its grams and
 # the id list the aligner takes) and of the alignments (about 10 bytes a token of the competitor)
@@ -93,7 +93,7 @@ class DocMatch:
     # share of the question's tokens the region holds, leaving out a passage it shares with other
     # items (schema, story) where it has other text: the question there as a whole
     question_there: float = 0.0
-    # question tokens after the last one the region holds (all of them where it holds none): a copy
+    # the question's own tokens after the last one the region holds (all of them where it holds none): a copy
     # gives the answer after the question's end, a page the question was written from beside the
     # phrase the two share
     question_tail: int = 0
@@ -449,7 +449,7 @@ def match_document(
         opening=opening,
         opening_unique=opening_unique,
         question_there=_question_there(p, stats, matched),
-        question_tail=_question_tail(p, matched),
+        question_tail=_question_tail(p, own, own_hit),
         cuts=cuts,
         counted=_counted(p, solution_held),
         matched_bits=max(0.0, float(stats.bits[matched].sum()) - cost),
@@ -778,10 +778,12 @@ def _question_there(p: PreparedItem, stats: ItemStats, matched: np.ndarray) -> f
     return share(matched[apart if count(apart) > stats.n else question])  # more than a phrase apart
 
 
-def _question_tail(p: PreparedItem, matched: np.ndarray) -> int:
-    """DocMatch.question_tail."""
-    q = np.flatnonzero(p.role == QUESTION)
-    held_q = q[matched[q]]
+def _question_tail(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> int:
+    """DocMatch.question_tail, counted in the question's own text: a frame it shares with other
+    items ("Q: Was this claim true or false? A:"), which a copy may leave out, is not its end (a
+    review)."""
+    q = np.flatnonzero((p.role == QUESTION) & own)
+    held_q = q[own_hit[q]]
     return len(q) if not len(held_q) else int(count(q > held_q.max()))
 
 
@@ -995,7 +997,7 @@ def _own_unexplained(p: PreparedItem, stats: ItemStats, matched: np.ndarray, th:
     asked = np.flatnonzero(matched & (p.role == QUESTION))
     if len(asked) < 2:
         return own & ~_everywhere(p, stats, th)
-    numbers = slots & np.isin(p.ids, _NUMBER_IDS)
+    numbers = slots & member(p.ids, _NUMBER_IDS)  # np.isin sorted the 10,000 each call: a tenth of a scan
     numbers[: asked[0]] = numbers[asked[-1] + 1 :] = False
     if count(numbers) >= 2 and not (matched & numbers).any():
         return slots
@@ -1262,7 +1264,8 @@ def _answer_found(
 
 def _question_end(p: PreparedItem, al: Alignment) -> int:
     """Region index right after the last question token the region holds in a block of two or
-    more question tokens (-1: none), where a short answer is looked for. A block of one question
+    more question tokens, or a question field of one token (-1: none), where a short answer is
+    looked for. A block of one question
     word and the answer is where the answer stands, not where the question ends: a claim copied
     alone, with "... wears a false brow ..." 48 words on, had the frame's last word ("A:") and
     the answer ("False") matched as one block there, and came out `contaminated` (a probe of
@@ -1270,7 +1273,7 @@ def _question_end(p: PreparedItem, al: Alignment) -> int:
     end = -1
     for a, b, size in al.blocks:
         q = np.flatnonzero(p.role[a : a + size] == QUESTION)
-        if len(q) >= 2:
+        if len(q) >= 2 or (len(q) == 1 and p.whole[a + q[0]]):  # a one-token question ("ephemeral") is whole
             end = max(end, b + int(q[-1]) + 1)
     return end
 

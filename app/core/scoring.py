@@ -71,7 +71,7 @@ from contam.app.core.items import (
     item_stats,
     lookup,
 )
-from contam.app.core.matching import LONG_ANSWER, DocMatch, DocTokens, MatchCache, match_document, unshared
+from contam.app.core.matching import LONG_ANSWER, DocMatch, DocTokens, MatchCache, match_document, run_length, unshared
 from contam.app.core.signatures import token_hashes
 from contam.app.core.surprise import token_bits
 from contam.app.core.text import tokenize, tokenize_spans
@@ -349,7 +349,9 @@ def _question_told(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, q_own: 
     written from, `contaminated` in runs of 4 and 3)."""
     if q_own is None or q_own < th.contaminated_coverage:
         return False
-    return (m.own_role_tokens(p, QUESTION) > n and m.longest_own > n) or q_there or _not_a_phrase(m, n, th)
+    if m.own_role_tokens(p, QUESTION) > n and run_length(m.own_hit & (p.role == QUESTION), m.cuts) > n:
+        return True
+    return q_there or _not_a_phrase(m, n, th)
 
 
 def _not_a_phrase(m: DocMatch, n: int, th: Thresholds) -> bool:

@@ -712,15 +712,15 @@ def _keys(rec: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _first(rec: Mapping[str, Any], keys: tuple[str, ...], text: bool = False) -> str | None:
+def _first(rec: Mapping[str, Any], keys: tuple[str, ...], text: bool = False, scalar: bool = False) -> str | None:
     """The first of `keys` the record has with a value (text: a string or a list of strings,
-    not an object such as Natural Questions' `document`, its HTML and token lists); names
-    compared by _key."""
+    not an object such as Natural Questions' `document`, its HTML and token lists; scalar: not
+    an object or a list, as an id is); names compared by _key."""
     named = _keys(rec)
     for k in keys:
         field = named.get(_key(k))
         value = None if field is None else rec[field]
-        if _blank(value):
+        if _blank(value) or (scalar and isinstance(value, dict | list)):
             continue
         if text and not (
             isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
@@ -817,7 +817,7 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
     s = _first(rec, _other_than(SOLUTION_KEYS, mapping.get("answer"), q, p))
     if s:
         mapping["solution"] = s
-    i = _first(rec, ID_KEYS)
+    i = _first(rec, ID_KEYS, scalar=True)  # an `id` holding an object is no id: items are named by row
     if i:
         mapping["id"] = i
     return mapping

@@ -840,7 +840,7 @@ def _text_column(path: Path, text_field: str, schema: pa.Schema) -> tuple[str, s
 
 
 def _inside_structs(schema: pa.Schema, asked: str) -> str:
-    """The fields inside a table's struct columns, named by path, and the one likely meant (a
+    """The text fields inside a table's struct columns, named by path, and the one likely meant (a
     trial: `--text-field doc.txt` was shown the columns `id, doc` alone)."""
     import pyarrow as pa
 
@@ -849,8 +849,8 @@ def _inside_structs(schema: pa.Schema, asked: str) -> str:
         for f in fields:
             if pa.types.is_struct(f.type) and depth:
                 out += paths(f.type, f"{prefix}{f.name}.", depth - 1)
-            elif prefix:
-                out.append(prefix + f.name)
+            elif prefix and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)):
+                out.append(prefix + f.name)  # text fields only: the hint names what --text-field can take
         return out
 
     nested = paths(schema, "", 3)

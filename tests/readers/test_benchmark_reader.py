@@ -369,6 +369,11 @@ def test_an_id_field_holding_an_object_is_refused() -> None:
     assert "row 1: the id field 'data' holds an object (keys: prompt), not an id" in exc.value.message
     items, _ = read_benchmark(data, "q.jsonl", {"question": "data.prompt.text"})
     assert [it.item_id for it in items] == ["0", "1", "2"]
+    # found without a mapping, such an `id` is passed over, not refused (a review: the file was
+    # then unreadable, and no mapping can say "no id")
+    auto = "".join(json.dumps({"id": {"src": "x", "n": k}, "question": f"Question {k}?"}) + "\n" for k in range(2))
+    items, used = read_benchmark(auto.encode(), "q.jsonl")
+    assert [it.item_id for it in items] == ["0", "1"] and "id" not in used
 
 
 def test_a_one_row_table_and_a_misspelt_role_are_told_what_to_do() -> None:
