@@ -410,8 +410,7 @@ def match_document(
     cache: MatchCache | None = None,
 ) -> DocMatch:
     """What one document holds of item `i`, and which of that is its own text (cache: MatchCache)."""
-    p = items[i]
-    cache = MatchCache() if cache is None else cache
+    p, cache = items[i], MatchCache() if cache is None else cache
     ppos = doc.positions(p.passage_grams) if len(p.passage_grams) else None  # asked three times below
     lo, hi = region_for(p, doc, n, window, ppos)
     region, src = _unglued(p, Region.of(doc, lo, hi, n), n)  # not kept: few items share it
