@@ -316,12 +316,19 @@ def test_bad_mapping_corpus_and_limit(client: TestClient, migrated_url: str) -> 
     assert r.status_code == 422 and r.json()["error"].startswith("thresholds: "), r.json()
     r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"corpora": "missing"})
     assert r.status_code == 404 and "no corpus named 'missing'" in r.json()["error"]
-    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"mapping": '{"question": "answer"}'})
-    assert r.status_code == 202  # an override is honoured
+    # an override is honoured: the item's question is read from the field named, not the one detected
+    rows = [{**ROWS[0], "prompt": Q2}]
+    body = "".join(json.dumps(row) + "\n" for row in rows).encode()
+    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", body)}, data={"mapping": '{"question": "prompt"}'})
+    assert r.status_code == 202, r.text
+    rep = _wait(client, r.json()["id"])
+    assert rep["status"] == "done" and rep["mapping"]["question"] == "prompt", rep
+    item = client.get(f"/api/v1/reports/{rep['id']}/items/q1").json()
+    assert item["item"]["question"] == Q2 and item["status"] == "clean", item  # Q1, the corpus holds; Q2, it does not
     small = create_app(Settings(database_url=migrated_url, max_upload_mb=0.0001))
     with TestClient(small) as c:
         big = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data * 10)})
-        assert big.status_code in (413, 422) and "exceeds the limit" in big.json()["error"]
+        assert big.status_code == 413 and "exceeds the limit" in big.json()["error"]
         assert "MiB" in big.json()["error"]  # limits are set and shown in MiB
 
 
@@ -488,6 +495,36 @@ def test_dashboard_downloads_work_for_a_signed_in_user(migrated_url: str, index_
         assert [c.get(u).status_code for u in links] == [200, 200, 200, 200]
         write = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])})
         assert write.status_code == 401 and c.delete(f"/api/v1/reports/{rid}").status_code == 401
+
+
+def test_the_clean_subset_drops_suspicious_items_only_when_asked(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """The clean subset leaves out the contaminated items; `drop_suspicious=true` the suspicious ones
+    too (the report page's link to it was only checked to answer 200)."""
+    copied = ("Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?", "Tigris")
+    asked = (
+        "Why do migrating birds fly in a V shaped formation over long distances during autumn months?",
+        "Flying in formation reduces air drag for the birds that follow the leader",
+    )
+    corpus = [
+        {"id": "quiz", "text": f"Quiz night! {copied[0]} Answer: {copied[1]}."},  # question and answer
+        {"id": "forum", "text": f"Forum post: {asked[0]} I never knew."},  # the question alone
+    ]
+    index_corpus(migrated_url, corpus)
+    rows = [("copied", *copied), ("asked", *asked), ("fresh", Q2, "the moon")]
+    body = "".join(json.dumps({"id": i, "question": q, "answer": a}) + "\n" for i, q, a in rows).encode()
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", body)}).json()["id"]
+        assert _wait(c, rid)["status"] == "done"
+        items = c.get(f"/api/v1/reports/{rid}/items").json()["items"]
+        assert {it["item_id"]: it["status"] for it in items} == {
+            "copied": "contaminated",
+            "asked": "suspicious",
+            "fresh": "clean",
+        }
+        kept = c.get(f"/api/v1/reports/{rid}/clean")
+        assert [json.loads(x)["id"] for x in kept.text.splitlines()] == ["asked", "fresh"]
+        strict = c.get(f"/api/v1/reports/{rid}/clean", params={"drop_suspicious": "true"})
+        assert [json.loads(x)["id"] for x in strict.text.splitlines()] == ["fresh"]
 
 
 def test_swagger_example_bodies_work(client: TestClient) -> None:
