@@ -6,11 +6,15 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from contam.app.services.reports import ReportService
 from contam.app.store import repo
 from contam.app.store.db import make_engine
 from contam.app.store.schema import corpus_file, document
@@ -86,3 +90,41 @@ def only_thread(seconds: float = 30.0) -> list[str]:
     while threading.active_count() > 1 and time.monotonic() < deadline:
         time.sleep(0.05)
     return [t.name for t in threading.enumerate() if t is not threading.current_thread()]
+
+
+FINISHED = ("done", "failed")
+
+
+def wait_for_report(
+    reports: TestClient | ReportService,
+    report_id: str,
+    seconds: float = 30.0,
+    headers: dict[str, str] | None = None,
+    passing: tuple[type[Exception], ...] = (),
+) -> dict[str, Any]:
+    """The report once it is done or failed, read through the API (a TestClient; `headers` sent
+    with each read) or the service. The test fails, naming the status last read, if it has not
+    finished within `seconds`. `passing`: errors a read may meet meanwhile and that are read
+    through (the database away during an outage)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            rep = _read_report(reports, report_id, headers)
+            status = rep["status"]
+        except passing as exc:
+            status = f"unreadable: {exc}"
+        else:
+            if status in FINISHED:
+                return rep
+        if time.monotonic() > deadline:
+            pytest.fail(f"report {report_id} did not finish within {seconds} s: {status}")
+        time.sleep(0.05)
+
+
+def _read_report(reports: TestClient | ReportService, report_id: str, headers: dict[str, str] | None) -> dict[str, Any]:
+    if isinstance(reports, ReportService):
+        return reports.get(report_id)
+    r = reports.get(f"/api/v1/reports/{report_id}", headers=headers)
+    assert r.status_code == 200, r.text
+    rep: dict[str, Any] = r.json()
+    return rep
