@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,12 @@ BENCH = "".join(json.dumps({"id": i, "question": q}) + "\n" for i, q in (("q1", 
 
 class Outage:
     """While on, every statement on the engine fails with the driver's own OperationalError;
-    `at` starts an outage of `seconds` the first time a statement containing it runs."""
+    `at` starts an outage of `seconds` the first time a statement containing it runs.
+    `retried` is set when a statement the outage failed is tried again and fails too."""
 
     def __init__(self, engine: Engine, at: str | None = None, seconds: float = 0.0) -> None:
         self.until, self.at, self.seconds = 0.0, at, seconds
+        self.refused, self.retried = 0, threading.Event()
         event.listen(engine, "before_cursor_execute", self._statement)
 
     def start(self, seconds: float) -> None:
@@ -43,6 +46,9 @@ class Outage:
             self.at = None
             self.start(self.seconds)
         if time.monotonic() < self.until:
+            self.refused += 1
+            if self.refused > 1:
+                self.retried.set()
             raise conn.dialect.loaded_dbapi.OperationalError("server closed the connection unexpectedly")
 
 
@@ -178,7 +184,7 @@ def test_a_stopping_server_does_not_wait_out_a_jobs_retries(indexed: Engine) -> 
     outage = Outage(indexed, at="SET done_items", seconds=120)
     svc = _service(indexed, retry_seconds=120)
     rid = svc.submit(BENCH, "b.jsonl")
-    time.sleep(0.5)  # the job is retrying its progress write
+    assert outage.retried.wait(30)  # the job is retrying its progress write
     t0 = time.monotonic()
     svc.shutdown()
     svc._pool.shutdown(wait=True)  # the job thread ends (it held the interpreter at exit)

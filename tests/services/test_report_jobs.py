@@ -274,13 +274,19 @@ def test_a_renewal_under_way_when_a_server_stops_does_not_keep_its_jobs(
         return renew(conn, owner, lease)
 
     monkeypatch.setattr(rrepo, "renew_jobs", slow_renew)
+    stopping = threading.Event()  # the stopping server waits for the beat, or has let go without waiting
+    release_jobs = rrepo.release_jobs
+    monkeypatch.setattr(rrepo, "release_jobs", lambda *args: (stopping.set(), release_jobs(*args))[1])
     a.start(grace=0)
+    assert a._beat is not None
+    join = a._beat.join
+    monkeypatch.setattr(a._beat, "join", lambda timeout=None: (stopping.set(), join(timeout))[1])
     rid = a.submit(_bench(10), "b.jsonl")
     armed.set()
     assert inside.wait(10)  # a beat is renewing
     stopper = threading.Thread(target=a.shutdown)
     stopper.start()
-    time.sleep(0.3)  # a server that did not wait for the beat has let go by now
+    assert stopping.wait(10)
     go.set()
     stopper.join(10)
     assert b.take_up() == [rid]  # let go after the renewal, not before it
