@@ -34,6 +34,15 @@ def write_jsonl(path: Path, docs: list[dict[str, Any]], gz: bool = False) -> Pat
     return path
 
 
+def stdlib_stand_in(path: Path) -> Path:
+    """A stand-in for the demo's Python standard library corpus (indexer/demo.stdlib_corpus), written
+    to `path`: one gzipped module whose source holds a quiz question."""
+    question = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
+    with gzip.open(path, "wt") as f:
+        f.write(json.dumps({"id": "m.py", "text": f"def f():\n    return '{question}'\n"}) + "\n")
+    return path
+
+
 def snapshot(url: str) -> dict:
     """The index content, independent of internal ids."""
     eng = make_engine(url)

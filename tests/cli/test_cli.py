@@ -14,10 +14,12 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import IndexCorpus
+from helpers import stdlib_stand_in
 from typer.testing import CliRunner, Result
 
 import contam
@@ -33,6 +35,15 @@ from contam.indexer.options import IndexOptions, index_options
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 Q2 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"
+
+
+@pytest.fixture(autouse=True)
+def fresh_settings() -> Iterator[None]:
+    """The settings are read from the environment once per process (get_settings is cached): each
+    test starts with them unread and leaves them so, whatever it set in the environment."""
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
 
 
 def index_cli(db_url: str, corpus: str, *args: str) -> Result:
@@ -201,7 +212,6 @@ def test_serve_refuses_public_bind_without_keys(monkeypatch: pytest.MonkeyPatch)
     get_settings.cache_clear()
     r = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0", "--port", "8999"])
     assert r.exit_code == 2 and "refusing to listen on 0.0.0.0 without API keys" in r.output
-    get_settings.cache_clear()
 
 
 def test_index_commits_small_files_together_unless_told(
@@ -221,7 +231,6 @@ def test_index_commits_small_files_together_unless_told(
     assert events("per-file-flag", "--commit-mb", "0") == ["indexing", "done", "indexing", "done"]
     monkeypatch.setenv("CONTAM_COMMIT_MB", "0")
     assert events("per-file-env") == ["indexing", "done", "indexing", "done"]
-    get_settings.cache_clear()
 
 
 def test_index_segment_options_from_flags_and_environment(
@@ -248,7 +257,6 @@ def test_index_segment_options_from_flags_and_environment(
     monkeypatch.setenv("CONTAM_SEGMENT_ROWS", "1")
     monkeypatch.setenv("CONTAM_MERGE_FANOUT", "0")
     assert segments("env", "--commit-mb", "0") == 3
-    get_settings.cache_clear()
 
 
 def test_domain_errors_are_one_line_and_exit_code_2(migrated_url: str, tmp_path: Path) -> None:
@@ -293,10 +301,7 @@ def test_negative_workers_are_refused_by_option_and_by_environment(
     assert r.exit_code == 2 and "--workers" in r.output, r.output
     monkeypatch.setenv("CONTAM_WORKERS", "-3")
     get_settings.cache_clear()  # read from the environment once per process
-    try:
-        r = run.invoke(cli, ["index", "--corpus", "web", "--db", migrated_url, str(tmp_path)])
-    finally:
-        get_settings.cache_clear()
+    r = run.invoke(cli, ["index", "--corpus", "web", "--db", migrated_url, str(tmp_path)])
     assert r.exit_code == 2, r.output
     assert r.output.strip() == "error: invalid setting: CONTAM_WORKERS: Input should be greater than or equal to 0"
 
@@ -551,7 +556,6 @@ def test_serve_says_where_things_are_and_refuses_placeholder_keys(monkeypatch: p
         and down.output.startswith("error: the database is unavailable: ")
         and "Traceback" not in down.output
     )
-    get_settings.cache_clear()
     compose = (Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text()
     assert "change-me" not in compose and "${CONTAM_API_KEYS:?" in compose
 
@@ -621,14 +625,7 @@ def test_the_demo_says_which_mb_it_counts(migrated_url: str, tmp_path: Path, mon
     from contam.app.store.db import make_engine
     from contam.indexer import demo
 
-    def small_corpus(path: Path) -> Path:
-        import gzip
-
-        with gzip.open(path, "wt") as f:
-            f.write(json.dumps({"id": "m.py", "text": f"def f():\n    return '{Q1}'\n"}) + "\n")
-        return path
-
-    monkeypatch.setattr(demo, "stdlib_corpus", small_corpus)
+    monkeypatch.setattr(demo, "stdlib_corpus", stdlib_stand_in)
     said = demo.run_demo(make_engine(migrated_url), tmp_path / "demo", 1 << 24)
     assert "MB of text) as corpus" in said, said
     listed = CliRunner().invoke(cli, ["corpora", "--db", migrated_url]).output
@@ -643,14 +640,7 @@ def test_the_demo_replaces_its_corpus_of_an_earlier_release(
     from contam.app.store.db import make_engine
     from contam.indexer import demo
 
-    def small_corpus(path: Path) -> Path:
-        import gzip
-
-        with gzip.open(path, "wt") as f:
-            f.write(json.dumps({"id": "m.py", "text": f"def f():\n    return '{Q1}'\n"}) + "\n")
-        return path
-
-    monkeypatch.setattr(demo, "stdlib_corpus", small_corpus)
+    monkeypatch.setattr(demo, "stdlib_corpus", stdlib_stand_in)
     old = dataclasses.replace(SignatureConfig(), normalizer_version="2")
     index_corpus(migrated_url, [{"id": "m", "text": Q1}], demo.DEMO_CORPUS, cfg=old)
     said = demo.run_demo(make_engine(migrated_url), tmp_path / "demo", 1 << 24)
@@ -672,13 +662,11 @@ def test_serve_names_the_port_when_another_server_holds_it(tmp_path: Path, monke
         other.listen()
         port = other.getsockname()[1]
         r = CliRunner().invoke(cli, ["serve", "--port", str(port)])
-    get_settings.cache_clear()
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in r.output and "CONTAM_PORT" in r.output
     monkeypatch.setenv("CONTAM_DATABASE_URL", f"sqlite:///{tmp_path / 'c.db'}")
     get_settings.cache_clear()
     bad = CliRunner().invoke(cli, ["serve", "--port", "99999"])  # was exit 3, "OverflowError: bind(): ..."
-    get_settings.cache_clear()
     assert bad.exit_code == 2 and "port 99999 is not a port (0 to 65535)" in bad.output
 
 
@@ -739,7 +727,6 @@ def test_serve_prints_where_things_are_then_starts(tmp_path: Path, monkeypatch: 
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     r = CliRunner().invoke(cli, ["serve", "--port", str(port)])
-    get_settings.cache_clear()
     assert r.exit_code == 0, r.output
     assert (
         f"dashboard:  http://localhost:{port}/" in r.output and f"API docs:   http://localhost:{port}/docs" in r.output
@@ -976,7 +963,6 @@ def test_scan_and_the_python_api_read_the_limits_from_the_settings(
     get_settings.cache_clear()
     r = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--progress", "none"])
     assert r.exit_code == 0, r.output
-    get_settings.cache_clear()
 
 
 def test_index_options_out_of_range_are_refused(
@@ -997,7 +983,6 @@ def test_index_options_out_of_range_are_refused(
         assert r.exit_code == 2 and name in r.output, (name, r.output)
         monkeypatch.delenv(name)
     assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
-    get_settings.cache_clear()
 
 
 def test_a_damaged_database_file_is_said_to_be_damaged(tmp_path: Path) -> None:
