@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import IndexCorpus
@@ -1012,32 +1013,47 @@ def test_a_damaged_database_file_is_said_to_be_damaged(tmp_path: Path) -> None:
     assert r.exit_code == 3 and "the database file is damaged" in r.output, r.output
 
 
-def test_a_full_disk_is_said_to_be_full_not_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_full_disk_is_said_to_be_full_not_unavailable(tmp_path: Path) -> None:
     """A full disk was "the database is unavailable" (and 503 "try again shortly", which waiting
-    does not mend), or, from SQLite's checkpoint, "OperationalError: ..." as an unexpected error."""
+    does not mend), or, from SQLite's checkpoint, "OperationalError: ..." as an unexpected error.
+    The database is made full for real (SQLite's max_page_count); a checkpoint fails only when the
+    disk itself is, so its failure is given to a real connection through the engine's do_connect
+    hook: its wal_checkpoint fails as SQLite's does."""
     import sqlite3
 
+    from sqlalchemy import event
     from sqlalchemy.exc import OperationalError
 
     from contam.app.services.database import database_trouble
     from contam.app.store import db as store_db
 
-    full = OperationalError("INSERT", None, sqlite3.OperationalError("database or disk is full"))
-    message, passing = database_trouble(full, "; try again shortly")
-    assert message.startswith("the disk holding the database is full") and not passing
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        pages = conn.exec_driver_sql("PRAGMA page_count").scalar_one()
+        conn.exec_driver_sql(f"PRAGMA max_page_count={pages}")  # not a page more
+        with pytest.raises(OperationalError, match="database or disk is full") as full:
+            conn.exec_driver_sql("CREATE TABLE filler AS SELECT zeroblob(1048576) AS x")
+    message, passing = database_trouble(full.value, "; try again shortly")
+    assert message.startswith("the disk holding the database is full") and not passing, message
     assert database_trouble(OperationalError("SELECT", None, sqlite3.OperationalError("locked")))[1]
 
-    class Full:
-        def execute(self, _sql: str) -> None:
-            raise sqlite3.OperationalError("database or disk is full")
+    class DiskFull(sqlite3.Connection):
+        def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+            if sql.startswith("PRAGMA wal_checkpoint"):
+                raise sqlite3.OperationalError("database or disk is full")
+            return super().execute(sql, *args)
 
-    class Conn:
-        dialect = type("D", (), {"name": "sqlite"})()
-        connection = type("C", (), {"driver_connection": Full()})()
+    @event.listens_for(engine, "do_connect")
+    def on_a_full_disk(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
+        cparams["factory"] = DiskFull
 
-    monkeypatch.setattr(store_db, "dialect", lambda _c: "sqlite")
-    with pytest.raises(OperationalError, match="disk is full"):
-        store_db.checkpoint(Conn())  # type: ignore[arg-type]
+    engine.dispose()  # the connections made from now on are DiskFull
+    with engine.connect() as conn, pytest.raises(OperationalError, match="disk is full") as raised:
+        store_db.checkpoint(conn)
+    assert database_trouble(raised.value)[0].startswith("the disk holding the database is full")
+    engine.dispose()
 
 
 def test_a_full_temporary_disk_is_said_as_such(
