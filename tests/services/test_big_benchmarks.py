@@ -14,12 +14,15 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from conftest import IndexCorpus
 from helpers import make_docs, only_thread
 from sqlalchemy import Engine, event, text
 
 from contam.app.core.types import BenchmarkItem
+from contam.app.errors import InputError
 from contam.app.limits import Limits
 from contam.app.readers.benchmark import iter_benchmark, read_benchmark
 from contam.app.services import scanning
@@ -166,11 +169,8 @@ def test_a_benchmark_file_is_read_as_a_stream(tmp_path: Path) -> None:
     path.write_text(json.dumps({"question": "first item here"}) + "\n" + "x" * 10 + "\n")
     items = iter_benchmark(path, "b.jsonl")
     assert next(items).question == "first item here"
-    with pytest.raises(Exception, match="line 2 is not valid JSON"):
+    with pytest.raises(InputError, match="line 2 is not valid JSON"):
         next(items)
-    pq = pytest.importorskip("pyarrow.parquet")
-    import pyarrow as pa
-
     table = pa.table({"question": [f"q {i}" for i in range(2500)]})
     pq.write_table(table, tmp_path / "b.parquet", row_group_size=500)
     streamed = list(iter_benchmark(tmp_path / "b.parquet", "b.parquet"))
