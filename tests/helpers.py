@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 from contam.app.services.reports import ReportService
 from contam.app.store import repo
@@ -137,3 +137,22 @@ def _read_report(reports: TestClient | ReportService, report_id: str, headers: d
     assert r.status_code == 200, r.text
     rep: dict[str, Any] = r.json()
     return rep
+
+
+def delete_at_progress_step(monkeypatch: pytest.MonkeyPatch, svc: ReportService, step: int) -> list[int]:
+    """A DELETE of the report arriving while its job runs: at the job's `step`-th progress write
+    (rrepo.set_progress), `svc` deletes the report, then the write goes on. The items done at each
+    write, as the writes come."""
+    from contam.app.store import reports as rrepo
+
+    steps: list[int] = []
+    real = rrepo.set_progress
+
+    def deleted_at_the_step(conn: Connection, report_id: str, done: int, owner: str | None = None) -> bool:
+        steps.append(done)
+        if len(steps) == step:
+            svc.delete(report_id)
+        return real(conn, report_id, done, owner)
+
+    monkeypatch.setattr(rrepo, "set_progress", deleted_at_the_step)
+    return steps

@@ -13,7 +13,9 @@ import psycopg
 import pytest
 from conftest import PG_ADMIN_URL, IndexCorpus, drop_pg_database, make_pg_database
 from fastapi.testclient import TestClient
+from helpers import wait_for_report
 from sqlalchemy import Engine, event
+from sqlalchemy.exc import OperationalError
 
 from contam.app.api.main import create_app
 from contam.app.core.types import BenchmarkItem
@@ -62,19 +64,6 @@ def _service(engine: Engine, retry_seconds: float) -> ReportService:
     return ReportService(engine, Settings().max_upload_bytes, retry_seconds=retry_seconds)
 
 
-def _wait(svc: ReportService, rid: str, seconds: float = 20) -> dict[str, Any]:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        try:
-            rep = svc.get(rid)
-        except Exception:  # the database may still be away
-            rep = {"status": "?"}
-        if rep["status"] in ("done", "failed"):
-            return rep
-        time.sleep(0.05)
-    raise AssertionError("the report did not finish")
-
-
 def test_a_job_rides_out_a_short_outage(indexed: Engine) -> None:
     Outage(indexed, at="SET done_items", seconds=0.5)  # the database goes away at the first progress write
     svc = _service(indexed, retry_seconds=10)
@@ -106,7 +95,7 @@ def test_a_job_fails_with_the_reason_when_the_outage_outlasts_its_retries(indexe
     Outage(indexed, at="SET done_items", seconds=2.3)
     svc = _service(indexed, retry_seconds=1.0)
     rid = svc.submit(BENCH, "b.jsonl")
-    rep = _wait(svc, rid)
+    rep = wait_for_report(svc, rid, passing=(OperationalError,))  # the database may still be away
     assert rep["status"] == "failed"
     assert "database was unavailable" in rep["error"] and "recording progress" in rep["error"]
     assert "server closed the connection" in rep["error"]
@@ -118,7 +107,7 @@ def test_a_job_stranded_by_a_long_outage_is_picked_up_again(indexed: Engine) -> 
     Outage(indexed, at="SET done_items", seconds=2.0)
     svc = _service(indexed, retry_seconds=0.2)
     rid = svc.submit(BENCH, "b.jsonl")
-    rep = _wait(svc, rid)
+    rep = wait_for_report(svc, rid, passing=(OperationalError,))  # the database may still be away
     assert rep["status"] == "done" and rep["done_items"] == 2
     svc.shutdown()
 

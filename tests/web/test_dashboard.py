@@ -82,10 +82,7 @@ def test_pages_render_and_escape(migrated_url: str, tmp_path: Path, index_corpus
         )
         assert r.status_code == 303
         rid = r.headers["location"].rsplit("/", 1)[1]
-        for _ in range(100):
-            if c.get(f"/api/v1/reports/{rid}").json()["status"] == "done":
-                break
-            time.sleep(0.05)
+        assert wait_for_report(c, rid)["status"] == "done"
         report = c.get(f"/reports/{rid}").text
         assert "quiz &lt;i&gt;bench&lt;/i&gt;" in report and "<i>bench</i>" not in report
         assert "Contaminated" in report or "contaminated" in report
@@ -133,10 +130,7 @@ def test_head_empty_list_and_where_an_excerpt_ends(
         assert "No reports yet" in empty and "<table" not in empty
         upload = {"file": ("quiz.jsonl", _bench_file(tmp_path).read_bytes())}
         rid = c.post("/api/v1/benchmarks", files=upload).json()["id"]
-        for _ in range(200):
-            if c.get(f"/api/v1/reports/{rid}").json()["status"] == "done":
-                break
-            time.sleep(0.05)
+        assert wait_for_report(c, rid)["status"] == "done"
         evidence = c.get(f"/api/v1/reports/{rid}/items/river").json()["evidence"]
         by_doc = {e["document_id"]: e for e in evidence}
         assert by_doc["quiz-page"]["document_chars"] == len(CORPUS[0]["text"])
@@ -357,12 +351,10 @@ def _checked(c: TestClient, rows: list[dict[str, object]], name: str = "quiz") -
     data = "".join(json.dumps(r) + "\n" for r in rows).encode()
     r = c.post("/upload", files={"file": (f"{name}.jsonl", data)}, data={"name": name}, follow_redirects=False)
     assert r.status_code == 303, r.text
-    rid = r.headers["location"].rsplit("/", 1)[1]
-    for _ in range(400):
-        if c.get(f"/api/v1/reports/{rid}").json()["status"] == "done":
-            return str(rid)
-        time.sleep(0.05)
-    raise AssertionError(f"report {rid} not done")
+    rid = str(r.headers["location"].rsplit("/", 1)[1])
+    rep = wait_for_report(c, rid)
+    assert rep["status"] == "done", rep
+    return rid
 
 
 RUSSIAN = "Какой русский писатель описал путешествие к берегам Гренландии? Мелвилл так не писал."
