@@ -63,6 +63,28 @@ def drop_pg_database(name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def migrated_pg_database() -> Iterator[str]:
+    """A PostgreSQL database of its own, migrated, dropped after use."""
+    name, url = make_pg_database()
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        drop_pg_database(name)
+
+
+@pytest.fixture
+def pg_url(pg_available: bool) -> Iterator[str]:
+    """A migrated PostgreSQL database (tests of what only PostgreSQL does)."""
+    yield from migrated_pg_database()
+
+
+@pytest.fixture
+def other_pg_url(pg_available: bool) -> Iterator[str]:
+    """A second one, beside pg_url."""
+    yield from migrated_pg_database()
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """An empty database URL of each kind."""

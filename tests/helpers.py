@@ -6,11 +6,15 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Connection, select
 
+from contam.app.services.reports import ReportService
 from contam.app.store import repo
 from contam.app.store.db import make_engine
 from contam.app.store.schema import corpus_file, document
@@ -27,6 +31,15 @@ def make_docs(n: int, words: int, seed: int, prefix: str) -> list[dict[str, Any]
 def write_jsonl(path: Path, docs: list[dict[str, Any]], gz: bool = False) -> Path:
     data = "".join(json.dumps(d) + "\n" for d in docs).encode()
     path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+def stdlib_stand_in(path: Path) -> Path:
+    """A stand-in for the demo's Python standard library corpus (indexer/demo.stdlib_corpus), written
+    to `path`: one gzipped module whose source holds a quiz question."""
+    question = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
+    with gzip.open(path, "wt") as f:
+        f.write(json.dumps({"id": "m.py", "text": f"def f():\n    return '{question}'\n"}) + "\n")
     return path
 
 
@@ -86,3 +99,60 @@ def only_thread(seconds: float = 30.0) -> list[str]:
     while threading.active_count() > 1 and time.monotonic() < deadline:
         time.sleep(0.05)
     return [t.name for t in threading.enumerate() if t is not threading.current_thread()]
+
+
+FINISHED = ("done", "failed")
+
+
+def wait_for_report(
+    reports: TestClient | ReportService,
+    report_id: str,
+    seconds: float = 30.0,
+    headers: dict[str, str] | None = None,
+    passing: tuple[type[Exception], ...] = (),
+) -> dict[str, Any]:
+    """The report once it is done or failed, read through the API (a TestClient; `headers` sent
+    with each read) or the service. The test fails, naming the status last read, if it has not
+    finished within `seconds`. `passing`: errors a read may meet meanwhile and that are read
+    through (the database away during an outage)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            rep = _read_report(reports, report_id, headers)
+            status = rep["status"]
+        except passing as exc:
+            status = f"unreadable: {exc}"
+        else:
+            if status in FINISHED:
+                return rep
+        if time.monotonic() > deadline:
+            pytest.fail(f"report {report_id} did not finish within {seconds} s: {status}")
+        time.sleep(0.05)
+
+
+def _read_report(reports: TestClient | ReportService, report_id: str, headers: dict[str, str] | None) -> dict[str, Any]:
+    if isinstance(reports, ReportService):
+        return reports.get(report_id)
+    r = reports.get(f"/api/v1/reports/{report_id}", headers=headers)
+    assert r.status_code == 200, r.text
+    rep: dict[str, Any] = r.json()
+    return rep
+
+
+def delete_at_progress_step(monkeypatch: pytest.MonkeyPatch, svc: ReportService, step: int) -> list[int]:
+    """A DELETE of the report arriving while its job runs: at the job's `step`-th progress write
+    (rrepo.set_progress), `svc` deletes the report, then the write goes on. The items done at each
+    write, as the writes come."""
+    from contam.app.store import reports as rrepo
+
+    steps: list[int] = []
+    real = rrepo.set_progress
+
+    def deleted_at_the_step(conn: Connection, report_id: str, done: int, owner: str | None = None) -> bool:
+        steps.append(done)
+        if len(steps) == step:
+            svc.delete(report_id)
+        return real(conn, report_id, done, owner)
+
+    monkeypatch.setattr(rrepo, "set_progress", deleted_at_the_step)
+    return steps

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,14 @@ import contam
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_readme_python_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_python_example_runs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     assert len(blocks) == 1
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the example's mkdtemp() folder goes with tmp_path
     exec(compile(blocks[0], "README.md", "exec"), {})
+    assert [p.name for p in tmp_path.iterdir()], "the example made no temporary folder"
     out = capsys.readouterr().out
     assert "0 contaminated" in out and "contaminated share: 50%" in out
 

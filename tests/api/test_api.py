@@ -8,7 +8,6 @@ import gzip
 import io
 import json
 import os
-import time
 import warnings
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -19,6 +18,7 @@ import pytest
 import zstandard
 from conftest import IndexCorpus
 from fastapi.testclient import TestClient
+from helpers import wait_for_report
 
 from contam.app.api.main import create_app
 from contam.app.api.schemas import CheckResponse
@@ -48,15 +48,6 @@ def client(migrated_url: str, index_corpus: IndexCorpus) -> Iterator[TestClient]
         yield c
 
 
-def _wait(c: TestClient, rid: str) -> dict:
-    for _ in range(200):
-        rep = c.get(f"/api/v1/reports/{rid}").json()
-        if rep["status"] in ("done", "failed"):
-            return rep
-        time.sleep(0.05)
-    raise AssertionError("report did not finish")
-
-
 def _payloads() -> dict[str, bytes]:
     jsonl = "".join(json.dumps(r) + "\n" for r in ROWS).encode()
     buf = io.StringIO()
@@ -80,7 +71,7 @@ def _payloads() -> dict[str, bytes]:
 def test_upload_each_format(client: TestClient, name: str) -> None:
     r = client.post("/api/v1/benchmarks", files={"file": (name, _payloads()[name])}, data={"name": "quiz"})
     assert r.status_code == 202, r.text
-    rep = _wait(client, r.json()["id"])
+    rep = wait_for_report(client, r.json()["id"])
     assert rep["status"] == "done" and rep["summary"]["counts"]["contaminated"] == 1
     assert rep["summary"]["counts"]["clean"] == 1 and rep["total_items"] == 2
     item = client.get(f"/api/v1/reports/{rep['id']}/items/q1").json()
@@ -96,7 +87,7 @@ def test_items_that_share_an_id_are_told_apart_by_their_idx(client: TestClient) 
     rows = [{**ROWS[0], "id": "dup"}, {**ROWS[1], "id": "dup"}]
     body = "".join(json.dumps(r) + "\n" for r in rows).encode()
     rid = client.post("/api/v1/benchmarks", files={"file": ("d.jsonl", body)}).json()["id"]
-    assert _wait(client, rid)["status"] == "done"
+    assert wait_for_report(client, rid)["status"] == "done"
     ambiguous = client.get(f"/api/v1/reports/{rid}/items/dup")
     assert ambiguous.status_code == 422 and "several items" in ambiguous.text and "idx 0, 1)" in ambiguous.text
     first, second = (client.get(f"/api/v1/reports/{rid}/items/dup", params={"idx": k}).json() for k in (0, 1))
@@ -118,7 +109,7 @@ def test_a_report_counts_and_filters_the_passages_found(client: TestClient) -> N
     ]
     body = "".join(json.dumps(r) + "\n" for r in rows).encode()
     rid = client.post("/api/v1/benchmarks", files={"file": ("rc.jsonl", body)}).json()["id"]
-    rep = _wait(client, rid)
+    rep = wait_for_report(client, rid)
     assert rep["summary"]["per_field"]["passage"] == {"items": 2, "found": 1, "found_share": 0.5}, rep["summary"]
     found = client.get(f"/api/v1/reports/{rid}/items", params={"field": "passage"}).json()
     assert [i["item_id"] for i in found["items"]] == ["p1"]
@@ -130,7 +121,7 @@ def test_a_report_counts_and_filters_the_passages_found(client: TestClient) -> N
 
 def test_report_endpoints(client: TestClient) -> None:
     rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}).json()["id"]
-    rep = _wait(client, rid)
+    rep = wait_for_report(client, rid)
     assert rep["fingerprint"] == SignatureConfig().fingerprint() and rep["thresholds"]["longest_match"] == 13
     # times say their zone on every backend (SQLite's came back naive: "2026-12-04T18:42:30.146108")
     for stamp in (rep["created_at"], rep["finished_at"]):
@@ -316,12 +307,19 @@ def test_bad_mapping_corpus_and_limit(client: TestClient, migrated_url: str) -> 
     assert r.status_code == 422 and r.json()["error"].startswith("thresholds: "), r.json()
     r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"corpora": "missing"})
     assert r.status_code == 404 and "no corpus named 'missing'" in r.json()["error"]
-    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"mapping": '{"question": "answer"}'})
-    assert r.status_code == 202  # an override is honoured
+    # an override is honoured: the item's question is read from the field named, not the one detected
+    rows = [{**ROWS[0], "prompt": Q2}]
+    body = "".join(json.dumps(row) + "\n" for row in rows).encode()
+    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", body)}, data={"mapping": '{"question": "prompt"}'})
+    assert r.status_code == 202, r.text
+    rep = wait_for_report(client, r.json()["id"])
+    assert rep["status"] == "done" and rep["mapping"]["question"] == "prompt", rep
+    item = client.get(f"/api/v1/reports/{rep['id']}/items/q1").json()
+    assert item["item"]["question"] == Q2 and item["status"] == "clean", item  # Q1, the corpus holds; Q2, it does not
     small = create_app(Settings(database_url=migrated_url, max_upload_mb=0.0001))
     with TestClient(small) as c:
         big = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data * 10)})
-        assert big.status_code in (413, 422) and "exceeds the limit" in big.json()["error"]
+        assert big.status_code == 413 and "exceeds the limit" in big.json()["error"]
         assert "MiB" in big.json()["error"]  # limits are set and shown in MiB
 
 
@@ -368,7 +366,7 @@ def test_defaults_beside_other_corpora_and_refusals_name_their_cause(
     assert "unknown threshold 'max_{df}' (did you mean max_df?)" in said and "'longest_matc'" in said, said
     assert "contaminated_coverage: Input should be less than or equal to 1" in said, said
     rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}).json()["id"]
-    rep = _wait(client, rid)
+    rep = wait_for_report(client, rid)
     assert (
         rep["corpora"] == ["web"] and rep["mapping"]["question"] == "question" and rep["mapping"]["answer"] == "answer"
     )
@@ -397,7 +395,7 @@ def test_interrupted_job_resumes_on_restart(migrated_url: str, index_corpus: Ind
     eng.dispose()
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
         assert c.get(f"/api/v1/reports/{rid}").json()["status"] in ("queued", "running", "done")
-        rep = _wait(c, rid)
+        rep = wait_for_report(c, rid)
         assert rep["status"] == "done" and rep["summary"]["counts"]["contaminated"] == 1
         assert c.get(f"/api/v1/reports/{rid}/items").json()["total"] == 2
 
@@ -412,7 +410,7 @@ def test_failing_job_is_marked_failed_with_its_reason(client: TestClient, monkey
     monkeypatch.setattr(scanning, "FIRST_CHUNKS", (1,))
     monkeypatch.setattr(scanning.Scanner, "scan_stream", broken)
     rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}).json()["id"]
-    rep = _wait(client, rid)
+    rep = wait_for_report(client, rid)
     assert rep["status"] == "failed" and rep["error"] == "RuntimeError: disk on fire"
     assert client.get(f"/api/v1/reports/{rid}/items").json()["total"] == 0  # nothing half-written
     export = client.get(f"/api/v1/reports/{rid}/export")
@@ -449,7 +447,7 @@ def test_delete_a_corpus(client: TestClient, migrated_url: str, index_corpus: In
     index_corpus(migrated_url, [{"id": "x", "text": Q2}], "other", cfg=SignatureConfig(ngram_n=7))
     data = _payloads()["b.jsonl"]
     rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}).json()["id"]
-    assert _wait(client, rid)["corpora"] == ["web"]  # by default the corpora with the default settings
+    assert wait_for_report(client, rid)["corpora"] == ["web"]  # by default the corpora with the default settings
     engine = make_engine(migrated_url)
     with engine.begin() as conn:
         rrepo.set_status(conn, rid, "running")
@@ -462,7 +460,7 @@ def test_delete_a_corpus(client: TestClient, migrated_url: str, index_corpus: In
     assert client.delete("/api/v1/corpora/web").status_code == 404
     assert [c["name"] for c in client.get("/api/v1/corpora").json()] == ["other"]
     r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)})
-    assert r.status_code == 202 and _wait(client, r.json()["id"])["corpora"] == ["other"]
+    assert r.status_code == 202 and wait_for_report(client, r.json()["id"])["corpora"] == ["other"]
 
 
 def test_dashboard_downloads_work_for_a_signed_in_user(migrated_url: str, index_corpus: IndexCorpus) -> None:
@@ -475,10 +473,7 @@ def test_dashboard_downloads_work_for_a_signed_in_user(migrated_url: str, index_
         assert created.status_code == 202
         rid = created.json()["id"]
         assert created.headers["location"] == f"/api/v1/reports/{rid}"  # a 202 says where to follow it
-        for _ in range(200):
-            if c.get(f"/api/v1/reports/{rid}", headers=auth).json()["status"] == "done":
-                break
-            time.sleep(0.05)
+        assert wait_for_report(c, rid, headers=auth)["status"] == "done"
         links = [f"/api/v1/reports/{rid}/export?format=jsonl", f"/api/v1/reports/{rid}/export?format=csv"]
         links += [f"/api/v1/reports/{rid}/clean", f"/api/v1/reports/{rid}/clean?drop_suspicious=true"]
         assert all(c.get(u).status_code == 401 for u in links)  # not signed in
@@ -488,6 +483,36 @@ def test_dashboard_downloads_work_for_a_signed_in_user(migrated_url: str, index_
         assert [c.get(u).status_code for u in links] == [200, 200, 200, 200]
         write = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])})
         assert write.status_code == 401 and c.delete(f"/api/v1/reports/{rid}").status_code == 401
+
+
+def test_the_clean_subset_drops_suspicious_items_only_when_asked(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """The clean subset leaves out the contaminated items; `drop_suspicious=true` the suspicious ones
+    too (the report page's link to it was only checked to answer 200)."""
+    copied = ("Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?", "Tigris")
+    asked = (
+        "Why do migrating birds fly in a V shaped formation over long distances during autumn months?",
+        "Flying in formation reduces air drag for the birds that follow the leader",
+    )
+    corpus = [
+        {"id": "quiz", "text": f"Quiz night! {copied[0]} Answer: {copied[1]}."},  # question and answer
+        {"id": "forum", "text": f"Forum post: {asked[0]} I never knew."},  # the question alone
+    ]
+    index_corpus(migrated_url, corpus)
+    rows = [("copied", *copied), ("asked", *asked), ("fresh", Q2, "the moon")]
+    body = "".join(json.dumps({"id": i, "question": q, "answer": a}) + "\n" for i, q, a in rows).encode()
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", body)}).json()["id"]
+        assert wait_for_report(c, rid)["status"] == "done"
+        items = c.get(f"/api/v1/reports/{rid}/items").json()["items"]
+        assert {it["item_id"]: it["status"] for it in items} == {
+            "copied": "contaminated",
+            "asked": "suspicious",
+            "fresh": "clean",
+        }
+        kept = c.get(f"/api/v1/reports/{rid}/clean")
+        assert [json.loads(x)["id"] for x in kept.text.splitlines()] == ["asked", "fresh"]
+        strict = c.get(f"/api/v1/reports/{rid}/clean", params={"drop_suspicious": "true"})
+        assert [json.loads(x)["id"] for x in strict.text.splitlines()] == ["fresh"]
 
 
 def test_swagger_example_bodies_work(client: TestClient) -> None:

@@ -22,6 +22,7 @@ import pytest
 import zstandard
 from conftest import IndexCorpus
 from fastapi.testclient import TestClient
+from helpers import wait_for_report
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -65,10 +66,7 @@ def _finished_report(c: TestClient, filename: str, data: bytes) -> str:
     r = c.post("/api/v1/benchmarks", files={"file": (filename, data)})
     assert r.status_code == 202, r.text
     rid: str = r.json()["id"]
-    for _ in range(200):
-        if c.get(f"/api/v1/reports/{rid}").json()["status"] in ("done", "failed"):
-            break
-        time.sleep(0.05)
+    wait_for_report(c, rid)
     return rid
 
 

@@ -70,6 +70,7 @@ def test_a_stopped_server_leaves_no_worker_behind(tmp_path: Path, index_corpus: 
             assert rep["status"] in ("queued", "running"), rep
             time.sleep(0.05)
         assert rep.get("phase") == "scoring", rep
+        assert len(workers) >= 5, workers  # the fork server, the check worker and the scan workers
         os.kill(server.pid, how)
         server.wait(30)
         deadline = time.monotonic() + 20

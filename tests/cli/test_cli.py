@@ -14,10 +14,13 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import IndexCorpus
+from helpers import stdlib_stand_in
 from typer.testing import CliRunner, Result
 
 import contam
@@ -33,6 +36,15 @@ from contam.indexer.options import IndexOptions, index_options
 
 Q1 = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
 Q2 = "Tides on the open ocean are driven mostly by the gravity of the moon and the sun together"
+
+
+@pytest.fixture(autouse=True)
+def fresh_settings() -> Iterator[None]:
+    """The settings are read from the environment once per process (get_settings is cached): each
+    test starts with them unread and leaves them so, whatever it set in the environment."""
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
 
 
 def index_cli(db_url: str, corpus: str, *args: str) -> Result:
@@ -201,7 +213,6 @@ def test_serve_refuses_public_bind_without_keys(monkeypatch: pytest.MonkeyPatch)
     get_settings.cache_clear()
     r = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0", "--port", "8999"])
     assert r.exit_code == 2 and "refusing to listen on 0.0.0.0 without API keys" in r.output
-    get_settings.cache_clear()
 
 
 def test_index_commits_small_files_together_unless_told(
@@ -221,7 +232,6 @@ def test_index_commits_small_files_together_unless_told(
     assert events("per-file-flag", "--commit-mb", "0") == ["indexing", "done", "indexing", "done"]
     monkeypatch.setenv("CONTAM_COMMIT_MB", "0")
     assert events("per-file-env") == ["indexing", "done", "indexing", "done"]
-    get_settings.cache_clear()
 
 
 def test_index_segment_options_from_flags_and_environment(
@@ -248,7 +258,6 @@ def test_index_segment_options_from_flags_and_environment(
     monkeypatch.setenv("CONTAM_SEGMENT_ROWS", "1")
     monkeypatch.setenv("CONTAM_MERGE_FANOUT", "0")
     assert segments("env", "--commit-mb", "0") == 3
-    get_settings.cache_clear()
 
 
 def test_domain_errors_are_one_line_and_exit_code_2(migrated_url: str, tmp_path: Path) -> None:
@@ -293,10 +302,7 @@ def test_negative_workers_are_refused_by_option_and_by_environment(
     assert r.exit_code == 2 and "--workers" in r.output, r.output
     monkeypatch.setenv("CONTAM_WORKERS", "-3")
     get_settings.cache_clear()  # read from the environment once per process
-    try:
-        r = run.invoke(cli, ["index", "--corpus", "web", "--db", migrated_url, str(tmp_path)])
-    finally:
-        get_settings.cache_clear()
+    r = run.invoke(cli, ["index", "--corpus", "web", "--db", migrated_url, str(tmp_path)])
     assert r.exit_code == 2, r.output
     assert r.output.strip() == "error: invalid setting: CONTAM_WORKERS: Input should be greater than or equal to 0"
 
@@ -551,7 +557,6 @@ def test_serve_says_where_things_are_and_refuses_placeholder_keys(monkeypatch: p
         and down.output.startswith("error: the database is unavailable: ")
         and "Traceback" not in down.output
     )
-    get_settings.cache_clear()
     compose = (Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text()
     assert "change-me" not in compose and "${CONTAM_API_KEYS:?" in compose
 
@@ -621,14 +626,7 @@ def test_the_demo_says_which_mb_it_counts(migrated_url: str, tmp_path: Path, mon
     from contam.app.store.db import make_engine
     from contam.indexer import demo
 
-    def small_corpus(path: Path) -> Path:
-        import gzip
-
-        with gzip.open(path, "wt") as f:
-            f.write(json.dumps({"id": "m.py", "text": f"def f():\n    return '{Q1}'\n"}) + "\n")
-        return path
-
-    monkeypatch.setattr(demo, "stdlib_corpus", small_corpus)
+    monkeypatch.setattr(demo, "stdlib_corpus", stdlib_stand_in)
     said = demo.run_demo(make_engine(migrated_url), tmp_path / "demo", 1 << 24)
     assert "MB of text) as corpus" in said, said
     listed = CliRunner().invoke(cli, ["corpora", "--db", migrated_url]).output
@@ -643,14 +641,7 @@ def test_the_demo_replaces_its_corpus_of_an_earlier_release(
     from contam.app.store.db import make_engine
     from contam.indexer import demo
 
-    def small_corpus(path: Path) -> Path:
-        import gzip
-
-        with gzip.open(path, "wt") as f:
-            f.write(json.dumps({"id": "m.py", "text": f"def f():\n    return '{Q1}'\n"}) + "\n")
-        return path
-
-    monkeypatch.setattr(demo, "stdlib_corpus", small_corpus)
+    monkeypatch.setattr(demo, "stdlib_corpus", stdlib_stand_in)
     old = dataclasses.replace(SignatureConfig(), normalizer_version="2")
     index_corpus(migrated_url, [{"id": "m", "text": Q1}], demo.DEMO_CORPUS, cfg=old)
     said = demo.run_demo(make_engine(migrated_url), tmp_path / "demo", 1 << 24)
@@ -672,13 +663,11 @@ def test_serve_names_the_port_when_another_server_holds_it(tmp_path: Path, monke
         other.listen()
         port = other.getsockname()[1]
         r = CliRunner().invoke(cli, ["serve", "--port", str(port)])
-    get_settings.cache_clear()
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in r.output and "CONTAM_PORT" in r.output
     monkeypatch.setenv("CONTAM_DATABASE_URL", f"sqlite:///{tmp_path / 'c.db'}")
     get_settings.cache_clear()
     bad = CliRunner().invoke(cli, ["serve", "--port", "99999"])  # was exit 3, "OverflowError: bind(): ..."
-    get_settings.cache_clear()
     assert bad.exit_code == 2 and "port 99999 is not a port (0 to 65535)" in bad.output
 
 
@@ -739,7 +728,6 @@ def test_serve_prints_where_things_are_then_starts(tmp_path: Path, monkeypatch: 
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     r = CliRunner().invoke(cli, ["serve", "--port", str(port)])
-    get_settings.cache_clear()
     assert r.exit_code == 0, r.output
     assert (
         f"dashboard:  http://localhost:{port}/" in r.output and f"API docs:   http://localhost:{port}/docs" in r.output
@@ -976,7 +964,6 @@ def test_scan_and_the_python_api_read_the_limits_from_the_settings(
     get_settings.cache_clear()
     r = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--progress", "none"])
     assert r.exit_code == 0, r.output
-    get_settings.cache_clear()
 
 
 def test_index_options_out_of_range_are_refused(
@@ -997,7 +984,6 @@ def test_index_options_out_of_range_are_refused(
         assert r.exit_code == 2 and name in r.output, (name, r.output)
         monkeypatch.delenv(name)
     assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
-    get_settings.cache_clear()
 
 
 def test_a_damaged_database_file_is_said_to_be_damaged(tmp_path: Path) -> None:
@@ -1027,32 +1013,47 @@ def test_a_damaged_database_file_is_said_to_be_damaged(tmp_path: Path) -> None:
     assert r.exit_code == 3 and "the database file is damaged" in r.output, r.output
 
 
-def test_a_full_disk_is_said_to_be_full_not_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_full_disk_is_said_to_be_full_not_unavailable(tmp_path: Path) -> None:
     """A full disk was "the database is unavailable" (and 503 "try again shortly", which waiting
-    does not mend), or, from SQLite's checkpoint, "OperationalError: ..." as an unexpected error."""
+    does not mend), or, from SQLite's checkpoint, "OperationalError: ..." as an unexpected error.
+    The database is made full for real (SQLite's max_page_count); a checkpoint fails only when the
+    disk itself is, so its failure is given to a real connection through the engine's do_connect
+    hook: its wal_checkpoint fails as SQLite's does."""
     import sqlite3
 
+    from sqlalchemy import event
     from sqlalchemy.exc import OperationalError
 
     from contam.app.services.database import database_trouble
     from contam.app.store import db as store_db
 
-    full = OperationalError("INSERT", None, sqlite3.OperationalError("database or disk is full"))
-    message, passing = database_trouble(full, "; try again shortly")
-    assert message.startswith("the disk holding the database is full") and not passing
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        pages = conn.exec_driver_sql("PRAGMA page_count").scalar_one()
+        conn.exec_driver_sql(f"PRAGMA max_page_count={pages}")  # not a page more
+        with pytest.raises(OperationalError, match="database or disk is full") as full:
+            conn.exec_driver_sql("CREATE TABLE filler AS SELECT zeroblob(1048576) AS x")
+    message, passing = database_trouble(full.value, "; try again shortly")
+    assert message.startswith("the disk holding the database is full") and not passing, message
     assert database_trouble(OperationalError("SELECT", None, sqlite3.OperationalError("locked")))[1]
 
-    class Full:
-        def execute(self, _sql: str) -> None:
-            raise sqlite3.OperationalError("database or disk is full")
+    class DiskFull(sqlite3.Connection):
+        def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+            if sql.startswith("PRAGMA wal_checkpoint"):
+                raise sqlite3.OperationalError("database or disk is full")
+            return super().execute(sql, *args)
 
-    class Conn:
-        dialect = type("D", (), {"name": "sqlite"})()
-        connection = type("C", (), {"driver_connection": Full()})()
+    @event.listens_for(engine, "do_connect")
+    def on_a_full_disk(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
+        cparams["factory"] = DiskFull
 
-    monkeypatch.setattr(store_db, "dialect", lambda _c: "sqlite")
-    with pytest.raises(OperationalError, match="disk is full"):
-        store_db.checkpoint(Conn())  # type: ignore[arg-type]
+    engine.dispose()  # the connections made from now on are DiskFull
+    with engine.connect() as conn, pytest.raises(OperationalError, match="disk is full") as raised:
+        store_db.checkpoint(conn)
+    assert database_trouble(raised.value)[0].startswith("the disk holding the database is full")
+    engine.dispose()
 
 
 def test_a_full_temporary_disk_is_said_as_such(

@@ -87,6 +87,7 @@ def test_sigterm_ends_an_indexer_as_ctrl_c_does_and_lets_go_of_its_corpus(tmp_pa
                 os.kill(p, signal.SIGKILL)
     assert proc.returncode == 130, rest
     assert "interrupted" in rest and "Traceback" not in rest, rest
+    assert len(workers) >= 2, workers  # its two workers were seen: else "none alive" below holds of nothing
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and any(alive(p) for p in workers):
         time.sleep(0.2)

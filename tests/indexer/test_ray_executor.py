@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 import ray
-from conftest import IndexCorpus, drop_pg_database, make_pg_database
+from conftest import IndexCorpus
 from helpers import make_docs, snapshot, write_jsonl
 from sqlalchemy import Engine, text
 from typer.testing import CliRunner, Result
@@ -54,26 +54,6 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
     finally:
         ray.shutdown()
         os.environ.pop(KILL_MARKER, None)
-
-
-@pytest.fixture
-def pg_url(pg_available: bool) -> Iterator[str]:
-    name, url = make_pg_database()
-    try:
-        upgrade(url)
-        yield url
-    finally:
-        drop_pg_database(name)
-
-
-@pytest.fixture
-def other_pg_url(pg_available: bool) -> Iterator[str]:
-    name, url = make_pg_database()
-    try:
-        upgrade(url)
-        yield url
-    finally:
-        drop_pg_database(name)
 
 
 def ray_index(url: str, paths: list[Path], **kw: object) -> IndexSummary:

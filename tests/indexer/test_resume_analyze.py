@@ -3,14 +3,13 @@ statistics; the next run, which finds every file indexed, still runs ANALYZE."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import IndexCorpus, drop_pg_database, make_pg_database
+from conftest import IndexCorpus
 from sqlalchemy import event, text
 
-from contam.app.store.db import make_engine, upgrade
+from contam.app.store.db import make_engine
 
 
 class KilledHere(Exception):
@@ -18,16 +17,6 @@ class KilledHere(Exception):
 
 
 DOCS = [{"id": f"d{i}", "text": f"document {i} about rivers and tides and the moon " * 20} for i in range(50)]
-
-
-@pytest.fixture
-def pg_url(pg_available: bool) -> Iterator[str]:
-    name, url = make_pg_database()
-    try:
-        upgrade(url)
-        yield url
-    finally:
-        drop_pg_database(name)
 
 
 def _analysed(url: str) -> bool:

@@ -8,6 +8,8 @@ import json
 import lzma
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import zstandard
 
@@ -992,8 +994,6 @@ def test_reading_ahead_for_roles_leaves_a_bad_row_to_be_told_at_its_place() -> N
 def test_a_compressed_parquet_file_is_decompressed_once(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A compressed Parquet file is decompressed whole to disk to be read: the read-ahead for roles
     would do it a second time (a review), and its columns are the same in every row anyway."""
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
     from contam.app.readers import benchmark as reader
 
     raw = tmp_path / "b.parquet"

@@ -14,12 +14,15 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from conftest import IndexCorpus
-from helpers import make_docs, only_thread
+from helpers import delete_at_progress_step, make_docs, only_thread
 from sqlalchemy import Engine, event, text
 
 from contam.app.core.types import BenchmarkItem
+from contam.app.errors import InputError
 from contam.app.limits import Limits
 from contam.app.readers.benchmark import iter_benchmark, read_benchmark
 from contam.app.services import scanning
@@ -166,11 +169,8 @@ def test_a_benchmark_file_is_read_as_a_stream(tmp_path: Path) -> None:
     path.write_text(json.dumps({"question": "first item here"}) + "\n" + "x" * 10 + "\n")
     items = iter_benchmark(path, "b.jsonl")
     assert next(items).question == "first item here"
-    with pytest.raises(Exception, match="line 2 is not valid JSON"):
+    with pytest.raises(InputError, match="line 2 is not valid JSON"):
         next(items)
-    pq = pytest.importorskip("pyarrow.parquet")
-    import pyarrow as pa
-
     table = pa.table({"question": [f"q {i}" for i in range(2500)]})
     pq.write_table(table, tmp_path / "b.parquet", row_group_size=500)
     streamed = list(iter_benchmark(tmp_path / "b.parquet", "b.parquet"))
@@ -204,23 +204,13 @@ def test_deleting_a_report_stops_a_job_scored_by_worker_processes(
 
     from sqlalchemy import func, select
 
-    from contam.app.store import reports as rrepo
     from contam.app.store.schema import report, report_item
 
     index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
     monkeypatch.setattr(scanning, "CHUNK", 2)
     monkeypatch.setattr(scanning, "FIRST_CHUNKS", ())
     svc = ReportService(engine, 1 << 20, scan_workers=2)
-    steps: list[int] = []
-    real = rrepo.set_progress
-
-    def deleted_after_first_step(conn, report_id, done, owner=None):  # type: ignore[no-untyped-def]
-        steps.append(done)
-        if len(steps) == 2:
-            svc.delete(report_id)
-        return real(conn, report_id, done, owner)
-
-    monkeypatch.setattr(rrepo, "set_progress", deleted_after_first_step)
+    steps = delete_at_progress_step(monkeypatch, svc, 2)
     keep_alive = threading.Event()  # a second thread, as in the server: workers start from a fork server
     threading.Thread(target=keep_alive.wait, daemon=True).start()
     data = "".join(json.dumps({"id": f"q{i}", "question": f"question {i} about rivers"}) + "\n" for i in range(40))

@@ -5,11 +5,12 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import IndexCorpus
 from helpers import make_docs, write_jsonl
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, event, func, select, text, update
 
 from contam.app.core.config import SignatureConfig
 from contam.app.core.types import BenchmarkItem
@@ -215,6 +216,23 @@ def test_a_corpus_being_indexed_cannot_be_deleted_or_renamed(
         assert conn.execute(select(func.count()).select_from(index_run)).scalar_one() == 0
 
 
+def _wait_for_a_blocked(engine: Engine, statement: str, thread: threading.Thread, seconds: float = 30.0) -> None:
+    """Until PostgreSQL shows a session whose statement starts with `statement` waiting for a lock,
+    or `thread`, which runs it, has ended (it was not made to wait)."""
+    deadline = time.monotonic() + seconds
+    query = text(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND wait_event_type = 'Lock' AND query LIKE :statement"
+    )
+    while True:
+        with engine.connect() as conn:
+            if conn.execute(query, {"statement": statement + "%"}).scalar_one() or not thread.is_alive():
+                return
+        if time.monotonic() > deadline:
+            pytest.fail(f"no session waited for a lock at {statement!r} within {seconds} s")
+        time.sleep(0.02)
+
+
 def test_a_run_starting_while_a_delete_holds_the_corpus_fails_cleanly(
     engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -234,10 +252,22 @@ def test_a_run_starting_while_a_delete_holds_the_corpus_fails_cleanly(
         except StateError as exc:
             outcome.append(exc.message)
 
+    asking = threading.Event()  # the run has sent the insert that holds the corpus (and waits on it)
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.startswith("INSERT INTO index_run"):
+            asking.set()
+
+    event.listen(engine, "before_cursor_execute", seen)
+
     def delete_with_a_run_starting(conn, corpus_id):  # type: ignore[no-untyped-def]
         runs.append(threading.Thread(target=start_a_run, args=(corpus_id,)))
         runs[0].start()
-        time.sleep(0.5)  # the run is starting, and waits for the corpus
+        assert asking.wait(30)  # the run is starting
+        if engine.dialect.name == "postgresql":
+            _wait_for_a_blocked(engine, "INSERT INTO index_run", runs[0])  # and waits for the corpus
+        else:  # SQLite's busy wait shows nowhere a test can see it without a hook in the run
+            time.sleep(0.5)
         real_delete(conn, corpus_id)
 
     monkeypatch.setattr(repo, "delete_corpus", delete_with_a_run_starting)

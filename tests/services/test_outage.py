@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,9 @@ import psycopg
 import pytest
 from conftest import PG_ADMIN_URL, IndexCorpus, drop_pg_database, make_pg_database
 from fastapi.testclient import TestClient
+from helpers import wait_for_report
 from sqlalchemy import Engine, event
+from sqlalchemy.exc import OperationalError
 
 from contam.app.api.main import create_app
 from contam.app.core.types import BenchmarkItem
@@ -29,10 +32,12 @@ BENCH = "".join(json.dumps({"id": i, "question": q}) + "\n" for i, q in (("q1", 
 
 class Outage:
     """While on, every statement on the engine fails with the driver's own OperationalError;
-    `at` starts an outage of `seconds` the first time a statement containing it runs."""
+    `at` starts an outage of `seconds` the first time a statement containing it runs.
+    `retried` is set when a statement the outage failed is tried again and fails too."""
 
     def __init__(self, engine: Engine, at: str | None = None, seconds: float = 0.0) -> None:
         self.until, self.at, self.seconds = 0.0, at, seconds
+        self.refused, self.retried = 0, threading.Event()
         event.listen(engine, "before_cursor_execute", self._statement)
 
     def start(self, seconds: float) -> None:
@@ -43,6 +48,9 @@ class Outage:
             self.at = None
             self.start(self.seconds)
         if time.monotonic() < self.until:
+            self.refused += 1
+            if self.refused > 1:
+                self.retried.set()
             raise conn.dialect.loaded_dbapi.OperationalError("server closed the connection unexpectedly")
 
 
@@ -54,19 +62,6 @@ def indexed(engine: Engine, index_corpus: IndexCorpus) -> Engine:
 
 def _service(engine: Engine, retry_seconds: float) -> ReportService:
     return ReportService(engine, Settings().max_upload_bytes, retry_seconds=retry_seconds)
-
-
-def _wait(svc: ReportService, rid: str, seconds: float = 20) -> dict[str, Any]:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        try:
-            rep = svc.get(rid)
-        except Exception:  # the database may still be away
-            rep = {"status": "?"}
-        if rep["status"] in ("done", "failed"):
-            return rep
-        time.sleep(0.05)
-    raise AssertionError("the report did not finish")
 
 
 def test_a_job_rides_out_a_short_outage(indexed: Engine) -> None:
@@ -100,7 +95,7 @@ def test_a_job_fails_with_the_reason_when_the_outage_outlasts_its_retries(indexe
     Outage(indexed, at="SET done_items", seconds=2.3)
     svc = _service(indexed, retry_seconds=1.0)
     rid = svc.submit(BENCH, "b.jsonl")
-    rep = _wait(svc, rid)
+    rep = wait_for_report(svc, rid, passing=(OperationalError,))  # the database may still be away
     assert rep["status"] == "failed"
     assert "database was unavailable" in rep["error"] and "recording progress" in rep["error"]
     assert "server closed the connection" in rep["error"]
@@ -112,7 +107,7 @@ def test_a_job_stranded_by_a_long_outage_is_picked_up_again(indexed: Engine) -> 
     Outage(indexed, at="SET done_items", seconds=2.0)
     svc = _service(indexed, retry_seconds=0.2)
     rid = svc.submit(BENCH, "b.jsonl")
-    rep = _wait(svc, rid)
+    rep = wait_for_report(svc, rid, passing=(OperationalError,))  # the database may still be away
     assert rep["status"] == "done" and rep["done_items"] == 2
     svc.shutdown()
 
@@ -178,7 +173,7 @@ def test_a_stopping_server_does_not_wait_out_a_jobs_retries(indexed: Engine) -> 
     outage = Outage(indexed, at="SET done_items", seconds=120)
     svc = _service(indexed, retry_seconds=120)
     rid = svc.submit(BENCH, "b.jsonl")
-    time.sleep(0.5)  # the job is retrying its progress write
+    assert outage.retried.wait(30)  # the job is retrying its progress write
     t0 = time.monotonic()
     svc.shutdown()
     svc._pool.shutdown(wait=True)  # the job thread ends (it held the interpreter at exit)

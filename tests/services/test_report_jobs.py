@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import IndexCorpus
 from fastapi.testclient import TestClient
-from helpers import make_docs
+from helpers import delete_at_progress_step, make_docs, wait_for_report
 from sqlalchemy import Engine, func, select, update
 
 from contam.app.api.main import create_app
@@ -38,16 +38,7 @@ def test_deleting_a_report_stops_its_job(
     index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
     monkeypatch.setattr(scanning, "CHUNK", 2)  # five progress steps for ten items
     svc = ReportService(engine, 1 << 20)
-    steps: list[int] = []
-    real = rrepo.set_progress
-
-    def deleted_after_first_step(conn, report_id, done, owner=None):  # type: ignore[no-untyped-def]
-        steps.append(done)
-        if len(steps) == 2:  # a DELETE arrives while the job runs
-            svc.delete(report_id)
-        return real(conn, report_id, done, owner)
-
-    monkeypatch.setattr(rrepo, "set_progress", deleted_after_first_step)
+    steps = delete_at_progress_step(monkeypatch, svc, 2)  # a DELETE arrives while the job runs
     svc.submit(_bench(10), "b.jsonl", background=False)
     assert len(steps) == 2  # stopped at once, not after all five chunks
     with engine.connect() as conn:
@@ -144,15 +135,6 @@ def _paced(monkeypatch: pytest.MonkeyPatch, each: Callable[[], object]) -> None:
     monkeypatch.setattr(scanning.Scanner, "scan_stream", paced)
 
 
-def _wait_done(svc: ReportService, rid: str) -> dict:
-    for _ in range(400):
-        rep = svc.get(rid)
-        if rep["status"] in ("done", "failed"):
-            return rep
-        time.sleep(0.05)
-    raise AssertionError(f"report {rid} did not finish: {svc.get(rid)['status']}")
-
-
 def _held(engine: Engine, rid: str, owner: str, lease_until: float, **values: object) -> None:
     with engine.begin() as conn:
         conn.execute(update(report).where(report.c.id == rid).values(owner=owner, lease_until=lease_until, **values))
@@ -173,7 +155,7 @@ def test_a_new_server_takes_up_only_the_jobs_of_stopped_servers(migrated_url: st
     _held(engine, dead, "killed-server", 0.0)  # its lease ran out long ago
     _held(engine, live, "live-server", time.time() + 3600)  # renewed by a server that runs
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
-        rep = _wait_done(c.app.state.reports, dead)  # type: ignore[attr-defined]
+        rep = wait_for_report(c.app.state.reports, dead)  # type: ignore[attr-defined]
         assert rep["status"] == "done" and rep["done_items"] == 4
         time.sleep(0.3)
         other = c.get(f"/api/v1/reports/{live}").json()
@@ -210,12 +192,12 @@ def test_a_job_taken_over_stops_writing_and_the_new_server_finishes_it(
                 with engine.begin() as conn:  # A stalled past its lease
                     conn.execute(update(report).values(lease_until=0.0))
                 taken.extend(b.take_up())
-                _wait_done(b, taken[0])  # B runs the job whole meanwhile
+                wait_for_report(b, taken[0])  # B runs the job whole meanwhile
             yield part
 
     monkeypatch.setattr(scanning.Scanner, "scan_stream", stream)
     rid = a.submit(_bench(10), "b.jsonl")
-    rep = _wait_done(a, rid)
+    rep = wait_for_report(a, rid)
     for _ in range(100):  # A's job ends at its next write
         if not a._active:
             break
@@ -250,7 +232,7 @@ def test_a_live_server_keeps_its_jobs_and_lets_them_go_when_it_stops(
     a.shutdown()
     assert b.take_up() == [rid]  # let go at once, not after a lease
     release.set()
-    rep = _wait_done(b, rid)
+    rep = wait_for_report(b, rid)
     assert rep["status"] == "done" and rep["done_items"] == 10
 
 
@@ -274,18 +256,24 @@ def test_a_renewal_under_way_when_a_server_stops_does_not_keep_its_jobs(
         return renew(conn, owner, lease)
 
     monkeypatch.setattr(rrepo, "renew_jobs", slow_renew)
+    stopping = threading.Event()  # the stopping server waits for the beat, or has let go without waiting
+    release_jobs = rrepo.release_jobs
+    monkeypatch.setattr(rrepo, "release_jobs", lambda *args: (stopping.set(), release_jobs(*args))[1])
     a.start(grace=0)
+    assert a._beat is not None
+    join = a._beat.join
+    monkeypatch.setattr(a._beat, "join", lambda timeout=None: (stopping.set(), join(timeout))[1])
     rid = a.submit(_bench(10), "b.jsonl")
     armed.set()
     assert inside.wait(10)  # a beat is renewing
     stopper = threading.Thread(target=a.shutdown)
     stopper.start()
-    time.sleep(0.3)  # a server that did not wait for the beat has let go by now
+    assert stopping.wait(10)
     go.set()
     stopper.join(10)
     assert b.take_up() == [rid]  # let go after the renewal, not before it
     release.set()
-    assert _wait_done(b, rid)["status"] == "done"
+    assert wait_for_report(b, rid)["status"] == "done"
 
 
 def test_a_stopping_server_stops_its_jobs_at_their_next_chunk(

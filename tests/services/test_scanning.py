@@ -23,7 +23,6 @@ from contam.app.services import scanning
 from contam.app.services.corpora import CorpusService
 from contam.app.services.results import summarize
 from contam.app.services.scanning import Evidence, Scanner
-from contam.app.store.db import make_engine
 from contam.app.store.schema import corpus_file, document, segment
 
 FILLER = " ".join(f"filler{i} word{i % 7} text{i % 13}" for i in range(1500))  # ~4500 unrelated tokens
@@ -522,12 +521,6 @@ def test_a_too_short_item_is_no_corpus_s_contamination(engine: Engine, index_cor
     assert r.score.status == "too_short" and r.evidence and {e.status for e in r.evidence} == {"too_short"}
     summary = summarize([r], Thresholds())
     assert summary["counts"]["contaminated"] == 0 and summary["per_corpus"]["web"]["contaminated"] == 0
-
-
-def test_engine_fixture_is_real(migrated_url: str) -> None:
-    eng = make_engine(migrated_url)
-    assert eng.dialect.name in ("sqlite", "postgresql")
-    eng.dispose()
 
 
 WIDESPREAD = "Name the largest moon of the planet Saturn which has a thick nitrogen atmosphere and methane lakes"

@@ -6,7 +6,6 @@ import json
 import re
 import shutil
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ import pytest
 import uvicorn
 from conftest import IndexCorpus
 from fastapi.testclient import TestClient
+from helpers import wait_for_report
 from playwright.sync_api import Browser, sync_playwright
 
 from contam.app.api.main import create_app
@@ -82,10 +82,7 @@ def test_pages_render_and_escape(migrated_url: str, tmp_path: Path, index_corpus
         )
         assert r.status_code == 303
         rid = r.headers["location"].rsplit("/", 1)[1]
-        for _ in range(100):
-            if c.get(f"/api/v1/reports/{rid}").json()["status"] == "done":
-                break
-            time.sleep(0.05)
+        assert wait_for_report(c, rid)["status"] == "done"
         report = c.get(f"/reports/{rid}").text
         assert "quiz &lt;i&gt;bench&lt;/i&gt;" in report and "<i>bench</i>" not in report
         assert "Contaminated" in report or "contaminated" in report
@@ -133,10 +130,7 @@ def test_head_empty_list_and_where_an_excerpt_ends(
         assert "No reports yet" in empty and "<table" not in empty
         upload = {"file": ("quiz.jsonl", _bench_file(tmp_path).read_bytes())}
         rid = c.post("/api/v1/benchmarks", files=upload).json()["id"]
-        for _ in range(200):
-            if c.get(f"/api/v1/reports/{rid}").json()["status"] == "done":
-                break
-            time.sleep(0.05)
+        assert wait_for_report(c, rid)["status"] == "done"
         evidence = c.get(f"/api/v1/reports/{rid}/items/river").json()["evidence"]
         by_doc = {e["document_id"]: e for e in evidence}
         assert by_doc["quiz-page"]["document_chars"] == len(CORPUS[0]["text"])
@@ -357,12 +351,10 @@ def _checked(c: TestClient, rows: list[dict[str, object]], name: str = "quiz") -
     data = "".join(json.dumps(r) + "\n" for r in rows).encode()
     r = c.post("/upload", files={"file": (f"{name}.jsonl", data)}, data={"name": name}, follow_redirects=False)
     assert r.status_code == 303, r.text
-    rid = r.headers["location"].rsplit("/", 1)[1]
-    for _ in range(400):
-        if c.get(f"/api/v1/reports/{rid}").json()["status"] == "done":
-            return str(rid)
-        time.sleep(0.05)
-    raise AssertionError(f"report {rid} not done")
+    rid = str(r.headers["location"].rsplit("/", 1)[1])
+    rep = wait_for_report(c, rid)
+    assert rep["status"] == "done", rep
+    return rid
 
 
 RUSSIAN = "Какой русский писатель описал путешествие к берегам Гренландии? Мелвилл так не писал."
@@ -653,12 +645,15 @@ def test_the_answer_is_marked_on_the_item_where_the_evidence_marks_it() -> None:
     assert fields["question"][0] == (q[:-1], True), fields["question"]
 
 
-def test_a_refused_upload_keeps_what_was_filled_in(migrated_url: str, index_corpus: IndexCorpus) -> None:
+def test_a_refused_upload_keeps_what_was_filled_in(
+    migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
     """A new user's trial: after a refused upload the form came back empty (name, ticked corpora,
     mapping gone), and a post without a file was a bare validation page. The form comes back
     with what was filled in (a browser never refills the file: it says so), and with no file it
     asks for one."""
     index_corpus(migrated_url, CORPUS)
+    index_corpus(migrated_url, [{"id": "x", "text": Q3}], "other")  # not ticked: a default would take it too
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
         filled = {"name": "my quiz", "corpora": ["web"], "question": "prompt", "answer": "gold"}
         r = c.post("/upload", files={"file": ("q.jsonl", b"")}, data=filled)
@@ -669,15 +664,19 @@ def test_a_refused_upload_keeps_what_was_filled_in(migrated_url: str, index_corp
         assert r.status_code == 422 and "choose a benchmark file to check" in r.text and 'value="no file"' in r.text
         assert c.get("/upload").status_code == 200 and "checked" not in c.get("/upload").text
         # a second file, or the API's fields, were dropped unseen (a probe): refused, naming them
-        bench = _bench_file(Path(tempfile.mkdtemp())).read_bytes()
+        bench = _bench_file(tmp_path).read_bytes()
         two = [("file", ("a.jsonl", bench)), ("file", ("b.jsonl", bench))]
         r = c.post("/upload", files=two)
         assert r.status_code == 422 and "form field file given more than once" in r.text
         r = c.post("/upload", files={"file": ("a.jsonl", bench)}, data={"thresholds": "{bad"})
         assert r.status_code == 422 and "the upload form has no field thresholds" in r.text
         assert c.get("/api/v1/reports").json()["total"] == 0
-        two_corpora = c.post("/upload", files={"file": ("a.jsonl", bench)}, data={"corpora": ["web", "web"]})
-        assert two_corpora.status_code in (303, 200), two_corpora.text  # ticked boxes repeat the field
+        # ticked boxes repeat the field: taken, not refused as a field given twice
+        form = {"corpora": ["web", "web"]}
+        two_corpora = c.post("/upload", files={"file": ("a.jsonl", bench)}, data=form, follow_redirects=False)
+        assert two_corpora.status_code == 303, two_corpora.text
+        rid = two_corpora.headers["location"].rsplit("/", 1)[1]
+        assert wait_for_report(c, rid)["corpora"] == ["web"]
 
 
 def test_browser_pages_fit_a_phone(live_server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

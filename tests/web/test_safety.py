@@ -7,12 +7,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import time
 from collections.abc import Iterator
 
 import pytest
 from conftest import IndexCorpus
 from fastapi.testclient import TestClient
+from helpers import wait_for_report
 
 from contam.app.api.main import create_app
 from contam.app.settings import Settings
@@ -31,11 +31,8 @@ def client(migrated_url: str, index_corpus: IndexCorpus) -> Iterator[TestClient]
 def _report(c: TestClient) -> str:
     rows = "".join(json.dumps({"id": i, "question": Q, "answer": "Tigris"}) + "\n" for i in HOSTILE_IDS)
     rid: str = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", rows.encode())}).json()["id"]
-    for _ in range(200):
-        if c.get(f"/api/v1/reports/{rid}").json()["status"] == "done":
-            return rid
-        time.sleep(0.05)
-    raise AssertionError("report did not finish")
+    assert wait_for_report(c, rid)["status"] == "done"
+    return rid
 
 
 def test_csv_export_cannot_run_formulas_and_item_links_are_encoded(client: TestClient) -> None:
