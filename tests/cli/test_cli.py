@@ -213,6 +213,7 @@ def test_serve_refuses_public_bind_without_keys(monkeypatch: pytest.MonkeyPatch)
     get_settings.cache_clear()
     r = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0", "--port", "8999"])
     assert r.exit_code == 2 and "refusing to listen on 0.0.0.0 without API keys" in r.output
+    assert "CONTAM_ALLOW_INSECURE_BIND=true" in r.output  # the variable a container sets (a trial)
 
 
 def test_index_commits_small_files_together_unless_told(
