@@ -840,6 +840,14 @@ def test_a_question_stitched_from_a_sentences_phrases_is_not_told_by_them() -> N
     assert stitched.status == Status.SUSPICIOUS, stitched.reason
     copied = scan(items, {"page": f"{FILLER} Q: {q} A: Kate {FILLER}"})["0"]
     assert copied.status == Status.CONTAMINATED and copied.answer_found, copied.reason
+    # the run asked for is the question's own: a long answer held in one run does not tell it (a review)
+    long = "Petruchio son of Antonio of Verona"
+    rows[0]["answer"] = long
+    items, _ = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "qa.jsonl")
+    page = source.replace("fine array,", f"fine array, thus spoke {long}, and")
+    elsewhere = f"{' '.join(_prose(40, 9))} {long} {' '.join(_prose(40, 11))}"  # the answer's run no phrase
+    stitched = scan(items, {"page": f"{FILLER} {' '.join(_prose(30, 5))} {page} {FILLER}", "other": elsewhere})["0"]
+    assert stitched.status == Status.SUSPICIOUS, stitched.reason
 
 
 def test_a_maths_frame_with_other_numbers_is_another_problem() -> None:
@@ -869,6 +877,36 @@ def test_a_maths_frame_with_other_numbers_is_another_problem() -> None:
     assert other.status == Status.CLEAN, other.reason
     copied = scan(items, {"page": f"{FILLER} {rows[0]['question']} {rows[0]['answer']} {FILLER}"})["0"]
     assert copied.status == Status.CONTAMINATED, copied.reason
+
+
+def test_the_questions_end_is_its_own_texts_end_not_a_frame_a_copy_drops() -> None:
+    """The answer after a rare phrase counts after the question's end, counted in its own text: a
+    frame every item ends with ("Answer with one name only."), which a copy may leave out, is not
+    its end (a review: counted, it hid an edited copy that kept the question's own last words)."""
+    frame = " Answer with one name only."
+    q = "Who is blamed for the state of outlawry and anarchy in the region during those years?"
+    others = [{"question": " ".join(_prose(10, 90 + k)) + "?" + frame, "answer": f"Name{k}"} for k in range(13)]
+    rows = [{"question": q + frame, "answer": "Katanga"}, *others]
+    items, _ = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "qa.jsonl")
+    common = "who is blamed for the state of the roads in the region during those years of war"
+    docs = {f"d{k}": f"{' '.join(_prose(20, 10 + k))} {common}. {' '.join(_prose(20, 40 + k))}" for k in range(12)}
+    edited = "Who got accused over some state of outlawry and anarchy across her land during those years? Katanga."
+    copy = scan(items, {**docs, "page": f"{FILLER} {edited} {FILLER}"})["0"]
+    assert copy.status == Status.SUSPICIOUS and copy.answer_found, copy.reason
+
+
+def test_a_one_word_questions_answer_after_it_is_found() -> None:
+    """A question field of one token is aligned as a block of one: the answer search, which starts
+    after two or more question tokens in a row, never started for it (a review: "ephemeral", then
+    its definition, was "its answer was not found")."""
+    words = [
+        ("ephemeral", "lasting for a very short time indeed"),
+        ("gregarious", "fond of the company of other people"),
+        ("laconic", "using very few words when speaking"),
+    ]
+    items = [BenchmarkItem(f"w{k}", k, question=q, answer=a) for k, (q, a) in enumerate(words)]
+    r = scan(items, {"page": f"{FILLER} Word of the day. ephemeral: lasting for a very short time indeed. {FILLER}"})
+    assert r["w0"].status == Status.CONTAMINATED and r["w0"].answer_found, r["w0"].reason
 
 
 def test_any_accepted_answer_after_the_question_is_its_answer() -> None:
