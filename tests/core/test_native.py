@@ -393,7 +393,9 @@ def test_the_long_loops_let_other_threads_run() -> None:
     loops on buffers release the GIL, so those threads run side by side. Holding it, the other
     thread would not go round once while such a call (some 10-200 ms here) ran."""
     calls = _long_calls()
-    went = {name: _other_thread_runs_during(*call) for name, call in calls.items()}
+    # the best of three: on a machine busy with other processes the spinning thread may get no
+    # core during one call (it failed so once, a CI run beside); holding the GIL, it gets none in any
+    went = {name: max(_other_thread_runs_during(*call) for _ in range(3)) for name, call in calls.items()}
     assert all(n > 100 for n in went.values()), went
 
 
