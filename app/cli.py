@@ -184,6 +184,7 @@ db_app = typer.Typer(cls=ContamGroup, help="Database schema.", no_args_is_help=T
 app.add_typer(db_app, name="db")
 
 DbOpt = Annotated[str | None, typer.Option("--db", help="database URL (default: CONTAM_DATABASE_URL)")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
 
 
 def database_url(db: str | None) -> str:
@@ -208,12 +209,14 @@ def db_upgrade(
         typer.echo(f"database migrated from revision {before} to {now}{at_head}: {url}")
 
 
-reports_app = typer.Typer(
-    cls=ContamGroup,
-    invoke_without_command=True,
-    help="List and delete reports (the API's and the dashboard's). `contam reports` lists them.",
-)
-app.add_typer(reports_app, name="reports")
+def _group(name: str, help: str, cls: type[ContamGroup] = ContamGroup) -> typer.Typer:
+    """A command group of `contam` (`contam NAME ...`) that lists its objects when given no command."""
+    group = typer.Typer(cls=cls, invoke_without_command=True, help=help)
+    app.add_typer(group, name=name)
+    return group
+
+
+reports_app = _group("reports", "List and delete reports (the API's and the dashboard's). `contam reports` lists them.")
 
 
 def _group_db(ctx: typer.Context, db: str | None) -> str:
@@ -234,6 +237,16 @@ def _confirmed(question: str, kept: str) -> bool:
     return ok
 
 
+def _as_json_or_none(rows: list[dict[str, Any]], as_json: bool, none: str) -> bool:
+    """A group's listing printed as JSON (True: nothing more to print), or `none` said where
+    there are no rows (False: the caller prints the rows as lines)."""
+    if as_json:
+        typer.echo(json.dumps(rows, default=str, indent=2))
+    elif not rows:
+        typer.echo(none)
+    return as_json
+
+
 def _reports(ctx: typer.Context, db: str | None) -> ReportService:
     """The report service on --db given here or to `contam reports` itself (it runs no job)."""
     return ReportService(open_database(_group_db(ctx, db)), 0)
@@ -242,18 +255,15 @@ def _reports(ctx: typer.Context, db: str | None) -> ReportService:
 @reports_app.callback()
 def reports(
     ctx: typer.Context,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    as_json: JsonOpt = False,
     db: DbOpt = None,
 ) -> None:
     """List reports, the newest first: id, status, items scored, contaminated share, name, corpora."""
     if ctx.invoked_subcommand is not None:
         return
     total, rows = _reports(ctx, db).list_reports(1000, 0)
-    if as_json:
-        typer.echo(json.dumps(rows, default=str, indent=2))
+    if _as_json_or_none(rows, as_json, "no reports yet"):
         return
-    if not rows:
-        typer.echo("no reports yet")
     for r in rows:
         share = (r.get("summary") or {}).get("contaminated_share")
         typer.echo(
@@ -293,12 +303,11 @@ class CorporaGroup(ContamGroup):
         return super().resolve_command(ctx, args)
 
 
-corpora_app = typer.Typer(
-    cls=CorporaGroup,
-    invoke_without_command=True,
-    help="List, show, rename and delete corpora. `contam corpora` lists them; `contam corpora NAME` shows one.",
+corpora_app = _group(
+    "corpora",
+    "List, show, rename and delete corpora. `contam corpora` lists them; `contam corpora NAME` shows one.",
+    CorporaGroup,
 )
-app.add_typer(corpora_app, name="corpora")
 
 
 def _corpora(ctx: typer.Context, db: str | None) -> CorpusService:
@@ -309,18 +318,15 @@ def _corpora(ctx: typer.Context, db: str | None) -> CorpusService:
 @corpora_app.callback()
 def corpora(
     ctx: typer.Context,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    as_json: JsonOpt = False,
     db: DbOpt = None,
 ) -> None:
     """List indexed corpora (`contam corpora NAME` shows one corpus's health)."""
     if ctx.invoked_subcommand is not None:
         return
     rows = CorpusService(open_database(database_url(db))).list_corpora()
-    if as_json:
-        typer.echo(json.dumps(rows, default=str, indent=2))
+    if _as_json_or_none(rows, as_json, "no corpora indexed yet"):
         return
-    if not rows:
-        typer.echo("no corpora indexed yet")
     for r in rows:
         c = r["config"]
         typer.echo(
@@ -339,7 +345,7 @@ def corpora(
 def corpora_show(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="the corpus", metavar="NAME")],
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    as_json: JsonOpt = False,
     db: DbOpt = None,
 ) -> None:
     """One corpus's health: documents, skipped records, failed files and why, settings."""

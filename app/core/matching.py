@@ -977,7 +977,7 @@ def _own_alone(p: PreparedItem, stats: ItemStats, matched: np.ndarray, th: Thres
     out), and templates (text in more items than a passage is): a frame every item carries is no
     item's own text, held or not; counted, a claim copied without its frame was a third of it."""
     own = ~stats.passage_tok & ~stats.common_tok if count(matched) > stats.n else ~stats.common_tok
-    return own & ~tokens_of(p, p.mgram_pos[stats.mfreq > th.passage_max_items + 1], MATCH_N)
+    return own & ~_template(p, stats, th)
 
 
 def _own_unexplained(p: PreparedItem, stats: ItemStats, matched: np.ndarray, th: Thresholds) -> np.ndarray:
@@ -992,15 +992,19 @@ def _own_unexplained(p: PreparedItem, stats: ItemStats, matched: np.ndarray, th:
     83-89% of their own text). (Numbers outside the stretch held, a half copy's missing half, say
     nothing.)"""
     own = ~stats.passage_tok & ~stats.common_tok
-    slots = own & ~tokens_of(p, p.mgram_pos[stats.mfreq > th.passage_max_items + 1], MATCH_N)
     asked = np.flatnonzero(matched & (p.role == QUESTION))
-    if len(asked) < 2:
-        return own & ~_everywhere(p, stats, th)
-    numbers = slots & member(p.ids, _NUMBER_IDS)  # np.isin sorted the 10,000 each call: a tenth of a scan
-    numbers[: asked[0]] = numbers[asked[-1] + 1 :] = False
-    if count(numbers) >= 2 and not (matched & numbers).any():
-        return slots
+    if len(asked) >= 2:
+        slots = own & ~_template(p, stats, th)
+        numbers = slots & member(p.ids, _NUMBER_IDS)  # np.isin sorted the 10,000 each call: a tenth of a scan
+        numbers[: asked[0]] = numbers[asked[-1] + 1 :] = False
+        if count(numbers) >= 2 and not (matched & numbers).any():
+            return slots
     return own & ~_everywhere(p, stats, th)
+
+
+def _template(p: PreparedItem, stats: ItemStats, th: Thresholds) -> np.ndarray:
+    """bool per item token: in a MATCH_N-gram more items hold than share a passage."""
+    return tokens_of(p, p.mgram_pos[stats.mfreq > th.passage_max_items + 1], MATCH_N)
 
 
 def _everywhere(p: PreparedItem, stats: ItemStats, th: Thresholds) -> np.ndarray:
@@ -1264,11 +1268,10 @@ def _answer_found(
 def _question_end(p: PreparedItem, al: Alignment) -> int:
     """Region index right after the last question token the region holds in a block of two or
     more question tokens, or a question field of one token (-1: none), where a short answer is
-    looked for. A block of one question
-    word and the answer is where the answer stands, not where the question ends: a claim copied
-    alone, with "... wears a false brow ..." 48 words on, had the frame's last word ("A:") and
-    the answer ("False") matched as one block there, and came out `contaminated` (a probe of
-    templated true/false claims)."""
+    looked for. A block of one question word and the answer is where the answer stands, not
+    where the question ends: a claim copied alone, with "... wears a false brow ..." 48 words on,
+    had the frame's last word ("A:") and the answer ("False") matched as one block there, and
+    came out `contaminated` (a probe of templated true/false claims)."""
     end = -1
     for a, b, size in al.blocks:
         q = np.flatnonzero(p.role[a : a + size] == QUESTION)
