@@ -368,6 +368,10 @@ class SharedText:
             if key:
                 passages.setdefault(g, set()).add(key)
         self.crowded = {g for g, keys in passages.items() if len(keys) > 1}
+        self.readers: dict[int, list[int]] = {}  # passage field -> the items asking of it
+        for i, key in enumerate(passage_keys):
+            if key:
+                self.readers.setdefault(key, []).append(i)
 
     def passage_tells(self, p: PreparedItem, group: int) -> bool:
         """The item (of `group`) has a passage field of its own, and other items have the same

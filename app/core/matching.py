@@ -56,6 +56,9 @@ SHORT_ALT_WINDOW = 2  # tokens before a one- or two-word accepted answer after t
 _LETTERS = token_hashes(list("abcdefghijklmnopqrstuvwxyz")).view(np.int64)  # choice labels, as tokens
 _NUMBER_IDS = np.unique(token_hashes([str(k) for k in range(10_000)]).view(np.int64))  # 0-9999 as tokens, sorted
 _NUMBERS = frozenset(_NUMBER_IDS.tolist())  # a question's number
+# a number's head (1-3 digits) and its groups of three ("1,641" and "1 641" are the tokens 1 and 641)
+_HEADS = frozenset(token_hashes([str(k) for k in range(1000)]).view(np.int64).tolist())
+_GROUPS = frozenset(token_hashes([f"{k:03d}" for k in range(1000)]).view(np.int64).tolist())
 # MatchCache: the tokens of the competitors' regions kept (about 80 bytes a token: its grams and
 # the id list the aligner takes) and of the alignments (about 10 bytes a token of the competitor)
 REGION_TOKENS_KEPT = 1 << 18  # about 20 MB at most (256 regions of a news article's 1,000 tokens)
@@ -93,6 +96,9 @@ class DocMatch:
     # share of the question's tokens the region holds, leaving out a passage it shares with other
     # items (schema, story) where it has other text: the question there as a whole
     question_there: float = 0.0
+    # share of the question's tokens the region holds apart from its copy of the item's passage
+    # field (0 for an item without one): with the passage near, the question asked of it there
+    question_apart: float = 0.0
     # the question's own tokens after the last one the region holds (all of them where it holds none): a copy
     # gives the answer after the question's end, a page the question was written from beside the
     # phrase the two share
@@ -424,8 +430,7 @@ def match_document(
     rare_run, rare_tokens = _rare(p, stats, present, own_hit, th, cuts := _cuts(p.ids, region.ids, al, matched))
     unique_run, opening, opening_unique = _uniqueness(p, stats, region, own, own_hit, n, cuts)
     cost, own_cost = _break_costs(p, matched, own_hit, al, region, hi - lo)
-    solution_held = _solution_share(p, own, own_hit)
-    answer_found, answer_at = _answer_found(p, al, matched, region.ids, solution_held, lo, src)
+    answer_found, answer_at = _answer_found(p, al, matched, region.ids, _solution_share(p, own, own_hit), lo, src)
     return DocMatch(
         doc=doc_id,
         matched=matched,
@@ -449,8 +454,9 @@ def match_document(
         opening_unique=opening_unique,
         question_there=_question_there(p, stats, matched),
         question_tail=_question_tail(p, own, own_hit),
+        question_apart=_question_apart(i, items, shared, doc, ppos, region, lo, src, n),
         cuts=cuts,
-        counted=_counted(p, solution_held),
+        counted=_counted(p, _solution_share(p, own, own_hit)),
         matched_bits=max(0.0, float(stats.bits[matched].sum()) - cost),
         own_bits=max(0.0, float(stats.bits[own_hit].sum()) - own_cost),
         break_bits=cost,
@@ -775,6 +781,44 @@ def _question_there(p: PreparedItem, stats: ItemStats, matched: np.ndarray) -> f
         return 0.0
     apart = question & ~stats.passage_tok if count(matched) > stats.n else question
     return share(matched[apart if count(apart) > stats.n else question])  # more than a phrase apart
+
+
+def _question_apart(
+    i: int,
+    items: Sequence[PreparedItem],
+    shared: SharedText,
+    doc: DocTokens,
+    ppos: np.ndarray | None,
+    region: Region,
+    lo: int,
+    src: np.ndarray | None,
+    n: int,
+) -> float:
+    """DocMatch.question_apart: the share of the question's MATCH_N-grams that no other item asking
+    of the same passage holds (what tells the question from theirs: "longest" in "How many yards
+    was the longest field goal?" beside "... the shortest ..."), that the region holds where it
+    holds no copy of the passage (_outside_passage; all of the region where it holds none). A
+    question quoting its passage is found inside every copy of the passage, so only what is held
+    apart from it says the question was written down there; and a question quoting its passage
+    (an NLI hypothesis quoting its premise) is found apart from the passage's copy wherever the
+    passage's source runs on differently after the quote (a clause inserted there: a test), so
+    what it quotes is left out. 0 for an item without a passage field, or whose question is all
+    quoted, or a sibling's too."""
+    p = items[i]
+    asked = p.role[p.mgram_pos] == QUESTION
+    if p.quoted is not None:  # what it quotes of the passage, any copy of the passage holds
+        pos = p.mgram_pos
+        asked &= ~(p.quoted[pos] & p.quoted[pos + 1] & p.quoted[pos + MATCH_N - 1])
+    question = p.mgrams[asked]
+    if ppos is None or p.passage_tokens == 0 or not len(question):
+        return 0.0
+    siblings = [items[j].umgrams for j in shared.readers.get(p.passage_key, ()) if j != i]
+    if siblings:
+        question = question[~member(question, distinct(np.concatenate(siblings)))]
+    if not len(question):
+        return 0.0
+    outside = _outside_passage(p, doc, ppos, region, lo, src, n)
+    return share(member(question, region.mgrams if outside is None else outside[1]))
 
 
 def _question_tail(p: PreparedItem, own: np.ndarray, own_hit: np.ndarray) -> int:
@@ -1250,7 +1294,8 @@ def _answer_found(
     found: list[int] = []
     at = 0
     while (k := find_sequence(window[at:], needle)) >= 0:
-        found.append(at + k)
+        if len(needle) > 1 or not _inside_number(window, at + k):
+            found.append(at + k)
         at += k + len(needle)
     others = [c for c in choices if not np.array_equal(c, needle)]
     listed = bool(others) and sum(find_sequence(window, c) >= 0 for c in others) * 2 >= len(others)
@@ -1263,6 +1308,17 @@ def _answer_found(
         k = _label_given(p, window, choices, needle) if listed else -1
         return (True, _placed(q_end + k, 1, lo, src)) if k >= 0 else (False, None)
     return _alternative_found(p, region, q_end, lo, src)
+
+
+def _inside_number(window: np.ndarray, at: int) -> bool:
+    """Whether the token window[at] is part of a longer number written in groups of three: an answer
+    of 1 is not found in "a total of 1,641 pupils" (the tokens 1 and 641), nor 641 there (a probe:
+    a DROP question `contaminated` against its source passage, answer "1"). Asked of one-token
+    answers only: "37.9" followed by a list of numbers is still 37.9 (a planted copy in a source
+    file of numbers)."""
+    before = at > 0 and int(window[at - 1]) in _HEADS and int(window[at]) in _GROUPS
+    after = at + 1 < len(window) and int(window[at]) in _HEADS and int(window[at + 1]) in _GROUPS
+    return bool(before or after)
 
 
 def _question_end(p: PreparedItem, al: Alignment) -> int:

@@ -161,6 +161,8 @@ def verdict(
     text (SharedText.passage_tells): without the passage, the document's copy may be theirs, so
     it is at most suspicious."""
     status, reason = _verdict(p, m, n, th, stem_tells)
+    if (told := _with_its_passage(p, m, th)) is not None and SEVERITY[told[0]] > SEVERITY[status]:
+        status, reason = told
     if passage_tells and status is Status.CONTAMINATED and m.passage_near < th.suspicious_coverage:
         return Status.SUSPICIOUS, (
             f"{reason}, but not its passage: other items have the same text about other passages"
@@ -172,16 +174,9 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     """verdict() but for the passage. A partial match must include a run of more than n own
     tokens in a row (two chained n-grams): one n-gram of ordinary prose recurs by chance, two in
     a row rarely do (bench/calibrate.py)."""
+    if most := _most_of_it(p, m, th):
+        return most
     q_own = m.own_role_coverage(p, QUESTION)
-    if (
-        m.own_total > _short_answer_own(p, m)
-        and m.own_coverage >= th.contaminated_coverage
-        and m.coverage >= th.contaminated_coverage
-        and m.matched_bits >= th.min_bits
-    ):
-        return Status.CONTAMINATED, (
-            f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens){_missing(p, m)}"
-        )
     q_there = m.question_there >= th.contaminated_coverage
     q_told = _question_told(p, m, n, th, q_own, q_there)
     q_asked = q_told or (stem_tells and m.role_coverage(p, QUESTION) >= th.contaminated_coverage)
@@ -281,6 +276,65 @@ def _one_choice_alone(p: PreparedItem, m: DocMatch, th: Thresholds) -> bool:
     held = m.own_hit
     found = [(s, e) for s, e in choices if held[s:e].any()]
     return len(found) == 1 and count(held) == count(held[found[0][0] : found[0][1]])
+
+
+# Without its answer, a copy holds all of the item's own text but one token in twenty (one at least:
+# a word the tokeniser split otherwise), or longest_match tokens of it; see _copy_without_answer
+WHOLE_MISSING = 0.05
+
+
+def _with_its_passage(p: PreparedItem, m: DocMatch, th: Thresholds) -> tuple[Status, str] | None:
+    """The verdict of a document holding the item's passage field (`passage_tokens` or more) and,
+    near it and apart from it, its question as a whole (`contaminated_coverage` of each): the
+    question asked of that passage is the item, whatever text it shares with other items (issue
+    9's principle 2). ToMi's questions and one-word answers are all template, their stories a
+    field apart, so a page holding a story with its question and answer was clean (a probe: 5 of
+    21 such copies); the story alone, or with a sibling's question, tells nothing of the item."""
+    if (
+        p.passage_tokens < th.passage_tokens
+        or m.passage_near < th.contaminated_coverage
+        or m.question_apart < th.contaminated_coverage
+    ):
+        return None
+    if m.answer_found:
+        return Status.CONTAMINATED, "its passage, its question and its answer found together in one document"
+    if p.item.answer or p.item.solution:
+        return Status.SUSPICIOUS, "its passage and its question found together in one document, without its answer"
+    return Status.CONTAMINATED, "its passage and its question found together in one document (it has no answer)"
+
+
+def _most_of_it(p: PreparedItem, m: DocMatch, th: Thresholds) -> tuple[Status, str] | None:
+    """The verdict of a document holding `contaminated_coverage` of the item's own text and of the
+    whole item, more than a short answer of its own, with `min_bits`: `contaminated` with the answer
+    or as much of the text as a copy without it holds (_copy_without_answer), else `suspicious`."""
+    if (
+        m.own_total > _short_answer_own(p, m)
+        and m.own_coverage >= th.contaminated_coverage
+        and m.coverage >= th.contaminated_coverage
+        and m.matched_bits >= th.min_bits
+    ):
+        copy = m.answer_found or _copy_without_answer(p, m, th)
+        return Status.CONTAMINATED if copy else Status.SUSPICIOUS, (
+            f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens){_missing(p, m)}"
+        )
+    return None
+
+
+def _copy_without_answer(p: PreparedItem, m: DocMatch, th: Thresholds) -> bool:
+    """Whether a match that lacks the item's answer holds enough of its own text to be `contaminated`
+    on that alone (an item with no answer or solution: contaminated_coverage, as with one): all of
+    it but max(1, WHOLE_MISSING of it) tokens, or `longest_match` tokens of it (GPT-3's length of a
+    copy). A question written from the page it asks about quotes the page's phrases and adds the
+    asking words ("Was Hillary Clinton's deputy chief of staff in 2009 baptised?" against "Huma
+    Abedin was Hillary Clinton's deputy chief of staff in 2009."): 9-10 own tokens of 11-12, 82-83%,
+    which the 80% rule reported `contaminated` (bench/source_null.py: real DROP and StrategyQA
+    questions against the text they were written from, 3 of 3,079). The evaluation set's verbatim,
+    embedded and reformatted copies lacking their answer miss one token at most, and an edited copy
+    of a longer item, its answer not found, holds more than longest_match (the README's q3: 26 of
+    30). Held less, the item is `suspicious`."""
+    if not (p.item.answer or p.item.solution):
+        return True
+    return m.own_matched >= th.longest_match or m.own_total - m.own_matched <= max(1.0, WHOLE_MISSING * m.own_total)
 
 
 def _short_answer_own(p: PreparedItem, m: DocMatch) -> int:
@@ -442,15 +496,10 @@ def assess(
             for m, _s, _r in ranked
         ],
     )
-    eligible = stats.eligible
-    score.ngram_overlap = share(stats.df[eligible] > 0)
+    score.ngram_overlap = share(stats.df[stats.eligible] > 0)
     score.answer_found = False if p.item.answer or p.item.solution else None
-    if best is None:  # the item's own text and information are its own, not zero
-        own = unshared(p, stats, th)
-        score.own_tokens, score.own_bits_total = count(own), float(stats.bits[own].sum())
-        score.bits_total = float(stats.bits.sum())
-        if not score.own_tokens and score.ngram_overlap:
-            score.reason = _none_its_own(stats, score.ngram_overlap)
+    if best is None:
+        _nothing_found(p, stats, score, th)
     else:
         score.status, score.reason = ranked[0][1], ranked[0][2]
         score.best_doc = best.doc
@@ -478,6 +527,30 @@ def assess(
         found = "its passage was found, which alone decides nothing (a passage is no item's own text)"
         score.reason = found if score.reason == "no substantial overlap found" else f"{score.reason}; {found}"
     return score
+
+
+def _nothing_found(p: PreparedItem, stats: ItemStats, score: ItemScore, th: Thresholds) -> None:
+    """assess() of an item no document was aligned with: its own text and information are its
+    own, not zero, and the reason says why nothing was found where its text is in the corpora."""
+    own = unshared(p, stats, th)
+    score.own_tokens, score.own_bits_total = count(own), float(stats.bits[own].sum())
+    score.bits_total = float(stats.bits.sum())
+    if not score.own_tokens and score.ngram_overlap:
+        score.reason = _none_its_own(stats, score.ngram_overlap)
+    elif common := count(_own_common(p, stats, th)):
+        score.reason = _common_only(common, th)
+
+
+def _common_only(common: int, th: Thresholds) -> str:
+    """The reason of an item no document was found for, `common` of whose own n-grams are each in
+    more than max_df documents: it said "no substantial overlap found" of an edited copy of a
+    paragraph that 17 README files hold (a new user's trial; verbatim, it is a widespread copy)."""
+    return (
+        f"no document was found for it; {common:,} of its own n-grams are each in more than max_df "
+        f"({th.max_df}) documents of the corpora, which the index lists no documents for (boilerplate, or text "
+        f"copied widely), and none of them in an unbroken run of {th.longest_match} tokens, as a widespread "
+        "copy of it would be"
+    )
 
 
 def _none_its_own(stats: ItemStats, overlap: float) -> str:

@@ -1821,3 +1821,91 @@ def test_a_competitors_region_is_kept_per_document_for_its_own_text() -> None:
     fresh = DocTokens.of(doc.ids, N)  # nothing kept: the answer as worked out
     assert matching._region_near(second, fresh, (0, 1), N) == at_second
     assert matching._region_near(first, doc, (0, 1), N) == at_first  # asked again: kept
+
+
+def test_a_question_written_from_its_source_is_not_reported_as_a_copy() -> None:
+    """StrategyQA's "Was Hillary Clinton's deputy chief of staff in 2009 baptised?" against the fact
+    it was written from: the page holds 10 of its 12 own tokens, not its answer. That is 83% of
+    the question, which the 80% rule called `contaminated`; without the answer, a copy holds all of
+    the question but a token (bench/source_null.py). The whole question, answer missing, is still
+    `contaminated`, and the same 83% with the answer after it too."""
+    q = "Was Hillary Clinton's deputy chief of staff in 2009 baptised?"
+    others = [
+        BenchmarkItem("o1", 1, question="Could a cat ride a tank missile from Barcelona to Madrid?", answer="No"),
+        BenchmarkItem("o2", 2, question="Do people associate greyhounds with a film about lost dogs?", answer="No"),
+    ]
+    items = [BenchmarkItem("q", 0, question=q, answer="No"), *others]
+    source = "Huma Abedin was Hillary Clinton's deputy chief of staff in 2009. Huma Abedin is an American Muslim."
+    written = scan(items, {"page": f"{FILLER} {source} {FILLER}"})["q"]
+    assert written.status == Status.SUSPICIOUS and written.answer_found is False, written.reason
+    whole = scan(items, {"page": f"{FILLER} {q} {FILLER}"})["q"]
+    assert whole.status == Status.CONTAMINATED and whole.answer_found is False, whole.reason
+    edited = scan(
+        items, {"page": f"{FILLER} Is Hillary Clinton's deputy chief of staff in 2009 baptised? No. {FILLER}"}
+    )
+    assert edited["q"].status == Status.CONTAMINATED, edited["q"].reason
+
+
+def test_a_number_answer_is_not_found_inside_a_longer_number() -> None:
+    """DROP's "How many years were there a total of 10,979 pupils attending classes in Bern?" (answer
+    1) against the passage it was written from: "1,641" a few words on is the tokens 1 and 641, and
+    the 1 was taken for the answer (`contaminated`, bench/source_null.py). The answer standing alone
+    there is still found."""
+    q = "How many years were there a total of 10,979 pupils attending classes in Bern?"
+    items = [
+        BenchmarkItem("q", 0, question=q, answer="1"),
+        BenchmarkItem("o", 1, question="How many kindergarten classes were there in the municipality?", answer="89"),
+    ]
+    source = "During the 2009-10 school year, there were a total of 10,979 pupils attending classes in Bern."
+    grouped = scan(items, {"page": f"{FILLER} {source} There were 89 classes with a total of 1,641 pupils. {FILLER}"})
+    assert grouped["q"].answer_found is False and grouped["q"].status != Status.CONTAMINATED, grouped["q"].reason
+    alone = scan(items, {"page": f"{FILLER} {q} 1 {FILLER}"})
+    assert alone["q"].answer_found is True and alone["q"].status == Status.CONTAMINATED, alone["q"].reason
+
+
+TOMI_STORIES = (
+    "Jack entered the hallway. Mary entered the hallway. The boots is in the bathtub. Jack exited the hallway. "
+    "Mary moved the boots to the pantry. Jack entered the kitchen.",
+    "Mary entered the garage. Jack entered the garage. The boots is in the crate. Mary exited the garage. "
+    "Jack moved the boots to the bathtub. Mary entered the study.",
+    "Jack entered the porch. Mary entered the porch. The boots is in the pantry. Mary exited the porch. "
+    "Jack moved the boots to the crate. Jack exited the porch.",
+)
+TOMI_ASKED = (("Where is the boots really?", 1), ("Where was the boots at the beginning?", 0))  # (question, real)
+
+
+def tomi() -> list[BenchmarkItem]:
+    """ToMi's layout from Hugging Face: the story a passage field of its own, the questions one
+    template (every 3-gram of a question and its one-word answer is in other items too)."""
+    answers = {
+        (0, 1): "pantry",
+        (0, 0): "bathtub",
+        (1, 1): "bathtub",
+        (1, 0): "crate",
+        (2, 1): "crate",
+        (2, 0): "pantry",
+    }
+    return [
+        BenchmarkItem(f"t{s}{k}", 2 * s + k, question=q, passage=story, answer=answers[(s, real)])
+        for s, story in enumerate(TOMI_STORIES)
+        for k, (q, real) in enumerate(TOMI_ASKED)
+    ]
+
+
+def test_a_templated_question_found_with_its_own_passage_is_that_items_copy() -> None:
+    """Issue 9, principle 2: the question found in the same document as the item's passage is a copy
+    of that item. ToMi's questions and answers are all template (no own text), so a page holding a
+    story, its question and answer was clean (a probe: 5 of 21 such copies, 11 of 20 without the
+    answer). The story with its question apart from it tells the item: `contaminated` with the
+    answer after the question, `suspicious` without it; the story alone, or with a sibling's
+    question, says nothing of this item."""
+    items = tomi()
+    story = TOMI_STORIES[0]
+    copied = scan(items, {"page": f"{FILLER} {story} Question: Where is the boots really? Answer: pantry {FILLER}"})
+    assert copied["t00"].status == Status.CONTAMINATED and copied["t00"].answer_found, copied["t00"].reason
+    assert copied["t01"].status != Status.CONTAMINATED, copied["t01"].reason  # its sibling
+    assert all(copied[f"t{s}{k}"].status == Status.CLEAN for s in (1, 2) for k in (0, 1))
+    asked = scan(items, {"page": f"{FILLER} {story} Question: Where is the boots really? {FILLER}"})["t00"]
+    assert asked.status == Status.SUSPICIOUS and not asked.answer_found, asked.reason
+    alone = scan(items, {"page": f"{FILLER} {story} {FILLER}"})
+    assert all(s.status == Status.CLEAN for s in alone.values()), [s.reason for s in alone.values()]
