@@ -183,7 +183,14 @@ app = typer.Typer(cls=ContamGroup, help="Benchmark contamination detector.", no_
 db_app = typer.Typer(cls=ContamGroup, help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
-DbOpt = Annotated[str | None, typer.Option("--db", help="database URL (default: CONTAM_DATABASE_URL)")]
+DbOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="database URL (default: CONTAM_DATABASE_URL, else SQLite at $XDG_DATA_HOME/contam/contam.db "
+        "or ~/.local/share/contam/contam.db)",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
 
 
@@ -505,7 +512,7 @@ def _print_table(checked: CheckResult) -> None:
         status, item = f"{r.score.status:13s} {r.score.score:5.2f}", f"{r.item.item_id:{width}s}"
         typer.echo(f"{status}  {item} {where:{at}s}  {r.score.reason}")
     c, share = checked.summary["counts"], checked.summary["contaminated_share"]
-    counts = ", ".join(f"{c[s]} {s.replace('_', ' ')}" for s in Status)
+    counts = ", ".join(f"{c[s]:,} {s.replace('_', ' ')}" for s in Status)  # "5,502 clean" as "6,000 items"
     typer.echo(
         f"{_count(len(checked.results), 'item')}: {counts}; contaminated share {share:.2%} "
         f"(fingerprint {checked.fingerprint})"
@@ -710,7 +717,7 @@ def scan_timing(items: int, seconds: float) -> str:
     """The scan's own time on stderr (from the command's start, its code imported, to the last
     result written): what a pipeline's timer adds to it is the process start."""
     rate = items / max(seconds, 1e-9)
-    return f"scanned {items:,} items in {seconds:.2f} s ({rate:,.0f} items/s; process start not counted)"
+    return f"scanned {_count(items, 'item')} in {seconds:.2f} s ({rate:,.0f} items/s; process start not counted)"
 
 
 def _is_loopback(host: str) -> bool:

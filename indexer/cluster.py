@@ -227,7 +227,7 @@ class IndexWorker:
             except OSError as exc:
                 out.append(Outcome(unreadable(p, exc)))
                 continue
-            if (there := file_indexed(self.engine, self.corpus_id, chash)) is not None:
+            if (there := file_indexed(self.engine, self.corpus_id, chash, path)) is not None:
                 out.append(Outcome(FileReport(path, "unchanged", bytes=size, indexed_as=there), content_hash=chash))
                 continue
             group = self.group = self.group or OpenGroup(self.store, self.lease)
@@ -745,7 +745,7 @@ class _Scheduler:
         for when, path, chash in self.later:
             if when > now:
                 waiting.append((when, path, chash))
-            elif chash and (there := file_indexed(self.job.engine, self.corpus_id, chash)) is not None:
+            elif chash and (there := file_indexed(self.job.engine, self.corpus_id, chash, path)) is not None:
                 self._finish(FileReport(path, "unchanged", bytes=self.sizes[path], indexed_as=there))
             else:
                 back.append(path)

@@ -174,7 +174,7 @@ class IndexJob:
         if chash in queued:  # the content of a file of this run: its outcome, once known (_twins)
             self._twins.append((path, size, self._first[chash]))
             return
-        if (there := file_indexed(self.engine, corpus_id, chash)) is not None:
+        if (there := file_indexed(self.engine, corpus_id, chash, str(path))) is not None:
             self._forget.append(str(path))  # forgotten after the writer has stopped (see run)
             report = FileReport(str(path), "unchanged", bytes=size, indexed_as=there)
             unchanged.append(report)

@@ -11,7 +11,7 @@ from contam.app.core.config import SignatureConfig
 from contam.app.errors import NotFoundError, SettingsConflict, StateError
 from contam.app.readers.corpus import split_counts
 from contam.app.services.indexing import RUN_LEASE_SECONDS, check_corpus_name
-from contam.app.services.scanning import reproducible
+from contam.app.services.scanning import no_corpus, reproducible
 from contam.app.store import db, repo
 from contam.app.store import reports as reports_repo
 
@@ -42,7 +42,7 @@ class CorpusService:
         with self.engine.connect() as conn:
             row = repo.get_corpus(conn, name)
             if row is None:
-                raise NotFoundError(f"no corpus named {name!r}")
+                raise no_corpus([name], [r["name"] for r in repo.list_corpora(conn)])
             return _health_view(conn, row)
 
     def delete(self, name: str) -> None:
@@ -67,7 +67,7 @@ class CorpusService:
     def _unused(conn: Connection, name: str, verb: str) -> dict[str, Any]:
         row = repo.get_corpus(conn, name, lock=True)  # no indexing run may start until we commit
         if row is None:
-            raise NotFoundError(f"no corpus named {name!r}")
+            raise no_corpus([name], [r["name"] for r in repo.list_corpora(conn)])
         using = reports_repo.reports_using(conn, name)
         if using:  # named, with the way on: a report whose server was killed waits for the next one
             raise StateError(
@@ -141,8 +141,7 @@ def select_corpora_listing(engine: Engine, names: list[str] | None = None) -> tu
     if names:
         missing = sorted(set(names) - {r["name"] for r in rows})
         if missing:
-            there = ", ".join(sorted(r["name"] for r in rows)[:20]) or "none yet"
-            raise NotFoundError(f"no corpus named {', '.join(map(repr, missing))} (the corpora: {there})")
+            raise no_corpus(missing, [r["name"] for r in rows])
         chosen = [r for r in rows if r["name"] in set(names)]
         empty = [r for r in chosen if r["documents"] == 0]
     else:

@@ -38,6 +38,13 @@ def database_trouble(exc: DBAPIError, then: str = "") -> tuple[str, bool]:
         return "the disk holding the database is full: free space, then run it again", False
     if "malformed" in reason or "file is not a database" in reason:
         return "the database file is damaged: restore it from a copy, or index into a new one", False
+    if "FATAL:" in reason and 'database "' in reason and "does not exist" in reason:
+        # dropped under a running server, which said "try again shortly" (a new user's trial)
+        return (
+            f"PostgreSQL has no such database: {reason.split('FATAL:', 1)[-1].strip()}; create it "
+            "(`createdb NAME`), then `contam db upgrade --db URL`, or point CONTAM_DATABASE_URL at another",
+            False,
+        )
     return f"the database is unavailable{then}: {reason}", True
 
 

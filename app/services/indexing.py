@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -126,12 +127,23 @@ def open_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: boo
         return int(row["id"])
 
 
-def file_indexed(engine: Engine, corpus_id: int, content_hash: str) -> str | None:
+def file_indexed(engine: Engine, corpus_id: int, content_hash: str, path: str | None = None) -> str | None:
     """The path of a file with this content indexed whole in the corpus (a failed one is not), or
-    None: a file with the same content under another name is indexed once, and said so."""
+    None: a file with the same content under another name is indexed once, and said so. Where
+    that path no longer names a file and `path` (the file at hand, with this content) does, the
+    file was moved: the record follows it to `path`, which is returned. A corpus keeping no text
+    reads its documents again from the recorded path, and a scan told the user to index the file
+    again where it now is, which found it indexed already and changed nothing (a trial)."""
     with engine.connect() as conn:
         existing = repo.find_file(conn, corpus_id, content_hash)
-    return str(existing["path"]) if existing is not None and existing["status"] == "done" else None
+    if existing is None or existing["status"] != "done":
+        return None
+    there = str(existing["path"])
+    if path is None or path == there or Path(there).exists() or not Path(path).is_file():
+        return there
+    with engine.begin() as conn:
+        repo.move_file(conn, int(existing["id"]), path)
+    return path
 
 
 class FileVersion(Protocol):

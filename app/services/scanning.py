@@ -179,8 +179,7 @@ class Scanner:
         if corpora:
             missing = sorted(set(corpora) - {r["name"] for r in rows})
             if missing:
-                there = ", ".join(sorted(r["name"] for r in rows)[:20]) or "none yet"
-                raise NotFoundError(f"no corpus named {', '.join(map(repr, missing))} (the corpora: {there})")
+                raise no_corpus(missing, [r["name"] for r in rows])
             rows = [r for r in rows if r["name"] in set(corpora)]
         if not rows:
             raise NotFoundError("no corpus is indexed yet: run `contam index` first")
@@ -637,6 +636,19 @@ def _irreproducible(names: list[str], diffs: dict[str, tuple[Any, Any]]) -> Inco
     )
 
 
+def no_corpus(missing: Sequence[str], names: Sequence[str]) -> NotFoundError:
+    """The error of corpus names that name none, with the corpora there are (the first 20), and,
+    for a name holding a comma, how several are given: a list split at commas everywhere else,
+    `--corpus a,b` was "no corpus named 'a,b'" (a new user's trial)."""
+    there = ", ".join(sorted(names)[:20]) or "none yet"
+    several = (
+        "; to name several, give --corpus once for each (a corpus name holds no comma)"
+        if any("," in m for m in missing)
+        else ""
+    )
+    return NotFoundError(f"no corpus named {', '.join(map(repr, missing))} (the corpora: {there}){several}")
+
+
 def reproducible(corpus: Mapping[str, Any]) -> bool:
     """Whether this code can score against a corpus (a row of repo.list_corpora): its index was
     made by the same tokeniser, hash schemes and library answers, whatever its options."""
@@ -702,7 +714,8 @@ def _not_read_again(by_position: Mapping[int, list[dict[str, Any]]], path: Path,
     return StateError(
         f"corpus {meta['corpus']!r} keeps no text (indexed with --no-store-text), and its document "
         f"{meta['external_id']!r} cannot be read again from {path}: {why}{before}; put the file back as it was "
-        "indexed, or index it again (the corpus then keeps the new version's documents only)"
+        "indexed, or index it again where it is now (a moved file is recorded at its new path; of a changed one "
+        "the corpus then keeps the new version's documents only)"
     )
 
 

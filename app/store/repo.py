@@ -229,6 +229,11 @@ def find_file(conn: Connection, corpus_id: int, content_hash: str) -> dict[str, 
     return dict(row) if row else None
 
 
+def move_file(conn: Connection, file_id: int, path: str) -> None:
+    """Record an indexed file under the path it was moved to."""
+    conn.execute(update(corpus_file).where(corpus_file.c.id == file_id).values(path=path))
+
+
 def claim_file(conn: Connection, corpus_id: int, content_hash: str) -> None:
     """Hold a file of a corpus until the transaction ends, so two indexers never write it at
     once (PostgreSQL: a transaction-level advisory lock; SQLite: the writer already holds the

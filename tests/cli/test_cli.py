@@ -268,7 +268,12 @@ def test_domain_errors_are_one_line_and_exit_code_2(migrated_url: str, tmp_path:
     base = ["--db", migrated_url]
     assert run.invoke(cli, ["index", "--corpus", "web", *base, "--progress", "none", str(tmp_path)]).exit_code == 0
     cases = [
-        (["corpora", "nope", *base], "error: no corpus named 'nope'"),
+        (["corpora", "nope", *base], "error: no corpus named 'nope' (the corpora: web)"),  # as scan says it
+        (["corpora", "delete", "nope", *base], "error: no corpus named 'nope' (the corpora: web)"),
+        (  # a list split at commas everywhere else (a new user's trial)
+            ["scan", str(tmp_path / "c.jsonl"), "--corpus", "web,nope", *base],
+            "(the corpora: web); to name several, give --corpus once for each",
+        ),
         (["scan", str(tmp_path / "c.jsonl"), "--format", "xml", *base], "error: unknown format 'xml'"),
         (
             ["scan", str(tmp_path / "c.jsonl"), "--corpus", "nope", *base],
@@ -882,6 +887,11 @@ def test_a_scan_says_its_own_time_apart_from_the_process_start(migrated_url: str
     assert said, result.stderr
     assert 0 < float(said.group(1)) <= wall
     assert json.loads(result.stdout)["summary"]["items"] == 1002  # stdout holds the report alone
+    table = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url])  # its counts as its total: "1,002"
+    assert re.search(r"^1,002 items: [\d,]+ contaminated, .*1,0\d\d clean", table.stdout, re.M), table.stdout[-300:]
+    bench.write_text(json.dumps({"id": "one", "question": Q1}) + "\n")
+    one = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
+    assert "scanned 1 item in " in one.stderr, one.stderr  # was "1 items"
 
 
 def test_scan_help_names_its_argument_as_the_readme_does() -> None:

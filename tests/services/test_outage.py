@@ -160,6 +160,28 @@ def test_check_workers_answer_503_while_postgresql_refuses_connections(
         drop_pg_database(name)
 
 
+def test_a_database_dropped_under_the_server_is_named_not_called_away(
+    pg_available: bool, index_corpus: IndexCorpus
+) -> None:
+    """The server's database dropped while it runs: every route said "the database is unavailable;
+    try again shortly" (a 503), where the CLI says PostgreSQL has no such database (a new user's
+    trial). Waiting does not bring it back: the API's 500 (a page's 503) says what is missing and what to do."""
+    name, url = make_pg_database()
+    try:
+        upgrade(url)
+        index_corpus(url, [{"id": "page", "text": f"Quiz night! {Q1}"}])
+        with TestClient(create_app(Settings(database_url=url))) as c:
+            assert c.get("/api/v1/corpora").status_code == 200
+            drop_pg_database(name)
+            r = c.get("/api/v1/corpora")
+            assert r.status_code == 500 and "retry-after" not in r.headers, r.text
+            assert r.json()["error"].startswith('PostgreSQL has no such database: database "') and "createdb" in r.text
+            page = c.get("/")  # a page says it as a full disk is said there
+            assert page.status_code == 503 and "PostgreSQL has no such database" in page.text
+    finally:
+        drop_pg_database(name)
+
+
 def _pg_outage(name: str, on: bool) -> None:
     with psycopg.connect(PG_ADMIN_URL.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
         conn.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS {"false" if on else "true"}')

@@ -169,6 +169,31 @@ def test_pointer_only_corpus_reads_evidence_from_source(engine: Engine, index_co
     assert r.score.status == "contaminated" and Q_VERBATIM[:30] in r.evidence[0].excerpt
 
 
+def test_a_moved_file_indexed_again_where_it_is_now_is_read_from_there(
+    engine: Engine, index_corpus: IndexCorpus, tmp_path: Path
+) -> None:
+    """A corpus that keeps no text, its file moved: the scan says the file is gone and to index it
+    again where it is now. Indexing the moved file found its content indexed already and changed
+    nothing, so the scan failed again (a trial). The record follows a file whose recorded path is
+    gone; a copy beside a file still there is indexed once, under the first path, as before."""
+    src = tmp_path / "pages.jsonl"
+    src.write_text("".join(json.dumps(d) + "\n" for d in CORPUS))
+    index_corpus(engine, [src], "ptr", store_text=False)
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(src.read_bytes())
+    twin = index_corpus(engine, [copy], "ptr", store_text=False).files[0]
+    assert twin.status == "unchanged" and twin.indexed_as == str(src)
+    moved = tmp_path / "moved" / "pages.jsonl"
+    moved.parent.mkdir()
+    src.rename(moved)
+    copy.unlink()
+    with pytest.raises(StateError, match=r"the file is gone; .* index it again where it is now"):
+        Scanner(engine, ["ptr"]).scan([ITEMS[0]])
+    again = index_corpus(engine, [moved], "ptr", store_text=False).files[0]
+    assert again.status == "unchanged" and again.indexed_as == str(moved)
+    assert Scanner(engine, ["ptr"]).scan([ITEMS[0]])[0].score.status == "contaminated"
+
+
 def test_pointer_only_text_is_read_from_its_field_or_the_scan_says_why_not(
     engine: Engine, index_corpus: IndexCorpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1473,3 +1498,20 @@ def test_a_header_every_item_carries_is_no_items_own_text_beside_a_competitor(
     assert [r.score.status for r in results[:10]] == ["contaminated"] * 10, [r.score.reason for r in results[:10]]
     assert all(r.score.own_tokens < r.score.tokens for r in results[:10])  # the header is not its own
     assert all(r.score.status == "clean" for r in results[10:])
+
+
+def test_an_item_whose_text_is_common_says_so_not_no_overlap(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """An edited copy of a paragraph twelve README files hold: its n-grams are each in more than
+    max_df documents, which the index lists no documents for, and the edits break every run of
+    them short of a widespread copy's. It said "no substantial overlap found" (a new user's
+    trial); it says why nothing was found."""
+    para = (
+        "For general discussion about the Debian toolchain use the debian toolchain mailing list and for specific "
+        "things about the compiler packages use the bug tracker of each package when in doubt use the list"
+    )
+    docs = [{"id": f"readme{k}", "text": f"Package number {k} of the archive, notes. {para}. End."} for k in range(12)]
+    index_corpus(engine, docs, "docs")
+    edited = para.replace("general", "broad").replace("specific things", "specific matters").replace("when", "if")
+    item = BenchmarkItem("q", 0, question="Where should Debian toolchain discussion go?", answer=edited)
+    [r] = Scanner(engine, ["docs"]).scan([item])
+    assert r.score.status == "clean" and "more than max_df (10) documents" in r.score.reason, r.score.reason
