@@ -1,0 +1,490 @@
+"""Real benchmarks, copies of a tenth of their items planted in real text: what is found, what is flagged wrongly.
+
+Usage: python bench/real_benchmarks.py --work DIR [--db URL] [--mb 140] [--seed 0] [--eval-dir ../shared/eval]
+
+The evaluation set (../shared/eval) and bench/calibrate.py's synthetic benchmarks are shapes we
+chose. This takes seven real benchmarks as they are shipped in PyPI wheels (`pip download --no-deps`
+of openai's `evals` 3.0.1.post1, whose registry holds the data, and of `inspect-evals` 0.28.0):
+LogiQA (passages shared by up to 12 questions), MedMCQA, QuaRTz (short two-choice questions),
+JEEBench maths (LaTeX), CREPE (procedures whose contexts are nested prefixes of each other, three
+answers shared by all), ToMi (templated stories, 6 questions each, the story as a `passage` field)
+and FreshQA (short open questions); ToMi is scanned a second time with the story written into the
+question, as BIG-bench-style files give it ("tomi_inline"). The background corpus is this
+machine's text (/usr/share/doc, English man pages, licences, the Python standard library and the
+site-packages of the interpreter running this, about --mb MB) plus the evaluation set's corpus
+(--eval-dir, default ../shared/eval beside the checkout) when it is there.
+Into it go copies of 10% of each benchmark's items, one kind in five each: verbatim; light_edit (1-2
+words of the question replaced); heavy_edit (30% of the words of question, passage and long
+choices replaced); question_only (no answer); partial (the passage and half the question, or the
+first half of the rendered item). Items sharing a passage, story or CREPE goal with a planted item
+are labelled siblings, the rest clean: a flag on either is a false positive.
+
+DIR holds the downloads (reused when there) and everything built: corpus/ (the background with the
+copies in it), scan/ (the benchmark files scanned), out/ (each scan's JSON), labels.jsonl and, without
+--db, the SQLite index real_benchmarks.db (made anew each run). All of it is built the same way
+from the same files and --seed; only the machine's text can differ from one machine to another.
+
+Prints, per benchmark and label, "items:flagged/contaminated" (flagged: suspicious or contaminated),
+the false-positive rate on clean items and the too_short count; then each false positive (item,
+label, status, reason, the evidence's document); then the missed plants counted per benchmark and
+kind, with the planted copies' lengths in words and their reasons (numbers written N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import gzip
+import io
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import sysconfig
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WHEELS = {"evals": "evals==3.0.1.post1", "inspect-evals": "inspect-evals==0.28.0"}
+REGISTRY = "evals/registry/data/"
+FRESHQA = "inspect_evals/abstention_bench/data/freshqa/FreshQA_v12182024.csv"
+MAXDOC = 200_000  # longer files are cut into documents of at most this many characters, at line ends
+SHARD = 3000  # documents per background corpus file
+KINDS = ["verbatim", "light_edit", "heavy_edit", "question_only", "partial"]
+LABELS = [*KINDS, "sibling", "clean"]
+FLAG = {"suspicious", "contaminated"}
+# fmt: off
+FILLERS = ["river", "window", "quietly", "seven", "garden", "paper", "silver", "morning", "basket", "engine", "yellow",
+           "coffee", "rapid", "hollow", "letter", "market", "thunder", "pencil", "simple", "orange", "candle", "forest"]
+# fmt: on
+
+Item = dict  # id, question, answer, [choices], [passage], [group]
+
+
+# --- downloads -----------------------------------------------------------------------------------
+
+
+def download(dl: Path) -> tuple[zipfile.ZipFile, zipfile.ZipFile]:
+    """The two wheels, fetched with pip unless DIR/downloads has them already."""
+    wheels = []
+    for name, spec in WHEELS.items():
+        where = dl / name
+        if not sorted(where.glob("*.whl")):
+            where.mkdir(parents=True, exist_ok=True)
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(where), spec]
+            subprocess.run(cmd, check=True)
+        wheels.append(zipfile.ZipFile(sorted(where.glob("*.whl"))[0]))
+    return wheels[0], wheels[1]
+
+
+def registry_rows(evals: zipfile.ZipFile, path: str) -> list[dict]:
+    with io.TextIOWrapper(evals.open(REGISTRY + path), encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def user(row: dict) -> str:
+    return row["input"][-1]["content"]
+
+
+# --- benchmarks ----------------------------------------------------------------------------------
+
+
+def logiqa(rows: list[dict]) -> list[Item]:
+    """Passage, question, four choices; a passage is shared by up to 12 questions (their group)."""
+    items, seen = [], set()
+    form = r"Passage:\s*(.*?)Question:\s*(.*?)\nA\.\s*(.*?)\nB\.\s*(.*?)\nC\.\s*(.*?)\nD\.\s*(.*?)\nAnswer:"
+    for i, r in enumerate(rows):
+        m = re.match(form, user(r).strip(), re.S)
+        if not m:
+            continue
+        passage, question, *choices = [x.strip() for x in m.groups()]
+        choices = [re.sub(r"^[A-D]\.", "", x).strip() for x in choices]
+        key = (passage, question, tuple(choices))
+        if key in seen:
+            continue
+        seen.add(key)
+        answer = choices["ABCD".index(r["ideal"].strip()[0])]
+        item = {"id": f"logiqa-{i}", "passage": passage, "question": question, "choices": choices, "answer": answer}
+        items.append(item | {"group": passage[:200]})
+    return items
+
+
+def medmcqa(rows: list[dict]) -> list[Item]:
+    items = []
+    for i, r in enumerate(rows):
+        parts = re.split(r"\n\s*([a-d])\) ", "\n" + user(r).split("\n\n", 1)[1].strip())
+        choices = [parts[k].strip() for k in range(2, len(parts), 2)]
+        answer = re.sub(r"^[a-d]\)\s*", "", r["ideal"]).strip()
+        items.append({"id": f"medmcqa-{i}", "question": parts[0].strip(), "choices": choices, "answer": answer})
+    return items
+
+
+def quartz(rows: list[dict], rng: random.Random) -> list[Item]:
+    """1500 of the distinct questions, two choices each."""
+    items, seen = [], set()
+    for i, r in enumerate(rows):
+        m = re.match(r"(.*?)\n\s*A: (.*?)\n\s*B: (.*)$", user(r), re.S)
+        if not m or m.group(1).strip() in seen:
+            continue
+        seen.add(m.group(1).strip())
+        choices = [m.group(2).strip(), m.group(3).strip()]
+        answer = choices["AB".index(r["ideal"].strip()[0])]
+        items.append({"id": f"quartz-{i}", "question": m.group(1).strip(), "choices": choices, "answer": answer})
+    rng.shuffle(items)
+    return sorted(items[:1500], key=number)
+
+
+def jeemath(rows: list[dict]) -> list[Item]:
+    items = []
+    for i, r in enumerate(rows):
+        m = re.match(r"(.*?)\n\(A\)(.*?)\n\(B\)(.*?)\n\(C\)(.*?)\n\(D\)(.*)$", user(r).strip(), re.S)
+        if not m:
+            continue
+        question, *choices = [x.strip() for x in m.groups()]
+        ideal = r["ideal"][0] if isinstance(r["ideal"], list) else r["ideal"]
+        letter = re.search(r"\(([A-D])\)", ideal).group(1)
+        items.append(
+            {"id": f"jee-{i}", "question": question, "choices": choices, "answer": choices["ABCD".index(letter)]}
+        )
+    return items
+
+
+def crepe(rows: list[dict], rng: random.Random) -> list[Item]:
+    """1000 items. Their group is the goal sentence ("I'm trying to cook bbq ribs"): the contexts of one
+    procedure are nested prefixes of each other ("I'm trying to X. First, ... Then, ..."), so an item
+    whose goal sentence is a planted item's shares the planted copy's leading context and counts as its
+    sibling, not as a clean item, when a flag on it is scored."""
+    items = []
+    for i, r in enumerate(rows):
+        question = user(r).strip()
+        items.append(
+            {"id": f"crepe-{i}", "question": question, "answer": r["ideal"].strip()} | {"group": goal(question)}
+        )
+    rng.shuffle(items)
+    return sorted(items[:1000], key=number)
+
+
+def goal(question: str) -> str:
+    return question.split(".")[0]
+
+
+def freshqa(inspect: zipfile.ZipFile) -> list[Item]:
+    lines = inspect.read(FRESHQA).decode().splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("id,split"))
+    items = []
+    for r in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
+        if r["question"].strip():
+            answer = (r["answer_0"] or "").strip()
+            items.append({"id": f"freshqa-{r['id']}", "question": r["question"].strip(), "answer": answer})
+    return items
+
+
+def tomi(rows: list[dict], rng: random.Random) -> list[Item]:
+    """The questions of 170 of the stories (6 each); the story is the passage and the group."""
+    by_story: dict[str, list[Item]] = {}
+    for i, r in enumerate(rows):
+        text = user(r).strip()
+        k = text.rfind(". ") + 1
+        story, question = text[:k].strip(), text[k:].strip()
+        item = {"id": f"tomi-{i}", "passage": story, "question": question, "answer": r["ideal"].strip()}
+        by_story.setdefault(story, []).append(item | {"group": story})
+    stories = sorted(by_story)
+    rng.shuffle(stories)
+    return sorted((it for s in stories[:170] for it in by_story[s]), key=number)
+
+
+def number(item: Item) -> int:
+    return int(item["id"].rsplit("-", 1)[1])
+
+
+def benchmarks(evals: zipfile.ZipFile, inspect: zipfile.ZipFile, seed: int) -> dict[str, list[Item]]:
+    rng = random.Random(40 + seed)  # drawn from in this order: quartz, crepe, tomi
+    made = {
+        "logiqa": logiqa(registry_rows(evals, "logiqa/logiqa.jsonl")),
+        "medmcqa": medmcqa(registry_rows(evals, "medmcqa/samples.jsonl")),
+        "quartz": quartz(registry_rows(evals, "quartz/samples.jsonl"), rng),
+        "jeemath": jeemath(registry_rows(evals, "jee-math/samples.jsonl")),
+        "crepe": crepe(registry_rows(evals, "crepe/samples.jsonl"), rng),
+        "freshqa": freshqa(inspect),
+        "tomi": tomi(registry_rows(evals, "theory_of_mind/tomi/test.jsonl"), rng),
+    }
+    return dict(sorted(made.items()))
+
+
+# --- background corpus ---------------------------------------------------------------------------
+
+
+def read_text(path: str) -> str | None:
+    try:
+        with gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb") as f:
+            data = f.read(5_000_000)
+    except (OSError, EOFError):
+        return None
+    if b"\x00" in data[:4096]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def sections(text: str) -> Iterator[str]:
+    if len(text) <= MAXDOC:
+        yield text
+        return
+    i = 0
+    while i < len(text):
+        j = min(len(text), i + MAXDOC)
+        k = text.rfind("\n", i + MAXDOC // 2, j) if j < len(text) else j
+        k = j if k <= i else k
+        yield text[i:k]
+        i = k
+
+
+def walk(root: str, name: str, exts: set[str] | None, skip: tuple[str, ...]) -> Iterator[dict]:
+    """Documents {id, text} of the UTF-8 text files under root, in sorted order; a directory is left
+    out when "/" + its path below root contains one of `skip`."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        if any(s in "/" + os.path.relpath(dirpath, root) for s in skip):
+            continue
+        for fn in sorted(filenames):
+            path = os.path.join(dirpath, fn)
+            if exts is not None and os.path.splitext(fn.removesuffix(".gz"))[1] not in exts or os.path.islink(path):
+                continue
+            text = read_text(path)
+            if not text or len(text.strip()) < 200:
+                continue
+            for n, s in enumerate(sections(text)):
+                yield {"id": f"{name}:{os.path.relpath(path, root)}#{n}", "text": s}
+
+
+def background(mb: float) -> dict[str, list[dict]]:
+    """Shard name -> documents: this machine's text, each source up to its share of `mb`."""
+    paths = sysconfig.get_paths()
+    langs = "ar be bg ca cs da de el eo es fi fr hr hu id it ja ko lt lv nb nl pl pt ro ru sk sl sr sv ta tr uk vi zh"
+    sources = [  # name, root, extensions (None: all), skipped directories, MB at --mb 140
+        ("doc", "/usr/share/doc", None, (), 60),
+        ("man", "/usr/share/man", None, tuple("/" + x for x in langs.split()), 40),  # English pages only
+        ("lic", "/usr/share/common-licenses", None, (), 1),
+        ("pystd", paths["stdlib"], {".py", ".txt", ".rst"}, ("site-packages", "test", "__pycache__"), 30),
+        ("site", paths["purelib"], {".py", ".md", ".rst", ".txt"}, ("__pycache__", "/contam"), 25),
+    ]
+    shards: dict[str, list[dict]] = {}
+    for name, root, exts, skip, share in sources:
+        size, docs = 0, []
+        for doc in walk(root, name, exts, skip):
+            docs.append(doc)
+            size += len(doc["text"])
+            if size > share * 1e6 * mb / 140:
+                break
+        for k in range(0, len(docs), SHARD):
+            shards[f"{name}-{k // SHARD}"] = docs[k : k + SHARD]
+        print(f"background {name}: {len(docs)} documents, {size / 1e6:.1f} MB", file=sys.stderr)
+    return dict(sorted(shards.items()))
+
+
+# --- plants --------------------------------------------------------------------------------------
+
+
+def render(item: Item, with_answer: bool = True) -> str:
+    parts = [item["passage"]] if item.get("passage") else []
+    parts.append(("Question: " if item.get("choices") else "Q: ") + item["question"])
+    parts += [f"({'ABCD'[k]}) {c}" for k, c in enumerate(item.get("choices") or [])]
+    if with_answer:
+        parts.append(f"Answer: {item['answer']}")
+    return "\n".join(parts)
+
+
+def edit_words(text: str, rng: random.Random, n: int | None = None, frac: float = 0.0) -> str:
+    """`n` (or a share `frac`) of the words of 4+ letters replaced by filler words."""
+    toks = text.split(" ")
+    idx = [i for i, t in enumerate(toks) if re.fullmatch(r"[A-Za-z]{4,}[,.]?", t)] or list(range(len(toks)))
+    k = n if n is not None else max(1, round(frac * len(toks)))
+    for i in rng.sample(idx, min(k, len(idx))):
+        tail = toks[i][-1] if toks[i][-1] in ",." else ""
+        toks[i] = rng.choice(FILLERS) + tail
+    return " ".join(toks)
+
+
+def make_copy(item: Item, kind: str, rng: random.Random) -> str:
+    if kind == "verbatim":
+        return render(item)
+    if kind == "question_only":
+        return render(item, with_answer=False)
+    if kind == "light_edit":
+        return render(item | {"question": edit_words(item["question"], rng, n=rng.choice([1, 2]))})
+    if kind == "heavy_edit":
+        edited = item | {"question": edit_words(item["question"], rng, frac=0.3)}
+        if item.get("passage"):
+            edited["passage"] = edit_words(item["passage"], rng, frac=0.3)
+        if item.get("choices"):
+            edited["choices"] = [edit_words(c, rng, frac=0.3) if len(c.split()) > 3 else c for c in item["choices"]]
+        return render(edited)
+    if item.get("passage"):  # partial: the passage and the first half of the question
+        words = item["question"].split()
+        return item["passage"] + "\n" + " ".join(words[: max(1, len(words) // 2)])
+    words = render(item, with_answer=False).split(" ")  # partial: the first half of the item
+    return " ".join(words[: max(1, len(words) // 2)])
+
+
+def choose_plants(benches: dict[str, list[Item]], rng: random.Random) -> tuple[list, dict[str, dict]]:
+    """A tenth of each benchmark's items, a kind each in turn, and their copies; every item's label."""
+    plants, labels = [], {}
+    for name, items in benches.items():
+        chosen = rng.sample(items, max(1, round(0.1 * len(items))))
+        groups = {it["group"] for it in chosen if it.get("group")}
+        for k, it in enumerate(chosen):
+            kind = KINDS[k % len(KINDS)]
+            plants.append((it, make_copy(it, kind, rng)))
+            labels[it["id"]] = {"id": it["id"], "bench": name, "kind": kind}
+        for it in items:
+            if it["id"] not in labels:
+                kind = "sibling" if it.get("group") in groups else "clean"
+                labels[it["id"]] = {"id": it["id"], "bench": name, "kind": kind}
+    return plants, labels
+
+
+def plant(shards: dict[str, list[dict]], plants: list, labels: dict[str, dict], rng: random.Random) -> None:
+    """Each copy into its own document of 2-150 KB, at a paragraph break."""
+    hosts = [d for docs in shards.values() for d in docs if 2000 < len(d["text"]) < 150_000 and "\n\n" in d["text"]]
+    for (item, text), doc in zip(plants, rng.sample(hosts, len(plants)), strict=True):
+        at = rng.choice([m.end() for m in re.finditer(r"\n\n", doc["text"])])
+        doc["text"] = doc["text"][:at] + text + "\n\n" + doc["text"][at:]
+        labels[item["id"]].update(doc=doc["id"], planted=text, chars=len(text), words=len(text.split()))
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wt", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def build(work: Path, mb: float, seed: int, eval_dir: Path | None) -> tuple[list[Path], dict[str, dict]]:
+    """Benchmarks, background and plants under `work`; returns the files to index and the labels."""
+    evals, inspect = download(work / "downloads")
+    benches = benchmarks(evals, inspect, seed)
+    for name, items in benches.items():
+        print(f"benchmark {name}: {len(items)} items", file=sys.stderr)
+    shards = background(mb)
+    rng = random.Random(4040 + seed)
+    plants, labels = choose_plants(benches, rng)
+    plant(shards, plants, labels, rng)
+    for sub in ("corpus", "scan", "out"):
+        (work / sub).mkdir(parents=True, exist_ok=True)
+        for old in (work / sub).iterdir():
+            old.unlink()
+    files = []
+    for name, docs in shards.items():
+        files.append(work / "corpus" / f"{name}.jsonl.gz")
+        write_jsonl(files[-1], docs)
+    for name, items in benches.items():
+        write_jsonl(work / "scan" / f"{name}.jsonl", [{k: v for k, v in it.items() if k != "group"} for it in items])
+    # ToMi again with the story inside the question (no passage field), as BIG-bench-style files give it
+    inline = [
+        {"id": it["id"], "question": it["passage"] + " " + it["question"], "answer": it["answer"]}
+        for it in benches["tomi"]
+    ]
+    write_jsonl(work / "scan" / "tomi_inline.jsonl", inline)
+    write_jsonl(work / "labels.jsonl", list(labels.values()))
+    extra = sorted((eval_dir / "corpus").glob("*.jsonl.gz")) if eval_dir is not None else []
+    print(f"background from {eval_dir}/corpus: {len(extra)} files", file=sys.stderr)
+    return files + extra, labels
+
+
+# --- index, scan, report -------------------------------------------------------------------------
+
+
+def contam(*args: str) -> str:
+    cmd = [sys.executable, "-m", "contam.indexer.cli", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT).stdout
+
+
+def table(results: dict[str, list[dict]], labels: dict[str, dict]) -> None:
+    print(f"{'bench':12} " + " ".join(f"{k:>16}" for k in LABELS) + "   FPR(clean)     too_short")
+    for name, rows in results.items():
+        cells: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])
+        for r in rows:
+            cell = cells[labels[r["item_id"]]["kind"]]
+            cell[0] += 1
+            cell[1] += r["status"] in FLAG
+            cell[2] += r["status"] == "contaminated"
+        row = " ".join(f"{f'{c[0]}:{c[1]}/{c[2]}' if (c := cells[k])[0] else '-':>16}" for k in LABELS)
+        n, flagged = cells["clean"][0], cells["clean"][1]
+        too_short = sum(r["status"] == "too_short" for r in rows)
+        print(f"{name:12} {row}   {flagged}/{n}={flagged / max(1, n):.4f}   {too_short}")
+    print("\ncell = items:flagged/contaminated (flagged: suspicious or contaminated)")
+
+
+def false_positives(results: dict[str, list[dict]], labels: dict[str, dict]) -> None:
+    fps = [
+        (name, r) for name, rows in results.items() for r in rows
+        if labels[r["item_id"]]["kind"] in ("clean", "sibling") and r["status"] in FLAG
+    ]  # fmt: skip
+    print(f"\n=== FALSE POSITIVES (clean or sibling items flagged): {len(fps)}")
+    for name, r in fps:
+        doc = r["evidence"][0]["document_id"] if r["evidence"] else "-"
+        print(f"[{name}] {r['item_id']} {labels[r['item_id']]['kind']} {r['status']}: {r['reason']} | evidence: {doc}")
+
+
+def missed(results: dict[str, list[dict]], labels: dict[str, dict]) -> None:
+    agg: dict[tuple[str, str], list] = collections.defaultdict(lambda: [0, [], collections.Counter()])
+    for name, rows in results.items():
+        for r in rows:
+            label = labels[r["item_id"]]
+            if label["kind"] in KINDS and r["status"] not in FLAG:
+                a = agg[(name, label["kind"])]
+                a[0] += 1
+                a[1].append(label["words"])
+                a[2][re.sub(r"\d+", "N", r["reason"].split(":")[0])[:90]] += 1
+    print(f"\n=== MISSED PLANTS: {sum(a[0] for a in agg.values())}")
+    for (name, kind), (n, words, reasons) in sorted(agg.items()):
+        words.sort()
+        print(f"{name:12} {kind:14} missed={n:3} words={words[0]}-{words[-1]} (median {words[len(words) // 2]})")
+        for reason, c in reasons.most_common():
+            print(f"      {c:3} x {reason}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", type=Path, required=True, help="downloads and outputs (created if missing)")
+    ap.add_argument("--db", help="a database URL to index into (default: a new SQLite file in the work directory)")
+    ap.add_argument("--mb", type=float, default=140, help="about this many MB of this machine's text as background")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval", help="its corpus indexed too")
+    args = ap.parse_args()
+    work = args.work.resolve()
+    t0 = time.perf_counter()
+    files, labels = build(work, args.mb, args.seed, args.eval_dir)
+    db = args.db or f"sqlite:///{work / 'real_benchmarks.db'}"
+    if not args.db:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{work / 'real_benchmarks.db'}{suffix}").unlink(missing_ok=True)
+    t1 = time.perf_counter()
+    contam("db", "upgrade", "--db", db)
+    summary = contam("index", "--corpus", "real", "--db", db, "--progress", "none", *map(str, files))
+    (work / "index.json").write_text(summary)
+    s = json.loads(summary)
+    t2 = time.perf_counter()
+    results = {}
+    for path in sorted((work / "scan").glob("*.jsonl")):
+        out = contam("scan", str(path), "--db", db, "--format", "json", "--progress", "none")
+        (work / "out" / f"{path.stem}.json").write_text(out)
+        results[path.stem] = json.loads(out)["results"]
+    t3 = time.perf_counter()
+    print(
+        f"corpus: {len(files)} files, {s['documents']} documents, {s['text_mb']:.1f} MB of text; "
+        f"build {t1 - t0:.0f} s, index {t2 - t1:.0f} s, scans {t3 - t2:.0f} s\n"
+    )
+    table(results, labels)
+    false_positives(results, labels)
+    missed(results, labels)
+
+
+if __name__ == "__main__":
+    main()
