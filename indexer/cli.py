@@ -21,6 +21,8 @@ from contam.app.settings import get_settings
 from contam.indexer.options import IndexOptions, index_options
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
     from contam.indexer.progress import NoProgress
     from contam.indexer.summary import IndexSummary
 
@@ -158,6 +160,7 @@ def index(
 
     check_executor(executor, address)
     engine = open_database(database_url(db))
+    _say_if_new(engine, corpus)
     reporter = _progress(progress)
     try:
         tasks = workers or get_settings().workers or None  # Ray: 0 is one task per CPU of the cluster
@@ -169,6 +172,17 @@ def index(
             reporter.close()
     typer.echo(json.dumps(summary.as_dict(), indent=2))
     _tell(summary, paths, opts.id_field)
+
+
+def _say_if_new(engine: Engine, corpus: str) -> None:
+    """A corpus name that names none makes a new corpus: said on stderr with the corpora there are,
+    where there are some (a typo in --corpus made one without a word: a new user's trial)."""
+    from contam.app.services.corpora import CorpusService
+
+    names = CorpusService(engine).names()
+    if names and corpus not in names:
+        shown = ", ".join(sorted(names)[:20]) + (", ..." if len(names) > 20 else "")
+        typer.echo(f"a new corpus {corpus!r} (the corpora: {shown})", err=True)
 
 
 def _tell_where(summary: IndexSummary, reasons: set[str]) -> None:

@@ -1132,3 +1132,15 @@ def test_reports_are_listed_and_deleted_from_the_command_line(migrated_url: str,
     assert run.invoke(cli, ["reports", "delete", rid, "--yes", "--db", migrated_url]).exit_code == 2  # no such report
     assert run.invoke(cli, ["corpora", "delete", "web", "--yes", "--db", migrated_url]).exit_code == 0
     engine.dispose()
+
+
+def test_indexing_into_a_new_corpus_beside_others_says_so(migrated_url: str, tmp_path: Path) -> None:
+    """A typo in --corpus made a new corpus without a word (a new user's trial): stderr names it as
+    new, with the corpora there are; the first corpus, and one indexed again, are not remarked on."""
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    first = index_cli(migrated_url, "web", "--progress", "none", str(tmp_path / "c.jsonl"))
+    assert first.exit_code == 0 and "new corpus" not in first.stderr
+    again = index_cli(migrated_url, "web", "--progress", "none", str(tmp_path / "c.jsonl"))
+    assert again.exit_code == 0 and "new corpus" not in again.stderr
+    typo = index_cli(migrated_url, "wbe", "--progress", "none", str(tmp_path / "c.jsonl"))
+    assert typo.exit_code == 0 and "a new corpus 'wbe' (the corpora: web)" in typo.stderr, typo.stderr
