@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, get_args, get_origin
 
 from fastapi import Request, Response, params
 from fastapi.routing import APIRoute
@@ -92,6 +92,7 @@ class JsonRoute(APIRoute):
         takes_json = field is not None and not isinstance(field.field_info, params.Form)
         takes_form = field is not None and not takes_json
         fields = [f.alias for f in self.dependant.body_params]
+        many = {f.alias for f in self.dependant.body_params if _takes_many(f.field_info.annotation)}
 
         async def route(request: Request) -> Response:
             if takes_json:
@@ -100,15 +101,21 @@ class JsonRoute(APIRoute):
                 limits: Limits = request.app.state.limits
                 check_json_depth(await request.body(), limits.json_depth)
             elif takes_form:
-                await _check_form(request, fields)
+                await _check_form(request, fields, many)
             return await handler(request)
 
         return route
 
 
-async def _check_form(request: Request, fields: list[str]) -> None:
+def _takes_many(annotation: Any) -> bool:
+    """Whether a form field's type is a list (or an optional one): a field given once per value."""
+    return any(get_origin(a) in (list, tuple, set) for a in (annotation, *get_args(annotation)))
+
+
+async def _check_form(request: Request, fields: list[str], many: set[str]) -> None:
     """Refuse, naming the problem, a form route's request that is not a multipart form, holds a
-    field the route does not take, or gives one of its fields more than once."""
+    field the route does not take, or gives one of its fields more than once (`many`: those that
+    take a list, as a form of checkboxes sends one field per box)."""
     example = f"curl -F {fields[0]}=@FILE ..." if fields else "a multipart form"
     main = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if main not in FORM_TYPES:
@@ -119,7 +126,7 @@ async def _check_form(request: Request, fields: list[str]) -> None:
         )
     form = await request.form()  # kept on the request: the handler reads the same parse
     unknown = sorted({k for k in form if k not in fields})
-    repeated = sorted({k for k in form if len(form.getlist(k)) > 1})
+    repeated = sorted({k for k in form if k not in many and len(form.getlist(k)) > 1})
     if unknown or repeated:  # its spooled files closed now: the handler that would close them is not reached
         await form.close()
     if unknown:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from contam.app.core.config import Thresholds
@@ -145,9 +145,16 @@ class CheckRequest(BaseModel):
     texts: list[str] = Field(default_factory=list, description="plain texts, each checked as a question")
     items: list[CheckItemIn] = Field(default_factory=list, description="items with fields")
     corpora: list[str] | None = Field(
-        None, description="corpus names (default: the corpora holding documents whose settings match)"
+        None, description="corpus names, or one name (default: the corpora holding documents whose settings match)"
     )
     thresholds: ThresholdsIn = Field(default_factory=ThresholdsIn)
+
+    @field_validator("corpora", mode="before")
+    @classmethod
+    def _one_name(cls, value: Any) -> Any:
+        """One name given as a string is a list of one (it was a 422, "Input should be a valid list",
+        where the Python API takes one name: a new user's trial)."""
+        return [value] if isinstance(value, str) else value
 
     def benchmark_items(self) -> list[BenchmarkItem]:
         """The texts (each a question), then the items, numbered in that order."""

@@ -333,6 +333,12 @@ def test_corpora_indexed_with_other_settings_are_a_conflict(
     assert r.status_code == 409 and "different signature settings" in r.json()["error"]
     r = client.post("/api/v1/check", json={"texts": [Q1], "corpora": ["web", "other"]})
     assert r.status_code == 409
+    # the field once per name, as a form of checkboxes sends it, and one name as a string (both were 422s:
+    # a new user's trial)
+    r = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"corpora": ["web", "other"]})
+    assert r.status_code == 409 and "different signature settings" in r.json()["error"]
+    one = client.post("/api/v1/check", json={"texts": [Q1], "corpora": "web"})
+    assert one.status_code == 200 and one.json()["corpora"] == ["web"], one.text
 
 
 def test_defaults_beside_other_corpora_and_refusals_name_their_cause(

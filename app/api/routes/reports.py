@@ -68,13 +68,17 @@ def upload_benchmark(
     name: Annotated[str | None, Form(description="report name (default: the file name)")] = None,
     mapping: Annotated[str | None, Form(description='JSON {"question": field, "answer": field, ...}')] = None,
     corpora: Annotated[
-        str | None, Form(description="comma-separated corpus names (default: the corpora whose settings match)")
+        list[str] | None,
+        Form(
+            description="corpus names, comma-separated, or the field given once per name, as a form of "
+            "checkboxes sends them (default: the corpora whose settings match)"
+        ),
     ] = None,
     thresholds: Annotated[str | None, Form(description="JSON object of threshold overrides")] = None,
 ) -> ReportCreated:
     """Upload a benchmark; returns 202 and the report id while the check runs."""
     fields, th = _form_json(mapping, thresholds, limits)
-    names = [c.strip() for c in corpora.split(",") if c.strip()] if corpora else None
+    names = [c.strip() for field in corpora or () for c in field.split(",") if c.strip()] or None
     with spooled(file.file, svc.max_upload) as path:  # on disk, read as a stream
         rid = svc.submit(path, file.filename or "upload.jsonl", name, fields, names, th.to_thresholds())
     response.headers["Location"] = f"/api/v1/reports/{rid}"  # where the 202's job can be followed
