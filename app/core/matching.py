@@ -812,7 +812,8 @@ def _question_apart(
     question = p.mgrams[asked]
     if ppos is None or p.passage_tokens == 0 or not len(question):
         return 0.0
-    siblings = [items[j].umgrams for j in shared.readers.get(p.passage_key, ()) if j != i]
+    me = shared.group[i]  # a duplicate of the item (same text and passage) is the item, no sibling
+    siblings = [items[j].umgrams for j in shared.readers.get(p.passage_key, ()) if shared.group[j] != me]
     if siblings:
         question = question[~member(question, distinct(np.concatenate(siblings)))]
     if not len(question):

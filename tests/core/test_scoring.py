@@ -1941,3 +1941,13 @@ def test_a_number_answer_is_found_beside_the_choices_it_is_listed_with() -> None
     listed = [BenchmarkItem("q", 0, question=q, choices=["512", "641", "700", "820"], answer="641"), other]
     r = scan(listed, {"page": f"{FILLER} {q} 512 641 700 820 Answer: 641 {FILLER}"})["q"]
     assert r.answer_found is True and r.status == Status.CONTAMINATED, r.reason
+
+
+def test_a_duplicate_item_is_no_sibling_of_itself() -> None:
+    """Review 40: an item given twice (same question, answer and passage: one group) had its
+    duplicate's 3-grams taken as a sibling's, which left none of its question, so a page holding
+    its story, question and answer was clean for both copies."""
+    items = [*tomi(), replace(tomi()[0], item_id="t00dup", row=99)]
+    page = f"{FILLER} {TOMI_STORIES[0]} Question: Where is the boots really? Answer: pantry {FILLER}"
+    r = scan(items, {"page": page})
+    assert r["t00"].status == r["t00dup"].status == Status.CONTAMINATED, r["t00"].reason
