@@ -812,7 +812,8 @@ def _question_apart(
     question = p.mgrams[asked]
     if ppos is None or p.passage_tokens == 0 or not len(question):
         return 0.0
-    siblings = [items[j].umgrams for j in shared.readers.get(p.passage_key, ()) if j != i]
+    me = shared.group[i]  # a duplicate of the item (same text and passage) is the item, no sibling
+    siblings = [items[j].umgrams for j in shared.readers.get(p.passage_key, ()) if shared.group[j] != me]
     if siblings:
         question = question[~member(question, distinct(np.concatenate(siblings)))]
     if not len(question):
@@ -1293,8 +1294,9 @@ def _answer_found(
     window = region[q_end : q_end + width]
     found: list[int] = []
     at = 0
+    listed_one = frozenset(int(c[0]) for c in choices if len(c) == 1)  # "512 641 700": choices, not one number
     while (k := find_sequence(window[at:], needle)) >= 0:
-        if len(needle) > 1 or not _inside_number(window, at + k):
+        if len(needle) > 1 or not _inside_number(window, at + k, listed_one):
             found.append(at + k)
         at += k + len(needle)
     others = [c for c in choices if not np.array_equal(c, needle)]
@@ -1310,14 +1312,19 @@ def _answer_found(
     return _alternative_found(p, region, q_end, lo, src)
 
 
-def _inside_number(window: np.ndarray, at: int) -> bool:
+def _inside_number(window: np.ndarray, at: int, choices: frozenset[int] = frozenset()) -> bool:
     """Whether the token window[at] is part of a longer number written in groups of three: an answer
     of 1 is not found in "a total of 1,641 pupils" (the tokens 1 and 641), nor 641 there (a probe:
     a DROP question `contaminated` against its source passage, answer "1"). Asked of one-token
     answers only: "37.9" followed by a list of numbers is still 37.9 (a planted copy in a source
-    file of numbers)."""
-    before = at > 0 and int(window[at - 1]) in _HEADS and int(window[at]) in _GROUPS
-    after = at + 1 < len(window) and int(window[at]) in _HEADS and int(window[at + 1]) in _GROUPS
+    file of numbers). A neighbour that is one of the item's one-token `choices` is no group of the
+    same number: choices of three digits listed without labels ("512 641 700 820") before the one
+    given (review 40)."""
+    here = int(window[at])
+    prev = int(window[at - 1]) if at > 0 else None
+    succ = int(window[at + 1]) if at + 1 < len(window) else None
+    before = prev in _HEADS and prev not in choices and here in _GROUPS
+    after = here in _HEADS and succ in _GROUPS and succ not in choices
     return bool(before or after)
 
 

@@ -1909,3 +1909,45 @@ def test_a_templated_question_found_with_its_own_passage_is_that_items_copy() ->
     assert asked.status == Status.SUSPICIOUS and not asked.answer_found, asked.reason
     alone = scan(items, {"page": f"{FILLER} {story} {FILLER}"})
     assert all(s.status == Status.CLEAN for s in alone.values()), [s.reason for s in alone.values()]
+
+
+def test_a_siblings_question_beside_the_passage_is_not_this_items_copy() -> None:
+    """Review 40: only the question's 3-grams that no sibling (same passage) has count toward
+    question_apart. A page holding the passage and a sibling's question, one word apart from this
+    one, is the sibling's copy; counted by all of this question's 3-grams, 83% of them are there."""
+    passage = (
+        "The Falcons kicked off with Matt Bryant making a 48-yard field goal in the first quarter, then a 22-yard "
+        "field goal in the second half, while the Saints answered with two touchdowns by Drew Brees to Marques "
+        "Colston and a late safety."
+    )
+    asked = "How many yards longer was the longest field goal kicked by Matt Bryant in the {} half than the shortest?"
+    items = [
+        BenchmarkItem("first", 0, question=asked.format("first"), passage=passage, answer="26"),
+        BenchmarkItem("second", 1, question=asked.format("second"), passage=passage, answer="4"),
+    ]
+    r = scan(items, {"page": f"{FILLER} {passage} {asked.format('second')} 4 {FILLER}"})
+    assert r["second"].status == Status.CONTAMINATED, r["second"].reason
+    assert r["first"].status == Status.CLEAN, r["first"].reason
+
+
+def test_a_number_answer_is_found_beside_the_choices_it_is_listed_with() -> None:
+    """Review 40: a one-token answer is not found inside a number written in groups of three
+    ("1,641"), nor as one of its groups ("641" there); but choices of three digits listed without
+    labels ("512 641 700 820") are not one number: the choice listed, then given, is the answer."""
+    q = "Which number of seats did the new stadium in the northern district of the capital hold at opening?"
+    other = BenchmarkItem("o", 1, question="How many kindergarten classes were there in the municipality?", answer="89")
+    grouped = [BenchmarkItem("q", 0, question=q, answer="641"), other]
+    assert scan(grouped, {"page": f"{FILLER} {q} 1,641 {FILLER}"})["q"].answer_found is False
+    listed = [BenchmarkItem("q", 0, question=q, choices=["512", "641", "700", "820"], answer="641"), other]
+    r = scan(listed, {"page": f"{FILLER} {q} 512 641 700 820 Answer: 641 {FILLER}"})["q"]
+    assert r.answer_found is True and r.status == Status.CONTAMINATED, r.reason
+
+
+def test_a_duplicate_item_is_no_sibling_of_itself() -> None:
+    """Review 40: an item given twice (same question, answer and passage: one group) had its
+    duplicate's 3-grams taken as a sibling's, which left none of its question, so a page holding
+    its story, question and answer was clean for both copies."""
+    items = [*tomi(), replace(tomi()[0], item_id="t00dup", row=99)]
+    page = f"{FILLER} {TOMI_STORIES[0]} Question: Where is the boots really? Answer: pantry {FILLER}"
+    r = scan(items, {"page": page})
+    assert r["t00"].status == r["t00dup"].status == Status.CONTAMINATED, r["t00"].reason

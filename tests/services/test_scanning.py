@@ -1515,3 +1515,37 @@ def test_an_item_whose_text_is_common_says_so_not_no_overlap(engine: Engine, ind
     item = BenchmarkItem("q", 0, question="Where should Debian toolchain discussion go?", answer=edited)
     [r] = Scanner(engine, ["docs"]).scan([item])
     assert r.score.status == "clean" and "more than max_df (10) documents" in r.score.reason, r.score.reason
+
+
+def test_a_moved_file_after_a_new_one_in_one_run_is_recorded_without_waiting(
+    index_corpus: IndexCorpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 40: file_indexed moves the record of a moved file with a write of its own, from the
+    process that hands files to the writer. On SQLite that writer holds the write lock while its
+    commit group is open (a new file before the moved one, in one run), and waits for the next
+    file: the move waited the busy timeout (60 s) and the run failed, "the database is
+    unavailable: database is locked"."""
+    from contam.app.store import db as store_db
+
+    monkeypatch.setattr(store_db, "SQLITE_BUSY_MS", 3_000)  # fail in 3 s, not 60
+    url = f"sqlite:///{tmp_path / 'moved.db'}"
+    store_db.upgrade(url)
+    eng = store_db.make_engine(url)
+    try:
+        src = tmp_path / "src" / "pages.jsonl"
+        src.parent.mkdir()
+        src.write_text("".join(json.dumps(d) + "\n" for d in CORPUS))
+        index_corpus(eng, [src], "ptr", store_text=False)
+        run = tmp_path / "run"
+        run.mkdir()
+        new = run / "a_new.jsonl"  # sorted first: its group is open when the moved file comes
+        new.write_text(
+            "".join(json.dumps({"id": f"n{k}", "text": f"other page {k} of the run {k}"}) + "\n" for k in range(9))
+        )
+        moved = run / "b_moved.jsonl"
+        src.rename(moved)
+        files = {r.path: r for r in index_corpus(eng, [new, moved], "ptr", store_text=False).files}
+        assert files[str(moved)].status == "unchanged" and files[str(moved)].indexed_as == str(moved)
+        assert files[str(new)].status == "done"
+    finally:
+        eng.dispose()
