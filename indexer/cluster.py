@@ -71,8 +71,10 @@ from contam.app.services.indexing import (
     file_indexed,
     forget_failures,
     indexing_run,
+    moved,
     older_versions,
     open_corpus,
+    record_move,
     release_claims,
     renew_claims,
     take_claim,
@@ -227,7 +229,9 @@ class IndexWorker:
             except OSError as exc:
                 out.append(Outcome(unreadable(p, exc)))
                 continue
-            if (there := file_indexed(self.engine, self.corpus_id, chash, path)) is not None:
+            if (there := file_indexed(self.engine, self.corpus_id, chash)) is not None:
+                if moved(there, path):  # PostgreSQL only: no write lock of its own to wait for
+                    record_move(self.engine, self.corpus_id, [(chash, there := path)])
                 out.append(Outcome(FileReport(path, "unchanged", bytes=size, indexed_as=there), content_hash=chash))
                 continue
             group = self.group = self.group or OpenGroup(self.store, self.lease)
@@ -745,7 +749,7 @@ class _Scheduler:
         for when, path, chash in self.later:
             if when > now:
                 waiting.append((when, path, chash))
-            elif chash and (there := file_indexed(self.job.engine, self.corpus_id, chash, path)) is not None:
+            elif chash and (there := file_indexed(self.job.engine, self.corpus_id, chash)) is not None:
                 self._finish(FileReport(path, "unchanged", bytes=self.sizes[path], indexed_as=there))
             else:
                 back.append(path)

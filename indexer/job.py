@@ -32,7 +32,15 @@ from contam.app.core.config import SignatureConfig
 from contam.app.errors import CorruptFileError
 from contam.app.processes import exit_with
 from contam.app.readers.corpus import RawDocument, Skipped, find_files, read_documents, why_no_documents
-from contam.app.services.indexing import file_indexed, forget_failures, indexing_run, older_versions, open_corpus
+from contam.app.services.indexing import (
+    file_indexed,
+    forget_failures,
+    indexing_run,
+    moved,
+    older_versions,
+    open_corpus,
+    record_move,
+)
 from contam.indexer.options import IndexOptions as IndexOptions  # re-exported: bench/eval.py imports it here
 from contam.indexer.progress import NoProgress, Progress
 from contam.indexer.protocol import Batch, FileEnd, FileStart
@@ -134,6 +142,7 @@ class IndexJob:
         writer.start()
         unchanged: list[FileReport] = []
         self._forget: list[str] = []  # unchanged files whose failed records of other runs go
+        self._moves: list[tuple[str, str]] = []  # (content, path) of files moved since indexed
         self._first: dict[str, str] = {}  # content -> the run's first file of it
         self._twins: list[tuple[Path, int, str]] = []  # files of a content sent already: (path, size, first)
         queued: set[str] = set()
@@ -157,6 +166,7 @@ class IndexJob:
         # Not from _send: on SQLite this process's own writer may hold the write lock with its
         # group open (a file another indexer committed first), and would wait for the next file.
         forget_failures(self.engine, corpus_id, self._forget)
+        record_move(self.engine, corpus_id, self._moves)
         unchanged += self._twin_reports(writer.reports)
         order = {str(p): i for i, p in enumerate(files)}
         reports = sorted(writer.reports + unchanged, key=lambda r: order[r.path])
@@ -174,8 +184,10 @@ class IndexJob:
         if chash in queued:  # the content of a file of this run: its outcome, once known (_twins)
             self._twins.append((path, size, self._first[chash]))
             return
-        if (there := file_indexed(self.engine, corpus_id, chash, str(path))) is not None:
+        if (there := file_indexed(self.engine, corpus_id, chash)) is not None:
             self._forget.append(str(path))  # forgotten after the writer has stopped (see run)
+            if moved(there, str(path)):  # recorded where it is now, after the writer has stopped too
+                self._moves.append((chash, there := str(path)))
             report = FileReport(str(path), "unchanged", bytes=size, indexed_as=there)
             unchanged.append(report)
             self.progress.file_finished(report)

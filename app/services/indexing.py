@@ -12,7 +12,6 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -127,23 +126,34 @@ def open_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: boo
         return int(row["id"])
 
 
-def file_indexed(engine: Engine, corpus_id: int, content_hash: str, path: str | None = None) -> str | None:
+def file_indexed(engine: Engine, corpus_id: int, content_hash: str) -> str | None:
     """The path of a file with this content indexed whole in the corpus (a failed one is not), or
-    None: a file with the same content under another name is indexed once, and said so. Where
-    that path no longer names a file and `path` (the file at hand, with this content) does, the
-    file was moved: the record follows it to `path`, which is returned. A corpus keeping no text
-    reads its documents again from the recorded path, and a scan told the user to index the file
-    again where it now is, which found it indexed already and changed nothing (a trial)."""
+    None: a file with the same content under another name is indexed once, and said so."""
     with engine.connect() as conn:
         existing = repo.find_file(conn, corpus_id, content_hash)
-    if existing is None or existing["status"] != "done":
-        return None
-    there = str(existing["path"])
-    if path is None or path == there or Path(there).exists() or not Path(path).is_file():
-        return there
+    return str(existing["path"]) if existing is not None and existing["status"] == "done" else None
+
+
+def moved(there: str, path: str) -> bool:
+    """Whether a file at `path` whose content is indexed under `there` is that file moved: `there`
+    no longer names a file (os.path.exists: False too where it cannot be looked at) and `path` does.
+    A corpus keeping no text reads its documents again from the recorded path, and a scan told the
+    user to index the file again where it now is, which found it indexed already and changed
+    nothing (a trial): record_move then makes the record follow it."""
+    return path != there and not os.path.exists(there) and os.path.isfile(path)
+
+
+def record_move(engine: Engine, corpus_id: int, moves: Sequence[tuple[str, str]]) -> None:
+    """Record each (content hash, path) of files moved since they were indexed under their new
+    path. Not while this process's own writer may hold SQLite's write lock (the local executor:
+    after its writer stops; a review: the move waited out the busy timeout, then failed)."""
+    if not moves:
+        return
     with engine.begin() as conn:
-        repo.move_file(conn, int(existing["id"]), path)
-    return path
+        for content_hash, path in moves:
+            existing = repo.find_file(conn, corpus_id, content_hash)
+            if existing is not None:
+                repo.move_file(conn, int(existing["id"]), path)
 
 
 class FileVersion(Protocol):

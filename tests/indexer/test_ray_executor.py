@@ -190,6 +190,22 @@ def test_files_of_one_content_are_indexed_once_under_the_first_path_without_wait
     ]
 
 
+def test_a_moved_file_is_recorded_where_it_is_now(ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path) -> None:
+    """As with the local executor (a trial): a file whose recorded path is gone, indexed again where
+    it is now, is `unchanged` and recorded there; a new file in the same run is indexed."""
+    (c := tmp_path / "c").mkdir()
+    old = write_jsonl(c / "old.jsonl", make_docs(8, 60, 400, "old-"))
+    assert ray_index(pg_url, [old], tasks=1).files[0].status == "done"
+    (d := tmp_path / "d").mkdir()
+    new = write_jsonl(d / "a-new.jsonl", make_docs(8, 60, 401, "new-"))
+    old.rename(here := d / "b-moved.jsonl")
+    reports = {f.path: f for f in ray_index(pg_url, [d], tasks=1).files}
+    assert (reports[str(here)].status, reports[str(here)].indexed_as) == ("unchanged", str(here))
+    assert reports[str(new)].status == "done"
+    with make_engine(pg_url).connect() as conn:
+        assert sorted(conn.execute(text("SELECT path FROM corpus_file")).scalars()) == sorted([str(new), str(here)])
+
+
 def test_files_are_ordered_by_the_text_they_hold(ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path) -> None:
     """Largest first by text, not bytes on disk (a review): a gzip file's trailer gives its
     length, another compressed file counts four times its size, a plain one its size."""
