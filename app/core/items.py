@@ -335,6 +335,7 @@ class SharedText:
         mgrams: list[np.ndarray] = []
         asked: list[tuple[int, int, int]] = []  # (question, answer, group) of every item
         passage_keys: list[int] = []
+        mgram_sets: dict[int, np.ndarray] = {}  # group -> its MATCH_N-grams, for groups with a passage field
         for p in items:
             g = keys.setdefault(p.key, len(keys))
             group.append(g)
@@ -342,6 +343,8 @@ class SharedText:
             mgrams.append(p.mgrams)
             asked.append((p.stem, _answer_key(p), g))
             passage_keys.append(p.passage_key)
+            if p.passage_key:
+                mgram_sets.setdefault(g, p.umgrams)
             if each is not None:
                 each(p)
         del keys
@@ -368,10 +371,13 @@ class SharedText:
             if key:
                 passages.setdefault(g, set()).add(key)
         self.crowded = {g for g, keys in passages.items() if len(keys) > 1}
-        self.readers: dict[int, list[int]] = {}  # passage field -> the items asking of it
-        for i, key in enumerate(passage_keys):
-            if key:
-                self.readers.setdefault(key, []).append(i)
+        self.lone_mgrams = _lone_mgrams(passage_keys, group, mgram_sets)
+
+    def lone_question(self, p: PreparedItem, grams: np.ndarray) -> np.ndarray:
+        """Of an item's MATCH_N-grams, those no other item asking of its passage field holds (of
+        another group: a duplicate of the item is the item): all of them where no other does."""
+        lone = self.lone_mgrams.get(p.passage_key)
+        return grams if lone is None else grams[member(grams, lone)]
 
     def passage_tells(self, p: PreparedItem, group: int) -> bool:
         """The item (of `group`) has a passage field of its own, and other items have the same
@@ -387,6 +393,25 @@ class SharedText:
 
     def freq(self, grams: np.ndarray) -> np.ndarray:
         return self.ngrams.freq(grams)
+
+
+def _lone_mgrams(
+    passage_keys: Sequence[int], group: Sequence[int], mgram_sets: Mapping[int, np.ndarray]
+) -> dict[int, np.ndarray]:
+    """Per passage field that several groups of items ask of: the MATCH_N-grams (sorted) that one
+    group alone holds. Worked out once per passage, in one pass over its groups' grams (per item
+    and document, a union of every sibling's grams was quadratic in the items sharing a passage:
+    a chat benchmark's system prompt is every item's passage, 1,600 items took 5x as long: a review)."""
+    groups: dict[int, set[int]] = {}
+    for key, g in zip(passage_keys, group, strict=True):
+        if key:
+            groups.setdefault(key, set()).add(g)
+    out = {}
+    for key, gs in groups.items():
+        if len(gs) > 1:
+            grams, held_by = np.unique(np.concatenate([mgram_sets[g] for g in sorted(gs)]), return_counts=True)
+            out[key] = grams[held_by == 1]
+    return out
 
 
 @dataclass

@@ -442,7 +442,7 @@ def match_document(
         answer_found=answer_found,
         answer_at=answer_at,
         passage_coverage=_passage_coverage(p, doc, n, ppos),
-        passage_near=_passage_coverage(p, doc, n, ppos, (lo, hi)),
+        passage_near=(near := _passage_coverage(p, doc, n, ppos, (lo, hi))),
         near_window=window[0] if window else None,
         shared_run=shared_run,
         shared_items=shared_items,
@@ -454,7 +454,7 @@ def match_document(
         opening_unique=opening_unique,
         question_there=_question_there(p, stats, matched),
         question_tail=_question_tail(p, own, own_hit),
-        question_apart=_question_apart(i, items, shared, doc, ppos, region, lo, src, n),
+        question_apart=_question_apart(p, shared, doc, ppos, region, lo, src, n, near >= th.contaminated_coverage),
         cuts=cuts,
         counted=_counted(p, _solution_share(p, own, own_hit)),
         matched_bits=max(0.0, float(stats.bits[matched].sum()) - cost),
@@ -784,8 +784,7 @@ def _question_there(p: PreparedItem, stats: ItemStats, matched: np.ndarray) -> f
 
 
 def _question_apart(
-    i: int,
-    items: Sequence[PreparedItem],
+    p: PreparedItem,
     shared: SharedText,
     doc: DocTokens,
     ppos: np.ndarray | None,
@@ -793,6 +792,7 @@ def _question_apart(
     lo: int,
     src: np.ndarray | None,
     n: int,
+    near: bool,
 ) -> float:
     """DocMatch.question_apart: the share of the question's MATCH_N-grams that no other item asking
     of the same passage holds (what tells the question from theirs: "longest" in "How many yards
@@ -803,19 +803,15 @@ def _question_apart(
     (an NLI hypothesis quoting its premise) is found apart from the passage's copy wherever the
     passage's source runs on differently after the quote (a clause inserted there: a test), so
     what it quotes is left out. 0 for an item without a passage field, or whose question is all
-    quoted, or a sibling's too."""
-    p = items[i]
+    quoted, or a sibling's too, and where the passage is not `near` (passage_near under
+    contaminated_coverage: the rule reads it nowhere else)."""
+    if not near or ppos is None or not len(ppos) or p.passage_tokens == 0:
+        return 0.0
     asked = p.role[p.mgram_pos] == QUESTION
     if p.quoted is not None:  # what it quotes of the passage, any copy of the passage holds
         pos = p.mgram_pos
         asked &= ~(p.quoted[pos] & p.quoted[pos + 1] & p.quoted[pos + MATCH_N - 1])
-    question = p.mgrams[asked]
-    if ppos is None or p.passage_tokens == 0 or not len(question):
-        return 0.0
-    me = shared.group[i]  # a duplicate of the item (same text and passage) is the item, no sibling
-    siblings = [items[j].umgrams for j in shared.readers.get(p.passage_key, ()) if shared.group[j] != me]
-    if siblings:
-        question = question[~member(question, distinct(np.concatenate(siblings)))]
+    question = shared.lone_question(p, p.mgrams[asked])
     if not len(question):
         return 0.0
     outside = _outside_passage(p, doc, ppos, region, lo, src, n)

@@ -65,6 +65,7 @@ from contam.app.core.items import (
     MATCH_N,
     QUESTION,
     SCORED_ROLES,
+    SOLUTION,
     ItemStats,
     PreparedItem,
     SharedText,
@@ -278,11 +279,6 @@ def _one_choice_alone(p: PreparedItem, m: DocMatch, th: Thresholds) -> bool:
     return len(found) == 1 and count(held) == count(held[found[0][0] : found[0][1]])
 
 
-# Without its answer, a copy holds all of the item's own text but one token in twenty (one at least:
-# a word the tokeniser split otherwise), or longest_match tokens of it; see _copy_without_answer
-WHOLE_MISSING = 0.05
-
-
 def _with_its_passage(p: PreparedItem, m: DocMatch, th: Thresholds) -> tuple[Status, str] | None:
     """The verdict of a document holding the item's passage field (`passage_tokens` or more) and,
     near it and apart from it, its question as a whole (`contaminated_coverage` of each): the
@@ -320,21 +316,33 @@ def _most_of_it(p: PreparedItem, m: DocMatch, th: Thresholds) -> tuple[Status, s
     return None
 
 
+# Without its answer, a copy holds all of the item's own text but one token in twenty (one at least),
+# or all of it but the answer's, or longest_match tokens of it; see _copy_without_answer
+WHOLE_MISSING = 0.05
+
+
 def _copy_without_answer(p: PreparedItem, m: DocMatch, th: Thresholds) -> bool:
     """Whether a match that lacks the item's answer holds enough of its own text to be `contaminated`
     on that alone (an item with no answer or solution: contaminated_coverage, as with one): all of
-    it but max(1, WHOLE_MISSING of it) tokens, or `longest_match` tokens of it (GPT-3's length of a
-    copy). A question written from the page it asks about quotes the page's phrases and adds the
-    asking words ("Was Hillary Clinton's deputy chief of staff in 2009 baptised?" against "Huma
-    Abedin was Hillary Clinton's deputy chief of staff in 2009."): 9-10 own tokens of 11-12, 82-83%,
-    which the 80% rule reported `contaminated` (bench/source_null.py: real DROP and StrategyQA
-    questions against the text they were written from, 3 of 3,079). The evaluation set's verbatim,
-    embedded and reformatted copies lacking their answer miss one token at most, and an edited copy
-    of a longer item, its answer not found, holds more than longest_match (the README's q3: 26 of
-    30). Held less, the item is `suspicious`."""
-    if not (p.item.answer or p.item.solution):
+    it but max(1, WHOLE_MISSING of it) tokens; or all of it but the answer's (the question whole,
+    whatever the answer's length: counted with a two-word answer, "... the Australian state of
+    Victoria?" without "Melbourne, Victoria" was 85%, a review); or `longest_match` tokens of it
+    (GPT-3's length of a copy: an edited copy of a longer item, its answer not found, the README's
+    q3, holds 26 of 30). A question written from the page it asks about quotes the page's phrases
+    and adds the asking words ("Was Hillary Clinton's deputy chief of staff in 2009 baptised?"
+    against "Huma Abedin was Hillary Clinton's deputy chief of staff in 2009."): 9-10 own tokens of
+    11-12, 82-83%, which the 80% rule reported `contaminated` (bench/source_null.py: real DROP and
+    StrategyQA questions against the text they were written from, 3 of 3,079), where the evaluation
+    set's verbatim, embedded and reformatted copies lacking their answer miss one token at most.
+    Held less, the item is `suspicious`."""
+    if not (p.item.answer or p.item.solution) or m.own_matched >= th.longest_match:
         return True
-    return m.own_matched >= th.longest_match or m.own_total - m.own_matched <= max(1.0, WHOLE_MISSING * m.own_total)
+    if m.own_total - m.own_matched <= max(1.0, WHOLE_MISSING * m.own_total):
+        return True
+    rest = m.own & (p.role != ANSWER) & (p.role != SOLUTION)
+    if m.counted is not None:
+        rest &= m.counted
+    return bool(rest.any()) and not (rest & ~m.own_hit).any()
 
 
 def _short_answer_own(p: PreparedItem, m: DocMatch) -> int:

@@ -1951,3 +1951,18 @@ def test_a_duplicate_item_is_no_sibling_of_itself() -> None:
     page = f"{FILLER} {TOMI_STORIES[0]} Question: Where is the boots really? Answer: pantry {FILLER}"
     r = scan(items, {"page": page})
     assert r["t00"].status == r["t00dup"].status == Status.CONTAMINATED, r["t00"].reason
+
+
+def test_a_whole_question_without_its_long_answer_is_still_a_copy() -> None:
+    """Without the answer, `contaminated` asks for the own text all but a token; counted with a
+    two-word answer the whole question found alone was 85% and `suspicious` (a review). The
+    question whole is a copy whatever the answer's length; 10 of its 11 words are not."""
+    q = "What is the capital city of the Australian state of Victoria?"
+    items = [
+        BenchmarkItem("q", 0, question=q, answer="Melbourne, Victoria"),
+        BenchmarkItem("o", 1, question="Which river flows through the old town of Prague?", answer="the Vltava"),
+    ]
+    whole = scan(items, {"page": f"{FILLER} {q} {FILLER}"})["q"]
+    assert whole.status == Status.CONTAMINATED and whole.answer_found is False, whole.reason
+    less = scan(items, {"page": f"{FILLER} What is the capital city of the Australian state? {FILLER}"})["q"]
+    assert less.status != Status.CONTAMINATED, less.reason
