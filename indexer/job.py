@@ -142,7 +142,7 @@ class IndexJob:
         writer.start()
         unchanged: list[FileReport] = []
         self._forget: list[str] = []  # unchanged files whose failed records of other runs go
-        self._moves: list[tuple[str, str]] = []  # (content, path) of files moved since indexed
+        self._moved: dict[str, str] = {}  # content -> where the file indexed with it was moved
         self._first: dict[str, str] = {}  # content -> the run's first file of it
         self._twins: list[tuple[Path, int, str]] = []  # files of a content sent already: (path, size, first)
         queued: set[str] = set()
@@ -166,7 +166,7 @@ class IndexJob:
         # Not from _send: on SQLite this process's own writer may hold the write lock with its
         # group open (a file another indexer committed first), and would wait for the next file.
         forget_failures(self.engine, corpus_id, self._forget)
-        record_move(self.engine, corpus_id, self._moves)
+        record_move(self.engine, corpus_id, list(self._moved.items()))
         unchanged += self._twin_reports(writer.reports)
         order = {str(p): i for i, p in enumerate(files)}
         reports = sorted(writer.reports + unchanged, key=lambda r: order[r.path])
@@ -184,10 +184,10 @@ class IndexJob:
         if chash in queued:  # the content of a file of this run: its outcome, once known (_twins)
             self._twins.append((path, size, self._first[chash]))
             return
-        if (there := file_indexed(self.engine, corpus_id, chash)) is not None:
+        if (there := self._moved.get(chash) or file_indexed(self.engine, corpus_id, chash)) is not None:
             self._forget.append(str(path))  # forgotten after the writer has stopped (see run)
             if moved(there, str(path)):  # recorded where it is now, after the writer has stopped too
-                self._moves.append((chash, there := str(path)))
+                self._moved[chash] = there = str(path)  # and a copy of it later in the run is its twin
             report = FileReport(str(path), "unchanged", bytes=size, indexed_as=there)
             unchanged.append(report)
             self.progress.file_finished(report)

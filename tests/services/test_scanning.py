@@ -189,8 +189,13 @@ def test_a_moved_file_indexed_again_where_it_is_now_is_read_from_there(
     copy.unlink()
     with pytest.raises(StateError, match=r"the file is gone; .* index it again where it is now"):
         Scanner(engine, ["ptr"]).scan([ITEMS[0]])
-    again = index_corpus(engine, [moved], "ptr", store_text=False).files[0]
-    assert again.status == "unchanged" and again.indexed_as == str(moved)
+    later = moved.parent / "z-copy.jsonl"  # a copy of it in the same run, after it: its twin, not a second move
+    later.write_bytes(moved.read_bytes())
+    again = {f.path: f for f in index_corpus(engine, [moved.parent], "ptr", store_text=False).files}
+    assert (again[str(moved)].status, again[str(moved)].indexed_as) == ("unchanged", str(moved))
+    assert (again[str(later)].status, again[str(later)].indexed_as) == ("unchanged", str(moved))
+    assert Scanner(engine, ["ptr"]).scan([ITEMS[0]])[0].score.status == "contaminated"
+    later.unlink()  # the record is the moved file's: with its copy gone, it is still read
     assert Scanner(engine, ["ptr"]).scan([ITEMS[0]])[0].score.status == "contaminated"
 
 
