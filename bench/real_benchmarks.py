@@ -9,7 +9,15 @@ LogiQA (passages shared by up to 12 questions), MedMCQA, QuaRTz (short two-choic
 JEEBench maths (LaTeX), CREPE (procedures whose contexts are nested prefixes of each other, three
 answers shared by all), ToMi (templated stories, 6 questions each, the story as a `passage` field)
 and FreshQA (short open questions); ToMi is scanned a second time with the story written into the
-question, as BIG-bench-style files give it ("tomi_inline"). The background corpus is this
+question, as BIG-bench-style files give it ("tomi_inline"). Seven more, of shapes those lack:
+Spider (text-to-SQL: a question, its database schema as a `schema` field shared by the questions on
+that database, the SQL as `query`), Corr2Cause (NLI, "Premise: ... Hypothesis: ..." in one `input`
+field, 21 templated premises), EXAMS in Bulgarian (Cyrillic, four choices), manga speech bubbles
+(Japanese, no spaces between words, their English the answer), abstract2title (an abstract as
+`article`, its title as `summary`: summarisation), News Headlines sarcasm (one-line headlines, answer
+"0"/"1") and WritingBench (long writing requests, 443 of 1000 in Chinese, no reference answer); their
+plants go in after the first seven's, from a random generator of their own, so the seven's numbers
+are what they were. Edits of mostly-CJK text replace characters, not words. The background corpus is this
 machine's text (/usr/share/doc, English man pages, licences, the Python standard library and the
 site-packages of the interpreter running this, about --mb MB) plus the evaluation set's corpus
 (--eval-dir, default ../shared/eval beside the checkout) when it is there.
@@ -45,6 +53,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import unicodedata
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,6 +62,15 @@ ROOT = Path(__file__).resolve().parents[1]
 WHEELS = {"evals": "evals==3.0.1.post1", "inspect-evals": "inspect-evals==0.28.0"}
 REGISTRY = "evals/registry/data/"
 FRESHQA = "inspect_evals/abstention_bench/data/freshqa/FreshQA_v12182024.csv"
+WRITINGBENCH = "inspect_evals/writingbench/benchmark_all.jsonl"
+FIRST = ("crepe", "freshqa", "jeemath", "logiqa", "medmcqa", "quartz", "tomi")  # planted first, as before the rest
+# a benchmark's scan file under its own field names, as it is distributed (the others: id, question, passage,
+# choices, answer)
+LAYOUT = {
+    "spider": {"passage": "schema", "answer": "query"},
+    "abstract2title": {"question": "article", "answer": "summary"},
+    "corr2cause": {"question": "input", "answer": "label"},
+}
 MAXDOC = 200_000  # longer files are cut into documents of at most this many characters, at line ends
 SHARD = 3000  # documents per background corpus file
 KINDS = ["verbatim", "light_edit", "heavy_edit", "question_only", "partial"]
@@ -62,6 +80,8 @@ FLAG = {"suspicious", "contaminated"}
 FILLERS = ["river", "window", "quietly", "seven", "garden", "paper", "silver", "morning", "basket", "engine", "yellow",
            "coffee", "rapid", "hollow", "letter", "market", "thunder", "pencil", "simple", "orange", "candle", "forest"]
 # fmt: on
+FILLER_CJK = "山川花雨風森紙鳥"
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]")
 
 Item = dict  # id, question, answer, [choices], [passage], [group]
 
@@ -184,6 +204,74 @@ def freshqa(inspect: zipfile.ZipFile) -> list[Item]:
     return items
 
 
+def spider(rows: list[dict]) -> list[Item]:
+    """Spider text-to-SQL: the question, its database's schema (the passage, shared by the questions on
+    that database: their group) and the SQL the answer."""
+    items = []
+    for i, r in enumerate(rows):
+        text = r["input"][0]["content"]
+        head, question = text.split("\n\nQuestion:", 1)
+        schema = head.split("Use only the following tables and columns:\n", 1)[1].strip()
+        item = {"id": f"spider-{i}", "passage": schema, "question": question.strip(), "answer": r["ideal"].strip()}
+        items.append(item | {"group": schema})
+    return items
+
+
+def corr2cause(rows: list[dict]) -> list[Item]:
+    """The distinct NLI items (1522 of the 2246 rows), "Premise: ... Hypothesis: ..." in one field as the
+    dataset gives them; the premise (21 of them, a template of variables and their correlations) is the group."""
+    items, seen = [], set()
+    for i, r in enumerate(rows):
+        text = user(r).strip()
+        if text in seen:
+            continue
+        seen.add(text)
+        premise = re.match(r"Premise: (.*?) Hypothesis: ", text, re.S).group(1)
+        answer = r["ideal"].removeprefix("Answer:").strip()
+        items.append({"id": f"corr2cause-{i}", "question": text, "answer": answer} | {"group": premise})
+    return items
+
+
+def exams(rows: list[dict], name: str) -> list[Item]:
+    """A language's EXAMS questions (school exams), four choices each."""
+    items = []
+    for i, r in enumerate(rows):
+        m = re.match(r"(.*?)\nA\. (.*?)\nB\. (.*?)\nC\. (.*?)\nD\. (.*?)\nAnswer:$", user(r).strip(), re.S)
+        if not m:
+            continue
+        question, *choices = [x.strip() for x in m.groups()]
+        answer = choices["ABCD".index(r["ideal"].strip("[] "))]
+        items.append({"id": f"{name}-{i}", "question": question, "choices": choices, "answer": answer})
+    return items
+
+
+def distinct(rows: list[dict], name: str) -> list[Item]:
+    """One item per distinct user message (punctuation, case and width aside: the manga file has "おっおい!!"
+    and "おっおい", both "hey!"), its ideal the answer (manga speech bubbles and their English, abstracts and
+    their titles, headlines and their sarcasm label)."""
+    items, seen = [], set()
+    for i, r in enumerate(rows):
+        question = user(r).strip()
+        key = re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", question).casefold())
+        if key and key not in seen:
+            seen.add(key)
+            ideal = r["ideal"][0] if isinstance(r["ideal"], list) else r["ideal"]
+            items.append({"id": f"{name}-{i}", "question": question, "answer": ideal.strip()})
+    return items
+
+
+def sample(items: list[Item], k: int, rng: random.Random) -> list[Item]:
+    rng.shuffle(items)
+    return sorted(items[:k], key=number)
+
+
+def writingbench(inspect: zipfile.ZipFile) -> list[Item]:
+    """WritingBench's 1000 writing requests (443 in Chinese), many with long reference material in
+    them; no reference answer (the answer is empty)."""
+    rows = [json.loads(line) for line in inspect.read(WRITINGBENCH).decode().splitlines() if line.strip()]
+    return [{"id": f"writingbench-{r['index']}", "question": r["query"].strip(), "answer": ""} for r in rows]
+
+
 def tomi(rows: list[dict], rng: random.Random) -> list[Item]:
     """The questions of 170 of the stories (6 each); the story is the passage and the group."""
     by_story: dict[str, list[Item]] = {}
@@ -212,6 +300,16 @@ def benchmarks(evals: zipfile.ZipFile, inspect: zipfile.ZipFile, seed: int) -> d
         "crepe": crepe(registry_rows(evals, "crepe/samples.jsonl"), rng),
         "freshqa": freshqa(inspect),
         "tomi": tomi(registry_rows(evals, "theory_of_mind/tomi/test.jsonl"), rng),
+    }
+    rng = random.Random(50 + seed)  # the benchmarks added since, drawn from in this order
+    made |= {
+        "spider": spider(registry_rows(evals, "sql/spider_sql.jsonl")),
+        "corr2cause": sample(corr2cause(registry_rows(evals, "corr2cause/corr2cause.jsonl")), 1000, rng),
+        "exams_bg": sample(exams(registry_rows(evals, "bulgarian-exams-qa/samples.jsonl"), "exams_bg"), 1000, rng),
+        "manga": distinct(registry_rows(evals, "manga-translation/bubbles.jsonl"), "manga"),
+        "abstract2title": distinct(registry_rows(evals, "abstract2title/samples.jsonl"), "abstract2title"),
+        "sarcasm": sample(distinct(registry_rows(evals, "sarcasm/samples.jsonl"), "sarcasm"), 1500, rng),
+        "writingbench": writingbench(inspect),
     }
     return dict(sorted(made.items()))
 
@@ -302,14 +400,31 @@ def render(item: Item, with_answer: bool = True) -> str:
 
 
 def edit_words(text: str, rng: random.Random, n: int | None = None, frac: float = 0.0) -> str:
-    """`n` (or a share `frac`) of the words of 4+ letters replaced by filler words."""
+    """`n` (or a share `frac`) of the words of 4+ letters replaced by filler words; in a text mostly of
+    CJK characters (no spaces between words), `n` (or `frac`) of those characters replaced instead."""
+    if mostly_cjk(text):
+        return edit_chars(text, rng, n, frac)
     toks = text.split(" ")
-    idx = [i for i, t in enumerate(toks) if re.fullmatch(r"[A-Za-z]{4,}[,.]?", t)] or list(range(len(toks)))
+    idx = [i for i, t in enumerate(toks) if re.fullmatch(r"[^\W\d_]{4,}[,.]?", t)]
+    idx = idx or [i for i, t in enumerate(toks) if t]
     k = n if n is not None else max(1, round(frac * len(toks)))
     for i in rng.sample(idx, min(k, len(idx))):
         tail = toks[i][-1] if toks[i][-1] in ",." else ""
         toks[i] = rng.choice(FILLERS) + tail
     return " ".join(toks)
+
+
+def mostly_cjk(text: str) -> bool:
+    """Most of its letters CJK ideographs or kana, its words not separated by spaces."""
+    return len(CJK.findall(text)) > len(re.findall(r"[^\W\d_]", text)) / 2
+
+
+def edit_chars(text: str, rng: random.Random, n: int | None, frac: float) -> str:
+    idx = [m.start() for m in CJK.finditer(text)]
+    chars = list(text)
+    for i in rng.sample(idx, min(n if n is not None else max(1, round(frac * len(idx))), len(idx))):
+        chars[i] = rng.choice(FILLER_CJK)
+    return "".join(chars)
 
 
 def make_copy(item: Item, kind: str, rng: random.Random) -> str:
@@ -329,7 +444,10 @@ def make_copy(item: Item, kind: str, rng: random.Random) -> str:
     if item.get("passage"):  # partial: the passage and the first half of the question
         words = item["question"].split()
         return item["passage"] + "\n" + " ".join(words[: max(1, len(words) // 2)])
-    words = render(item, with_answer=False).split(" ")  # partial: the first half of the item
+    text = render(item, with_answer=False)  # partial: the first half of the item (of its characters in CJK)
+    if mostly_cjk(text):
+        return text[: len(text) // 2]
+    words = text.split(" ")
     return " ".join(words[: max(1, len(words) // 2)])
 
 
@@ -351,8 +469,12 @@ def choose_plants(benches: dict[str, list[Item]], rng: random.Random) -> tuple[l
 
 
 def plant(shards: dict[str, list[dict]], plants: list, labels: dict[str, dict], rng: random.Random) -> None:
-    """Each copy into its own document of 2-150 KB, at a paragraph break."""
-    hosts = [d for docs in shards.values() for d in docs if 2000 < len(d["text"]) < 150_000 and "\n\n" in d["text"]]
+    """Each copy into its own document of 2-150 KB, at a paragraph break (one no earlier copy is in)."""
+    taken = {label["doc"] for label in labels.values() if "doc" in label}
+    hosts = [
+        d for docs in shards.values() for d in docs
+        if 2000 < len(d["text"]) < 150_000 and "\n\n" in d["text"] and d["id"] not in taken
+    ]  # fmt: skip
     for (item, text), doc in zip(plants, rng.sample(hosts, len(plants)), strict=True):
         at = rng.choice([m.end() for m in re.finditer(r"\n\n", doc["text"])])
         doc["text"] = doc["text"][:at] + text + "\n\n" + doc["text"][at:]
@@ -372,9 +494,12 @@ def build(work: Path, mb: float, seed: int, eval_dir: Path | None) -> tuple[list
     for name, items in benches.items():
         print(f"benchmark {name}: {len(items)} items", file=sys.stderr)
     shards = background(mb)
-    rng = random.Random(4040 + seed)
-    plants, labels = choose_plants(benches, rng)
-    plant(shards, plants, labels, rng)
+    labels: dict[str, dict] = {}
+    for part, base in ((FIRST, 4040), (tuple(sorted(set(benches) - set(FIRST))), 5050)):  # the first seven as before
+        rng = random.Random(base + seed)
+        plants, part_labels = choose_plants({name: benches[name] for name in part}, rng)
+        labels |= part_labels
+        plant(shards, plants, labels, rng)
     for sub in ("corpus", "scan", "out"):
         (work / sub).mkdir(parents=True, exist_ok=True)
         for old in (work / sub).iterdir():
@@ -384,7 +509,9 @@ def build(work: Path, mb: float, seed: int, eval_dir: Path | None) -> tuple[list
         files.append(work / "corpus" / f"{name}.jsonl.gz")
         write_jsonl(files[-1], docs)
     for name, items in benches.items():
-        write_jsonl(work / "scan" / f"{name}.jsonl", [{k: v for k, v in it.items() if k != "group"} for it in items])
+        names = LAYOUT.get(name, {})
+        rows = [{names.get(k, k): v for k, v in it.items() if k != "group"} for it in items]
+        write_jsonl(work / "scan" / f"{name}.jsonl", rows)
     # ToMi again with the story inside the question (no passage field), as BIG-bench-style files give it
     inline = [
         {"id": it["id"], "question": it["passage"] + " " + it["question"], "answer": it["answer"]}
