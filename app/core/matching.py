@@ -96,8 +96,9 @@ class DocMatch:
     # share of the question's tokens the region holds, leaving out a passage it shares with other
     # items (schema, story) where it has other text: the question there as a whole
     question_there: float = 0.0
-    # share of the question's tokens the region holds apart from its copy of the item's passage
-    # field (0 for an item without one): with the passage near, the question asked of it there
+    # share of the question's 3-grams that tell it from its siblings' (not quoted from the passage)
+    # that the region holds apart from its copy of the item's passage field (0 without one, or with
+    # the passage not near): the question asked of that passage there (_question_apart)
     question_apart: float = 0.0
     # the question's own tokens after the last one the region holds (all of them where it holds none): a copy
     # gives the answer after the question's end, a page the question was written from beside the
@@ -808,9 +809,9 @@ def _question_apart(
     if not near or ppos is None or not len(ppos) or p.passage_tokens == 0:
         return 0.0
     asked = p.role[p.mgram_pos] == QUESTION
-    if p.quoted is not None:  # what it quotes of the passage, any copy of the passage holds
-        pos = p.mgram_pos
-        asked &= ~(p.quoted[pos] & p.quoted[pos + 1] & p.quoted[pos + MATCH_N - 1])
+    if p.quoted is not None:  # what it quotes of the passage (grams all of whose tokens it quotes)
+        quoted = np.asarray(np.lib.stride_tricks.sliding_window_view(p.quoted, MATCH_N).all(axis=1))
+        asked &= ~quoted[p.mgram_pos]
     question = shared.lone_question(p, p.mgrams[asked])
     if not len(question):
         return 0.0
