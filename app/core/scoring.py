@@ -76,10 +76,9 @@ from contam.app.core.matching import LONG_ANSWER, DocMatch, DocTokens, MatchCach
 from contam.app.core.signatures import token_hashes
 from contam.app.core.surprise import token_bits
 from contam.app.core.text import tokenize, tokenize_spans
-from contam.app.core.types import Status
+from contam.app.core.types import SEVERITY, Status
 
 __all__ = [
-    "SEVERITY",
     "ItemScore",
     "RoleScore",
     "Thresholds",
@@ -149,8 +148,6 @@ class ItemScore:
 # A field shorter than this cannot be told from chance at all: with no field this long, too_short
 # (with a short channel; without one, no field of n tokens means no n-gram to look up)
 MIN_TOKENS = 4
-
-SEVERITY = {Status.CONTAMINATED: 2, Status.SUSPICIOUS: 1, Status.CLEAN: 0, Status.TOO_SHORT: 0}  # a verdict's weight
 
 
 def verdict(

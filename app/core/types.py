@@ -28,6 +28,9 @@ class Status(StrEnum):
         return self in (Status.CONTAMINATED, Status.SUSPICIOUS)
 
 
+SEVERITY = {Status.CONTAMINATED: 2, Status.SUSPICIOUS: 1, Status.CLEAN: 0, Status.TOO_SHORT: 0}  # a verdict's weight
+
+
 @dataclass(frozen=True)
 class BenchmarkItem:
     """One benchmark item with its text split by role. `choices` holds one text per choice;

@@ -3,17 +3,36 @@ uses (`select_corpora`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from contam.app.core.config import SignatureConfig
+from contam.app.core.config import SignatureConfig, index_settings
 from contam.app.errors import NotFoundError, SettingsConflict, StateError
 from contam.app.readers.corpus import split_counts
 from contam.app.services.indexing import RUN_LEASE_SECONDS, check_corpus_name
-from contam.app.services.scanning import no_corpus, reproducible
 from contam.app.store import db, repo
 from contam.app.store import reports as reports_repo
+
+
+def reproducible(corpus: Mapping[str, Any]) -> bool:
+    """Whether this code can score against a corpus (a row of repo.list_corpora): its index was
+    made by the same tokeniser, hash schemes and library answers, whatever its options."""
+    return not index_settings(corpus["config"])[1]
+
+
+def no_corpus(missing: Sequence[str], names: Sequence[str]) -> NotFoundError:
+    """The error of corpus names that name none, with the corpora there are (the first 20), and,
+    for a name holding a comma, how several are given: a list split at commas everywhere else,
+    `--corpus a,b` was "no corpus named 'a,b'" (a new user's trial)."""
+    there = ", ".join(sorted(names)[:20]) or "none yet"
+    several = (
+        "; to name several, give --corpus once for each (a corpus name holds no comma)"
+        if any("," in m for m in missing)
+        else ""
+    )
+    return NotFoundError(f"no corpus named {', '.join(map(repr, missing))} (the corpora: {there}){several}")
 
 
 class CorpusService:

@@ -10,9 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from contam.app.core.config import Thresholds
-from contam.app.core.scoring import SEVERITY
 from contam.app.core.text import search_folded
-from contam.app.core.types import Status
+from contam.app.core.types import SEVERITY, Status
 from contam.app.services.scanning import ItemResult
 from contam.app.store.reports import listed
 

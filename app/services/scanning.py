@@ -6,9 +6,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
-import functools
 import itertools
-import json
 import multiprocessing
 import os
 import pickle
@@ -27,7 +25,7 @@ import zstandard
 from sqlalchemy import Engine
 
 from contam.app.core.arrays import Postings, Votes, candidate_votes, distinct, member, most_held, share
-from contam.app.core.config import SignatureConfig, Thresholds, library_versions
+from contam.app.core.config import Thresholds, index_settings
 from contam.app.core.items import (
     QUESTION,
     ItemStats,
@@ -47,6 +45,7 @@ from contam.app.core.types import BenchmarkItem, Status
 from contam.app.errors import ContamError, FingerprintMismatch, IncompatibleIndex, NotFoundError, StateError
 from contam.app.processes import exit_with, quiet_on_interrupt, temp_prefix
 from contam.app.readers.corpus import read_documents
+from contam.app.services.corpora import no_corpus
 from contam.app.services.database import retrying
 from contam.app.store import repo
 from contam.app.store.db import make_engine
@@ -191,8 +190,7 @@ class Scanner:
             )
         self.corpora = rows
         self.corpus_names = [r["name"] for r in rows]  # every corpus the scan reads, for its summary
-        libraries = tuple(sorted(library_versions().items()))
-        self.cfg, diffs = _settings(json.dumps(rows[0]["config"], sort_keys=True), libraries)
+        self.cfg, diffs = index_settings(rows[0]["config"])
         if diffs:
             raise _irreproducible([r["name"] for r in rows], diffs)
         self.fingerprint = rows[0]["fingerprint"]
@@ -634,38 +632,6 @@ def _irreproducible(names: list[str], diffs: dict[str, tuple[Any, Any]]) -> Inco
         f"(`contam corpora delete {names[0]}`, then `contam index --corpus {names[0]} PATH...` on its files)",
         {k: list(v) for k, v in diffs.items()},
     )
-
-
-def no_corpus(missing: Sequence[str], names: Sequence[str]) -> NotFoundError:
-    """The error of corpus names that name none, with the corpora there are (the first 20), and,
-    for a name holding a comma, how several are given: a list split at commas everywhere else,
-    `--corpus a,b` was "no corpus named 'a,b'" (a new user's trial)."""
-    there = ", ".join(sorted(names)[:20]) or "none yet"
-    several = (
-        "; to name several, give --corpus once for each (a corpus name holds no comma)"
-        if any("," in m for m in missing)
-        else ""
-    )
-    return NotFoundError(f"no corpus named {', '.join(map(repr, missing))} (the corpora: {there}){several}")
-
-
-def reproducible(corpus: Mapping[str, Any]) -> bool:
-    """Whether this code can score against a corpus (a row of repo.list_corpora): its index was
-    made by the same tokeniser, hash schemes and library answers, whatever its options."""
-    libraries = tuple(sorted(library_versions().items()))
-    return not _settings(json.dumps(corpus["config"], sort_keys=True), libraries)[1]
-
-
-@functools.lru_cache(maxsize=64)
-def _settings(
-    config: str, libraries: tuple[tuple[str, str], ...]
-) -> tuple[SignatureConfig, dict[str, tuple[Any, Any]]]:
-    """An index's signature settings (its config as JSON) and how they differ from what this
-    code reproduces with these libraries (their known answers): worked out once per process,
-    config and libraries, not per Scanner (each /check request builds one; building these
-    dataclasses was 3% of a one-item request in py-spy)."""
-    cfg = SignatureConfig.from_dict(json.loads(config))
-    return cfg, cfg.differences(cfg.with_code_of(SignatureConfig(libraries=dict(libraries))))
 
 
 def _texts_from_sources(metas: Sequence[dict[str, Any]]) -> dict[int, str]:

@@ -12,8 +12,8 @@ import zstandard
 from sqlalchemy import ColumnElement, and_, bindparam, case, delete, func, insert, or_, select, true, update
 from sqlalchemy.engine import Connection
 
-from contam.app.core.scoring import SEVERITY
 from contam.app.core.text import search_folded
+from contam.app.core.types import SEVERITY
 from contam.app.store import db
 from contam.app.store.repo import now
 from contam.app.store.schema import report, report_item
