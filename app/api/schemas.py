@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -115,11 +116,26 @@ MAX_PAGE_SIZE = 500  # items a page, the API's and the dashboard's
 MAX_OFFSET = 1_000_000_000
 
 
+def _without_nulls(value: Any, known: Mapping[str, Any]) -> Any:
+    """A request object without its known keys whose value is null (JSON's way to say "none")."""
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if not (v is None and k in known)}
+    return value
+
+
 class CheckItemIn(BaseModel):
     """One item; a field not named here is refused (`Question` would have been dropped, and the
     item judged too short)."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_absent(cls, value: Any) -> Any:
+        """A field sent as null is a field not sent, as `id` was already: clients that write every
+        optional field (`"passage": null`) got a 422 for an item without a passage (a new user's
+        trial); an unknown key is still refused, null or not."""
+        return _without_nulls(value, cls.model_fields)
 
     id: str | None = None
     question: str = ""
@@ -141,6 +157,12 @@ class CheckRequest(BaseModel):
     Unknown keys are refused (`corpus` for `corpora` checked every corpus)."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_absent(cls, value: Any) -> Any:
+        """`"texts": null` or `"thresholds": null` is the field not sent, as `"corpora": null` was."""
+        return _without_nulls(value, cls.model_fields)
 
     texts: list[str] = Field(default_factory=list, description="plain texts, each checked as a question")
     items: list[CheckItemIn] = Field(default_factory=list, description="items with fields")

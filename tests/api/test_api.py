@@ -19,6 +19,7 @@ import zstandard
 from conftest import IndexCorpus
 from fastapi.testclient import TestClient
 from helpers import wait_for_report
+from pydantic import ValidationError
 
 from contam.app.api.main import create_app
 from contam.app.api.schemas import CheckResponse
@@ -561,3 +562,19 @@ def test_an_upload_sent_wrongly_is_told_what_is_wrong(client: TestClient) -> Non
     assert client.get("/api/v1/reports").json()["total"] == 0
     ok = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"name": "quiz"})
     assert ok.status_code == 202, ok.text
+
+
+def test_check_takes_null_as_a_field_not_sent() -> None:
+    """`"passage": null` (a client writing every optional field) was a 422, "Input should be a valid
+    string", while `"id": null` was taken as no id; a null is now the field left out, and a key the
+    request does not have is still refused, null or not (a new user's trial)."""
+    from contam.app.api.schemas import CheckRequest
+
+    nulls = {"id": None, "passage": None, "choices": None, "answer": None, "solution": None, "alternatives": None}
+    item = benchmark_of({"items": [{"question": Q1, **nulls}], "texts": None, "thresholds": None, "corpora": None})[0]
+    plain = benchmark_of({"items": [{"question": Q1}]})[0]
+    assert item == plain
+    with pytest.raises(ValidationError, match="not a field this request takes|Extra inputs"):
+        CheckRequest.model_validate({"items": [{"question": Q1, "Passage": None}]})
+    with pytest.raises(ValidationError):
+        CheckRequest.model_validate({"items": [{"question": Q1}], "corpus": None})
