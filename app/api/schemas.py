@@ -269,3 +269,7 @@ class ItemList(BaseModel):
     page: int
     page_size: int
     items: list[ItemResultRead]
+    report_status: str = Field(
+        description="the report's status: while queued or running, the items scored so far (the total grows and "
+        "pages shift); failed: those scored before it failed; done: all of them"
+    )

@@ -171,6 +171,7 @@ def items_page(
     params |= {"q": q or "", "min_score": min_score or "", "sort": sort, "order": order}
     params |= {"page_size": page_size if page_size != ITEMS_PER_PAGE else ""}
     elsewhere = _checked_elsewhere(svc, report, corpus)
+    state = svc.get(report) if report else None  # before the items: "done" then means all of them are there
     total, items = (0, []) if elsewhere else _page_of_items(svc, params, (page_no - 1) * page_size, page_size)
     _, reports = svc.list_reports(1000, 0)
 
@@ -197,7 +198,8 @@ def items_page(
         none_flagged=not total
         and set(statuses) == set(FLAGGED)
         and not (field or q or corpus or min_score)
-        and (not report or svc.get(report)["status"] == "done"),  # a failed or running report: not "none flagged"
+        and (state is None or state["status"] == "done"),  # a failed or running report: not "none flagged"
+        state=state,
         every_status=[str(st) for st in Status],
         elsewhere=elsewhere,
     )

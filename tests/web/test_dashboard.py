@@ -23,7 +23,8 @@ from contam.app.core.config import SignatureConfig
 from contam.app.services.indexing import indexing_run
 from contam.app.settings import Settings
 from contam.app.store import repo
-from contam.app.store.db import upgrade
+from contam.app.store import reports as rrepo
+from contam.app.store.db import make_engine, upgrade
 from contam.app.web.pages import _highlighted, _marked
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"  # tests/artifacts
@@ -188,6 +189,41 @@ def test_a_report_with_nothing_flagged_says_so_and_links_every_item(
         assert "No item of this report is flagged" in form
         for other in ("field=question", "status=contaminated"):  # another filter: not "none flagged"
             assert "No items match these filters." in c.get(f"/items?report={rid}&{other}").text, other
+
+
+def test_the_items_of_a_running_or_failed_report_say_they_are_not_all(
+    migrated_url: str, index_corpus: IndexCorpus
+) -> None:
+    """The items page and the API's item list of a report still scoring read as final ("55 items",
+    no word that more were coming), and of a failed one said only "No items match these filters"
+    (a new user's trial): the page says the report is running (and refreshes itself) or failed, and
+    the list carries the report's status."""
+    index_corpus(migrated_url, [{"id": "page", "text": "Nothing in this page is any benchmark's item at all."}])
+    rows = [
+        {"id": f"c{i}", "question": f"Which whole number comes right after {i} when counting upwards?"}
+        for i in range(3)
+    ]
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, rows, "partly")
+        done = c.get(f"/items?report={rid}").text
+        assert 'id="running"' not in done and 'id="failed"' not in done and 'http-equiv="refresh"' not in done
+        assert c.get(f"/api/v1/reports/{rid}/items").json()["report_status"] == "done"
+        engine = make_engine(migrated_url)
+        with engine.begin() as conn:
+            rrepo.set_status(conn, rid, "running", done_items=1)
+        running = c.get(f"/items?report={rid}&status=clean").text
+        assert 'id="running"' in running and "(1 of 3 items scored)" in running
+        assert 'http-equiv="refresh"' in running
+        assert "No item of this report is flagged" not in c.get(f"/items?report={rid}").text
+        assert c.get(f"/api/v1/reports/{rid}/items").json()["report_status"] == "running"
+        with engine.begin() as conn:
+            rrepo.set_status(conn, rid, "failed", error="the database is unavailable")
+        failed = c.get(f"/items?report={rid}").text
+        assert 'id="failed"' in failed and "the database is unavailable" in failed
+        assert 'http-equiv="refresh"' not in failed
+        assert c.get(f"/api/v1/reports/{rid}/items").json()["report_status"] == "failed"
+        assert 'id="running"' not in c.get("/items").text  # every report's items: no one report's state
+        engine.dispose()
 
 
 def test_a_report_page_says_what_the_reading_noticed(migrated_url: str, index_corpus: IndexCorpus) -> None:

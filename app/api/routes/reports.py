@@ -126,7 +126,10 @@ def list_items(
     page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
     page_size: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 50,
 ) -> dict[str, Any]:
-    """Items of a report, filtered, sorted and paginated."""
+    """Items of a report, filtered, sorted and paginated; `report_status` says whether that is all of them."""
+    # read before the items: "done" is final, so it never describes a list that lacks items (a report
+    # finishing in between is said to be running of a full list, the safe side)
+    state = svc.get(report_id)["status"]
     total, rows = svc.items(
         report_id,
         status=status,
@@ -139,7 +142,7 @@ def list_items(
         limit=page_size,
         offset=(page - 1) * page_size,
     )
-    return {"total": total, "page": page, "page_size": page_size, "items": rows}
+    return {"total": total, "page": page, "page_size": page_size, "items": rows, "report_status": state}
 
 
 @router.get("/reports/{report_id}/items/{item_id:anypath}", response_model=ItemResultRead)
