@@ -739,6 +739,33 @@ def test_browser_pages_fit_a_phone(live_server: str, browser, tmp_path: Path) ->
     page.screenshot(path=str(ARTIFACTS / "10-items-phone.png"), full_page=True)
 
 
+def test_an_unbroken_long_name_or_id_does_not_widen_the_pages(live_server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A report name of 200 letters without a space (the most the upload takes) pushed the reports
+    list's other columns off the screen, and an item id of 300 gave its page a horizontal scroll bar
+    (a new user's trial): headings and the list's name and corpora cells wrap anywhere."""
+    bench = tmp_path / "long.jsonl"
+    rows = [dict(BENCH[0], id="I" * 300), BENCH[2]]
+    bench.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(live_server + "/upload")
+    page.set_input_files("input[name=file]", str(bench))
+    page.fill("input[name=name]", "N" * 200)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#summary", timeout=30_000)
+    report_url = page.url
+    item_url = report_url + "/items/" + "I" * 300 + "?idx=0"
+    for url in (live_server + "/", report_url, item_url):
+        page.goto(url)
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= 1280, (url, wide)
+    page.goto(live_server + "/")  # the list's last column in sight, not scrolled off inside its frame
+    right = page.evaluate(
+        "document.querySelector('table.reports tbody tr td:last-child').getBoundingClientRect().right"
+    )
+    assert right <= 1280, right
+    page.close()
+
+
 def test_a_corpus_of_an_earlier_tokeniser_is_marked_and_not_offered(
     migrated_url: str, index_corpus: IndexCorpus
 ) -> None:
