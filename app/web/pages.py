@@ -75,12 +75,20 @@ def login(
     return resp
 
 
-@public.get("/logout")
+@public.post("/logout")
 def logout() -> Response:
-    """Sign out: the sign-in cookie goes, and the sign-in page follows."""
+    """Sign out: the sign-in cookie goes, and the sign-in page follows. A POST (the nav's button), so
+    another site's link or image cannot sign a user out: a GET did (a new user's trial); cross-site
+    POSTs are refused (security.SameOrigin)."""
     resp = RedirectResponse("/login", status_code=303)
     resp.delete_cookie(COOKIE)
     return resp
+
+
+@public.get("/logout")
+def logout_page(request: Request) -> HTMLResponse:
+    """/logout typed or bookmarked: a button that signs out, not the sign-out itself."""
+    return render(request, "logout.html")
 
 
 @signed_in.get("/")

@@ -110,8 +110,12 @@ def test_a_sign_in_lapses_and_can_be_ended(migrated_url: str) -> None:
         r = c.post("/login", data={"key": "s3cret-key", "next": "/"}, follow_redirects=False)
         assert f"Max-Age={SESSION_SECONDS}" in r.headers["set-cookie"]
         page = c.get("/", follow_redirects=False)
-        assert page.status_code == 200 and 'href="/logout">Sign out</a>' in page.text
-        out = c.get("/logout", follow_redirects=False)
+        assert page.status_code == 200 and '<form method="post" action="/logout"' in page.text
+        # a GET (another site's link or image) signs no one out: it shows the button (a new user's trial)
+        shown = c.get("/logout", follow_redirects=False)
+        assert shown.status_code == 200 and 'id="sign-out"' in shown.text
+        assert c.get("/", follow_redirects=False).status_code == 200  # still signed in
+        out = c.post("/logout", follow_redirects=False)
         assert out.status_code == 303 and out.headers["location"] == "/login"
         assert c.get("/", follow_redirects=False).status_code == 303  # signed out: to the sign-in page
     sessions = Sessions("secret")
