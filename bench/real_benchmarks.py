@@ -25,12 +25,13 @@ sets: probability_questions, multistep, 5th-grader, tricky, algebra, probabiliti
 arithmetical puzzles), aba_truefalse (110 true/false claims about the ABA Model Rules), born_first (113
 templated claims, "Was X born before Y? Answer Y or N."), bias_news (284 sentences of news articles,
 labelled fact, claim, quote, ...), consensus_summary (358 questions on 263 sets of research claims, a
-summary the answer, as `article` and `summary`; the claims are the group) and infiniteloop (101 one-line
-C, Python, JavaScript and PowerShell snippets: does it loop forever?). Edits of mostly-CJK text replace
-characters, not words. The background corpus is this machine's text (/usr/share/doc, English man pages,
-licences, the Python standard library and the site-packages of the interpreter running this, about --mb
-MB) plus the evaluation set's corpus (--eval-dir, default ../shared/eval beside the checkout) when it is
-there.
+summary the answer, as `article` and `summary`; the claims are the group; in these eight, a clean item
+sharing a 20-word run that at most 11 items hold with a planted item is its sibling too) and
+infiniteloop (101 one-line C, Python, JavaScript and PowerShell snippets: does it loop forever?). Edits
+of mostly-CJK text replace characters, not words. The background corpus is this machine's text
+(/usr/share/doc, English man pages, licences, the Python standard library and the site-packages of the
+interpreter running this, about --mb MB) plus the evaluation set's corpus (--eval-dir, default
+../shared/eval beside the checkout) when it is there.
 Into it go copies of 10% of each benchmark's items, one kind in five each: verbatim; light_edit (1-2
 words of the question replaced); heavy_edit (30% of the words of question, passage and long
 choices replaced); question_only (no answer); partial (the passage and half the question, or the
@@ -561,6 +562,22 @@ def choose_plants(benches: dict[str, list[Item]], rng: random.Random) -> tuple[l
     return plants, labels
 
 
+def near_siblings(items: list[Item], labels: dict[str, dict], n: int = 20, most: int = 11) -> None:
+    """A clean item sharing a run of `n` words with a planted item, a run that at most `most` items hold
+    (a passage, not a template: the scanner's passage_tokens and passage_max_items + 1), is its sibling:
+    two infinite-loop snippets of one PowerShell function, two questions asked of one set of claims."""
+
+    def runs(item: Item) -> set[tuple[str, ...]]:
+        words = render(item, with_answer=False).casefold().split()
+        return {tuple(words[k : k + n]) for k in range(len(words) - n + 1)}
+
+    held: dict[tuple[str, ...], int] = collections.Counter(r for it in items for r in runs(it))
+    planted = {r for it in items if labels[it["id"]]["kind"] in KINDS for r in runs(it) if held[r] <= most}
+    for it in items:
+        if labels[it["id"]]["kind"] == "clean" and runs(it) & planted:
+            labels[it["id"]]["kind"] = "sibling"
+
+
 def plant(shards: dict[str, list[dict]], plants: list, labels: dict[str, dict], rng: random.Random) -> None:
     """Each copy into its own document of 2-150 KB, at a paragraph break (one no earlier copy is in)."""
     taken = {label["doc"] for label in labels.values() if "doc" in label}
@@ -592,6 +609,9 @@ def build(work: Path, mb: float, seed: int, eval_dir: Path | None) -> tuple[list
     for part, base in ((FIRST, 4040), (second, 5050), (THIRD, 6060)):  # each group planted as before the next
         rng = random.Random(base + seed)
         plants, part_labels = choose_plants({name: benches[name] for name in part}, rng)
+        if part == THIRD:  # (the fourteen before keep their labels as they were)
+            for name in part:
+                near_siblings(benches[name], part_labels)
         labels |= part_labels
         plant(shards, plants, labels, rng)
     for sub in ("corpus", "scan", "out"):
