@@ -17,10 +17,21 @@ field, 21 templated premises), EXAMS in Bulgarian (Cyrillic, four choices), mang
 `article`, its title as `summary`: summarisation), News Headlines sarcasm (one-line headlines, answer
 "0"/"1") and WritingBench (long writing requests, 443 of 1000 in Chinese, no reference answer); their
 plants go in after the first seven's, from a random generator of their own, so the seven's numbers
-are what they were. Edits of mostly-CJK text replace characters, not words. The background corpus is this
-machine's text (/usr/share/doc, English man pages, licences, the Python standard library and the
-site-packages of the interpreter running this, about --mb MB) plus the evaluation set's corpus
-(--eval-dir, default ../shared/eval beside the checkout) when it is there.
+are what they were. Eight more (session 41), planted after those from a generator of their own, so the
+fourteen are planted as they were: MMLU (1000 questions as the sandbagging eval ships them, four
+choices), lyrics (Guess the Singer: a song's first ten words, three singers to choose from; 1500 of 3637
+distinct openings), mathword (190 maths word problems, numbers in the text, from seven small registry
+sets: probability_questions, multistep, 5th-grader, tricky, algebra, probabilities and Dudeney's
+arithmetical puzzles), aba_truefalse (110 true/false claims about the ABA Model Rules), born_first (113
+templated claims, "Was X born before Y? Answer Y or N."), bias_news (284 sentences of news articles,
+labelled fact, claim, quote, ...), consensus_summary (358 questions on 263 sets of research claims, a
+summary the answer, as `article` and `summary`; the claims are the group; in these eight, a clean item
+sharing a 20-word run that at most 11 items hold with a planted item is its sibling too) and
+infiniteloop (101 one-line C, Python, JavaScript and PowerShell snippets: does it loop forever?). Edits
+of mostly-CJK text replace characters, not words. The background corpus is this machine's text
+(/usr/share/doc, English man pages, licences, the Python standard library and the site-packages of the
+interpreter running this, about --mb MB) plus the evaluation set's corpus (--eval-dir, default
+../shared/eval beside the checkout) when it is there.
 Into it go copies of 10% of each benchmark's items, one kind in five each: verbatim; light_edit (1-2
 words of the question replaced); heavy_edit (30% of the words of question, passage and long
 choices replaced); question_only (no answer); partial (the passage and half the question, or the
@@ -55,7 +66,7 @@ import sysconfig
 import time
 import unicodedata
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,12 +75,24 @@ REGISTRY = "evals/registry/data/"
 FRESHQA = "inspect_evals/abstention_bench/data/freshqa/FreshQA_v12182024.csv"
 WRITINGBENCH = "inspect_evals/writingbench/benchmark_all.jsonl"
 FIRST = ("crepe", "freshqa", "jeemath", "logiqa", "medmcqa", "quartz", "tomi")  # planted first, as before the rest
+# planted last, from a generator of their own, so the fourteen before them are planted as they were
+THIRD = ("aba_truefalse", "bias_news", "born_first", "consensus_summary", "infiniteloop", "lyrics", "mathword", "mmlu")
+MATHWORD = (  # small word-problem sets of the registry, one shape, scanned as one benchmark
+    "probability_questions/probability_questions.jsonl",
+    "multistep-word-problems/samples.jsonl",
+    "math_for_5th-grader/samples.jsonl",
+    "tricky-word-problems/samples.jsonl",
+    "algebra_word_problems/samples.jsonl",
+    "probabilities-word-problems/samples.jsonl",
+    "arithmetical_puzzles/arithmetical_puzzles.jsonl",
+)
 # a benchmark's scan file under its own field names, as it is distributed (the others: id, question, passage,
 # choices, answer)
 LAYOUT = {
     "spider": {"passage": "schema", "answer": "query"},
     "abstract2title": {"question": "article", "answer": "summary"},
     "corr2cause": {"question": "input", "answer": "label"},
+    "consensus_summary": {"question": "article", "answer": "summary"},
 }
 MAXDOC = 200_000  # longer files are cut into documents of at most this many characters, at line ends
 SHARD = 3000  # documents per background corpus file
@@ -260,6 +283,64 @@ def distinct(rows: list[dict], name: str) -> list[Item]:
     return items
 
 
+def ideal_text(r: dict) -> str:
+    """The row's ideal answer as text: the first of a list, without the brackets some evals ask for."""
+    ideal = r["ideal"][0] if isinstance(r["ideal"], list) else r["ideal"]
+    return re.sub(r"^[\[{](.*)[\]}]$", r"\1", str(ideal).strip(), flags=re.S).strip()
+
+
+def plain(rows: list[dict], name: str, start: int = 0, group: Callable[[str], str] | None = None) -> list[Item]:
+    """One item per distinct user message (its whole text the question), its ideal the answer: word
+    problems, true/false claims, news sentences, code snippets, claims to summarise; `group` gives the
+    text an item shares with its siblings (consensus_summary's claims, 1-6 questions asked of each set)."""
+    items, seen = [], set()
+    for i, r in enumerate(rows):
+        question = user(r).strip()
+        if question and question not in seen:
+            seen.add(question)
+            item = {"id": f"{name}-{start + i}", "question": question, "answer": ideal_text(r)}
+            items.append(item | ({"group": group(question)} if group else {}))
+    return items
+
+
+def claims(question: str) -> str:
+    return question.rsplit("\nquestion:", 1)[0]
+
+
+def mathword(evals: zipfile.ZipFile) -> list[Item]:
+    """The registry's maths word problems (numbers in the text, a number the answer), seven small sets."""
+    items: list[Item] = []
+    for k, path in enumerate(MATHWORD):
+        items += plain(registry_rows(evals, path), "mathword", 1000 * k)
+    return items
+
+
+def mmlu(rows: list[dict]) -> list[Item]:
+    """MMLU questions as the sandbagging eval ships them ("...\nA. ...\nD. ...\nAnswer:"), four choices."""
+    items = []
+    for i, r in enumerate(rows):
+        m = re.match(r"(.*?)\nA\. (.*?)\nB\. (.*?)\nC\. (.*?)\nD\. (.*?)\nAnswer:$", r["question"].strip(), re.S)
+        if not m:
+            continue
+        question, *choices = [x.strip() for x in m.groups()]
+        answer = choices["ABCD".index(r["answer"].strip())]
+        items.append({"id": f"mmlu-{i}", "question": question, "choices": choices, "answer": answer})
+    return items
+
+
+def lyrics(rows: list[dict]) -> list[Item]:
+    """Guess the singer: a song's first ten words, three singers to choose from; one item per lyric."""
+    items, seen = [], set()
+    for i, r in enumerate(rows):
+        m = re.match(r"Text: (.*?)\s*\nChoices: (.*)$", user(r).strip(), re.S)
+        if not m or m.group(1).strip() in seen:
+            continue
+        seen.add(m.group(1).strip())
+        choices = [c.strip() for c in m.group(2).split(",")]
+        items.append({"id": f"lyrics-{i}", "question": m.group(1).strip(), "choices": choices, "answer": ideal_text(r)})
+    return items
+
+
 def sample(items: list[Item], k: int, rng: random.Random) -> list[Item]:
     rng.shuffle(items)
     return sorted(items[:k], key=number)
@@ -310,6 +391,19 @@ def benchmarks(evals: zipfile.ZipFile, inspect: zipfile.ZipFile, seed: int) -> d
         "abstract2title": distinct(registry_rows(evals, "abstract2title/samples.jsonl"), "abstract2title"),
         "sarcasm": sample(distinct(registry_rows(evals, "sarcasm/samples.jsonl"), "sarcasm"), 1500, rng),
         "writingbench": writingbench(inspect),
+    }
+    rng = random.Random(60 + seed)  # the third group: maths, general knowledge, lyrics, claims, news, code
+    made |= {
+        "mathword": mathword(evals),
+        "mmlu": mmlu(registry_rows(evals, "sandbagging/samples-all-large.jsonl")),
+        "lyrics": sample(lyrics(registry_rows(evals, "guess_the_singer/samples.jsonl")), 1500, rng),
+        "aba_truefalse": plain(registry_rows(evals, "aba_mrpc_true_false/samples.jsonl"), "aba_truefalse"),
+        "born_first": plain(registry_rows(evals, "born_first/born_first.jsonl"), "born_first"),
+        "bias_news": plain(registry_rows(evals, "bias_detection/samples.jsonl"), "bias_news"),
+        "consensus_summary": plain(
+            registry_rows(evals, "consensus_summary/samples.jsonl"), "consensus_summary", group=claims
+        ),
+        "infiniteloop": plain(registry_rows(evals, "infiniteloop-match/infiniteloop-match.jsonl"), "infiniteloop"),
     }
     return dict(sorted(made.items()))
 
@@ -468,6 +562,22 @@ def choose_plants(benches: dict[str, list[Item]], rng: random.Random) -> tuple[l
     return plants, labels
 
 
+def near_siblings(items: list[Item], labels: dict[str, dict], n: int = 20, most: int = 11) -> None:
+    """A clean item sharing a run of `n` words with a planted item, a run that at most `most` items hold
+    (a passage, not a template: the scanner's passage_tokens and passage_max_items + 1), is its sibling:
+    two infinite-loop snippets of one PowerShell function, two questions asked of one set of claims."""
+
+    def runs(item: Item) -> set[tuple[str, ...]]:
+        words = render(item, with_answer=False).casefold().split()
+        return {tuple(words[k : k + n]) for k in range(len(words) - n + 1)}
+
+    held: dict[tuple[str, ...], int] = collections.Counter(r for it in items for r in runs(it))
+    planted = {r for it in items if labels[it["id"]]["kind"] in KINDS for r in runs(it) if held[r] <= most}
+    for it in items:
+        if labels[it["id"]]["kind"] == "clean" and runs(it) & planted:
+            labels[it["id"]]["kind"] = "sibling"
+
+
 def plant(shards: dict[str, list[dict]], plants: list, labels: dict[str, dict], rng: random.Random) -> None:
     """Each copy into its own document of 2-150 KB, at a paragraph break (one no earlier copy is in)."""
     taken = {label["doc"] for label in labels.values() if "doc" in label}
@@ -495,9 +605,13 @@ def build(work: Path, mb: float, seed: int, eval_dir: Path | None) -> tuple[list
         print(f"benchmark {name}: {len(items)} items", file=sys.stderr)
     shards = background(mb)
     labels: dict[str, dict] = {}
-    for part, base in ((FIRST, 4040), (tuple(sorted(set(benches) - set(FIRST))), 5050)):  # the first seven as before
+    second = tuple(sorted(set(benches) - set(FIRST) - set(THIRD)))
+    for part, base in ((FIRST, 4040), (second, 5050), (THIRD, 6060)):  # each group planted as before the next
         rng = random.Random(base + seed)
         plants, part_labels = choose_plants({name: benches[name] for name in part}, rng)
+        if part == THIRD:  # (the fourteen before keep their labels as they were)
+            for name in part:
+                near_siblings(benches[name], part_labels)
         labels |= part_labels
         plant(shards, plants, labels, rng)
     for sub in ("corpus", "scan", "out"):
