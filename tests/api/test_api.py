@@ -578,3 +578,26 @@ def test_check_takes_null_as_a_field_not_sent() -> None:
         CheckRequest.model_validate({"items": [{"question": Q1, "Passage": None}]})
     with pytest.raises(ValidationError):
         CheckRequest.model_validate({"items": [{"question": Q1}], "corpus": None})
+
+
+def test_a_query_parameter_a_route_does_not_take_is_refused(client: TestClient) -> None:
+    """`?stauts=clean&pagesize=3` gave every item, 50 a page, and `/reports?page_size=2` every
+    report, as if nothing had been asked (a new user's trial), where a JSON body's unknown key is
+    refused: each API route now refuses a query parameter it does not take, naming the nearest."""
+    rid = client.post("/api/v1/benchmarks", files={"file": ("b.jsonl", _payloads()["b.jsonl"])}).json()["id"]
+    wait_for_report(client, rid)
+    r = client.get(f"/api/v1/reports/{rid}/items?stauts=clean&pagesize=3")
+    assert r.status_code == 422, r.text
+    said = r.json()["error"]
+    assert said.startswith("unknown query parameters pagesize, stauts: this takes status, min_score") and (
+        "(did you mean page_size, status?)" in said
+    ), said
+    r = client.get("/api/v1/reports?page_size=2")
+    assert r.status_code == 422 and "this takes limit, offset" in r.json()["error"], r.text
+    assert client.get("/api/v1/reports?limit=2&offset=0").status_code == 200
+    ok = client.get(f"/api/v1/reports/{rid}/items?status=clean&page_size=3&sort=row")
+    assert ok.status_code == 200 and ok.json()["page_size"] == 3
+    items = ok.json()["items"]
+    one = client.get(f"/api/v1/reports/{rid}/items/{items[0]['item_id']}?idx={items[0]['idx']}")
+    assert one.status_code == 200, one.text
+    assert client.get(f"/api/v1/reports/{rid}?verbose=1").status_code == 422

@@ -408,7 +408,7 @@ def test_search_folds_every_script_and_reads_the_whole_item(migrated_url: str, i
         every = ["contaminated", "suspicious", "clean", "too_short"]
 
         def found(q: str) -> list[str]:
-            got = c.get(f"/api/v1/reports/{rid}/items", params={"q": q, "status": every, "limit": 10}).json()
+            got = c.get(f"/api/v1/reports/{rid}/items", params={"q": q, "status": every, "page_size": 10}).json()
             return sorted(it["item_id"] for it in got["items"])
 
         assert found("Какой") == found("КАКОЙ") == found("какой") == ["ru"]
