@@ -271,5 +271,5 @@ class ItemList(BaseModel):
     items: list[ItemResultRead]
     report_status: str = Field(
         description="the report's status: while queued or running, the items scored so far (the total grows and "
-        "pages shift); failed: those scored before it failed; done: all of them"
+        "pages shift); failed: none (a failed report keeps no items); done: all of them"
     )

@@ -226,6 +226,35 @@ def test_the_items_of_a_running_or_failed_report_say_they_are_not_all(
         engine.dispose()
 
 
+def test_a_failed_report_s_items_page_does_not_call_its_empty_list_the_items_scored(
+    migrated_url: str, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job that fails deletes the items it wrote (nothing half-written): the page said "the list
+    holds only the items scored before it did" above an empty list, which reads as "those items
+    were all clean" (review, session 41)."""
+    from contam.app.services import scanning
+
+    real = scanning.Scanner.scan_stream
+
+    def broken(self, source, progress=None, workers=None, reading=None):  # type: ignore[no-untyped-def]
+        yield next(real(self, source, progress, workers, reading))  # a first chunk is written, then it fails
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(scanning, "FIRST_CHUNKS", (1,))
+    monkeypatch.setattr(scanning.Scanner, "scan_stream", broken)
+    index_corpus(migrated_url, CORPUS)
+    rows = [{"id": "river", "question": Q1}, {"id": "other", "question": "Which planet has the most moons now?"}]
+    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        r = c.post("/upload", files={"file": ("f.jsonl", data)}, data={"name": "f"}, follow_redirects=False)
+        rid = str(r.headers["location"].rsplit("/", 1)[1])
+        assert wait_for_report(c, rid)["status"] == "failed"
+        assert c.get(f"/api/v1/reports/{rid}/items?status=clean&status=contaminated").json()["total"] == 0
+        page = c.get(f"/items?report={rid}").text
+        assert 'id="failed"' in page and "disk on fire" in page
+        assert "scored before it did" not in page and "keeps no items" in page
+
+
 def test_a_report_page_says_what_the_reading_noticed(migrated_url: str, index_corpus: IndexCorpus) -> None:
     """A report's summary keeps what reading its file noticed (an answer naming no choice, ids
     shared), and its page says it; a report read as given says nothing of the kind."""
@@ -763,6 +792,27 @@ def test_an_unbroken_long_name_or_id_does_not_widen_the_pages(live_server: str, 
         "document.querySelector('table.reports tbody tr td:last-child').getBoundingClientRect().right"
     )
     assert right <= 1280, right
+    page.close()
+
+
+def test_a_phone_s_report_card_gives_a_name_its_width(live_server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Below 760 px the reports list is a card per report, but its name and corpora cells kept the
+    table's 20rem cap: a name of a few words wrapped into a column a third of the card wide at 700 px
+    (review, session 41), as the items list's cells do not (their cap is lifted on a phone)."""
+    bench = tmp_path / "b.jsonl"
+    bench.write_text("".join(json.dumps(r) + "\n" for r in BENCH[:1]))
+    page = browser.new_page(viewport={"width": 700, "height": 900})
+    page.goto(live_server + "/upload")
+    page.set_input_files("input[name=file]", str(bench))
+    page.fill("input[name=name]", "a benchmark whose name runs on for a good many words here")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#summary", timeout=30_000)
+    page.goto(live_server + "/")
+    card, cell = page.evaluate(
+        "[document.querySelector('table.reports tbody tr').getBoundingClientRect().width,"
+        " document.querySelector('table.reports td[data-label=Benchmark]').getBoundingClientRect().width]"
+    )
+    assert cell > 0.8 * card, (cell, card)
     page.close()
 
 
