@@ -769,10 +769,17 @@ def test_browser_pages_fit_a_phone(live_server: str, browser, tmp_path: Path) ->
     page.screenshot(path=str(ARTIFACTS / "10-items-phone.png"), full_page=True)
 
 
-def test_an_unbroken_long_name_or_id_does_not_widen_the_pages(live_server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_an_unbroken_long_name_or_id_does_not_widen_the_pages(  # type: ignore[no-untyped-def]
+    live_server: str, browser, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
     """A report name of 200 letters without a space (the most the upload takes) pushed the reports
     list's other columns off the screen, and an item id of 300 gave its page a horizontal scroll bar
-    (a new user's trial): headings and the list's name and corpora cells wrap anywhere."""
+    (a new user's trial); a corpus name of 180 made the corpora page 2,380 px wide and the upload form
+    1,800 (a review): headings, list items, the form's boxes and the list's name and corpora cells
+    wrap anywhere."""
+    index_corpus(
+        f"sqlite:///{tmp_path / 'live.db'}", [{"id": "x", "text": "Nothing of any benchmark here."}], "C" * 180
+    )
     bench = tmp_path / "long.jsonl"
     rows = [dict(BENCH[0], id="I" * 300), BENCH[2]]
     bench.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -784,7 +791,7 @@ def test_an_unbroken_long_name_or_id_does_not_widen_the_pages(live_server: str, 
     page.wait_for_selector("#summary", timeout=30_000)
     report_url = page.url
     item_url = report_url + "/items/" + "I" * 300 + "?idx=0"
-    for url in (live_server + "/", report_url, item_url):
+    for url in (live_server + "/", report_url, item_url, live_server + "/corpora", live_server + "/upload"):
         page.goto(url)
         wide = page.evaluate("document.documentElement.scrollWidth")
         assert wide <= 1280, (url, wide)
