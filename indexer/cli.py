@@ -178,7 +178,9 @@ def _say_if_new(engine: Engine, corpus: str) -> None:
     """A corpus name that names none makes a new corpus: said on stderr with the corpora there are,
     where there are some (a typo in --corpus made one without a word: a new user's trial)."""
     from contam.app.services.corpora import CorpusService
+    from contam.app.services.indexing import check_corpus_name
 
+    check_corpus_name(corpus)  # a name refused is never said to be new first (a new user's trial)
     names = CorpusService(engine).names()
     if names and corpus not in names:
         shown = ", ".join(sorted(names)[:20]) + (", ..." if len(names) > 20 else "")

@@ -1148,3 +1148,6 @@ def test_indexing_into_a_new_corpus_beside_others_says_so(migrated_url: str, tmp
     assert again.exit_code == 0 and "new corpus" not in again.stderr
     typo = index_cli(migrated_url, "wbe", "--progress", "none", str(tmp_path / "c.jsonl"))
     assert typo.exit_code == 0 and "a new corpus 'wbe' (the corpora: web)" in typo.stderr, typo.stderr
+    # a name refused is refused first, not said to be new and then refused (a new user's trial)
+    bad = index_cli(migrated_url, "bad,name", "--progress", "none", str(tmp_path / "c.jsonl"))
+    assert bad.exit_code != 0 and "a comma" in bad.stderr and "new corpus" not in bad.stderr, bad.stderr
