@@ -85,9 +85,12 @@ def logout() -> Response:
     return resp
 
 
-@public.get("/logout")
-def logout_page(request: Request) -> HTMLResponse:
-    """/logout typed or bookmarked: a button that signs out, not the sign-out itself."""
+@public.get("/logout", response_model=None)
+def logout_page(request: Request) -> HTMLResponse | RedirectResponse:
+    """/logout typed or bookmarked: a button that signs out, not the sign-out itself; with no
+    sign-in to end, the reports (a review: the button was shown to anyone)."""
+    if not request.cookies.get(COOKIE):
+        return RedirectResponse("/", status_code=303)
     return render(request, "logout.html")
 
 
