@@ -176,9 +176,13 @@ def test_a_report_with_nothing_flagged_says_so_and_links_every_item(
         for i in range(3)
     ]
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        # no report at all: said so, not "no item is flagged" (a new user's trial)
+        empty = c.get("/items").text
+        assert "No reports yet." in empty and "is flagged" not in empty
         rid = _checked(c, rows, "clean")
         page = c.get(f"/items?report={rid}").text
         assert "No item of this report is flagged (contaminated or suspicious)" in page
+        assert "No reports yet." not in page
         every = re.search(r'<a href="([^"]+)">list every item</a>', page)
         assert every is not None and "status=clean" in every.group(1)
         listed = c.get(every.group(1).replace("&amp;", "&")).text
