@@ -25,6 +25,7 @@ from contam.app.core.types import Status
 from contam.app.errors import ContamError, InputError
 from contam.app.limits import MAX_ITEM_POSITION
 from contam.app.readers.benchmark import UPLOAD_SUFFIXES
+from contam.app.services.corpora import CorpusService
 from contam.app.services.reports import spooled
 from contam.app.web.errors import LoginRequired, PageRoute, page_status
 from contam.app.web.rendering import STATIC_URL, STATUSES, render, static_files
@@ -109,9 +110,9 @@ def reports_page(
 
 
 @signed_in.get("/reports/{report_id}")
-def report_page(request: Request, report_id: str, svc: ReportServiceDep) -> HTMLResponse:
+def report_page(request: Request, report_id: str, svc: ReportServiceDep, corpora: CorpusServiceDep) -> HTMLResponse:
     rep = svc.get(report_id)
-    return render(request, "report.html", r=rep, labels=_chart_labels(rep))
+    return render(request, "report.html", r=rep, labels=_chart_labels(rep), gone=_gone(rep, corpora))
 
 
 @signed_in.get("/reports/{report_id}/delete")
@@ -260,11 +261,18 @@ def item_page(
     report_id: str,
     item_id: str,
     svc: ReportServiceDep,
+    corpora: CorpusServiceDep,
     idx: int | None = Query(None, ge=0, le=MAX_ITEM_POSITION),
 ) -> HTMLResponse:
     rep = svc.get(report_id)
     it = svc.item(report_id, item_id, idx)
-    return render(request, "item.html", r=rep, it=it, **_highlighted(it))
+    return render(request, "item.html", r=rep, it=it, gone=_gone(rep, corpora), **_highlighted(it))
+
+
+def _gone(rep: dict[str, Any], corpora: CorpusService) -> set[str]:
+    """The report's corpora indexed under that name no more (deleted, or renamed since): marked
+    where the report names them, so no one looks for them on the corpora page (a new user's trial)."""
+    return set(rep["corpora"]) - set(corpora.names())
 
 
 def _marked(text: str, spans: Any) -> list[tuple[str, bool]]:

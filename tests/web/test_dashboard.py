@@ -877,3 +877,19 @@ def test_a_flagged_item_without_listed_documents_is_not_said_to_match_nothing(
         page = c.get(f"/reports/{rid}/items/moon").text
         assert "No document is listed: see the reason above." in page
         assert "No training text matched" not in page
+
+
+def test_a_corpus_deleted_since_is_marked_where_a_report_names_it(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """After its corpus was deleted, a report's page and its items' evidence still named it as if
+    it were there, and users looked for it on the corpora page (a new user's trial): each names it
+    with "(no longer indexed)"; the evidence stays readable."""
+    index_corpus(migrated_url, CORPUS)
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, [BENCH[0]], "river")
+        assert "no longer indexed" not in c.get(f"/reports/{rid}").text
+        assert "no longer indexed" not in c.get(f"/reports/{rid}/items/river?idx=0").text
+        assert c.delete("/api/v1/corpora/web").status_code == 204
+        page = c.get(f"/reports/{rid}").text
+        assert 'corpora web <span class="gone"' in page and "(no longer indexed)" in page
+        item = c.get(f"/reports/{rid}/items/river?idx=0").text
+        assert '<strong>web</strong> <span class="gone"' in item and "Tigris" in item
