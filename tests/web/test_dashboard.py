@@ -171,10 +171,7 @@ def test_a_report_with_nothing_flagged_says_so_and_links_every_item(
     """The items page, filtered to flagged items by default, said only "No items match these
     filters" of a report whose items were all clean (a new user's trial)."""
     index_corpus(migrated_url, [{"id": "page", "text": "Nothing in this page is any benchmark's item at all."}])
-    rows = [
-        {"id": f"c{i}", "question": f"Which whole number comes right after {i} when counting upwards?"}
-        for i in range(3)
-    ]
+    rows = _counting(3)
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
         # no report at all: said so, not "no item is flagged" (a new user's trial)
         empty = c.get("/items").text
@@ -200,13 +197,10 @@ def test_the_items_of_a_running_or_failed_report_say_they_are_not_all(
 ) -> None:
     """The items page and the API's item list of a report still scoring read as final ("55 items",
     no word that more were coming), and of a failed one said only "No items match these filters"
-    (a new user's trial): the page says the report is running (and refreshes itself) or failed, and
+    (a new user's trial): the page says the report is running (with a link to reload) or failed, and
     the list carries the report's status."""
     index_corpus(migrated_url, [{"id": "page", "text": "Nothing in this page is any benchmark's item at all."}])
-    rows = [
-        {"id": f"c{i}", "question": f"Which whole number comes right after {i} when counting upwards?"}
-        for i in range(3)
-    ]
+    rows = _counting(3)
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
         rid = _checked(c, rows, "partly")
         done = c.get(f"/items?report={rid}").text
@@ -286,10 +280,7 @@ def test_the_items_page_takes_a_page_size(migrated_url: str, index_corpus: Index
     """`page_size` was ignored (25 items a page whatever it said; a trial): it is read, bounded as
     the API bounds it (500), kept by the pager's links and offered by the filter form."""
     index_corpus(migrated_url, [{"id": "page", "text": "Nothing in this page is any benchmark's item at all."}])
-    rows = [
-        {"id": f"c{i}", "question": f"Which whole number comes right after {i} when counting upwards?"}
-        for i in range(30)
-    ]
+    rows = _counting(30)
     with TestClient(create_app(Settings(database_url=migrated_url))) as c:
         rid = _checked(c, rows, "sized")
         every = f"/items?report={rid}&status=clean"
@@ -414,6 +405,14 @@ def test_delete_a_corpus_after_confirming(migrated_url: str, index_corpus: Index
         assert "The corpus was deleted." in c.get(done.headers["location"]).text  # it landed on the list unsaid
         assert [x["name"] for x in c.get("/api/v1/corpora").json()] == ["web"]
         assert c.get("/corpora/other/delete").status_code == 404
+
+
+def _counting(n: int) -> list[dict[str, object]]:
+    """n clean items, c0 to c{n-1}, each with text of its own."""
+    return [
+        {"id": f"c{i}", "question": f"Which whole number comes right after {i} when counting upwards?"}
+        for i in range(n)
+    ]
 
 
 def _checked(c: TestClient, rows: list[dict[str, object]], name: str = "quiz") -> str:
