@@ -748,17 +748,22 @@ def test_a_refused_upload_keeps_what_was_filled_in(
         assert wait_for_report(c, rid)["corpora"] == ["web"]
 
 
+def _upload_in_browser(page, server: str, bench: Path, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Upload `bench` under `name` through the form, in the browser, and wait for its report page."""
+    page.goto(server + "/upload")
+    page.set_input_files("input[name=file]", str(bench))
+    page.fill("input[name=name]", name)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#summary", timeout=30_000)
+
+
 def test_browser_pages_fit_a_phone(live_server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """At a phone's width the flagged-items page scrolled sideways: the benchmark filter is as wide
     as its longest option (a report's name and date), and the report page by a few pixels."""
     bench = tmp_path / "a_benchmark_file_with_a_rather_long_name_as_real_ones_have.jsonl"
     bench.write_text("".join(json.dumps(r) + "\n" for r in BENCH))
     page = browser.new_page(viewport={"width": 390, "height": 844})
-    page.goto(live_server + "/upload")
-    page.set_input_files("input[name=file]", str(bench))
-    page.fill("input[name=name]", "HumanEval against the python stdlib corpus (a demo run)")
-    page.click("button[type=submit]")
-    page.wait_for_selector("#summary", timeout=30_000)
+    _upload_in_browser(page, live_server, bench, "HumanEval against the python stdlib corpus (a demo run)")
     report_url = page.url
     for url in (report_url, live_server + "/items", live_server + "/", live_server + "/corpora"):
         page.goto(url)
@@ -787,11 +792,7 @@ def test_an_unbroken_long_name_or_id_does_not_widen_the_pages(  # type: ignore[n
     rows = [dict(BENCH[0], id="I" * 300), BENCH[2]]
     bench.write_text("".join(json.dumps(r) + "\n" for r in rows))
     page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.goto(live_server + "/upload")
-    page.set_input_files("input[name=file]", str(bench))
-    page.fill("input[name=name]", "N" * 200)
-    page.click("button[type=submit]")
-    page.wait_for_selector("#summary", timeout=30_000)
+    _upload_in_browser(page, live_server, bench, "N" * 200)
     report_url = page.url
     item_url = report_url + "/items/" + "I" * 300 + "?idx=0"
     for url in (live_server + "/", report_url, item_url, live_server + "/corpora", live_server + "/upload"):
@@ -813,11 +814,7 @@ def test_a_phone_s_report_card_gives_a_name_its_width(live_server: str, browser,
     bench = tmp_path / "b.jsonl"
     bench.write_text("".join(json.dumps(r) + "\n" for r in BENCH[:1]))
     page = browser.new_page(viewport={"width": 700, "height": 900})
-    page.goto(live_server + "/upload")
-    page.set_input_files("input[name=file]", str(bench))
-    page.fill("input[name=name]", "a benchmark whose name runs on for a good many words here")
-    page.click("button[type=submit]")
-    page.wait_for_selector("#summary", timeout=30_000)
+    _upload_in_browser(page, live_server, bench, "a benchmark whose name runs on for a good many words here")
     page.goto(live_server + "/")
     card, cell = page.evaluate(
         "[document.querySelector('table.reports tbody tr').getBoundingClientRect().width,"
