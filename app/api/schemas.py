@@ -76,6 +76,13 @@ class ThresholdsIn(BaseModel):
         "(a run twice `longest_match` long always does)",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_absent(cls, value: Any) -> Any:
+        """`{"min_bits": null}` is the threshold not given (its default), as a null field of a check
+        request is (a review: nested nulls were still a 422)."""
+        return _without_nulls(value, cls.model_fields)
+
     @model_validator(mode="after")
     def _ordered(self) -> ThresholdsIn:
         if self.suspicious_coverage > self.contaminated_coverage:

@@ -576,6 +576,11 @@ def test_check_takes_null_as_a_field_not_sent() -> None:
     assert item == plain
     with pytest.raises(ValidationError, match="not a field this request takes|Extra inputs"):
         CheckRequest.model_validate({"items": [{"question": Q1, "Passage": None}]})
+    # a threshold sent as null takes its default, as a field does (a review); an unknown one is still refused
+    nested = CheckRequest.model_validate({"items": [{"question": Q1}], "thresholds": {"min_bits": None}})
+    assert nested.thresholds == CheckRequest.model_validate({"items": [{"question": Q1}]}).thresholds
+    with pytest.raises(ValidationError):
+        CheckRequest.model_validate({"items": [{"question": Q1}], "thresholds": {"min_bitz": None}})
     with pytest.raises(ValidationError):
         CheckRequest.model_validate({"items": [{"question": Q1}], "corpus": None})
 
