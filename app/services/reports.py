@@ -451,6 +451,14 @@ class ReportService:
             raise NotFoundError(f"no item {item_id!r}{where} in report {report_id}")
         return it
 
+    def item_at(self, report_id: str, idx: int) -> dict[str, Any]:
+        """The report's item at position idx (the results' `idx`), whatever its id."""
+        with self.engine.connect() as conn:
+            it = rrepo.get_item(conn, report_id, None, idx)
+        if it is None:
+            raise NotFoundError(f"no item at idx {idx} in report {report_id}")
+        return it
+
     def delete(self, report_id: str) -> None:
         with self.engine.begin() as conn:
             if not rrepo.delete_report(conn, report_id):

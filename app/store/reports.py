@@ -324,13 +324,15 @@ def item_positions(conn: Connection, report_id: str, item_id: str, limit: int) -
     return [int(i) for i in conn.execute(q).scalars()]
 
 
-def get_item(conn: Connection, report_id: str, item_id: str, idx: int) -> dict[str, Any] | None:
-    """The report's item at position idx, if it has this id."""
+def get_item(conn: Connection, report_id: str, item_id: str | None, idx: int) -> dict[str, Any] | None:
+    """The report's item at position idx, if it has this id (any id: None)."""
+    where = [report_item.c.report_id == report_id, report_item.c.idx == idx]
+    where += [] if item_id is None else [report_item.c.item_id == item_id]
     row = (
         conn.execute(
             select(report_item, report.c.name.label("report_name"))
             .join(report, report.c.id == report_item.c.report_id)
-            .where(report_item.c.report_id == report_id, report_item.c.item_id == item_id, report_item.c.idx == idx)
+            .where(*where)
         )
         .mappings()
         .first()

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
+from fastapi import Path as FastAPIPath
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from contam.app.api.deps import (
@@ -266,6 +267,21 @@ def item_page(
 ) -> HTMLResponse:
     rep = svc.get(report_id)
     it = svc.item(report_id, item_id, idx)
+    return render(request, "item.html", r=rep, it=it, gone=_gone(rep, corpora), **_highlighted(it))
+
+
+@signed_in.get("/reports/{report_id}/at/{idx}")
+def item_at_page(
+    request: Request,
+    report_id: str,
+    idx: Annotated[int, FastAPIPath(ge=0, le=MAX_ITEM_POSITION)],
+    svc: ReportServiceDep,
+    corpora: CorpusServiceDep,
+) -> HTMLResponse:
+    """An item by its position alone: the link of an item whose id is `.` or `..`, path steps a
+    browser resolves away however they are encoded, so /items/.. opened the report (a new user's trial)."""
+    rep = svc.get(report_id)
+    it = svc.item_at(report_id, idx)
     return render(request, "item.html", r=rep, it=it, gone=_gone(rep, corpora), **_highlighted(it))
 
 

@@ -889,3 +889,23 @@ def test_a_corpus_deleted_since_is_marked_where_a_report_names_it(migrated_url: 
         assert 'corpora web <span class="gone"' in page and "(no longer indexed)" in page
         item = c.get(f"/reports/{rid}/items/river?idx=0").text
         assert '<strong>web</strong> <span class="gone"' in item and "Tigris" in item
+
+
+def test_an_item_whose_id_is_a_dot_segment_opens_from_the_items_page(
+    migrated_url: str, index_corpus: IndexCorpus
+) -> None:
+    """Items with the id `.` or `..` could not be opened: a browser resolves those path steps away,
+    `%2e` too, so /reports/R/items/.. opened the report and /items/. a 404 (a new user's trial); their
+    links go by position instead."""
+    index_corpus(migrated_url, [{"id": "page", "text": "Nothing in this page is any benchmark's item at all."}])
+    rows = [dict(row, id=name) for row, name in zip(_counting(3), ["..", ".", "plain"], strict=True)]
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, rows, "dots")
+        listed = c.get(f"/items?report={rid}&status=clean&sort=row&order=asc").text
+        links = re.findall(r'class="item-link" href="([^"]+)">([^<]*)</a>', listed)
+        assert [name for _href, name in links] == ["..", ".", "plain"], links
+        for (href, _name), n in zip(links, range(3), strict=True):
+            page = c.get(href.replace("&amp;", "&"))
+            assert page.status_code == 200 and f"right after {n} when counting" in page.text, (href, page.text[:300])
+        assert links[2][0] == f"/reports/{rid}/items/plain?idx=2"  # an ordinary id keeps its link
+        assert c.get(f"/reports/{rid}/at/7").status_code == 404
