@@ -158,8 +158,9 @@ def index(
     from contam.indexer.executors import check_executor, run_index
     from contam.indexer.progress import BarProgress
 
-    check_executor(executor, address)
-    engine = open_database(database_url(db))
+    url = database_url(db)
+    check_executor(executor, address, url)  # before the database is opened: SQLite is refused first
+    engine = open_database(url)
     _say_if_new(engine, corpus)
     reporter = _progress(progress)
     try:

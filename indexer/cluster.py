@@ -76,6 +76,7 @@ from contam.app.services.indexing import (
     open_corpus,
     record_move,
     release_claims,
+    release_run_claims,
     renew_claims,
     take_claim,
 )
@@ -177,8 +178,8 @@ class Claimed:
 class OpenGroup:
     """The files an IndexWorker has written since its last commit, under one owner (its claims)."""
 
-    def __init__(self, store: CorpusWriter, lease: float) -> None:
-        self.owner = uuid.uuid4().hex
+    def __init__(self, store: CorpusWriter, lease: float, run: str = "") -> None:
+        self.owner = run + uuid.uuid4().hex  # the run's token first: a stopped run drops its claims
         self.files: list[Claimed] = []
         self.twins: list[tuple[Claimed, Claimed]] = []  # (a file, the file of the group holding its content)
         self.text_bytes = 0
@@ -199,12 +200,19 @@ class IndexWorker:
     files, and a call costs the driver one file's round trip, not a transaction."""
 
     def __init__(
-        self, url: str, corpus_id: int, cfg: SignatureConfig, opts: IndexOptions, lease: float, code: str
+        self,
+        url: str,
+        corpus_id: int,
+        cfg: SignatureConfig,
+        opts: IndexOptions,
+        lease: float,
+        code: str,
+        run: str = "",
     ) -> None:
         # another install than the driver's is refused at the first call (an error here would read
         # as a worker that died, and be retried on new ones)
         self.foreign = code != code_fingerprint()
-        self.cfg, self.opts, self.lease = cfg, opts, lease
+        self.cfg, self.opts, self.lease, self.run = cfg, opts, lease, run
         self.engine, self.corpus_id = _engine(url), corpus_id
         self.store = CorpusWriter(self.engine, corpus_id).__enter__()  # the actor's connection, for its life
         self.postings = PostingBuffer(self.store, opts.segment_rows)
@@ -234,7 +242,7 @@ class IndexWorker:
                     record_move(self.engine, self.corpus_id, [(chash, there := path)])
                 out.append(Outcome(FileReport(path, "unchanged", bytes=size, indexed_as=there), content_hash=chash))
                 continue
-            group = self.group = self.group or OpenGroup(self.store, self.lease)
+            group = self.group = self.group or OpenGroup(self.store, self.lease, self.run)
             if first := next((c for c in group.files if c.content_hash == chash), None):
                 # its content is in this group already: indexed once, under the first file's path,
                 # when the group commits (its own claim made it wait out the lease as "busy")
@@ -450,12 +458,15 @@ def _test_kill(path: str) -> None:
 # ---------------------------------------------------------------- the driver
 
 
+RAY_NEEDS_POSTGRESQL = (
+    "--executor ray needs a PostgreSQL database (--db postgresql://...): Ray workers, "
+    "which may run on other machines, cannot open this machine's SQLite file"
+)
+
+
 def require_postgresql(engine: Engine) -> None:
     if engine.dialect.name != "postgresql":
-        raise ConfigError(
-            "--executor ray needs a PostgreSQL database (--db postgresql://...): Ray workers, "
-            "which may run on other machines, cannot open this machine's SQLite file"
-        )
+        raise ConfigError(RAY_NEEDS_POSTGRESQL)
 
 
 CONNECT_SECONDS = 5.0  # how long a cluster's head may take to accept a connection and answer
@@ -472,13 +483,22 @@ def require_ray_head(address: str | None, timeout: float = CONNECT_SECONDS) -> N
     RAY_ADDRESS, if set); a HOST:PORT or ray://HOST:PORT is asked, at the host Ray would connect to
     (a loopback name becomes the node's address, as Ray makes it). What cannot be told in
     `timeout` (no answer, a name server that fails for now), other schemes (http:// job
-    submission) and a cluster started last on this machine are left to Ray."""
+    submission) and a cluster started last on this machine are left to Ray. An address that is
+    no HOST:PORT (no port, a port that is not one) is a usage error (ConfigError)."""
     given = os.environ.get("RAY_ADDRESS") if address in (None, "auto") else address
     if not given or given in ("auto", "local") or ("://" in given and not given.startswith("ray://")):
         return
     host, sep, port = given.removeprefix("ray://").rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        return  # Ray says what is wrong with it
+        if given.startswith("ray://"):
+            return  # Ray's client has a default port: Ray says what is wrong with it
+        # Ray's ValueError ("Invalid address format: 6391") read as a run that failed midway
+        # (exit 3, "run it again to index the rest"): a new user's trial
+        named = f"{given} (RAY_ADDRESS)" if given != address else given
+        raise ConfigError(
+            f"the Ray address {named} is not HOST:PORT: give the address `ray start --head` printed "
+            "(HOST:6379 unless it was given another --port), ray://HOST:PORT, auto or local"
+        )
     host = named = host.strip("[]")
     if not given.startswith("ray://"):
         with contextlib.suppress(Exception):  # private to Ray: where it is not, the host as given
@@ -659,6 +679,7 @@ class _Scheduler:
         self.reports: list[FileReport] = []
         self.left = 0  # bytes of text (_text_size) of the files in `pending`
         self.openings: dict[str, int] = {}  # _opening's
+        self.token = uuid.uuid4().hex[:16]  # the start of every claim owner's token of this run's workers
 
     def run(self, files: list[Path]) -> list[FileReport]:
         import ray
@@ -685,7 +706,26 @@ class _Scheduler:
         finally:  # on an error or Ctrl-C too: killing a worker ends its call in progress and rolls its group back
             for w in self.workers:
                 ray.kill(w)
+            self._let_go()
         return self.reports
+
+    def _let_go(self) -> None:
+        """Drop the claims the run's workers still hold (a run stopped by Ctrl-C, SIGTERM or an
+        error: their groups rolled back), once their calls have ended, so a rerun or another run
+        takes the files at once: they waited out the lease (30 s) for a run that had stopped (a new
+        user's trial). A group committing as its worker was killed either committed (its claims
+        gone with it) or rolled back; one whose claim is dropped here cannot commit after (the
+        fence). A worker still alive past the wait keeps what it claims after: that lapses, as a
+        killed driver's workers' claims do."""
+        import ray
+
+        if not self.inflight and not any(self.held.values()):
+            return  # every group committed or was handed back: nothing held
+        with contextlib.suppress(Exception):  # the run's own error (or the interrupt) is what is said
+            if self.inflight:  # the killed workers' calls end as they die
+                ray.wait(list(self.inflight), num_returns=len(self.inflight), timeout=5)
+        with contextlib.suppress(Exception):
+            release_run_claims(self.job.engine, self.corpus_id, self.token)
 
     def largest_first(self, paths: Iterable[str]) -> deque[str]:
         """The files by their text, the largest first (stable: of equal ones, the first given first)."""
@@ -693,7 +733,8 @@ class _Scheduler:
 
     def _start(self) -> Any:
         job = self.job
-        w = self.actor_class.remote(job.url, self.corpus_id, job.cfg, job.opts, job.lease, code_fingerprint())
+        code = code_fingerprint()
+        w = self.actor_class.remote(job.url, self.corpus_id, job.cfg, job.opts, job.lease, code, self.token)
         self.held[w] = set()
         return w
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, make_url
 
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import ConfigError
 from contam.app.settings import get_settings
-from contam.indexer.cluster import RayJob, require_postgresql
+from contam.indexer.cluster import RAY_NEEDS_POSTGRESQL, RayJob, require_postgresql
 from contam.indexer.job import IndexJob
 from contam.indexer.options import IndexOptions
 from contam.indexer.progress import Progress
@@ -20,12 +20,16 @@ from contam.indexer.summary import IndexSummary
 EXECUTORS = ("local", "ray")
 
 
-def check_executor(executor: str, address: str | None) -> None:
-    """Refuse an unknown executor, or a Ray address without the Ray executor (before any work)."""
+def check_executor(executor: str, address: str | None, url: str | None = None) -> None:
+    """Refuse an unknown executor, a Ray address without the Ray executor, or the Ray executor
+    with a database URL that is not PostgreSQL's (before any work: a SQLite file not made yet
+    was told to be made with `contam db upgrade`, then refused, a new user's trial)."""
     if executor not in EXECUTORS:
         raise ConfigError(f"--executor must be local or ray, not {executor!r}")
     if address is not None and executor != "ray":
         raise ConfigError("--address is the Ray cluster's: use it with --executor ray")
+    if executor == "ray" and url is not None and make_url(url).get_backend_name() != "postgresql":
+        raise ConfigError(RAY_NEEDS_POSTGRESQL)
 
 
 def run_index(

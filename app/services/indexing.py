@@ -208,6 +208,16 @@ def release_claims(engine: Engine, corpus_id: int, owner: str) -> None:
         repo.release_claims(conn, corpus_id, owner)
 
 
+def release_run_claims(engine: Engine, corpus_id: int, run: str, wait: float = 5.0) -> int:
+    """Drop the claims of a stopped run's workers (their owners start with `run`) in a
+    transaction of its own, waiting at most `wait` seconds for a dying worker's transaction
+    that still locks one; how many."""
+    with engine.begin() as conn:
+        if db.dialect(conn) == "postgresql":
+            conn.exec_driver_sql(f"SET LOCAL lock_timeout = {int(wait * 1000)}")
+        return repo.release_run_claims(conn, corpus_id, run)
+
+
 def drop_stale_claims(engine: Engine, corpus_id: int) -> int:
     with engine.begin() as conn:
         return repo.drop_stale_claims(conn, corpus_id)

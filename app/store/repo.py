@@ -289,6 +289,13 @@ def release_claims(conn: Connection, corpus_id: int, owner: str, content_hashes:
     return conn.execute(q).rowcount
 
 
+def release_run_claims(conn: Connection, corpus_id: int, run: str) -> int:
+    """Drop the claims of every owner whose token starts with `run` (one indexing run's workers,
+    stopped: their open groups rolled back); how many."""
+    mine = file_claim.c.owner.startswith(run, autoescape=True)
+    return conn.execute(delete(file_claim).where(file_claim.c.corpus_id == corpus_id, mine)).rowcount
+
+
 def drop_stale_claims(conn: Connection, corpus_id: int) -> int:
     """Forget lapsed claims of files that are indexed whole (their holder died after another
     indexer committed the file); how many."""

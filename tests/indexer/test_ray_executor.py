@@ -30,7 +30,7 @@ from typer.testing import CliRunner, Result
 
 import contam
 from contam.app.core.config import SignatureConfig
-from contam.app.errors import ContamError, NotStarted
+from contam.app.errors import ConfigError, ContamError, NotStarted
 from contam.app.store import repo
 from contam.app.store.db import make_engine, upgrade
 from contam.indexer import cluster
@@ -337,6 +337,44 @@ def test_killed_driver_leaves_a_rerun_to_finish_the_index_once(
     assert snapshot(other_pg_url) == snapshot(pg_url)
 
 
+def test_an_interrupted_run_lets_go_of_its_claims(
+    ray_cluster: tuple[str, Path], pg_url: str, other_pg_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """A new user's trial: Ctrl-C mid-run said "nothing half-written is kept" and freed the corpus,
+    but left its workers' claims on the files of their open groups, so the rerun waited out the
+    lease (30 s) for them. The interrupted run drops them as it stops: the rerun takes them at
+    once, and ends with the index of a run never interrupted."""
+    address, marker = ray_cluster
+    files = corpus_files(tmp_path / "c", 6, docs=20)
+    marker.write_text("slow:0.5")  # each file takes 0.5 s more: the interrupt lands mid-run
+    env = {k: v for k, v in os.environ.items() if k != KILL_MARKER}
+    cmd = [sys.executable, "-m", "contam.indexer.cli", "index", "--corpus", "web", "--db", other_pg_url]
+    cmd += ["--executor", "ray", "--address", address, "--workers", "2", *map(str, files)]
+    log = (tmp_path / "driver.log").open("w")
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        deadline = time.monotonic() + 60
+        while counts(other_pg_url)[3] == 0:  # a worker holds a file's claim
+            alive = proc.poll() is None and time.monotonic() < deadline
+            assert alive, f"the run ended before it was interrupted: {(tmp_path / 'driver.log').read_text()[-2000:]}"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130
+    finally:
+        proc.kill()
+        log.close()
+        marker.unlink(missing_ok=True)
+    assert "error: interrupted" in (tmp_path / "driver.log").read_text()
+    assert counts(other_pg_url)[3] == 0, "the interrupted run left claims"
+    t0 = time.monotonic()
+    rerun = ray_index(other_pg_url, files, lease=30.0, tasks=2)
+    assert time.monotonic() - t0 < 20, "the rerun waited for the interrupted run's claims"
+    assert [f.status in ("done", "unchanged") for f in rerun.files] == [True] * len(files)
+    assert counts(other_pg_url) == (20 * len(files), 20 * len(files), len(files), 0)
+    index_corpus(pg_url, files, "web")
+    assert snapshot(other_pg_url) == snapshot(pg_url)
+
+
 _TWO_RUNS = """
 import sys
 from pathlib import Path
@@ -486,6 +524,19 @@ def test_ray_executor_refuses_sqlite(tmp_path: Path) -> None:
     assert stray.exit_code == 2 and "--address" in stray.output
 
 
+def test_ray_executor_refuses_a_sqlite_file_not_made_yet_before_saying_to_make_it(tmp_path: Path) -> None:
+    """A new user's trial: `--executor ray` with a SQLite file that does not exist yet (the
+    default database too) said "no database at ...: run `contam db upgrade --db sqlite:///...`
+    first"; done so, the run was refused for being SQLite. SQLite is refused first."""
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    write_jsonl(tmp_path / "a.jsonl", make_docs(3, 20, 1, "a"))
+    args = ["index", "--corpus", "c", "--db", url, "--executor", "ray", str(tmp_path / "a.jsonl")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: --executor ray needs a PostgreSQL database"), result.output
+    assert "db upgrade" not in result.output and not (tmp_path / "new.db").exists()
+
+
 def test_connecting_keeps_the_sigterm_handler_of_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
     """ray.init sets a SIGTERM handler of its own (sys.exit(15)): `contam index --executor ray`
     killed by SIGTERM exited 15 without a word, where every other command ends as Ctrl-C does
@@ -617,6 +668,31 @@ def test_an_address_no_cluster_answers_at_is_refused_at_once(
     assert said.format(port) in result.output
     assert "RAY_AUTH_MODE" not in result.output and "files reported done are kept" not in result.output
     assert "web" not in CliRunner().invoke(cli, ["corpora", "--db", pg_url]).output  # nothing was started
+
+
+@pytest.mark.parametrize("address", ["6391", "127.0.0.1:6391x", "127.0.0.1", "127.0.0.1:70000"])
+def test_an_address_that_is_no_host_and_port_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, pg_url: str, tmp_path: Path, address: str
+) -> None:
+    """A new user's trial: `--address 6391` (the port alone) or a mistyped port ended "error:
+    ValueError: Invalid address format: 6391 (run with --debug for the traceback) (the files
+    reported done are kept; run it again to index the rest)", exit 3, as if a run had failed
+    midway; it is a usage error, said before Ray is asked, and nothing is written."""
+
+    def init(**_kw: object) -> None:
+        raise AssertionError("ray.init is not reached")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    result = _index_at(address, pg_url, tmp_path)
+    assert result.exit_code == 2, result.output
+    assert f"error: the Ray address {address} is not HOST:PORT: give the address `ray start --head`" in result.output
+    assert "ValueError" not in result.output and "files reported done are kept" not in result.output
+    assert "web" not in CliRunner().invoke(cli, ["corpora", "--db", pg_url]).output  # nothing was started
+    monkeypatch.setenv("RAY_ADDRESS", address)  # Ray's variable is named where it is the one taken
+    with pytest.raises(ConfigError, match=rf"the Ray address {address} \(RAY_ADDRESS\) is not HOST:PORT"):
+        require_ray_head(None)
+    require_ray_head("ray://head")  # Ray's client has a default port: left to Ray
 
 
 def test_what_cannot_be_told_of_an_address_is_left_to_ray(monkeypatch: pytest.MonkeyPatch) -> None:
