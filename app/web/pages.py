@@ -267,7 +267,7 @@ def item_page(
 ) -> HTMLResponse:
     rep = svc.get(report_id)
     it = svc.item(report_id, item_id, idx)
-    return render(request, "item.html", r=rep, it=it, gone=_gone(rep, corpora), **_highlighted(it))
+    return _item_view(request, rep, it, corpora)
 
 
 @signed_in.get("/reports/{report_id}/at/{idx}")
@@ -282,6 +282,11 @@ def item_at_page(
     browser resolves away however they are encoded, so /items/.. opened the report (a new user's trial)."""
     rep = svc.get(report_id)
     it = svc.item_at(report_id, idx)
+    return _item_view(request, rep, it, corpora)
+
+
+def _item_view(request: Request, rep: dict[str, Any], it: dict[str, Any], corpora: CorpusService) -> HTMLResponse:
+    """An item's page: the item beside its evidence, the report's corpora gone since marked."""
     return render(request, "item.html", r=rep, it=it, gone=_gone(rep, corpora), **_highlighted(it))
 
 
