@@ -90,6 +90,7 @@ from contam.indexer.summary import FileReport, IndexSummary
 LEASE_SECONDS = 30.0  # a claim not renewed for this long may be taken over
 TWIN_LOOKAHEAD = 8  # files the driver looks at for one that is no copy of a file another worker holds
 CRASH_RETRIES = 3  # times a file is tried again after its worker died, in one run
+START_FAILURES = 4  # workers in a row that die before they start: the run stops (not_started)
 KILL_MARKER = "CONTAM_TEST_KILL_MARKER"  # tests: a file naming the path whose worker kills itself mid-file
 
 
@@ -209,6 +210,7 @@ class IndexWorker:
         code: str,
         run: str = "",
     ) -> None:
+        _test_kill("")
         # another install than the driver's is refused at the first call (an error here would read
         # as a worker that died, and be retried on new ones)
         self.foreign = code != code_fingerprint()
@@ -218,6 +220,11 @@ class IndexWorker:
         self.postings = PostingBuffer(self.store, opts.segment_rows)
         self.writes = _Writes(ThreadPoolExecutor(1, thread_name_prefix="contam-db"), self.store, self.postings)
         self.group: OpenGroup | None = None
+
+    def ready(self) -> str:
+        """The driver's first call: answered once the worker has started (so a worker that dies
+        later is told from one that never started); its machine's name."""
+        return socket.gethostname()
 
     def index(self, paths: list[str]) -> list[Outcome]:
         """Write the files into the open group; the outcomes of the files not taken (unchanged,
@@ -234,8 +241,8 @@ class IndexWorker:
             p = Path(path)
             try:
                 size, chash = p.stat().st_size, file_identity(p, self.opts)
-            except OSError as exc:
-                out.append(Outcome(unreadable(p, exc)))
+            except OSError as exc:  # the machine named: the driver's may read it (a shared filesystem missing)
+                out.append(Outcome(unreadable(p, exc, f" on {socket.gethostname()}, where its Ray worker runs")))
                 continue
             if (there := file_indexed(self.engine, self.corpus_id, chash)) is not None:
                 if moved(there, path):  # PostgreSQL only: no write lock of its own to wait for
@@ -440,13 +447,19 @@ def _test_kill(path: str) -> None:
     """The tests' hook: with CONTAM_TEST_KILL_MARKER naming a file that holds part of this
     path, the first worker to get here deletes the file and kills itself (-9) mid-file; a file
     holding "slow:SECONDS" makes every file take that much longer (two runs then overlap however
-    busy the machine is)."""
+    busy the machine is); "start:kill" or "start:raise" makes every worker die as it starts (path
+    ""), killed or by an error in its creation."""
     marker = os.environ.get(KILL_MARKER)
     if not marker:
         return
     try:
         want = Path(marker).read_text().strip()
-        if want.startswith("slow:"):
+        if not path:
+            if want == "start:kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            elif want == "start:raise":
+                raise ImportError("cannot import name '_native' from 'contam.app.core' (the tests' hook)")
+        elif want.startswith("slow:"):
             time.sleep(float(want[len("slow:") :]))
         elif want and want in path:
             os.remove(marker)  # only one worker gets past this
@@ -456,6 +469,36 @@ def _test_kill(path: str) -> None:
 
 
 # ---------------------------------------------------------------- the driver
+
+
+def not_started(n: int, exc: Exception, auth_mode: str | None) -> str:
+    """What a run says when its Ray workers die before they start: what Ray said of the last
+    (the last line of an error in the worker's creation, or the first of a death), and what
+    causes it. A new user's trial: RAY_AUTH_MODE=token against a cluster without token
+    authentication, and a checkout not built in the driver's working directory (which Ray puts
+    on the workers' path), each had every file "failed" and "run it again"."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    init_failed = bool(getattr(exc, "actor_init_failed", False))
+    said = ((lines[-1] if init_failed else lines[0]) if lines else type(exc).__name__).rstrip(".")
+    causes = []
+    if "import" in said.lower():
+        causes.append(
+            "the workers cannot import this contam (a checkout in the driver's working directory, which "
+            "Ray puts on the workers' path, not built or of another version: run from another directory, "
+            "or `make install` in it; or contam missing from a worker machine)"
+        )
+    elif init_failed:
+        causes.append("the worker's start failed so (every worker machine must reach the database at the URL given)")
+    elif (auth_mode or "").lower() == "token":  # a worker that ran its creation was reached
+        causes.append(
+            "RAY_AUTH_MODE=token is set here: a cluster started without token authentication "
+            "cannot start this driver's workers (unset it)"
+        )
+    causes.append("the workers' logs say more (/tmp/ray/session_latest/logs on their machines)")
+    return (
+        f"the Ray workers died before they started ({n} in a row), so no file was indexed by them; "
+        f"Ray says: {said}. Likely: " + "; or ".join(causes)
+    )
 
 
 RAY_NEEDS_POSTGRESQL = (
@@ -680,6 +723,8 @@ class _Scheduler:
         self.left = 0  # bytes of text (_text_size) of the files in `pending`
         self.openings: dict[str, int] = {}  # _opening's
         self.token = uuid.uuid4().hex[:16]  # the start of every claim owner's token of this run's workers
+        self.ready: dict[Any, Any] = {}  # per worker: its first call's (ready) result
+        self.failed_starts = 0  # workers in a row that died before they started
 
     def run(self, files: list[Path]) -> list[FileReport]:
         import ray
@@ -734,8 +779,9 @@ class _Scheduler:
     def _start(self) -> Any:
         job = self.job
         code = code_fingerprint()
-        w = self.actor_class.remote(job.url, self.corpus_id, job.cfg, job.opts, job.lease, code, self.token)
+        w: Any = self.actor_class.remote(job.url, self.corpus_id, job.cfg, job.opts, job.lease, code, self.token)
         self.held[w] = set()
+        self.ready[w] = w.ready.remote()
         return w
 
     def _send(self, worker: Any, pending: deque[str]) -> None:
@@ -814,6 +860,7 @@ class _Scheduler:
             if isinstance(exc.cause, ContamError):
                 raise exc.cause from None
             raise
+        self.failed_starts = 0  # a worker answered: the cluster can start them
         held = self.held[worker]
         for out in outcomes:
             held.discard(out.report.path)
@@ -825,10 +872,22 @@ class _Scheduler:
 
     def _lost(self, worker: Any, exc: Exception) -> None:
         """A worker died: its uncommitted files are tried again (their claims lapse after the
-        lease; the retry takes them over then), on a new worker."""
+        lease; the retry takes them over then), on a new worker. A worker that died before it
+        started counts against no file (its files did not kill it); after START_FAILURES such
+        workers in a row the run stops, saying what Ray said and what causes it (the files had
+        been recorded as failed, "its Ray worker died 4 times", with no word of why)."""
         import ray
 
+        started = self._started(worker)
+        if not started:
+            self.failed_starts += 1
+            if self.failed_starts >= START_FAILURES:
+                kind = ContamError if any(r.status == "done" for r in self.reports) else NotStarted
+                raise kind(not_started(self.failed_starts, exc, os.environ.get("RAY_AUTH_MODE")))
         for path in self.held.pop(worker):
+            if not started:
+                self.later.append((time.monotonic(), path, ""))
+                continue
             self.crashes[path] += 1
             if self.crashes[path] > CRASH_RETRIES:
                 error = f"{path}: its Ray worker died {self.crashes[path]} times ({type(exc).__name__})"
@@ -837,6 +896,23 @@ class _Scheduler:
                 self.later.append((time.monotonic(), path, ""))
         ray.kill(worker)
         self.workers[self.workers.index(worker)] = self._start()
+
+    def _started(self, worker: Any) -> bool:
+        """Whether a worker that died had started (answered its first call, `ready`): its answer
+        came before its death, and a worker that died unstarted fails that call at once too."""
+        import ray
+
+        ref = self.ready.pop(worker, None)
+        if ref is None:
+            return True
+        done, _ = ray.wait([ref], timeout=1.0)
+        if not done:
+            return False
+        try:
+            ray.get(ref)
+        except Exception:  # noqa: BLE001 - whatever Ray says of it, the worker did not start
+            return False
+        return True
 
     def _finish(self, report: FileReport) -> None:
         if report.status == "done":

@@ -63,9 +63,10 @@ def file_identity(path: Path, opts: IndexOptions) -> str:
     return h.hexdigest()
 
 
-def unreadable(path: Path, exc: OSError) -> FileReport:
-    """The report of a file that cannot be opened or read (no permission, a link to nothing)."""
-    return FileReport(str(path), "failed", error=f"{path}: cannot be read ({exc.strerror or exc})")
+def unreadable(path: Path, exc: OSError, where: str = "") -> FileReport:
+    """The report of a file that cannot be opened or read (no permission, a link to nothing);
+    `where`: the machine, said after "cannot be read"."""
+    return FileReport(str(path), "failed", error=f"{path}: cannot be read{where} ({exc.strerror or exc})")
 
 
 def batches(docs: Iterator[RawDocument], opts: IndexOptions) -> Iterator[list[RawDocument]]:

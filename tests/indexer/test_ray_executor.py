@@ -100,7 +100,9 @@ def test_ray_index_equals_local_index(
     assert ours.as_dict()["files_failed"] == 2 and ours.as_dict()["files_indexed"] == len(files) + 1
     gone = next(f for f in ours.files if f.path.endswith("gone.jsonl"))
     assert gone.status == "failed"
-    assert gone.error == f"{tmp_path / 'c' / 'gone.jsonl'}: cannot be read (No such file or directory)"
+    # the machine named: on a cluster, the driver's machine may see a path its workers' do not
+    where = f"on {socket.gethostname()}, where its Ray worker runs"
+    assert gone.error == f"{tmp_path / 'c' / 'gone.jsonl'}: cannot be read {where} (No such file or directory)"
     assert snapshot(other_pg_url) == snapshot(pg_url)
     again = ray_index(other_pg_url, [tmp_path / "c"])  # the failed file is tried again, the rest unchanged
     assert (again.as_dict()["files_unchanged"], again.as_dict()["files_failed"]) == (len(files) + 1, 2)
@@ -507,6 +509,52 @@ def test_a_worker_with_other_contam_code_than_the_driver_is_refused(
     with pytest.raises(ContamError, match="runs other contam code than the driver"):
         ray_index(pg_url, corpus_files(tmp_path / "c", 2))
     assert counts(pg_url) == (0, 0, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("hook", "said"),
+    [
+        # an error in the worker's creation, as a checkout not built in the driver's directory gives
+        ("start:raise", "Ray says: ImportError: cannot import name '_native' from 'contam.app.core'"),
+        # a worker gone without a word, as RAY_AUTH_MODE=token against a cluster without it leaves
+        ("start:kill", "Ray says: The actor died unexpectedly before finishing this task. Likely: "),
+    ],
+)
+def test_workers_that_die_before_they_start_stop_the_run_saying_why(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path, hook: str, said: str
+) -> None:
+    """A new user's trial: every worker died as it started, and each file was reported failed
+    ("its Ray worker died 4 times", "run it again"), a good file among them. The run now stops
+    after START_FAILURES such workers in a row, with what Ray said and the likely causes, and
+    no file is called failed or recorded; a worker that started and then died is retried as
+    before (test_killed_worker_loses_and_duplicates_nothing)."""
+    _, marker = ray_cluster
+    files = corpus_files(tmp_path / "c", 3, docs=5)
+    marker.write_text(hook)
+    try:
+        with pytest.raises(NotStarted, match=r"died before they started \(4 in a row\)") as caught:
+            ray_index(pg_url, files, tasks=2)
+    finally:
+        marker.unlink()
+    assert said in caught.value.message and "workers' logs" in caught.value.message
+    assert counts(pg_url) == (0, 0, 0, 0)
+    assert [f.status for f in ray_index(pg_url, files, tasks=2).files] == ["done"] * 3
+
+
+def test_what_stops_a_run_whose_workers_never_start_names_the_likely_cause() -> None:
+    """The authentication hint only where RAY_AUTH_MODE=token is set and the worker did not run
+    its creation; an import error names the checkout; another error in the creation the database."""
+    died = ray.exceptions.ActorDiedError()
+    assert "RAY_AUTH_MODE=token is set here" in cluster.not_started(4, died, "token")
+    assert "RAY_AUTH_MODE" not in cluster.not_started(4, died, None)
+    init = ray.exceptions.ActorDiedError()
+    init._actor_init_failed = True
+    init.error_msg = "The actor died because of an error raised in its creation task\nTraceback ...\nOSError: refused"
+    message = cluster.not_started(4, init, "token")
+    assert "Ray says: OSError: refused" in message and "reach the database" in message
+    assert "RAY_AUTH_MODE" not in message and "import" not in message
+    init.error_msg = "creation task\nImportError: No module named 'contam'"
+    assert "a checkout in the driver's working directory" in cluster.not_started(4, init, None)
 
 
 def test_ray_executor_refuses_sqlite(tmp_path: Path) -> None:
