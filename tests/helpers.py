@@ -7,14 +7,17 @@ import gzip
 import json
 import random
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Engine, select
 
+from contam.app.core.types import BenchmarkItem
 from contam.app.services.reports import ReportService
+from contam.app.services.scanning import Scanner
 from contam.app.store import repo
 from contam.app.store.db import make_engine
 from contam.app.store.schema import corpus_file, document
@@ -41,6 +44,42 @@ def stdlib_stand_in(path: Path) -> Path:
     with gzip.open(path, "wt") as f:
         f.write(json.dumps({"id": "m.py", "text": f"def f():\n    return '{question}'\n"}) + "\n")
     return path
+
+
+def report_by_content(target: Engine | str, corpus: str, items: list[BenchmarkItem]) -> list[tuple[str, dict, list]]:
+    """A scan of `corpus`: per item, its score and evidence, with the index's own document ids
+    (which differ between indexes of the same documents) given as the documents' names."""
+    eng = make_engine(target) if isinstance(target, str) else target
+    with eng.connect() as conn:
+        ext = dict(conn.execute(select(document.c.id, document.c.external_id)).all())
+    out = []
+    for r in Scanner(eng, [corpus]).scan(items):
+        evidence = [{**asdict(e), "corpus": None, "document": ext[e.document]} for e in r.evidence]
+        score = asdict(r.score)
+        score["best_doc"] = ext.get(score["best_doc"])
+        score["doc_ranking"] = [(ext[d], *rest) for d, *rest in score["doc_ranking"]]
+        out.append((r.item.item_id, score, evidence))
+    if isinstance(target, str):
+        eng.dispose()
+    return out
+
+
+def tied_pages(root: Path, sizes: tuple[int, int] = (40, 40)) -> tuple[list[Path], BenchmarkItem]:
+    """Two files of three pages each, every page holding the same half of an item (returned):
+    equally good documents, tied for the scanner's four candidates' places and for the best one.
+    sizes: words of filler before the half in each file's pages."""
+    words = "the lighthouse keeper counted ninety seven gulls circling above the northern breakwater at dawn"
+    question = f"{words} before the storm reached the harbour and every fishing boat was tied down twice"
+    root.mkdir(parents=True, exist_ok=True)
+    files = []
+    for f, size in enumerate(sizes):
+        pages = [
+            {"id": f"page{f}{i}", "text": f"{' '.join(f'f{f}{i}w{k}' for k in range(size))} {words} closing{f}{i}"}
+            for i in range(3)
+        ]
+        files.append(root / f"a{f}.jsonl")
+        files[-1].write_text("".join(json.dumps(d) + "\n" for d in pages))
+    return files, BenchmarkItem("tied", 0, question=question)
 
 
 def snapshot(url: str) -> dict:

@@ -156,9 +156,23 @@ class Postings(NamedTuple):
         return {k: docs[a:b] for k, (a, b) in zip(self.keys.tolist(), bounds, strict=True)}
 
 
-def most_held(postings: Postings, keys: np.ndarray, k: int) -> list[int]:
-    """The k documents (postings' values) listed most often under `keys` (each key counted as
-    often as it is given), the most first, equal counts in ascending order of value."""
+def top_k(values: np.ndarray, score: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the values among the k of highest score however ties are broken, the highest first; the
+    values tied for the places left, k - len(first), in ascending order): the caller breaks
+    the tie by a key of its own (a document's id says in what order it was indexed, not what it
+    is). Equal values are equal scores' (a score is a function of the value)."""
+    if k <= 0:
+        return values[:0], values[:0]
+    o = np.lexsort((values, -score))
+    if len(o) <= k:
+        return values[o], values[:0]
+    cut = score[o[k - 1]]
+    return values[o[score[o] > cut]], values[o[score[o] == cut]]
+
+
+def held_counts(postings: Postings, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the values listed under `keys`, ascending; how often each is: each key counted as often as
+    it is given)."""
     at = np.searchsorted(postings.keys, keys)
     found = at < len(postings.keys)
     found[found] = postings.keys[at[found]] == keys[found]
@@ -166,13 +180,10 @@ def most_held(postings: Postings, keys: np.ndarray, k: int) -> list[int]:
     lo, hi = postings.start[at], postings.start[at + 1]
     sizes = hi - lo
     total = int(sizes.sum())
-    if not total:
-        return []
     first = np.cumsum(sizes) - sizes  # where each key's run begins in the gathered values
     held = postings.docs[np.repeat(lo - first, sizes) + np.arange(total)]
     values, counts = np.unique(held, return_counts=True)
-    top: list[int] = values[np.lexsort((values, -counts))][:k].tolist()
-    return top
+    return values, counts
 
 
 class Votes(NamedTuple):

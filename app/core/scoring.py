@@ -473,9 +473,10 @@ def rank(
     stem_tells: bool = False,
     passage_tells: bool = False,
 ) -> list[tuple[DocMatch, Status, str]]:
-    """Documents with their verdicts, strongest first (then most own text, most text)."""
+    """Documents with their verdicts, strongest first (then most own text, most text, then in the
+    order given: the scanner gives them by what they are, not by id)."""
     judged = [(m, *verdict(p, m, n, th, stem_tells, passage_tells)) for m in matches]
-    return sorted(judged, key=lambda x: (-SEVERITY[x[1]], -x[0].own_coverage, -x[0].coverage, x[0].doc))
+    return sorted(judged, key=lambda x: (-SEVERITY[x[1]], -x[0].own_coverage, -x[0].coverage))
 
 
 def assess(

@@ -24,7 +24,16 @@ import numpy as np
 import zstandard
 from sqlalchemy import Engine
 
-from contam.app.core.arrays import Postings, Votes, candidate_votes, distinct, member, most_held, share
+from contam.app.core.arrays import (
+    Postings,
+    Votes,
+    candidate_votes,
+    distinct,
+    held_counts,
+    member,
+    share,
+    top_k,
+)
 from contam.app.core.config import Thresholds, index_settings
 from contam.app.core.items import (
     QUESTION,
@@ -144,6 +153,49 @@ class _Doc:
     @property
     def nbytes(self) -> int:
         return len(self.text) + self.starts.nbytes + self.ends.nbytes + self.tokens.nbytes
+
+
+def content_key(meta: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What orders equally good documents: what they are, not their ids, which say in what order
+    they were indexed (the Ray executor's workers number the same documents in another order
+    than the local executor, and a tie broken by the lower id gave another fourth candidate, or
+    best document, to 131 of the evaluation set's 10,988 items, their metrics, and another
+    evidence order to 662; statuses equal). The shorter document first (the same evidence in
+    less text: the local executor's order lost no copy of the evaluation set this way, where the
+    text hash first lost two navigate copies, which tie with pages of their frame), then its
+    text, corpus, name, file and place."""
+    m = meta
+    return (m["n_tokens"], m["text_hash"], m["corpus"], m["external_id"], m["source_file"], m["position"])
+
+
+@dataclass
+class _Nominees:
+    """An item's candidate documents before ties are broken (arrays.top_k per channel: those
+    surely chosen and those tied for the places left): the n-gram votes' CANDIDATES, the
+    question's one, and the near-duplicate channel's NEAR_CANDIDATES (document << 32 | window)."""
+
+    exact: tuple[np.ndarray, np.ndarray]
+    asked: tuple[np.ndarray, np.ndarray]
+    near: tuple[np.ndarray, np.ndarray]
+
+    def tied(self) -> set[int]:
+        """The documents whose order by content_key decides which are chosen."""
+        return {*self.exact[1].tolist(), *self.asked[1].tolist(), *(self.near[1] >> 32).tolist()}
+
+    def choose(self, keys: Mapping[int, tuple[Any, ...]]) -> dict[int, int | None]:
+        """Document -> the window that nominated it (None: the exact channel's), ties broken by
+        `keys` (content_key of every tied document)."""
+        out: dict[int, int | None] = dict.fromkeys(_broken(self.exact, CANDIDATES, keys.__getitem__))
+        for d in _broken(self.asked, 1, keys.__getitem__):
+            out.setdefault(d, None)
+        for dw in _broken(self.near, NEAR_CANDIDATES, lambda dw: (keys[dw >> 32], dw & 0xFFFFFFFF)):
+            out.setdefault(dw >> 32, dw & 0xFFFFFFFF)
+        return out
+
+
+def _broken(nominees: tuple[np.ndarray, np.ndarray], k: int, key: Callable[[int], Any]) -> list[int]:
+    sure, tied = nominees
+    return [*sure.tolist(), *sorted(tied.tolist(), key=key)[: k - len(sure)]]
 
 
 class Scanner:
@@ -380,9 +432,11 @@ class Scanner:
             lo + k: item_stats(p, int(shared.group[lo + k]), shared, d, n, th, bench.bits_of(lo + k), f, mf, sd)
             for k, (p, d, f, mf, sd) in enumerate(zip(prepared, dfs, freqs, mfreqs, sdfs, strict=True))
         }
-        candidates = {
-            lo + k: self._candidates(p, stats[lo + k], postings, near_keys[k], hits) for k, p in enumerate(prepared)
+        nominees = {
+            lo + k: self._nominees(p, stats[lo + k], postings, near_keys[k], hits) for k, p in enumerate(prepared)
         }
+        keys = self._content_keys(set().union(*(nom.tied() for nom in nominees.values())))
+        candidates = {i: nom.choose(keys) for i, nom in nominees.items()}
         docs = retrying("reading candidate documents", lambda: self._load_checked(candidates), self.retry_seconds)
         one_text = one_text_keys(postings, docs)
         for st in stats.values():
@@ -430,7 +484,23 @@ class Scanner:
                 return repo.ngram_table(conn, grams.tolist(), self.corpus_ids, 2**62, segs=segs)[1]
 
         postings = retrying("looking up the index", look_up, self.retry_seconds)
-        return {i: dict.fromkeys(most_held(postings, g, WIDESPREAD_LISTED)) for i, g in asked.items()}
+        listed = {i: top_k(*held_counts(postings, g), WIDESPREAD_LISTED) for i, g in asked.items()}
+        keys = self._content_keys({d for _sure, tied in listed.values() for d in tied.tolist()})
+        return {i: dict.fromkeys(_broken(top, WIDESPREAD_LISTED, keys.__getitem__)) for i, top in listed.items()}
+
+    def _content_keys(self, doc_ids: set[int]) -> dict[int, tuple[Any, ...]]:
+        """content_key of each of these documents (tied for a candidate's place; one query, none
+        for none). A document deleted since the look-up sorts last."""
+        if not doc_ids:
+            return {}
+
+        def read() -> dict[int, dict[str, Any]]:
+            with self.engine.connect() as conn:
+                return repo.documents_meta(conn, sorted(doc_ids), text=False)
+
+        metas = retrying("reading candidate documents", read, self.retry_seconds)
+        gone = (float("inf"),)
+        return {d: content_key(metas[d]) if d in metas else gone for d in doc_ids}
 
     def _near_keys(self, prepared: Sequence[PreparedItem]) -> list[np.ndarray]:
         """Per item, the band keys (int64) of its scored text, window by window, windows at half
@@ -476,17 +546,18 @@ class Scanner:
             np.setdiff1d(p.passage_grams, p.grams),
         )
 
-    def _candidates(
+    def _nominees(
         self,
         p: PreparedItem,
         s: ItemStats,
         postings: Postings,
         keys: np.ndarray,
         bands: Postings,
-    ) -> dict[int, int | None]:
+    ) -> _Nominees:
         """Documents to align: those holding most of the item's rare n-grams (an n-gram shared by
         f items weighs 1/f, so a template's copies rank below the item's own text), then those
-        sharing most near-duplicate band keys, with the window they matched in."""
+        sharing most near-duplicate band keys, with the window they matched in; ties for the
+        last places are broken by content_key (_Nominees.choose)."""
         v = self._votes(p, s, postings)
         sampled = self.cfg.sample_mod > 1
         # a document holding one n-gram of a longer item cannot show a run of n + 1 tokens, nor
@@ -495,20 +566,15 @@ class Scanner:
         # a whole copy
         # (an item with one n-gram in all needs that one; the short channel counts only for an item
         # with no n-gram at all)
-        exact = set(p.grams.tolist()) | set(p.passage_grams.tolist())
-        need = 1 if sampled else min(MIN_GRAMS, len(exact) or len(set(p.sgrams.tolist())))
-        ok = v.hits >= need  # the most votes first, then the lowest document id
-        docs, votes = v.docs[ok], v.votes[ok]
-        out: dict[int, int | None] = dict.fromkeys(docs[np.lexsort((docs, -votes))][:CANDIDATES].tolist())
+        grams = set(p.grams.tolist()) | set(p.passage_grams.tolist())
+        need = 1 if sampled else min(MIN_GRAMS, len(grams) or len(set(p.sgrams.tolist())))
+        ok = v.hits >= need  # the most votes first
+        exact = top_k(v.docs[ok], v.votes[ok], CANDIDATES)
         # the question names the item: the document holding most of it is aligned too, even when
         # a long answer or worked solution draws more votes to other documents
         ok &= v.has_asked
-        docs, asked = v.docs[ok], v.asked[ok]
-        for d in docs[np.lexsort((docs, -asked))][:1].tolist():
-            out.setdefault(d, None)
-        for dw in most_held(bands, keys, NEAR_CANDIDATES):  # (document << 32 | window)
-            out.setdefault(dw >> 32, dw & 0xFFFFFFFF)
-        return out
+        asked = top_k(v.docs[ok], v.asked[ok], 1)
+        return _Nominees(exact, asked, top_k(*held_counts(bands, keys), NEAR_CANDIDATES))  # (document << 32 | window)
 
     def _score_one(
         self,
@@ -520,10 +586,9 @@ class Scanner:
         cache: MatchCache,
     ) -> ItemResult:
         aligned: dict[int, tuple[DocTokens, tuple[int, int] | None]] = {}
-        for d, win in candidates.items():
-            doc = docs.get(d)
-            if doc is None:  # deleted since the look-up
-                continue
+        # in content_key's order: of equally good documents, the first is the best (scoring.rank)
+        for d in sorted((d for d in candidates if d in docs), key=lambda d: content_key(docs[d].meta)):
+            doc, win = docs[d], candidates[d]
             window = window_span(len(doc.tokens.ids), win, self.cfg) if win is not None else None
             aligned[d] = (doc.tokens, window)
         shared = stats[i].shared

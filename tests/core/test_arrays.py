@@ -15,12 +15,13 @@ from contam.app.core.arrays import (
     count,
     distinct,
     find_sorted,
+    held_counts,
     key_directory,
     member,
-    most_held,
     occurrences,
     positions_of,
     share,
+    top_k,
 )
 
 _INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -264,9 +265,12 @@ def test_candidate_votes_refuse_postings_that_do_not_fit() -> None:
     st.lists(st.integers(0, 40), max_size=40),
     st.integers(0, 4),
 )
-def test_most_held_counts_every_listing(table: dict[int, list[int]], keys: list[int], k: int) -> None:
+def test_the_k_most_held_are_told_apart_from_those_tied_for_the_last_places(
+    table: dict[int, list[int]], keys: list[int], k: int
+) -> None:
     # each key as often as it is given (the scanner's windows repeat band keys), absent keys
-    # nothing; the most first, ties by value: what a Counter and a sort gave
+    # nothing; the most first, and the values tied for the places left given apart, for the
+    # scanner to order by what the documents are (scanning.content_key), not by id
     keys_sorted = sorted(table)
     flat = [(key, v) for key in keys_sorted for v in sorted(table[key])]
     postings = Postings.of(np.array([a for a, _v in flat], dtype=np.int64), np.array([v for _a, v in flat]))
@@ -274,5 +278,14 @@ def test_most_held_counts_every_listing(table: dict[int, list[int]], keys: list[
     for key in keys:
         for v in table.get(key, ()):
             near[v] = near.get(v, 0) + 1
-    expected = [v for v, _n in sorted(near.items(), key=lambda x: (-x[1], x[0]))[:k]]
-    assert most_held(postings, np.array(keys, dtype=np.int64), k) == expected
+    values, counts = held_counts(postings, np.array(keys, dtype=np.int64))
+    assert dict(zip(values.tolist(), counts.tolist(), strict=True)) == near
+    sure, tied = top_k(values, counts, k)
+    ranked = sorted(near.items(), key=lambda x: (-x[1], x[0]))
+    if len(ranked) <= k:
+        assert (sure.tolist(), tied.tolist()) == ([v for v, _n in ranked], [])
+        return
+    cut = ranked[k - 1][1] if k else None
+    assert sure.tolist() == [v for v, n in ranked if k and n > cut]
+    assert tied.tolist() == sorted(v for v, n in ranked if k and n == cut)
+    assert len(sure) < k or k == 0  # a place is left for a tied value

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import IndexCorpus
-from helpers import only_thread
+from helpers import only_thread, report_by_content, tied_pages
 from sqlalchemy import Engine, func, select, update
 
 from contam.app.core.config import SignatureConfig, Thresholds
@@ -686,23 +686,27 @@ def test_many_segments_score_like_one(engine: Engine, tmp_path: Path, index_corp
     assert one == 1 and many > 10 and 1 < merged < 8
     items = [*ITEMS, BenchmarkItem("w", 9, question=WIDESPREAD, answer="Titan")]
 
-    with engine.connect() as conn:  # internal document ids differ between the corpora
-        ext = dict(conn.execute(select(document.c.id, document.c.external_id)).all())
-
-    def results(name: str) -> list:
-        out = []
-        for r in Scanner(engine, [name]).scan(items):
-            assert all(e.corpus == name for e in r.evidence)
-            evidence = [{**asdict(e), "corpus": None, "document": ext[e.document]} for e in r.evidence]
-            score = asdict(r.score)
-            score["best_doc"] = ext.get(score["best_doc"])
-            score["doc_ranking"] = [(ext[d], *rest) for d, *rest in score["doc_ranking"]]
-            out.append((r.item.item_id, score, evidence))
-        return out
-
-    many = results("many")
-    assert many == results("one") == results("merged")
+    many = report_by_content(engine, "many", items)
+    assert many == report_by_content(engine, "one", items) == report_by_content(engine, "merged", items)
     assert {i: s["status"] for i, s, _ in many}["w"] == "contaminated"
+
+
+def test_the_order_documents_were_indexed_in_changes_no_report(
+    engine: Engine, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """Six pages hold the same half of an item, three in each of two files: equally good, they
+    tie for the four candidates' places and for the best document. Ties were broken by the lower
+    document id, which says in what order the files were indexed: the same files indexed the
+    other way round (as the Ray executor's workers number them) gave other candidates, another
+    best document and other evidence. Now by what the documents are (scanning.content_key)."""
+    (first, second), tied = tied_pages(tmp_path)
+    for name, files in (("ab", (first, second)), ("ba", (second, first))):
+        for f in files:  # one run a file: a run takes its files in the order of their paths
+            index_corpus(engine, [f], name)
+    items = [tied, BenchmarkItem("other", 1, question="an unrelated item here")]
+    ab = report_by_content(engine, "ab", items)
+    assert len(ab[0][2]) == 3 and len(ab[0][1]["doc_ranking"]) == 4  # four of the six aligned, three listed
+    assert ab == report_by_content(engine, "ba", items)
 
 
 def test_workers_give_the_same_results_in_input_order(scanner: Scanner, monkeypatch: pytest.MonkeyPatch) -> None:
