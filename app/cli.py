@@ -563,12 +563,21 @@ def _gate(fail_above: float | None) -> None:
         raise InputError("--fail-above 1 never fails (a share cannot exceed 100%); for 1% use 0.01")
 
 
+PROGRESS_MODES = ("auto", "bar", "log", "none")
+
+
+def check_progress(mode: str) -> None:
+    """Refuse a --progress value other than auto, bar, log or none (`contam index` took any other
+    as none, and went on: a README audit)."""
+    if mode not in PROGRESS_MODES:
+        raise InputError(f"--progress is auto, bar, log or none, not {mode!r}")
+
+
 @contextlib.contextmanager
 def scan_progress(mode: str) -> Iterator[tuple[Callable[[int, int], None] | None, Callable[[int], None] | None]]:
     """The scan's progress on stderr, (scored, read): a bar (on a terminal, by default), log
     lines, or nothing; `read` moves it while the first pass reads the items, before scoring."""
-    if mode not in ("auto", "bar", "log", "none"):
-        raise InputError(f"--progress is auto, bar, log or none, not {mode!r}")
+    check_progress(mode)
     if mode == "auto":
         mode = "bar" if sys.stderr.isatty() else "none"
     if mode == "none":

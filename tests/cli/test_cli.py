@@ -486,6 +486,18 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
     assert json.loads(strict.stdout)["thresholds"]["passage_tokens"] == 500
 
 
+def test_index_refuses_an_unknown_progress_mode(migrated_url: str, tmp_path: Path) -> None:
+    """--progress takes auto, bar, log or none, as `contam scan`'s does: another value was taken as
+    none, and the run went on and made the corpus (a README audit: `--progress foo` exited 0)."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    r = index_cli(migrated_url, "web", "--progress", "dots", str(corpus))
+    assert r.exit_code == 2, r.output
+    assert "--progress is auto, bar, log or none, not 'dots'" in r.stderr
+    listed = CliRunner().invoke(cli, ["corpora", "--db", migrated_url, "--json"])
+    assert listed.exit_code == 0 and json.loads(listed.stdout) == []  # nothing was made
+
+
 def test_corpora_delete_and_rename(migrated_url: str, tmp_path: Path) -> None:
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
