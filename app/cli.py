@@ -414,10 +414,10 @@ def corpora_delete(
     question = f"delete corpus {name!r} ({_count(health['documents'], 'document')})?"
     if not yes and not _confirmed(question, f"corpus {name!r}"):
         return
-    service.delete(name)
+    gone = service.delete(name)  # what it held when it went (a run may have committed since the question)
     typer.echo(
-        f"deleted corpus {name!r} ({_count(health['documents'], 'document')}, {_count(health['files'], 'file')} indexed"
-        + (f", {len(health['failed_files'])} failed)" if health["failed_files"] else ")")
+        f"deleted corpus {name!r} ({_count(gone['documents'], 'document')}, {_count(gone['files'], 'file')} indexed"
+        + (f", {gone['failed_files']} failed)" if gone["failed_files"] else ")")
     )
 
 
