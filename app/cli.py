@@ -617,7 +617,9 @@ FieldsOpt = Annotated[
 ScanWorkersOpt = Annotated[
     int,
     typer.Option(
-        min=0, metavar="N", help="processes scoring chunks of up to 500 items (0: one per core); same results"
+        min=0,
+        metavar="N",
+        help="processes scoring chunks of up to 500 items (0: one per core); same results [CONTAM_SCAN_WORKERS: 0]",
     ),
 ]
 
@@ -657,7 +659,8 @@ def scan(
     engine = open_database(database_url(db))
     sweep_temp()  # what a killed scan or server left in the temporary folder
     with scan_progress(progress) as (report, read):
-        checked = CheckService(engine, get_settings().limits(), workers=workers).path(
+        settings = get_settings()  # --workers 0 (not given) is CONTAM_SCAN_WORKERS's, as a report job's
+        checked = CheckService(engine, settings.limits(), workers=workers or settings.scan_workers).path(
             file,
             mapping,
             corpus,

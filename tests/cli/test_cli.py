@@ -28,6 +28,7 @@ import contam.indexer.job as job_module
 from contam.app.cli import command_name, serve_banner
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import ContamError
+from contam.app.services.checking import CheckService
 from contam.app.services.corpora import CorpusService
 from contam.app.settings import Settings, default_database_url, get_settings
 from contam.app.store.db import known_revisions, make_engine, upgrade
@@ -497,6 +498,32 @@ def test_index_refuses_an_unknown_progress_mode(migrated_url: str, tmp_path: Pat
     assert "--progress is auto, bar, log or none, not 'dots'" in r.stderr
     listed = CliRunner().invoke(cli, ["corpora", "--db", migrated_url, "--json"])
     assert listed.exit_code == 0 and json.loads(listed.stdout) == []  # nothing was made
+
+
+def test_scan_workers_default_to_contam_scan_workers(
+    migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`contam scan --workers` defaults to CONTAM_SCAN_WORKERS, as `contam index --workers` does to
+    CONTAM_WORKERS (the README's table names the option beside the variable); the option wins."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"id": "a", "question": Q1}) + "\n")
+    seen: list[int] = []
+    init = CheckService.__init__
+
+    def spy(self: CheckService, *args: Any, **kwargs: Any) -> None:
+        seen.append(kwargs["workers"])
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(CheckService, "__init__", spy)
+    monkeypatch.setenv("CONTAM_SCAN_WORKERS", "1")
+    for extra in ([], ["--workers", "2"]):
+        get_settings.cache_clear()
+        r = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--progress", "none", *extra])
+        assert r.exit_code == 0, r.output
+    assert seen == [1, 2]
 
 
 def test_corpora_delete_and_rename(migrated_url: str, tmp_path: Path) -> None:
