@@ -414,10 +414,10 @@ def corpora_delete(
     question = f"delete corpus {name!r} ({_count(health['documents'], 'document')})?"
     if not yes and not _confirmed(question, f"corpus {name!r}"):
         return
-    service.delete(name)
+    gone = service.delete(name)  # what it held when it went (a run may have committed since the question)
     typer.echo(
-        f"deleted corpus {name!r} ({_count(health['documents'], 'document')}, {_count(health['files'], 'file')} indexed"
-        + (f", {len(health['failed_files'])} failed)" if health["failed_files"] else ")")
+        f"deleted corpus {name!r} ({_count(gone['documents'], 'document')}, {_count(gone['files'], 'file')} indexed"
+        + (f", {gone['failed_files']} failed)" if gone["failed_files"] else ")")
     )
 
 
@@ -563,12 +563,21 @@ def _gate(fail_above: float | None) -> None:
         raise InputError("--fail-above 1 never fails (a share cannot exceed 100%); for 1% use 0.01")
 
 
+PROGRESS_MODES = ("auto", "bar", "log", "none")
+
+
+def check_progress(mode: str) -> None:
+    """Refuse a --progress value other than auto, bar, log or none (`contam index` took any other
+    as none, and went on: a README audit)."""
+    if mode not in PROGRESS_MODES:
+        raise InputError(f"--progress is auto, bar, log or none, not {mode!r}")
+
+
 @contextlib.contextmanager
 def scan_progress(mode: str) -> Iterator[tuple[Callable[[int, int], None] | None, Callable[[int], None] | None]]:
     """The scan's progress on stderr, (scored, read): a bar (on a terminal, by default), log
     lines, or nothing; `read` moves it while the first pass reads the items, before scoring."""
-    if mode not in ("auto", "bar", "log", "none"):
-        raise InputError(f"--progress is auto, bar, log or none, not {mode!r}")
+    check_progress(mode)
     if mode == "auto":
         mode = "bar" if sys.stderr.isatty() else "none"
     if mode == "none":
@@ -608,7 +617,9 @@ FieldsOpt = Annotated[
 ScanWorkersOpt = Annotated[
     int,
     typer.Option(
-        min=0, metavar="N", help="processes scoring chunks of up to 500 items (0: one per core); same results"
+        min=0,
+        metavar="N",
+        help="processes scoring chunks of up to 500 items (0: one per core); same results [CONTAM_SCAN_WORKERS: 0]",
     ),
 ]
 
@@ -648,7 +659,8 @@ def scan(
     engine = open_database(database_url(db))
     sweep_temp()  # what a killed scan or server left in the temporary folder
     with scan_progress(progress) as (report, read):
-        checked = CheckService(engine, get_settings().limits(), workers=workers).path(
+        settings = get_settings()  # --workers 0 (not given) is CONTAM_SCAN_WORKERS's, as a report job's
+        checked = CheckService(engine, settings.limits(), workers=workers or settings.scan_workers).path(
             file,
             mapping,
             corpus,

@@ -5,10 +5,14 @@ the setting that bounds it (a LimitError, answered 413)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from contam.app.core import _native
 from contam.app.core.units import MiB, as_mib
-from contam.app.errors import LimitError
+from contam.app.errors import InputError, LimitError
+
+if TYPE_CHECKING:
+    from contam.app.core.types import BenchmarkItem
 
 MAX_ITEM_POSITION = 2**31 - 1  # the largest item position (`idx`) a report keeps: a 32-bit INTEGER column
 
@@ -52,6 +56,20 @@ def exceeded(limit: str, value: int, what: str) -> LimitError:
         f"{what} exceeds the limit of {shown} ({SETTING[limit]})",
         {"limit": SETTING[limit], "value": value},
     )
+
+
+def check_item(item: BenchmarkItem, where: str, item_chars: int, again: str, row: str = "") -> None:
+    """Refuse an item with a field over `item_chars` characters (CONTAM_MAX_ITEM_CHARS) or holding
+    a NUL character (which PostgreSQL cannot store), naming the item (after `where`, a file's
+    name or nothing), its `row` as said after it, and the field. Joined, not formatted: an id or
+    a file name holding braces was a KeyError there (a README audit: `{"id": "{x}"}` with a NUL
+    was a 500)."""
+    said = f"{where}item {item.item_id[:80]!r}{row}"
+    for name, text in item.named_texts():
+        if len(text) > item_chars:
+            raise exceeded("item_chars", item_chars, f"{said}, field {name} ({len(text):,} characters)")
+        if "\x00" in text:
+            raise InputError(f"{said}, field {name} holds a NUL character; remove it and {again}")
 
 
 def check_json_depth(raw: bytes | str, max_depth: int, what: str = "the JSON body") -> None:

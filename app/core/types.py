@@ -60,6 +60,14 @@ class BenchmarkItem:
     def roles(self) -> list[str]:
         return [r for r in ROLES if self.segments(r)]
 
+    def named_texts(self) -> list[tuple[str, str]]:
+        """Every text of the item with its field's name as an error names it: the id, the roles,
+        each choice and each other accepted answer (the per-item limits look at all of them)."""
+        texts = [("id", self.item_id), ("question", self.question), ("passage", self.passage)]
+        texts += [("answer", self.answer), ("solution", self.solution)]
+        texts += [(f"choice {i + 1}", c) for i, c in enumerate(self.choices)]
+        return texts + [(f"accepted answer {i + 2}", a) for i, a in enumerate(self.alternatives)]
+
     def display_text(self) -> str:
         parts = [self.passage, self.question]
         parts += [f"{chr(65 + i)}. {c}" for i, c in enumerate(self.choices)] if len(self.choices) <= 26 else []

@@ -42,7 +42,7 @@ import zstandard
 from contam.app.core.text import mostly_cjk
 from contam.app.core.types import MAX_ALTERNATIVES, BenchmarkItem, answer_of, final_answer
 from contam.app.errors import InputError, cut_short, first_line
-from contam.app.limits import Limits, exceeded
+from contam.app.limits import Limits, check_item, exceeded
 from contam.app.processes import temp_prefix
 from contam.app.readers.corpus import ABSENT as _ABSENT
 from contam.app.readers.corpus import (
@@ -1196,18 +1196,9 @@ def _is_table(filename: str) -> bool:
 
 
 def _check_item(item: BenchmarkItem, filename: str, row: int, limits: Limits) -> None:
-    """Refuse an item with a field over the per-item limit or holding a NUL character (which
-    PostgreSQL cannot store), naming the item and the field."""
-    texts = [("id", item.item_id), ("question", item.question), ("passage", item.passage), ("answer", item.answer)]
-    texts.append(("solution", item.solution))
-    texts += [(f"choice {i + 1}", c) for i, c in enumerate(item.choices)]
-    texts += [(f"accepted answer {i + 2}", a) for i, a in enumerate(item.alternatives)]
-    where = f"{filename}: item {item.item_id[:80]!r} (row {row}), field {{}}"
-    for field, text in texts:
-        if len(text) > limits.item_chars:
-            raise exceeded("item_chars", limits.item_chars, where.format(field) + f" ({len(text):,} characters)")
-        if "\x00" in text:
-            raise InputError(where.format(field) + " holds a NUL character; remove it and upload again")
+    """Refuse an item with a field over the per-item limit or holding a NUL character, naming the
+    file, the item, its row and the field."""
+    check_item(item, f"{filename}: ", limits.item_chars, "upload again", f" (row {row})")
 
 
 def read_benchmark(

@@ -20,7 +20,7 @@ from sqlalchemy import Engine
 from contam.app.core.config import Thresholds
 from contam.app.core.types import BenchmarkItem
 from contam.app.errors import InputError, UnavailableError
-from contam.app.limits import Limits, exceeded
+from contam.app.limits import Limits, check_item, exceeded
 from contam.app.processes import exit_with
 from contam.app.readers.benchmark import ReadNotes, Source, benchmark_source, iter_benchmark
 from contam.app.services.corpora import select_corpora_listing
@@ -157,19 +157,13 @@ class CheckService:
         return self.benchmark(data, filename, mapping, corpora, thresholds, progress, keep_text, reading, shown_chars)
 
     def _check_size(self, items: Sequence[BenchmarkItem]) -> None:
-        """Refuse a field over the per-item limit, or more text in all than one check may hold."""
+        """Refuse a field over the per-item limit or holding a NUL character (every field, as a
+        file's: only four were looked at, a choice or an id of any length scored), or more text
+        in all than one check may hold (the id aside)."""
         total = 0
         for it in items:
-            for name, text in (
-                ("question", it.question),
-                ("passage", it.passage),
-                ("answer", it.answer),
-                ("solution", it.solution),
-            ):
-                if len(text) > self.limits.item_chars:
-                    raise exceeded("item_chars", self.limits.item_chars, f"item {it.item_id[:80]!r}, field {name}")
-                total += len(text)
-            total += sum(len(c) for c in it.choices)
+            check_item(it, "", self.limits.item_chars, "send it again")
+            total += sum(len(text) for name, text in it.named_texts() if name != "id")
         if total > self.limits.check_chars:
             raise exceeded("check_chars", self.limits.check_chars, f"the check's {total:,} characters")
 

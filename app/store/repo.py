@@ -122,10 +122,11 @@ def corpus_config(row: dict[str, Any]) -> SignatureConfig:
     return SignatureConfig.from_dict(row["config"])
 
 
-def list_corpora(conn: Connection) -> list[dict[str, Any]]:
-    """Every corpus with its file, document, token and byte totals."""
+def list_corpora(conn: Connection, corpus_id: int | None = None) -> list[dict[str, Any]]:
+    """Every corpus (or the one of `corpus_id`) with its file, document, token and byte totals."""
     out = []
-    for row in conn.execute(_corpora_query()).mappings():
+    q = _corpora_query() if corpus_id is None else _corpora_query().where(corpus.c.id == corpus_id)
+    for row in conn.execute(q).mappings():
         d = _decode_corpus(row)
         for k in ("files", "failed_files", "bytes", "documents", "tokens", "ngrams", "windows"):
             d[k] = int(d[k])  # PostgreSQL's SUM(bigint) is numeric

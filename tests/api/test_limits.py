@@ -16,6 +16,7 @@ import tracemalloc
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -133,6 +134,36 @@ def test_text_per_item_is_limited_naming_item_and_field(small: TestClient) -> No
     assert r.status_code == 413 and "CONTAM_MAX_ITEM_CHARS" in r.json()["error"] and "answer" in r.json()["error"]
 
 
+@pytest.mark.parametrize(
+    ("item", "field"),
+    [
+        ({"id": "i" * 501, "question": Q1}, "field id"),
+        ({"question": Q1, "choices": ["c" * 501, "d"]}, "field choice 1"),
+        ({"question": Q1, "answer": "a", "alternatives": ["b", "y" * 501]}, "field accepted answer 3"),
+    ],
+)
+def test_every_field_of_a_checked_item_is_limited(small: TestClient, item: dict[str, Any], field: str) -> None:
+    """CONTAM_MAX_ITEM_CHARS bounds every field of a /check item, as of a file's (a choice and the
+    id among them, as the README's table says): only the question, passage, answer and solution
+    were looked at, and a 200,000-character choice was scored (a README audit)."""
+    r = small.post("/api/v1/check", json={"items": [item]})
+    assert r.status_code == 413, r.text
+    assert "CONTAM_MAX_ITEM_CHARS" in r.json()["error"] and field in r.json()["error"]
+
+
+def test_nul_in_a_checked_item_is_refused_naming_item_and_field(small: TestClient) -> None:
+    """A NUL character is refused in /check as in an upload (422, naming the item and the field)."""
+    r = small.post("/api/v1/check", json={"items": [{"id": "q2", "question": Q1, "choices": ["a", "b\x00"]}]})
+    assert r.status_code == 422, r.text
+    assert "'q2'" in r.json()["error"] and "choice 2" in r.json()["error"] and "NUL" in r.json()["error"]
+
+
+def test_accepted_answers_count_towards_a_check_requests_text(small: TestClient) -> None:
+    others = [f"{k} " + "b " * 240 for k in range(5)]  # five of 482 characters: 2,410 with the question
+    r = small.post("/api/v1/check", json={"items": [{"question": Q1, "answer": "a", "alternatives": others}]})
+    assert r.status_code == 413 and "CONTAM_MAX_CHECK_CHARS" in r.json()["error"]
+
+
 def test_text_per_check_request_is_limited(small: TestClient) -> None:
     r = small.post("/api/v1/check", json={"texts": ["word " * 90] * 5})
     assert r.status_code == 413 and "CONTAM_MAX_CHECK_CHARS" in r.json()["error"]
@@ -246,6 +277,21 @@ def test_nul_in_a_benchmark_is_refused_naming_item_and_field(
         code, error = _upload(c, "b.jsonl", rows)
         assert code == 422 and "'q2'" in error and "answer" in error and "NUL" in error
         assert c.get("/api/v1/reports").json()["total"] == 0
+
+
+@pytest.mark.parametrize("filename", ["b.jsonl", "b{0}.jsonl", "{x}.jsonl"])
+def test_a_refusal_naming_braces_is_said_not_raised(filename: str) -> None:
+    """An id or a file name holding braces is named in the refusal as it is: the message was
+    formatted after the id was put in it, a KeyError (CLI: exit 3; an upload: a 500)."""
+    rows = (json.dumps({"id": "{x}", "question": "abc\x00def"}) + "\n").encode()
+    with pytest.raises(InputError, match="NUL") as nul:
+        read_benchmark(rows, filename)
+    said = f"{filename}: item '{{x}}' (row 1), field question holds a NUL character; remove it and upload again"
+    assert nul.value.message == said
+    long = (json.dumps({"id": "{0}", "question": "x " * 200}) + "\n").encode()
+    with pytest.raises(LimitError, match="CONTAM_MAX_ITEM_CHARS") as over:
+        read_benchmark(long, filename, limits=Limits(item_chars=300))
+    assert over.value.message.startswith(f"{filename}: item '{{0}}' (row 1), field question (400 characters)")
 
 
 def test_long_names_and_non_ascii_file_names(migrated_url: str, index_corpus: IndexCorpus) -> None:

@@ -28,6 +28,8 @@ import contam.indexer.job as job_module
 from contam.app.cli import command_name, serve_banner
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import ContamError
+from contam.app.services.checking import CheckService
+from contam.app.services.corpora import CorpusService
 from contam.app.settings import Settings, default_database_url, get_settings
 from contam.app.store.db import known_revisions, make_engine, upgrade
 from contam.indexer.cli import app as cli
@@ -486,6 +488,44 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
     assert json.loads(strict.stdout)["thresholds"]["passage_tokens"] == 500
 
 
+def test_index_refuses_an_unknown_progress_mode(migrated_url: str, tmp_path: Path) -> None:
+    """--progress takes auto, bar, log or none, as `contam scan`'s does: another value was taken as
+    none, and the run went on and made the corpus (a README audit: `--progress foo` exited 0)."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    r = index_cli(migrated_url, "web", "--progress", "dots", str(corpus))
+    assert r.exit_code == 2, r.output
+    assert "--progress is auto, bar, log or none, not 'dots'" in r.stderr
+    listed = CliRunner().invoke(cli, ["corpora", "--db", migrated_url, "--json"])
+    assert listed.exit_code == 0 and json.loads(listed.stdout) == []  # nothing was made
+
+
+def test_scan_workers_default_to_contam_scan_workers(
+    migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`contam scan --workers` defaults to CONTAM_SCAN_WORKERS, as `contam index --workers` does to
+    CONTAM_WORKERS (the README's table names the option beside the variable); the option wins."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"id": "a", "question": Q1}) + "\n")
+    seen: list[int] = []
+    init = CheckService.__init__
+
+    def spy(self: CheckService, *args: Any, **kwargs: Any) -> None:
+        seen.append(kwargs["workers"])
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(CheckService, "__init__", spy)
+    monkeypatch.setenv("CONTAM_SCAN_WORKERS", "1")
+    for extra in ([], ["--workers", "2"]):
+        get_settings.cache_clear()
+        r = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--progress", "none", *extra])
+        assert r.exit_code == 0, r.output
+    assert seen == [1, 2]
+
+
 def test_corpora_delete_and_rename(migrated_url: str, tmp_path: Path) -> None:
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
@@ -511,6 +551,23 @@ def test_corpora_delete_and_rename(migrated_url: str, tmp_path: Path) -> None:
     assert "no corpora indexed yet" in run.invoke(cli, ["corpora", "--db", migrated_url]).output
     missing = run.invoke(cli, ["corpora", "delete", "books", "--yes", "--db", migrated_url])
     assert missing.exit_code == 2 and "no corpus named 'books'" in missing.output
+
+
+def test_corpora_delete_says_what_it_deleted_not_what_it_asked_about(
+    migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The counts said are those of the corpus as it went, not as it was when the question was
+    put: on SQLite a delete typed while a run wrote waited for its lock, the run committed, and
+    the delete said "(0 documents, 0 files indexed)" of the 18,000 documents it removed (a README
+    audit). Here the health read first is made stale, as such a run makes it."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    health = CorpusService.health
+    stale = {"documents": 0, "files": 0, "failed_files": []}
+    monkeypatch.setattr(CorpusService, "health", lambda self, name: {**health(self, name), **stale})
+    gone = CliRunner().invoke(cli, ["corpora", "delete", "web", "--yes", "--db", migrated_url])
+    assert gone.exit_code == 0 and "deleted corpus 'web' (1 document, 1 file indexed)" in gone.output, gone.output
 
 
 def test_default_database_does_not_depend_on_the_working_directory(
