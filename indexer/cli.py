@@ -15,7 +15,7 @@ import typer
 from contam.app import cli as service_cli
 from contam.app.cli import ContamGroup, DbOpt, check_progress, database_url
 from contam.app.core.config import SignatureConfig
-from contam.app.readers.corpus import TOO_LONG_HINT, fields_seen, files_not_read
+from contam.app.readers.corpus import TOO_LONG_HINT, check_path, fields_seen, files_not_read
 from contam.app.services.database import open_database
 from contam.app.settings import get_settings
 from contam.indexer.options import IndexOptions, index_options
@@ -148,6 +148,8 @@ def index(
     """Index corpus files (JSON lines: .jsonl, .ndjson, .json; .txt; each compressed with gzip,
     zstd, bzip2 or xz or not; Parquet; Arrow or a save_to_disk folder) into a named corpus."""
     check_progress(progress)  # before anything is opened or made
+    for path in paths:  # a path not there is refused before the corpus is said to be new (a README audit)
+        check_path(path)
     cfg = SignatureConfig(
         ngram_n=ngram, short_n=short_ngram, sample_mod=sample, window=window, stride=stride, shingle=shingle,
         num_perm=num_perm, bands=bands, seed=seed,

@@ -12,4 +12,7 @@ def mib_to_bytes(mib: float) -> int:
 
 
 def as_mib(n_bytes: int) -> str:
-    return f"{n_bytes / MiB:.1f} MiB"
+    """Bytes in MiB, to a tenth, or to two significant digits below one: a limit of 0.01 MiB was
+    "the limit of 0.0 MiB" (a README audit)."""
+    mib = n_bytes / MiB
+    return f"{mib:.1f} MiB" if mib >= 1 or mib == 0 else f"{mib:.2g} MiB"

@@ -120,22 +120,28 @@ def files_not_read(paths: list[Path]) -> Counter[str]:
     return out
 
 
+def check_path(p: Path) -> None:
+    """Refuse a path given to index that is not there, or a file of no format read here (a
+    folder's files are looked at as it is walked)."""
+    if not p.exists():
+        what = "a link to nothing, or a loop of links" if p.is_symlink() else "no such file or directory"
+        raise InputError(f"{what}: {p}")
+    if not p.is_dir() and not corpus_format(p):
+        raise InputError(f"{p}: unsupported file type (use {_READS})")
+
+
 def find_files(paths: list[Path]) -> list[Path]:
     """Corpus files under the given files and directories (recursive), sorted, de-duplicated."""
     found: dict[str, Path] = {}
     for p in paths:
-        if not p.exists():
-            what = "a link to nothing, or a loop of links" if p.is_symlink() else "no such file or directory"
-            raise InputError(f"{what}: {p}")
+        check_path(p)
         if p.is_dir():
             in_dir = _files_in(p)
             if not in_dir:
                 raise InputError(f"{p}: no corpus files in this folder (reads {_READS})")
             found.update((str(fp), fp) for fp in in_dir)
-        elif corpus_format(p):
-            found[str(p.resolve())] = p.resolve()
         else:
-            raise InputError(f"{p}: unsupported file type (use {_READS})")
+            found[str(p.resolve())] = p.resolve()
     return [found[k] for k in sorted(found)]
 
 

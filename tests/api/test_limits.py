@@ -29,8 +29,9 @@ from hypothesis import strategies as st
 
 from contam.app.api.main import create_app
 from contam.app.api.routes.reports import attachment
+from contam.app.core.units import as_mib
 from contam.app.errors import InputError, LimitError
-from contam.app.limits import Limits
+from contam.app.limits import Limits, exceeded
 from contam.app.readers.benchmark import read_benchmark, read_records
 from contam.app.settings import Settings
 
@@ -490,3 +491,9 @@ def test_line_limit_counts_the_line_without_its_ending_and_cuts_cr_only_files() 
         read_benchmark(
             (header + row.format(0) + "x," + "y" * 2000 + "\r").encode(), "b.csv", limits=Limits(line_bytes=1000)
         )
+
+
+def test_a_limit_below_one_mib_is_said_as_it_is() -> None:
+    """A limit of 0.01 MiB was "the limit of 0.0 MiB" (a README audit)."""
+    assert as_mib(10_485) == "0.01 MiB" and as_mib(1 << 20) == "1.0 MiB" and as_mib(0) == "0.0 MiB"
+    assert "the limit of 0.01 MiB (CONTAM_MAX_UPLOAD_MB)" in exceeded("upload_bytes", 10_485, "the upload").message

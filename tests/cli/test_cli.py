@@ -1208,3 +1208,9 @@ def test_indexing_into_a_new_corpus_beside_others_says_so(migrated_url: str, tmp
     # a name refused is refused first, not said to be new and then refused (a new user's trial)
     bad = index_cli(migrated_url, "bad,name", "--progress", "none", str(tmp_path / "c.jsonl"))
     assert bad.exit_code != 0 and "a comma" in bad.stderr and "new corpus" not in bad.stderr, bad.stderr
+    # so is a path not there, or a file of no corpus format (a README audit)
+    for missing in (tmp_path / "nowhere.jsonl", tmp_path / "notes.pdf"):
+        missing.with_suffix(".pdf").write_text("x")
+        gone = index_cli(migrated_url, "wbf", "--progress", "none", str(missing))
+        assert gone.exit_code == 2 and "new corpus" not in gone.stderr, gone.stderr
+        assert ("no such file" in gone.stderr) == (missing.suffix == ".jsonl"), gone.stderr
