@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import IndexCorpus
-from helpers import only_thread, report_by_content, tied_pages
+from helpers import make_docs, only_thread, report_by_content, tied_pages
 from sqlalchemy import Engine, func, select, update
 
 from contam.app.core.config import SignatureConfig, Thresholds
@@ -707,6 +707,54 @@ def test_the_order_documents_were_indexed_in_changes_no_report(
     ab = report_by_content(engine, "ab", items)
     assert len(ab[0][2]) == 3 and len(ab[0][1]["doc_ranking"]) == 4  # four of the six aligned, three listed
     assert ab == report_by_content(engine, "ba", items)
+
+
+def test_the_order_documents_were_indexed_in_changes_no_near_duplicate_candidate(
+    engine: Engine, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """Six pages of two files hold a whole 90-word item after 40 words of their own: tied for the
+    exact channel's four places and for the near-duplicate channel's two (as many band keys in
+    common). The exact channel takes four by content_key (these texts' hashes leave two pages of
+    the second file out); the near channel broke its tie by the lower id, and took the first file
+    indexed's pages: none more here, those two left-out pages when the files were indexed the
+    other way round (six candidates, not four). By content_key, the same four either way."""
+    words = make_docs(1, 90, 7, "q")[0]["text"]
+    files = []
+    for f in range(2):
+        own = [" ".join(f"f{f}{i}w{k}" for k in range(40)) for i in range(3)]
+        pages = [{"id": f"page{f}{i}", "text": f"{own[i]} {words} closing{f}{i}"} for i in range(3)]
+        files.append(tmp_path / f"near{f}.jsonl")
+        files[-1].write_text("".join(json.dumps(d) + "\n" for d in pages))
+    for name, order in (("ab", files), ("ba", files[::-1])):
+        for path in order:  # one run a file: a run takes its files in the order of their paths
+            index_corpus(engine, [path], name)
+    item = BenchmarkItem("near", 0, question=words)
+    ab = report_by_content(engine, "ab", [item])
+    assert ab[0][1]["status"] == "contaminated"
+    assert {d for d, *_ in ab[0][1]["doc_ranking"]} == {"page00", "page01", "page02", "page12"}
+    assert ab == report_by_content(engine, "ba", [item])
+
+
+def test_the_order_documents_were_indexed_in_changes_no_widespread_copys_documents(
+    engine: Engine, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """A widespread copy's documents are looked up apart (_widespread_copies): fifteen pages of two
+    files hold the edited item's common n-grams equally, and three are listed. Those three were the
+    lowest ids, another three when the files were indexed the other way round; now by what the
+    pages are (scanning.content_key), as the candidates' ties."""
+    files = []
+    for f in range(2):
+        pages = [{**page, "id": f"page{f}{i}"} for i, page in enumerate(WIDE_PAGES[8 * f : 8 * f + 8])]
+        files.append(tmp_path / f"wide{f}.jsonl")
+        files[-1].write_text("".join(json.dumps(d) + "\n" for d in pages))
+    for name, order in (("ab", files), ("ba", files[::-1])):
+        for path in order:  # one run a file: a run takes its files in the order of their paths
+            index_corpus(engine, [path], name)
+    edited = BenchmarkItem("e", 0, question=WIDESPREAD.replace("methane lakes", "hydrocarbon seas"), answer="Titan")
+    ab = report_by_content(engine, "ab", [edited])
+    assert (ab[0][1]["status"], ab[0][1]["reason"]) == ("contaminated", scanning.WIDESPREAD)
+    assert len(ab[0][2]) == scanning.WIDESPREAD_LISTED
+    assert ab == report_by_content(engine, "ba", [edited])
 
 
 def test_workers_give_the_same_results_in_input_order(scanner: Scanner, monkeypatch: pytest.MonkeyPatch) -> None:
