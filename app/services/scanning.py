@@ -63,6 +63,9 @@ EXCERPT_PAD = 200  # characters of context either side of a matched region
 MIN_GRAMS = 2  # rare n-grams a document must share with an item to be aligned with it
 CANDIDATES = 4  # documents aligned per item from the exact channel (most shared n-grams, rarest first)
 NEAR_CANDIDATES = 2  # and from the near-duplicate channel (most band keys in common)
+# votes are sums of 1/f: 1 + 1/2 + 1/6 and 1/6 + 1/2 + 1 differ in the last bit, and a tie between
+# them was decided by that bit, not by scanning.content_key (a review)
+VOTE_DIGITS = 9
 # tokenised documents kept between items, by the bytes they take (about 60 per token: text, spans,
 # ids and gram tables): a count of documents bounded nothing, 4,096 web pages of 5,000 tokens
 # being over a GB in every scan worker
@@ -191,6 +194,11 @@ class _Nominees:
         for dw in _broken(self.near, NEAR_CANDIDATES, lambda dw: (keys[dw >> 32], dw & 0xFFFFFFFF)):
             out.setdefault(dw >> 32, dw & 0xFFFFFFFF)
         return out
+
+
+def by_votes(docs: np.ndarray, votes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """arrays.top_k of documents by their votes, taken to VOTE_DIGITS places."""
+    return top_k(docs, np.round(votes, VOTE_DIGITS), k)
 
 
 def _broken(nominees: tuple[np.ndarray, np.ndarray], k: int, key: Callable[[int], Any]) -> list[int]:
@@ -568,12 +576,12 @@ class Scanner:
         # with no n-gram at all)
         grams = set(p.grams.tolist()) | set(p.passage_grams.tolist())
         need = 1 if sampled else min(MIN_GRAMS, len(grams) or len(set(p.sgrams.tolist())))
-        ok = v.hits >= need  # the most votes first
-        exact = top_k(v.docs[ok], v.votes[ok], CANDIDATES)
+        ok = v.hits >= need  # the most votes first; votes equal but for the order of their sums are equal
+        exact = by_votes(v.docs[ok], v.votes[ok], CANDIDATES)
         # the question names the item: the document holding most of it is aligned too, even when
         # a long answer or worked solution draws more votes to other documents
         ok &= v.has_asked
-        asked = top_k(v.docs[ok], v.asked[ok], 1)
+        asked = by_votes(v.docs[ok], v.asked[ok], 1)
         return _Nominees(exact, asked, top_k(*held_counts(bands, keys), NEAR_CANDIDATES))  # (document << 32 | window)
 
     def _score_one(

@@ -1606,3 +1606,12 @@ def test_a_moved_file_after_a_new_one_in_one_run_is_recorded_without_waiting(
         assert files[str(new)].status == "done"
     finally:
         eng.dispose()
+
+
+def test_votes_equal_but_for_the_order_of_their_sums_tie() -> None:
+    """1 + 1/2 + 1/6 and 1/6 + 1/2 + 1 differ in the last bit: the document with the larger sum
+    took the place, where a tie is broken by what the documents are (a review)."""
+    a, b = 1 + 1 / 2 + 1 / 6, 1 / 6 + 1 / 2 + 1
+    assert a != b
+    sure, tied = scanning.by_votes(np.array([3, 7]), np.array([a, b]), 1)
+    assert sure.tolist() == [] and tied.tolist() == [3, 7]
