@@ -182,8 +182,10 @@ class _Nominees:
     near: tuple[np.ndarray, np.ndarray]
 
     def tied(self) -> set[int]:
-        """The documents whose order by content_key decides which are chosen."""
-        return {*self.exact[1].tolist(), *self.asked[1].tolist(), *(self.near[1] >> 32).tolist()}
+        """The documents whose order by content_key decides which are chosen: those tied for
+        fewer places than they are (where all fit, all are taken)."""
+        ties = ((self.exact, CANDIDATES, 0), (self.asked, 1, 0), (self.near, NEAR_CANDIDATES, 32))
+        return {d for (sure, tied), k, shift in ties if len(tied) > k - len(sure) for d in (tied >> shift).tolist()}
 
     def choose(self, keys: Mapping[int, tuple[Any, ...]]) -> dict[int, int | None]:
         """Document -> the window that nominated it (None: the exact channel's), ties broken by
@@ -203,6 +205,8 @@ def by_votes(docs: np.ndarray, votes: np.ndarray, k: int) -> tuple[np.ndarray, n
 
 def _broken(nominees: tuple[np.ndarray, np.ndarray], k: int, key: Callable[[int], Any]) -> list[int]:
     sure, tied = nominees
+    if len(tied) <= k - len(sure):  # room for all: nothing to break (their keys were not read)
+        return [*sure.tolist(), *tied.tolist()]
     return [*sure.tolist(), *sorted(tied.tolist(), key=key)[: k - len(sure)]]
 
 
