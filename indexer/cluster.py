@@ -688,6 +688,18 @@ class RayJob:
         drop_stale_claims(self.engine, corpus_id)
 
 
+def _kill(worker: Any) -> None:
+    """End a worker. Ray may refuse to kill one whose creation it cancelled ("System error: Actor
+    creation cancelled": a worker that died before it started, RAY_AUTH_MODE=token against a
+    cluster without it, now and then): it is gone either way. Raised, that stood for the run's
+    own error, and the workers after it in the run's list were left alive, their claims held."""
+    import ray
+    from ray.exceptions import RayError
+
+    with contextlib.suppress(RayError):
+        ray.kill(worker)
+
+
 class _Scheduler:
     """The driver's loop: one IndexWorker actor per worker, each sent a group of files whenever
     it is idle, asked to commit when nothing is left to send it; busy files are tried again when
@@ -750,7 +762,7 @@ class _Scheduler:
             ray.get([w.close.remote() for w in self.workers], timeout=60)  # their connections end cleanly
         finally:  # on an error or Ctrl-C too: killing a worker ends its call in progress and rolls its group back
             for w in self.workers:
-                ray.kill(w)
+                _kill(w)
             self._let_go()
         return self.reports
 
@@ -876,8 +888,6 @@ class _Scheduler:
         started counts against no file (its files did not kill it); after START_FAILURES such
         workers in a row the run stops, saying what Ray said and what causes it (the files had
         been recorded as failed, "its Ray worker died 4 times", with no word of why)."""
-        import ray
-
         started = self._started(worker)
         if not started:
             self.failed_starts += 1
@@ -894,7 +904,7 @@ class _Scheduler:
                 self._finish(FileReport(path, "failed", bytes=self.sizes[path], error=error))
             else:
                 self.later.append((time.monotonic(), path, ""))
-        ray.kill(worker)
+        _kill(worker)
         self.workers[self.workers.index(worker)] = self._start()
 
     def _started(self, worker: Any) -> bool:

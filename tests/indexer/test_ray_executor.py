@@ -541,6 +541,32 @@ def test_workers_that_die_before_they_start_stop_the_run_saying_why(
     assert [f.status for f in ray_index(pg_url, files, tasks=2).files] == ["done"] * 3
 
 
+def test_a_worker_ray_will_not_kill_leaves_the_runs_error_said(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ray may refuse to kill a worker whose creation it cancelled ("System error: Actor creation
+    cancelled"), one that died before it started (now and then, RAY_AUTH_MODE=token against a
+    cluster without it): the run said that, with "the files reported done are kept", not why its
+    workers died, and left the workers after it in its list alive."""
+    _, marker = ray_cluster
+    files = corpus_files(tmp_path / "c", 2, docs=5)
+    kill, killed = ray.kill, []
+
+    def refusing(actor: object, **kw: object) -> None:
+        kill(actor, **kw)  # type: ignore[arg-type]
+        killed.append(actor)
+        raise ray.exceptions.RaySystemError("Actor creation cancelled.")
+
+    monkeypatch.setattr(ray, "kill", refusing)
+    marker.write_text("start:kill")
+    try:
+        with pytest.raises(NotStarted, match=r"died before they started \(4 in a row\)"):
+            ray_index(pg_url, files, tasks=2)
+    finally:
+        marker.unlink()
+    assert len(killed) == 3 + 2  # the three replaced, then the run's two
+
+
 def test_what_stops_a_run_whose_workers_never_start_names_the_likely_cause() -> None:
     """The authentication hint only where RAY_AUTH_MODE=token is set and the worker did not run
     its creation; an import error names the checkout; another error in the creation the database."""
