@@ -479,7 +479,7 @@ def not_started(n: int, exc: Exception, auth_mode: str | None) -> str:
     on the workers' path), each had every file "failed" and "run it again"."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     init_failed = bool(getattr(exc, "actor_init_failed", False))
-    said = ((lines[-1] if init_failed else lines[0]) if lines else type(exc).__name__).rstrip(".")
+    said = ((lines[-1] if init_failed else _death_reason(str(exc))) if lines else type(exc).__name__).rstrip(".")
     causes = []
     if "import" in said.lower():
         causes.append(
@@ -499,6 +499,16 @@ def not_started(n: int, exc: Exception, auth_mode: str | None) -> str:
         f"the Ray workers died before they started ({n} in a row), so no file was indexed by them; "
         f"Ray says: {said}. Likely: " + "; or ".join(causes)
     )
+
+
+def _death_reason(text: str) -> str:
+    """Ray's reason for an actor's death: its first line is always "The actor died unexpectedly
+    before finishing this task", then come tab-indented fields (class_name, actor_id, pid, ...),
+    then the reason ("The actor is dead because its worker process has died. Worker exit type:
+    ..."), up to its list of common causes; without a reason, the first line."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    reason = next((line for line in lines[1:] if not line.startswith("\t")), lines[0] if lines else "")
+    return reason.split(" Some common causes")[0].strip()
 
 
 RAY_NEEDS_POSTGRESQL = (

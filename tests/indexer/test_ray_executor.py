@@ -25,6 +25,7 @@ import pytest
 import ray
 from conftest import IndexCorpus
 from helpers import make_docs, snapshot, write_jsonl
+from ray.core.generated.common_pb2 import ActorDiedErrorContext
 from sqlalchemy import Engine, text
 from typer.testing import CliRunner, Result
 
@@ -517,7 +518,8 @@ def test_a_worker_with_other_contam_code_than_the_driver_is_refused(
         # an error in the worker's creation, as a checkout not built in the driver's directory gives
         ("start:raise", "Ray says: ImportError: cannot import name '_native' from 'contam.app.core'"),
         # a worker gone without a word, as RAY_AUTH_MODE=token against a cluster without it leaves
-        ("start:kill", "Ray says: The actor died unexpectedly before finishing this task. Likely: "),
+        # (Ray's reason said, not its first line, the same for every death)
+        ("start:kill", "Ray says: The actor is dead because its worker process has died"),
     ],
 )
 def test_workers_that_die_before_they_start_stop_the_run_saying_why(
@@ -537,6 +539,7 @@ def test_workers_that_die_before_they_start_stop_the_run_saying_why(
     finally:
         marker.unlink()
     assert said in caught.value.message and "workers' logs" in caught.value.message
+    assert "Some common causes" not in caught.value.message
     assert counts(pg_url) == (0, 0, 0, 0)
     assert [f.status for f in ray_index(pg_url, files, tasks=2).files] == ["done"] * 3
 
@@ -573,6 +576,16 @@ def test_what_stops_a_run_whose_workers_never_start_names_the_likely_cause() -> 
     died = ray.exceptions.ActorDiedError()
     assert "RAY_AUTH_MODE=token is set here" in cluster.not_started(4, died, "token")
     assert "RAY_AUTH_MODE" not in cluster.not_started(4, died, None)
+    generic = "Ray says: The actor died unexpectedly before finishing this task. Likely"
+    assert generic in cluster.not_started(4, died, None)
+    # a death Ray knows more of: its reason said, after its fields, without its list of common causes
+    reason = "The actor is dead because all references to the actor were removed including lineage ref count."
+    context = ActorDiedErrorContext(class_name="IndexWorker", actor_id=b"\1" * 16, error_message=reason)
+    said = cluster.not_started(4, ray.exceptions.ActorDiedError(context), "token")
+    assert f"Ray says: {reason[:-1]}. Likely: RAY_AUTH_MODE=token is set here" in said
+    context.error_message = "The actor is dead because its worker process has died. Some common causes include: OOM"
+    said = cluster.not_started(4, ray.exceptions.ActorDiedError(context), None)
+    assert "Ray says: The actor is dead because its worker process has died. Likely" in said and "OOM" not in said
     init = ray.exceptions.ActorDiedError()
     init._actor_init_failed = True
     init.error_msg = "The actor died because of an error raised in its creation task\nTraceback ...\nOSError: refused"
