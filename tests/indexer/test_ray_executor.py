@@ -570,6 +570,47 @@ def test_a_worker_ray_will_not_kill_leaves_the_runs_error_said(
     assert len(killed) == 3 + 2  # the three replaced, then the run's two
 
 
+def test_a_file_that_kills_every_worker_fails_alone_after_its_retries(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path
+) -> None:
+    """A worker that started and then died counts against the files it held, however soon it
+    died (here in its first call): the file that kills every worker is reported failed after
+    CRASH_RETRIES retries, the run goes on; it is not taken for workers that never started."""
+    _, marker = ray_cluster
+    files = corpus_files(tmp_path / "c", 2, docs=5)
+    poison = write_jsonl(tmp_path / "c" / "poison.jsonl", make_docs(40, 150, 7, "p-"))  # the largest: sent alone
+    marker.write_text("always:poison.jsonl")
+    try:
+        summary = ray_index(pg_url, [poison, *files], batch_size=10, lease=1.0, tasks=1)
+    finally:
+        marker.unlink()
+    status = {Path(f.path).name: (f.status, f.error) for f in summary.files}
+    assert status == {
+        "f00.jsonl": ("done", None),
+        "f01.jsonl": ("done", None),
+        "poison.jsonl": ("failed", f"{poison}: its Ray worker died 4 times (ActorDiedError)"),
+    }
+
+
+def test_more_workers_than_the_cluster_has_cpus_index_every_file(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path
+) -> None:
+    """--workers 4 on a cluster of 2 CPUs: the two workers Ray could not place got files, which
+    waited for them for ever (the run never ended). Files go to workers that have started."""
+    address, _ = ray_cluster
+    files = corpus_files(tmp_path / "c", 8, docs=5)
+    cmd = [sys.executable, "-m", "contam.indexer.cli", "index", "--corpus", "web", "--db", pg_url]
+    cmd += ["--executor", "ray", "--address", address, "--workers", "4", *map(str, files)]
+    env = {k: v for k, v in os.environ.items() if k != KILL_MARKER}
+    try:
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=90)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the run never ended: files sent to workers the cluster cannot place")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["files_indexed"] == len(files)
+    assert counts(pg_url) == (5 * len(files), 5 * len(files), len(files), 0)
+
+
 def test_what_stops_a_run_whose_workers_never_start_names_the_likely_cause() -> None:
     """The authentication hint only where RAY_AUTH_MODE=token is set and the worker did not run
     its creation; an import error names the checkout; another error in the creation the database."""
