@@ -448,7 +448,8 @@ def _test_kill(path: str) -> None:
     path, the first worker to get here deletes the file and kills itself (-9) mid-file; a file
     holding "slow:SECONDS" makes every file take that much longer (two runs then overlap however
     busy the machine is); "start:kill" or "start:raise" makes every worker die as it starts (path
-    ""), killed or by an error in its creation."""
+    ""), killed or by an error in its creation; "always:NAME" kills every worker that reaches a
+    path holding NAME (the file kills its workers, the marker stays)."""
     marker = os.environ.get(KILL_MARKER)
     if not marker:
         return
@@ -461,6 +462,8 @@ def _test_kill(path: str) -> None:
                 raise ImportError("cannot import name '_native' from 'contam.app.core' (the tests' hook)")
         elif want.startswith("slow:"):
             time.sleep(float(want[len("slow:") :]))
+        elif want.startswith("always:") and want[len("always:") :] in path:
+            os.kill(os.getpid(), signal.SIGKILL)
         elif want and want in path:
             os.remove(marker)  # only one worker gets past this
             os.kill(os.getpid(), signal.SIGKILL)
@@ -479,7 +482,7 @@ def not_started(n: int, exc: Exception, auth_mode: str | None) -> str:
     on the workers' path), each had every file "failed" and "run it again"."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     init_failed = bool(getattr(exc, "actor_init_failed", False))
-    said = ((lines[-1] if init_failed else lines[0]) if lines else type(exc).__name__).rstrip(".")
+    said = ((lines[-1] if init_failed else _death_reason(str(exc))) if lines else type(exc).__name__).rstrip(".")
     causes = []
     if "import" in said.lower():
         causes.append(
@@ -499,6 +502,16 @@ def not_started(n: int, exc: Exception, auth_mode: str | None) -> str:
         f"the Ray workers died before they started ({n} in a row), so no file was indexed by them; "
         f"Ray says: {said}. Likely: " + "; or ".join(causes)
     )
+
+
+def _death_reason(text: str) -> str:
+    """Ray's reason for an actor's death: its first line is always "The actor died unexpectedly
+    before finishing this task", then come tab-indented fields (class_name, actor_id, pid, ...),
+    then the reason ("The actor is dead because its worker process has died. Worker exit type:
+    ..."), up to its list of common causes; without a reason, the first line."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    reason = next((line for line in lines[1:] if not line.startswith("\t")), lines[0] if lines else "")
+    return reason.split(" Some common causes")[0].strip()
 
 
 RAY_NEEDS_POSTGRESQL = (
@@ -688,11 +701,23 @@ class RayJob:
         drop_stale_claims(self.engine, corpus_id)
 
 
+def _kill(worker: Any) -> None:
+    """End a worker. Ray may refuse to kill one whose creation it cancelled ("System error: Actor
+    creation cancelled": a worker that died before it started, RAY_AUTH_MODE=token against a
+    cluster without it, now and then): it is gone either way. Raised, that stood for the run's
+    own error, and the workers after it in the run's list were left alive, their claims held."""
+    import ray
+    from ray.exceptions import RayError
+
+    with contextlib.suppress(RayError):
+        ray.kill(worker)
+
+
 class _Scheduler:
     """The driver's loop: one IndexWorker actor per worker, each sent a group of files whenever
-    it is idle, asked to commit when nothing is left to send it; busy files are tried again when
-    their holder's lease would end, the files of a worker that died (those it had not committed)
-    after their claims lapse, on a new worker.
+    it is idle once it has started (answered `ready`), asked to commit when nothing is left to
+    send it; busy files are tried again when their holder's lease would end, the files of a
+    worker that died (those it had not committed) after their claims lapse, on a new worker.
 
     Files go largest first (by their text, as _text_size reckons it), and a call takes a group of
     files of up to a 2 x tasks-th of the text left to send (and at most a 2 x tasks-th of the
@@ -723,7 +748,8 @@ class _Scheduler:
         self.left = 0  # bytes of text (_text_size) of the files in `pending`
         self.openings: dict[str, int] = {}  # _opening's
         self.token = uuid.uuid4().hex[:16]  # the start of every claim owner's token of this run's workers
-        self.ready: dict[Any, Any] = {}  # per worker: its first call's (ready) result
+        self.starting: dict[Any, Any] = {}  # a worker's first call (ready) -> the worker, until it answers
+        self.started: set[Any] = set()  # the workers that answered it: only they are sent files
         self.failed_starts = 0  # workers in a row that died before they started
 
     def run(self, files: list[Path]) -> list[FileReport]:
@@ -739,18 +765,23 @@ class _Scheduler:
             while pending or self.inflight or self.later or any(self.held.values()):
                 self._due(pending)
                 busy = set(self.inflight.values())
-                for w in [w for w in self.workers if w not in busy]:
+                for w in [w for w in self.workers if w in self.started and w not in busy]:
                     self._send(w, pending)
-                if not self.inflight:
+                if not self.inflight and not self.starting:
                     time.sleep(0.05)
                     continue
-                ready, _ = ray.wait(list(self.inflight), num_returns=1, timeout=0.2)
+                ready, _ = ray.wait([*self.inflight, *self.starting], num_returns=1, timeout=0.2)
                 for ref in ready:
-                    self._collect(ref, self.inflight.pop(ref))
-            ray.get([w.close.remote() for w in self.workers], timeout=60)  # their connections end cleanly
+                    if ref in self.starting:
+                        self._answered(ref, self.starting.pop(ref))
+                    else:
+                        self._collect(ref, self.inflight.pop(ref))
+            # their connections end cleanly; a worker not started yet (more asked for than the
+            # cluster's CPUs) has none, and would not answer till the others are gone
+            ray.get([w.close.remote() for w in self.workers if w in self.started], timeout=60)
         finally:  # on an error or Ctrl-C too: killing a worker ends its call in progress and rolls its group back
             for w in self.workers:
-                ray.kill(w)
+                _kill(w)
             self._let_go()
         return self.reports
 
@@ -781,7 +812,7 @@ class _Scheduler:
         code = code_fingerprint()
         w: Any = self.actor_class.remote(job.url, self.corpus_id, job.cfg, job.opts, job.lease, code, self.token)
         self.held[w] = set()
-        self.ready[w] = w.ready.remote()
+        self.starting[w.ready.remote()] = w  # files once it answers (a worker that never starts holds none)
         return w
 
     def _send(self, worker: Any, pending: deque[str]) -> None:
@@ -873,46 +904,41 @@ class _Scheduler:
     def _lost(self, worker: Any, exc: Exception) -> None:
         """A worker died: its uncommitted files are tried again (their claims lapse after the
         lease; the retry takes them over then), on a new worker. A worker that died before it
-        started counts against no file (its files did not kill it); after START_FAILURES such
-        workers in a row the run stops, saying what Ray said and what causes it (the files had
-        been recorded as failed, "its Ray worker died 4 times", with no word of why)."""
-        import ray
-
-        started = self._started(worker)
-        if not started:
+        started (answered `ready`) holds no file and counts against none; after START_FAILURES
+        such workers in a row the run stops, saying what Ray said and what causes it (the files
+        had been recorded as failed, "its Ray worker died 4 times", with no word of why)."""
+        if worker not in self.started:  # it died before it answered `ready`, holding no file
             self.failed_starts += 1
             if self.failed_starts >= START_FAILURES:
                 kind = ContamError if any(r.status == "done" for r in self.reports) else NotStarted
                 raise kind(not_started(self.failed_starts, exc, os.environ.get("RAY_AUTH_MODE")))
+        self.started.discard(worker)
         for path in self.held.pop(worker):
-            if not started:
-                self.later.append((time.monotonic(), path, ""))
-                continue
             self.crashes[path] += 1
             if self.crashes[path] > CRASH_RETRIES:
                 error = f"{path}: its Ray worker died {self.crashes[path]} times ({type(exc).__name__})"
                 self._finish(FileReport(path, "failed", bytes=self.sizes[path], error=error))
             else:
                 self.later.append((time.monotonic(), path, ""))
-        ray.kill(worker)
+        _kill(worker)
         self.workers[self.workers.index(worker)] = self._start()
 
-    def _started(self, worker: Any) -> bool:
-        """Whether a worker that died had started (answered its first call, `ready`): its answer
-        came before its death, and a worker that died unstarted fails that call at once too."""
+    def _answered(self, ref: Any, worker: Any) -> None:
+        """A worker's first call (ready) ended: it has started, and is sent files from now on; or
+        it died before it started (_lost). Files go to started workers only: one that never
+        starts (more workers asked for than the cluster's CPUs, a cluster that cannot start them)
+        holds none, where its files had waited for it for ever (a run of 8 files with --workers 4
+        on a cluster of 2 CPUs never ended), and a worker that died holding files had started."""
         import ray
+        from ray.exceptions import RayError
 
-        ref = self.ready.pop(worker, None)
-        if ref is None:
-            return True
-        done, _ = ray.wait([ref], timeout=1.0)
-        if not done:
-            return False
         try:
             ray.get(ref)
-        except Exception:  # noqa: BLE001 - whatever Ray says of it, the worker did not start
-            return False
-        return True
+        except RayError as exc:  # `ready` raises nothing of its own: whatever Ray says, it did not start
+            self._lost(worker, exc)
+            return
+        self.started.add(worker)
+        self.failed_starts = 0  # the cluster can start them
 
     def _finish(self, report: FileReport) -> None:
         if report.status == "done":

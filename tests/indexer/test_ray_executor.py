@@ -25,6 +25,7 @@ import pytest
 import ray
 from conftest import IndexCorpus
 from helpers import make_docs, report_by_content, snapshot, tied_pages, write_jsonl
+from ray.core.generated.common_pb2 import ActorDiedErrorContext
 from sqlalchemy import Engine, text
 from typer.testing import CliRunner, Result
 
@@ -539,7 +540,8 @@ def test_a_worker_with_other_contam_code_than_the_driver_is_refused(
         # an error in the worker's creation, as a checkout not built in the driver's directory gives
         ("start:raise", "Ray says: ImportError: cannot import name '_native' from 'contam.app.core'"),
         # a worker gone without a word, as RAY_AUTH_MODE=token against a cluster without it leaves
-        ("start:kill", "Ray says: The actor died unexpectedly before finishing this task. Likely: "),
+        # (Ray's reason said, not its first line, the same for every death)
+        ("start:kill", "Ray says: The actor is dead because its worker process has died"),
     ],
 )
 def test_workers_that_die_before_they_start_stop_the_run_saying_why(
@@ -559,8 +561,76 @@ def test_workers_that_die_before_they_start_stop_the_run_saying_why(
     finally:
         marker.unlink()
     assert said in caught.value.message and "workers' logs" in caught.value.message
+    assert "Some common causes" not in caught.value.message
     assert counts(pg_url) == (0, 0, 0, 0)
     assert [f.status for f in ray_index(pg_url, files, tasks=2).files] == ["done"] * 3
+
+
+def test_a_worker_ray_will_not_kill_leaves_the_runs_error_said(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ray may refuse to kill a worker whose creation it cancelled ("System error: Actor creation
+    cancelled"), one that died before it started (now and then, RAY_AUTH_MODE=token against a
+    cluster without it): the run said that, with "the files reported done are kept", not why its
+    workers died, and left the workers after it in its list alive."""
+    _, marker = ray_cluster
+    files = corpus_files(tmp_path / "c", 2, docs=5)
+    kill, killed = ray.kill, []
+
+    def refusing(actor: object, **kw: object) -> None:
+        kill(actor, **kw)  # type: ignore[arg-type]
+        killed.append(actor)
+        raise ray.exceptions.RaySystemError("Actor creation cancelled.")
+
+    monkeypatch.setattr(ray, "kill", refusing)
+    marker.write_text("start:kill")
+    try:
+        with pytest.raises(NotStarted, match=r"died before they started \(4 in a row\)"):
+            ray_index(pg_url, files, tasks=2)
+    finally:
+        marker.unlink()
+    assert len(killed) == 3 + 2  # the three replaced, then the run's two
+
+
+def test_a_file_that_kills_every_worker_fails_alone_after_its_retries(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path
+) -> None:
+    """A worker that started and then died counts against the files it held, however soon it
+    died (here in its first call): the file that kills every worker is reported failed after
+    CRASH_RETRIES retries, the run goes on; it is not taken for workers that never started."""
+    _, marker = ray_cluster
+    files = corpus_files(tmp_path / "c", 2, docs=5)
+    poison = write_jsonl(tmp_path / "c" / "poison.jsonl", make_docs(40, 150, 7, "p-"))  # the largest: sent alone
+    marker.write_text("always:poison.jsonl")
+    try:
+        summary = ray_index(pg_url, [poison, *files], batch_size=10, lease=1.0, tasks=1)
+    finally:
+        marker.unlink()
+    status = {Path(f.path).name: (f.status, f.error) for f in summary.files}
+    assert status == {
+        "f00.jsonl": ("done", None),
+        "f01.jsonl": ("done", None),
+        "poison.jsonl": ("failed", f"{poison}: its Ray worker died 4 times (ActorDiedError)"),
+    }
+
+
+def test_more_workers_than_the_cluster_has_cpus_index_every_file(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path
+) -> None:
+    """--workers 4 on a cluster of 2 CPUs: the two workers Ray could not place got files, which
+    waited for them for ever (the run never ended). Files go to workers that have started."""
+    address, _ = ray_cluster
+    files = corpus_files(tmp_path / "c", 8, docs=5)
+    cmd = [sys.executable, "-m", "contam.indexer.cli", "index", "--corpus", "web", "--db", pg_url]
+    cmd += ["--executor", "ray", "--address", address, "--workers", "4", *map(str, files)]
+    env = {k: v for k, v in os.environ.items() if k != KILL_MARKER}
+    try:
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=90)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the run never ended: files sent to workers the cluster cannot place")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["files_indexed"] == len(files)
+    assert counts(pg_url) == (5 * len(files), 5 * len(files), len(files), 0)
 
 
 def test_what_stops_a_run_whose_workers_never_start_names_the_likely_cause() -> None:
@@ -569,6 +639,16 @@ def test_what_stops_a_run_whose_workers_never_start_names_the_likely_cause() -> 
     died = ray.exceptions.ActorDiedError()
     assert "RAY_AUTH_MODE=token is set here" in cluster.not_started(4, died, "token")
     assert "RAY_AUTH_MODE" not in cluster.not_started(4, died, None)
+    generic = "Ray says: The actor died unexpectedly before finishing this task. Likely"
+    assert generic in cluster.not_started(4, died, None)
+    # a death Ray knows more of: its reason said, after its fields, without its list of common causes
+    reason = "The actor is dead because all references to the actor were removed including lineage ref count."
+    context = ActorDiedErrorContext(class_name="IndexWorker", actor_id=b"\1" * 16, error_message=reason)
+    said = cluster.not_started(4, ray.exceptions.ActorDiedError(context), "token")
+    assert f"Ray says: {reason[:-1]}. Likely: RAY_AUTH_MODE=token is set here" in said
+    context.error_message = "The actor is dead because its worker process has died. Some common causes include: OOM"
+    said = cluster.not_started(4, ray.exceptions.ActorDiedError(context), None)
+    assert "Ray says: The actor is dead because its worker process has died. Likely" in said and "OOM" not in said
     init = ray.exceptions.ActorDiedError()
     init._actor_init_failed = True
     init.error_msg = "The actor died because of an error raised in its creation task\nTraceback ...\nOSError: refused"
