@@ -38,6 +38,7 @@ import functools
 import hashlib
 import logging
 import os
+import re
 import signal
 import socket
 import threading
@@ -484,24 +485,30 @@ def not_started(n: int, exc: Exception, auth_mode: str | None) -> str:
     init_failed = bool(getattr(exc, "actor_init_failed", False))
     said = ((lines[-1] if init_failed else _death_reason(str(exc))) if lines else type(exc).__name__).rstrip(".")
     causes = []
-    if "import" in said.lower():
+    if _IMPORT_FAILED.search(said):
         causes.append(
             "the workers cannot import this contam (a checkout in the driver's working directory, which "
             "Ray puts on the workers' path, not built or of another version: run from another directory, "
             "or `make install` in it; or contam missing from a worker machine)"
         )
     elif init_failed:
-        causes.append("the worker's start failed so (every worker machine must reach the database at the URL given)")
-    elif (auth_mode or "").lower() == "token":  # a worker that ran its creation was reached
         causes.append(
-            "RAY_AUTH_MODE=token is set here: a cluster started without token authentication "
-            "cannot start this driver's workers (unset it)"
+            "the workers failed as they started, as Ray says (every worker machine must reach the database at "
+            "the URL given)"
         )
-    causes.append("the workers' logs say more (/tmp/ray/session_latest/logs on their machines)")
+    elif (auth_mode or "").lower() == "token":  # a worker that ran its creation was reached
+        causes.append(  # only if: on a cluster with token authentication, unsetting it fails the connection
+            "RAY_AUTH_MODE=token is set here, and a cluster started without token authentication cannot start "
+            "this driver's workers: if it was, unset it"
+        )
+    causes.append("the workers' logs say more (Ray's session folder on their machines, /tmp/ray/session_latest/logs)")
     return (
         f"the Ray workers died before they started ({n} in a row), so no file was indexed by them; "
         f"Ray says: {said}. Likely: " + "; or ".join(causes)
     )
+
+
+_IMPORT_FAILED = re.compile(r"\b(?:ImportError|ModuleNotFoundError|No module named|cannot import)\b")
 
 
 def _death_reason(text: str) -> str:

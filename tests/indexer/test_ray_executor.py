@@ -657,6 +657,8 @@ def test_what_stops_a_run_whose_workers_never_start_names_the_likely_cause() -> 
     assert "RAY_AUTH_MODE" not in message and "import" not in message
     init.error_msg = "creation task\nImportError: No module named 'contam'"
     assert "a checkout in the driver's working directory" in cluster.not_started(4, init, None)
+    init.error_msg = "creation task\nValueError: an important setting is missing"  # no import error
+    assert "checkout" not in cluster.not_started(4, init, None)
 
 
 def test_ray_executor_refuses_sqlite(tmp_path: Path) -> None:
