@@ -148,8 +148,6 @@ def index(
     """Index corpus files (JSON lines: .jsonl, .ndjson, .json; .txt; each compressed with gzip,
     zstd, bzip2 or xz or not; Parquet; Arrow or a save_to_disk folder) into a named corpus."""
     check_progress(progress)  # before anything is opened or made
-    for path in paths:  # a path not there is refused before the corpus is said to be new (a README audit)
-        check_path(path)
     cfg = SignatureConfig(
         ngram_n=ngram, short_n=short_ngram, sample_mod=sample, window=window, stride=stride, shingle=shingle,
         num_perm=num_perm, bands=bands, seed=seed,
@@ -164,7 +162,7 @@ def index(
     url = database_url(db)
     check_executor(executor, address, url)  # before the database is opened: SQLite is refused first
     engine = open_database(url)
-    _say_if_new(engine, corpus)
+    _say_if_new(engine, corpus, paths)
     reporter = _progress(progress)
     try:
         tasks = workers or get_settings().workers or None  # Ray: 0 is one task per CPU of the cluster
@@ -178,13 +176,17 @@ def index(
     _tell(summary, paths, opts.id_field)
 
 
-def _say_if_new(engine: Engine, corpus: str) -> None:
+def _say_if_new(engine: Engine, corpus: str, paths: list[Path]) -> None:
     """A corpus name that names none makes a new corpus: said on stderr with the corpora there are,
-    where there are some (a typo in --corpus made one without a word: a new user's trial)."""
+    where there are some (a typo in --corpus made one without a word: a new user's trial). A name
+    refused, or a path not there, is refused first, never said to be new and then refused (a new
+    user's trial, a README audit)."""
     from contam.app.services.corpora import CorpusService
     from contam.app.services.indexing import check_corpus_name
 
-    check_corpus_name(corpus)  # a name refused is never said to be new first (a new user's trial)
+    check_corpus_name(corpus)
+    for path in paths:
+        check_path(path)
     names = CorpusService(engine).names()
     if names and corpus not in names:
         shown = ", ".join(sorted(names)[:20]) + (", ..." if len(names) > 20 else "")
