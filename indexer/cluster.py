@@ -92,6 +92,8 @@ LEASE_SECONDS = 30.0  # a claim not renewed for this long may be taken over
 TWIN_LOOKAHEAD = 8  # files the driver looks at for one that is no copy of a file another worker holds
 CRASH_RETRIES = 3  # times a file is tried again after its worker died, in one run
 START_FAILURES = 4  # workers in a row that die before they start: the run stops (not_started)
+START_NOTICE_SECONDS = 30.0  # no worker started this long after the run asked for them: said (no_worker_yet)
+log = logging.getLogger("contam.ray")
 KILL_MARKER = "CONTAM_TEST_KILL_MARKER"  # tests: a file naming the path whose worker kills itself mid-file
 
 
@@ -508,6 +510,20 @@ def not_started(n: int, exc: Exception, auth_mode: str | None) -> str:
     )
 
 
+def no_worker_yet(asked: int) -> str:
+    """What a run says when none of its workers has started after START_NOTICE_SECONDS: Ray
+    waits for CPUs to free up without a word, and so did the run (a review)."""
+    import ray
+
+    free = ray.available_resources().get("CPU", 0)  # type: ignore[no-untyped-call]
+    total = ray.cluster_resources().get("CPU", 0)  # type: ignore[no-untyped-call]
+    return (
+        f"no Ray worker has started in {START_NOTICE_SECONDS:.0f} s ({asked} asked for, each taking a CPU; the "
+        f"cluster has {total:g} CPUs, {free:g} free): another job holds them, or the cluster cannot start "
+        "workers; the run waits for them (Ctrl-C stops it)"
+    )
+
+
 _IMPORT_FAILED = re.compile(r"\b(?:ImportError|ModuleNotFoundError|No module named|cannot import)\b")
 
 
@@ -768,8 +784,12 @@ class _Scheduler:
         pending = self.largest_first(str(p) for p in files)
         self.left = sum(self.text[p] for p in pending)
         self.workers = [self._start() for _ in range(self.limit)]
+        waiting_since = time.monotonic()
         try:
             while pending or self.inflight or self.later or any(self.held.values()):
+                if not self.started and waiting_since and time.monotonic() - waiting_since > START_NOTICE_SECONDS:
+                    waiting_since = 0.0  # said once
+                    log.warning(no_worker_yet(self.limit))
                 self._due(pending)
                 busy = set(self.inflight.values())
                 for w in [w for w in self.workers if w in self.started and w not in busy]:

@@ -633,6 +633,36 @@ def test_more_workers_than_the_cluster_has_cpus_index_every_file(
     assert counts(pg_url) == (5 * len(files), 5 * len(files), len(files), 0)
 
 
+def test_a_run_none_of_whose_workers_can_start_says_so_while_it_waits(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers the cluster has no CPUs for are not started, and Ray waits without a word: so did
+    the run (a review). After START_NOTICE_SECONDS it says so, once, and goes on waiting; here the
+    notice stops it, the workers asked for more CPUs than the cluster has."""
+    said: list[str] = []
+
+    class Stop(Exception):
+        pass
+
+    def warning(message: str) -> None:
+        said.append(message)
+        raise Stop
+
+    init = cluster._Scheduler.__init__
+
+    def greedy(self: cluster._Scheduler, *args: object) -> None:
+        init(self, *args)  # type: ignore[arg-type]
+        self.actor_class = ray.remote(cluster.IndexWorker).options(num_cpus=64)  # more than the cluster has
+
+    monkeypatch.setattr(cluster, "START_NOTICE_SECONDS", 0.5)
+    monkeypatch.setattr(cluster._Scheduler, "__init__", greedy)
+    monkeypatch.setattr(cluster.log, "warning", warning)
+    with pytest.raises(Stop):
+        ray_index(pg_url, corpus_files(tmp_path / "c", 2, docs=5), tasks=2)
+    assert len(said) == 1 and said[0].startswith("no Ray worker has started in 0 s (2 asked for"), said
+    assert "the cluster has 2 CPUs, 2 free" in said[0] and counts(pg_url) == (0, 0, 0, 0)
+
+
 def test_what_stops_a_run_whose_workers_never_start_names_the_likely_cause() -> None:
     """The authentication hint only where RAY_AUTH_MODE=token is set and the worker did not run
     its creation; an import error names the checkout; another error in the creation the database."""
