@@ -773,6 +773,7 @@ class _Scheduler:
         self.token = uuid.uuid4().hex[:16]  # the start of every claim owner's token of this run's workers
         self.starting: dict[Any, Any] = {}  # a worker's first call (ready) -> the worker, until it answers
         self.started: set[Any] = set()  # the workers that answered it: only they are sent files
+        self.ever_started = False  # a worker of the run has started (and so may have written)
         self.failed_starts = 0  # workers in a row that died before they started
 
     def run(self, files: list[Path]) -> list[FileReport]:
@@ -937,7 +938,9 @@ class _Scheduler:
         if worker not in self.started:  # it died before it answered `ready`, holding no file
             self.failed_starts += 1
             if self.failed_starts >= START_FAILURES:
-                kind = ContamError if any(r.status == "done" for r in self.reports) else NotStarted
+                # a worker that started may have committed a group whose answer never came: "the
+                # files reported done are kept" is said then (NotStarted: nothing written; a review)
+                kind = ContamError if self.ever_started else NotStarted
                 raise kind(not_started(self.failed_starts, exc, os.environ.get("RAY_AUTH_MODE")))
         self.started.discard(worker)
         for path in self.held.pop(worker):
@@ -965,6 +968,7 @@ class _Scheduler:
             self._lost(worker, exc)
             return
         self.started.add(worker)
+        self.ever_started = True
         self.failed_starts = 0  # the cluster can start them
 
     def _finish(self, report: FileReport) -> None:

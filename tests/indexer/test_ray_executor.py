@@ -663,6 +663,20 @@ def test_a_run_none_of_whose_workers_can_start_says_so_while_it_waits(
     assert "the cluster has 2 CPUs, 2 free" in said[0] and counts(pg_url) == (0, 0, 0, 0)
 
 
+def test_a_run_stopped_for_workers_that_never_start_keeps_what_started_ones_wrote() -> None:
+    """Stopped for workers that never start after another worker had started, a run may have
+    written groups whose answers never came: it is not said to have written nothing (NotStarted,
+    no "files reported done are kept"), whatever it has reported (a review)."""
+    sched = object.__new__(cluster._Scheduler)
+    sched.started, sched.held, sched.reports = set(), {"w": set()}, []
+    died = ray.exceptions.ActorDiedError()
+    for ever, kind in ((False, NotStarted), (True, ContamError)):
+        sched.failed_starts, sched.ever_started = cluster.START_FAILURES - 1, ever
+        with pytest.raises(ContamError, match="died before they started") as caught:
+            sched._lost("w", died)
+        assert type(caught.value) is kind
+
+
 def test_what_stops_a_run_whose_workers_never_start_names_the_likely_cause() -> None:
     """The authentication hint only where RAY_AUTH_MODE=token is set and the worker did not run
     its creation; an import error names the checkout; another error in the creation the database."""
