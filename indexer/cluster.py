@@ -937,11 +937,8 @@ class _Scheduler:
         had been recorded as failed, "its Ray worker died 4 times", with no word of why)."""
         if worker not in self.started:  # it died before it answered `ready`, holding no file
             self.failed_starts += 1
-            if self.failed_starts >= START_FAILURES:
-                # a worker that started may have committed a group whose answer never came: "the
-                # files reported done are kept" is said then (NotStarted: nothing written; a review)
-                kind = ContamError if self.ever_started else NotStarted
-                raise kind(not_started(self.failed_starts, exc, os.environ.get("RAY_AUTH_MODE")))
+            if self.failed_starts >= START_FAILURES and self._given_up(worker, exc):
+                return
         self.started.discard(worker)
         for path in self.held.pop(worker):
             self.crashes[path] += 1
@@ -952,6 +949,22 @@ class _Scheduler:
                 self.later.append((time.monotonic(), path, ""))
         _kill(worker)
         self.workers[self.workers.index(worker)] = self._start()
+
+    def _given_up(self, worker: Any, exc: Exception) -> bool:
+        """START_FAILURES workers in a row died before they started: with none started, the run
+        stops; with some at work, it goes on with them, this worker not replaced, and says so (a
+        machine of the cluster that cannot start workers took each new one, and its deaths in a row
+        stopped a run the others were doing: a review)."""
+        said = not_started(self.failed_starts, exc, os.environ.get("RAY_AUTH_MODE"))
+        if not self.started:
+            # a worker that started may have committed a group whose answer never came: "the
+            # files reported done are kept" is said then (NotStarted: nothing written; a review)
+            raise (ContamError if self.ever_started else NotStarted)(said)
+        log.warning("%s; the run goes on with the %d worker(s) that started", said, len(self.started))
+        self.held.pop(worker, None)
+        _kill(worker)
+        self.workers.remove(worker)
+        return True
 
     def _answered(self, ref: Any, worker: Any) -> None:
         """A worker's first call (ready) ended: it has started, and is sent files from now on; or

@@ -677,6 +677,21 @@ def test_a_run_stopped_for_workers_that_never_start_keeps_what_started_ones_wrot
         assert type(caught.value) is kind
 
 
+def test_workers_that_never_start_beside_working_ones_are_no_longer_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine of the cluster that cannot start workers took each new one: its deaths in a row
+    stopped a run the other workers were doing (a review). With a worker at work, the run goes on
+    with it: the one that never started is not replaced, and a warning says why."""
+    said: list[str] = []
+    monkeypatch.setattr(cluster.log, "warning", lambda fmt, *args: said.append(fmt % args))
+    monkeypatch.setattr(cluster, "_kill", lambda _w: None)
+    sched = object.__new__(cluster._Scheduler)
+    sched.started, sched.workers, sched.held, sched.reports = {"a"}, ["a", "w"], {"a": {"f1"}, "w": set()}, []
+    sched.failed_starts, sched.ever_started = cluster.START_FAILURES - 1, True
+    sched._lost("w", ray.exceptions.ActorDiedError())
+    assert sched.workers == ["a"] and sched.held == {"a": {"f1"}}
+    assert len(said) == 1 and said[0].endswith("the run goes on with the 1 worker(s) that started"), said
+
+
 def test_what_stops_a_run_whose_workers_never_start_names_the_likely_cause() -> None:
     """The authentication hint only where RAY_AUTH_MODE=token is set and the worker did not run
     its creation; an import error names the checkout; another error in the creation the database."""
