@@ -937,7 +937,8 @@ class _Scheduler:
         had been recorded as failed, "its Ray worker died 4 times", with no word of why)."""
         if worker not in self.started:  # it died before it answered `ready`, holding no file
             self.failed_starts += 1
-            if self.failed_starts >= START_FAILURES and self._given_up(worker, exc):
+            if self.failed_starts >= START_FAILURES:
+                self._give_up(worker, exc)
                 return
         self.started.discard(worker)
         for path in self.held.pop(worker):
@@ -950,7 +951,7 @@ class _Scheduler:
         _kill(worker)
         self.workers[self.workers.index(worker)] = self._start()
 
-    def _given_up(self, worker: Any, exc: Exception) -> bool:
+    def _give_up(self, worker: Any, exc: Exception) -> None:
         """START_FAILURES workers in a row died before they started: with none started, the run
         stops; with some at work, it goes on with them, this worker not replaced, and says so (a
         machine of the cluster that cannot start workers took each new one, and its deaths in a row
@@ -964,7 +965,6 @@ class _Scheduler:
         self.held.pop(worker, None)
         _kill(worker)
         self.workers.remove(worker)
-        return True
 
     def _answered(self, ref: Any, worker: Any) -> None:
         """A worker's first call (ready) ended: it has started, and is sent files from now on; or

@@ -185,7 +185,7 @@ class _Nominees:
         """The documents whose order by content_key decides which are chosen: those tied for
         fewer places than they are (where all fit, all are taken)."""
         ties = ((self.exact, CANDIDATES, 0), (self.asked, 1, 0), (self.near, NEAR_CANDIDATES, 32))
-        return {d for (sure, tied), k, shift in ties if len(tied) > k - len(sure) for d in (tied >> shift).tolist()}
+        return {d for nominees, k, shift in ties for d in (_over(nominees, k) >> shift).tolist()}
 
     def choose(self, keys: Mapping[int, tuple[Any, ...]]) -> dict[int, int | None]:
         """Document -> the window that nominated it (None: the exact channel's), ties broken by
@@ -203,9 +203,15 @@ def by_votes(docs: np.ndarray, votes: np.ndarray, k: int) -> tuple[np.ndarray, n
     return top_k(docs, np.round(votes, VOTE_DIGITS), k)
 
 
+def _over(nominees: tuple[np.ndarray, np.ndarray], k: int) -> np.ndarray:
+    """The tied ones, where they are more than the places left (else none: all are taken)."""
+    sure, tied = nominees
+    return tied if len(tied) > k - len(sure) else tied[:0]
+
+
 def _broken(nominees: tuple[np.ndarray, np.ndarray], k: int, key: Callable[[int], Any]) -> list[int]:
     sure, tied = nominees
-    if len(tied) <= k - len(sure):  # room for all: nothing to break (their keys were not read)
+    if not len(_over(nominees, k)):  # room for all: nothing to break (their keys were not read)
         return [*sure.tolist(), *tied.tolist()]
     return [*sure.tolist(), *sorted(tied.tolist(), key=key)[: k - len(sure)]]
 
@@ -497,7 +503,7 @@ class Scanner:
 
         postings = retrying("looking up the index", look_up, self.retry_seconds)
         listed = {i: top_k(*held_counts(postings, g), WIDESPREAD_LISTED) for i, g in asked.items()}
-        keys = self._content_keys({d for _sure, tied in listed.values() for d in tied.tolist()})
+        keys = self._content_keys({d for top in listed.values() for d in _over(top, WIDESPREAD_LISTED).tolist()})
         return {i: dict.fromkeys(_broken(top, WIDESPREAD_LISTED, keys.__getitem__)) for i, top in listed.items()}
 
     def _content_keys(self, doc_ids: set[int]) -> dict[int, tuple[Any, ...]]:
