@@ -47,6 +47,7 @@ from contam.app.errors import (
     first_line,
 )
 from contam.app.processes import sweep_temp
+from contam.app.readers.benchmark import UNSPACED
 from contam.app.services.corpora import CorpusService, reproducible
 from contam.app.services.database import database_trouble, migrate, open_database, shown_url, sqlite_file_missing
 from contam.app.settings import default_database_url, get_settings
@@ -691,8 +692,8 @@ def _mostly_too_short(summary: dict[str, Any], mapping: dict[str, Any]) -> str |
     as the question that holds a label ("subject") leaves every item a word or two, and the scan
     said only "28 too short" (a trial)."""
     items, short = summary["items"], summary["counts"].get(Status.TOO_SHORT.value, 0)
-    if items < 4 or 2 * short <= items:
-        return None
+    if items < 4 or 2 * short <= items or any(UNSPACED in note for note in summary["notes"]):
+        return None  # items in Thai, say, are too short for another reason: the notes said which
     question = mapping.get("question")
     named = ", ".join(question) if isinstance(question, list) else str(question)
     return (

@@ -83,14 +83,38 @@ _DROPPED = re.compile(rf"{_BREAK}|[{_IGNORABLE}]")
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
 
 
+_UNSPACED_RANGES = (  # Thai, Lao, Myanmar (and its extensions), Khmer (and its symbols)
+    (0x0E00, 0x0EFF),
+    (0x1000, 0x109F),
+    (0x1780, 0x17FF),
+    (0x19E0, 0x19FF),
+    (0xA9E0, 0xA9FF),
+    (0xAA60, 0xAA7F),
+)
+_UNSPACED_CHAR = re.compile(f"[{_class(_UNSPACED_RANGES)}]")
+
+
+def _mostly(text: str, chars: re.Pattern[str]) -> bool:
+    """Whether most of a text's letters are `chars`."""
+    if text.isascii():
+        return False
+    letters = sum(c.isalpha() for c in text)
+    return letters > 0 and 2 * sum(c.isalpha() for c in chars.findall(text)) > letters
+
+
 def mostly_cjk(text: str) -> bool:
     """Whether most of a text's letters are CJK ideographs and kana, each of which is a token of
     its own (where a word of other scripts is one): a rule's length in tokens is then a word or
     two, not a sentence (bench/MEASUREMENTS.md, session 38)."""
-    if text.isascii():
-        return False
-    letters = sum(c.isalpha() for c in text)
-    return letters > 0 and 2 * len(_CJK_CHAR.findall(text)) > letters
+    return _mostly(text, _CJK_CHAR)
+
+
+def mostly_unspaced(text: str) -> bool:
+    """Whether most of a text's letters are Thai, Lao, Khmer or Burmese, scripts written without
+    spaces between words, which the tokeniser does not cut into words: a run of them between
+    spaces or punctuation is one token, so a sentence is a token or two (too short to judge), and
+    a copy run into the text around it shares no token with the item (bench/unspaced_probe.py)."""
+    return _mostly(text, _UNSPACED_CHAR)
 
 
 # An attribute as HTML writes one: a name, and a value after "=", quoted (a quoted value may hold

@@ -445,6 +445,13 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
         "4 of 4 items are too short to judge" in mislabelled.output and "is 'subject' the field" in mislabelled.output
     )
     assert "too short to judge" not in scan().output
+    # Thai items are too short because the tokeniser does not cut Thai into words, not for their
+    # mapping: the note says so, and the mapping is not questioned (a probe: 74% of such items too_short)
+    thai = tmp_path / "thai.jsonl"
+    thai.write_text("".join(json.dumps({"id": f"t{i}", "question": f"ประเทศไทยมีกี่จังหวัด {i}"}) + "\n" for i in range(4)))
+    told = run.invoke(cli, ["scan", str(thai), "--db", migrated_url])
+    assert told.exit_code == 0 and "4 of 4 items are mostly Thai, Lao, Khmer or Burmese" in told.output
+    assert "too short to judge" not in told.output and "--fields question=FIELD" not in told.output
     # an answer that names no choice is scored as no answer, and said (a trial: 7 of 4, without a word)
     past = tmp_path / "past.jsonl"
     past.write_text(json.dumps({"id": "p", "question": Q1, "choices": ["a", "b"], "answer": 7}) + "\n")

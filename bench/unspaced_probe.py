@@ -1,0 +1,155 @@
+"""Benchmarks in scripts written without spaces between words (Thai, Khmer): what is found, what is
+flagged wrongly, what is too short.
+
+Usage: python bench/unspaced_probe.py [--langs th,km] [--work DIR] [--tree CHECKOUT]
+
+The tokeniser cuts text at spaces and punctuation and gives each CJK character a token, but does
+not cut Thai, Lao, Khmer or Burmese into words: a sentence of them is a token or two. This
+measures what that costs, on real text of this machine: the gettext catalogues of each language
+(/usr/share/locale/LANG/LC_MESSAGES/*.mo), 70% of the catalogues (by a hash of the file name) as
+the corpus, their messages joined into documents of 300-3,000 characters; 1,500 items, messages of
+at least 12 characters mostly in the script, from the other 30%. Of the items, 150 are planted
+verbatim inside a document and 75 with two characters replaced, each written into the text
+around it without a space, as these scripts are written; an item whose text a corpus catalogue
+also holds is `in_corpus` (truly there); the rest are `clean`, split by whether a corpus
+catalogue translates the same English message (`clean_related`: the same message translated
+otherwise, which may share most of its words).
+
+--tree runs another checkout's `contam` (its native module built), to compare a tokeniser change
+on the same data: session 43 gave each letter of these scripts a token of its own, as CJK
+characters have (their ranges added to text._CJK_RANGES), and measured it with this.
+Prints, per language and kind: items, flagged (suspicious or contaminated), contaminated, too_short.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gettext
+import hashlib
+import json
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = {"th": (0x0E00, 0x0E7F), "lo": (0x0E80, 0x0EFF), "km": (0x1780, 0x17FF), "my": (0x1000, 0x109F)}
+RUN_TREE = """import sys
+tree = sys.argv.pop(1)
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f)]
+sys.path.insert(0, tree)
+from contam.indexer.cli import main
+sys.argv[0] = "contam"
+main()
+"""
+
+
+def messages(lang: str) -> list[tuple[str, str, str]]:
+    """(catalogue file, English message, translation) of every message of the language's catalogues."""
+    out = []
+    for f in sorted(Path(f"/usr/share/locale/{lang}/LC_MESSAGES").glob("*.mo")):
+        with f.open("rb") as fh:
+            catalog = gettext.GNUTranslations(fh)._catalog  # type: ignore[attr-defined]
+        for key, value in catalog.items():
+            msgid = key[0] if isinstance(key, tuple) else key
+            if isinstance(value, str) and value.strip() and isinstance(msgid, str) and msgid:
+                out.append((f.name, msgid, value.strip()))
+    return out
+
+
+def build(lang: str, work: Path) -> dict[str, dict[str, str]]:
+    """Write work/corpus.jsonl and work/bench.jsonl; the labels by item id."""
+    lo, hi = SCRIPTS[lang]
+    rng = random.Random(0)
+    entries = messages(lang)
+    held = {f for f, _k, _v in entries if int(hashlib.md5(f.encode()).hexdigest(), 16) % 10 < 3}
+    docs: list[str] = []
+    cur: list[str] = []
+    for f, _k, v in entries:
+        if f not in held:
+            cur.append(v)
+            if sum(map(len, cur)) > rng.randint(300, 3000):
+                docs.append("\n".join(cur))
+                cur = []
+    docs += ["\n".join(cur)] if cur else []
+    corpus_text, corpus_ids = "\n".join(docs), {k for f, k, _v in entries if f not in held}
+    candidates: dict[str, str] = {}
+    for f, k, v in entries:
+        if f in held and len(v) >= 12 and 2 * sum(lo <= ord(c) <= hi for c in v) >= len(v):
+            candidates.setdefault(v, k)
+    chosen = list(candidates.items())
+    rng.shuffle(chosen)
+    labels, items = {}, []
+    for i, (text, msgid) in enumerate(chosen[:1500]):
+        kind = "verbatim" if i < 150 else "edited" if i < 225 else "clean"
+        if kind != "clean":
+            copy = text
+            if kind == "edited":
+                j = rng.randrange(len(text) // 3, max(len(text) // 3 + 1, 2 * len(text) // 3))
+                copy = text[:j] + "".join(chr(rng.randint(lo + 1, lo + 0x2F)) for _ in range(2)) + text[j + 2 :]
+            d = rng.randrange(len(docs))
+            at = rng.randrange(len(docs[d]) // 4, 3 * len(docs[d]) // 4 + 1)
+            docs[d] = docs[d][:at] + copy + docs[d][at:]  # no space either side
+        elif text in corpus_text:
+            kind = "in_corpus"
+        elif msgid in corpus_ids:
+            kind = "clean_related"
+        labels[f"{lang}-{i}"] = {"kind": kind, "msgid": msgid}
+        items.append({"id": f"{lang}-{i}", "question": text})
+    with (work / "corpus.jsonl").open("w") as fh:
+        fh.writelines(json.dumps({"id": f"d{n}", "text": t}, ensure_ascii=False) + "\n" for n, t in enumerate(docs))
+    with (work / "bench.jsonl").open("w") as fh:
+        fh.writelines(json.dumps(it, ensure_ascii=False) + "\n" for it in items)
+    return labels
+
+
+def scan(lang: str, work: Path, tree: Path | None) -> list[dict[str, Any]]:
+    """Index the corpus into a new SQLite file and scan the benchmark with `contam` (of `tree`)."""
+    runner = work / "run_tree.py"
+    runner.write_text(RUN_TREE)
+    contam = [sys.executable, str(runner), str(tree)] if tree else [sys.executable, "-m", "contam.indexer.cli"]
+    db = f"sqlite:///{work / 'index.db'}"
+    (work / "index.db").unlink(missing_ok=True)
+    subprocess.run([*contam, "db", "upgrade", "--db", db], check=True, capture_output=True)
+    corpus = str(work / "corpus.jsonl")
+    subprocess.run(
+        [*contam, "index", "--corpus", lang, "--db", db, "--progress", "none", corpus], check=True, capture_output=True
+    )
+    args = ["scan", "--db", db, "--format", "json", "--progress", "none", str(work / "bench.jsonl")]
+    out = subprocess.run([*contam, *args], check=True, capture_output=True, text=True)
+    results: list[dict[str, Any]] = json.loads(out.stdout)["results"]
+    return results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--langs", default="th,km")
+    ap.add_argument("--work", type=Path, default=None)
+    ap.add_argument("--tree", type=Path, default=None, help="another checkout whose contam runs")
+    args = ap.parse_args()
+    base = args.work or Path(tempfile.mkdtemp(prefix="unspaced-"))
+    print(f"{'lang':5s} {'kind':14s} {'items':>6s} {'flagged':>8s} {'contaminated':>13s} {'too_short':>10s}")
+    for lang in args.langs.split(","):
+        work = base / lang
+        work.mkdir(parents=True, exist_ok=True)
+        labels = build(lang, work)
+        results = scan(lang, work, args.tree)
+        counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        for r in results:
+            c = counts[str(labels[r["item_id"]]["kind"])]
+            c["items"] += 1
+            c["flagged"] += r["status"] in ("suspicious", "contaminated")
+            c["contaminated"] += r["status"] == "contaminated"
+            c["too_short"] += r["status"] == "too_short"
+        for kind, c in sorted(counts.items()):
+            print(
+                f"{lang:5s} {kind:14s} {c['items']:6d} {c['flagged']:8d} {c['contaminated']:13d} {c['too_short']:10d}"
+            )
+    print(f"(work files in {base})")
+
+
+if __name__ == "__main__":
+    main()
