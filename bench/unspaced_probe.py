@@ -18,6 +18,10 @@ otherwise, which may share most of its words).
 --tree runs another checkout's `contam` (its native module built), to compare a tokeniser change
 on the same data: session 43 gave each letter of these scripts a token of its own, as CJK
 characters have (their ranges added to text._CJK_RANGES), and measured it with this.
+--words PYTHON cuts the Thai corpus and items into words before indexing, a space between two,
+with pythainlp's dictionary segmenter (newmm) run by PYTHON, an interpreter that has pythainlp
+(`python3 -m venv V && V/bin/pip install pythainlp`; its dictionary ships in the wheel): what a
+segmenter in the tokeniser would give (th only).
 Prints, per language and kind: items, flagged (suspicious or contaminated), contaminated, too_short.
 """
 
@@ -37,6 +41,16 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = {"th": (0x0E00, 0x0E7F), "lo": (0x0E80, 0x0EFF), "km": (0x1780, 0x17FF), "my": (0x1000, 0x109F)}
+SEGMENT = """import json, sys
+from pythainlp.tokenize import word_tokenize
+for path in sys.argv[1:]:
+    rows = [json.loads(line) for line in open(path)]
+    for r in rows:
+        k = "text" if "text" in r else "question"
+        r[k] = " ".join(word_tokenize(r[k], engine="newmm", keep_whitespace=False))
+    with open(path, "w") as fh:
+        fh.writelines(json.dumps(r, ensure_ascii=False) + "\\n" for r in rows)
+"""
 RUN_TREE = """import sys
 tree = sys.argv.pop(1)
 sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f)]
@@ -129,6 +143,7 @@ def main() -> None:
     ap.add_argument("--langs", default="th,km")
     ap.add_argument("--work", type=Path, default=None)
     ap.add_argument("--tree", type=Path, default=None, help="another checkout whose contam runs")
+    ap.add_argument("--words", default=None, help="a Python with pythainlp: Thai cut into words first")
     args = ap.parse_args()
     base = args.work or Path(tempfile.mkdtemp(prefix="unspaced-"))
     print(f"{'lang':5s} {'kind':14s} {'items':>6s} {'flagged':>8s} {'contaminated':>13s} {'too_short':>10s}")
@@ -136,6 +151,10 @@ def main() -> None:
         work = base / lang
         work.mkdir(parents=True, exist_ok=True)
         labels = build(lang, work)
+        if args.words and lang == "th":
+            (work / "segment.py").write_text(SEGMENT)
+            files = [str(work / "segment.py"), str(work / "corpus.jsonl"), str(work / "bench.jsonl")]
+            subprocess.run([args.words, *files], check=True)
         results = scan(lang, work, args.tree)
         counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         for r in results:
