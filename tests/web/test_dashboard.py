@@ -824,6 +824,38 @@ def test_a_phone_s_report_card_gives_a_name_its_width(live_server: str, browser,
     page.close()
 
 
+def _hidden_columns(page, url: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """The tables at `url` whose columns reach past their frame: scrolled out of sight in it."""
+    page.goto(url)
+    return list(
+        page.evaluate(
+            "[...document.querySelectorAll('.table-wrap')].filter(e => e.offsetParent"
+            " && e.scrollWidth > e.clientWidth).map(e => e.querySelector('th').innerText)"
+        )
+    )
+
+
+def test_the_share_columns_are_in_sight_at_a_laptop_s_and_a_tablet_s_width(  # type: ignore[no-untyped-def]
+    live_server: str, browser, tmp_path: Path
+) -> None:
+    """A new user's trial: the report page's per-corpus table sat in a third of the page, and its
+    last column, the corpus's contaminated share, was scrolled out of its frame at 1280 px and wider
+    ("Shar", "40.0"); between 760 and 870 px the reports list's last column, the same share, was."""
+    bench = tmp_path / "b.jsonl"
+    bench.write_text("".join(json.dumps(r) + "\n" for r in BENCH))
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    _upload_in_browser(page, live_server, bench, "quiz")
+    report_url = page.url
+    assert page.locator("table.small th", has_text="Corpus").count() == 1
+    for width in (1280, 1920, 800):
+        page.set_viewport_size({"width": width, "height": 900})
+        assert _hidden_columns(page, report_url) == [], width
+    for width in (768, 820, 861, 1280):
+        page.set_viewport_size({"width": width, "height": 900})
+        assert _hidden_columns(page, live_server + "/") == [], width
+    page.close()
+
+
 def test_a_corpus_of_an_earlier_tokeniser_is_marked_and_not_offered(
     migrated_url: str, index_corpus: IndexCorpus
 ) -> None:
