@@ -824,6 +824,23 @@ def test_a_phone_s_report_card_gives_a_name_its_width(live_server: str, browser,
     page.close()
 
 
+def test_browser_min_score_takes_a_score_as_the_list_shows_it(live_server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A new user's trial: the list shows scores to two places (0.84), but the filter's box stepped
+    by 0.05, so the browser refused 0.84 ("the two nearest valid values are 0.8 and 0.85") and the
+    form was never sent."""
+    bench = tmp_path / "b.jsonl"
+    bench.write_text("".join(json.dumps(r) + "\n" for r in BENCH))
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    _upload_in_browser(page, live_server, bench, "quiz")
+    page.click("text=Browse flagged items")
+    page.fill("input[name=min_score]", "0.84")
+    assert page.evaluate("document.querySelector('input[name=min_score]').validationMessage") == ""
+    page.click("#filters button[type=submit]")
+    page.wait_for_url("**min_score=0.84**", timeout=5_000)
+    assert page.locator("#count").inner_text() == "2 items"
+    page.close()
+
+
 def _hidden_columns(page, url: str) -> list[str]:  # type: ignore[no-untyped-def]
     """The tables at `url` whose columns reach past their frame: scrolled out of sight in it."""
     page.goto(url)
