@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -532,15 +533,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def live_server(tmp_path: Path, index_corpus: IndexCorpus) -> Iterator[str]:
-    url = f"sqlite:///{tmp_path / 'live.db'}"
-    upgrade(url)
-    index_corpus(url, CORPUS)
+@contextmanager
+def _serving(settings: Settings) -> Iterator[str]:
+    """The app on a free port of this machine, in a thread, for as long as the block runs."""
     port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(Settings(database_url=url)), host="127.0.0.1", port=port, log_level="warning")
-    )
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     for _ in range(200):
@@ -550,6 +547,15 @@ def live_server(tmp_path: Path, index_corpus: IndexCorpus) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(10)
+
+
+@pytest.fixture
+def live_server(tmp_path: Path, index_corpus: IndexCorpus) -> Iterator[str]:
+    url = f"sqlite:///{tmp_path / 'live.db'}"
+    upgrade(url)
+    index_corpus(url, CORPUS)
+    with _serving(Settings(database_url=url)) as server:
+        yield server
 
 
 @pytest.fixture
@@ -822,6 +828,28 @@ def test_a_phone_s_report_card_gives_a_name_its_width(live_server: str, browser,
     )
     assert cell > 0.8 * card, (cell, card)
     page.close()
+
+
+def test_browser_back_after_signing_out_asks_for_the_key(browser, tmp_path: Path, index_corpus: IndexCorpus) -> None:  # type: ignore[no-untyped-def]
+    """A new user's trial: after "Sign out", the browser's Back showed the signed-in page again (the
+    corpora, an item beside its training text) from its cache, never asking the server: pages are
+    not kept now, and Back asks for the key."""
+    url = f"sqlite:///{tmp_path / 'keyed.db'}"
+    upgrade(url)
+    index_corpus(url, CORPUS)
+    with _serving(Settings(database_url=url, api_keys="secret")) as server:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(server + "/corpora")
+        page.fill("input[name=key]", "secret")
+        page.click("button[type=submit]")
+        page.wait_for_url("**/corpora")
+        assert "Documents" in page.inner_text("main")
+        page.click("text=Sign out")
+        page.wait_for_url("**/login")
+        page.go_back()
+        page.wait_for_load_state()
+        assert "/login?next=" in page.url and "Documents" not in page.inner_text("main"), page.url
+        page.close()
 
 
 def test_browser_min_score_takes_a_score_as_the_list_shows_it(live_server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
