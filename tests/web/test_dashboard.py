@@ -193,6 +193,20 @@ def test_a_report_with_nothing_flagged_says_so_and_links_every_item(
             assert "No items match these filters." in c.get(f"/items?report={rid}&{other}").text, other
 
 
+def test_counts_read_as_words_and_with_thousands_as_elsewhere(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """A new user's trial: a report of one item said "1 items", and the items page's count and the
+    report's progress were written 6000 where the same page said 6,000."""
+    index_corpus(migrated_url, [{"id": "page", "text": "Nothing in this page is any benchmark's item at all."}])
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, _counting(1), "one")
+        assert "· 1 item ·" in c.get(f"/reports/{rid}").text
+        assert "(one.jsonl, 1 item)" in c.get(f"/reports/{rid}/delete").text
+        assert '<p class="meta" id="count">1 item</p>' in c.get(f"/items?report={rid}&status=clean").text
+        rid = _checked(c, _counting(1001), "many")
+        assert "· 1,001 items ·" in c.get(f"/reports/{rid}").text
+        assert '<p class="meta" id="count">1,001 items</p>' in c.get(f"/items?report={rid}&status=clean").text
+
+
 def test_the_items_of_a_running_or_failed_report_say_they_are_not_all(
     migrated_url: str, index_corpus: IndexCorpus
 ) -> None:
