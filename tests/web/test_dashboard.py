@@ -138,7 +138,7 @@ def test_head_empty_list_and_where_an_excerpt_ends(
         assert by_doc["quiz-page"]["document_chars"] == len(CORPUS[0]["text"])
         assert by_doc["long"]["document_chars"] == len(long_doc["text"])
         page = c.get(f"/reports/{rid}/items/river").text
-        texts = re.findall(r'<div class="text">(.*?)</div>', page, re.S)[-2:]  # the evidence, best first
+        texts = re.findall(r'<div class="text" dir="auto">(.*?)</div>', page, re.S)[-2:]  # the evidence, best first
         whole = next(t for t in texts if t.startswith("Quiz night!"))
         cut = next(t for t in texts if not t.startswith("Quiz night!"))
         assert not whole.endswith("…") and cut.startswith("…") and cut.endswith("…")
@@ -864,6 +864,25 @@ def test_browser_back_after_signing_out_asks_for_the_key(browser, tmp_path: Path
         page.wait_for_load_state()
         assert "/login?next=" in page.url and "Documents" not in page.inner_text("main"), page.url
         page.close()
+
+
+def test_browser_right_to_left_text_reads_from_the_right(live_server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A new user's trial: an Arabic item and its training text were laid out left to right, flush
+    left, so a sentence's question mark and the list's "Answer:" sat at the wrong end; each text
+    takes its direction from its first letter now, and English stays left to right."""
+    arabic = "ما هي عاصمة المملكة المغربية التي تقع على ساحل المحيط الأطلسي وتعتبر مركزا إداريا مهما؟"
+    bench = tmp_path / "rtl.jsonl"
+    bench.write_text("".join(json.dumps(r) + "\n" for r in ({"id": "ar", "question": arabic}, BENCH[2])))
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    _upload_in_browser(page, live_server, bench, "rtl")
+    page.goto(live_server + "/items?status=clean&sort=row&order=asc")
+    snippets = page.locator("table.items td.snippet > span")
+    directions = [snippets.nth(i).evaluate("e => getComputedStyle(e).direction") for i in range(2)]
+    assert directions == ["rtl", "ltr"], directions
+    page.locator("a.item-link", has_text="ar").click()
+    page.wait_for_selector("#item-pane")
+    assert page.locator("#item-pane .text").first.evaluate("e => getComputedStyle(e).direction") == "rtl"
+    page.close()
 
 
 def test_browser_min_score_takes_a_score_as_the_list_shows_it(live_server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
