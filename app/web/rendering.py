@@ -51,5 +51,9 @@ def static_files() -> StaticFiles:
 
 
 def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    """A page; every template also gets the item statuses, in order."""
-    return templates.TemplateResponse(request, name, {"statuses": STATUSES, **context}, status_code=status_code)
+    """A page; every template also gets the item statuses, in order. No page is kept by the browser:
+    after "Sign out", Back showed the signed-in page (items, training text) from its cache, not
+    asking the server, which would have asked for the key (a new user's trial)."""
+    page = templates.TemplateResponse(request, name, {"statuses": STATUSES, **context}, status_code=status_code)
+    page.headers["Cache-Control"] = "no-store"
+    return page

@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -137,7 +138,7 @@ def test_head_empty_list_and_where_an_excerpt_ends(
         assert by_doc["quiz-page"]["document_chars"] == len(CORPUS[0]["text"])
         assert by_doc["long"]["document_chars"] == len(long_doc["text"])
         page = c.get(f"/reports/{rid}/items/river").text
-        texts = re.findall(r'<div class="text">(.*?)</div>', page, re.S)[-2:]  # the evidence, best first
+        texts = re.findall(r'<div class="text" dir="auto">(.*?)</div>', page, re.S)[-2:]  # the evidence, best first
         whole = next(t for t in texts if t.startswith("Quiz night!"))
         cut = next(t for t in texts if not t.startswith("Quiz night!"))
         assert not whole.endswith("…") and cut.startswith("…") and cut.endswith("…")
@@ -190,6 +191,20 @@ def test_a_report_with_nothing_flagged_says_so_and_links_every_item(
         assert "No item of this report is flagged" in form
         for other in ("field=question", "status=contaminated"):  # another filter: not "none flagged"
             assert "No items match these filters." in c.get(f"/items?report={rid}&{other}").text, other
+
+
+def test_counts_read_as_words_and_with_thousands_as_elsewhere(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """A new user's trial: a report of one item said "1 items", and the items page's count and the
+    report's progress were written 6000 where the same page said 6,000."""
+    index_corpus(migrated_url, [{"id": "page", "text": "Nothing in this page is any benchmark's item at all."}])
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, _counting(1), "one")
+        assert "· 1 item ·" in c.get(f"/reports/{rid}").text
+        assert "(one.jsonl, 1 item)" in c.get(f"/reports/{rid}/delete").text
+        assert '<p class="meta" id="count">1 item</p>' in c.get(f"/items?report={rid}&status=clean").text
+        rid = _checked(c, _counting(1001), "many")
+        assert "· 1,001 items ·" in c.get(f"/reports/{rid}").text
+        assert '<p class="meta" id="count">1,001 items</p>' in c.get(f"/items?report={rid}&status=clean").text
 
 
 def test_the_items_of_a_running_or_failed_report_say_they_are_not_all(
@@ -532,15 +547,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def live_server(tmp_path: Path, index_corpus: IndexCorpus) -> Iterator[str]:
-    url = f"sqlite:///{tmp_path / 'live.db'}"
-    upgrade(url)
-    index_corpus(url, CORPUS)
+@contextmanager
+def _serving(settings: Settings) -> Iterator[str]:
+    """The app on a free port of this machine, in a thread, for as long as the block runs."""
     port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(Settings(database_url=url)), host="127.0.0.1", port=port, log_level="warning")
-    )
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     for _ in range(200):
@@ -550,6 +561,15 @@ def live_server(tmp_path: Path, index_corpus: IndexCorpus) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(10)
+
+
+@pytest.fixture
+def live_server(tmp_path: Path, index_corpus: IndexCorpus) -> Iterator[str]:
+    url = f"sqlite:///{tmp_path / 'live.db'}"
+    upgrade(url)
+    index_corpus(url, CORPUS)
+    with _serving(Settings(database_url=url)) as server:
+        yield server
 
 
 @pytest.fixture
@@ -821,6 +841,96 @@ def test_a_phone_s_report_card_gives_a_name_its_width(live_server: str, browser,
         " document.querySelector('table.reports td[data-label=Benchmark]').getBoundingClientRect().width]"
     )
     assert cell > 0.8 * card, (cell, card)
+    page.close()
+
+
+def test_browser_back_after_signing_out_asks_for_the_key(browser, tmp_path: Path, index_corpus: IndexCorpus) -> None:  # type: ignore[no-untyped-def]
+    """A new user's trial: after "Sign out", the browser's Back showed the signed-in page again (the
+    corpora, an item beside its training text) from its cache, never asking the server: pages are
+    not kept now, and Back asks for the key."""
+    url = f"sqlite:///{tmp_path / 'keyed.db'}"
+    upgrade(url)
+    index_corpus(url, CORPUS)
+    with _serving(Settings(database_url=url, api_keys="secret")) as server:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(server + "/corpora")
+        page.fill("input[name=key]", "secret")
+        page.click("button[type=submit]")
+        page.wait_for_url("**/corpora")
+        assert "Documents" in page.inner_text("main")
+        page.click("text=Sign out")
+        page.wait_for_url("**/login")
+        page.go_back()
+        page.wait_for_load_state()
+        assert "/login?next=" in page.url and "Documents" not in page.inner_text("main"), page.url
+        page.close()
+
+
+def test_browser_right_to_left_text_reads_from_the_right(live_server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A new user's trial: an Arabic item and its training text were laid out left to right, flush
+    left, so a sentence's question mark and the list's "Answer:" sat at the wrong end; each text
+    takes its direction from its first letter now, and English stays left to right."""
+    arabic = "ما هي عاصمة المملكة المغربية التي تقع على ساحل المحيط الأطلسي وتعتبر مركزا إداريا مهما؟"
+    bench = tmp_path / "rtl.jsonl"
+    bench.write_text("".join(json.dumps(r) + "\n" for r in ({"id": "ar", "question": arabic}, BENCH[2])))
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    _upload_in_browser(page, live_server, bench, "rtl")
+    page.goto(live_server + "/items?status=clean&sort=row&order=asc")
+    snippets = page.locator("table.items td.snippet > span")
+    directions = [snippets.nth(i).evaluate("e => getComputedStyle(e).direction") for i in range(2)]
+    assert directions == ["rtl", "ltr"], directions
+    page.locator("a.item-link", has_text="ar").click()
+    page.wait_for_selector("#item-pane")
+    assert page.locator("#item-pane .text").first.evaluate("e => getComputedStyle(e).direction") == "rtl"
+    page.close()
+
+
+def test_browser_min_score_takes_a_score_as_the_list_shows_it(live_server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A new user's trial: the list shows scores to two places (0.84), but the filter's box stepped
+    by 0.05, so the browser refused 0.84 ("the two nearest valid values are 0.8 and 0.85") and the
+    form was never sent."""
+    bench = tmp_path / "b.jsonl"
+    bench.write_text("".join(json.dumps(r) + "\n" for r in BENCH))
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    _upload_in_browser(page, live_server, bench, "quiz")
+    page.click("text=Browse flagged items")
+    page.fill("input[name=min_score]", "0.84")
+    assert page.evaluate("document.querySelector('input[name=min_score]').validationMessage") == ""
+    page.click("#filters button[type=submit]")
+    page.wait_for_url("**min_score=0.84**", timeout=5_000)
+    assert page.locator("#count").inner_text() == "2 items"
+    page.close()
+
+
+def _hidden_columns(page, url: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """The tables at `url` whose columns reach past their frame: scrolled out of sight in it."""
+    page.goto(url)
+    return list(
+        page.evaluate(
+            "[...document.querySelectorAll('.table-wrap')].filter(e => e.offsetParent"
+            " && e.scrollWidth > e.clientWidth).map(e => e.querySelector('th').innerText)"
+        )
+    )
+
+
+def test_the_share_columns_are_in_sight_at_a_laptop_s_and_a_tablet_s_width(  # type: ignore[no-untyped-def]
+    live_server: str, browser, tmp_path: Path
+) -> None:
+    """A new user's trial: the report page's per-corpus table sat in a third of the page, and its
+    last column, the corpus's contaminated share, was scrolled out of its frame at 1280 px and wider
+    ("Shar", "40.0"); between 760 and 870 px the reports list's last column, the same share, was."""
+    bench = tmp_path / "b.jsonl"
+    bench.write_text("".join(json.dumps(r) + "\n" for r in BENCH))
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    _upload_in_browser(page, live_server, bench, "quiz")
+    report_url = page.url
+    assert page.locator("table.small th", has_text="Corpus").count() == 1
+    for width in (1280, 1920, 800):
+        page.set_viewport_size({"width": width, "height": 900})
+        assert _hidden_columns(page, report_url) == [], width
+    for width in (768, 820, 861, 1280):
+        page.set_viewport_size({"width": width, "height": 900})
+        assert _hidden_columns(page, live_server + "/") == [], width
     page.close()
 
 
