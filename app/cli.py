@@ -34,6 +34,7 @@ from typer.exceptions import TyperException
 
 from contam.app import __version__
 from contam.app.core.config import Thresholds
+from contam.app.core.text import UNSPACED
 from contam.app.core.types import SEVERITY, Status
 from contam.app.errors import (
     ConfigError,
@@ -47,7 +48,6 @@ from contam.app.errors import (
     first_line,
 )
 from contam.app.processes import sweep_temp
-from contam.app.readers.benchmark import UNSPACED
 from contam.app.services.corpora import CorpusService, reproducible
 from contam.app.services.database import database_trouble, migrate, open_database, shown_url, sqlite_file_missing
 from contam.app.settings import default_database_url, get_settings

@@ -128,6 +128,9 @@ class ItemScore:
     shared_match: int = 0  # longest run of shared text (template, passage) found
     shared_items: int = 0
     question_found: bool = False
+    # a widely copied item's own text that the corpora hold, the share of it (its verdict's measure:
+    # no one document holds what the index lists none for); 0 for any other item
+    spread: float = 0.0
     answer_found: bool | None = None  # None: no answer field
     answer_with_question: bool = False
     passage_found: bool = False
@@ -138,7 +141,11 @@ class ItemScore:
 
     @property
     def score(self) -> float:
-        return 0.0 if self.status == Status.TOO_SHORT else self.own_coverage
+        """What orders items within a status: the share of the item's own text its best document
+        holds, or for a widely copied item the share the corpora hold (a trial: its best document
+        held none of it, and a contaminated item scored 0.00, sorted last and fell out of a
+        minimum-score filter); 0 for too_short."""
+        return 0.0 if self.status == Status.TOO_SHORT else max(self.own_coverage, self.spread)
 
     @property
     def longest_match_share(self) -> float:
@@ -521,7 +528,7 @@ def assess(
         score.shared_match, score.shared_items = best.shared_run, best.shared_items
         score.passage_found = _passage_found(ranked, score.reason, th)
     if (whole := _of_the_whole_item(p, stats, ranked, n, th)) is not None:
-        score.status, score.reason = whole
+        score.status, score.reason, score.spread = whole
     if score.status in (Status.CLEAN, Status.TOO_SHORT):
         # what a document that is no evidence holds is chance: it finds neither the question nor
         # the answer ("true" a few words after a navigation frame met in a Go file)
@@ -572,17 +579,20 @@ def _none_its_own(stats: ItemStats, overlap: float) -> str:
 
 def _of_the_whole_item(
     p: PreparedItem, stats: ItemStats, ranked: Sequence[tuple[DocMatch, Status, str]], n: int, th: Thresholds
-) -> tuple[Status, str] | None:
-    """The verdict the item's statistics over the whole corpus give, over any one document's: a
-    widespread copy (most of its text is common only because it was copied so often), else
-    _judged's; None: the best document's stands."""
-    if not _widespread(p, stats, n, th):
-        return _judged(p, stats, n, th)
+) -> tuple[Status, str, float] | None:
+    """The verdict the item's statistics over the whole corpus give, over any one document's, and
+    the share of its own text the corpora hold (ItemScore.spread): a widespread copy (most of its
+    text is common only because it was copied so often), else _judged's, with 0; None: the best
+    document's stands."""
+    spread = _widespread(p, stats, n, th)
+    if spread is None:
+        judged = _judged(p, stats, n, th)
+        return None if judged is None else (*judged, 0.0)
     if any(m.matched.any() for m, _s, _r in ranked):
-        return Status.CONTAMINATED, WIDESPREAD
+        return Status.CONTAMINATED, WIDESPREAD, spread
     # a new user's trial: "contaminated", no evidence, no word why
     listed = f"none is listed: the index names no documents for n-grams in more than max_df ({th.max_df}) of them"
-    return Status.CONTAMINATED, f"{WIDESPREAD}; {listed}"
+    return Status.CONTAMINATED, f"{WIDESPREAD}; {listed}", spread
 
 
 def _passage_found(ranked: Sequence[tuple[DocMatch, Status, str]], reason: str, th: Thresholds) -> bool:
@@ -625,15 +635,16 @@ def _own_common(p: PreparedItem, stats: ItemStats, th: Thresholds) -> np.ndarray
     return (stats.freq < th.template_min_items) & ~p.weak & (stats.df > th.max_df)
 
 
-def _widespread(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> bool:
-    """The item's own text is found in the corpus, and an unbroken run of at least
-    longest_match of its tokens (not a phrase) is made of n-grams each in more than max_df
-    documents: a widely copied item, not boilerplate. Common n-grams scattered over the item do
-    not make one: the chain must be unbroken, as a copy's is."""
+def _widespread(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> float | None:
+    """The share of the item's own tokens inside n-grams the corpora hold, if that is at least
+    contaminated_coverage and an unbroken run of at least longest_match of its tokens (not a
+    phrase) is made of n-grams each in more than max_df documents: a widely copied item, not
+    boilerplate; else None. Common n-grams scattered over the item do not make one: the chain must
+    be unbroken, as a copy's is."""
     own = (stats.freq < th.template_min_items) & ~p.weak
     common = _own_common(p, stats, th)
     if not common.any():
-        return False
+        return None
 
     def tokens_of(gram_mask: np.ndarray) -> np.ndarray:
         pos = np.zeros(p.n_tokens, dtype=bool)
@@ -644,11 +655,11 @@ def _widespread(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> bo
     found = tokens_of(own & (stats.df > 0))
     total = count(own_tok)
     if total < th.longest_match or count(found) < th.contaminated_coverage * total:
-        return False
+        return None
     # n-grams at consecutive positions of one field, each common: their tokens form one run
     pos = np.zeros(p.n_tokens, dtype=bool)
     pos[p.gram_pos[common]] = True
-    return longest_run(pos) + n - 1 >= th.longest_match
+    return count(found) / total if longest_run(pos) + n - 1 >= th.longest_match else None
 
 
 def _roles(p: PreparedItem, stats: ItemStats, best: DocMatch | None, th: Thresholds) -> dict[str, RoleScore]:

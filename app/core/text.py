@@ -92,6 +92,7 @@ _UNSPACED_RANGES = (  # Thai, Lao, Myanmar (and its extensions), Khmer (and its 
     (0xAA60, 0xAA7F),
 )
 _UNSPACED_CHAR = re.compile(f"[{_class(_UNSPACED_RANGES)}]")
+UNSPACED = "written without spaces between words"  # how a benchmark's notes name such text (ReadNotes.said)
 
 
 def _mostly(text: str, chars: re.Pattern[str]) -> bool:

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
-from contam.app.core.text import mostly_cjk, mostly_unspaced
+from contam.app.core.text import UNSPACED, mostly_cjk, mostly_unspaced
 from contam.app.core.types import MAX_ALTERNATIVES, BenchmarkItem, answer_of, final_answer
 from contam.app.errors import InputError, cut_short, first_line
 from contam.app.limits import Limits, check_item, exceeded
@@ -1322,9 +1322,6 @@ class ReadNotes:
                 "6% of planted copies of Thai items found): a clean or too_short result says little of these items"
             )
         return out
-
-
-UNSPACED = "written without spaces between words"  # what the note on such items says (ReadNotes.said)
 
 
 def _few_shot(rec: Mapping[str, Any], mapping: Mapping[str, Any]) -> bool:

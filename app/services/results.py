@@ -51,7 +51,7 @@ class Summary:
             self.counts[status] += 1
             self.answer_with_question += r.score.answer_with_question
             if status != Status.TOO_SHORT:  # histograms: own text found in tenths, the longest own run
-                self.cov_bins[min(9, int(r.score.own_coverage * 10))] += 1
+                self.cov_bins[min(9, int(r.score.score * 10))] += 1  # a widely copied item's: the corpora's
                 self.longest_bins[max(i for i, e in enumerate(LONGEST_EDGES) if r.score.longest_match >= e)] += 1
             for role, rs in r.score.roles.items():
                 c = self.by_role.setdefault(role, Counter())

@@ -640,6 +640,27 @@ def test_a_widespread_copy_without_listed_documents_says_why(
     )
 
 
+def test_a_widely_copied_item_scores_what_the_corpora_hold(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new user's trial: a widespread copy whose best document held none of its own text was
+    `contaminated` with score 0.00, sorted last among contaminated items, counted in the report's
+    0-10% bar and left out by a minimum-score filter. Its score is the share of its own text the
+    corpora hold, the measure its verdict rests on; an item scored by a document keeps that
+    document's share."""
+    index_corpus(engine, WIDE_PAGES, "pages")
+    monkeypatch.setattr(Scanner, "_widespread_copies", lambda self, wide: {})
+    edited = WIDESPREAD.replace("methane lakes", "hydrocarbon seas")
+    items = [BenchmarkItem("e", 0, question=edited, answer="Titan"), BenchmarkItem("c", 1, question=Q_HIDDEN)]
+    wide, clean = Scanner(engine, corpora=["pages"]).scan(items)
+    assert wide.score.status == "contaminated" and not wide.evidence and wide.score.own_coverage == 0.0
+    assert Thresholds().contaminated_coverage <= wide.score.score == wide.score.spread < 1.0
+    assert wide.as_dict()["score"] == round(wide.score.spread, 4)
+    summary = summarize([wide, clean], Thresholds(), ["pages"])
+    assert summary["histograms"]["own_coverage"]["counts"][int(wide.score.score * 10)] == 1
+    assert clean.score.spread == 0.0 and clean.score.score == clean.score.own_coverage
+
+
 def test_duplicate_items_keep_their_exact_match(scanner: Scanner) -> None:
     """Identical items in one benchmark are one item: a verbatim copy contaminates both, and a
     short duplicate found verbatim is not cleared either."""
