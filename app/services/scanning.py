@@ -60,6 +60,7 @@ from contam.app.store import repo
 from contam.app.store.db import make_engine
 
 EXCERPT_PAD = 200  # characters of context either side of a matched region
+PASSAGE_SHOWN = 400  # tokens either side of the item's matched text within which its passage's copy is highlighted
 MIN_GRAMS = 2  # rare n-grams a document must share with an item to be aligned with it
 CANDIDATES = 4  # documents aligned per item from the exact channel (most shared n-grams, rarest first)
 NEAR_CANDIDATES = 2  # and from the near-duplicate channel (most band keys in common)
@@ -624,7 +625,11 @@ class Scanner:
             return Status.CONTAMINATED if wide is not None and self._holds(docs[m.doc], wide) else status
 
         said = [(m, said_of(m, status)) for m, status in ranked[: self.k] if m.matched.any()]
-        evidence = [self._evidence(docs[m.doc], m, status) for m, status in said]
+        shown = self.th.suspicious_coverage  # a passage held at least this much is shown where it is
+        n = self.cfg.ngram_n
+        evidence = [
+            self._evidence(docs[m.doc], m, status, n if m.passage_coverage >= shown else 0) for m, status in said
+        ]
         return ItemResult(items[i].item, score, evidence)
 
     def _holds(self, doc: _Doc, grams: np.ndarray) -> bool:
@@ -633,14 +638,19 @@ class Scanner:
         return bool(len(want)) and share(member(want, distinct(doc.tokens.grams))) >= self.th.contaminated_coverage
 
     @staticmethod
-    def _evidence(doc: _Doc, m: DocMatch, status: Status) -> Evidence:
+    def _evidence(doc: _Doc, m: DocMatch, status: Status, passage_n: int = 0) -> Evidence:
         """The aligned part of the training text, its matched tokens highlighted, and where the
         answer was found after the question when the document flags the item (a short answer is
-        found apart from the alignment: a choice aligned there may be another one)."""
+        found apart from the alignment: a choice aligned there may be another one). passage_n: the
+        n of the passage's n-grams where the document holds the item's passage field (0: it does
+        not), whose copy is highlighted too, up to PASSAGE_SHOWN tokens from the item's text (a
+        trial: "Passage found: yes" beside an excerpt that showed none of it)."""
         n_tok = len(doc.starts)
         used = [(b, size) for _a, b, size in m.blocks]
         if m.answer_at is not None and status.flagged:
             used.append(m.answer_at)
+        if passage_n and used:
+            used += _passage_runs(m.passage_at, passage_n, min(b for b, _s in used), max(b + k for b, k in used))
         lo = min((b for b, _s in used), default=m.region[0])
         hi = max((b + size for b, size in used), default=min(m.region[1], lo + 1))
         c_lo = int(doc.starts[lo]) if lo < n_tok else len(doc.text)
@@ -1199,3 +1209,14 @@ def _worker_init(parent: int, work: _Work | None = None) -> None:
 def _forked_chunk(lo: int, items: list[BenchmarkItem]) -> list[ItemResult]:
     work = _FORKED[0]
     return work.scanner._scan_chunk(work, lo, items)
+
+
+def _passage_runs(at: np.ndarray, n: int, lo: int, hi: int) -> list[tuple[int, int]]:
+    """(document token start, size) of each run of tokens inside the passage's n-grams at `at`
+    (n tokens each) that lies within PASSAGE_SHOWN tokens of [lo, hi) (the item's matched text)."""
+    at = at[(at + n > lo - PASSAGE_SHOWN) & (at < hi + PASSAGE_SHOWN)]
+    if not len(at):
+        return []
+    breaks = np.flatnonzero(np.diff(at) > n) + 1  # grams further apart than n tokens leave a gap
+    starts, lasts = at[np.concatenate(([0], breaks))], at[np.concatenate((breaks - 1, [len(at) - 1]))]
+    return [(int(a), int(b - a + n)) for a, b in zip(starts.tolist(), lasts.tolist(), strict=True)]

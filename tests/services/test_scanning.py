@@ -1220,6 +1220,31 @@ def test_a_question_s_words_found_only_inside_its_passage_s_copy_are_the_passage
     assert r.score.status == "contaminated" and r.score.own_coverage == 1.0, r.score.reason
 
 
+def test_the_evidence_shows_where_the_passage_is(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A new user's trial: an item's page said "Passage found: yes", and the training text beside
+    it highlighted only the answer's words, the passage nowhere marked. The evidence highlights
+    the passage's copy too, where the document holds the item's passage field."""
+    passage = (
+        "The lighthouse keeper rowed out at dawn to mend the broken lamp, carrying oil, a spare wick and "
+        "a tin of biscuits, while gulls circled the rocks and the tide ran fast toward the harbour wall."
+    )
+    question = "What did the keeper carry besides the oil and the spare wick when he rowed out at dawn?"
+    item = BenchmarkItem("k", 0, passage=passage, question=question, answer="a tin of biscuits")
+    text = f"{FILLER[:600]} {passage}\n\nQ: {question}\nA: a tin of biscuits\n{FILLER[-300:]}"
+    index_corpus(engine, [{"id": "page", "text": text}], "lighthouse")
+    r = Scanner(engine, corpora=["lighthouse"]).scan([item])[0]
+    assert r.score.passage_found and r.evidence, r.score.reason
+    ev = r.evidence[0]
+    marked = " ".join(ev.excerpt[a:b] for a, b in ev.highlights)
+    assert "gulls circled the rocks and the tide ran fast" in marked, ev.highlights
+    assert FILLER[:40] not in marked  # the text around the copy is not
+    # a document without the passage highlights only the item's text, as before
+    index_corpus(engine, [{"id": "bare", "text": f"{FILLER[:600]} Q: {question}\n{FILLER[-300:]}"}], "bare")
+    bare = Scanner(engine, corpora=["bare"]).scan([item])[0]
+    assert not bare.score.passage_found and bare.evidence
+    assert "gulls" not in " ".join(bare.evidence[0].excerpt[a:b] for a, b in bare.evidence[0].highlights)
+
+
 def test_a_claim_copied_without_its_frame_is_measured_on_its_own_text(
     engine: Engine, index_corpus: IndexCorpus
 ) -> None:
