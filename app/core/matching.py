@@ -79,9 +79,6 @@ class DocMatch:
     answer_found: bool
     passage_coverage: float = 0.0
     passage_near: float = 0.0  # the same, within the passage's length of the region
-    # document positions of the passage's n-grams in the place passage_coverage measures (ascending;
-    # none without a passage field): where the evidence shows the passage
-    passage_at: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False, compare=False)
     near_window: int | None = None
     shared_run: int = 0  # longest verbatim run of text shared with other items
     shared_items: int = 0  # how many items hold that run (this one included)
@@ -445,8 +442,7 @@ def match_document(
         blocks=_in_document(al.blocks, lo, src),
         answer_found=answer_found,
         answer_at=answer_at,
-        passage_coverage=(passage := _passage_place(p, doc, n, ppos))[0],
-        passage_at=passage[1],
+        passage_coverage=_passage_coverage(p, doc, n, ppos),
         passage_near=(near := _passage_coverage(p, doc, n, ppos, (lo, hi))),
         near_window=window[0] if window else None,
         shared_run=shared_run,
@@ -697,10 +693,10 @@ def _passage_coverage(
     densest cluster of them, padded by the passage's length (the item's own text, placed apart,
     may be on either side of it, or elsewhere); near: only within the passage's length of that
     document range (the item's region). pos: where the document holds the passage's n-grams."""
-    return _passage_place(p, doc, n, pos, near)[0]
+    return passage_place(p, doc, n, pos, near)[0]
 
 
-def _passage_place(
+def passage_place(
     p: PreparedItem, doc: DocTokens, n: int, pos: np.ndarray | None, near: tuple[int, int] | None = None
 ) -> tuple[float, np.ndarray]:
     """(_passage_coverage, the positions of the passage's n-grams inside the cluster it measures)."""

@@ -45,7 +45,7 @@ from contam.app.core.items import (
     lookup,
     prepare,
 )
-from contam.app.core.matching import DocMatch, DocTokens, MatchCache
+from contam.app.core.matching import DocMatch, DocTokens, MatchCache, passage_place
 from contam.app.core.scoring import WIDESPREAD, ItemScore, judge, widespread_grams
 from contam.app.core.signatures import band_keys, text_hashes, token_hash_spans, window_minhashes, window_span
 from contam.app.core.surprise import flat_bits
@@ -625,10 +625,8 @@ class Scanner:
             return Status.CONTAMINATED if wide is not None and self._holds(docs[m.doc], wide) else status
 
         said = [(m, said_of(m, status)) for m, status in ranked[: self.k] if m.matched.any()]
-        shown = self.th.suspicious_coverage  # a passage held at least this much is shown where it is
-        n = self.cfg.ngram_n
         evidence = [
-            self._evidence(docs[m.doc], m, status, n if m.passage_coverage >= shown else 0) for m, status in said
+            self._evidence(docs[m.doc], m, status, self._passage_at(items[i], docs[m.doc], m)) for m, status in said
         ]
         return ItemResult(items[i].item, score, evidence)
 
@@ -637,20 +635,27 @@ class Scanner:
         want = distinct(grams)
         return bool(len(want)) and share(member(want, distinct(doc.tokens.grams))) >= self.th.contaminated_coverage
 
-    @staticmethod
-    def _evidence(doc: _Doc, m: DocMatch, status: Status, passage_n: int = 0) -> Evidence:
+    def _passage_at(self, p: PreparedItem, doc: _Doc, m: DocMatch) -> np.ndarray:
+        """Where the document holds the item's passage field, if it holds suspicious_coverage of it:
+        the positions of the passage's n-grams in the place that coverage is measured (none else)."""
+        if m.passage_coverage < self.th.suspicious_coverage:
+            return np.zeros(0, dtype=np.int64)
+        return passage_place(p, doc.tokens, self.cfg.ngram_n, doc.tokens.positions(p.passage_grams))[1]
+
+    def _evidence(self, doc: _Doc, m: DocMatch, status: Status, passage_at: np.ndarray | None = None) -> Evidence:
         """The aligned part of the training text, its matched tokens highlighted, and where the
         answer was found after the question when the document flags the item (a short answer is
-        found apart from the alignment: a choice aligned there may be another one). passage_n: the
-        n of the passage's n-grams where the document holds the item's passage field (0: it does
-        not), whose copy is highlighted too, up to PASSAGE_SHOWN tokens from the item's text (a
-        trial: "Passage found: yes" beside an excerpt that showed none of it)."""
+        found apart from the alignment: a choice aligned there may be another one). passage_at:
+        where the document holds the item's passage field (_passage_at), whose copy is highlighted
+        too, up to PASSAGE_SHOWN tokens from the item's text (a trial: "Passage found: yes" beside
+        an excerpt that showed none of it)."""
         n_tok = len(doc.starts)
         used = [(b, size) for _a, b, size in m.blocks]
         if m.answer_at is not None and status.flagged:
             used.append(m.answer_at)
-        if passage_n and used:
-            used += _passage_runs(m.passage_at, passage_n, min(b for b, _s in used), max(b + k for b, k in used))
+        if passage_at is not None and len(passage_at) and used:
+            lo_hi = min(b for b, _s in used), max(b + k for b, k in used)
+            used += _passage_runs(passage_at, self.cfg.ngram_n, *lo_hi)
         lo = min((b for b, _s in used), default=m.region[0])
         hi = max((b + size for b, size in used), default=min(m.region[1], lo + 1))
         c_lo = int(doc.starts[lo]) if lo < n_tok else len(doc.text)

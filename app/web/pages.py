@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from typing import Annotated, Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi import Path as FastAPIPath
@@ -287,7 +287,18 @@ def item_at_page(
 
 def _item_view(request: Request, rep: dict[str, Any], it: dict[str, Any], corpora: CorpusService) -> HTMLResponse:
     """An item's page: the item beside its evidence, the report's corpora gone since marked."""
-    return render(request, "item.html", r=rep, it=it, gone=_gone(rep, corpora), **_highlighted(it))
+    back = _items_list(request) or f"/items?report={quote(str(rep['id']), safe='')}"
+    return render(request, "item.html", r=rep, it=it, gone=_gone(rep, corpora), back=back, **_highlighted(it))
+
+
+def _items_list(request: Request) -> str | None:
+    """The items list the item was opened from, filters and page kept (its path and query), where
+    the browser says it came from one of this site's: the breadcrumb back to the list dropped them
+    (a new user's trial)."""
+    came = urlsplit(request.headers.get("referer", ""))
+    if came.path != "/items" or came.netloc != request.url.netloc:
+        return None
+    return f"/items?{came.query}" if came.query else "/items"
 
 
 def _gone(rep: dict[str, Any], corpora: CorpusService) -> set[str]:

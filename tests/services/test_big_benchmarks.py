@@ -319,7 +319,8 @@ def test_a_report_shows_items_read_before_any_is_scored(
             rrepo.set_status(conn, rid, "running", done_items=0, read_items=1200)
         rec = c.get(f"/api/v1/reports/{rid}").json()
         assert (rec["phase"], rec["read_items"], rec["done_items"]) == ("reading", 1200, 0)
-        assert "reading items</strong> (first pass, before scoring), 1,200 of 3,000 read" in c.get(f"/reports/{rid}").text
+        said = "reading items</strong> (first pass, before scoring), 1,200 of 3,000 read"
+        assert said in c.get(f"/reports/{rid}").text
 
 
 def test_the_document_cache_is_bounded_by_bytes(

@@ -97,7 +97,7 @@ def test_pages_render_and_escape(migrated_url: str, tmp_path: Path, index_corpus
         assert "No reports on page 50: there is 1 page" in past and "No reports yet" not in past
         # the benchmark filter tells reports of one name apart by when they were made
         made = c.get(f"/api/v1/reports/{rid}").json()["created_at"][:16].replace("T", " ")
-        assert f"quiz &lt;i&gt;bench&lt;/i&gt; · {made}</option>" in items
+        assert f"quiz &lt;i&gt;bench&lt;/i&gt; · {made} UTC</option>" in items
         page = c.get(f"/reports/{rid}/items/evil").text
         assert "<script>alert" not in page and "onerror=alert(1)>" not in page
         assert "&lt;script&gt;alert(&#34;xss&#34;)&lt;/script&gt;" in page and "forum&lt;b&gt;" in page
@@ -205,6 +205,23 @@ def test_counts_read_as_words_and_with_thousands_as_elsewhere(migrated_url: str,
         rid = _checked(c, _counting(1001), "many")
         assert "· 1,001 items ·" in c.get(f"/reports/{rid}").text
         assert '<p class="meta" id="count">1,001 items</p>' in c.get(f"/items?report={rid}&status=clean").text
+
+
+def test_an_item_page_leads_back_to_the_list_it_was_opened_from(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """A new user's trial: the item page's "items" breadcrumb dropped the list's filters and page;
+    it now goes back to the list the item was opened from (this site's, as the browser says),
+    else to the report's items. Its counts read as words ("1 token"), and dates say they are UTC."""
+    index_corpus(migrated_url, [{"id": "page", "text": "Nothing in this page is any benchmark's item at all."}])
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, [{"id": "one", "question": "Ping"}, *_counting(3)], "crumbs")
+        listed = f"/items?report={rid}&status=clean&status=too_short&q=item&page=1"
+        page = c.get(f"/reports/{rid}/items/one", headers={"referer": f"http://testserver{listed}"}).text
+        assert f'<a href="{listed.replace("&", "&amp;")}" id="back">items</a>' in page
+        for elsewhere in ("", "http://elsewhere.example/items?report=x", f"http://testserver/reports/{rid}"):
+            page = c.get(f"/reports/{rid}/items/one", headers={"referer": elsewhere} if elsewhere else {}).text
+            assert f'<a href="/items?report={rid}" id="back">items</a>' in page
+        assert " of 1 token, " in page and " of 1 token</dd>" in page
+        assert "<th>Date (UTC)</th>" in c.get("/").text and " UTC</option>" in c.get("/items").text
 
 
 def test_the_items_of_a_running_or_failed_report_say_they_are_not_all(
