@@ -1014,6 +1014,7 @@ def test_a_corpus_deleted_since_is_marked_where_a_report_names_it(migrated_url: 
         assert c.delete("/api/v1/corpora/web").status_code == 204
         page = c.get(f"/reports/{rid}").text
         assert 'corpora web <span class="gone"' in page and "(no longer indexed)" in page
+        assert '<tr><td>web <span class="gone"' in page  # the per-corpus table too (a trial)
         item = c.get(f"/reports/{rid}/items/river?idx=0").text
         assert '<strong>web</strong> <span class="gone"' in item and "Tigris" in item
 
