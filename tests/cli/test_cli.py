@@ -452,6 +452,13 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
     told = run.invoke(cli, ["scan", str(thai), "--db", migrated_url])
     assert told.exit_code == 0 and "4 of 4 items are mostly Thai, Lao, Khmer or Burmese" in told.output
     assert "too short to judge" not in told.output and "--fields question=FIELD" not in told.output
+    # a review: one Thai item of ten made the note, and the note silenced the question of a mapping
+    # that left the other nine too short as well
+    mixed = tmp_path / "mixed.jsonl"
+    rows = [{"id": f"m{i}", "question": Q1, "subject": "biology"} for i in range(8)]
+    mixed.write_text("".join(json.dumps(r) + "\n" for r in [*rows, {"id": "t", "subject": "ประเทศไทยมีกี่จังหวัด"}]))
+    asked = run.invoke(cli, ["scan", str(mixed), "--db", migrated_url, "--fields", "question=subject"])
+    assert "1 of 9 items are mostly Thai" in asked.output and "is 'subject' the field" in asked.output, asked.output
     # an answer that names no choice is scored as no answer, and said (a trial: 7 of 4, without a word)
     past = tmp_path / "past.jsonl"
     past.write_text(json.dumps({"id": "p", "question": Q1, "choices": ["a", "b"], "answer": 7}) + "\n")
