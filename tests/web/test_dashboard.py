@@ -527,6 +527,9 @@ def test_pages_explain_statuses_and_offer_the_reports_corpora(migrated_url: str,
         index_corpus(migrated_url, [{"id": "y", "text": Q3}], "later")
         for page in (c.get(f"/reports/{rid}").text, c.get("/items", params={"report": rid}).text):
             assert 'id="legend"' in page and "not a probability" in page
+            # a review: eeedf7c made a widely copied item's score (and histogram bar) what the
+            # corpora hold, and the legend still said "its best document holds"
+            assert "for a widely copied item (its text in many documents) the share the corpora hold" in page
         items = c.get("/items", params={"report": rid}).text
         offered = re.findall(
             r"<option (?:selected)?>([^<]+)</option>", items.split('name="corpus"')[1].split("</select>")[0]
