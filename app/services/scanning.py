@@ -636,11 +636,18 @@ class Scanner:
         return bool(len(want)) and share(member(want, distinct(doc.tokens.grams))) >= self.th.contaminated_coverage
 
     def _passage_at(self, p: PreparedItem, doc: _Doc, m: DocMatch) -> np.ndarray:
-        """Where the document holds the item's passage field, if it holds suspicious_coverage of it:
-        the positions of the passage's n-grams in the place that coverage is measured (none else)."""
-        if m.passage_coverage < self.th.suspicious_coverage:
+        """Where the document holds the item's passage field: the positions of the passage's
+        n-grams in its fullest copy, and in the copy within the passage's length of the item's
+        region (passage_near: a review's page held the passage whole far off and half of it beside
+        the question), each where it holds suspicious_coverage of the passage (none else)."""
+        shown, n = self.th.suspicious_coverage, self.cfg.ngram_n
+        if max(m.passage_coverage, m.passage_near) < shown:
             return np.zeros(0, dtype=np.int64)
-        return passage_place(p, doc.tokens, self.cfg.ngram_n, doc.tokens.positions(p.passage_grams))[1]
+        pos = doc.tokens.positions(p.passage_grams)
+        places = [passage_place(p, doc.tokens, n, pos)[1]] if m.passage_coverage >= shown else []
+        if m.passage_near >= shown:
+            places.append(passage_place(p, doc.tokens, n, pos, m.region)[1])
+        return distinct(np.concatenate(places))
 
     def _evidence(self, doc: _Doc, m: DocMatch, status: Status, passage_at: np.ndarray | None = None) -> Evidence:
         """The aligned part of the training text, its matched tokens highlighted, and where the

@@ -1245,6 +1245,29 @@ def test_the_evidence_shows_where_the_passage_is(engine: Engine, index_corpus: I
     assert "gulls" not in " ".join(bare.evidence[0].excerpt[a:b] for a, b in bare.evidence[0].highlights)
 
 
+def test_the_evidence_shows_the_passage_s_copy_beside_the_item(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A review: a page holding the passage whole far from the item and half of it just before the
+    item's question highlighted neither: the passage's place was its fullest copy alone, over
+    PASSAGE_SHOWN tokens away. The copy beside the item is highlighted where it holds
+    suspicious_coverage of the passage."""
+    passage = (
+        "The lighthouse keeper rowed out at dawn to mend the broken lamp, carrying oil, a spare wick and "
+        "a tin of biscuits, while gulls circled the rocks and the tide ran fast toward the harbour wall. "
+        "He reached the rocks when the sun rose over the harbour and the gulls fell silent at last."
+    )
+    question = "What did the keeper carry besides the oil and the spare wick when he rowed out at dawn?"
+    item = BenchmarkItem("k", 0, passage=passage, question=question, answer="a tin of biscuits")
+    half = " ".join(passage.split()[:25])  # 45% of the passage's tokens
+    text = f"{passage}\n{FILLER[:6000]} {half}\nQ: {question}\nA: a tin of biscuits\n{FILLER[-300:]}"
+    index_corpus(engine, [{"id": "page", "text": text}], "twice")
+    r = Scanner(engine, corpora=["twice"]).scan([item])[0]
+    assert r.score.passage_found and r.evidence, r.score.reason
+    ev = r.evidence[0]
+    marked = " ".join(ev.excerpt[a:b] for a, b in ev.highlights)
+    assert "carrying oil, a spare wick" in marked, ev.highlights
+    assert FILLER[-300:-250] not in marked
+
+
 def test_a_claim_copied_without_its_frame_is_measured_on_its_own_text(
     engine: Engine, index_corpus: IndexCorpus
 ) -> None:

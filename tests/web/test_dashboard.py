@@ -892,7 +892,9 @@ def test_browser_right_to_left_text_reads_from_the_right(live_server: str, brows
     takes its direction from its first letter now, and English stays left to right."""
     arabic = "ما هي عاصمة المملكة المغربية التي تقع على ساحل المحيط الأطلسي وتعتبر مركزا إداريا مهما؟"
     bench = tmp_path / "rtl.jsonl"
-    bench.write_text("".join(json.dumps(r) + "\n" for r in ({"id": "ar", "question": arabic}, BENCH[2])))
+    choices = ["الرباط", "الدار البيضاء"]  # a review: the choices were still laid out left to right
+    rows = ({"id": "ar", "question": arabic, "choices": choices}, BENCH[2])
+    bench.write_text("".join(json.dumps(r) + "\n" for r in rows))
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     _upload_in_browser(page, live_server, bench, "rtl")
     page.goto(live_server + "/items?status=clean&sort=row&order=asc")
@@ -902,6 +904,7 @@ def test_browser_right_to_left_text_reads_from_the_right(live_server: str, brows
     page.locator("a.item-link", has_text="ar").click()
     page.wait_for_selector("#item-pane")
     assert page.locator("#item-pane .text").first.evaluate("e => getComputedStyle(e).direction") == "rtl"
+    assert page.locator("#item-pane ol.choices li").first.evaluate("e => getComputedStyle(e).direction") == "rtl"
     page.close()
 
 
