@@ -60,7 +60,7 @@ from contam.app.store import repo
 from contam.app.store.db import make_engine
 
 EXCERPT_PAD = 200  # characters of context either side of a matched region
-PASSAGE_SHOWN = 400  # tokens either side of the item's matched text within which its passage's copy is highlighted
+PASSAGE_SHOWN = 150  # tokens either side of the item's matched text within which its passage's copy is highlighted
 MIN_GRAMS = 2  # rare n-grams a document must share with an item to be aligned with it
 CANDIDATES = 4  # documents aligned per item from the exact channel (most shared n-grams, rarest first)
 NEAR_CANDIDATES = 2  # and from the near-duplicate channel (most band keys in common)
