@@ -208,6 +208,7 @@ def db_upgrade(
     before, now, head = migrate(url, revision)
     # said apart: a migration, a new schema, or nothing to do (a trial: one line for all three)
     at_head = " (head)" if now == head else ""
+    url = shown_url(url)  # its password hidden: `make run` and compose's migrate service print this line to logs
     if before is None:
         typer.echo(f"database created at revision {now}{at_head}: {url}")
     elif before == now:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from conftest import IndexCorpus
 from helpers import stdlib_stand_in
+from sqlalchemy.engine import make_url
 from typer.testing import CliRunner, Result
 
 import contam
@@ -1228,3 +1229,12 @@ def test_indexing_into_a_new_corpus_beside_others_says_so(migrated_url: str, tmp
         gone = index_cli(migrated_url, "wbf", "--progress", "none", str(missing))
         assert gone.exit_code == 2 and "new corpus" not in gone.stderr, gone.stderr
         assert ("no such file" in gone.stderr) == (missing.suffix == ".jsonl"), gone.stderr
+
+
+def test_db_upgrade_hides_the_password_of_the_url(pg_url: str) -> None:
+    """`contam db upgrade` echoed its URL whole, password included, into `make run`'s output and
+    the logs of compose's migrate service (an operator's trial); every other message hides it."""
+    with_password = make_url(pg_url).set(password="S3cretPw").render_as_string(hide_password=False)
+    r = CliRunner().invoke(cli, ["db", "upgrade", "--db", with_password])
+    assert r.exit_code == 0 and "database already at revision" in r.output, r.output
+    assert "S3cretPw" not in r.output and ":***@" in r.output
