@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -37,6 +38,7 @@ STATUS: dict[type[ContamError], int] = {
     ConfigError: 422,
     UnavailableError: 503,
 }
+log = logging.getLogger("contam.server")
 RETRY_AFTER = {"Retry-After": "5"}  # with every 503: the database may be back in a few seconds
 # The error bodies every API route may answer with, for the OpenAPI document.
 RESPONSES: dict[int | str, dict[str, Any]] = {c: {"model": ErrorRead} for c in (400, 401, 404, 409, 413, 415, 422, 503)}
@@ -46,13 +48,21 @@ def status_of(exc: ContamError) -> int:
     return next((STATUS[c] for c in type(exc).__mro__ if c in STATUS), 400)
 
 
+def log_failure(request: Request, code: int, message: str) -> None:
+    """Why the server answered 5xx, in its log: the access line alone said "503 Service
+    Unavailable" with no reason, a dropped database or a full disk too (an operator's trial)."""
+    log.warning("%s %s answered %d: %s", request.method, request.url.path, code, message)
+
+
 def error_body(message: str, detail: Any = None) -> dict[str, Any]:
     return {"error": message, "detail": detail}
 
 
-async def domain_error(_req: Request, exc: Exception) -> JSONResponse:
+async def domain_error(req: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ContamError)
     code = status_of(exc)
+    if code >= 500:
+        log_failure(req, code, exc.message)
     return JSONResponse(error_body(exc.message, exc.detail), status_code=code, headers=_headers(code))
 
 
@@ -60,11 +70,13 @@ def _headers(code: int) -> dict[str, str] | None:
     return RETRY_AFTER if code == 503 else None
 
 
-async def database_error(_req: Request, exc: Exception) -> JSONResponse:
+async def database_error(req: Request, exc: Exception) -> JSONResponse:
     """The database cannot be reached (or is locked past the busy timeout): a 503 with the
     driver's reason, never a 500."""
     assert isinstance(exc, DatabaseError)
     message, passing = database_trouble(exc, "; try again shortly")
+    unreachable = passing and isinstance(exc, OperationalError)
+    log_failure(req, 503 if unreachable else 500, f"{message} ({unavailable_reason(exc)})")
     if not passing or not isinstance(exc, OperationalError):  # a full disk or a damaged file (SQLite's
         # DatabaseError "malformed"): the server's trouble, which waiting does not mend
         return JSONResponse(error_body(message, unavailable_reason(exc)), status_code=500)
@@ -72,13 +84,13 @@ async def database_error(_req: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(body, status_code=503, headers=RETRY_AFTER)
 
 
-async def os_error(_req: Request, exc: Exception) -> JSONResponse:
+async def os_error(req: Request, exc: Exception) -> JSONResponse:
     """A disk that filled up under a write (an upload's copy, a scan's tables): 507 saying so; any
     other OSError, a 500 naming it, in JSON as every other answer."""
     full = disk_full(exc)
-    if full:
-        return JSONResponse(error_body(full), status_code=507)
-    return JSONResponse(error_body(f"{type(exc).__name__}: {first_line(exc)}"), status_code=500)
+    message, code = (full, 507) if full else (f"{type(exc).__name__}: {first_line(exc)}", 500)
+    log_failure(req, code, message)
+    return JSONResponse(error_body(message), status_code=code)
 
 
 async def data_error(_req: Request, exc: Exception) -> JSONResponse:

@@ -100,6 +100,9 @@ def server_log_config() -> dict[str, Any]:
     config = copy.deepcopy(LOGGING_CONFIG)
     config.setdefault("filters", {})["redact_secrets"] = {"()": RedactSecrets}
     config["handlers"]["access"]["filters"] = ["redact_secrets"]
+    # the server's own lines (a job taken up, a job failed, why a request was answered 5xx) beside
+    # uvicorn's: with no handler, INFO was dropped and a warning came without its level
+    config["loggers"]["contam"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
     return config
 
 

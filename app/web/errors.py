@@ -13,7 +13,7 @@ from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 from sqlalchemy.exc import DatabaseError, DataError, OperationalError
 
-from contam.app.api.errors import plain_problem
+from contam.app.api.errors import log_failure, plain_problem
 from contam.app.errors import (
     ConfigError,
     ContamError,
@@ -48,6 +48,8 @@ def page_status(exc: ContamError) -> tuple[int, str]:
 
 def error_page(request: Request, exc: ContamError) -> Response:
     code, title = page_status(exc)
+    if code >= 500:
+        log_failure(request, code, exc.message)
     return render(request, "error.html", code, title=title, message=exc.message)
 
 

@@ -1238,3 +1238,15 @@ def test_db_upgrade_hides_the_password_of_the_url(pg_url: str) -> None:
     r = CliRunner().invoke(cli, ["db", "upgrade", "--db", with_password])
     assert r.exit_code == 0 and "database already at revision" in r.output, r.output
     assert "S3cretPw" not in r.output and ":***@" in r.output
+
+
+def test_the_servers_own_log_lines_reach_its_log() -> None:
+    """`contam serve` configured uvicorn's loggers only: the server's own INFO lines ("report R:
+    taking up the job a stopped server left") were dropped, and its warnings came without a level
+    (an operator's trial killed a server mid-job, restarted it and saw nothing said)."""
+    from contam.app.api.security import server_log_config
+
+    config = server_log_config()
+    ours = config["loggers"].get("contam")
+    assert ours is not None and ours["level"] == "INFO" and ours["handlers"] == ["default"]
+    assert config["handlers"]["default"]["stream"] == "ext://sys.stderr"  # beside uvicorn's own lines

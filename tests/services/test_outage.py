@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from pathlib import Path
@@ -307,3 +308,22 @@ def test_the_api_says_a_database_damaged_after_it_opened_is_damaged(tmp_path: Pa
     with TestClient(create_app(Settings(database_url=url, check_workers=1))) as c:
         r = c.post("/api/v1/check", json={"texts": [Q1]})
     assert r.status_code == 500 and r.json()["error"].startswith("the database file is damaged"), r.text
+
+
+def test_the_server_logs_why_it_answered_503(
+    migrated_url: str, index_corpus: IndexCorpus, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server's log said `"GET /health HTTP/1.1" 503 Service Unavailable` and not why, for the
+    API and the dashboard alike (an operator's trial): the reason is logged with the request."""
+    index_corpus(migrated_url, [{"id": "page", "text": f"Quiz night! {Q1}"}])
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        outage = Outage(c.app.state.engine)  # type: ignore[attr-defined]
+        outage.start(60)
+        with caplog.at_level(logging.WARNING, logger="contam.server"):
+            assert c.get("/health").status_code == 503
+            assert c.get("/corpora").status_code == 503
+        outage.start(0)
+    said = [r.getMessage() for r in caplog.records if r.name == "contam.server"]
+    assert len(said) == 2, said
+    assert said[0].startswith("GET /health answered 503: the database is unavailable") and "server closed" in said[0]
+    assert said[1].startswith("GET /corpora answered 503: the database is unavailable")
