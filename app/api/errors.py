@@ -76,7 +76,8 @@ async def database_error(req: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, DatabaseError)
     message, passing = database_trouble(exc, "; try again shortly")
     unreachable = passing and isinstance(exc, OperationalError)
-    log_failure(req, 503 if unreachable else 500, f"{message} ({unavailable_reason(exc)})")
+    reason = unavailable_reason(exc)
+    log_failure(req, 503 if unreachable else 500, message if reason in message else f"{message} ({reason})")
     if not passing or not isinstance(exc, OperationalError):  # a full disk or a damaged file (SQLite's
         # DatabaseError "malformed"): the server's trouble, which waiting does not mend
         return JSONResponse(error_body(message, unavailable_reason(exc)), status_code=500)
