@@ -843,8 +843,10 @@ def serve(
         raise ConfigError("CONTAM_API_KEYS holds a placeholder key anyone can guess: use a secret one")
     port = port or settings.port
     created = sqlite_file_missing(settings.database_url)
-    migrate(settings.database_url)  # the app does it too; here a database out of reach is one line
+    before, now, _head = migrate(settings.database_url)  # the app does it too; here a database out of reach is one line
     check_port(host, port)
     banner = serve_banner(settings.database_url, host, port, bool(settings.key_set()), command_name(), created)
+    if before is not None and before != now:  # said: a restart on new code upgraded the schema, silently (a trial)
+        banner += f"\n  schema:     migrated from revision {before} to {now} as the server started"
     typer.echo(banner, err=True)
     uvicorn.run(create_app(settings), host=host, port=port, log_config=server_log_config())

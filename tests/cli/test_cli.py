@@ -1250,3 +1250,24 @@ def test_the_servers_own_log_lines_reach_its_log() -> None:
     ours = config["loggers"].get("contam")
     assert ours is not None and ours["level"] == "INFO" and ours["handlers"] == ["default"]
     assert config["handlers"]["default"]["stream"] == "ext://sys.stderr"  # beside uvicorn's own lines
+
+
+def test_serve_says_it_migrated_an_older_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`contam serve` migrates the schema as it starts: an operator who restarted a server on new
+    code was told nothing of the database's upgrade (one that older servers share still runs old
+    code against it), where `contam db upgrade` says what it did (an operator's trial)."""
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda *_a, **_k: None)
+    old = f"sqlite:///{tmp_path / 'old.db'}"
+    upgrade(old, "0016_report_item_search")
+    monkeypatch.setenv("CONTAM_DATABASE_URL", old)
+    get_settings.cache_clear()
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    head = known_revisions()[1]
+    r = CliRunner().invoke(cli, ["serve", "--port", str(port)])
+    assert r.exit_code == 0 and f"migrated from revision 0016_report_item_search to {head}" in r.output, r.output
+    again = CliRunner().invoke(cli, ["serve", "--port", str(port)])
+    assert again.exit_code == 0 and "migrated from" not in again.output, again.output
