@@ -46,7 +46,14 @@ def make_engine(url: str) -> Engine:
         if parsed.drivername in ("postgresql", "postgres"):
             parsed = parsed.set(drivername="postgresql+psycopg")
         return create_engine(parsed, pool_pre_ping=True)
-    raise ConfigError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql://...")
+    raise ConfigError(  # the password hidden, as in every other message (it was shown whole)
+        f"unsupported database URL {parsed.render_as_string(hide_password=True)!r}: "
+        + (
+            "write postgresql://, not postgres://"
+            if backend == "postgres"
+            else "use sqlite:///PATH or postgresql://..."
+        )
+    )
 
 
 DRIVERS = {"sqlite": ("pysqlite",), "postgresql": ("psycopg",)}  # a URL's +driver, if it names one

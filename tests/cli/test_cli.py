@@ -288,6 +288,9 @@ def test_domain_errors_are_one_line_and_exit_code_2(migrated_url: str, tmp_path:
         # 0 and -1 each took one document a file, and recorded the file as indexed so
         (["index", "--corpus", "web", "--limit", "0", *base, str(tmp_path)], "'--limit': Input should be greater"),
         (["db", "upgrade", "--db", "mysql://nowhere/x"], "error: unsupported database URL"),
+        (["db", "upgrade", "--db", "mysql://u:pw@nowhere/x"], "'mysql://u:***@nowhere/x'"),  # was the password
+        # libpq's and Heroku's spelling, which SQLAlchemy refuses: said, the password hidden (an operator's trial)
+        (["db", "upgrade", "--db", "postgres://u:pw@nowhere/x"], "write postgresql://, not postgres://"),
         # a driver that is not installed: was "ModuleNotFoundError: No module named 'psycopg2'"
         (["db", "upgrade", "--db", "postgresql+psycopg2://u:pw@nowhere/x"], "error: unsupported database driver"),
         (["db", "upgrade", "--db", "postgresql+asyncpg://nowhere/x"], "use postgresql://... (psycopg 3"),
