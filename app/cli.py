@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import ipaddress
 import json
 import os
@@ -776,10 +777,13 @@ def check_port(host: str, port: int) -> None:
         try:
             probe.bind((host, port))
         except OSError as exc:
-            raise ConfigError(
-                f"cannot listen on {host}:{port}: {exc.strerror} (another server may hold it: "
-                "stop it, or choose another port with --port or CONTAM_PORT)"
-            ) from None
+            hint = (  # an address of another machine was told "another server may hold it" (an operator's trial)
+                "no interface of this machine has that address: give one of its own, or 0.0.0.0 for all "
+                "(--host or CONTAM_HOST)"
+                if exc.errno == errno.EADDRNOTAVAIL
+                else "another server may hold it: stop it, or choose another port with --port or CONTAM_PORT"
+            )
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror} ({hint})") from None
 
 
 def serve_banner(

@@ -750,6 +750,10 @@ def test_serve_names_the_port_when_another_server_holds_it(tmp_path: Path, monke
     get_settings.cache_clear()
     bad = CliRunner().invoke(cli, ["serve", "--port", "99999"])  # was exit 3, "OverflowError: bind(): ..."
     assert bad.exit_code == 2 and "port 99999 is not a port (0 to 65535)" in bad.output
+    # an address no interface here has (TEST-NET-1): said so, not "another server may hold it"
+    elsewhere = CliRunner().invoke(cli, ["serve", "--host", "192.0.2.1", "--port", str(port), "--allow-insecure"])
+    assert elsewhere.exit_code == 2 and "no interface of this machine has that address" in elsewhere.output
+    assert "another server" not in elsewhere.output, elsewhere.output
 
 
 def test_the_banner_names_contam_as_the_shell_will_find_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
