@@ -260,7 +260,7 @@ def _check_worker_start(url: str, limits: Limits, server: int) -> None:
     from contam.app.store.db import make_engine
 
     exit_with(server)
-    _WORKER[:] = [CheckService(make_engine(url), limits)]
+    _WORKER[:] = [CheckService(make_engine(url, existing=True), limits)]
 
 
 def _check_worker_answer(

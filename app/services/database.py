@@ -34,6 +34,8 @@ def database_trouble(exc: DBAPIError, then: str = "") -> tuple[str, bool]:
     which a retry does not mend); anything else is the database being away, `then` added (the
     server's "try again shortly")."""
     reason = unavailable_reason(exc)
+    if db.GONE in reason:  # an SQLite file moved or deleted under the process: waiting does not bring it back
+        return reason, False
     if "disk is full" in reason or "No space left on device" in reason:
         return "the disk holding the database is full: free space, then run it again", False
     if "malformed" in reason or "file is not a database" in reason:
@@ -176,7 +178,7 @@ def open_database(url: str) -> Engine:
             "(or check the path)"
         )
     try:
-        engine = db.make_engine(url)
+        engine = db.make_engine(url, existing=True)
     except ArgumentError as exc:
         raise ConfigError(f"not a database URL: {url!r} (use sqlite:///PATH or postgresql://...)") from exc
     with reaching(url):
@@ -200,5 +202,6 @@ def open_database(url: str) -> Engine:
 
 
 def connect(url: str) -> Engine:
-    """An engine for `url`, migrated or not (the server migrates it when it starts)."""
-    return db.make_engine(url)
+    """An engine for `url`, migrated or not (the server migrates it when it starts, before this
+    engine's first connection: it never creates an SQLite file)."""
+    return db.make_engine(url, existing=True)

@@ -299,7 +299,7 @@ class Scanner:
     def __setstate__(self, state: dict[str, Any]) -> None:
         url = state.pop("engine_url")
         self.__dict__.update(state)
-        self.engine = make_engine(url)
+        self.engine = make_engine(url, existing=True)
         self._docs = OrderedDict()
         self._cached = 0
         self._dctx = zstandard.ZstdDecompressor()

@@ -30,9 +30,10 @@ SQLITE_BUSY_MS = 60_000  # a writer waits this long for another's write lock bef
 WRITE = {"sqlite_begin": "IMMEDIATE"}  # execution options of a connection that reads before it writes
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, existing: bool = False) -> Engine:
     """An engine for `url`; SQLite files get WAL, 64 KiB pages, a page cache bounded per process
-    and transactions begun explicitly (see `writing`)."""
+    and transactions begun explicitly (see `writing`). existing: an SQLite file the engine never
+    creates (one moved or deleted while in use is an error, not a new, empty database)."""
     parsed = make_url(url)
     backend, driver = parsed.get_backend_name(), parsed.drivername.partition("+")[2]
     if backend in DRIVERS and driver and driver not in DRIVERS[backend]:  # psycopg2, asyncpg, aiosqlite
@@ -41,7 +42,7 @@ def make_engine(url: str) -> Engine:
             + ("sqlite:///PATH" if backend == "sqlite" else "postgresql://... (psycopg 3, installed with contam)")
         )
     if backend == "sqlite":
-        return _sqlite_engine(url, parsed.database)
+        return _sqlite_engine(url, parsed.database, existing)
     if backend == "postgresql":
         if parsed.drivername in ("postgresql", "postgres"):
             parsed = parsed.set(drivername="postgresql+psycopg")
@@ -57,9 +58,23 @@ def make_engine(url: str) -> Engine:
 
 
 DRIVERS = {"sqlite": ("pysqlite",), "postgresql": ("psycopg",)}  # a URL's +driver, if it names one
+GONE = "is gone (moved or deleted while in use)"  # what a connection to a file no longer there says
 
 
-def _sqlite_engine(url: str, database: str | None) -> Engine:
+def _never_create(engine: Engine, path: Path) -> None:
+    """A new connection to a file moved or deleted under a running server made a new, empty
+    database at its path, which the next start served as an empty index (an operator's trial)."""
+
+    @event.listens_for(engine, "do_connect")
+    def _there(_dialect: Any, _record: Any, _cargs: Any, _cparams: Any) -> None:
+        if not path.exists():
+            raise sqlite3.OperationalError(
+                f"the database file {path} {GONE}: put it back, or point CONTAM_DATABASE_URL (--db) at where "
+                "it is now and start again"
+            )
+
+
+def _sqlite_engine(url: str, database: str | None, existing: bool = False) -> Engine:
     if database and database != ":memory:":
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(
@@ -89,6 +104,9 @@ def _sqlite_engine(url: str, database: str | None) -> Engine:
         ):
             cur.execute(f"PRAGMA {pragma}")
         cur.close()
+
+    if existing and database and database != ":memory:" and not database.startswith("file:"):
+        _never_create(engine, Path(database).expanduser())
 
     @event.listens_for(engine, "begin")
     def _sqlite_begin(conn: Connection) -> None:

@@ -327,3 +327,26 @@ def test_the_server_logs_why_it_answered_503(
     assert len(said) == 2, said
     assert said[0].startswith("GET /health answered 503: the database is unavailable") and "server closed" in said[0]
     assert said[1].startswith("GET /corpora answered 503: the database is unavailable")
+
+
+def test_an_sqlite_file_moved_under_the_server_is_said_and_never_made_again(
+    tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """The database file moved while the server ran: the next new connection (a check worker's)
+    made an empty database at the old path, answered "unavailable; try again shortly" (no table)
+    for good, and the next start served that empty file as the index (an operator's trial)."""
+    path = tmp_path / "contam.db"
+    url = f"sqlite:///{path}"
+    upgrade(url)
+    index_corpus(url, [{"id": "page", "text": f"Quiz night! {Q1}"}])
+    with TestClient(create_app(Settings(database_url=url, check_workers=1))) as c:
+        assert c.get("/health").status_code == 200
+        for suffix in ("", "-wal", "-shm"):
+            if Path(f"{path}{suffix}").exists():
+                Path(f"{path}{suffix}").rename(tmp_path / f"moved.db{suffix}")
+        r = c.post("/api/v1/check", json={"texts": [Q1]})
+        assert r.status_code == 500 and "retry-after" not in r.headers, r.text
+        assert r.json()["error"].startswith(f"the database file {path} is gone (moved or deleted while in use)")
+        assert not path.exists()  # no new, empty database where the index was
+    moved = f"sqlite:///{tmp_path / 'moved.db'}"
+    assert open_database(moved) is not None  # the moved file is whole, usable where it is now
