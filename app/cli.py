@@ -212,6 +212,9 @@ def db_upgrade(
     url = shown_url(url)  # its password hidden: `make run` and compose's migrate service print this line to logs
     if before is None:
         typer.echo(f"database created at revision {now}{at_head}: {url}")
+    elif before == now and revision not in ("head", "heads") and not now.startswith(revision):
+        # an older revision asked for: nothing was done, which "already at" did not say (an operator's trial)
+        typer.echo(f"database at revision {now}{at_head}, past {revision}: db upgrade never downgrades: {url}")
     elif before == now:
         typer.echo(f"database already at revision {now}{at_head}: {url}")
     else:

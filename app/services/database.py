@@ -148,13 +148,27 @@ def migrate(url: str, revision: str = "head") -> tuple[str | None, str, str]:
                 f"the database's schema is at revision {current}, which this version of contam does not know "
                 f"(it ends at {head}): a newer version of contam migrated it; use that version"
             )
-        db.upgrade(url, revision)
+        _upgrade(url, revision, head)
         engine = db.make_engine(url)
         try:  # what the database is at now, read back (a revision may be given as "+1", "heads", a prefix)
             now = db.schema_revisions(engine)[0]
         finally:
             engine.dispose()
     return current, now or head, head
+
+
+def _upgrade(url: str, revision: str, head: str) -> None:
+    """db.upgrade, a revision Alembic cannot find or reach said as the usage error it is (it was
+    "CommandError: Can't locate revision ...", exit 3: an operator's trial)."""
+    from alembic.util import CommandError
+
+    try:
+        db.upgrade(url, revision)
+    except CommandError as exc:
+        raise ConfigError(
+            f"cannot upgrade to revision {revision!r}: {exc}; give one of this version's revisions (the last: {head}), "
+            "or leave --revision out"
+        ) from None
 
 
 def sqlite_file_missing(url: str) -> bool:

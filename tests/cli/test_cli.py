@@ -199,6 +199,11 @@ def test_commands_need_a_migrated_database(tmp_path: Path) -> None:
     assert r.output.strip() == f"database already at revision 0010_sqlite_blocks: {low}", r.output
     r = CliRunner().invoke(cli, ["db", "upgrade", "--db", low, "--revision", "+1"])
     assert r.output.startswith("database migrated from revision 0010_sqlite_blocks to 0011"), r.output
+    # a revision there is not (was "CommandError: Can't locate revision", exit 3), one already passed
+    r = CliRunner().invoke(cli, ["db", "upgrade", "--db", low, "--revision", "0099"])
+    assert r.exit_code == 2 and "cannot upgrade to revision '0099'" in r.output and head in r.output, r.output
+    r = CliRunner().invoke(cli, ["db", "upgrade", "--db", low, "--revision", "0010_sqlite_blocks"])
+    assert r.exit_code == 0 and "past 0010_sqlite_blocks: db upgrade never downgrades" in r.output, r.output
     eng = make_engine(old)
     with eng.begin() as conn:  # one a newer version migrated
         conn.exec_driver_sql("UPDATE alembic_version SET version_num = '9999_from_the_future'")
