@@ -36,6 +36,11 @@ def test_compose_commands_and_variables_exist() -> None:
     assert {"postgres", "migrate", "api", "indexer"} <= set(services)
     assert "healthcheck" in services["postgres"] and services["postgres"]["volumes"]
     assert services["indexer"]["profiles"]
+    # the API comes back after a crash or a reboot, says when it is unwell, and can keep sign-ins
+    # across restarts (an operator's trial: none of the three)
+    api = services["api"]
+    assert api["restart"] == "unless-stopped" and "/health" in " ".join(api["healthcheck"]["test"])
+    assert api["environment"]["CONTAM_SESSION_SECRET"] == "${CONTAM_SESSION_SECRET:-}"
     commands = _cli_commands()
     fields = {f"CONTAM_{name.upper()}" for name in Settings.model_fields}
     for name, svc in services.items():
