@@ -1220,26 +1220,33 @@ def test_a_question_s_words_found_only_inside_its_passage_s_copy_are_the_passage
     assert r.score.status == "contaminated" and r.score.own_coverage == 1.0, r.score.reason
 
 
+KEEPER = (
+    "The lighthouse keeper rowed out at dawn to mend the broken lamp, carrying oil, a spare wick and "
+    "a tin of biscuits, while gulls circled the rocks and the tide ran fast toward the harbour wall."
+)
+KEEPER_Q = "What did the keeper carry besides the oil and the spare wick when he rowed out at dawn?"
+
+
+def _passage_marked(engine: Engine, index_corpus: IndexCorpus, item: BenchmarkItem, text: str) -> str:
+    """The highlighted text of the item's best evidence in a corpus of one page, `text` (the item's
+    passage found there)."""
+    index_corpus(engine, [{"id": "page", "text": text}], "keeper")
+    r = Scanner(engine, corpora=["keeper"]).scan([item])[0]
+    assert r.score.passage_found and r.evidence, r.score.reason
+    return " ".join(r.evidence[0].excerpt[a:b] for a, b in r.evidence[0].highlights)
+
+
 def test_the_evidence_shows_where_the_passage_is(engine: Engine, index_corpus: IndexCorpus) -> None:
     """A new user's trial: an item's page said "Passage found: yes", and the training text beside
     it highlighted only the answer's words, the passage nowhere marked. The evidence highlights
     the passage's copy too, where the document holds the item's passage field."""
-    passage = (
-        "The lighthouse keeper rowed out at dawn to mend the broken lamp, carrying oil, a spare wick and "
-        "a tin of biscuits, while gulls circled the rocks and the tide ran fast toward the harbour wall."
-    )
-    question = "What did the keeper carry besides the oil and the spare wick when he rowed out at dawn?"
-    item = BenchmarkItem("k", 0, passage=passage, question=question, answer="a tin of biscuits")
-    text = f"{FILLER[:600]} {passage}\n\nQ: {question}\nA: a tin of biscuits\n{FILLER[-300:]}"
-    index_corpus(engine, [{"id": "page", "text": text}], "lighthouse")
-    r = Scanner(engine, corpora=["lighthouse"]).scan([item])[0]
-    assert r.score.passage_found and r.evidence, r.score.reason
-    ev = r.evidence[0]
-    marked = " ".join(ev.excerpt[a:b] for a, b in ev.highlights)
-    assert "gulls circled the rocks and the tide ran fast" in marked, ev.highlights
+    item = BenchmarkItem("k", 0, passage=KEEPER, question=KEEPER_Q, answer="a tin of biscuits")
+    text = f"{FILLER[:600]} {KEEPER}\n\nQ: {KEEPER_Q}\nA: a tin of biscuits\n{FILLER[-300:]}"
+    marked = _passage_marked(engine, index_corpus, item, text)
+    assert "gulls circled the rocks and the tide ran fast" in marked, marked
     assert FILLER[:40] not in marked  # the text around the copy is not
     # a document without the passage highlights only the item's text, as before
-    index_corpus(engine, [{"id": "bare", "text": f"{FILLER[:600]} Q: {question}\n{FILLER[-300:]}"}], "bare")
+    index_corpus(engine, [{"id": "bare", "text": f"{FILLER[:600]} Q: {KEEPER_Q}\n{FILLER[-300:]}"}], "bare")
     bare = Scanner(engine, corpora=["bare"]).scan([item])[0]
     assert not bare.score.passage_found and bare.evidence
     assert "gulls" not in " ".join(bare.evidence[0].excerpt[a:b] for a, b in bare.evidence[0].highlights)
@@ -1250,21 +1257,12 @@ def test_the_evidence_shows_the_passage_s_copy_beside_the_item(engine: Engine, i
     item's question highlighted neither: the passage's place was its fullest copy alone, over
     PASSAGE_SHOWN tokens away. The copy beside the item is highlighted where it holds
     suspicious_coverage of the passage."""
-    passage = (
-        "The lighthouse keeper rowed out at dawn to mend the broken lamp, carrying oil, a spare wick and "
-        "a tin of biscuits, while gulls circled the rocks and the tide ran fast toward the harbour wall. "
-        "He reached the rocks when the sun rose over the harbour and the gulls fell silent at last."
-    )
-    question = "What did the keeper carry besides the oil and the spare wick when he rowed out at dawn?"
-    item = BenchmarkItem("k", 0, passage=passage, question=question, answer="a tin of biscuits")
+    passage = f"{KEEPER} He reached the rocks when the sun rose over the harbour and the gulls fell silent at last."
+    item = BenchmarkItem("k", 0, passage=passage, question=KEEPER_Q, answer="a tin of biscuits")
     half = " ".join(passage.split()[:25])  # 45% of the passage's tokens
-    text = f"{passage}\n{FILLER[:6000]} {half}\nQ: {question}\nA: a tin of biscuits\n{FILLER[-300:]}"
-    index_corpus(engine, [{"id": "page", "text": text}], "twice")
-    r = Scanner(engine, corpora=["twice"]).scan([item])[0]
-    assert r.score.passage_found and r.evidence, r.score.reason
-    ev = r.evidence[0]
-    marked = " ".join(ev.excerpt[a:b] for a, b in ev.highlights)
-    assert "carrying oil, a spare wick" in marked, ev.highlights
+    text = f"{passage}\n{FILLER[:6000]} {half}\nQ: {KEEPER_Q}\nA: a tin of biscuits\n{FILLER[-300:]}"
+    marked = _passage_marked(engine, index_corpus, item, text)
+    assert "carrying oil, a spare wick" in marked, marked
     assert FILLER[-300:-250] not in marked
 
 
