@@ -769,8 +769,8 @@ def command_name() -> str:
 def check_port(host: str, port: int) -> None:
     """Refuse, in one line, a port another process listens on (uvicorn would log a bare
     "address already in use" after the app had started)."""
-    if not 0 <= port <= 65535:
-        raise ConfigError(f"port {port} is not a port (0 to 65535): choose another with --port or CONTAM_PORT")
+    if not 1 <= port <= 65535:  # 0, any free port, would be one the banner could not name (an operator's trial)
+        raise ConfigError(f"port {port} is not a port (1 to 65535): choose another with --port or CONTAM_PORT")
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
     except socket.gaierror as exc:
@@ -848,7 +848,7 @@ def serve(
         )
     if settings.key_set() & PLACEHOLDER_KEYS:
         raise ConfigError("CONTAM_API_KEYS holds a placeholder key anyone can guess: use a secret one")
-    port = port or settings.port
+    port = settings.port if port is None else port  # --port 0 was taken for no port given: 8000, unsaid
     created = sqlite_file_missing(settings.database_url)
     before, now, _head = migrate(settings.database_url)  # the app does it too; here a database out of reach is one line
     check_port(host, port)

@@ -754,7 +754,15 @@ def test_serve_names_the_port_when_another_server_holds_it(tmp_path: Path, monke
     monkeypatch.setenv("CONTAM_DATABASE_URL", f"sqlite:///{tmp_path / 'c.db'}")
     get_settings.cache_clear()
     bad = CliRunner().invoke(cli, ["serve", "--port", "99999"])  # was exit 3, "OverflowError: bind(): ..."
-    assert bad.exit_code == 2 and "port 99999 is not a port (0 to 65535)" in bad.output
+    assert bad.exit_code == 2 and "port 99999 is not a port (1 to 65535)" in bad.output
+    # port 0 (any free port) was served on 8000 from --port and on a port the banner called 0 from
+    # CONTAM_PORT (an operator's trial): refused, as a port no one could be told
+    assert "port 0 is not a port (1 to 65535)" in CliRunner().invoke(cli, ["serve", "--port", "0"]).output
+    monkeypatch.setenv("CONTAM_PORT", "0")
+    get_settings.cache_clear()
+    assert "port 0 is not a port (1 to 65535)" in CliRunner().invoke(cli, ["serve"]).output
+    monkeypatch.delenv("CONTAM_PORT")
+    get_settings.cache_clear()
     # an address no interface here has (TEST-NET-1): said so, not "another server may hold it"
     elsewhere = CliRunner().invoke(cli, ["serve", "--host", "192.0.2.1", "--port", str(port), "--allow-insecure"])
     assert elsewhere.exit_code == 2 and "no interface of this machine has that address" in elsewhere.output
