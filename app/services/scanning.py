@@ -24,6 +24,7 @@ import numpy as np
 import zstandard
 from sqlalchemy import Engine
 
+from contam.app.core.align import covered, runs
 from contam.app.core.arrays import (
     Postings,
     Votes,
@@ -1229,6 +1230,7 @@ def _passage_runs(at: np.ndarray, n: int, lo: int, hi: int) -> list[tuple[int, i
     at = at[(at + n > lo - PASSAGE_SHOWN) & (at < hi + PASSAGE_SHOWN)]
     if not len(at):
         return []
-    breaks = np.flatnonzero(np.diff(at) > n) + 1  # grams further apart than n tokens leave a gap
-    starts, lasts = at[np.concatenate(([0], breaks))], at[np.concatenate((breaks - 1, [len(at) - 1]))]
-    return [(int(a), int(b - a + n)) for a, b in zip(starts.tolist(), lasts.tolist(), strict=True)]
+    first, length = int(at[0]), int(at[-1]) + n - int(at[0])  # the stretch the grams span
+    starts = np.zeros(length, dtype=bool)
+    starts[at - first] = True
+    return [(first + a, b - a) for a, b in runs(covered(starts, n, length))]
