@@ -41,6 +41,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = {"th": (0x0E00, 0x0E7F), "lo": (0x0E80, 0x0EFF), "km": (0x1780, 0x17FF), "my": (0x1000, 0x109F)}
+UNSPACED = {"th", "lo", "km", "my", "zh_CN", "zh_TW", "ja"}  # written into a document without a space
+LATIN, CYRILLIC = (0x0041, 0x024F), (0x0400, 0x04FF)
+SCRIPTS |= dict.fromkeys(["en", "de", "fr", "es", "it", "pl", "tr", "pt_BR", "nl", "sv", "cs"], LATIN)
+SCRIPTS |= dict.fromkeys(["ru", "uk", "bg"], CYRILLIC)
+SCRIPTS |= {"zh_CN": (0x4E00, 0x9FFF), "zh_TW": (0x4E00, 0x9FFF), "ja": (0x3040, 0x9FFF), "ko": (0xAC00, 0xD7AF)}
+SCRIPTS |= {"ar": (0x0600, 0x06FF), "he": (0x0590, 0x05FF), "hi": (0x0900, 0x097F), "el": (0x0370, 0x03FF)}
 SEGMENT = """import json, sys
 from pythainlp.tokenize import word_tokenize
 for path in sys.argv[1:]:
@@ -64,14 +70,34 @@ main()
 def messages(lang: str) -> list[tuple[str, str, str]]:
     """(catalogue file, English message, translation) of every message of the language's catalogues."""
     out = []
+    if lang == "en":  # the English originals, as the German catalogues hold them: a control
+        return [(f, k, k) for f, k, _v in messages("de")]
     for f in sorted(Path(f"/usr/share/locale/{lang}/LC_MESSAGES").glob("*.mo")):
-        with f.open("rb") as fh:
-            catalog = gettext.GNUTranslations(fh)._catalog  # type: ignore[attr-defined]
+        try:
+            with f.open("rb") as fh:
+                catalog = gettext.GNUTranslations(fh)._catalog  # type: ignore[attr-defined]
+        except (UnicodeDecodeError, OSError):  # a catalogue in a legacy charset: left out
+            continue
         for key, value in catalog.items():
             msgid = key[0] if isinstance(key, tuple) else key
             if isinstance(value, str) and value.strip() and isinstance(msgid, str) and msgid:
                 out.append((f.name, msgid, value.strip()))
     return out
+
+
+def _token_text(docs: list[str]) -> str:
+    """The documents as the index sees them: their tokens (app.core.text.tokenize), a space between
+    two and one around each line, so that an item the corpus holds but for case, quotes or spacing
+    ("impossible de renommer %s en %s" in "Impossible de renommer « %s » en « %s »") counts as held."""
+    from contam.app.core.text import tokenize
+
+    return "".join(f" {' '.join(tokenize(line))} \n" for d in docs for line in d.splitlines())
+
+
+def _holds(token_text: str, text: str) -> bool:
+    from contam.app.core.text import tokenize
+
+    return f" {' '.join(tokenize(text))} " in token_text
 
 
 def build(lang: str, work: Path) -> dict[str, dict[str, str]]:
@@ -89,12 +115,13 @@ def build(lang: str, work: Path) -> dict[str, dict[str, str]]:
                 docs.append("\n".join(cur))
                 cur = []
     docs += ["\n".join(cur)] if cur else []
-    corpus_text, corpus_ids = "\n".join(docs), {k for f, k, _v in entries if f not in held}
+    corpus_ids = {k for f, k, _v in entries if f not in held}
     candidates: dict[str, str] = {}
     for f, k, v in entries:
         if f in held and len(v) >= 12 and 2 * sum(lo <= ord(c) <= hi for c in v) >= len(v):
             candidates.setdefault(v, k)
     chosen = list(candidates.items())
+    held_text = _token_text(docs)
     rng.shuffle(chosen)
     labels, items = {}, []
     for i, (text, msgid) in enumerate(chosen[:1500]):
@@ -106,8 +133,9 @@ def build(lang: str, work: Path) -> dict[str, dict[str, str]]:
                 copy = text[:j] + "".join(chr(rng.randint(lo + 1, lo + 0x2F)) for _ in range(2)) + text[j + 2 :]
             d = rng.randrange(len(docs))
             at = rng.randrange(len(docs[d]) // 4, 3 * len(docs[d]) // 4 + 1)
-            docs[d] = docs[d][:at] + copy + docs[d][at:]  # no space either side
-        elif text in corpus_text:
+            gap = "" if lang in UNSPACED else " "  # as the script is written
+            docs[d] = docs[d][:at] + gap + copy + gap + docs[d][at:]
+        elif _holds(held_text, text):
             kind = "in_corpus"
         elif msgid in corpus_ids:
             kind = "clean_related"
@@ -134,6 +162,7 @@ def scan(lang: str, work: Path, tree: Path | None) -> list[dict[str, Any]]:
     )
     args = ["scan", "--db", db, "--format", "json", "--progress", "none", str(work / "bench.jsonl")]
     out = subprocess.run([*contam, *args], check=True, capture_output=True, text=True)
+    (work / "scan.json").write_text(out.stdout)  # kept, to read the evidence of a flag
     results: list[dict[str, Any]] = json.loads(out.stdout)["results"]
     return results
 
@@ -151,6 +180,7 @@ def main() -> None:
         work = base / lang
         work.mkdir(parents=True, exist_ok=True)
         labels = build(lang, work)
+        (work / "labels.json").write_text(json.dumps(labels, ensure_ascii=False))
         if args.words and lang == "th":
             (work / "segment.py").write_text(SEGMENT)
             files = [str(work / "segment.py"), str(work / "corpus.jsonl"), str(work / "bench.jsonl")]

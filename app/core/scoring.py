@@ -306,10 +306,12 @@ def _with_its_passage(p: PreparedItem, m: DocMatch, th: Thresholds) -> tuple[Sta
 def _most_of_it(p: PreparedItem, m: DocMatch, th: Thresholds) -> tuple[Status, str] | None:
     """The verdict of a document holding `contaminated_coverage` of the item's own text and of the
     whole item, more than a short answer of its own, with `min_bits`: `contaminated` with the answer
-    or as much of the text as a copy without it holds (_copy_without_answer), else `suspicious`."""
+    or as much of the text as a copy without it holds (_copy_without_answer), else `suspicious`.
+    Held in part, the own text found must be more than a phrase's length (_more_than_a_phrase)."""
     if (
         m.own_total > _short_answer_own(p, m)
         and m.own_coverage >= th.contaminated_coverage
+        and _more_than_a_phrase(p, m, th)
         and m.coverage >= th.contaminated_coverage
         and m.matched_bits >= th.min_bits
     ):
@@ -318,6 +320,42 @@ def _most_of_it(p: PreparedItem, m: DocMatch, th: Thresholds) -> tuple[Status, s
             f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens){_missing(p, m)}"
         )
     return None
+
+
+def _more_than_a_phrase(p: PreparedItem, m: DocMatch, th: Thresholds) -> bool:
+    """Whether the item's own text the document holds is more than chance gives a short item:
+    `opening_run` own tokens; or, of its question's own text (all of its own text, if the question
+    has none), the whole, or all but a few words changed inside it (_spanned): a copy may give the
+    answer alone, not every choice (navigate's "A: True" without "False"), or no answer. A phrase inside a
+    short item, four words of five or six of seven, is what unrelated text of the item's domain
+    holds by chance ("de fin de ligne" for "erreur de fin de ligne", a French UI message against
+    other programs' catalogues: 16 of 1,005 such messages were `contaminated` so, `python
+    bench/unspaced_probe.py --langs fr`); on the null, 6-7 own tokens of a one-sentence item turn
+    up in one document for 1-4% of items, 8 for none (bench/MEASUREMENTS.md, "Session 29"). Chance
+    seldom gives two phrases of one short item at the distance the item has them; an edited copy
+    does. Whether a copy lacking its answer is `contaminated` is _copy_without_answer's to say."""
+    if m.own_matched >= min(m.own_total, th.opening_run):
+        return True
+    own = m.own if m.counted is None else m.own & m.counted
+    asked = own & (p.role == QUESTION)
+    return _spanned(m, asked if asked.any() else own)
+
+
+def _spanned(m: DocMatch, own: np.ndarray) -> bool:
+    """Whether the document holds these own tokens (bool per item token): all of them, or the first
+    and the last, no further apart there than in the item plus two tokens per own token between
+    them it lacks (a word replaced by two, or inserted), as the alignment's blocks place them."""
+    at = np.flatnonzero(own)
+    if not len(at) or not (m.own_hit[at[0]] and m.own_hit[at[-1]]):
+        return False
+    missing = count(own & ~m.own_hit)
+    if not missing:
+        return True
+    where = {a + k: b + k for a, b, size in m.blocks for k in range(size)}
+    first, last = where.get(int(at[0])), where.get(int(at[-1]))
+    if first is None or last is None:
+        return False
+    return 0 <= last - first <= int(at[-1] - at[0]) + 2 * missing
 
 
 # Without its answer, a copy holds all of the item's own text but one token in twenty (one at least),

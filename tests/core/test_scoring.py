@@ -1624,6 +1624,40 @@ def test_four_words_of_a_five_word_question_are_a_phrase() -> None:
     assert flagged(whole) and whole.answer_found is False, whole.reason
 
 
+# Messages of a program's interface, as a benchmark of one-line items without answers might hold
+MESSAGES = [
+    "erreur de fin de ligne",
+    "impossible de renommer le fichier extrait vers sa cible",
+    "le serveur a refusé la connexion du client",
+    "aucune entrée de journal pour cette date",
+]
+
+
+def test_a_phrase_inside_a_short_item_is_not_its_copy() -> None:
+    """Four words of a five-word item, or six of a seven-word one, in one run: a phrase of the
+    item's language, which unrelated text of its domain holds by chance (a French message against
+    other programs' catalogues, bench/unspaced_probe.py). Found whole, the item is contaminated."""
+    items = [BenchmarkItem(f"m{i}", i, question=t) for i, t in enumerate(MESSAGES)]
+    chance = scan(items, {"page": f"{FILLER} ne correspond pas à un précédent style de fin de ligne {FILLER}"})["m0"]
+    assert chance.own_coverage >= 0.8 and not flagged(chance), chance.reason
+    seven = "aucune entrée de journal pour cette semaine"  # "date" is the item's, "semaine" the page's
+    chance = scan(items, {"page": f"{FILLER} {seven} {FILLER}"})["m3"]
+    assert chance.own_coverage >= 0.8 and not flagged(chance), chance.reason
+    whole = scan(items, {"page": f"{FILLER} Erreur de fin de ligne. {FILLER}"})["m0"]
+    assert whole.status == Status.CONTAMINATED, whole.reason
+
+
+def test_a_short_item_with_a_word_changed_inside_is_still_found() -> None:
+    """One word changed inside an eight-token item: its first and last words found, as far apart
+    as in the item, in two runs; an edited copy, not a phrase, whatever the runs' length."""
+    items = [BenchmarkItem(f"m{i}", i, question=t) for i, t in enumerate(MESSAGES)]
+    page = f"{FILLER} le serveur a rejeté la connexion du client {FILLER}"
+    s = scan(items, {"page": page})["m2"]
+    assert s.status == Status.CONTAMINATED and s.own_coverage < 1.0, s.reason
+    moved = f"{FILLER} le serveur a dit {FILLER[:200]} la connexion du client {FILLER}"  # the two runs apart
+    assert not flagged(scan(items, {"page": moved})["m2"])
+
+
 def test_each_field_is_found_where_the_document_has_it() -> None:
     """A page holds the context and the right ending only. One LCS over the item in field order
     spends the context's words one by one on a long wrong ending that shares them ("a", "the",
