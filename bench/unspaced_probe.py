@@ -1,20 +1,26 @@
-"""Benchmarks in scripts written without spaces between words (Thai, Khmer): what is found, what is
-flagged wrongly, what is too short.
+"""One-line benchmarks in many languages, from this machine's interface messages: what is found, what
+is flagged wrongly, what is too short. Short, formulaic text whose domain the corpus shares: a hard
+null for short items, in every script.
 
-Usage: python bench/unspaced_probe.py [--langs th,km] [--work DIR] [--tree CHECKOUT]
+Usage: python bench/unspaced_probe.py [--langs th,km] [--work DIR] [--tree CHECKOUT] [--words PYTHON]
+       python bench/unspaced_probe.py --words-per-token
+
+The gettext catalogues of each language (/usr/share/locale/LANG/LC_MESSAGES/*.mo; `en`: the English
+originals of the German ones) give the text: 70% of the catalogues (by a hash of the file name) are
+the corpus, their messages joined into documents of 300-3,000 characters; the items are 1,500
+messages of at least 12 characters mostly in the language's script, from the other 30%. Of the
+items, 150 are planted verbatim inside a document and 75 with two characters replaced, written into
+the text around them with a space either side, or none in scripts written without spaces (Thai,
+Lao, Khmer, Burmese, Chinese, Japanese). An item whose tokens a corpus document holds in a row (case,
+quotes and spacing aside) is `in_corpus`, truly there; the rest are `clean`, split by whether a
+corpus catalogue translates the same English message (`clean_related`: the same message translated
+otherwise, which may share most of its words). Each language's work directory keeps the scan's JSON
+(scan.json) and the labels (labels.json).
 
 The tokeniser cuts text at spaces and punctuation and gives each CJK character a token, but does
-not cut Thai, Lao, Khmer or Burmese into words: a sentence of them is a token or two. This
-measures what that costs, on real text of this machine: the gettext catalogues of each language
-(/usr/share/locale/LANG/LC_MESSAGES/*.mo), 70% of the catalogues (by a hash of the file name) as
-the corpus, their messages joined into documents of 300-3,000 characters; 1,500 items, messages of
-at least 12 characters mostly in the script, from the other 30%. Of the items, 150 are planted
-verbatim inside a document and 75 with two characters replaced, each written into the text
-around it without a space, as these scripts are written; an item whose text a corpus catalogue
-also holds is `in_corpus` (truly there); the rest are `clean`, split by whether a corpus
-catalogue translates the same English message (`clean_related`: the same message translated
-otherwise, which may share most of its words).
-
+not cut Thai, Lao, Khmer or Burmese into words: a sentence of them is a token or two.
+--words-per-token prints how many CJK characters make an English word, over the same messages in
+English and in Chinese or Japanese (text.HAN_PER_WORD, KANA_PER_WORD).
 --tree runs another checkout's `contam` (its native module built), to compare a tokeniser change
 on the same data: session 43 gave each letter of these scripts a token of its own, as CJK
 characters have (their ranges added to text._CJK_RANGES), and measured it with this.
@@ -167,13 +173,47 @@ def scan(lang: str, work: Path, tree: Path | None) -> list[dict[str, Any]]:
     return results
 
 
+def words_per_token() -> None:
+    """How many CJK characters make an English word, over the same messages in English and in
+    Chinese and Japanese (each message of 3 tokens or more in both): text.HAN_PER_WORD and
+    KANA_PER_WORD. Chinese gives the ideographs' figure; Japanese, its ideographs counted so, the
+    kana's (its other tokens, Latin words and numbers, count one word each)."""
+    from contam.app.core.text import _CJK_CHAR, _KANA, tokenize
+
+    han_per_word = []
+    for lang in ("zh_CN", "zh_TW", "ja"):
+        han = kana = other = english = 0
+        for _f, msgid, text in messages(lang):
+            a, b = tokenize(msgid), tokenize(text)
+            if len(a) < 3 or len(b) < 3:
+                continue
+            english += len(a)
+            for t in b:
+                cjk = bool(_CJK_CHAR.match(t))
+                kana += cjk and bool(_KANA.match(t))
+                han += cjk and not _KANA.match(t)
+                other += not cjk
+        if lang != "ja":
+            han_per_word.append(han / (english - other))
+            print(f"{lang}: {han_per_word[-1]:.2f} ideographs per English word ({han:,} over {english - other:,})")
+        else:
+            mean = sum(han_per_word) / len(han_per_word)
+            per = kana / (english - other - han / mean)
+            counts = f"{kana:,} kana, {han:,} ideographs"
+            print(f"ja: {per:.2f} kana per English word, ideographs at {mean:.2f} per word ({counts})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--langs", default="th,km")
     ap.add_argument("--work", type=Path, default=None)
     ap.add_argument("--tree", type=Path, default=None, help="another checkout whose contam runs")
     ap.add_argument("--words", default=None, help="a Python with pythainlp: Thai cut into words first")
+    ap.add_argument("--words-per-token", action="store_true", help="print how many CJK characters make a word")
     args = ap.parse_args()
+    if args.words_per_token:
+        words_per_token()
+        return
     base = args.work or Path(tempfile.mkdtemp(prefix="unspaced-"))
     print(f"{'lang':5s} {'kind':14s} {'items':>6s} {'flagged':>8s} {'contaminated':>13s} {'too_short':>10s}")
     for lang in args.langs.split(","):

@@ -22,7 +22,7 @@ from contam.app.core.align import covered, find_sequence
 from contam.app.core.arrays import distinct, find_sorted, key_directory, member, stable_order, top_groups
 from contam.app.core.config import Thresholds
 from contam.app.core.signatures import rolling_hashes, token_hashes
-from contam.app.core.text import tokenize, tokenize_spans
+from contam.app.core.text import tokenize, tokenize_spans, words_in
 from contam.app.core.types import BenchmarkItem
 
 SCORED_ROLES = ("question", "choices", "answer", "solution")
@@ -70,10 +70,19 @@ class PreparedItem:
     # bool per token: inside an n-gram of the item that its passage field holds (what a question
     # quotes of its passage, found in any copy of it); None without a passage field
     quoted: np.ndarray | None = None
+    # the scored text's length in words of a spaced script (text.words_in): its tokens, unless
+    # some are CJK characters, a token each; 0.0: not worked out (its tokens)
+    words: float = 0.0
 
     @property
     def n_tokens(self) -> int:
         return len(self.ids)
+
+    @property
+    def tokens_per_word(self) -> float:
+        """How many of the item's tokens make a word (1.0 but for CJK text): the scale of a rule's
+        length in tokens, which is a length in words of a spaced script (scoring._in_words)."""
+        return max(1.0, self.n_tokens / self.words) if self.words else 1.0
 
     @cached_property
     def alternative_ids(self) -> list[np.ndarray]:
@@ -198,6 +207,7 @@ def prepare(item: BenchmarkItem, n: int, short_n: int = 0, glue: bool = True, pa
         sgrams=sgrams,
         sgram_pos=sgram_pos,
         glued=_glued([t for _code, t in texts], bounds[:-1].tolist()) if glue else np.zeros((0, 3), np.int64),
+        words=words_in(all_toks),
     )
 
 

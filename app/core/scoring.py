@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -178,7 +178,8 @@ def verdict(
 def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: bool) -> tuple[Status, str]:
     """verdict() but for the passage. A partial match must include a run of more than n own
     tokens in a row (two chained n-grams): one n-gram of ordinary prose recurs by chance, two in
-    a row rarely do (bench/calibrate.py)."""
+    a row rarely do (bench/calibrate.py). Lengths are words: in CJK text, more tokens (_in_words)."""
+    n, th, per_word = _in_words(p, n, th)
     if most := _most_of_it(p, m, th):
         return most
     q_own = m.own_role_coverage(p, QUESTION)
@@ -207,8 +208,12 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     # (four words) are what a name or a title gives by chance (bench/calibrate.py).
     unlikely = (
         _not_a_phrase(m, n, th)
-        or (m.rare_run >= MATCH_N + 2 and 2 * m.rare_tokens > m.own_total and m.own_matched >= th.opening_run)
-        or (m.rare_run >= MATCH_N + 1 and m.answer_found and m.question_tail < MATCH_N)
+        or (
+            m.rare_run >= round((MATCH_N + 2) * per_word)
+            and 2 * m.rare_tokens > m.own_total
+            and m.own_matched >= th.opening_run
+        )
+        or (m.rare_run >= round((MATCH_N + 1) * per_word) and m.answer_found and m.question_tail < MATCH_N * per_word)
     )
     if m.own_total and m.own_coverage >= th.suspicious_coverage and m.own_bits >= th.min_bits and unlikely:
         return Status.SUSPICIOUS, (
@@ -228,6 +233,19 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
             "item(s) was found, but not this item's own text"
         )
     return Status.CLEAN, _clean_reason(m, th, n)
+
+
+def _in_words(p: PreparedItem, n: int, th: Thresholds) -> tuple[int, Thresholds, float]:
+    """n and the thresholds that are lengths in tokens (opening_run, longest_match, passage_tokens),
+    for this item: as many of its tokens as make that many words (PreparedItem.tokens_per_word),
+    and that scale. The rules' lengths were set on the null of text a token of which is a word
+    (bench/calibrate.py); a CJK character is a token of its own and a fraction of a word
+    (text.words_in), so seven of them are a phrase, not a copy's run. 1.0 for other text."""
+    per_word = p.tokens_per_word
+    if per_word == 1.0:
+        return n, th, 1.0
+    lengths = {k: round(getattr(th, k) * per_word) for k in ("opening_run", "longest_match", "passage_tokens")}
+    return round(n * per_word), replace(th, **lengths), per_word
 
 
 def run_needed(own_total: int, th: Thresholds) -> float:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -108,6 +109,31 @@ def mostly_cjk(text: str) -> bool:
     its own (where a word of other scripts is one): a rule's length in tokens is then a word or
     two, not a sentence (bench/MEASUREMENTS.md, session 38)."""
     return _mostly(text, _CJK_CHAR)
+
+
+# What a CJK token says, in words of a spaced script. The tokeniser gives every ideograph and kana
+# a token of its own, so a rule's length in tokens (a phrase's 5-7, `opening_run`'s 8) is a word
+# or three of Chinese or Japanese: 7 tokens are "メッセージを送信" ("send a message"), and found in
+# one document by chance they flagged 10.8% of a probe's Japanese messages and 1.6% of its Chinese
+# ones (bench/unspaced_probe.py). The same messages in English and in translation, this machine's
+# gettext catalogues (`python bench/unspaced_probe.py --words-per-token`): 1.8 ideographs per
+# English word in Chinese (zh_CN 1.79, zh_TW 1.82), and, ideographs counted so, 4.4 kana per word
+# in Japanese (katakana loanwords, "ファイル" for "file", and the kana of particles and endings).
+HAN_PER_WORD, KANA_PER_WORD = 1.8, 4.4
+_KANA = re.compile(r"[\u3040-\u30ff\uff66-\uff9d]")
+
+
+def words_in(tokens: Sequence[str]) -> float:
+    """How many words of a spaced script these tokens say as much as: a token of other text is one
+    word, an ideograph 1 / HAN_PER_WORD of one, a kana 1 / KANA_PER_WORD."""
+    han = kana = 0
+    for t in tokens:
+        if not t.isascii() and _CJK_CHAR.match(t):
+            if _KANA.match(t):
+                kana += 1
+            else:
+                han += 1
+    return len(tokens) - han - kana + han / HAN_PER_WORD + kana / KANA_PER_WORD
 
 
 def mostly_unspaced(text: str) -> bool:

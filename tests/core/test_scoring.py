@@ -1658,6 +1658,23 @@ def test_a_short_item_with_a_word_changed_inside_is_still_found() -> None:
     assert not flagged(scan(items, {"page": moved})["m2"])
 
 
+JA_MESSAGES = ["カーソルを点滅させるかどうかです。", "ファイルの読み込みに失敗しました", "接続がタイムアウトしました"]
+
+
+def test_a_phrase_of_cjk_characters_is_measured_in_words() -> None:
+    """Each ideograph and kana is a token, so 13 tokens of Japanese, "カーソルを点滅させるかどうか"
+    ("whether the cursor blinks"), are four words: a phrase another program's message holds (a
+    probe of UI messages, bench/unspaced_probe.py), not a copy of the 16-token item that ends in
+    "です". The whole item found is its copy; the item's length counts in words (words_in)."""
+    items = [BenchmarkItem(f"j{i}", i, question=t) for i, t in enumerate(JA_MESSAGES)]
+    other = "次のスライダの文字列として現在値を表示するかどうか\nカーソルを点滅させるかどうか\n"
+    chance = scan(items, {"page": f"{FILLER} {other} {FILLER}"})["j0"]
+    assert chance.own_coverage >= 0.8 and not flagged(chance), chance.reason
+    whole = scan(items, {"page": f"{FILLER} {other}{JA_MESSAGES[0]} {FILLER}"})["j0"]
+    assert whole.status == Status.CONTAMINATED, whole.reason
+    assert prepare(items[0], N, 3).tokens_per_word > 2.5
+
+
 def test_each_field_is_found_where_the_document_has_it() -> None:
     """A page holds the context and the right ending only. One LCS over the item in field order
     spends the context's words one by one on a long wrong ending that shares them ("a", "the",

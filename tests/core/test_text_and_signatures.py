@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from contam.app.core import signatures as S
 from contam.app.core import text as T
 from contam.app.core.config import SignatureConfig
-from contam.app.core.text import tokenize, tokenize_spans
+from contam.app.core.text import HAN_PER_WORD, KANA_PER_WORD, tokenize, tokenize_spans, words_in
 from contam.app.errors import ConfigError
 
 CASES = [
@@ -64,6 +64,15 @@ def test_the_tables_are_unicodes_marks_and_disjoint() -> None:
     assert {c for a, b in U.MARKS for c in range(a, b + 1)} == marks
     classes = [{c for a, b in r for c in range(a, b + 1)} for r in (T._CJK_RANGES, T._MARK_RANGES, U.IGNORABLE)]
     assert not (classes[0] & classes[1]) and not (classes[0] & classes[2]) and not (classes[1] & classes[2])
+
+
+def test_words_in_counts_a_cjk_character_as_part_of_a_word() -> None:
+    """Words of spaced scripts count one each; an ideograph 1/HAN_PER_WORD, a kana 1/KANA_PER_WORD."""
+    assert words_in(tokenize("the cursor blinks, %s")) == 4
+    assert words_in(tokenize("Курсор мигает")) == 2
+    assert words_in(tokenize("点滅")) == pytest.approx(2 / HAN_PER_WORD)
+    assert words_in(tokenize("カーソル GNU")) == pytest.approx(1 + 4 / KANA_PER_WORD)
+    assert words_in([]) == 0
 
 
 def test_reindented_code_gives_same_tokens() -> None:
