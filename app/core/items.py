@@ -160,8 +160,7 @@ def prepare(item: BenchmarkItem, n: int, short_n: int = 0, glue: bool = True, pa
         texts.append((ANSWER, item.answer))
     texts += [(SOLUTION, t) for t in item.segments("solution")]
     fields: list[tuple[int, list[str]]] = [(code, tokenize(t)) for code, t in texts]
-    # the whole item at once: token ids, then every field's grams cut from one rolling hash
-    # (a gram counts only inside its field), instead of a dozen numpy calls per field
+    # the whole item at once: ids, then every field's grams from one rolling hash (a gram stays inside its field)
     texts = [ct for ct, (_code, toks) in zip(texts, fields, strict=True) if toks]
     fields = [(code, toks) for code, toks in fields if toks]
     lens = np.array([len(toks) for _code, toks in fields], dtype=np.int64)
