@@ -50,6 +50,7 @@ What decides is the item's *own* text, found in one document (DESIGN.md items 2-
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -369,11 +370,22 @@ def _spanned(m: DocMatch, own: np.ndarray) -> bool:
     missing = count(own & ~m.own_hit)
     if not missing:
         return True
-    where = {a + k: b + k for a, b, size in m.blocks for k in range(size)}
-    first, last = where.get(int(at[0])), where.get(int(at[-1]))
+    first, last = _in_the_document(m, int(at[0])), _in_the_document(m, int(at[-1]))
     if first is None or last is None:
         return False
     return 0 <= last - first <= int(at[-1] - at[0]) + 2 * missing
+
+
+def _in_the_document(m: DocMatch, k: int) -> int | None:
+    """Where the document holds item token k, by the alignment's block that holds it (blocks lie in
+    item order, apart, and hold every matched token); None outside them. A block's size is its
+    length in the document, which is shorter than in the item where a copy glued tokens ("314" for
+    "3.14", matching._unglued): a token past that length is placed at the block's last token."""
+    i = bisect_right(m.blocks, k, key=lambda blk: blk[0]) - 1
+    if i < 0 or not m.matched[k]:
+        return None
+    a, b, size = m.blocks[i]
+    return b + min(k - a, size - 1)
 
 
 # Without its answer, a copy holds all of the item's own text but one token in twenty (one at least),
