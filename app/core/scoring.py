@@ -619,7 +619,7 @@ def _nothing_found(p: PreparedItem, stats: ItemStats, score: ItemScore, th: Thre
     if not score.own_tokens and score.ngram_overlap:
         score.reason = _none_its_own(stats, score.ngram_overlap)
     elif common := count(_own_common(p, stats, th)):
-        score.reason = _common_only(common, th)
+        score.reason = _common_only(common, _in_words(p, 0, th)[1])  # its run's length as _widespread's
 
 
 def _common_only(common: int, th: Thresholds) -> str:
@@ -708,7 +708,9 @@ def _widespread(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> fl
     contaminated_coverage and an unbroken run of at least longest_match of its tokens (not a
     phrase) is made of n-grams each in more than max_df documents: a widely copied item, not
     boilerplate; else None. Common n-grams scattered over the item do not make one: the chain must
-    be unbroken, as a copy's is."""
+    be unbroken, as a copy's is. Its lengths are words, as a verdict's (_in_words): 13 tokens of
+    Japanese, a phrase of four words that many pages hold, are no copy of the item."""
+    th = _in_words(p, n, th)[1]  # n stays the n-grams' width
     own = (stats.freq < th.template_min_items) & ~p.weak
     common = _own_common(p, stats, th)
     if not common.any():

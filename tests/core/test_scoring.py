@@ -1697,6 +1697,21 @@ def test_a_phrase_of_cjk_characters_is_measured_in_words() -> None:
     assert prepare(items[0], N, 3).tokens_per_word > 2.5
 
 
+def test_a_cjk_phrase_in_many_documents_is_no_widespread_copy() -> None:
+    """The phrase above in more than max_df documents: no one document holds the item (its n-grams
+    are common), and the whole corpus's verdict counts lengths in words too, so 14 tokens of it, four
+    words, are no unbroken run of longest_match (a widespread copy's). A long item so is one."""
+    long = (
+        "このプログラムは設定ファイルを読み込んだ後に、指定されたディレクトリの中にある全ての画像を変換して保存します"
+    )
+    items = [BenchmarkItem(f"j{i}", i, question=t) for i, t in enumerate([*JA_MESSAGES, long])]
+    other = "次のスライダの文字列として現在値を表示するかどうか\nカーソルを点滅させるかどうか\n"
+    pages = {f"p{d}": f"{FILLER[d * 50 : d * 50 + 3000]} {other} {long} {FILLER[:2000]}" for d in range(11)}
+    scores = scan(items, pages)
+    assert not flagged(scores["j0"]), scores["j0"].reason
+    assert scores["j3"].status == Status.CONTAMINATED and "widespread" in scores["j3"].reason
+
+
 def test_each_field_is_found_where_the_document_has_it() -> None:
     """A page holds the context and the right ending only. One LCS over the item in field order
     spends the context's words one by one on a long wrong ending that shares them ("a", "the",
