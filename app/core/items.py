@@ -170,9 +170,7 @@ def prepare(item: BenchmarkItem, n: int, short_n: int = 0, glue: bool = True, pa
     field_end = np.repeat(bounds[1:], lens)
     grams, gram_pos = _grams_inside(all_ids, field_end, n)
     mgrams, mgram_pos = _grams_inside(all_ids, field_end, MATCH_N)
-    informative = np.fromiter((len(t) >= 2 or not t.isascii() for t in all_toks), dtype=np.int64, count=len(all_toks))
-    sums = np.concatenate(([0], np.cumsum(informative)))
-    weak = (sums[gram_pos + n] - sums[gram_pos]) * 2 < n  # fewer than half of the gram's tokens informative
+    weak = _weak(all_toks, gram_pos, n)
     spans = [(s, e, code) for (code, _t), s, e in zip(fields, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
     short, tiny = _short_fields(all_ids, spans, n)
     role = np.repeat(np.array([code for code, _toks in fields], dtype=np.int8), lens)
@@ -208,6 +206,15 @@ def prepare(item: BenchmarkItem, n: int, short_n: int = 0, glue: bool = True, pa
         glued=_glued([t for _code, t in texts], bounds[:-1].tolist()) if glue else np.zeros((0, 3), np.int64),
         words=words_in(all_toks),
     )
+
+
+def _weak(tokens: Sequence[str], gram_pos: np.ndarray, n: int) -> np.ndarray:
+    """bool per n-gram (starting at `gram_pos`): fewer than half of its tokens informative (two
+    characters or more, or not ASCII)."""
+    informative = np.fromiter((len(t) >= 2 or not t.isascii() for t in tokens), dtype=np.int64, count=len(tokens))
+    sums = np.concatenate(([0], np.cumsum(informative)))
+    weak: np.ndarray = (sums[gram_pos + n] - sums[gram_pos]) * 2 < n
+    return weak
 
 
 GLUE_MAX = 12  # tokens of one glued run looked for (a formula's, a number's, an identifier's)

@@ -50,6 +50,7 @@ What decides is the item's *own* text, found in one document (DESIGN.md items 2-
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -369,11 +370,22 @@ def _spanned(m: DocMatch, own: np.ndarray) -> bool:
     missing = count(own & ~m.own_hit)
     if not missing:
         return True
-    where = {a + k: b + k for a, b, size in m.blocks for k in range(size)}
-    first, last = where.get(int(at[0])), where.get(int(at[-1]))
+    first, last = _in_the_document(m, int(at[0])), _in_the_document(m, int(at[-1]))
     if first is None or last is None:
         return False
     return 0 <= last - first <= int(at[-1] - at[0]) + 2 * missing
+
+
+def _in_the_document(m: DocMatch, k: int) -> int | None:
+    """Where the document holds item token k, by the alignment's block that holds it (blocks lie in
+    item order, apart, and hold every matched token); None outside them. A block's size is its
+    length in the document, which is shorter than in the item where a copy glued tokens ("314" for
+    "3.14", matching._unglued): a token past that length is placed at the block's last token."""
+    i = bisect_right(m.blocks, k, key=lambda blk: blk[0]) - 1
+    if i < 0 or not m.matched[k]:
+        return None
+    a, b, size = m.blocks[i]
+    return b + min(k - a, size - 1)
 
 
 # Without its answer, a copy holds all of the item's own text but one token in twenty (one at least),
@@ -607,7 +619,7 @@ def _nothing_found(p: PreparedItem, stats: ItemStats, score: ItemScore, th: Thre
     if not score.own_tokens and score.ngram_overlap:
         score.reason = _none_its_own(stats, score.ngram_overlap)
     elif common := count(_own_common(p, stats, th)):
-        score.reason = _common_only(common, th)
+        score.reason = _common_only(common, _in_words(p, 0, th)[1])  # its run's length as _widespread's
 
 
 def _common_only(common: int, th: Thresholds) -> str:
@@ -696,7 +708,9 @@ def _widespread(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> fl
     contaminated_coverage and an unbroken run of at least longest_match of its tokens (not a
     phrase) is made of n-grams each in more than max_df documents: a widely copied item, not
     boilerplate; else None. Common n-grams scattered over the item do not make one: the chain must
-    be unbroken, as a copy's is."""
+    be unbroken, as a copy's is. Its lengths are words, as a verdict's (_in_words): 13 tokens of
+    Japanese, a phrase of four words that many pages hold, are no copy of the item."""
+    th = _in_words(p, n, th)[1]  # n stays the n-grams' width
     own = (stats.freq < th.template_min_items) & ~p.weak
     common = _own_common(p, stats, th)
     if not common.any():

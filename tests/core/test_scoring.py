@@ -1658,6 +1658,28 @@ def test_a_short_item_with_a_word_changed_inside_is_still_found() -> None:
     assert not flagged(scan(items, {"page": moved})["m2"])
 
 
+def test_a_word_changed_inside_is_a_copy_up_to_two_words_more_a_word_missing() -> None:
+    """The first and last words of an eight-token item with its fourth word replaced: as far apart
+    as in the item plus two per word missing, an edited copy; three words more, two phrases. (The
+    runs a page's length apart above never reach the rule: its region holds one of them.)"""
+    items = [BenchmarkItem(f"m{i}", i, question=t) for i, t in enumerate(MESSAGES)]
+    for between, status in [("rejeté", Status.CONTAMINATED), ("rejeté tout net", Status.CONTAMINATED)]:
+        s = scan(items, {"page": f"{FILLER} le serveur a {between} la connexion du client {FILLER}"})["m2"]
+        assert s.status == status and s.own_coverage == 7 / 8, (between, s.reason)
+    s = scan(items, {"page": f"{FILLER} le serveur a rejeté tout à fait la connexion du client {FILLER}"})["m2"]
+    assert s.own_coverage == 7 / 8 and not flagged(s), s.reason
+
+
+def test_a_word_changed_inside_a_copy_that_glued_a_number_is_still_found() -> None:
+    """A copy that writes "3.14" as "314" aligns token for token (matching._unglued), its block one
+    token shorter in the document than in the item: the item's last word is still placed there."""
+    items = [BenchmarkItem(f"m{i}", i, question=t) for i, t in enumerate(MESSAGES)]
+    items[2] = BenchmarkItem("m2", 2, question="le serveur a refusé connexion 3.14")
+    for number in ("3.14", "314"):
+        s = scan(items, {"page": f"{FILLER} le serveur a rejeté connexion {number} {FILLER}"})["m2"]
+        assert s.status == Status.CONTAMINATED and s.own_coverage == 6 / 7, (number, s.reason)
+
+
 JA_MESSAGES = ["カーソルを点滅させるかどうかです。", "ファイルの読み込みに失敗しました", "接続がタイムアウトしました"]
 
 
@@ -1673,6 +1695,21 @@ def test_a_phrase_of_cjk_characters_is_measured_in_words() -> None:
     whole = scan(items, {"page": f"{FILLER} {other}{JA_MESSAGES[0]} {FILLER}"})["j0"]
     assert whole.status == Status.CONTAMINATED, whole.reason
     assert prepare(items[0], N, 3).tokens_per_word > 2.5
+
+
+def test_a_cjk_phrase_in_many_documents_is_no_widespread_copy() -> None:
+    """The phrase above in more than max_df documents: no one document holds the item (its n-grams
+    are common), and the whole corpus's verdict counts lengths in words too, so 14 tokens of it, four
+    words, are no unbroken run of longest_match (a widespread copy's). A long item so is one."""
+    long = (
+        "このプログラムは設定ファイルを読み込んだ後に、指定されたディレクトリの中にある全ての画像を変換して保存します"
+    )
+    items = [BenchmarkItem(f"j{i}", i, question=t) for i, t in enumerate([*JA_MESSAGES, long])]
+    other = "次のスライダの文字列として現在値を表示するかどうか\nカーソルを点滅させるかどうか\n"
+    pages = {f"p{d}": f"{FILLER[d * 50 : d * 50 + 3000]} {other} {long} {FILLER[:2000]}" for d in range(11)}
+    scores = scan(items, pages)
+    assert not flagged(scores["j0"]), scores["j0"].reason
+    assert scores["j3"].status == Status.CONTAMINATED and "widespread" in scores["j3"].reason
 
 
 def test_each_field_is_found_where_the_document_has_it() -> None:

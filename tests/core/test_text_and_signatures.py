@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 from datasketch import MinHash, MinHashLSH
@@ -73,6 +75,27 @@ def test_words_in_counts_a_cjk_character_as_part_of_a_word() -> None:
     assert words_in(tokenize("点滅")) == pytest.approx(2 / HAN_PER_WORD)
     assert words_in(tokenize("カーソル GNU")) == pytest.approx(1 + 4 / KANA_PER_WORD)
     assert words_in([]) == 0
+
+
+def _words_by_token(tokens: list[str]) -> float:
+    """words_in as a loop over the tokens, each told by its first character."""
+    kana = sum(1 for t in tokens if re.match(r"[\u3040-\u30ff\uff66-\uff9d]", t) and T._CJK_CHAR.match(t))
+    han = sum(1 for t in tokens if T._CJK_CHAR.match(t)) - kana
+    return len(tokens) - han - kana + han / HAN_PER_WORD + kana / KANA_PER_WORD
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(min_codepoint=0x20, max_codepoint=0x2FFFF, exclude_categories=("Cs",)), max_size=40))
+def test_words_in_is_the_loop_over_tokens(text: str) -> None:
+    assert words_in(tokenize(text)) == _words_by_token(tokenize(text))
+
+
+def test_words_in_tells_each_character_as_the_loop_does() -> None:
+    """Every character about the CJK ranges, a token alone and with a mark or text after it (NFKC
+    makes "ゟ" a token of two kana, "㈠" one of "(一)")."""
+    for c in map(chr, [*range(0x2E80, 0x3400), *range(0xF900, 0xFB00), *range(0xFF00, 0xFFF0), 0x20000, 0x2FFFF]):
+        for text in (c, c + "\u3099", f"{c} abc {c}{c}"):
+            assert words_in(tokenize(text)) == _words_by_token(tokenize(text)), (hex(ord(c)), text)
 
 
 def test_reindented_code_gives_same_tokens() -> None:
