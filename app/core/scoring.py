@@ -181,7 +181,8 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     tokens in a row (two chained n-grams): one n-gram of ordinary prose recurs by chance, two in
     a row rarely do (bench/calibrate.py). Lengths are words: in CJK text, more tokens (_in_words)."""
     n, th, per_word = _in_words(p, n, th)
-    if most := _most_of_it(p, m, th):
+    quoted = _quoted_by_question(p, m)
+    if (most := _most_of_it(p, m, th)) and not (quoted and most[0] is Status.SUSPICIOUS):
         return most
     q_own = m.own_role_coverage(p, QUESTION)
     q_there = m.question_there >= th.contaminated_coverage
@@ -192,38 +193,24 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     # document holds), else the question it shares with items of other answers, with the answer
     if q_asked and m.answer_found and (m.own_bits if q_told else m.matched_bits) >= th.min_bits:
         return Status.CONTAMINATED, "question and answer found together in one document"
-    if alone := _question_alone(p, m, n, th, q_own, q_there):
+    alone = _question_alone(p, m, n, th, q_own, q_there)
+    if alone and not quoted:
         return Status.SUSPICIOUS, alone
     if _one_choice_alone(p, m, th):
         return (
             Status.CLEAN,
             "only one of its choices was found, without its question: a sentence of its own, not the item",
         )
-    # Not a phrase (_not_a_phrase). Or, with the short channel, runs of short-channel n-grams
-    # that no other document holds: three in a row (MATCH_N + 2 tokens), those runs holding more
-    # than half of the own text, with opening_run own tokens found in all (_not_a_phrase says
-    # why); or two in a row with the item's answer after the question's end (DocMatch.question_tail:
-    # fewer than MATCH_N of its last tokens missing; a question written from a page's sentence
-    # shares a phrase with it and has the answer beside that phrase, not after its own last words:
-    # a probe, 28 of 360 such questions flagged, 5 so). Two rare 3-grams in a row alone
-    # (four words) are what a name or a title gives by chance (bench/calibrate.py).
-    unlikely = (
-        _not_a_phrase(m, n, th)
-        or (
-            m.rare_run >= round((MATCH_N + 2) * per_word)
-            and 2 * m.rare_tokens > m.own_total
-            and m.own_matched >= th.opening_run
-        )
-        or (m.rare_run >= round((MATCH_N + 1) * per_word) and m.answer_found and m.question_tail < MATCH_N * per_word)
-    )
-    if m.own_total and m.own_coverage >= th.suspicious_coverage and m.own_bits >= th.min_bits and unlikely:
+    # a clause or two a question quotes from the document flags it by none of these (_quoted_by_question)
+    held = bool(m.own_total and m.own_coverage >= th.suspicious_coverage and m.own_bits >= th.min_bits)
+    if (held := held and _unlikely(m, n, th, per_word)) and not quoted:
         return Status.SUSPICIOUS, (
             f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens)"
             f"{_short_of_whole(m, th)}{_missing(p, m)}"
         )
     if m.longest_own >= run_needed(m.own_total, th) and m.own_bits >= th.min_bits:
         return Status.SUSPICIOUS, f"a {m.longest_own}-token run of its own text matches one document"
-    if m.opening >= th.opening_run and m.opening_unique > n and m.own_bits >= th.min_bits:
+    if (opened := m.opening >= th.opening_run and m.opening_unique > n and m.own_bits >= th.min_bits) and not quoted:
         return Status.SUSPICIOUS, (
             f"one document holds the item's opening in one run ({m.opening} tokens of its own text), "
             "as a truncated copy does"
@@ -233,7 +220,78 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
             f"a {m.shared_run}-token passage it shares with {m.shared_items - 1} other "
             "item(s) was found, but not this item's own text"
         )
-    return Status.CLEAN, _clean_reason(m, th, n)
+    return Status.CLEAN, _clean_reason(m, th, n, quoted and bool(most or alone or held or opened))
+
+
+def _unlikely(m: DocMatch, n: int, th: Thresholds, per_word: float) -> bool:
+    """Whether the own text found is more than chance gives, held in part: not a phrase
+    (_not_a_phrase). Or, with the short channel, runs of short-channel n-grams that no other
+    document holds: three in a row (MATCH_N + 2 tokens), those runs holding more than half of the
+    own text, with opening_run own tokens found in all (_not_a_phrase says why); or two in a row
+    with the item's answer after the question's end (DocMatch.question_tail: fewer than MATCH_N
+    of its last tokens missing; a question written from a page's sentence shares a phrase with it
+    and has the answer beside that phrase, not after its own last words: a probe, 28 of 360 such
+    questions flagged, 5 so). Two rare 3-grams in a row alone (four words) are what a name or a
+    title gives by chance (bench/calibrate.py)."""
+    return (
+        _not_a_phrase(m, n, th)
+        or (
+            m.rare_run >= round((MATCH_N + 2) * per_word)
+            and 2 * m.rare_tokens > m.own_total
+            and m.own_matched >= th.opening_run
+        )
+        or (m.rare_run >= round((MATCH_N + 1) * per_word) and m.answer_found and m.question_tail < MATCH_N * per_word)
+    )
+
+
+# A question written from a text quotes at most this many of its spans, in the runs the document holds
+QUOTED_RUNS = 2
+
+
+def _quoted_by_question(p: PreparedItem, m: DocMatch) -> bool:
+    """Whether all the document holds of the item is what a question written from it holds: a
+    clause or two of it quoted inside the question, its own words around them. An annotator
+    reading a passage asks of it in words of their own around the words it says ("How many years
+    after [the Forest Cantons negotiated a ten-month truce with the Habsburgs] was it before the
+    Battle of Sempach?"), so the passage's source, which a web corpus holds, shares 40-80% of the
+    question's own text with it. So: the item's tokens held lie in the question only, none in
+    another field, in one run followed by own words of the question the document lacks, or in
+    two runs (at most QUOTED_RUNS) that the document holds apart; the question's first word is
+    not held. A copy of the item holds the question from its first word (whole, cut short after
+    it, reformatted); one without its opening or its frame holds the question's own text to its
+    end (a claim found without "On <date>, the following claim was made:"); an edited copy holds
+    the question in more pieces, or the two runs at the distance the item has them, a word or two
+    changed between (_at_its_distance), or the item's other fields. Such a document is no
+    evidence by the share of own text held, a run of it from the own text's first word, or the
+    question held without its answer (bench/source_null.py: DROP and StrategyQA questions against
+    the passages and facts they were written from). A run of `longest_match` own tokens still is
+    (run_needed): GPT-3's length of a copy."""
+    q = np.flatnonzero(p.role == QUESTION)
+    held = m.matched | m.own_hit
+    if not len(q) or held[q[0]] or not m.own_hit.any() or (held & (p.role != QUESTION)).any():
+        return False
+    own = np.flatnonzero(m.own & (p.role == QUESTION))
+    runs = np.insert(held, m.cuts, False) if len(m.cuts) else held
+    n_runs = int(np.count_nonzero(runs[1:] & ~runs[:-1])) + bool(runs[0])
+    if n_runs == 1:
+        return not m.own_hit[own[-1]]  # the question goes on after the clause, in words of its own
+    at = np.flatnonzero(held)
+    gaps = np.flatnonzero(np.diff(at) > 1)
+    return n_runs <= QUOTED_RUNS and not (
+        len(gaps) == 1 and _at_its_distance(m, int(at[gaps[0]]), int(at[gaps[0] + 1]))
+    )
+
+
+def _at_its_distance(m: DocMatch, end: int, start: int) -> bool:
+    """Whether the document holds item tokens `end` and `start` (the last of one held run, the
+    first of the next) as far apart as the item does, plus two tokens per item token between them
+    that it lacks (a word replaced by two): one stretch with a word or two changed, an edit (as
+    _spanned measures it), not two clauses quoted from different places."""
+    where = {a + k: b + k for a, b, size in m.blocks for k in range(size)}
+    first, last = where.get(end), where.get(start)
+    if first is None or last is None:
+        return False
+    return 0 < last - first <= (start - end) + 2 * (start - end - 1)
 
 
 def _in_words(p: PreparedItem, n: int, th: Thresholds) -> tuple[int, Thresholds, float]:
@@ -501,8 +559,14 @@ def _not_a_phrase(m: DocMatch, n: int, th: Thresholds) -> bool:
     return m.longest_own >= 2 * n or (m.unique_run > n and m.own_matched >= th.opening_run)
 
 
-def _clean_reason(m: DocMatch, th: Thresholds, n: int) -> str:
-    """Why a document that does not flag the item says it is clean."""
+def _clean_reason(m: DocMatch, th: Thresholds, n: int, quoted: bool = False) -> str:
+    """Why a document that does not flag the item says it is clean (quoted: it would, but for
+    _quoted_by_question)."""
+    if quoted:
+        return (
+            f"one document holds {m.own_coverage:.0%} of its own text, but only as a clause or two inside its "
+            "question, without the question's first word: a question written from that text quotes it so"
+        )
     if m.longest_own >= th.longest_match and m.own_bits >= th.min_bits and m.own_coverage < th.suspicious_coverage:
         return (  # the run rule failed on longest_share alone
             f"a {m.longest_own}-token run of its own text matches one document, but that is "

@@ -822,12 +822,50 @@ def test_a_question_written_from_a_pages_sentence_is_no_copy_of_it() -> None:
     assert copy.status == Status.SUSPICIOUS and copy.answer_found, copy.reason
 
 
+def test_a_clause_a_question_quotes_from_its_source_is_no_copy_of_it() -> None:
+    """An annotator reading a passage asks of it around a clause it says: "How many years after
+    [the Forest Cantons negotiated a ten-month truce with the Habsburgs] was it before ...?". The
+    passage's source holds 55% of the question's own text (the frame "How many years after the"
+    is the benchmark's), in one run that starts where the own text does: it was `suspicious` by
+    the share held and by "the item's opening in one run" (bench/source_null.py: 37 of 1,393 DROP
+    questions). The document holds that clause alone, neither the question's first word nor the own
+    words after the clause, so it is clean; a copy cut short holds the question from its first
+    word, an edited copy holds it in more pieces with its answer, and both are still found."""
+    frame = "How many years after the"  # the benchmark's: shared, no item's own text
+    question = f"{frame} Forest Cantons negotiated a ten-month truce with the Habsburgs was it before Sempach?"
+    rows = [
+        {"question": question, "answer": "68"},
+        {"question": f"{frame} harbour master recorded the long winter did the ridge flood?", "answer": "3"},
+        {"question": f"{frame} surveyors crossed the river Tigris was the town rebuilt in stone?", "answer": "12"},
+    ]
+    items, _ = read_benchmark("".join(json.dumps(r) + "\n" for r in rows).encode(), "qa.jsonl")
+    source = (
+        "In 1318 the Forest Cantons negotiated a ten-month truce with the Habsburgs, which was extended several "
+        "times until the war resumed and ended with the Swiss victory at Sempach in 1386."
+    )
+    page = f"{FILLER} {' '.join(_prose(30, 5))} {source} {' '.join(_prose(30, 6))} {FILLER}"
+    written_from = scan(items, {"page": page})["0"]
+    assert written_from.status == Status.CLEAN, written_from.reason
+    assert written_from.reason.startswith("one document holds 55% of its own text, but only as a clause"), (
+        written_from.reason
+    )
+    half = "How many years after the Forest Cantons negotiated a ten-month truce"  # the question's opening
+    truncated = scan(items, {"page": f"{FILLER} {half} {' '.join(_prose(30, 6))} {FILLER}"})["0"]
+    assert truncated.status == Status.SUSPICIOUS, truncated.reason
+    edited = (
+        "How many years after the Forest Cantons agreed a ten-month truce with the Habsburgs was it before Sempach? 68."
+    )
+    assert scan(items, {"page": f"{FILLER} {edited} {FILLER}"})["0"].status == Status.CONTAMINATED
+
+
 def test_a_question_stitched_from_a_sentences_phrases_is_not_told_by_them() -> None:
     """A question written from a sentence by stringing its phrases together ("gentlemen adieu I
     will", "and things and") holds most of its own words in the sentence, in runs of a phrase's
     length, and the answer is near: it was "question and answer found together", `contaminated`
     (a probe's open-QA item). Told by its own text, a question of more than n own tokens needs a
-    run longer than n of it; the page stays `suspicious`, a copy `contaminated`."""
+    run longer than n of it; the page was `suspicious`, and is clean since session 44: it holds
+    two phrases of the question apart, as the text a question was written from does
+    (_quoted_by_question); a copy is `contaminated`."""
     q = "What name appears in connection with gentlemen adieu I will, and things and married?"
     others = [f"What name appears in connection with {' '.join(_prose(6, 70 + k))}?" for k in range(14)]
     rows = [{"question": q, "answer": "Kate"}] + [{"question": o, "answer": f"Name{k}"} for k, o in enumerate(others)]
@@ -837,7 +875,7 @@ def test_a_question_stitched_from_a_sentences_phrases_is_not_told_by_them() -> N
         "and things, and fine array, And kisse me Kate, we will be married a sonday."
     )
     stitched = scan(items, {"page": f"{FILLER} {' '.join(_prose(30, 5))} {source} {FILLER}"})["0"]
-    assert stitched.status == Status.SUSPICIOUS, stitched.reason
+    assert stitched.status == Status.CLEAN and "a question written from that text" in stitched.reason, stitched.reason
     copied = scan(items, {"page": f"{FILLER} Q: {q} A: Kate {FILLER}"})["0"]
     assert copied.status == Status.CONTAMINATED and copied.answer_found, copied.reason
     # the run asked for is the question's own: a long answer held in one run does not tell it (a review)
@@ -847,7 +885,7 @@ def test_a_question_stitched_from_a_sentences_phrases_is_not_told_by_them() -> N
     page = source.replace("fine array,", f"fine array, thus spoke {long}, and")
     elsewhere = f"{' '.join(_prose(40, 9))} {long} {' '.join(_prose(40, 11))}"  # the answer's run no phrase
     stitched = scan(items, {"page": f"{FILLER} {' '.join(_prose(30, 5))} {page} {FILLER}", "other": elsewhere})["0"]
-    assert stitched.status == Status.SUSPICIOUS, stitched.reason
+    assert stitched.status == Status.SUSPICIOUS, stitched.reason  # its answer is there: not only the question's phrases
 
 
 def test_a_maths_frame_with_other_numbers_is_another_problem() -> None:

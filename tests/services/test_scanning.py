@@ -1146,7 +1146,9 @@ def test_a_phrase_that_several_documents_hold_is_no_copy_of_a_short_item(
     run = "you must be a superuser to use this command on every host"
     twice = [{"id": f"l{s}", "text": f"{FILLER[: 500 * (s + 1)]} Then {run} now. {FILLER[-200:]}"} for s in (0, 1)]
     index_corpus(engine, twice, "long")
-    item2 = BenchmarkItem("l", 0, question=f"After the upgrade, note that {run} of the cluster.")
+    # (to the item's end: a run inside it, its own words after it, is what a question quoting the page holds, and
+    # flags nothing shorter than longest_match: scoring._quoted_by_question)
+    item2 = BenchmarkItem("l", 0, question=f"After the upgrade, note that {run}.")
     r = Scanner(engine, corpora=["long"]).scan([item2])[0]
     assert r.score.status == "suspicious" and r.score.longest_match == 12, r.score.reason
 
