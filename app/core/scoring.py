@@ -287,8 +287,7 @@ def _at_its_distance(m: DocMatch, end: int, start: int) -> bool:
     first of the next) as far apart as the item does, plus two tokens per item token between them
     that it lacks (a word replaced by two): one stretch with a word or two changed, an edit (as
     _spanned measures it), not two clauses quoted from different places."""
-    where = {a + k: b + k for a, b, size in m.blocks for k in range(size)}
-    first, last = where.get(end), where.get(start)
+    first, last = _in_the_document(m, end), _in_the_document(m, start)
     if first is None or last is None:
         return False
     return 0 < last - first <= (start - end) + 2 * (start - end - 1)
