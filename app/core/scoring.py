@@ -180,6 +180,7 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     """verdict() but for the passage. A partial match must include a run of more than n own
     tokens in a row (two chained n-grams): one n-gram of ordinary prose recurs by chance, two in
     a row rarely do (bench/calibrate.py). Lengths are words: in CJK text, more tokens (_in_words)."""
+    scale = _scale_note(p.tokens_per_word, n, th)
     n, th, per_word = _in_words(p, n, th)
     quoted = _quoted_by_question(p, m)
     if (most := _most_of_it(p, m, th)) and not (quoted and most[0] is Status.SUSPICIOUS):
@@ -220,7 +221,7 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
             f"a {m.shared_run}-token passage it shares with {m.shared_items - 1} other "
             "item(s) was found, but not this item's own text"
         )
-    return Status.CLEAN, _clean_reason(m, th, n, quoted and bool(most or alone or held or opened))
+    return Status.CLEAN, _clean_reason(m, th, n, quoted and bool(most or alone or held or opened), scale)
 
 
 def _unlikely(m: DocMatch, n: int, th: Thresholds, per_word: float) -> bool:
@@ -558,9 +559,22 @@ def _not_a_phrase(m: DocMatch, n: int, th: Thresholds) -> bool:
     return m.longest_own >= 2 * n or (m.unique_run > n and m.own_matched >= th.opening_run)
 
 
-def _clean_reason(m: DocMatch, th: Thresholds, n: int, quoted: bool = False) -> str:
+def _scale_note(per_word: float, n: int, th: Thresholds) -> str:
+    """What a phrase reason of a CJK item adds (_in_words): its lengths in tokens are the rules'
+    lengths in words scaled, so "7 of its tokens (fewer than 14)" says why 14 (a trial: "24 of its
+    tokens (fewer than 29)" of a 28-character message read as a bar no copy of it could pass)."""
+    if per_word == 1.0:
+        return ""
+    return (
+        f" (counted in words: {per_word:.1f} of this item's tokens make a word, so "
+        f"{th.opening_run} words are {round(th.opening_run * per_word)} tokens here and {n} words (n) are "
+        f"{round(n * per_word)})"
+    )
+
+
+def _clean_reason(m: DocMatch, th: Thresholds, n: int, quoted: bool = False, scale: str = "") -> str:
     """Why a document that does not flag the item says it is clean (quoted: it would, but for
-    _quoted_by_question)."""
+    _quoted_by_question; scale: _scale_note, after a reason that gives lengths in tokens)."""
     if quoted:
         return (
             f"one document holds {m.own_coverage:.0%} of its own text, but only as a clause or two inside its "
@@ -580,18 +594,18 @@ def _clean_reason(m: DocMatch, th: Thresholds, n: int, quoted: bool = False) -> 
     if m.own_coverage >= th.suspicious_coverage and m.longest_own > n and m.unique_run > n:
         return (  # _not_a_phrase failed on the count alone
             f"one document holds {m.own_coverage:.0%} of its own text, but {m.own_matched} of its tokens "
-            f"(fewer than {th.opening_run}): a phrase's length, not a copy's"
+            f"(fewer than {th.opening_run}): a phrase's length, not a copy's{scale}"
         )
     if m.own_coverage >= th.suspicious_coverage and m.longest_own > n:
         return (
             f"one document holds {m.own_coverage:.0%} of its own text, but none of its runs of more than {n} "
             f"tokens (the longest {m.longest_own}) lies in n-grams that no other text of the corpora "
-            f"checked holds, nor is {2 * n} long: a phrase, not a copy"
+            f"checked holds, nor is {2 * n} long: a phrase, not a copy{scale}"
         )
     if m.own_coverage >= th.suspicious_coverage:
         return (
             f"one document holds {m.own_coverage:.0%} of its own text, but in runs of at most "
-            f"{m.longest_own} tokens: a phrase's length, not a copy's"
+            f"{m.longest_own} tokens: a phrase's length, not a copy's{scale}"
         )
     if m.competitor is not None and m.own_total == 0 and m.coverage >= 0.5:
         return "only text shared with other items of the benchmark was found"

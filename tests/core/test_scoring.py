@@ -1735,6 +1735,22 @@ def test_a_phrase_of_cjk_characters_is_measured_in_words() -> None:
     assert prepare(items[0], N, 3).tokens_per_word > 2.5
 
 
+def test_a_cjk_phrase_reason_says_its_lengths_are_words() -> None:
+    """A clean CJK item's phrase reason gives lengths in tokens scaled to words (_in_words): a new
+    user's trial read "24 of its tokens (fewer than 29)" of a 28-character message as a bar no
+    copy could pass. The reason says how many tokens make a word and what the rules' lengths are
+    here; an English item's reason is as before."""
+    message = "ネットワーク設定ファイルを読み込むことができませんでした"
+    item = BenchmarkItem("j", 0, question=message)
+    s = scan([item], {"page": f"{FILLER} 今日は{message[3:-3]}ね。 {FILLER}"})["j"]
+    per_word = prepare(item, N, 3).tokens_per_word
+    assert not flagged(s) and "fewer than 29" in s.reason, s.reason
+    assert f"{per_word:.1f} of this item's tokens make a word, so 8 words are 29 tokens here" in s.reason, s.reason
+    english = BenchmarkItem("e", 0, question="Purple beetles gathered under the rotten cedar log.")
+    e = scan([english], {"page": f"{FILLER} really beetles gathered under the rotten cedar log. {FILLER}"})["e"]
+    assert e.reason.endswith("(fewer than 8): a phrase's length, not a copy's"), e.reason
+
+
 def test_a_cjk_phrase_in_many_documents_is_no_widespread_copy() -> None:
     """The phrase above in more than max_df documents: no one document holds the item (its n-grams
     are common), and the whole corpus's verdict counts lengths in words too, so 14 tokens of it, four
