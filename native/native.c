@@ -2070,8 +2070,9 @@ done:
  * of the item's own; sspos: its token position), a gram of both channels only in the first. A
  * document's vote is the sum of 1 / max(f, 1) over its grams, added in that order (so it is the
  * same double the Python loop gave), `asked` the same over the question's grams (flags bit 0: it
- * has one); hits: its exact-channel grams, plus 2 for two short-channel grams in a row one of
- * which is the item's own, else 1 for any own short-channel gram; then each of pgrams (the
+ * has one); hits: its exact-channel grams, plus 2 for two short-channel grams starting at most
+ * SHORT_PAIR_GAP tokens apart (in a row, or on either side of one word changed), one of them the
+ * item's own, else 1 for any own short-channel gram; then each of pgrams (the
  * passage's n-grams the item lacks, distinct) adds 0.01 to the vote and 1 to the hits of each
  * document holding it. Documents in the order first met. */
 typedef struct {
@@ -2084,6 +2085,10 @@ typedef struct {
     int64_t slot, at;
     char own;
 } ShortHit;
+
+/* Two short-channel grams of an item make a pair when they start at most this many tokens apart: in
+ * a row (1), or on either side of one word a copy changed, dropped or added (up to 4). */
+#define SHORT_PAIR_GAP 4
 
 typedef struct {
     int64_t *keys;
@@ -2242,7 +2247,8 @@ static PyObject *py_candidate_votes(PyObject *self, PyObject *args) {
                 int pair = 0, any_own = 0;
                 for (; b < nh && h[b].slot == h[a].slot; b++) {
                     any_own |= h[b].own;
-                    if (b > a && h[b].at == h[b - 1].at + 1 && (h[b].own || h[b - 1].own))
+                    if (b > a && h[b].at > h[b - 1].at && h[b].at - h[b - 1].at <= SHORT_PAIR_GAP &&
+                        (h[b].own || h[b - 1].own))
                         pair = 1;
                 }
                 ((DocVote *)dv.p)[h[a].slot].hits += pair ? 2 : any_own;
@@ -3100,6 +3106,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddObjectRef(m, "Buffer", (PyObject *)&BufType) < 0)
+        Py_CLEAR(m);
+    if (m && PyModule_AddIntConstant(m, "SHORT_PAIR_GAP", SHORT_PAIR_GAP) < 0)
         Py_CLEAR(m);
     return m;
 }

@@ -4,6 +4,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+SHORT_PAIR_GAP: int  # two short-channel grams this many tokens apart or fewer are a pair (candidate_votes)
+
 def set_normaliser(
     norm: Callable[[str], str], cache_limit: int, cjk: bytes, marks: bytes, ignorables: bytes, /
 ) -> None: ...

@@ -205,7 +205,8 @@ def candidate_votes(
     """The documents an item's grams name, in C (native candidate_votes): each distinct gram votes
     1 / (items holding it) for each document holding it, once, at its first place, the exact
     channel's grams first; hits count the exact channel's grams, then the short channel's: 2 for
-    two grams in a row one of which is the item's own, else 1 for any gram of its own; each of the
+    two grams starting at most _native.SHORT_PAIR_GAP tokens apart (in a row, or on either side of
+    one word a copy changed), one of them the item's own, else 1 for any gram of its own; each of the
     passage's n-grams the item lacks adds 0.01 to the votes and 1 to the hits.
     exact: (grams, items holding each, in the question); short: (grams, items holding each, in the
     question, the item's own, token position); passage: distinct grams."""

@@ -552,7 +552,9 @@ class Scanner:
         the exact channel's n-grams, then the short channel's (short items only, see
         items.prepare: p.sgrams is p.mgrams, whose benchmark frequencies are s.mfreq), each
         distinct gram voting once, so a document holding the item's short runs is aligned too.
-        Two rare 3-grams count as two hits only in a row (four words of the item), one of them the
+        Two rare 3-grams count as two hits only in a row (four words of the item) or on either side
+        of one word (native SHORT_PAIR_GAP: a seven-word item with its middle word changed keeps
+        those two alone), one of them the
         item's own (no other item has it; or any, when the index keeps one n-gram in k, where one
         kept gram may stand for a whole copy): scattered, or both a template's, they are what any
         document on the item's subject holds, and no run of own text a verdict needs can come of

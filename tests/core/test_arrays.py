@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contam.app.core import _native
 from contam.app.core.align import longest_run, runs
 from contam.app.core.arrays import (
     Postings,
@@ -197,7 +198,7 @@ def _python_votes(
                 if q:
                     asked[d] = asked.get(d, 0.0) + 1.0 / max(f, 1)
     for d, at in short_at.items():
-        pair = any(a + 1 in at and (o or at[a + 1]) for a, o in at.items())
+        pair = any(0 < b - a <= _native.SHORT_PAIR_GAP and (o or ob) for a, o in at.items() for b, ob in at.items())
         hits[d] += 2 if pair else min(1, sum(at.values()))
     for h in set(passage) - set(exact[0]):
         for d in postings.get(h, ()):

@@ -998,6 +998,25 @@ def test_the_short_channel_finds_edited_and_four_word_items_through_the_index(
     assert res["s2"].score.status == res["s3"].score.status == "clean"
 
 
+def test_a_seven_word_item_with_its_middle_word_changed_is_found_through_the_index(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """One word changed in the middle of a seven-word item leaves two of its 3-grams, one on each
+    side: not in a row, but a pair on either side of the changed word (native SHORT_PAIR_GAP), so the
+    page is a candidate, and the copy, first word to last at the item's length, is found. (A new
+    user's trial: "no substantial overlap found" for a page holding six of the seven words.)"""
+    docs = [{"id": "edit", "text": f"{FILLER} Purple beetles gathered quietly under rotten logs {FILLER}"}]
+    index_corpus(engine, docs)
+    items = [
+        BenchmarkItem("m", 0, question="Purple beetles gathered slowly under rotten logs"),
+        BenchmarkItem("o", 1, question="Green herons waded across the shallow marsh"),
+    ]
+    res = {r.item.item_id: r for r in Scanner(engine).scan(items)}
+    assert res["m"].score.status in ("suspicious", "contaminated"), res["m"].score.reason
+    assert res["m"].evidence and res["m"].evidence[0].document_id == "edit"
+    assert res["o"].score.status == "clean"
+
+
 def test_each_corpus_is_credited_with_what_its_own_documents_hold(engine: Engine, index_corpus: IndexCorpus) -> None:
     """The summary per corpus takes each corpus's own documents' word: an item copied whole in
     one corpus is not the other corpus's contamination because that one holds a phrase of it
