@@ -93,11 +93,12 @@ def messages(lang: str) -> list[tuple[str, str, str]]:
 
 def _token_text(docs: list[str]) -> str:
     """The documents as the index sees them: their tokens (app.core.text.tokenize), a space between
-    two and one around each line, so that an item the corpus holds but for case, quotes or spacing
-    ("impossible de renommer %s en %s" in "Impossible de renommer « %s » en « %s »") counts as held."""
+    two and one around each document, so that an item the corpus holds but for case, quotes, spacing
+    or a line break ("impossible de renommer %s en %s" in "Impossible de renommer « %s » en « %s »",
+    a sed option's help wrapped onto a second line) counts as held."""
     from contam.app.core.text import tokenize
 
-    return "".join(f" {' '.join(tokenize(line))} \n" for d in docs for line in d.splitlines())
+    return "".join(f" {' '.join(tokenize(d))} \n" for d in docs)
 
 
 def _holds(token_text: str, text: str) -> bool:
