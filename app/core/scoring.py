@@ -180,7 +180,7 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     """verdict() but for the passage. A partial match must include a run of more than n own
     tokens in a row (two chained n-grams): one n-gram of ordinary prose recurs by chance, two in
     a row rarely do (bench/calibrate.py). Lengths are words: in CJK text, more tokens (_in_words)."""
-    scale = _scale_note(p.tokens_per_word, n, th)
+    in_words = n, th
     n, th, per_word = _in_words(p, n, th)
     quoted = _quoted_by_question(p, m)
     if (most := _most_of_it(p, m, th)) and not (quoted and most[0] is Status.SUSPICIOUS):
@@ -221,6 +221,7 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
             f"a {m.shared_run}-token passage it shares with {m.shared_items - 1} other "
             "item(s) was found, but not this item's own text"
         )
+    scale = _scale_note(per_word, *in_words, n, th)
     return Status.CLEAN, _clean_reason(m, th, n, quoted and bool(most or alone or held or opened), scale)
 
 
@@ -559,16 +560,16 @@ def _not_a_phrase(m: DocMatch, n: int, th: Thresholds) -> bool:
     return m.longest_own >= 2 * n or (m.unique_run > n and m.own_matched >= th.opening_run)
 
 
-def _scale_note(per_word: float, n: int, th: Thresholds) -> str:
-    """What a phrase reason of a CJK item adds (_in_words): its lengths in tokens are the rules'
-    lengths in words scaled, so "7 of its tokens (fewer than 14)" says why 14 (a trial: "24 of its
-    tokens (fewer than 29)" of a 28-character message read as a bar no copy of it could pass)."""
+def _scale_note(per_word: float, n_words: int, th_words: Thresholds, n: int, th: Thresholds) -> str:
+    """What a phrase reason of a CJK item adds (_in_words: n and th are n_words and th_words scaled
+    to its tokens): its lengths in tokens are the rules' lengths in words scaled, so "7 of its
+    tokens (fewer than 14)" says why 14 (a trial: "24 of its tokens (fewer than 29)" of a
+    28-character message read as a bar no copy of it could pass)."""
     if per_word == 1.0:
         return ""
     return (
         f" (counted in words: {per_word:.1f} of this item's tokens make a word, so "
-        f"{th.opening_run} words are {round(th.opening_run * per_word)} tokens here and {n} words (n) are "
-        f"{round(n * per_word)})"
+        f"{th_words.opening_run} words are {th.opening_run} tokens here and {n_words} words (n) are {n})"
     )
 
 
