@@ -40,6 +40,7 @@ class CheckResult:
     thresholds: Thresholds
     corpora: list[str]
     mapping: dict[str, Any] = field(default_factory=dict)  # role -> field, as read from a benchmark file
+    unspaced: int = 0  # items mostly in a script written without spaces (too short for that, not their mapping)
 
 
 def check_answer(checked: CheckResult) -> dict[str, Any]:
@@ -139,7 +140,7 @@ class CheckService:
                 part = [dataclasses.replace(r, item=_kept(r.item, shown_chars)) for r in part]
             results.extend(part)
         said = {**summary.as_dict(), "notes": notes.said()}
-        return CheckResult(scanner.fingerprint, results, said, scanner.th, names, used)
+        return CheckResult(scanner.fingerprint, results, said, scanner.th, names, used, notes.unspaced)
 
     def path(
         self,

@@ -468,6 +468,15 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
     mixed.write_text("".join(json.dumps(r) + "\n" for r in [*rows, {"id": "t", "subject": "ประเทศไทยมีกี่จังหวัด"}]))
     asked = run.invoke(cli, ["scan", str(mixed), "--db", migrated_url, "--fields", "question=subject"])
     assert "1 of 9 items are mostly Thai" in asked.output and "is 'subject' the field" in asked.output, asked.output
+    # a Thai item under a tenth of them (no note) is still not counted against the mapping: half
+    # of the other ten too short is not most of them
+    rows = [{"id": f"h{i}", "question": Q1, "subject": "biology" if i % 2 else Q1} for i in range(10)]
+    half = tmp_path / "half.jsonl"
+    half.write_text("".join(json.dumps(r) + "\n" for r in [*rows, {"id": "t", "subject": "ประเทศไทยมีกี่จังหวัด"}]))
+    halved = run.invoke(cli, ["scan", str(half), "--db", migrated_url, "--fields", "question=subject"])
+    assert halved.exit_code == 0 and "mostly Thai" not in halved.output
+    assert "6 too short" in halved.output, halved.output
+    assert "too short to judge" not in halved.output, halved.output
     # an answer that names no choice is scored as no answer, and said (a trial: 7 of 4, without a word)
     past = tmp_path / "past.jsonl"
     past.write_text(json.dumps({"id": "p", "question": Q1, "choices": ["a", "b"], "answer": 7}) + "\n")
