@@ -9,7 +9,8 @@ openai `evals==3.0.1.post1`, whose registry holds the data, and `inspect-evals==
   and sales rep, ~2,900 words, 75 turns) with "French fries is my favorite dish." put in one place or
   another (or not), asked "Does the customer mention their favorite dish?"; written as a chat, a
   `messages` list of {role, content} (the question a system message, the customer `user`, the rep
-  `assistant`) with a separate `answer`. 133 items, all one transcript: every unplanted item is a sibling.
+  `assistant`) with a separate `answer`. 100 distinct items (the file's 133 rows hold 33 exact repeats, left out),
+  all one transcript: every unplanted item is a sibling.
 - nl2bash: AgentBench OS (inspect-evals), a one-sentence shell task and its example solution, a shell
   one-liner (`grep "Alice | Sell" /home/agent/stock.log | wc -l`), written in MBPP's layout (`text`,
   `code`): code generation from a description, the code the answer.
@@ -34,6 +35,12 @@ Prints per benchmark and label "items:flagged/contaminated", the clean items' fl
 too_short count; then every false positive (clean or sibling item flagged) with its reason and its
 best evidence's excerpt; then the missed plants per benchmark and kind with reasons, and a sample of
 them (--show-missed per benchmark) with the planted text's start.
+
+First run (--mb 100, seed 0, 102 MB, 23 s in all): clean items flagged 1 of 1,709 (heart_disease-639,
+`suspicious` by the rule for a passage found alone: a 20-token stretch of frame and values that five
+records share, on a page holding another record's copy), one sibling the same way (heart_disease-71);
+verbatim copies found 48 of 49 (the miss a too_short cloze). The qa file's 33 exact repeats, kept in a
+first try, were "contaminated" by their twins' copies, as identical items are one item by design.
 """
 
 from __future__ import annotations
@@ -63,9 +70,12 @@ FLAG = rb.FLAG
 
 def sales_chat(rows: list[dict]) -> list[dict]:
     """Transcripts "<instruction line>\\nJane\\n<turn>\\nJohn\\n<turn>..." as chats; `turns` keeps the roles."""
-    items = []
+    items, seen = [], set()
     for i, r in enumerate(rows):
         text = r["input"][0]["content"]
+        if text in seen:  # 33 of the 133 rows repeat another row exactly (same needle place)
+            continue
+        seen.add(text)
         head, body = text.split("\n", 1)
         m = re.search(r"customer named (\w+) and a sales rep named (\w+)", head)
         customer, rep = m.group(1), m.group(2)
