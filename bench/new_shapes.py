@@ -46,7 +46,6 @@ first try, were "contaminated" by their twins' copies, as identical items are on
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import random
 import re
@@ -134,11 +133,13 @@ def uk_cloze(evals: zipfile.ZipFile, rng: random.Random) -> list[dict]:
 def benchmarks(evals: zipfile.ZipFile, inspect: zipfile.ZipFile, seed: int) -> dict[str, list[dict]]:
     rng = random.Random(70 + seed)
     translation = []
-    for k, path in enumerate((
-        "belarusian_russian_translation/samples.jsonl",
-        "chinese_hard_translations/samples.jsonl",
-        "iqbal-poetry-translation/samples.jsonl",
-    )):
+    for k, path in enumerate(
+        (
+            "belarusian_russian_translation/samples.jsonl",
+            "chinese_hard_translations/samples.jsonl",
+            "iqbal-poetry-translation/samples.jsonl",
+        )
+    ):
         translation += rb.plain(rb.registry_rows(evals, path), "translation", 1000 * k)
     made = {
         "sales_chat": sales_chat(rb.registry_rows(evals, "qa/q_and_a.jsonl")),
@@ -195,7 +196,7 @@ def main() -> None:
     shards = rb.background(args.mb)
     rng = random.Random(7070 + args.seed)
     plants, labels = rb.choose_plants(benches, rng)
-    for name, items in benches.items():
+    for items in benches.values():
         rb.near_siblings(items, labels)
     rb.plant(shards, plants, labels, rng)
     for sub in ("corpus", "scan", "out"):
