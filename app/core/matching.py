@@ -992,8 +992,8 @@ def _own_text(
         own = _own_unexplained(p, stats, matched, th)
         return own, matched & own, None, False
     chosen = [(order[k], others[k]) for k in copies]
-    found_other = _copy_text_found(p, present, stats, chosen, label[in_region], flat[in_region])
     own, own_hit = _beside(p, [others[k] for k in copies], stats, region, al, present)
+    found_other = _copy_text_found(p, present, stats, own, chosen, label[in_region], flat[in_region])
     return own, own_hit, candidates[order[copies[0]]], found_other
 
 
@@ -1080,20 +1080,27 @@ def _copy_text_found(
     p: PreparedItem,
     present: np.ndarray,
     stats: ItemStats,
+    own: np.ndarray,
     copies: Sequence[tuple[int, PreparedItem]],
     held_label: np.ndarray,
     held: np.ndarray,
 ) -> bool:
     """Whether the region holds distinct text (MATCH_N-grams p lacks) of an item it is a copy of
-    that shares p's passage there (most of the grams of it the region holds, those not common in
-    the corpus). Only such a copy's text is another item's own text found: grams of the other
-    candidates in the padded region are chance (the phrases of one passage recur in others), and
-    an unrelated item's copy beside a passage found alone (sharing a phrase with it at most) does
-    not make the passage its copy's; neither hides the passage. copies: (label, item) of the items
-    the region is a copy of; held, held_label: each candidate's gram the region holds, and its
-    label; present: bool per MATCH_N-gram of p, the region holds it."""
-    passage = stats.passage_tok & ~stats.common_tok
-    mine = p.mgrams[present & passage[p.mgram_pos]]
+    that shares the text p shares with other items there (most of the grams of it the region
+    holds, those not common in the corpus: a passage, or whatever run DocMatch.shared_run measures,
+    which is what the rule this answers for reads). Only such a copy's text is another item's own
+    text found: grams of the other candidates in the padded region are chance (the phrases of one
+    passage recur in others), and an unrelated item's copy beside a passage found alone (sharing a
+    phrase with it at most) does not make the passage its copy's; neither hides the passage. A run
+    a record shares with a few others, its frame with the values they have in common ("Serum
+    cholesterol: 288 mg/dl, Fasting blood sugar ..."), is no passage by ItemStats.passage_tok (the
+    frame's grams are in every record), and the copy of another record holding it left the run
+    "found alone" (a probe's structured records, bench/MEASUREMENTS.md, session 45). copies: (label,
+    item) of the items the region is a copy of; own: bool per item token, p's own text beside them
+    (_beside); held, held_label: each candidate's gram the region holds, and its label; present:
+    bool per MATCH_N-gram of p, the region holds it."""
+    shared_text = ~own & ~stats.common_tok  # own leaves out its passage (_beside)
+    mine = p.mgrams[present & shared_text[p.mgram_pos]]
     labels = [k for k, other in copies if 2 * count(member(mine, other.umgrams)) > len(mine)]
     if not labels:  # half the calls of a 10,000-item scan: no copy shares the passage
         return False

@@ -199,6 +199,45 @@ def test_a_shared_passage_with_the_items_own_question_is_contaminated() -> None:
     assert s["q2"].status != Status.CONTAMINATED
 
 
+def _record(rng: random.Random, shared: bool) -> str:
+    """A patient record as a structured-data benchmark writes it: one frame, only values differ."""
+    v = {
+        "age": rng.randint(30, 77),
+        "sex": rng.choice(["Male", "Female"]),
+        "cp": rng.choice(["Typical Angina", "Atypical Angina", "Asymptomatic", "Non-Anginal Pain"]),
+        "bp": rng.randint(94, 200),
+        "chol": rng.randint(126, 400),
+        "fbs": rng.choice(["<= 120", "> 120"]),
+        "ecg": rng.choice(["Normal", "ST-T wave abnormality", "Left ventricular hypertrophy"]),
+        "hr": rng.randint(71, 202),
+        "ex": rng.choice(["Yes", "No"]),
+        "op": rng.choice(["0", "0.2", "1.4", "2.5"]),
+        "slope": rng.choice(["Upsloping", "Flat", "Downsloping"]),
+    }
+    if shared:  # these records have four values in a row in common
+        v.update(chol=288, fbs="<= 120", ecg="Left ventricular hypertrophy", hr=159)
+    return (
+        "Age: {age} years, Sex: {sex}, Chest pain type: {cp}, Resting blood pressure: {bp} mm Hg, "
+        "Serum cholesterol: {chol} mg/dl, Fasting blood sugar: {fbs} mg/dl, Resting ECG results: {ecg}, "
+        "Max heart rate achieved: {hr}, Exercise induced angina: {ex}, Oldpeak: {op}, ST Slope: {slope}"
+    ).format(**v)
+
+
+def test_another_records_copy_is_no_passage_found_of_a_record_sharing_values_with_it() -> None:
+    """300 records in one frame (more items than name a competitor, as a real table's 918 have),
+    five of them with a run of four values in common: with the frame between them, a 25-token run
+    that five items share. A page holds record 0's copy. The others' own values are nowhere, and the
+    run is record 0's text there: clean, where one was `suspicious`, "a 25-token passage it shares
+    with 7 other item(s) was found" (a probe of real structured records, bench/new_shapes.py)."""
+    rng = random.Random(5)
+    items = [BenchmarkItem(f"r{k}", k, question=_record(rng, k < 5), answer=str(k % 2)) for k in range(300)]
+    s = scan(items, {"page": f"{FILLER} Q: {items[0].question} {FILLER}"})
+    assert s["r0"].status == Status.CONTAMINATED, s["r0"].reason
+    for k in range(1, 5):
+        assert s[f"r{k}"].status == Status.CLEAN, (k, s[f"r{k}"].reason)
+        assert "0% of its own text" in s[f"r{k}"].reason, s[f"r{k}"].reason
+
+
 PARMA = (
     "The Parma trolleybus system forms part of the public transport network of the city and comune of Parma, in "
     "the region of Emilia-Romagna, northern Italy. In operation since 1953, the system presently comprises four "
