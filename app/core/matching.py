@@ -6,7 +6,8 @@ when a MATCH_N-gram of the item around it occurs in the region and LCS aligns it
 order (app.core.align). Then the item's own text: if the region holds a larger share of some
 other item's distinct text (what it does not share with this one) than of this item's, or as
 much of both and as large a share of that whole item (or its alignment accounts for more of the
-stretch holding this item's match), it is that item's copy, and only what this item shares with
+stretch holding this item's match; or, holding neither's distinct text nor this item's question
+whole, as many of the region's tokens), it is that item's copy, and only what this item shares with
 none of them (the best such item, and the others whose copy is where this item's match is)
 counts; otherwise all but the passages it shares word for word with another item. Common text
 (boilerplate n-grams) is never own.
@@ -1178,26 +1179,18 @@ def _copy_of(
     at = al.doc_pos[matched]
     span = (int(at.min()), int(at.max())) if len(at) else (0, -1)
     gaps = span[1] - span[0] + 1 > len(at)  # the region holds other text between the item's matched words
+    asked = p.role == QUESTION
+    asked_whole = bool(asked.any() and matched[asked].all())  # its question held whole is its copy, not a twin's
     for k, other in enumerate(others):
         if not other.n_tokens:
             continue
         theirs_region = (
             cache.region(doc, *_region_near(other, doc, around, n), n) if other.n_tokens > p.n_tokens else region
         )
-        # Two items are told apart by the text they do not share: the region is the other's copy
-        # if it holds a larger share of the other's distinct MATCH_N-grams than of this item's (a
-        # passage, frame or long solution they share, held or not, decides nothing). On a tie
-        # (both all there, or neither), the larger share of each whole item held decides, the
-        # other item winning ties (it holds at least as large a share of itself), or the other
-        # accounting for more of the stretch that holds this item's match (_fills_gaps).
-        mine_g = ~member(p.mgrams, other.umgrams)
-        theirs_g = ~member(other.mgrams, p.umgrams)
         theirs_present = member(other.mgrams, theirs_region.mgrams)
-        if mine_g.any() and theirs_g.any():
-            d_i = share(present[mine_g])
-            d_o = share(theirs_present[theirs_g])
-        else:  # one holds all of the other's text: only the whole shares can decide
-            d_i = d_o = 0.0
+        shares = _distinct_shares(p, other, present, theirs_present)
+        d_i, d_o = shares or (0.0, 0.0)
+        neither = shares == (0.0, 0.0) and not asked_whole  # _distinct_shares says why
         if d_o < d_i:
             continue
         theirs = held(other, theirs_region.ids, theirs_region.mgrams, present=theirs_present)
@@ -1205,14 +1198,38 @@ def _copy_of(
         # that is also the other's region
         here = cache.align(other, region) if d_o == d_i and gaps else None
         fills = here is not None and _fills_gaps(other, here, region, span, int(count(matched)))
-        if d_o == d_i and share(theirs) < whole_i and not fills:
+        if d_o == d_i and share(theirs) < whole_i and not fills and not neither:
             continue  # aligned, it would hold no more than that
         if here is None or theirs_region is not region:
             here = cache.align(other, theirs_region)
         held_share = share(theirs & here.matched)
-        if d_o > d_i or held_share >= whole_i or fills:
+        as_much = neither and count(theirs & here.matched) >= count(matched)
+        if d_o > d_i or held_share >= whole_i or fills or as_much:
             copies.append(((d_o, held_share), k))
     return [k for _score, k in sorted(copies, key=lambda c: c[0], reverse=True)]
+
+
+def _distinct_shares(
+    p: PreparedItem, other: PreparedItem, present: np.ndarray, theirs_present: np.ndarray
+) -> tuple[float, float] | None:
+    """(share of item p's distinct MATCH_N-grams, those `other` lacks, that the region holds; the
+    same of other's), or None where one item holds all of the other's text (only the shares of
+    the whole items can decide then). Two items are told apart by the text they do not share:
+    the region is the other's copy if it holds a larger share of the other's distinct text than
+    of p's (a passage, frame or long solution they share, held or not, decides nothing). On a tie
+    (both all there, or neither), the larger share of each whole item held decides, the other
+    winning ties (it holds at least as large a share of itself), or the other accounting for more
+    of the stretch that holds p's match (_fills_gaps). With none of either's distinct text there,
+    nor p's question whole, what the region holds of them is what they share, and the other
+    explains it as well if it holds as many tokens there: a share of the whole would favour the
+    shorter (a twin a word longer holds a smaller share of itself, and the shorter was credited
+    with the passage they share, a probe's sibling `contaminated` by its twin's half copy:
+    bench/twin_shapes.py)."""
+    mine_g = ~member(p.mgrams, other.umgrams)
+    theirs_g = ~member(other.mgrams, p.umgrams)
+    if not (mine_g.any() and theirs_g.any()):
+        return None
+    return share(present[mine_g]), share(theirs_present[theirs_g])
 
 
 def _fills_gaps(other: PreparedItem, al: Alignment, region: Region, span: tuple[int, int], mine: int) -> bool:

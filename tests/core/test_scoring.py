@@ -238,6 +238,89 @@ def test_another_records_copy_is_no_passage_found_of_a_record_sharing_values_wit
         assert "0% of its own text" in s[f"r{k}"].reason, s[f"r{k}"].reason
 
 
+RULE_WORDS = [
+    "big",
+    "huge",
+    "small",
+    "short",
+    "smart",
+    "bad",
+    "poor",
+    "kind",
+    "quiet",
+    "rough",
+    "nice",
+    "wealthy",
+    "strong",
+    "dull",
+    "sad",
+    "thin",
+]
+RULE_NAMES = ["Anne", "Bob", "Charlie", "Dave", "Erin", "Fiona", "Gary", "Harry"]
+RULES = [
+    f"If someone is {a} then they are {b}."
+    for a, b in [("kind", "quiet"), ("rough", "sad"), ("nice", "wealthy"), ("small", "thin"), ("strong", "big")]
+]
+
+
+def _rule_passage(rng: random.Random, keep: float = 0.9) -> str:
+    """Facts and rules as PARARULE-Plus writes them: most items carry most of the same rules."""
+    facts = [" ".join(f"{rng.choice(RULE_NAMES)} is {rng.choice(RULE_WORDS)}." for _ in range(2)) for _ in RULES]
+    return " ".join(f"{f} {r if rng.random() < keep else ''}".strip() for f, r in zip(facts, RULES, strict=True))
+
+
+def test_a_twins_half_copy_is_no_copy_of_an_item_sharing_its_passage_through_a_template() -> None:
+    """Two items with one passage and other questions, the twin's a word longer ("not"), and 300
+    more carrying the same rules (so the rules' n-grams, in more items than name a competitor, cut
+    the passage into runs too short for one). A page holds the passage and the twin's first two
+    words: neither question's own words are there, so the page is no more one item's than the
+    other's, `suspicious` at most. The twin, a word longer, held a smaller share of itself, so it
+    was not taken for the page's item, and the shorter one was credited with the passage they
+    share: `contaminated`, "89% of the item's own text" (a probe of near-duplicate benchmarks,
+    bench/twin_shapes.py)."""
+    rng = random.Random(0)
+    shared = _rule_passage(rng, keep=1.0)
+    items = [
+        BenchmarkItem("short", 0, question=f"{shared} Question: Charlie is quiet.", answer="true"),
+        BenchmarkItem("long", 1, question=f"{shared} Question: Gary is not wealthy.", answer="false"),
+    ]
+    items += [
+        BenchmarkItem(
+            f"o{k}", k + 2, question=f"{_rule_passage(rng)} Question: Bob is {rng.choice(RULE_WORDS)}.", answer="true"
+        )
+        for k in range(300)
+    ]
+    s = scan(items, {"doc": f"{FILLER[:3000]}\n\n{shared}\nGary is\n\n{FILLER[3000:6000]}"})
+    for k in ("short", "long"):
+        assert s[k].status == Status.SUSPICIOUS, (k, s[k].reason)
+        assert "passage it shares with 1 other item(s) was found, but not this item's own text" in s[k].reason
+
+
+def test_an_items_question_and_answer_inside_another_items_context_are_its_copy() -> None:
+    """A HellaSwag item's context and answer are, word for word, the next item's context (the
+    video goes on). A page holds the first item's question and its answer: its copy, though the
+    other item holds as much of the page's text (the rule above for twins gives a page of shared
+    text to neither; here the first item's question is there whole, with its answer)."""
+    e1 = [
+        "is running around the yard, jumping over the obstacle.",
+        "is running in slow motion, watching for his step.",
+        "instructs the boy on how to turn the mower and go around a small tree.",
+        "ties a man's shoes.",
+    ]
+    e2 = [
+        "shows the correct way to spin the pedals.",
+        "continues walking and guiding the boy.",
+        "then pushes the fourteen speed to speed up the motion.",
+        "instructs the boy on how to start the mower.",
+    ]
+    mowing = "A man walks alongside a boy who is mowing the lawn."
+    a = BenchmarkItem("a", 0, question=f"{mowing} he", choices=tuple(e1), answer=e1[2])
+    b = BenchmarkItem("b", 1, question=f"{mowing} He {e1[2]} he", choices=tuple(e2), answer=e2[1])
+    s = scan([a, b], {"page": f"{FILLER} q: {mowing.lower()} he a: {e1[2]} {FILLER}"})
+    assert s["a"].status == Status.CONTAMINATED, s["a"].reason
+    assert s["b"].status == Status.CLEAN, s["b"].reason
+
+
 PARMA = (
     "The Parma trolleybus system forms part of the public transport network of the city and comune of Parma, in "
     "the region of Emilia-Romagna, northern Italy. In operation since 1953, the system presently comprises four "
