@@ -180,21 +180,24 @@ def snippet(ev: dict, width: int = 160) -> str:
     return re.sub(r"\s+", " ", ex)[: width + 60]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--work", type=Path, required=True)
-    ap.add_argument("--mb", type=float, default=100)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--show-missed", type=int, default=4)
-    args = ap.parse_args()
-    work = args.work.resolve()
+def run_probe(
+    work: Path,
+    benches: dict[str, list[dict]],
+    scans: dict[str, list[dict]],
+    rng: random.Random,
+    mb: float,
+    db_name: str,
+) -> tuple[dict[str, list[dict]], dict[str, dict], dict[str, list[dict]]]:
+    """The probe's run under `work`: a background of `mb` MB of this machine's text with copies of
+    a tenth of each benchmark planted (real_benchmarks' helpers, `rng` choosing), indexed anew
+    into SQLite (`db_name`.db), and each of `scans` (name -> the rows of a benchmark file, in the
+    order of benches[name], or of the benchmark it is another layout of) scanned with the CLI.
+    Prints the timings. Returns (results per scan, each row's item_id the benchmark's id for the
+    row at its place; labels; the corpus shards)."""
     t0 = time.perf_counter()
-    evals, inspect = rb.download(work / "downloads")
-    benches = benchmarks(evals, inspect, args.seed)
     for name, items in benches.items():
         print(f"benchmark {name}: {len(items)} items", file=sys.stderr)
-    shards = rb.background(args.mb)
-    rng = random.Random(7070 + args.seed)
+    shards = rb.background(mb)
     plants, labels = rb.choose_plants(benches, rng)
     for items in benches.values():
         rb.near_siblings(items, labels)
@@ -207,10 +210,10 @@ def main() -> None:
     for name, docs in shards.items():
         files.append(work / "corpus" / f"{name}.jsonl.gz")
         rb.write_jsonl(files[-1], docs)
-    for name, items in benches.items():
-        rb.write_jsonl(work / "scan" / f"{name}.jsonl", [scan_row(name, it) for it in items])
+    for name, rows in scans.items():
+        rb.write_jsonl(work / "scan" / f"{name}.jsonl", rows)
     rb.write_jsonl(work / "labels.jsonl", list(labels.values()))
-    db_path = work / "new_shapes.db"
+    db_path = work / f"{db_name}.db"
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db_path}{suffix}").unlink(missing_ok=True)
     db = f"sqlite:///{db_path}"
@@ -219,20 +222,34 @@ def main() -> None:
     s = json.loads(contam("index", "--corpus", "machine", "--db", db, "--progress", "none", *map(str, files)))
     t2 = time.perf_counter()
     results: dict[str, list[dict]] = {}
-    for name in benches:
-        path = work / "scan" / f"{name}.jsonl"
-        out = contam("scan", str(path), "--db", db, "--format", "json", "--progress", "none")
+    for name in scans:
+        out = contam("scan", str(work / "scan" / f"{name}.jsonl"), "--db", db, "--format", "json", "--progress", "none")
         (work / "out" / f"{name}.json").write_text(out)
-        rows = json.loads(out)["results"]
-        if name == "nl2bash":  # item ids from task_id? map by position to be safe
-            for r, it in zip(rows, benches[name], strict=True):
-                r["item_id"] = it["id"]
-        results[name] = rows
+        scanned = json.loads(out)["results"]
+        items = benches.get(name) or benches[name.split("_")[0]]  # a layout of another benchmark
+        for r, it in zip(scanned, items, strict=True):  # ids as the benchmark has them (a layout may rename the field)
+            r["item_id"] = it["id"]
+        results[name] = scanned
     t3 = time.perf_counter()
     print(
         f"corpus: {len(files)} files, {s['documents']} documents, {s['text_mb']:.1f} MB of text; "
         f"build {t1 - t0:.0f} s, index {t2 - t1:.0f} s, scans {t3 - t2:.0f} s\n"
     )
+    return results, labels, shards
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--mb", type=float, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--show-missed", type=int, default=4)
+    args = ap.parse_args()
+    work = args.work.resolve()
+    evals, inspect = rb.download(work / "downloads")
+    benches = benchmarks(evals, inspect, args.seed)
+    scans = {name: [scan_row(name, it) for it in items] for name, items in benches.items()}
+    results, labels, _shards = run_probe(work, benches, scans, random.Random(7070 + args.seed), args.mb, "new_shapes")
     rb.table(results, labels)
     items_by_id = {it["id"]: it for items in benches.values() for it in items}
     fps = [

@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import random
 import re
 import sys
@@ -186,47 +185,10 @@ def main() -> None:
     t0 = time.perf_counter()
     evals, _inspect = rb.download(work / "downloads")
     benches = benchmarks(evals)
-    for name, items in benches.items():
-        print(f"benchmark {name}: {len(items)} items", file=sys.stderr)
-    shards = rb.background(args.mb)
-    rng = random.Random(8080 + args.seed)
-    plants, labels = rb.choose_plants(benches, rng)
-    for items in benches.values():
-        rb.near_siblings(items, labels)
-    rb.plant(shards, plants, labels, rng)
-    for sub in ("corpus", "scan", "out"):
-        (work / sub).mkdir(parents=True, exist_ok=True)
-        for old in (work / sub).iterdir():
-            old.unlink()
-    files = []
-    for name, docs in shards.items():
-        files.append(work / "corpus" / f"{name}.jsonl.gz")
-        rb.write_jsonl(files[-1], docs)
     scans = {name: [scan_row(it) for it in items] for name, items in benches.items()}
     scans["pararule_inline"] = [inline_row(it) for it in benches["pararule"]]
-    for name, rows in scans.items():
-        rb.write_jsonl(work / "scan" / f"{name}.jsonl", rows)
-    rb.write_jsonl(work / "labels.jsonl", list(labels.values()))
-    db_path = work / "twin_shapes.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
-    db = f"sqlite:///{db_path}"
-    t1 = time.perf_counter()
-    ns.contam("db", "upgrade", "--db", db)
-    s = json.loads(ns.contam("index", "--corpus", "machine", "--db", db, "--progress", "none", *map(str, files)))
-    t2 = time.perf_counter()
-    results: dict[str, list[dict]] = {}
-    for name in scans:
-        out = ns.contam(
-            "scan", str(work / "scan" / f"{name}.jsonl"), "--db", db, "--format", "json", "--progress", "none"
-        )
-        (work / "out" / f"{name}.json").write_text(out)
-        results[name] = json.loads(out)["results"]
-        assert [r["item_id"] for r in results[name]] == [r["id"] for r in scans[name]], name
-    t3 = time.perf_counter()
-    print(
-        f"corpus: {len(files)} files, {s['documents']} documents, {s['text_mb']:.1f} MB of text; "
-        f"build {t1 - t0:.0f} s, index {t2 - t1:.0f} s, scans {t3 - t2:.0f} s\n"
+    results, labels, shards = ns.run_probe(
+        work, benches, scans, random.Random(8080 + args.seed), args.mb, "twin_shapes"
     )
     rb.table(results, labels)
 
