@@ -1179,8 +1179,14 @@ def _copy_of(
     at = al.doc_pos[matched]
     span = (int(at.min()), int(at.max())) if len(at) else (0, -1)
     gaps = span[1] - span[0] + 1 > len(at)  # the region holds other text between the item's matched words
+    # its question held whole, or its answer (MATCH_N tokens or more, word for word) with some of
+    # its question, is its copy, not a twin's (an edited continuation whose answer is the next
+    # item's context went clean: a review)
     asked = p.role == QUESTION
-    asked_whole = bool(asked.any() and matched[asked].all())  # its question held whole is its copy, not a twin's
+    needle = p.answer_ids if len(p.answer_ids) else p.ids[p.role == ANSWER]
+    asked_whole = bool(asked.any() and matched[asked].all()) or bool(
+        len(needle) >= MATCH_N and matched[asked].any() and find_sequence(region.ids, needle) >= 0
+    )
     for k, other in enumerate(others):
         if not other.n_tokens:
             continue

@@ -296,11 +296,14 @@ def test_a_twins_half_copy_is_no_copy_of_an_item_sharing_its_passage_through_a_t
         assert "passage it shares with 1 other item(s) was found, but not this item's own text" in s[k].reason
 
 
-def test_an_items_question_and_answer_inside_another_items_context_are_its_copy() -> None:
+@pytest.mark.parametrize("walks", ["walks alongside", "walks beside"])
+def test_an_items_question_and_answer_inside_another_items_context_are_its_copy(walks: str) -> None:
     """A HellaSwag item's context and answer are, word for word, the next item's context (the
     video goes on). A page holds the first item's question and its answer: its copy, though the
     other item holds as much of the page's text (the rule above for twins gives a page of shared
-    text to neither; here the first item's question is there whole, with its answer)."""
+    text to neither; here the first item's question is there whole, with its answer). With a word
+    of the question edited, the answer after it still makes it the first item's copy (a review:
+    clean, where it had been `contaminated`)."""
     e1 = [
         "is running around the yard, jumping over the obstacle.",
         "is running in slow motion, watching for his step.",
@@ -316,7 +319,8 @@ def test_an_items_question_and_answer_inside_another_items_context_are_its_copy(
     mowing = "A man walks alongside a boy who is mowing the lawn."
     a = BenchmarkItem("a", 0, question=f"{mowing} he", choices=tuple(e1), answer=e1[2])
     b = BenchmarkItem("b", 1, question=f"{mowing} He {e1[2]} he", choices=tuple(e2), answer=e2[1])
-    s = scan([a, b], {"page": f"{FILLER} q: {mowing.lower()} he a: {e1[2]} {FILLER}"})
+    page = mowing.lower().replace("walks alongside", walks)
+    s = scan([a, b], {"page": f"{FILLER} q: {page} he a: {e1[2]} {FILLER}"})
     assert s["a"].status == Status.CONTAMINATED, s["a"].reason
     assert s["b"].status == Status.CLEAN, s["b"].reason
 
