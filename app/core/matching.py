@@ -817,7 +817,7 @@ def _question_apart(
     if not near or ppos is None or not len(ppos) or p.passage_tokens == 0:
         return 0.0
     asked = p.role[p.mgram_pos] == QUESTION
-    if p.quoted is not None:  # what it quotes of the passage (grams all of whose tokens it quotes)
+    if p.quoted is not None and len(p.quoted) >= MATCH_N:  # what it quotes (grams all of whose tokens it quotes)
         quoted = np.asarray(np.lib.stride_tricks.sliding_window_view(p.quoted, MATCH_N).all(axis=1))
         asked &= ~quoted[p.mgram_pos]
     question = shared.lone_question(p, p.mgrams[asked])

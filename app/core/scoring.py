@@ -9,7 +9,8 @@ What decides is the item's *own* text, found in one document (DESIGN.md items 2-
    `max_df` documents, or made mostly of one-character tokens, are *common*: boilerplate or
    maths identities, never evidence. An item under 32 tokens is also looked up by its 3-grams
    (the short channel). An item whose every field has fewer than 4 tokens cannot be judged
-   (`too_short`); one whose every n-gram is common is `clean`.
+   (`too_short`), unless it has a passage field (passage_tokens or more) to be found beside; one
+   whose every n-gram is common is `clean`.
 3. Candidate documents (rare n-grams and near-duplicate windows) are aligned with the item
    token by token (app.core.align): a token is matched inside a block of two or more tokens
    found in the same order in a bounded region of the document; each block is grown over the
@@ -752,11 +753,14 @@ def _passage_found(ranked: Sequence[tuple[DocMatch, Status, str]], reason: str, 
 def _judged(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> tuple[Status, str] | None:
     """too_short, or clean as a common phrase, for an item whose text cannot be evidence of a
     copy at all; None for one that can (the short channel judges a short item by its 3-grams
-    that are rare)."""
+    that are rare, and a question of three words asked of a passage field is judged by the
+    passage beside it: the passage alone, or the words elsewhere, leave it clean)."""
     short_ok = stats.sdf is not None and bool((stats.sdf <= th.max_df).any())
     longest = max((e - s for s, e, _r in p.fields), default=0)
     shortest = n if stats.sdf is None else MIN_TOKENS
-    if longest < shortest:
+    # a passage field to be found beside: the item's fields together as long as one field must be
+    beside = p.passage_tokens >= th.passage_tokens and sum(e - s for s, e, _r in p.fields) >= shortest
+    if longest < shortest and not beside:
         return Status.TOO_SHORT, (
             f"no field has {shortest} tokens (the longest has {longest}): too little text to tell a copy from chance"
         )

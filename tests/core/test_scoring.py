@@ -325,11 +325,52 @@ def test_an_items_question_and_answer_inside_another_items_context_are_its_copy(
     assert s["b"].status == Status.CLEAN, s["b"].reason
 
 
+def test_a_three_word_question_beside_its_passage_field_is_judged() -> None:
+    """PARARULE-Plus gives rules and facts as a passage field and asks three words of them ("Anne
+    is big."): every such item was `too_short` (426 of 2,000 in a probe, bench/twin_shapes.py, 13
+    of its 14 missed verbatim copies), though the question beside its passage is a copy anyone can
+    tell. With a passage field the item is judged: its passage, question and answer together are
+    `contaminated`, without the answer `suspicious`; the passage alone, a sibling's copy (same
+    passage, another question) and the three words met elsewhere leave it clean."""
+    rng = random.Random(1)
+    passages = [_rule_passage(rng, keep=1.0) for _ in range(60)]
+    items = [
+        BenchmarkItem(
+            f"i{k}",
+            k,
+            question=f"{rng.choice(RULE_NAMES)} is {'not ' if rng.random() < 0.5 else ''}{rng.choice(RULE_WORDS)}.",
+            passage=passages[k // 4],
+            answer=rng.choice(["true", "false"]),
+        )
+        for k in range(240)
+    ]
+    item, sibling = items[0], items[1]
+    pages = {
+        "verbatim": (f"{item.passage} Question: {item.question} Answer: {item.answer}", Status.CONTAMINATED),
+        "question": (f"{item.passage} {item.question}", Status.SUSPICIOUS),
+        "passage": (item.passage, Status.CLEAN),
+        "sibling": (f"{sibling.passage} Question: {sibling.question} Answer: {sibling.answer}", Status.CLEAN),
+        "phrase": (f"we know that {item.question} and more", Status.CLEAN),
+    }
+    for name, (text, status) in pages.items():
+        s = scan(items, {name: f"{FILLER} {text} {FILLER}"})
+        assert s["i0"].status == status, (name, s["i0"].reason)
+    assert scan(items, {"sibling": f"{FILLER} {pages['sibling'][0]} {FILLER}"})["i1"].status == Status.CONTAMINATED
+
+
 PARMA = (
     "The Parma trolleybus system forms part of the public transport network of the city and comune of Parma, in "
     "the region of Emilia-Romagna, northern Italy. In operation since 1953, the system presently comprises four "
     "urban routes and is run by the municipal company."
 )
+
+
+def test_a_question_of_a_word_with_a_passage_field_is_too_short_not_an_error() -> None:
+    """A passage field with a one-word question and answer ("Why?", "yes"): too short to judge,
+    and a page holding the passage with them is no error (it raised ValueError from numpy's
+    sliding window over the item's quoted tokens, fewer than MATCH_N, and the whole scan failed)."""
+    item = BenchmarkItem("why", 0, question="Why?", passage=PARMA, answer="yes")
+    assert scan([item], {"page": f"{FILLER} {PARMA} Why? yes {FILLER}"})["why"].status == Status.TOO_SHORT
 
 
 def test_a_clean_items_reason_says_its_passage_was_found() -> None:
