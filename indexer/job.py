@@ -31,7 +31,14 @@ from sqlalchemy import Engine
 from contam.app.core.config import SignatureConfig
 from contam.app.errors import CorruptFileError
 from contam.app.processes import exit_with
-from contam.app.readers.corpus import RawDocument, Skipped, find_files, read_documents, why_no_documents
+from contam.app.readers.corpus import (
+    RawDocument,
+    Skipped,
+    corpus_format,
+    find_files,
+    read_documents,
+    why_no_documents,
+)
 from contam.app.services.indexing import (
     file_indexed,
     forget_failures,
@@ -52,13 +59,15 @@ from contam.indexer.writing import Writer
 def file_identity(path: Path, opts: IndexOptions) -> str:
     """A file's identity in a corpus: the hash (xxh3-128) of its content and, when they are not
     the defaults, of the settings that pick its documents (text field, id field, limit), so the
-    same file indexed again with another --text-field is a new file, not "unchanged"."""
+    same file indexed again with another --text-field is a new file, not "unchanged". Not of a
+    text file's: it is one document whatever they are, and a folder indexed again with the
+    --text-field its JSONL files asked for stored its .txt files twice (a new user's trial)."""
     h = xxhash.xxh3_128()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 22):
             h.update(chunk)
     extraction = opts.extraction()
-    if extraction != IndexOptions().extraction():  # the default keeps the plain content hash
+    if extraction != IndexOptions().extraction() and corpus_format(path) != "txt":  # the default: content alone
         h.update(b"\0" + json.dumps(extraction, sort_keys=True).encode())
     return h.hexdigest()
 

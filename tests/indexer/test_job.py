@@ -722,3 +722,22 @@ def test_a_file_indexed_again_with_other_content_is_told(migrated_url: str, tmp_
     limited = CliRunner().invoke(cli, [*args[:-1], "--limit", "1", str(path)])
     assert json.loads(limited.stdout)["paths_with_older_versions"] == [str(path)]
     assert "other content or other extraction settings (--text-field, --id-field, --limit)" in limited.stderr
+
+
+def test_a_text_file_indexed_again_with_another_text_field_is_unchanged(migrated_url: str, tmp_path: Path) -> None:
+    """A folder of JSONL files whose text is in `content`, and a .txt file: the first run fails the
+    JSONL files, saying to give --text-field, and indexes the .txt; run again as told, the .txt is
+    one document whatever the field is, so it is unchanged, not a second version of itself (a new
+    user's trial: the corpus held it twice, and a check listed the same evidence twice)."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(json.dumps({"id": 1, "content": "plain text of the first record"}) + "\n")
+    (folder / "notes.txt").write_text("rivers and tides in the old town, a note of its own\n")
+    args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none"]
+    first = CliRunner().invoke(cli, [*args, str(folder)])
+    assert first.exit_code == 1 and "--text-field" in first.output and json.loads(first.stdout)["documents"] == 1
+    again = CliRunner().invoke(cli, [*args, "--text-field", "content", str(folder)])
+    assert again.exit_code == 0, again.output
+    summary = json.loads(again.stdout)
+    assert summary["paths_with_older_versions"] == [] and "other extraction settings" not in again.stderr
+    assert summary["documents"] == 1, summary  # the JSONL's record; the .txt unchanged
