@@ -559,6 +559,26 @@ def _thresholds(text: str | None) -> Thresholds | None:
         raise InputError(f"--thresholds: {threshold_problems(exc)}") from exc
 
 
+def _share(text: str) -> float:
+    """--fail-above's value: a fraction, or a percentage written with its sign ("5%": 0.05; a
+    trial's "5%" was "Input should be a valid number")."""
+    given = text.strip()
+    try:
+        return float(given[:-1]) / 100 if given.endswith("%") else float(given)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a number: a fraction such as 0.05, or 5%") from None
+
+
+FailAboveOpt = Annotated[
+    float | None,
+    typer.Option(
+        parser=_share,
+        metavar="FRACTION",
+        help="exit 1 when the contaminated share exceeds this fraction (0.10, or 10%)",
+    ),
+]
+
+
 def _gate(fail_above: float | None) -> None:
     """--fail-above is a share: a fraction in [0, 1] (10 meant as percent would never trip)."""
     if fail_above is not None and not 0 <= fail_above <= 1:
@@ -641,9 +661,7 @@ def scan(
     corpus: ScanCorpusOpt = None,
     fields: FieldsOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="table | json | jsonl | csv")] = "table",
-    fail_above: Annotated[
-        float | None, typer.Option(help="exit 1 when the contaminated share exceeds this fraction (0.10: 10%)")
-    ] = None,
+    fail_above: FailAboveOpt = None,
     thresholds: Annotated[
         str | None, typer.Option(help='decision thresholds: JSON or name=value, e.g. "longest_match=20,min_bits=8"')
     ] = None,

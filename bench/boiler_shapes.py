@@ -44,7 +44,6 @@ import argparse
 import csv
 import io
 import json
-import os
 import random
 import re
 import sys

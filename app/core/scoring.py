@@ -189,7 +189,7 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     q_own = m.own_role_coverage(p, QUESTION)
     q_there = m.question_there >= th.contaminated_coverage
     q_told = _question_told(p, m, n, th, q_own, q_there)
-    q_asked = q_told or (stem_tells and m.role_coverage(p, QUESTION) >= th.contaminated_coverage)
+    q_asked = q_told or _stem_asked(p, m, th, stem_tells)
     # what tells the item: its own text when its question has some (a frame shared with other
     # items, and a common answer word such as "also" after it, say nothing of which item the
     # document holds), else the question it shares with items of other answers, with the answer
@@ -207,7 +207,7 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
     held = bool(m.own_total and m.own_coverage >= th.suspicious_coverage and m.own_bits >= th.min_bits)
     if (held := held and _unlikely(m, n, th, per_word)) and not quoted:
         return Status.SUSPICIOUS, (
-            f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens)"
+            f"one document holds {m.own_coverage:.0%} of the item's own text ({_own_tokens(m)})"
             f"{_short_of_whole(m, th)}{_missing(p, m)}"
         )
     if m.longest_own >= run_needed(m.own_total, th) and m.own_bits >= th.min_bits:
@@ -224,6 +224,16 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
         )
     scale = _scale_note(per_word, *in_words, n, th)
     return Status.CLEAN, _clean_reason(m, th, n, quoted and bool(most or alone or held or opened), scale)
+
+
+def _stem_asked(p: PreparedItem, m: DocMatch, th: Thresholds, stem_tells: bool) -> bool:
+    """Whether the document asks the item's question where the question is shared word for word
+    with items of other answers (stem_tells), which tells the item by its answer: the question
+    there, and no other item's copy. On a page holding another item's copy the answer may be one
+    of that item's choices (a probe's malware-analysis items, one stem, "Writes data to a remote
+    process" the answer of one and a choice of another whose answer is "All of the above": 17
+    clean items `contaminated`, bench/boiler_shapes.py)."""
+    return stem_tells and not m.competitor_found and m.role_coverage(p, QUESTION) >= th.contaminated_coverage
 
 
 def _unlikely(m: DocMatch, n: int, th: Thresholds, per_word: float) -> bool:
@@ -396,7 +406,7 @@ def _most_of_it(p: PreparedItem, m: DocMatch, th: Thresholds) -> tuple[Status, s
     ):
         copy = m.answer_found or _copy_without_answer(p, m, th)
         return Status.CONTAMINATED if copy else Status.SUSPICIOUS, (
-            f"one document holds {m.own_coverage:.0%} of the item's own text ({m.own_total} tokens){_missing(p, m)}"
+            f"one document holds {m.own_coverage:.0%} of the item's own text ({_own_tokens(m)}){_missing(p, m)}"
         )
     return None
 
@@ -502,6 +512,12 @@ def _missing(p: PreparedItem, m: DocMatch) -> str:
         part = _answer_part(p, m)
         return f" (only {part:.0%} of its answer was found with it)" if part else " (its answer was not found with it)"
     return " (its question was not found with it)" if no_question else ""
+
+
+def _own_tokens(m: DocMatch) -> str:
+    """The own tokens a reason counts: "20 tokens" when the document holds them all, else "16 of
+    its 20 tokens" ("80% of the item's own text (20 tokens)" read as 20 found: a new user's trial)."""
+    return f"{m.own_total} tokens" if m.own_matched == m.own_total else f"{m.own_matched} of its {m.own_total} tokens"
 
 
 def _short_of_whole(m: DocMatch, th: Thresholds) -> str:

@@ -1248,17 +1248,23 @@ class ReadNotes:
     unlabelled: int = 0
     shared: int = 0
     shared_ids: dict[str, None] = dataclasses.field(default_factory=dict)  # the first NOTED + 1 ids shared
+    unread: list[str] = dataclasses.field(default_factory=list)  # the first record's fields no role reads
     _ids: set[str] = dataclasses.field(default_factory=set, repr=False)
 
     def reset(self) -> None:
         """Forget what an earlier reading of the file noticed (a scan reads it twice)."""
         self.items = self.cjk = self.unspaced = self.shots = self.outside = self.unlabelled = self.shared = 0
-        self.outside_at, self.shared_ids, self._ids = [], {}, set()
+        self.outside_at, self.shared_ids, self._ids, self.unread = [], {}, set(), []
 
     def add(self, item: BenchmarkItem, rec: Mapping[str, Any], mapping: Mapping[str, Any]) -> None:
         """Note what `item`, read from record `rec` under `mapping`, holds; places are the item's
         `row`, as the results number them (from 0; `idx` in the API)."""
         self.items += 1
+        if self.items == 1 and "answer" not in mapping and item.choices:
+            # items with choices and no answer field: the answer may be in a field of another
+            # name ("gold_idx"), dropped without a word (a new user's trial)
+            read = {str(x).split(".")[0] for r, f in mapping.items() if r != ANSWER_BASE for x in _fields(f)}
+            self.unread = [k for k in rec if k not in read]
         self.cjk += mostly_cjk(item.question)
         self.unspaced += mostly_unspaced(item.question)
         self.shots += _few_shot(rec, mapping)
@@ -1300,6 +1306,12 @@ class ReadNotes:
             out.append(
                 f"{self.shared:,} item(s) share an id with an earlier item ({ids}): results tell them apart by "
                 "their row (position in the file, from 0; `idx` in the API)"
+            )
+        if self.unread:
+            out.append(
+                f"no field was read as the answer (fields not read: {', '.join(self.unread[:NOTED])}"
+                f"{', ...' if len(self.unread) > NOTED else ''}): items are scored without their answer; if one "
+                "of these holds it, give --fields answer=FIELD (the API's `mapping`)"
             )
         if self.shots and 10 * self.shots >= self.items:
             out.append(

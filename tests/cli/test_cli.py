@@ -444,6 +444,10 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
     percent = scan("--fail-above", "10")
     assert percent.exit_code == 2 and "a fraction between 0 and 1" in percent.output and "use 0.1" in percent.output
     assert scan("--fail-above", "-1").exit_code == 2
+    # a percentage with its sign is taken as one (a trial's "5%" was "Input should be a valid number")
+    assert scan("--fail-above", "5%").exit_code == scan("--fail-above", "0.05").exit_code in (0, 1)
+    assert scan("--fail-above", "0%").exit_code == scan("--fail-above", "0").exit_code == 1
+    assert "not a number: a fraction such as 0.05, or 5%" in scan("--fail-above", "five").output
     # a mapping that leaves most items too short to judge is questioned (a trial: "28 too short", nothing more)
     labels = tmp_path / "labels.jsonl"
     labels.write_text(
@@ -693,7 +697,7 @@ def test_scan_workers_give_the_same_output(migrated_url: str, tmp_path: Path, mo
 
 
 def test_bad_option_values_are_one_line_usage_errors(migrated_url: str) -> None:
-    for args in (["--fail-above", "1%"], ["--workers", "-1"]):
+    for args in (["--fail-above", "1 %%"], ["--fail-above", "five"], ["--workers", "-1"]):
         r = CliRunner().invoke(cli, ["scan", "b.jsonl", "--db", migrated_url, *args])
         assert r.exit_code == 2 and r.output.startswith("error: Invalid value for '--")
         assert len(r.output.strip().splitlines()) == 1 and "Usage:" not in r.output

@@ -358,6 +358,41 @@ def test_a_three_word_question_beside_its_passage_field_is_judged() -> None:
     assert scan(items, {"sibling": f"{FILLER} {pages['sibling'][0]} {FILLER}"})["i1"].status == Status.CONTAMINATED
 
 
+def test_an_answer_among_another_items_choices_is_not_found_with_a_shared_question() -> None:
+    """Two multiple-choice items ask one question (a malware report's "which behaviours are
+    malicious?"); one's answer is one of the other's choices, whose own answer is "All of the
+    above". A page holding the second item's copy holds the first's question and its answer's
+    words, but as a choice listed there: clean, where it was `contaminated`, "question and answer
+    found together" (a probe: 17 clean items of 529 so, bench/boiler_shapes.py). The first item's
+    own copy still makes it `contaminated`."""
+    stem = "Based on the provided report, which of the following behaviors are indicative of malicious activity?"
+    remote = "Writes data to a remote process"
+    a_choices = (
+        "Writes files in a temp directory",
+        "Loads modules at runtime",
+        "Creates a thread in a self process",
+        remote,
+        "Opens file with deletion access rights",
+    )
+    b_choices = (
+        remote,
+        "Possibly tries to evade analysis by sleeping many times",
+        "Drops executable files to the Windows system directory",
+        "Imports suspicious APIs",
+        "All of the above",
+    )
+    a = BenchmarkItem("a", 0, question=stem, choices=a_choices, answer=remote)
+    b = BenchmarkItem("b", 1, question=stem, choices=b_choices, answer="All of the above")
+
+    def page(it: BenchmarkItem) -> str:
+        listed = "\n".join(f"({'ABCDE'[k]}) {c}" for k, c in enumerate(it.choices))
+        return f"{FILLER[:600]}\n\nQuestion: {stem}\n{listed}\nAnswer: {it.answer}\n\n{FILLER[-600:]}"
+
+    s = scan([a, b], {"b": page(b)})
+    assert s["b"].status == Status.CONTAMINATED and s["a"].status == Status.CLEAN, s["a"].reason
+    assert scan([a, b], {"a": page(a)})["a"].status == Status.CONTAMINATED
+
+
 PARMA = (
     "The Parma trolleybus system forms part of the public transport network of the city and comune of Parma, in "
     "the region of Emilia-Romagna, northern Italy. In operation since 1953, the system presently comprises four "

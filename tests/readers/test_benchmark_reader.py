@@ -426,6 +426,25 @@ def test_what_the_reading_changes_is_noted() -> None:
     assert notes.said() == []
 
 
+def test_items_with_choices_and_no_answer_field_say_which_fields_were_not_read() -> None:
+    """A file whose answer is in a field of a name not guessed ("gold_idx") was scored as items
+    without an answer, every reason saying "it has no answer", and nothing said why (a new user's
+    trial). The note names the fields no role read; a file with its answer mapped says nothing."""
+    rows = [
+        {"id": "a", "question": "Which planet is the red one?", "options": ["Mars", "Venus"], "gold_idx": 0},
+        {"id": "b", "question": "Which city is the capital of France?", "options": ["Paris", "Rome"], "gold_idx": 0},
+    ]
+    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    notes = ReadNotes()
+    items = list(iter_benchmark(data, "q.jsonl", notes=notes))
+    assert [it.answer for it in items] == ["", ""]
+    (said,) = notes.said()
+    assert said.startswith("no field was read as the answer (fields not read: gold_idx)") and "--fields answer=" in said
+    notes.reset()
+    list(iter_benchmark(data, "q.jsonl", {"answer": "gold_idx"}, notes=notes))
+    assert notes.said() == []
+
+
 def test_a_benchmark_mostly_in_chinese_or_japanese_is_told_what_its_flags_may_be() -> None:
     """Each ideograph and kana is a token, so a rule's length in tokens is a word or two there: a
     probe's Japanese items were flagged by a verb ending (…に失敗しました) 8.4% of the time. A
