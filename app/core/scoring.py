@@ -774,8 +774,13 @@ def _judged(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> tuple[
     short_ok = stats.sdf is not None and bool((stats.sdf <= th.max_df).any())
     longest = max((e - s for s, e, _r in p.fields), default=0)
     shortest = n if stats.sdf is None else MIN_TOKENS
-    # a passage field to be found beside: the item's fields together as long as one field must be
-    beside = p.passage_tokens >= th.passage_tokens and sum(e - s for s, e, _r in p.fields) >= shortest
+    # a passage field to be found beside: the item's fields together as long as one field must be,
+    # one of them long enough to hold a gram of the index (MATCH_N tokens in the short channel's,
+    # n without it); an item with none has nothing to look up, too_short, not a common phrase
+    gram = n if stats.sdf is None else MATCH_N
+    beside = (
+        p.passage_tokens >= th.passage_tokens and longest >= gram and sum(e - s for s, e, _r in p.fields) >= shortest
+    )
     if longest < shortest and not beside:
         return Status.TOO_SHORT, (
             f"no field has {shortest} tokens (the longest has {longest}): too little text to tell a copy from chance"

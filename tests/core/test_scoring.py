@@ -2310,3 +2310,19 @@ def test_a_whole_question_without_its_long_answer_is_still_a_copy() -> None:
     assert whole.status == Status.CONTAMINATED and whole.answer_found is False, whole.reason
     less = scan(items, {"page": f"{FILLER} What is the capital city of the Australian state? {FILLER}"})["q"]
     assert less.status != Status.CONTAMINATED, less.reason
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "short"), [("Why not?", "yes sir", True), ("Bob is big.", "very true", False)]
+)
+def test_a_passage_fields_item_without_a_gram_to_look_up_is_too_short(question: str, answer: str, short: bool) -> None:
+    """An item with a passage field is judged beside it when its fields hold MIN_TOKENS tokens
+    between them, but only if one of its fields holds a gram of the index (MATCH_N tokens with
+    the short channel, n without): fields of two words each, or of three in an index without the
+    short channel, have none, and such an item was called `clean`, "every n-gram of its text is
+    in more than 10 documents ... a phrase this common", a copy beside its passage included (a
+    review of ff8351e)."""
+    item = BenchmarkItem("a", 0, question=question, passage=PARMA, answer=answer)
+    for page in (PARMA, f"{PARMA} {question} {answer}"):
+        r = scan([item], {"p": f"{FILLER} {page} {FILLER}"}, short=short)["a"]
+        assert r.status == Status.TOO_SHORT, (page, r.reason)
