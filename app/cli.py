@@ -564,9 +564,14 @@ def _share(text: str) -> float:
     trial's "5%" was "Input should be a valid number")."""
     given = text.strip()
     try:
-        return float(given[:-1]) / 100 if given.endswith("%") else float(given)
+        value = float(given[:-1]) if given.endswith("%") else float(given)
     except ValueError:
         raise typer.BadParameter(f"{text!r} is not a number: a fraction such as 0.05, or 5%") from None
+    if not given.endswith("%"):
+        return value
+    if not 0 <= value < 100:  # said here, in the user's own terms (_gate would speak of fractions)
+        raise typer.BadParameter(f"{text!r}: a percentage from 0% to under 100% (100% never fails)")
+    return value / 100
 
 
 FailAboveOpt = Annotated[

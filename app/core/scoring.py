@@ -229,11 +229,16 @@ def _verdict(p: PreparedItem, m: DocMatch, n: int, th: Thresholds, stem_tells: b
 def _stem_asked(p: PreparedItem, m: DocMatch, th: Thresholds, stem_tells: bool) -> bool:
     """Whether the document asks the item's question where the question is shared word for word
     with items of other answers (stem_tells), which tells the item by its answer: the question
-    there, and no other item's copy. On a page holding another item's copy the answer may be one
-    of that item's choices (a probe's malware-analysis items, one stem, "Writes data to a remote
-    process" the answer of one and a choice of another whose answer is "All of the above": 17
-    clean items `contaminated`, bench/boiler_shapes.py)."""
-    return stem_tells and not m.competitor_found and m.role_coverage(p, QUESTION) >= th.contaminated_coverage
+    there, and not only another item's copy. On a page holding another item's copy and under
+    suspicious_coverage of this item's own text, the answer may be one of that item's choices (a
+    probe's malware-analysis items, one stem, "Writes data to a remote process" the answer of one
+    and a choice of another whose answer is "All of the above": 17 clean items `contaminated`,
+    bench/boiler_shapes.py); turned off on any other item's copy, it lost an embedded copy of a
+    logical_deduction puzzle whose own text, held whole, is a few bits (`bench/scan_speed.py`'s
+    benchmark). Left: a quiz page giving two such items' answers without their choices tells
+    neither (a review)."""
+    elsewhere = m.competitor_found and m.own_coverage < th.suspicious_coverage  # another's copy, little of its own
+    return stem_tells and not elsewhere and m.role_coverage(p, QUESTION) >= th.contaminated_coverage
 
 
 def _unlikely(m: DocMatch, n: int, th: Thresholds, per_word: float) -> bool:

@@ -448,6 +448,8 @@ def test_gate_and_thresholds_are_validated(migrated_url: str, tmp_path: Path) ->
     assert scan("--fail-above", "5%").exit_code == scan("--fail-above", "0.05").exit_code in (0, 1)
     assert scan("--fail-above", "0%").exit_code == scan("--fail-above", "0").exit_code == 1
     assert "not a number: a fraction such as 0.05, or 5%" in scan("--fail-above", "five").output
+    assert "a percentage from 0% to under 100%" in scan("--fail-above", "150%").output
+    assert "a percentage from 0% to under 100%" in scan("--fail-above", "100%").output
     # a mapping that leaves most items too short to judge is questioned (a trial: "28 too short", nothing more)
     labels = tmp_path / "labels.jsonl"
     labels.write_text(

@@ -393,6 +393,21 @@ def test_an_answer_among_another_items_choices_is_not_found_with_a_shared_questi
     assert scan([a, b], {"a": page(a)})["a"].status == Status.CONTAMINATED
 
 
+def test_a_page_of_two_items_asking_one_question_tells_the_first_by_its_answer() -> None:
+    """Four items ask one question and differ by their answers. A page gives two of them, each
+    with its answer: the first is `contaminated` by its own, though the page holds another item's copy
+    too (a review: turned off on any other item's copy, the rule for a shared question made the
+    first `suspicious`). (The second is not found: its region is placed on the first copy, which
+    holds as much of its text; left.)"""
+    stem = "Which city is the capital of the country described in the report below?"
+    answers = ["Ouagadougou in Burkina Faso", "Antananarivo in Madagascar", "Ulaanbaatar in Mongolia", "Nouakchott"]
+    items = [BenchmarkItem(f"t{k}", k, question=stem, answer=a) for k, a in enumerate(answers)]
+    page = "\n\n".join(f"Question: {stem}\nAnswer: {a}" for a in answers[:2])
+    s = scan(items, {"quiz": f"{FILLER[:600]}\n\n{page}\n\n{FILLER[-600:]}"})
+    assert s["t0"].status == Status.CONTAMINATED, s["t0"].reason
+    assert s["t2"].status != Status.CONTAMINATED and s["t3"].status != Status.CONTAMINATED
+
+
 PARMA = (
     "The Parma trolleybus system forms part of the public transport network of the city and comune of Parma, in "
     "the region of Emilia-Romagna, northern Italy. In operation since 1953, the system presently comprises four "
