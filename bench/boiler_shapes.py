@@ -40,7 +40,6 @@ run of the item's own words that document holds; the missed plants per kind with
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -225,13 +224,7 @@ def longest_run(item_words: list[str], doc_words: list[str]) -> tuple[int, str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--work", type=Path, required=True)
-    ap.add_argument("--mb", type=float, default=100)
-    ap.add_argument("--extra-mb", type=float, default=40)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--show-missed", type=int, default=4)
-    args = ap.parse_args()
+    args = ns.probe_args(extra_mb=40)
     work = args.work.resolve()
     t0 = time.perf_counter()
     evals, inspect = rb.download(work / "downloads")
@@ -249,11 +242,7 @@ def main() -> None:
     items_by_id = {it["id"]: it for items in benches.values() for it in items}
     planted_in = {lab["doc"]: lab["id"] for lab in labels.values() if "doc" in lab}
     docs = {d["id"]: d["text"] for ds in shards.values() for d in ds}
-    fps = [
-        (name, r) for name, rows in results.items() for r in rows
-        if labels[r["item_id"]]["kind"] in ("clean", "sibling") and r["status"] in FLAG
-    ]  # fmt: skip
-    print(f"\n=== FALSE POSITIVES (clean or sibling items flagged): {len(fps)}")
+    fps = ns.false_positives(results, labels)
     for name, r in fps:
         it = items_by_id[r["item_id"]]
         ev = r["evidence"][0] if r["evidence"] else {}

@@ -238,13 +238,31 @@ def run_probe(
     return results, labels, shards
 
 
-def main() -> None:
+def probe_args(**extra: float) -> argparse.Namespace:
+    """The probes' options: --work DIR, --mb (background), --seed, --show-missed, and `extra` floats
+    (name: default, e.g. extra_mb=40 for --extra-mb)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--mb", type=float, default=100)
+    for name, default in extra.items():
+        ap.add_argument(f"--{name.replace('_', '-')}", type=float, default=default)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--show-missed", type=int, default=4)
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def false_positives(results: dict[str, list[dict]], labels: dict[str, dict]) -> list[tuple[str, dict]]:
+    """(benchmark, result) of every clean or sibling item flagged, printed under a heading."""
+    fps = [
+        (name, r) for name, rows in results.items() for r in rows
+        if labels[r["item_id"]]["kind"] in ("clean", "sibling") and r["status"] in FLAG
+    ]  # fmt: skip
+    print(f"\n=== FALSE POSITIVES (clean or sibling items flagged): {len(fps)}")
+    return fps
+
+
+def main() -> None:
+    args = probe_args()
     work = args.work.resolve()
     evals, inspect = rb.download(work / "downloads")
     benches = benchmarks(evals, inspect, args.seed)
@@ -252,11 +270,7 @@ def main() -> None:
     results, labels, _shards = run_probe(work, benches, scans, random.Random(7070 + args.seed), args.mb, "new_shapes")
     rb.table(results, labels)
     items_by_id = {it["id"]: it for items in benches.values() for it in items}
-    fps = [
-        (name, r) for name, rows in results.items() for r in rows
-        if labels[r["item_id"]]["kind"] in ("clean", "sibling") and r["status"] in FLAG
-    ]  # fmt: skip
-    print(f"\n=== FALSE POSITIVES (clean or sibling items flagged): {len(fps)}")
+    fps = false_positives(results, labels)
     for name, r in fps:
         it = items_by_id[r["item_id"]]
         ev = r["evidence"][0] if r["evidence"] else {}

@@ -56,7 +56,6 @@ copies among them.
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import random
 import re
@@ -175,12 +174,7 @@ def held(fragment: str, doc_words: str) -> bool:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--work", type=Path, required=True)
-    ap.add_argument("--mb", type=float, default=100)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--show-missed", type=int, default=4)
-    args = ap.parse_args()
+    args = ns.probe_args()
     work = args.work.resolve()
     t0 = time.perf_counter()
     evals, _inspect = rb.download(work / "downloads")
@@ -195,11 +189,7 @@ def main() -> None:
     items_by_id = {it["id"]: it for items in benches.values() for it in items}
     planted_in = {lab["doc"]: lab["id"] for lab in labels.values() if "doc" in lab}
     docs_text = {d["id"]: d["text"] for docs in shards.values() for d in docs if d["id"] in planted_in}
-    fps = [
-        (name, r) for name, rows in results.items() for r in rows
-        if labels[r["item_id"]]["kind"] in ("clean", "sibling") and r["status"] in FLAG
-    ]  # fmt: skip
-    print(f"\n=== FALSE POSITIVES (clean or sibling items flagged): {len(fps)}")
+    fps = ns.false_positives(results, labels)
     for name, r in fps:
         it = items_by_id[r["item_id"]]
         ev = r["evidence"][0] if r["evidence"] else {}
