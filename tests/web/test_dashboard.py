@@ -166,6 +166,29 @@ def test_the_item_page_says_whether_the_passage_was_found(migrated_url: str, ind
         assert "Passage found" not in c.get(f"/reports/{rid}/items/plain").text  # no passage, no line
 
 
+def test_the_item_page_says_how_many_other_items_hold_the_shared_text(
+    migrated_url: str, index_corpus: IndexCorpus
+) -> None:
+    """ "Shared text found: 8 tokens, in 1 items" named the item itself among the holders, and no
+    other (a new user's trial): the line counts the other items, as the reasons do."""
+    passage = (
+        "The expedition left the coastal village at dawn with eleven mules, four guides and enough salted "
+        "fish for a month, and after crossing the salt flats it reached the ruined monastery on the ninth day"
+    )
+    q1, q2 = "How many mules did the expedition take with it?", "On which day did the party reach the monastery?"
+    index_corpus(migrated_url, [{"id": "page", "text": f"Notes. {passage} Question: {q1} Answer: eleven. End."}])
+    rows = [
+        {"id": "m1", "question": f"{passage} Question: {q1}", "answer": "eleven"},
+        {"id": "m2", "question": f"{passage} Question: {q2}", "answer": "the ninth"},
+    ]
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, rows, "expedition")
+        shared = c.get(f"/api/v1/reports/{rid}/items/m2").json()["metrics"]["shared_match"]
+        page = c.get(f"/reports/{rid}/items/m2").text
+        assert shared and f"<dd>{shared} tokens, which 1 other item(s) hold too</dd>" in page, page
+        assert " items</dd>" not in page
+
+
 def test_a_report_with_nothing_flagged_says_so_and_links_every_item(
     migrated_url: str, index_corpus: IndexCorpus
 ) -> None:
