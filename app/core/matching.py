@@ -37,6 +37,7 @@ from contam.app.core.items import (
     ItemStats,
     PreparedItem,
     SharedText,
+    answer_ids,
     tokens_of,
 )
 from contam.app.core.signatures import rolling_hashes, token_hashes
@@ -1179,14 +1180,7 @@ def _copy_of(
     at = al.doc_pos[matched]
     span = (int(at.min()), int(at.max())) if len(at) else (0, -1)
     gaps = span[1] - span[0] + 1 > len(at)  # the region holds other text between the item's matched words
-    # its question held whole, or its answer (MATCH_N tokens or more, word for word) with some of
-    # its question, is its copy, not a twin's (an edited continuation whose answer is the next
-    # item's context went clean: a review)
-    asked = p.role == QUESTION
-    needle = p.answer_ids if len(p.answer_ids) else p.ids[p.role == ANSWER]
-    asked_whole = bool(asked.any() and matched[asked].all()) or bool(
-        len(needle) >= MATCH_N and matched[asked].any() and find_sequence(region.ids, needle) >= 0
-    )
+    told: bool | None = None  # _told_here's answer, worked out the first time a tie of neither asks
     for k, other in enumerate(others):
         if not other.n_tokens:
             continue
@@ -1196,7 +1190,10 @@ def _copy_of(
         theirs_present = member(other.mgrams, theirs_region.mgrams)
         shares = _distinct_shares(p, other, present, theirs_present)
         d_i, d_o = shares or (0.0, 0.0)
-        neither = shares == (0.0, 0.0) and not asked_whole  # _distinct_shares says why
+        neither = shares == (0.0, 0.0)  # _distinct_shares says why
+        if neither and told is None:
+            told = _told_here(p, region, matched)
+        neither = neither and not told
         if d_o < d_i:
             continue
         theirs = held(other, theirs_region.ids, theirs_region.mgrams, present=theirs_present)
@@ -1213,6 +1210,18 @@ def _copy_of(
         if d_o > d_i or held_share >= whole_i or fills or as_much:
             copies.append(((d_o, held_share), k))
     return [k for _score, k in sorted(copies, key=lambda c: c[0], reverse=True)]
+
+
+def _told_here(p: PreparedItem, region: Region, matched: np.ndarray) -> bool:
+    """Whether the region holds item p's question whole, or its answer (MATCH_N tokens or more,
+    word for word) with some of its question: p's copy, not a twin's, whoever else holds as many
+    of its tokens (an edited continuation whose answer is the next item's context went clean: a
+    review)."""
+    asked = p.role == QUESTION
+    if asked.any() and matched[asked].all():
+        return True
+    needle = answer_ids(p)
+    return bool(len(needle) >= MATCH_N and matched[asked].any() and find_sequence(region.ids, needle) >= 0)
 
 
 def _distinct_shares(
@@ -1322,7 +1331,7 @@ def _answer_found(
     q_end = _question_end(p, al)
     if q_end < 0:
         return False, None
-    needle = p.answer_ids if len(p.answer_ids) else p.ids[answer_sel]
+    needle = answer_ids(p)
     choices = [p.ids[s:e] for s, e, code in p.fields if code == CHOICES]
     width = ANSWER_WINDOW + 2 * len(needle) + sum(len(c) + 2 for c in choices)
     window = region[q_end : q_end + width]
