@@ -259,16 +259,7 @@ def main() -> None:
             if twin:
                 print(f"    document holds {twin}'s {labels[twin]['kind']} copy: {labels[twin]['planted'][:160]!r}")
             print(f"    longest run of the item's words in that document: {n} of {len(iw)}: {run[:200]!r}")
-    rb.missed(results, labels)
-    print(f"\n=== SAMPLE OF MISSED PLANTS (up to {args.show_missed} per benchmark)")
-    for name, rows in results.items():
-        miss = [r for r in rows if labels[r["item_id"]]["kind"] in rb.KINDS and r["status"] not in FLAG]
-        for r in miss[: args.show_missed]:
-            lab = labels[r["item_id"]]
-            print(f"[{name}] {r['item_id']} {lab['kind']} {r['status']} ({lab['words']} words planted)")
-            planted = re.sub(r"\s+", " ", lab["planted"])
-            print(f"    planted: {planted[:200]!r}")
-            print(f"    reason: {r['reason']}")
+    rb.missed(results, labels, args.show_missed)
     print(f"\nall done in {time.perf_counter() - t0:.0f} s")
 
 

@@ -202,14 +202,7 @@ def run_probe(
     for items in benches.values():
         rb.near_siblings(items, labels)
     rb.plant(shards, plants, labels, rng)
-    for sub in ("corpus", "scan", "out"):
-        (work / sub).mkdir(parents=True, exist_ok=True)
-        for old in (work / sub).iterdir():
-            old.unlink()
-    files = []
-    for name, docs in shards.items():
-        files.append(work / "corpus" / f"{name}.jsonl.gz")
-        rb.write_jsonl(files[-1], docs)
+    files = rb.write_corpus(work, shards)
     for name, rows in scans.items():
         rb.write_jsonl(work / "scan" / f"{name}.jsonl", rows)
     rb.write_jsonl(work / "labels.jsonl", list(labels.values()))
@@ -278,15 +271,7 @@ def main() -> None:
         print(f"    item: {re.sub(chr(92) + 's+', ' ', it['question'])[:200]!r} -> {it['answer'][:60]!r}")
         print(f"    reason: {r['reason']}")
         print(f"    evidence: {ev.get('document_id', '-')}: {snippet(ev)!r}" if ev else "    evidence: -")
-    rb.missed(results, labels)
-    print(f"\n=== SAMPLE OF MISSED PLANTS (up to {args.show_missed} per benchmark)")
-    for name, rows in results.items():
-        miss = [r for r in rows if labels[r["item_id"]]["kind"] in rb.KINDS and r["status"] not in FLAG]
-        for r in miss[: args.show_missed]:
-            lab = labels[r["item_id"]]
-            print(f"[{name}] {r['item_id']} {lab['kind']} {r['status']} ({lab['words']} words planted)")
-            print(f"    planted: {re.sub(chr(92) + 's+', ' ', lab['planted'])[:160]!r}")
-            print(f"    reason: {r['reason']}")
+    rb.missed(results, labels, args.show_missed)
 
 
 if __name__ == "__main__":

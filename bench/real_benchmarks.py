@@ -597,6 +597,19 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
         f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
+def write_corpus(work: Path, shards: dict[str, list[dict]]) -> list[Path]:
+    """Empty (or make) `work`'s corpus, scan and out folders; the shards written as corpus files."""
+    for sub in ("corpus", "scan", "out"):
+        (work / sub).mkdir(parents=True, exist_ok=True)
+        for old in (work / sub).iterdir():
+            old.unlink()
+    files = []
+    for name, docs in shards.items():
+        files.append(work / "corpus" / f"{name}.jsonl.gz")
+        write_jsonl(files[-1], docs)
+    return files
+
+
 def build(work: Path, mb: float, seed: int, eval_dir: Path | None) -> tuple[list[Path], dict[str, dict]]:
     """Benchmarks, background and plants under `work`; returns the files to index and the labels."""
     evals, inspect = download(work / "downloads")
@@ -614,14 +627,7 @@ def build(work: Path, mb: float, seed: int, eval_dir: Path | None) -> tuple[list
                 near_siblings(benches[name], part_labels)
         labels |= part_labels
         plant(shards, plants, labels, rng)
-    for sub in ("corpus", "scan", "out"):
-        (work / sub).mkdir(parents=True, exist_ok=True)
-        for old in (work / sub).iterdir():
-            old.unlink()
-    files = []
-    for name, docs in shards.items():
-        files.append(work / "corpus" / f"{name}.jsonl.gz")
-        write_jsonl(files[-1], docs)
+    files = write_corpus(work, shards)
     for name, items in benches.items():
         names = LAYOUT.get(name, {})
         rows = [{names.get(k, k): v for k, v in it.items() if k != "group"} for it in items]
@@ -673,7 +679,9 @@ def false_positives(results: dict[str, list[dict]], labels: dict[str, dict]) -> 
         print(f"[{name}] {r['item_id']} {labels[r['item_id']]['kind']} {r['status']}: {r['reason']} | evidence: {doc}")
 
 
-def missed(results: dict[str, list[dict]], labels: dict[str, dict]) -> None:
+def missed(results: dict[str, list[dict]], labels: dict[str, dict], sample: int = 0) -> None:
+    """The planted items not flagged, counted per benchmark and kind with their reasons; and up to
+    `sample` of them per benchmark shown, what was planted beside why it was not flagged."""
     agg: dict[tuple[str, str], list] = collections.defaultdict(lambda: [0, [], collections.Counter()])
     for name, rows in results.items():
         for r in rows:
@@ -689,6 +697,17 @@ def missed(results: dict[str, list[dict]], labels: dict[str, dict]) -> None:
         print(f"{name:12} {kind:14} missed={n:3} words={words[0]}-{words[-1]} (median {words[len(words) // 2]})")
         for reason, c in reasons.most_common():
             print(f"      {c:3} x {reason}")
+    if not sample:
+        return
+    print(f"\n=== SAMPLE OF MISSED PLANTS (up to {sample} per benchmark)")
+    for name, rows in results.items():
+        miss = [r for r in rows if labels[r["item_id"]]["kind"] in KINDS and r["status"] not in FLAG]
+        for r in miss[:sample]:
+            lab = labels[r["item_id"]]
+            print(f"[{name}] {r['item_id']} {lab['kind']} {r['status']} ({lab['words']} words planted)")
+            planted = re.sub(r"\s+", " ", lab["planted"])
+            print(f"    planted: {planted[:200]!r}")
+            print(f"    reason: {r['reason']}")
 
 
 def main() -> None:

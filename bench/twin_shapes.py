@@ -206,15 +206,7 @@ def main() -> None:
             marks = [f"{w!r}:{'HELD' if held(w, doc_words) else 'absent'}" for w in own[:6]]
             more = " ..." if len(own) > 6 else ""
             print("    item's own words vs that twin (held by the document?): " + "; ".join(marks) + more)
-    rb.missed(results, labels)
-    print(f"\n=== SAMPLE OF MISSED PLANTS (up to {args.show_missed} per benchmark)")
-    for name, rows in results.items():
-        miss = [r for r in rows if labels[r["item_id"]]["kind"] in rb.KINDS and r["status"] not in FLAG]
-        for r in miss[: args.show_missed]:
-            lab = labels[r["item_id"]]
-            print(f"[{name}] {r['item_id']} {lab['kind']} {r['status']} ({lab['words']} words planted)")
-            print(f"    planted: {flat(lab['planted'])[:200]!r}")
-            print(f"    reason: {r['reason']}")
+    rb.missed(results, labels, args.show_missed)
     print(f"\nall done in {time.perf_counter() - t0:.0f} s")
 
 
