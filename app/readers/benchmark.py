@@ -83,6 +83,7 @@ PASSAGE_KEYS = ("passage", "context", "paragraph", "article", "story", "premise"
 CHOICE_KEYS = ("choices", "options", "endings", "mc1_targets", "candidates")
 ANSWER_KEYS = (
     "answer",
+    "final_answer",  # beside a worked `solution` (scored with it), the answer itself
     "canonical_solution",
     "solution",
     "target",
@@ -102,6 +103,17 @@ ANSWER_KEYS = (
     "sql",  # WikiSQL: {human_readable, sel, agg, conds}
     "correct",  # AQuA-RAT, MathQA: the letter of the right option
     "answers_spans",  # DROP on Hugging Face: {spans: [...], types: [...]}
+    # names of reference answers in evaluation sets (graders' `reference_answer`, `ground_truth`,
+    # `expected_output`): read as none, the items were scored without their answers, with no word
+    # (a new user's trial). Not `response` or `completion`: Dolly's reference answer, but in an
+    # evaluation log the model's own (ReadNotes names them when no field is read as the answer)
+    "reference_answer",
+    "ground_truth",
+    "golden_answer",
+    "gold_answer",
+    "expected_answer",
+    "expected_output",
+    "targets",
 )
 # a worked solution or rationale beside a separate final answer: scored as part of the answer
 SOLUTION_KEYS = ("solution", "canonical_solution", "rationale", "explanation", "reasoning")
@@ -371,6 +383,11 @@ def _csv(
         for i, rec in enumerate(reader, 2):
             if None in rec:
                 raise InputError(f"{filename}: row {i} has more columns than the header")
+            if not any((v or "").strip() for v in rec.values()):
+                # separators alone (a spreadsheet's empty row, ",,,"): a blank line, as the csv
+                # module skips one; read as an item, each was `too_short` and lowered the
+                # contaminated share a --fail-above gate compares (a new user's trial)
+                continue
             yield i, dict(rec)
     except csv.Error as exc:
         if "field limit" in str(exc):
@@ -1112,12 +1129,18 @@ def _fields(f: Any) -> list[Any]:
     return f if isinstance(f, list) else [f]
 
 
-def _mapping_for(rec: Mapping[str, Any], given: dict[str, Any], filename: str, row: int) -> dict[str, Any]:
+def _mapping_for(
+    rec: Mapping[str, Any], given: dict[str, Any], filename: str, row: int, later: Mapping[str, Any]
+) -> dict[str, Any]:
     """The roles detected on the first record, under those the user gave: a partial mapping
-    leaves detection of the other roles on (a detected role never reuses a given field)."""
+    leaves detection of the other roles on (a detected role never reuses a given field). A first
+    record whose question is empty takes the question field the first rows have between them
+    (`later`: _later_fields): one empty question refused the whole file (a new user's trial)."""
     named = {r: f for r, f in given.items() if r != ANSWER_BASE}
     taken = {x for f in named.values() for x in _fields(f)}
     detected = detect_mapping(rec)
+    if "question" not in detected and later and "question" in (theirs := detect_mapping(later)):
+        detected = {"question": theirs["question"], **detected}
     used: dict[str, Any] = {}
     for role, f in detected.items():
         if role in given:
@@ -1260,9 +1283,9 @@ class ReadNotes:
         """Note what `item`, read from record `rec` under `mapping`, holds; places are the item's
         `row`, as the results number them (from 0; `idx` in the API)."""
         self.items += 1
-        if self.items == 1 and "answer" not in mapping and item.choices:
-            # items with choices and no answer field: the answer may be in a field of another
-            # name ("gold_idx"), dropped without a word (a new user's trial)
+        if self.items == 1 and "answer" not in mapping:
+            # no answer field: the answer may be in a field of another name ("gold_idx",
+            # "reference"), dropped without a word (new users' trials)
             read = {str(x).split(".")[0] for r, f in mapping.items() if r != ANSWER_BASE for x in _fields(f)}
             self.unread = [k for k in rec if k not in read]
         self.cjk += mostly_cjk(item.question)
@@ -1378,7 +1401,7 @@ def iter_benchmark(
             unseen = {k: x for k, x in unseen.items() if not _has(rec, x)}
         if found is None:
             first = sorted(rec)
-            found = _mapping_for(rec, given, filename, row)
+            found = _mapping_for(rec, given, filename, row, later)
             found |= _later_roles(later, found, given)
             counted_from = _base_of(data, filename, limits, rec, found)
             if counted_from is not None:  # said with the fields, and kept with a report's mapping

@@ -306,6 +306,21 @@ SHAPES = [
         },
         {"answer": "SELECT Position FROM table WHERE School = butler cc (ks)"},
     ),
+    (  # graders' names of the reference answer (a new user's trial: scored without it, no word said)
+        "ground_truth",
+        {"question": "Which gas do plants take in?", "ground_truth": "carbon dioxide", "category": "biology"},
+        {"answer": "carbon dioxide"},
+    ),
+    (
+        "expected_output",
+        {"input": "Reverse the word 'stressed'.", "expected_output": "desserts"},
+        {"question": "Reverse the word 'stressed'.", "answer": "desserts"},
+    ),
+    (  # a worked solution beside its final answer: the answer is the final one, the solution scored with it
+        "final_answer",
+        {"problem": "What is 2 + 3 * 4?", "solution": "3 * 4 = 12, and 2 + 12 = 14.", "final_answer": "14"},
+        {"answer": "14", "solution": "3 * 4 = 12, and 2 + 12 = 14."},
+    ),
     (
         "aqua",
         {"question": "How far?", "options": ["A)4", "B)5"], "rationale": "It is 5 km.", "correct": "B"},
@@ -442,6 +457,22 @@ def test_items_with_choices_and_no_answer_field_say_which_fields_were_not_read()
     assert said.startswith("no field was read as the answer (fields not read: gold_idx)") and "--fields answer=" in said
     notes.reset()
     list(iter_benchmark(data, "q.jsonl", {"answer": "gold_idx"}, notes=notes))
+    assert notes.said() == []
+
+
+def test_items_without_choices_and_no_answer_field_say_which_fields_were_not_read() -> None:
+    """Dolly's reference answer is `response`, which an evaluation log uses for the model's own:
+    not guessed, and the items were scored without it with nothing said (a new user's trial: a
+    verbatim copy `suspicious`, `contaminated` once mapped). The note names the fields no role
+    read; a file of bare questions, which has no other field, says nothing."""
+    row = {"instruction": "Name the largest planet of the solar system.", "response": "Jupiter", "category": "qa"}
+    notes = ReadNotes()
+    (item,) = iter_benchmark((json.dumps(row) + "\n").encode(), "dolly.jsonl", notes=notes)
+    assert item.answer == ""
+    (said,) = notes.said()
+    assert said.startswith("no field was read as the answer (fields not read: response, category)")
+    notes.reset()
+    list(iter_benchmark(b'{"id": "1", "question": "Name the largest planet."}\n', "q.jsonl", notes=notes))
     assert notes.said() == []
 
 
@@ -902,7 +933,8 @@ def test_a_csv_row_short_of_columns_or_a_header_naming_one_twice_is_refused() ->
         read_benchmark(f"id,question,answer\nr1,{q},T\nr2\n".encode(), "b.csv")
     with pytest.raises(InputError, match="b.csv: row 2 has fewer columns than MMLU's layout"):
         read_benchmark(f"{q},a,b,c,d,A\n{q},a,b,c,A\n".encode(), "b.csv")
-    assert len(read_benchmark(f"id,question,answer\nr1,{q},T\n,,\n".encode(), "b.csv")[0]) == 2  # empty, not short
+    # a row of separators alone is a blank line, skipped: not refused as short of columns
+    assert len(read_benchmark(f"id,question,answer\nr1,{q},T\n,,\n".encode(), "b.csv")[0]) == 1
     # columns without a name (a spreadsheet's trailing commas) are no column named twice (a review)
     assert len(read_benchmark(f"question,answer,,\n{q},4,,\n".encode(), "b.csv")[0]) == 1
 
@@ -973,6 +1005,29 @@ def test_a_cut_off_zstd_benchmark_is_refused_even_at_a_line_end() -> None:
 
 def _lines(rows: list[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def test_a_first_row_with_an_empty_question_takes_the_question_field_of_the_rows_after() -> None:
+    """One empty question in the first row (`""`, null) refused the whole file, "no question field
+    found among ['answer', 'id', 'question']", where the README says the first rows decide a role
+    the first lacks (a new user's trial). The field is the question; the empty item is
+    too short to judge, as an empty question in a later row is; a row without the field at all
+    is still refused, naming it."""
+    good = {"id": "b", "question": "Which river flows through the ancient city of Baghdad?", "answer": "Tigris"}
+    for empty in ("", None):
+        items, mapping = read_benchmark(_lines([{"id": "a", "question": empty, "answer": "x"}, good]), "e.jsonl")
+        assert mapping["question"] == "question" and [it.question for it in items] == ["", good["question"]]
+    with pytest.raises(InputError, match="row 1 has no field 'question'"):
+        read_benchmark(_lines([{"id": "a", "answer": "x"}, good]), "e.jsonl")
+
+
+def test_a_csv_row_of_separators_alone_is_a_blank_line_not_an_item() -> None:
+    """A spreadsheet exports its empty rows as ",,": each was read as an empty item, too short,
+    counted in the contaminated share that --fail-above compares (a gate at 20% passed a file
+    25% contaminated: a new user's trial). Such a row is skipped, as a blank line is."""
+    data = b"question,answer\nWhich river flows through Baghdad?,Tigris\n,\n , \nWhat is the capital of Peru?,Lima\n"
+    items, _mapping = read_benchmark(data, "sheet.csv")
+    assert [it.answer for it in items] == ["Tigris", "Lima"]
 
 
 def test_a_role_only_later_rows_have_is_mapped() -> None:
