@@ -186,12 +186,20 @@ def _decompressed(path: Path) -> IO[bytes]:
     if name.endswith(".gz"):
         return cast(IO[bytes], gzip.open(path, "rb"))
     if name.endswith((".zst", ".zstd")):
-        return cast(IO[bytes], ZstdReader(open(path, "rb")))
+        return cast(IO[bytes], ZstdReader(open(path, "rb"), ZSTD_CORPUS_WINDOW))
     if name.endswith(".bz2"):
         return cast(IO[bytes], bz2.open(path, "rb"))
     if name.endswith(".xz"):
         return cast(IO[bytes], lzma.open(path, "rb"))
     return open(path, "rb")
+
+
+# the largest window a zstd frame may ask for: zstandard's default (128 MiB: what `zstd` itself
+# decodes without --long or --memory) for an upload, whose memory the server bounds; the format's
+# largest (2 GiB, `zstd --long=31`) for a corpus file, which the indexer reads from its own disk
+# (files made with --long=30 failed "cannot read to the end": a new user's trial)
+ZSTD_WINDOW = 1 << 27
+ZSTD_CORPUS_WINDOW = 1 << 31
 
 
 class ZstdReader(io.RawIOBase):
@@ -206,10 +214,12 @@ class ZstdReader(io.RawIOBase):
     CHUNK = 1 << 20  # input read at a time, and about the output made before a read returns
     SLICE = 1 << 8  # input per decompress call: at most 8 MiB out
 
-    def __init__(self, raw: IO[bytes]) -> None:
+    def __init__(self, raw: IO[bytes], max_window: int = ZSTD_WINDOW) -> None:
         super().__init__()
         self.raw = raw
-        self._dctx = zstandard.ZstdDecompressor()  # one for every frame (making one cost 16 us)
+        self.max_window = max_window
+        # one for every frame (making one cost 16 us)
+        self._dctx = zstandard.ZstdDecompressor(max_window_size=max_window)
         self._frame = self._dctx.decompressobj()
         self._in_frame = False  # input given to the current frame that has not ended it
         self._in = memoryview(b"")  # input read, from _pos on not yet decompressed
@@ -240,7 +250,15 @@ class ZstdReader(io.RawIOBase):
         made = 0
         while self._pos < len(self._in) and made < self.CHUNK:
             piece = self._in[self._pos : self._pos + self.SLICE]
-            out.append(self._frame.decompress(piece))
+            try:
+                out.append(self._frame.decompress(piece))
+            except zstandard.ZstdError as exc:
+                if "too much memory" not in str(exc):
+                    raise
+                raise zstandard.ZstdError(
+                    f"a zstd frame asks for a window over {self.max_window >> 20} MiB (a file made with `zstd "
+                    "--long`), more than is allowed here: decompress the file first, or compress it without --long"
+                ) from exc
             made += len(out[-1])
             self._pos += len(piece)
             self._in_frame = True
@@ -740,7 +758,8 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
                 f"no documents: the file is one JSON object whose {wrapper!r} holds the records; give contam "
                 f"JSON lines or a JSON array of records (e.g. jq -c '.{wrapper}[]' FILE > FILE.jsonl)"
             )
-        return f"no documents: no field {text_field!r}; fields seen: {', '.join(fields)} ({TEXT_FIELD_HINT})"
+        seen = f"fields seen: {', '.join(fields)}{_nested_text(path)}"
+        return f"no documents: no field {text_field!r}; {seen} ({TEXT_FIELD_HINT})"
     left_out, _repaired = split_counts(skipped)
     if left_out.get("non_string_text") and (inside := _object_field(path, text_field)) is not None:
         keys, text_path = inside
@@ -757,6 +776,24 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
         limit = TOO_LONG_HINT if left_out.get("record_too_long") else ""  # a .txt is one record: the limit said
         return f"no documents: every record was skipped ({reasons}){encoding}{limit}"
     return "no documents: the file holds no records"
+
+
+def _nested_text(path: Path) -> str:
+    """ "; text inside objects, named by their path: doc.content, ..." for JSON lines whose first records hold text one
+    level down or more (a new user's trial was told "fields seen: meta, doc" of a file whose text
+    was doc.content, and not that a field inside is named by its path); "" if none do."""
+    if corpus_format(path) != "jsonl":
+        return ""
+    longest: dict[str, int] = {}
+    for rec in _first_records(path, 100):
+        for k, v in rec.items() if isinstance(rec, dict) else ():
+            for inner, n in _text_paths(v) if isinstance(v, Mapping) else ():
+                longest[f"{k}.{inner}"] = max(n, longest.get(f"{k}.{inner}", 0))
+    if not longest:
+        return ""
+    paths = sorted(longest, key=lambda p: -longest[p])
+    shown = ", ".join(paths[:6]) + (", ..." if len(paths) > 6 else "")
+    return f"; text inside objects, named by their path: {shown}"
 
 
 def _object_field(path: Path, text_field: str) -> tuple[list[str], str | None] | None:

@@ -163,6 +163,30 @@ def test_truncated_zstd_raises_corrupt_and_frames_read_whole(tmp_path: Path) -> 
     assert len(_read(two)[0]) == len(DOCS) * 500
 
 
+def _long_window(data: bytes) -> bytes:
+    """`data` as `zstd --long=30` writes it from a pipe: a frame that asks for a 1 GiB window."""
+    params = zstandard.ZstdCompressionParameters.from_level(3, window_log=30, enable_ldm=True)
+    obj = zstandard.ZstdCompressor(compression_params=params).compressobj()  # no content size: the window stays
+    return obj.compress(data) + obj.flush()
+
+
+def test_a_corpus_file_made_with_zstd_long_is_read(tmp_path: Path) -> None:
+    """A frame asking for more than zstandard's default window (128 MiB) failed "cannot read to
+    the end (ZstdError: ... Frame requires too much memory for decoding)", as if cut short (a new
+    user's trial: `zstd --long=30`). Corpus files are read with the format's largest window; a
+    benchmark upload keeps the default, and says what the file is and what to do."""
+    data = _jsonl(DOCS * 50)
+    blob = _long_window(data)
+    assert zstandard.get_frame_parameters(blob).window_size == 1 << 30
+    p = tmp_path / "long.jsonl.zst"
+    p.write_bytes(blob)
+    assert len(_read(p)[0]) == len(DOCS) * 50
+    from contam.app.readers.benchmark import read_benchmark
+
+    with pytest.raises(InputError, match=r"window over 128 MiB \(a file made with `zstd --long`\).*without --long"):
+        read_benchmark(_long_window(b'{"question": "Which river flows through Baghdad?"}\n'), "b.jsonl.zst")
+
+
 def test_zstd_output_is_bounded_per_read(tmp_path: Path) -> None:
     """A zstd block of 128 KiB can take 4 bytes: the reader gave the decompressor a MiB of input
     at a time, so a 64 KB upload of zeros made 2 GiB in one call before the size limit saw any of
@@ -244,8 +268,11 @@ def test_a_text_field_inside_an_object_is_named_by_its_path(tmp_path: Path) -> N
     pq.write_table(pa.table({"document": ["plain text"]}), tmp_path / "plain.parquet")
     with pytest.raises(CorruptFileError, match="no column 'document.text'"):
         list(read_documents(tmp_path / "plain.parquet", Counter(), "document.text"))
-    assert why_no_documents(j, "document.txt", Counter(missing_text=2)).startswith(
-        "no documents: no field 'document.txt'; fields seen: meta, document"
+    # with the text inside its objects, by path: "fields seen: meta, doc" alone did not say that
+    # doc.content was there, nor how a field inside is named (a new user's trial)
+    assert why_no_documents(j, "document.txt", Counter(missing_text=2)) == (
+        "no documents: no field 'document.txt'; fields seen: meta, document, document.text; text inside objects, "
+        "named by their path: document.text, meta.id, document.title (choose the text field with --text-field)"
     )
     # the object itself named: its fields, the longest text first (a new user's trial: "every
     # record was skipped (non_string_text: 769)")
