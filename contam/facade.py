@@ -25,6 +25,7 @@ from contam.indexer.summary import IndexSummary
 
 ItemLike = str | Mapping[str, Any] | BenchmarkItem
 ITEM_FIELDS = ("id", "question", "passage", "choices", "answer", "solution", "alternatives")  # the REST check's
+ITEM_TEXTS = ITEM_FIELDS[1:6]  # those an item's text is read from
 
 
 class FilesFailed(ContamError):
@@ -57,6 +58,15 @@ def as_item(row: int, item: ItemLike, ignored: set[str] | None = None) -> Benchm
     if other := [k for k in item if k not in ITEM_FIELDS]:
         if misspelt := [(k, m) for k in other if (m := _misspelt(k))]:
             raise InputError(f"item {row}: {_misspelt_fields(misspelt)}")
+        if not any(k in item for k in ITEM_TEXTS):
+            # a chat row ({"messages": [...]}) was scored as an empty item, too_short, with a
+            # warning alone, where the REST check refuses it (a new user's trial)
+            shown = ", ".join(sorted(map(str, item))[:10])
+            raise InputError(
+                f"item {row}: none of its keys is a field an item's text is read from (its keys: {shown}; the "
+                f"fields: {', '.join(ITEM_FIELDS)}): give {{'question': ...}}, or scan the dataset's file with "
+                "Index.scan_file, which reads a file's rows in any layout `contam scan` reads (chat messages too)"
+            )
         if ignored is not None:
             ignored.update(str(k) for k in other)
     choices = _texts(row, "choices", item.get("choices"))

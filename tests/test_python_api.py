@@ -134,6 +134,12 @@ def test_a_mapping_with_a_misspelt_field_is_refused_and_other_keys_are_named(db_
         as_item(2, {"question": "Pick", "choises": ["red", "blue"], "anwser": 1})
     with pytest.raises(contam.ContamError, match=r"'Answer' \(did you mean 'answer'\?\) is not a field.*scan_file"):
         as_item(0, {"question": "Who?", "Answer": "Tom"})
+    # a row with none of an item's text fields (a chat) was an empty item, too_short, beside a
+    # warning, where the REST check refuses it (a new user's trial): refused, saying what reads it
+    chat = {"id": "c1", "messages": [{"role": "user", "content": "Which river flows through Baghdad?"}]}
+    with pytest.raises(contam.ContamError, match=r"item 3: none of its keys .* \(its keys: id, messages;.*scan_file"):
+        as_item(3, chat)
+    assert as_item(0, {"id": "x", "answer": "Tigris"}).answer == "Tigris"  # one text field is enough
     with pytest.raises(contam.ContamError, match="item 1: a text, a mapping or a BenchmarkItem, not int"):
         as_item(1, 7)  # type: ignore[arg-type]
     mmlu = {"question": "Which arch?", "subject": "anatomy", "idx": 3, "choices": ["1st", "2nd"], "answer": 1}

@@ -3,6 +3,7 @@ uses (`select_corpora`)."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,7 +33,19 @@ def no_corpus(missing: Sequence[str], names: Sequence[str]) -> NotFoundError:
         if any("," in m for m in missing)
         else ""
     )
-    return NotFoundError(f"no corpus named {', '.join(map(repr, missing))} (the corpora: {there}){several}")
+    # a misspelt name told the corpora there are, not which was meant, where --fields and
+    # --thresholds say it (a new user's trial: `shardl` for `shard1`)
+    meant = _closest(missing[0], names) if len(missing) == 1 and not several else []
+    guess = f"; did you mean {' or '.join(map(repr, meant))}?" if meant else ""
+    return NotFoundError(f"no corpus named {', '.join(map(repr, missing))} (the corpora: {there}){several}{guess}")
+
+
+def _closest(name: str, names: Sequence[str]) -> list[str]:
+    """The names most like `name` (difflib's ratio, at least 0.6), all of them on a tie: `shardl`
+    is as like `shard1` as `shard2`."""
+    scored = [(difflib.SequenceMatcher(None, name, n).ratio(), n) for n in names]
+    best = max((r for r, _n in scored), default=0.0)
+    return sorted(n for r, n in scored if r == best) if best >= 0.6 else []
 
 
 class CorpusService:

@@ -16,7 +16,7 @@ from contam.app.core.config import SignatureConfig
 from contam.app.core.types import BenchmarkItem
 from contam.app.errors import InputError, NotFoundError, SettingsConflict, StateError
 from contam.app.services.checking import CheckService
-from contam.app.services.corpora import CorpusService, select_corpora
+from contam.app.services.corpora import CorpusService, no_corpus, select_corpora
 from contam.app.services.indexing import indexing_run
 from contam.app.services.reports import ReportService
 from contam.app.store import db, repo
@@ -54,6 +54,15 @@ def test_one_health_view_for_one_corpus_and_for_all(engine: Engine, index_corpus
     assert svc.health("a")["config"]["ngram_n"] == 5  # settings decoded by the store
     with pytest.raises(NotFoundError, match="no corpus named 'zz'"):
         svc.health("zz")
+
+
+def test_a_misspelt_corpus_name_is_told_the_name_meant() -> None:
+    """`--corpus shardl` listed the corpora there are but not which was meant, where a misspelt
+    field or threshold says it (a new user's trial); a name like none says no guess."""
+    said = str(no_corpus(["shardl"], ["shard1", "shard2", "web"]))
+    assert said == "no corpus named 'shardl' (the corpora: shard1, shard2, web); did you mean 'shard1' or 'shard2'?"
+    assert str(no_corpus(["wbe"], ["shard1", "web"])).endswith("did you mean 'web'?")
+    assert "did you mean" not in str(no_corpus(["zz"], ["shard1", "web"]))
 
 
 def test_a_scan_of_an_empty_corpus_refuses(engine: Engine, index_corpus: IndexCorpus) -> None:
