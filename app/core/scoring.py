@@ -26,7 +26,7 @@ What decides is the item's *own* text, found in one document (DESIGN.md items 2-
    copy the region holds where this item's match is. So a twin that differs by one word is told
    apart by that word; a puzzle asked five ways by the words of its question; a templated claim
    by the claim. With no competitor, own text is all but the passages the item shares (a
-   template counts: README, "Own text"). Common text is never
+   template counts: docs/scoring.md, "4. Own text"). Common text is never
    own.
 5. Information: a match counts only with at least `min_bits` bits under a language model of the
    rest of the benchmark (app.core.surprise), less, for each piece after the first that a
@@ -43,7 +43,7 @@ What decides is the item's *own* text, found in one document (DESIGN.md items 2-
                    not common in the corpus, with none of the item's own text and no copy
                    there of an item sharing it (the reason says so); or the item's
                    opening in one run of >= opening_run own tokens; or rare short runs
-                   (README.md, "How items are scored", lists every rule with its reason)
+                   (docs/scoring.md, "6. Status", lists every rule with its reason)
      clean         otherwise
    Thresholds come from the score distribution of unrelated text (bench/calibrate.py, README).
 """
