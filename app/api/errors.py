@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DatabaseError, DataError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from contam.app.api.schemas import ErrorRead, unknown_threshold
+from contam.app.api.schemas import CheckItemIn, ErrorRead, unknown_threshold
 from contam.app.errors import (
     ConfigError,
     ContamError,
@@ -113,6 +113,14 @@ def plain_problem(err: Mapping[str, Any]) -> str:
     kind, ctx, msg = err.get("type"), err.get("ctx") or {}, str(err.get("msg", "invalid"))
     if kind == "extra_forbidden" and len(loc) > 2 and loc[-2] == "thresholds":
         return f"{'.'.join(loc[1:-1])}: {unknown_threshold(loc[-1])}"
+    if kind == "extra_forbidden" and loc[:2] == ["body", "items"] and len(loc) == 4:
+        # a chat item ({"messages": [...]}) was told only that, not what an item holds nor where
+        # such rows are read (a new user's trial)
+        fields = ", ".join(CheckItemIn.model_fields)
+        return (
+            f"{where}: not a field of an item (an item's fields: {fields}); a dataset's rows in another layout "
+            "(chat messages, say) are read as a benchmark file's: POST /api/v1/benchmarks"
+        )
     if kind == "extra_forbidden":
         return f"{where}: not a field this request takes"
     if kind == "string_pattern_mismatch" and (m := _ALTERNATIVES.fullmatch(str(ctx.get("pattern", "")))):

@@ -186,10 +186,13 @@ def select_corpora_listing(engine: Engine, names: list[str] | None = None) -> tu
     if not rows:
         raise NotFoundError("no corpus is indexed yet: run `contam index` first")
     if empty:
+        # "shows why its files failed" of a corpus none of whose files failed (an interrupted first
+        # run) sent the user looking for failures there were none of (a new user's trial)
+        why = " (`contam corpora NAME` shows why its files failed)" if any(r["failed_files"] for r in empty) else ""
         raise StateError(
             "nothing to check against: "
             + "; ".join(f"corpus {r['name']!r} holds 0 documents ({_files(r['failed_files'])} failed)" for r in empty)
-            + ". Index documents into it first (`contam corpora NAME` shows why its files failed)"
+            + f". Index documents into it first{why}"
         )
     return [r["name"] for r in _one_setting(chosen, bool(names))], rows
 

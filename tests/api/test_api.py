@@ -200,11 +200,14 @@ def test_check_endpoint(client: TestClient) -> None:
     assert latin.json()["error"].startswith("the request body is not UTF-8 text (invalid byte at position 15)")
     # a key the request does not have is refused, not dropped: `corpus` checked every corpus,
     # and an item's `Question` left it with no text (too_short)
-    for body in ({"texts": [Q1], "corpus": ["c"]}, {"items": [{"Question": Q1}]}):
-        wrong = client.post("/api/v1/check", json=body)
-        assert wrong.status_code == 422 and "not a field this request takes" in wrong.json()["error"], body
+    wrong = client.post("/api/v1/check", json={"texts": [Q1], "corpus": ["c"]})
+    assert wrong.status_code == 422 and "corpus: not a field this request takes" in wrong.json()["error"]
     said = client.post("/api/v1/check", json={"items": [{"Question": Q1}]}).json()["error"]
-    assert said == "invalid request: items.0.Question: not a field this request takes", said
+    assert said.startswith("invalid request: items.0.Question: not a field of an item (an item's fields: id, question,")
+    # a chat item is told what an item holds and where such rows are read (a new user's trial)
+    chat = client.post("/api/v1/check", json={"items": [{"messages": [{"role": "user", "content": Q1}]}]})
+    assert chat.status_code == 422 and "items.0.messages: not a field of an item" in chat.json()["error"]
+    assert chat.json()["error"].endswith("(chat messages, say) are read as a benchmark file's: POST /api/v1/benchmarks")
     past = client.post("/api/v1/check", json={"items": [{"question": Q1, "choices": ["Nile", "Tigris"], "answer": 7}]})
     assert past.status_code == 422 and "items[0]: answer 7 is not an index into its 2 choice(s)" in past.text
     # a string of digits is an index too, as a benchmark file's reader takes it (it was the text "1")

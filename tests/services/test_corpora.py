@@ -17,7 +17,7 @@ from contam.app.core.types import BenchmarkItem
 from contam.app.errors import InputError, NotFoundError, SettingsConflict, StateError
 from contam.app.services.checking import CheckService
 from contam.app.services.corpora import CorpusService, no_corpus, select_corpora
-from contam.app.services.indexing import indexing_run
+from contam.app.services.indexing import indexing_run, open_corpus
 from contam.app.services.reports import ReportService
 from contam.app.store import db, repo
 from contam.app.store import reports as rrepo
@@ -73,6 +73,15 @@ def test_a_scan_of_an_empty_corpus_refuses(engine: Engine, index_corpus: IndexCo
         CheckService(engine).items(items)
     with pytest.raises(StateError, match="corpus 'empty' holds 0 documents"):
         CheckService(engine).items(items, ["empty"])
+    with pytest.raises(StateError, match=r"\(1 file failed\)\. .*shows why its files failed"):
+        CheckService(engine).items(items, ["empty"])
+    # a corpus none of whose files failed (a first run interrupted) is not told to look for why
+    # its files failed (a new user's trial)
+    open_corpus(engine, "begun", SignatureConfig(), True)
+    with pytest.raises(
+        StateError, match=r"'begun' holds 0 documents \(0 files failed\)\. Index documents into it first$"
+    ):
+        CheckService(engine).items(items, ["begun"])
     index_corpus(engine, make_docs(2, 30, 2, "b"), "full")
     assert select_corpora(engine) == ["full"]  # by default, the corpora holding documents
     assert CheckService(engine).items(items).summary["counts"]["clean"] == 1
