@@ -168,7 +168,8 @@ class Index:
         address: str | None = None,
         strict: bool = True,
     ) -> IndexSummary:
-        """Index corpus files or folders (`paths`, or one path) into `corpus` (created with `settings` if new).
+        """Index corpus files or folders (`paths`, or one path) into `corpus` (created with `settings` if new);
+        `text_field` names the records' text field, or several separated by commas (the first a record has).
         A file that cannot be read, or gives no documents (a wrong `text_field`, say), fails
         with its reason; the others are indexed, then FilesFailed is raised, holding the
         summary (`strict=False`: the summary is returned, its `failed` files listed there).

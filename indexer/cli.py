@@ -108,7 +108,7 @@ TextFieldOpt = Annotated[
     str,
     typer.Option(
         help="the records' field holding the document's text (JSON lines, Parquet, Arrow); a.b: the field b "
-        "inside the object (or struct column) a"
+        "inside the object (or struct column) a; a,b: the first of them a record (a table: a column) has"
     ),
 ]
 IdFieldOpt = Annotated[str, typer.Option(help="the records' field naming the document (without it: FILE:LINE)")]

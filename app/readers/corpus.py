@@ -452,6 +452,21 @@ def _read_lines(buffered: io.BufferedReader, skipped: Counter[str], max_bytes: i
 ABSENT = object()
 
 
+def text_fields(text_field: str) -> list[str]:
+    """The fields a --text-field names: one, or several separated by commas, of which a record's
+    text is the first it holds (a table's: the first column it has). A corpus whose files keep
+    their text under different names (Parquet's `text`, an export's `doc.content`) took a run
+    per name, and a rerun of the whole failed the files of the other names (a new user's trial)."""
+    return [f.strip() for f in text_field.split(",") if f.strip()] or [text_field]
+
+
+def _first_text(rec: Mapping[str, Any], fields: list[str]) -> Any:
+    """The value of the first of `fields` the record holds, not null nor blank text; else the
+    first one's (None when it has none), for _text_of to count as missing or empty."""
+    values = [field_value(rec, f) for f in fields]
+    return next((v for v in values if v is not None and not (isinstance(v, str) and not v.strip())), values[0])
+
+
 def field_value(rec: Mapping[str, Any], name: str, default: Any = None) -> Any:
     """rec[name], or, for a name with dots that is not a key, the value at that path inside
     nested objects ("sql.human_readable": WikiSQL's SQL; a corpus's "document.text"); `default`
@@ -643,12 +658,13 @@ def read_jsonl(
 ) -> Iterator[RawDocument]:
     """Documents of a JSON-lines file (.jsonl, .ndjson, .json) or of a .json file holding a JSON array."""
     lineno = 0
+    fields = text_fields(text_field)
     try:
         for lineno, obj, repaired in _json_records(path, skipped, max_bytes):
             if not isinstance(obj, dict):
                 skipped["not_an_object"] += 1
                 continue
-            text = _text_of(field_value(obj, text_field), skipped)
+            text = _text_of(_first_text(obj, fields), skipped)
             if text is None:
                 continue
             if repaired:
@@ -752,17 +768,18 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
     """Why a corpus file gave no documents, naming the likely cause: a missing text field (with
     the fields it does hold), records that were all skipped, or no records at all."""
     fields = fields_seen(path)
-    if fields and not _field_there(path, fields, text_field):
+    if fields and not any(_field_there(path, fields, f) for f in text_fields(text_field)):
         if wrapper := _records_inside(path):  # {"data": [{...}, ...]}: the records are one level down
             return (
                 f"no documents: the file is one JSON object whose {wrapper!r} holds the records; give contam "
                 f"JSON lines or a JSON array of records (e.g. jq -c '.{wrapper}[]' FILE > FILE.jsonl)"
             )
         seen = f"fields seen: {', '.join(fields)}{_nested_text(path)}"
-        return f"no documents: no field {text_field!r}; {seen} ({TEXT_FIELD_HINT})"
+        return f"no documents: no field {_named(text_fields(text_field))}; {seen} ({TEXT_FIELD_HINT})"
     left_out, _repaired = split_counts(skipped)
-    if left_out.get("non_string_text") and (inside := _object_field(path, text_field)) is not None:
-        keys, text_path = inside
+    objects = (found for f in text_fields(text_field) if (found := _object_field(path, f)) is not None)
+    if left_out.get("non_string_text") and (inside := next(objects, None)) is not None:
+        text_field, (keys, text_path) = inside
         others = ", ".join(f"{k}: {v}" for k, v in left_out.items() if k != "non_string_text")
         return (
             f"no documents: the field {text_field!r} holds objects, not text (their fields: {', '.join(keys)})"
@@ -796,17 +813,17 @@ def _nested_text(path: Path) -> str:
     return f"; text inside objects, named by their path: {shown}"
 
 
-def _object_field(path: Path, text_field: str) -> tuple[list[str], str | None] | None:
-    """(the keys, and the path inside of its longest text, if any) of the object a JSON-lines
-    file's text field holds in its first records; None if it holds none (a new user's
-    --text-field meta was told only "non_string_text: 769")."""
+def _object_field(path: Path, text_field: str) -> tuple[str, tuple[list[str], str | None]] | None:
+    """(the field, (the keys, and the path inside of its longest text, if any)) of the object a
+    JSON-lines file's text field holds in its first records; None if it holds none (a new
+    user's --text-field meta was told only "non_string_text: 769")."""
     if corpus_format(path) != "jsonl":
         return None
     for rec in _first_records(path, 100):
         value = field_value(rec, text_field) if isinstance(rec, dict) else None
         if isinstance(value, dict) and value:
             texts = sorted(_text_paths(value), key=lambda kv: -kv[1])
-            return [str(k) for k in value][:10], texts[0][0] if texts else None
+            return text_field, ([str(k) for k in value][:10], texts[0][0] if texts else None)
     return None
 
 
@@ -874,12 +891,19 @@ def read_arrow(path: Path, text_field: str, id_field: str, skipped: Counter[str]
 
 
 def _text_column(path: Path, text_field: str, schema: pa.Schema) -> tuple[str, str | None]:
-    """The text field's column (_column_of); a table without it fails, naming its columns."""
-    col = _column_of(schema, text_field)
+    """The text field's column (_column_of; of several, the first the table has); a table with
+    none of them fails, naming its columns."""
+    fields = text_fields(text_field)
+    col = next((c for f in fields if (c := _column_of(schema, f)) is not None), None)
     if col is None:
-        names = ", ".join(schema.names) + _inside_structs(schema, text_field)
-        raise CorruptFileError(f"{path}: no column {text_field!r} (columns: {names}; {TEXT_FIELD_HINT})")
+        names = ", ".join(schema.names) + _inside_structs(schema, fields[0])
+        raise CorruptFileError(f"{path}: no column {_named(fields)} (columns: {names}; {TEXT_FIELD_HINT})")
     return col
+
+
+def _named(fields: list[str]) -> str:
+    """'a', or 'a' or 'b': the text fields asked for, as a message names them."""
+    return " or ".join(map(repr, fields))
 
 
 def _inside_structs(schema: pa.Schema, asked: str) -> str:

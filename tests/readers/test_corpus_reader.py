@@ -163,6 +163,36 @@ def test_truncated_zstd_raises_corrupt_and_frames_read_whole(tmp_path: Path) -> 
     assert len(_read(two)[0]) == len(DOCS) * 500
 
 
+def test_several_text_fields_take_the_first_a_record_or_a_table_has(tmp_path: Path) -> None:
+    """A corpus whose files keep their text under different names (Parquet's `text`, an export's
+    `doc.content`) took a run per name, and rerunning the whole failed the others' files (a new
+    user's trial). `--text-field doc.content,text`: a record's text is the first of them it holds
+    with text, a table's the first column it has; with none, the message names them all."""
+    j = tmp_path / "b.jsonl"
+    rows = [
+        {"id": "j1", "doc": {"content": "nested content"}},
+        {"id": "j2", "text": "plain text"},
+        {"id": "j3", "doc": {"content": None}, "text": "text beside a null"},
+        {"id": "j4", "doc": {"content": " "}},
+    ]
+    j.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    docs, skipped = _read(j, text_field="doc.content, text")
+    assert [(d.external_id, d.text) for d in docs] == [
+        ("j1", "nested content"),
+        ("j2", "plain text"),
+        ("j3", "text beside a null"),
+    ]
+    assert skipped == Counter(empty_text=1)
+    t = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"id": ["p1"], "text": ["parquet text"]}), t)
+    assert [d.text for d in _read(t, text_field="doc.content,text")[0]] == ["parquet text"]
+    with pytest.raises(CorruptFileError, match=r"no column 'body' or 'txt' \(columns: id, text;"):
+        _read(t, text_field="body,txt")
+    assert why_no_documents(j, "body,txt", Counter(missing_text=4)).startswith(
+        "no documents: no field 'body' or 'txt'; fields seen: id, doc, text"
+    )
+
+
 def _long_window(data: bytes) -> bytes:
     """`data` as `zstd --long=30` writes it from a pipe: a frame that asks for a 1 GiB window."""
     params = zstandard.ZstdCompressionParameters.from_level(3, window_log=30, enable_ldm=True)
