@@ -705,7 +705,11 @@ def assess(
         for rs in score.roles.values():  # each field's coverage stays: what the best document holds
             rs.found = False
     if score.status is Status.CLEAN and score.passage_found:  # said, beside evidence that shows it (a trial)
-        found = "its passage was found, which alone decides nothing (a passage is no item's own text)"
+        found = (
+            "its passage was found, which alone decides nothing (a passage is no item's own text)"
+            if p.item.passage  # one written into the items' text: the reason before says why it is no evidence here
+            else "the passage it shares with other items was found"
+        )
         score.reason = found if score.reason == "no substantial overlap found" else f"{score.reason}; {found}"
     return score
 
@@ -764,11 +768,16 @@ def _of_the_whole_item(
 
 
 def _passage_found(ranked: Sequence[tuple[DocMatch, Status, str]], reason: str, th: Thresholds) -> bool:
-    """A document holds the passage field, or the status is that of a passage shared with other
-    items found without the item's own text."""
-    return any(m.passage_coverage >= th.suspicious_coverage for m, _s, _r in ranked) or (
-        "-token passage it shares with" in reason
-    )
+    """A document holds the passage field, or a passage written into the text of the item and of
+    other items (_suspicious's run of `passage_tokens` held by at most `passage_max_items` other
+    items), whatever the status (the API's word for the field): a page holding the passage beside
+    another item's question said `passage_found` false, where the passage found alone said true
+    (a new user's trial)."""
+    return any(
+        m.passage_coverage >= th.suspicious_coverage
+        or (m.shared_run >= th.passage_tokens and 1 < m.shared_items <= th.passage_max_items + 1)
+        for m, _s, _r in ranked
+    ) or ("-token passage it shares with" in reason)
 
 
 def _judged(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> tuple[Status, str] | None:

@@ -1262,6 +1262,21 @@ def test_the_passage_alone_makes_each_sibling_at_most_suspicious() -> None:
         assert s[k].status == Status.SUSPICIOUS and "passage" in s[k].reason and s[k].passage_found
 
 
+def test_the_passage_found_beside_a_siblings_copy_is_said_found() -> None:
+    """A page holding the shared passage with another item's question: the sibling is clean (that
+    copy is no copy of it) but said `passage_found` false, where the passage found alone said true
+    (a new user's trial), and the API's field is "a candidate document holds the shared passage,
+    whatever the status"."""
+    q1 = BenchmarkItem("q1", 0, question=f"{PASSAGE} Question: How many mules did the expedition take with it?")
+    q2 = BenchmarkItem("q2", 1, question=f"{PASSAGE} Question: On which day did the party reach the monastery?")
+    s = scan([q1, q2], {"page": f"{FILLER} {q1.question} Answer: eleven. {FILLER}"})
+    assert s["q1"].status == Status.CONTAMINATED and s["q1"].passage_found
+    assert s["q2"].status == Status.CLEAN and s["q2"].passage_found, s["q2"].reason
+    assert s["q2"].reason.endswith("; the passage it shares with other items was found"), s["q2"].reason
+    # a page without the passage says nothing of it
+    assert not scan([q1, q2], {"page": f"{FILLER} {FILLER}"})["q2"].passage_found
+
+
 def test_three_words_of_another_items_question_near_the_passage_do_not_hide_it() -> None:
     """The page holds the passage alone and, a sentence on, three words that item 3's question
     also has ("the harbour master"), as any text might. Item 3 is on another subject: the page is
