@@ -81,6 +81,21 @@ QUESTION_KEYS = (
 # article, document or dialogue, whose summary is the answer)
 PASSAGE_KEYS = ("passage", "context", "paragraph", "article", "story", "premise", "document", "dialogue", "schema")
 CHOICE_KEYS = ("choices", "options", "endings", "mc1_targets", "candidates")
+# names of reference answers in evaluation sets (graders' `reference_answer`, `ground_truth`,
+# `expected_output`): read as none, the items were scored without their answers, with no word (a
+# new user's trial). Not `response` or `completion`: Dolly's reference answer, but in an
+# evaluation log the model's own (ReadNotes names them when no field is read as the answer). Not
+# a list of numbers either (P3's token ids beside `targets_pretokenized`, a score per choice),
+# read as "0" or "1 0 0" (a review): _graded_text
+GRADED_KEYS = (
+    "reference_answer",
+    "ground_truth",
+    "golden_answer",
+    "gold_answer",
+    "expected_answer",
+    "expected_output",
+    "targets",
+)
 ANSWER_KEYS = (
     "answer",
     "final_answer",  # beside a worked `solution` (scored with it), the answer itself
@@ -103,17 +118,7 @@ ANSWER_KEYS = (
     "sql",  # WikiSQL: {human_readable, sel, agg, conds}
     "correct",  # AQuA-RAT, MathQA: the letter of the right option
     "answers_spans",  # DROP on Hugging Face: {spans: [...], types: [...]}
-    # names of reference answers in evaluation sets (graders' `reference_answer`, `ground_truth`,
-    # `expected_output`): read as none, the items were scored without their answers, with no word
-    # (a new user's trial). Not `response` or `completion`: Dolly's reference answer, but in an
-    # evaluation log the model's own (ReadNotes names them when no field is read as the answer)
-    "reference_answer",
-    "ground_truth",
-    "golden_answer",
-    "gold_answer",
-    "expected_answer",
-    "expected_output",
-    "targets",
+    *GRADED_KEYS,
 )
 # a worked solution or rationale beside a separate final answer: scored as part of the answer
 SOLUTION_KEYS = ("solution", "canonical_solution", "rationale", "explanation", "reasoning")
@@ -786,6 +791,14 @@ def _other_than(keys: tuple[str, ...], *taken: Any) -> tuple[str, ...]:
     return tuple(k for k in keys if _key(k) not in gone)
 
 
+def _graded_text(rec: Mapping[str, Any], key: str) -> bool:
+    """Whether answer name `key` may be the record's answer: any but a graders' name (GRADED_KEYS)
+    whose field holds a list of other than texts (token ids, a score per choice)."""
+    field = _keys(rec).get(_key(key)) if key in GRADED_KEYS else None
+    value = rec[field] if field is not None else None
+    return not (isinstance(value, list) and not all(isinstance(v, str) for v in value))
+
+
 def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
     """Role -> field name (or list of field names for lettered choice columns)."""
     mapping: dict[str, Any] = {}
@@ -824,7 +837,7 @@ def detect_mapping(rec: Mapping[str, Any]) -> dict[str, Any]:
             if len(present) >= 2 and first:  # from the first: answer1/answer2 are not answer0-4
                 mapping["choices"] = present
                 break
-    a = _first(rec, _other_than(ANSWER_KEYS, mapping.get("choices"), q, p))
+    a = _first(rec, tuple(k for k in _other_than(ANSWER_KEYS, mapping.get("choices"), q, p) if _graded_text(rec, k)))
     if a and a.lower() == "correct" and len(_item_choices(rec, mapping)[0]) < 2:
         a = None  # AQuA's letter names one of the options; without a list of them it is no answer (a flag)
     if a:
@@ -1173,9 +1186,18 @@ def _no_question(
             f"{roles[lost[0]]}; name the question's field too: {how}"
         )
     said = f"{filename}: row {row}: no question field found among {sorted(rec)}; {how}"
+    asked = {_key(k) for k in QUESTION_KEYS}
+    if empty := [k for k in rec if _key(str(k)) in asked and _blank(rec[k])]:
+        # one a question's name, left empty where no row read ahead fills it (all of the first
+        # rows, or a compressed Parquet file, not read ahead): listed among the fields in which
+        # "no question field" was found, unexplained (a review)
+        return (
+            f"{said}; the field {empty[0]!r} is empty in row {row} and no row read ahead fills it: "
+            f"question={empty[0]} reads it as the question all the same"
+        )
     if nested := _text_paths(rec):
         shown = ", ".join(path for path, _n in nested[:12]) + (", ..." if len(nested) > 12 else "")
-        asked = {_key(k) for k in QUESTION_KEYS}  # a question's name first (not a long passage, a review)
+        # a question's name first (not a long passage, a review)
         named = [path for path, _n in nested if _key(path.rsplit(".", 1)[-1]) in asked]
         example = named[0] if named else max(nested, key=lambda pn: pn[1])[0]
         return f"{said}; a field inside an object is named by its path, e.g. question={example} (text fields: {shown})"
@@ -1283,9 +1305,10 @@ class ReadNotes:
         """Note what `item`, read from record `rec` under `mapping`, holds; places are the item's
         `row`, as the results number them (from 0; `idx` in the API)."""
         self.items += 1
-        if self.items == 1 and "answer" not in mapping:
+        if self.items == 1 and "answer" not in mapping and not item.answer:
             # no answer field: the answer may be in a field of another name ("gold_idx",
-            # "reference"), dropped without a word (new users' trials)
+            # "reference"), dropped without a word (new users' trials); not said of an answer read
+            # otherwise (a chat's reply, the choice TruthfulQA's labels mark: a review)
             read = {str(x).split(".")[0] for r, f in mapping.items() if r != ANSWER_BASE for x in _fields(f)}
             self.unread = [k for k in rec if k not in read]
         self.cjk += mostly_cjk(item.question)
@@ -1395,6 +1418,7 @@ def iter_benchmark(
     found: dict[str, Any] | None = None
     n = base = 0
     system: str | None = None
+    whose = "the first row's question"  # where the question's field was found
     later = _later_fields(data, filename, limits)  # read ahead, before the items' own reading opens the file
     for row, rec in _layout_records(data, filename, limits):
         if unseen:
@@ -1403,6 +1427,8 @@ def iter_benchmark(
             first = sorted(rec)
             found = _mapping_for(rec, given, filename, row, later)
             found |= _later_roles(later, found, given)
+            if "question" not in given and not any(_has(rec, x) for x in _fields(found["question"])):
+                whose = "the question of the rows after it"  # it said "the first row's" (a review)
             counted_from = _base_of(data, filename, limits, rec, found)
             if counted_from is not None:  # said with the fields, and kept with a report's mapping
                 found[ANSWER_BASE] = str(counted_from)
@@ -1411,7 +1437,7 @@ def iter_benchmark(
             if used is not None:
                 used.update(found)
         if not any(_has(rec, x) for x in _fields(found["question"])):
-            how = "the question, as the field mapping names it" if "question" in given else "the first row's question"
+            how = "the question, as the field mapping names it" if "question" in given else whose
             raise InputError(
                 f"{filename}: row {row} has no field {found['question']!r} ({how}); {_fields_of(rec, found)}"
             )

@@ -460,11 +460,22 @@ def text_fields(text_field: str) -> list[str]:
     return [f.strip() for f in text_field.split(",") if f.strip()] or [text_field]
 
 
+def _looked_up(text_field: str) -> list[str]:
+    """The fields a record's or a table's text is looked for in: the name as given first, a field
+    named "title,body" as before a list was read (it could no longer be named: a review), then
+    text_fields."""
+    return list(dict.fromkeys([text_field, *text_fields(text_field)]))
+
+
 def _first_text(rec: Mapping[str, Any], fields: list[str]) -> Any:
     """The value of the first of `fields` the record holds, not null nor blank text; else the
-    first one's (None when it has none), for _text_of to count as missing or empty."""
+    first one it holds (None when it holds none), for _text_of to count as empty or missing (a
+    blank `text` after a missing `doc.content` was counted missing: a review)."""
     values = [field_value(rec, f) for f in fields]
-    return next((v for v in values if v is not None and not (isinstance(v, str) and not v.strip())), values[0])
+    return next(
+        (v for v in values if v is not None and not (isinstance(v, str) and not v.strip())),
+        next((v for v in values if v is not None), None),
+    )
 
 
 def field_value(rec: Mapping[str, Any], name: str, default: Any = None) -> Any:
@@ -658,7 +669,7 @@ def read_jsonl(
 ) -> Iterator[RawDocument]:
     """Documents of a JSON-lines file (.jsonl, .ndjson, .json) or of a .json file holding a JSON array."""
     lineno = 0
-    fields = text_fields(text_field)
+    fields = _looked_up(text_field)
     try:
         for lineno, obj, repaired in _json_records(path, skipped, max_bytes):
             if not isinstance(obj, dict):
@@ -777,7 +788,7 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
         seen = f"fields seen: {', '.join(fields)}{_nested_text(path)}"
         return f"no documents: no field {_named(text_fields(text_field))}; {seen} ({TEXT_FIELD_HINT})"
     left_out, _repaired = split_counts(skipped)
-    objects = (found for f in text_fields(text_field) if (found := _object_field(path, f)) is not None)
+    objects = (found for f in _looked_up(text_field) if (found := _object_field(path, f)) is not None)
     if left_out.get("non_string_text") and (inside := next(objects, None)) is not None:
         text_field, (keys, text_path) = inside
         others = ", ".join(f"{k}: {v}" for k, v in left_out.items() if k != "non_string_text")
@@ -894,7 +905,7 @@ def _text_column(path: Path, text_field: str, schema: pa.Schema) -> tuple[str, s
     """The text field's column (_column_of; of several, the first the table has); a table with
     none of them fails, naming its columns."""
     fields = text_fields(text_field)
-    col = next((c for f in fields if (c := _column_of(schema, f)) is not None), None)
+    col = next((c for f in _looked_up(text_field) if (c := _column_of(schema, f)) is not None), None)
     if col is None:
         names = ", ".join(schema.names) + _inside_structs(schema, fields[0])
         raise CorruptFileError(f"{path}: no column {_named(fields)} (columns: {names}; {TEXT_FIELD_HINT})")

@@ -476,6 +476,38 @@ def test_items_without_choices_and_no_answer_field_say_which_fields_were_not_rea
     assert notes.said() == []
 
 
+def test_the_no_answer_note_is_not_said_of_items_whose_answer_was_read() -> None:
+    """The note "no field was read as the answer ... items are scored without their answer" was
+    said of a chat whose answer is its last reply, and of TruthfulQA's choices whose labels mark
+    the answer, when a record held a field no role reads (a review): their items have answers."""
+    q = "Which river flows through the ancient city of Baghdad?"
+    reply = [{"role": "user", "content": q}, {"role": "assistant", "content": "The Tigris river."}]
+    mc = {"choices": ["Tigris", "Nile"], "labels": [1, 0]}
+    for row in ({"messages": reply, "source": "web"}, {"question": q, "mc1_targets": mc, "mc2_targets": mc}):
+        notes = ReadNotes()
+        (item,) = iter_benchmark((json.dumps(row) + "\n").encode(), "c.jsonl", notes=notes)
+        assert item.answer and notes.said() == [], (item.answer, notes.said())
+
+
+def test_graders_answer_names_holding_numbers_are_not_the_answer() -> None:
+    """`targets` (and the other graders' names) were read as the answer whatever they held: P3's
+    token ids beside `targets_pretokenized`, or a score per choice, became an answer "0" or
+    "1 0 0" (a review); before they were named by the no-answer note, as they are again."""
+    q = "Which river flows through the ancient city of Baghdad?"
+    rows = [
+        {"question": q, "choices": ["Tigris", "Nile", "Po"], "targets": [1, 0, 0]},
+        {"question": q, "targets_pretokenized": "Tigris", "targets": [3, 17, 1]},
+        {"question": q, "ground_truth": [0, 2]},
+    ]
+    for row in rows:
+        items, mapping = read_benchmark((json.dumps(row) + "\n").encode(), "t.jsonl")
+        assert "answer" not in mapping and items[0].answer == "", (row, mapping, items[0].answer)
+    items, mapping = read_benchmark((json.dumps({"question": q, "targets": ["Tigris"]}) + "\n").encode(), "t.jsonl")
+    assert mapping["answer"] == "targets" and items[0].answer == "Tigris"  # texts are still read
+    items, mapping = read_benchmark((json.dumps({"question": q, "ground_truth": 42}) + "\n").encode(), "t.jsonl")
+    assert items[0].answer == "42"  # a number alone too
+
+
 def test_a_benchmark_mostly_in_chinese_or_japanese_is_told_what_its_flags_may_be() -> None:
     """Each ideograph and kana is a token, so a rule's length in tokens is a word or two there: a
     probe's Japanese items were flagged by a verb ending (…に失敗しました) 8.4% of the time. A
@@ -1003,6 +1035,12 @@ def test_a_cut_off_zstd_benchmark_is_refused_even_at_a_line_end() -> None:
     assert len(read_benchmark(blob, "b.jsonl.zst")[0]) == 3000
 
 
+def _parquet(rows: list[dict[str, Any]]) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pylist(rows), sink)
+    return bytes(sink.getvalue())
+
+
 def _lines(rows: list[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
 
@@ -1017,8 +1055,19 @@ def test_a_first_row_with_an_empty_question_takes_the_question_field_of_the_rows
     for empty in ("", None):
         items, mapping = read_benchmark(_lines([{"id": "a", "question": empty, "answer": "x"}, good]), "e.jsonl")
         assert mapping["question"] == "question" and [it.question for it in items] == ["", good["question"]]
-    with pytest.raises(InputError, match="row 1 has no field 'question'"):
+    with pytest.raises(InputError, match="row 1 has no field 'question'") as lacking:
         read_benchmark(_lines([{"id": "a", "answer": "x"}, good]), "e.jsonl")
+    # the field is the rows' after it, not the first row's (it said "the first row's question", a review)
+    assert "first row's question" not in str(lacking.value) and "the rows after it" in str(lacking.value)
+    # where no row read ahead fills the question (all empty, or a compressed Parquet file, which is
+    # not read ahead), the empty field is named, and how to read it still: the message listed
+    # 'question' among the fields in which no question field was found (a review)
+    for data, name in (
+        (_lines([{"id": "a", "question": "", "answer": "x"}] * 2), "e.jsonl"),
+        (gzip.compress(_parquet([{"id": "a", "question": None, "answer": "x"}, good])), "e.parquet.gz"),
+    ):
+        with pytest.raises(InputError, match=r"the field 'question' is empty in row 1.*question=question"):
+            read_benchmark(data, name)
 
 
 def test_a_csv_row_of_separators_alone_is_a_blank_line_not_an_item() -> None:
