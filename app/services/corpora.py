@@ -43,7 +43,7 @@ def no_corpus(missing: Sequence[str], names: Sequence[str]) -> NotFoundError:
 def _closest(name: str, names: Sequence[str]) -> list[str]:
     """The names most like `name` (difflib's ratio, at least 0.6), all of them on a tie: `shardl`
     is as like `shard1` as `shard2`."""
-    scored = [(difflib.SequenceMatcher(None, name, n).ratio(), n) for n in names]
+    scored = [(difflib.SequenceMatcher(None, name.lower(), n.lower()).ratio(), n) for n in names]  # `WEB`: web
     best = max((r for r, _n in scored), default=0.0)
     return sorted(n for r, n in scored if r == best) if best >= 0.6 else []
 

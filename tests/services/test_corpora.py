@@ -62,6 +62,7 @@ def test_a_misspelt_corpus_name_is_told_the_name_meant() -> None:
     said = str(no_corpus(["shardl"], ["shard1", "shard2", "web"]))
     assert said == "no corpus named 'shardl' (the corpora: shard1, shard2, web); did you mean 'shard1' or 'shard2'?"
     assert str(no_corpus(["wbe"], ["shard1", "web"])).endswith("did you mean 'web'?")
+    assert str(no_corpus(["WEB"], ["shard1", "web"])).endswith("did you mean 'web'?")  # names are case-sensitive
     assert "did you mean" not in str(no_corpus(["zz"], ["shard1", "web"]))
 
 
