@@ -50,7 +50,7 @@ from contam.app.errors import (
 from contam.app.processes import sweep_temp
 from contam.app.services.corpora import CorpusService, reproducible
 from contam.app.services.database import database_trouble, migrate, open_database, shown_url, sqlite_file_missing
-from contam.app.settings import default_database_url, get_settings
+from contam.app.settings import default_database_url, get_settings, unknown_settings
 
 if TYPE_CHECKING:  # the scan's and the reports' code is imported by the commands that use them (every
     # command starts with this module: `contam index` and `contam corpora` need none of it)
@@ -177,6 +177,8 @@ def options(
     files that failed to index), 2 usage error, 3 runtime error, 130 interrupted (Ctrl-C,
     SIGTERM), 141 output closed early (a pipe)."""
     ctx.meta[DEBUG] = debug
+    for line in unknown_settings(os.environ):  # every command reads its settings from there
+        typer.echo(f"warning: {line}", err=True)
 
 
 app = typer.Typer(cls=ContamGroup, help="Benchmark contamination detector.", no_args_is_help=True, add_completion=False)
@@ -830,6 +832,11 @@ def serve_banner(
         [
             f"contam {__version__}",
             f"  dashboard:  http://{shown}:{port}/" + ("  (sign in with one of CONTAM_API_KEYS)" if keys else ""),
+            *(
+                []
+                if keys
+                else ["  API keys:   none (CONTAM_API_KEYS): every route is open to whoever reaches this address"]
+            ),
             f"  API docs:   http://{shown}:{port}/docs",
             f"  database:   {shown_url(database_url)}  (CONTAM_DATABASE_URL)"
             + (

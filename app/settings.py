@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
@@ -100,6 +102,24 @@ class Settings(BaseSettings):
 
     def resolved_workers(self) -> int:
         return self.workers if self.workers > 0 else (os.cpu_count() or 1)
+
+
+# CONTAM_ names read elsewhere than Settings: the test suite's PostgreSQL URL, and the indexer's hook
+# for tests that kill a worker mid-file
+OTHER_NAMES = ("CONTAM_TEST_PG", "CONTAM_TEST_KILL_MARKER")
+
+
+def unknown_settings(environ: Mapping[str, str]) -> list[str]:
+    """A line for each CONTAM_ variable that names no setting, with the one likely meant: a
+    misspelt CONTAM_API_KEY left the server open to all and CONTAM_DATABSE_URL used the default
+    database, without a word (an operator's trial)."""
+    known = [f"CONTAM_{name.upper()}" for name in Settings.model_fields] + list(OTHER_NAMES)
+    out = []
+    for name in sorted(k for k in environ if k.upper().startswith("CONTAM_") and k.upper() not in known):
+        meant = difflib.get_close_matches(name.upper(), known, 1, 0.75)
+        hint = f" (did you mean {meant[0]}?)" if meant else ""
+        out.append(f"{name} is no setting, and is ignored{hint}")
+    return out
 
 
 @lru_cache(maxsize=1)

@@ -23,6 +23,7 @@ from contam.app.errors import FingerprintMismatch, InputError, SettingsConflict,
 from contam.app.readers.corpus import RawDocument
 from contam.app.services.segments import merge_segments
 from contam.app.store import db, repo
+from contam.app.store import reports as reports_repo
 
 log = logging.getLogger("contam.indexing")
 
@@ -37,7 +38,10 @@ def indexing_run(engine: Engine, corpus_id: int, lease: float = RUN_LEASE_SECOND
     only once it is also older than the busy timeout (`db.lease_grace`)."""
     run_id = uuid.uuid4().hex
     try:
-        with engine.begin() as conn:
+        with db.writing(engine) as conn:  # the corpus held: a report job queued meanwhile waits for this check
+            name = repo.lock_corpus(conn, corpus_id)
+            if name is not None and (using := reports_repo.reports_using(conn, name)):
+                raise StateError(_in_use(name, using))
             repo.start_run(conn, run_id, corpus_id, f"{socket.gethostname()[:40]}:{os.getpid()}", lease)
     except IntegrityError:  # a delete held the corpus row, then removed it
         raise StateError("the corpus was deleted as this indexing run started; run it again") from None
@@ -62,6 +66,18 @@ def indexing_run(engine: Engine, corpus_id: int, lease: float = RUN_LEASE_SECOND
         beat.join()
         with suppress(SQLAlchemyError), engine.begin() as conn:  # else its lease lapses
             repo.end_run(conn, run_id)
+
+
+def _in_use(name: str, reports: Sequence[str]) -> str:
+    """Why an indexing run may not start: report jobs read the corpus. Files committed while one
+    scored made its report half before, half after (a trial: the first 20 items `clean`, the
+    last 20, copies of the same new files, `contaminated`, under one fingerprint)."""
+    return (
+        f"cannot index into corpus {name!r} while a report job reads it (report {', '.join(reports[:5])}): its "
+        "report would mix the index before and after the new files; run it again when the job is done, or "
+        "delete the report (`contam reports delete ID`, DELETE /api/v1/reports/ID); a report whose server "
+        "stopped is taken up by the next `contam serve`"
+    )
 
 
 CORPUS_NAME_MAX = 200  # characters (the column's width)

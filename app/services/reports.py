@@ -13,7 +13,7 @@ import socket
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
@@ -39,8 +39,10 @@ from contam.app.readers.benchmark import ReadNotes, iter_benchmark
 from contam.app.services.corpora import select_corpora
 from contam.app.services.database import RETRY_SECONDS, database_trouble, retrying, unavailable_reason
 from contam.app.services.exports import export_items, without_items
+from contam.app.services.indexing import RUN_LEASE_SECONDS
 from contam.app.services.results import Summary, item_row
 from contam.app.services.scanning import Scanner
+from contam.app.store import db, repo
 from contam.app.store import reports as rrepo
 
 log = logging.getLogger("contam.reports")
@@ -142,6 +144,20 @@ def spooled(stream: IO[bytes], limit: int) -> Iterator[Path]:
                 out.write(block)
                 left -= len(block)
         yield path
+
+
+def _not_being_indexed(conn: Connection, corpora: Sequence[Mapping[str, Any]]) -> None:
+    """Refuse a report job on a corpus an indexing run writes into: its files committed while the
+    job scored would make the report half before, half after (a trial; the run, in turn, refuses
+    to start while a job reads the corpus: indexing_run). The corpora are held until the report
+    is stored, so a run starting meanwhile sees it."""
+    for row in corpora:
+        if repo.lock_corpus(conn, int(row["id"])) is not None and (runs := repo.live_runs(conn, int(row["id"]))):
+            raise StateError(
+                f"corpus {row['name']!r} is being indexed ({', '.join(runs)}): a report now would mix the index "
+                "before and after its new files; upload again when the run is done (`contam corpora NAME` shows "
+                f"it; a killed run lets go of the corpus {RUN_LEASE_SECONDS:.0f} s after it stopped)"
+            )
 
 
 class ReportService:
@@ -263,7 +279,8 @@ class ReportService:
         scanner = Scanner(self.engine, select_corpora(self.engine, corpora), th)
         report_id = uuid.uuid4().hex
         blob = rrepo.compressed(data)  # before the transaction: compressing 200 MB takes a while
-        with self.engine.begin() as conn:
+        with db.writing(self.engine) as conn:
+            _not_being_indexed(conn, scanner.corpora)
             rrepo.create(
                 conn,
                 {

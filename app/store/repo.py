@@ -56,6 +56,13 @@ def get_corpus(conn: Connection, name: str, lock: bool = False) -> dict[str, Any
     return _decode_corpus(row) if row else None
 
 
+def lock_corpus(conn: Connection, corpus_id: int) -> str | None:
+    """The corpus's name, its row held until the transaction ends (as get_corpus's `lock`), or
+    None if it is gone."""
+    q = select(corpus.c.name).where(corpus.c.id == corpus_id).with_for_update()
+    return conn.execute(q).scalar()
+
+
 def create_corpus(conn: Connection, name: str, cfg: SignatureConfig, store_text: bool) -> int:
     result = conn.execute(
         insert(corpus).values(

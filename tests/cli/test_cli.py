@@ -625,6 +625,26 @@ def test_default_database_does_not_depend_on_the_working_directory(
     assert Settings().database_url == f"sqlite:///{tmp_path / 'home' / '.local' / 'share' / 'contam' / 'contam.db'}"
 
 
+def test_a_misspelt_setting_is_said_and_a_server_without_keys_says_it_is_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CONTAM_API_KEY (one letter short) left `contam serve` open to all, and CONTAM_DATABSE_URL
+    used the default database, with no word of either (an operator's trial): every command warns
+    of a CONTAM_ variable that names no setting, with the one meant, and the banner of a server
+    without keys says its routes are open."""
+    monkeypatch.setenv("CONTAM_API_KEY", "s3cret")
+    monkeypatch.setenv("CONTAM_DATABSE_URL", "postgresql://db/x")
+    monkeypatch.setenv("CONTAM_NOTHING_LIKE_IT", "1")
+    r = CliRunner().invoke(cli, ["corpora", "--db", f"sqlite:///{tmp_path / 'none.db'}"])
+    assert "warning: CONTAM_API_KEY is no setting, and is ignored (did you mean CONTAM_API_KEYS?)" in r.output
+    assert "warning: CONTAM_DATABSE_URL is no setting, and is ignored (did you mean CONTAM_DATABASE_URL?)" in r.output
+    assert "warning: CONTAM_NOTHING_LIKE_IT is no setting, and is ignored\n" in r.output
+    assert "API keys:   none (CONTAM_API_KEYS): every route is open" in serve_banner(
+        "sqlite:///x.db", "127.0.0.1", 8000, False
+    )
+    assert "API keys" not in serve_banner("sqlite:///x.db", "127.0.0.1", 8000, True)
+
+
 def test_serve_says_where_things_are_and_refuses_placeholder_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     banner = serve_banner("postgresql://u:pw@db/contam", "127.0.0.1", 8000, keys=False)
     # another database than the default is named in the next steps (a new user's trial: a second

@@ -315,6 +315,35 @@ def test_a_corpus_a_job_uses_cannot_be_deleted(engine: Engine, index_corpus: Ind
     assert svc.names() == []
 
 
+def test_no_indexing_into_a_corpus_a_job_reads_nor_a_job_on_one_being_indexed(
+    engine: Engine, index_corpus: IndexCorpus
+) -> None:
+    """`contam index` committed files into a corpus while a report job scored against it: the
+    report's first items were scored before them (`clean`), its last after (`contaminated`),
+    under one fingerprint and with no word of it (a new user's trial). An indexing run refuses to
+    start while a job (queued or running) reads the corpus, and a report is refused on a corpus
+    an indexing run writes into."""
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    data = b'{"id": "q", "question": "what is the capital of France and why is it Paris"}\n'
+    reports = ReportService(engine, 1 << 20)
+    rid = reports.submit(data, "b.jsonl", background=False)
+    with engine.connect() as conn:
+        cid = int(repo.get_corpus(conn, "web")["id"])
+    refused = rf"cannot index into corpus 'web' while a report job reads it \(report {rid}\)"
+    for status in ("queued", "running"):
+        with engine.begin() as conn:
+            rrepo.set_status(conn, rid, status)
+        with pytest.raises(StateError, match=refused), indexing_run(engine, cid):
+            pass
+    with engine.begin() as conn:
+        rrepo.set_status(conn, rid, "done")
+    busy = r"corpus 'web' is being indexed \(.+:\d+\): a report now would mix"
+    with indexing_run(engine, cid), pytest.raises(StateError, match=busy):
+        reports.submit(data, "b.jsonl", background=False)
+    assert reports.submit(data, "b.jsonl", background=False)  # the run done
+    reports.shutdown()
+
+
 def test_a_corpus_name_the_api_cannot_address_is_refused(engine: Engine, index_corpus: IndexCorpus) -> None:
     """`x/y` was accepted by `contam index` and `corpora rename`, then the API (`/corpora/x%2Fy`)
     and the dashboard's delete link answered 404: a name with a slash, a control character,
