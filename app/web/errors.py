@@ -18,6 +18,7 @@ from contam.app.errors import (
     ConfigError,
     ContamError,
     InputError,
+    LimitError,
     NotFoundError,
     SettingsConflict,
     StateError,
@@ -31,6 +32,7 @@ PAGES: dict[type[ContamError], tuple[int, str]] = {
     NotFoundError: (404, "Not found"),
     SettingsConflict: (409, "Settings conflict"),
     StateError: (409, "Not now"),  # a corpus a job uses or an indexing run writes into, as the API's 409
+    LimitError: (413, "Too large"),  # the message names the setting, as the API's 413 (an operator's trial: 422 here)
     InputError: (422, "Not accepted"),
     ConfigError: (422, "Not accepted"),
     UnavailableError: (503, "Database unavailable"),

@@ -811,6 +811,18 @@ def test_a_refused_upload_keeps_what_was_filled_in(
         assert wait_for_report(c, rid)["corpora"] == ["web"]
 
 
+def test_an_upload_over_a_limit_is_a_413_page_as_the_api_says_it(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """The form answered a file over CONTAM_MAX_UPLOAD_MB with 422, the API with 413, and the
+    README says every refusal is a 413 (an operator's trial): a 413 page naming the setting."""
+    index_corpus(migrated_url, CORPUS)
+    big = b'{"question": "' + b"x " * 600_000 + b'"}\n'
+    with TestClient(create_app(Settings(database_url=migrated_url, max_upload_mb=1))) as c:
+        r = c.post("/upload", files={"file": ("big.jsonl", big)})
+        assert r.status_code == 413 and "CONTAM_MAX_UPLOAD_MB" in r.text and "<html" in r.text, r.text[:300]
+        api = c.post("/api/v1/benchmarks", files={"file": ("big.jsonl", big)})
+        assert api.status_code == 413 and "CONTAM_MAX_UPLOAD_MB" in api.json()["error"]
+
+
 def _upload_in_browser(page, server: str, bench: Path, name: str) -> None:  # type: ignore[no-untyped-def]
     """Upload `bench` under `name` through the form, in the browser, and wait for its report page."""
     page.goto(server + "/upload")
