@@ -95,10 +95,11 @@ class JsonRoute(APIRoute):
         takes_form = field is not None and not takes_json
         fields = [f.alias for f in self.dependant.body_params]
         many = {f.alias for f in self.dependant.body_params if _takes_many(f.field_info.annotation)}
-        asked = _query_names(self.dependant)
+        asked = query_names(self.dependant)
 
         async def route(request: Request) -> Response:
-            _check_query(request, asked)
+            if unknown := unknown_query(request, asked):
+                raise HTTPException(422, unknown)
             if takes_json:
                 if not is_json(request.headers.get("content-type", "")):
                     raise HTTPException(415, "send the request body as JSON (Content-Type: application/json)")
@@ -111,24 +112,23 @@ class JsonRoute(APIRoute):
         return route
 
 
-def _query_names(d: Dependant) -> list[str]:
+def query_names(d: Dependant) -> list[str]:
     """The query parameters a route takes, its dependencies' too."""
-    return [f.alias for f in d.query_params] + [name for sub in d.dependencies for name in _query_names(sub)]
+    return [f.alias for f in d.query_params] + [name for sub in d.dependencies for name in query_names(sub)]
 
 
-def _check_query(request: Request, known: list[str]) -> None:
-    """Refuse a query parameter the route does not take, naming it (and the nearest it does): a
-    misspelt filter (`?stauts=clean`, `?pagesize=3`) gave every item, 50 a page, as if it were
-    not there (a new user's trial), where a JSON body's unknown key is refused."""
+def unknown_query(request: Request, known: list[str]) -> str | None:
+    """Why a request's query parameters are refused: one the route does not take, named (and the
+    nearest it does); None if there is none. A misspelt filter (`?stauts=clean`, `?pagesize=3`)
+    gave every item, 50 a page, as if it were not there (a new user's trial), where a JSON
+    body's unknown key is refused."""
     unknown = sorted({k for k in request.query_params if k not in known})
     if not unknown:
-        return
+        return None
     near = [m for k in unknown for m in difflib.get_close_matches(k, known, 1)]
     takes = f"this takes {', '.join(known)}" if known else "this takes none"
-    raise HTTPException(
-        422,
-        f"unknown query parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: {takes}"
-        + (f" (did you mean {', '.join(near)}?)" if near else ""),
+    return f"unknown query parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: {takes}" + (
+        f" (did you mean {', '.join(near)}?)" if near else ""
     )
 
 

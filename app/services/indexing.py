@@ -28,6 +28,7 @@ from contam.app.store import reports as reports_repo
 log = logging.getLogger("contam.indexing")
 
 RUN_LEASE_SECONDS = 120.0  # an indexing run's hold on its corpus lapses this long after its last renewal
+DELETED_AS_STARTED = "the corpus was deleted as this indexing run started; run it again"
 
 
 @contextmanager
@@ -40,11 +41,13 @@ def indexing_run(engine: Engine, corpus_id: int, lease: float = RUN_LEASE_SECOND
     try:
         with db.writing(engine) as conn:  # the corpus held: a report job queued meanwhile waits for this check
             name = repo.lock_corpus(conn, corpus_id)
-            if name is not None and (using := reports_repo.reports_using(conn, name)):
+            if name is None:  # a delete held the corpus row, then removed it
+                raise StateError(DELETED_AS_STARTED)
+            if using := reports_repo.reports_using(conn, name):
                 raise StateError(_in_use(name, using))
             repo.start_run(conn, run_id, corpus_id, f"{socket.gethostname()[:40]}:{os.getpid()}", lease)
-    except IntegrityError:  # a delete held the corpus row, then removed it
-        raise StateError("the corpus was deleted as this indexing run started; run it again") from None
+    except IntegrityError:  # likewise, between the check and the insert
+        raise StateError(DELETED_AS_STARTED) from None
     done = threading.Event()
 
     def renew() -> None:

@@ -13,6 +13,7 @@ from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 from sqlalchemy.exc import DatabaseError, DataError, OperationalError
 
+from contam.app.api.bodies import query_names, unknown_query
 from contam.app.api.errors import log_failure, plain_problem
 from contam.app.errors import (
     ConfigError,
@@ -65,9 +66,14 @@ class PageRoute(APIRoute):
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
+        asked = query_names(self.dependant)
 
         async def page(request: Request) -> Response:
             try:
+                # a misspelt filter in a shared link (`/items?report=R&stauts=clean`) listed every
+                # item, where the API refuses it (an operator's trial): a 422 page naming it
+                if unknown := unknown_query(request, asked):
+                    raise InputError(unknown)
                 return await handler(request)
             except LoginRequired:
                 # the query too: a shared link to a filtered view or to one of several items of an id

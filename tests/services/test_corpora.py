@@ -271,10 +271,11 @@ def test_a_run_starting_while_a_delete_holds_the_corpus_fails_cleanly(
         except StateError as exc:
             outcome.append(exc.message)
 
-    asking = threading.Event()  # the run has sent the insert that holds the corpus (and waits on it)
+    asking = threading.Event()  # the run has asked for the corpus (and waits for it)
+    first = "SELECT corpus.name" if engine.dialect.name == "postgresql" else "BEGIN IMMEDIATE"  # repo.lock_corpus
 
     def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if statement.startswith("INSERT INTO index_run"):
+        if statement.startswith(first) and runs and threading.current_thread() is runs[0]:
             asking.set()
 
     event.listen(engine, "before_cursor_execute", seen)
@@ -284,7 +285,7 @@ def test_a_run_starting_while_a_delete_holds_the_corpus_fails_cleanly(
         runs[0].start()
         assert asking.wait(30)  # the run is starting
         if engine.dialect.name == "postgresql":
-            _wait_for_a_blocked(engine, "INSERT INTO index_run", runs[0])  # and waits for the corpus
+            _wait_for_a_blocked(engine, "SELECT corpus.name", runs[0])  # and waits for the corpus
         else:  # SQLite's busy wait shows nowhere a test can see it without a hook in the run
             time.sleep(0.5)
         real_delete(conn, corpus_id)

@@ -345,6 +345,13 @@ def test_the_items_page_takes_a_page_size(migrated_url: str, index_corpus: Index
         assert "page_size=10&amp;page=3" in page and "<option selected>10</option>" in page
         assert c.get(every + "&page_size=100").text.count('data-label="Score"') == 30
         assert c.get(every + "&page_size=501").status_code == 422
+        # a misspelt filter in a shared link listed every item, where the API refuses it (an
+        # operator's trial): a page naming it and the one meant
+        typo = c.get(f"/items?report={rid}&stauts=clean")
+        assert typo.status_code == 422 and "<html" in typo.text, typo.text[:200]
+        assert "unknown query parameter stauts: this takes report, status," in typo.text
+        assert "(did you mean status?)" in typo.text
+        assert c.get("/?page=1&deleted=true").status_code == 200 and c.get("/login?next=/items").status_code == 200
 
 
 def test_the_upload_form_offers_only_corpora_holding_documents(migrated_url: str, index_corpus: IndexCorpus) -> None:
