@@ -281,8 +281,10 @@ def reports(
         return
     for r in rows:
         share = (r.get("summary") or {}).get("contaminated_share")
+        waits = r["status"] in ("queued", "running") and not r.get("held")
         typer.echo(
             f"{r['id']}  {r['status']:<9} {r['done_items']:,}/{r['total_items']:,} items"
+            + (" (no server holds its job: the next `contam serve` takes it up)" if waits else "")
             + (f", {share:.1%} contaminated" if share is not None else "")
             + f"  {r['name']}  (corpora: {', '.join(r.get('corpora') or []) or 'none'}; {r['created_at']})"
         )

@@ -214,10 +214,13 @@ def upload_to(conn: Connection, report_id: str, dest: IO[bytes]) -> bool:
 
 
 def list_all(conn: Connection, limit: int = 100, offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
+    """The reports, newest first; each with `held`: a server holds its job under a live lease (a
+    queued or running report that none holds waits for the next server: `contam reports` said
+    `running` of a job whose server had stopped, an operator's trial)."""
     total = conn.execute(select(func.count()).select_from(report)).scalar_one()
-    rows = conn.execute(
-        select(*REPORT_COLUMNS).order_by(report.c.created_at.desc(), report.c.id).limit(limit).offset(offset)
-    ).mappings()
+    live = and_(report.c.owner.is_not(None), report.c.lease_until >= db.clock(conn) - db.lease_grace(conn))
+    q = select(*REPORT_COLUMNS, case((live, True), else_=False).label("held"))
+    rows = conn.execute(q.order_by(report.c.created_at.desc(), report.c.id).limit(limit).offset(offset)).mappings()
     return int(total), [_decode(r) for r in rows]
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from conftest import IndexCorpus
 from helpers import stdlib_stand_in
+from sqlalchemy import update
 from sqlalchemy.engine import make_url
 from typer.testing import CliRunner, Result
 
@@ -1238,6 +1239,7 @@ def test_reports_are_listed_and_deleted_from_the_command_line(migrated_url: str,
     reports` lists them; `contam reports delete ID` deletes one, asking first, and frees the corpus."""
     from contam.app.services.reports import ReportService
     from contam.app.store import reports as rrepo
+    from contam.app.store.schema import report
 
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
@@ -1246,12 +1248,20 @@ def test_reports_are_listed_and_deleted_from_the_command_line(migrated_url: str,
     service = ReportService(engine, 1 << 20)
     rid = service.submit(json.dumps({"id": "a", "question": Q1}).encode(), "quiz.jsonl", background=False)
     service.shutdown()
-    with engine.begin() as conn:  # as a killed server's job leaves it
+    with engine.begin() as conn:  # as a killed server's job leaves it, its lease run out
         rrepo.set_status(conn, rid, "running")
+        conn.execute(update(report).where(report.c.id == rid).values(lease_until=0.0))
     run = CliRunner()
     listed = run.invoke(cli, ["reports", "--db", migrated_url])
     assert listed.exit_code == 0 and listed.output.startswith(f"{rid}  running ") and "quiz.jsonl" in listed.output
     assert "(corpora: web;" in listed.output
+    # no server holds it: said, where `running` alone read as a job under way (an operator's trial)
+    assert "1/1 items (no server holds its job: the next `contam serve` takes it up)" in listed.output
+    with engine.begin() as conn:  # a live server's job
+        assert rrepo.take_job(conn, rid, "a-server", 60.0)
+    assert "no server holds" not in run.invoke(cli, ["reports", "--db", migrated_url]).output
+    with engine.begin() as conn:
+        rrepo.set_status(conn, rid, "running")
     assert json.loads(run.invoke(cli, ["reports", "--json", "--db", migrated_url]).output)[0]["id"] == rid
     refused = run.invoke(cli, ["corpora", "delete", "web", "--yes", "--db", migrated_url])
     assert refused.exit_code == 3 and "`contam reports delete ID`" in refused.output
