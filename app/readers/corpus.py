@@ -471,11 +471,17 @@ def _first_text(rec: Mapping[str, Any], fields: list[str]) -> Any:
     """The value of the first of `fields` the record holds, not null nor blank text; else the
     first one it holds (None when it holds none), for _text_of to count as empty or missing (a
     blank `text` after a missing `doc.content` was counted missing: a review)."""
-    values = [field_value(rec, f) for f in fields]
-    return next(
-        (v for v in values if v is not None and not (isinstance(v, str) and not v.strip())),
-        next((v for v in values if v is not None), None),
-    )
+    if len(fields) == 1:  # the usual case, once per record: no list, no scan of the text
+        return field_value(rec, fields[0])
+    held = None
+    for f in fields:
+        v = field_value(rec, f)
+        if v is None:
+            continue
+        if not (isinstance(v, str) and (not v or v.isspace())):  # isspace stops at the first letter: no copy
+            return v
+        held = v if held is None else held
+    return held
 
 
 def field_value(rec: Mapping[str, Any], name: str, default: Any = None) -> Any:
