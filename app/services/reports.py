@@ -150,9 +150,16 @@ def _not_being_indexed(conn: Connection, corpora: Sequence[Mapping[str, Any]]) -
     """Refuse a report job on a corpus an indexing run writes into: its files committed while the
     job scored would make the report half before, half after (a trial; the run, in turn, refuses
     to start while a job reads the corpus: indexing_run). The corpora are held until the report
-    is stored, so a run starting meanwhile sees it."""
-    for row in corpora:
-        if repo.lock_corpus(conn, int(row["id"])) is not None and (runs := repo.live_runs(conn, int(row["id"]))):
+    is stored, so a run starting meanwhile sees it; in the order of their ids, as another submit
+    holds them. A corpus renamed or deleted since it was chosen is refused: the report would name
+    a corpus there no longer is (or another given its name since)."""
+    for row in sorted(corpora, key=lambda r: int(r["id"])):
+        if repo.lock_corpus(conn, int(row["id"])) != row["name"]:
+            raise StateError(
+                f"corpus {row['name']!r} was renamed or deleted as this report was submitted; upload again "
+                "(`contam corpora` lists the corpora there are)"
+            )
+        if runs := repo.live_runs(conn, int(row["id"])):
             raise StateError(
                 f"corpus {row['name']!r} is being indexed ({', '.join(runs)}): a report now would mix the index "
                 "before and after its new files; upload again when the run is done (`contam corpora NAME` shows "

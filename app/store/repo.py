@@ -57,9 +57,11 @@ def get_corpus(conn: Connection, name: str, lock: bool = False) -> dict[str, Any
 
 
 def lock_corpus(conn: Connection, corpus_id: int) -> str | None:
-    """The corpus's name, its row held until the transaction ends (as get_corpus's `lock`), or
-    None if it is gone."""
-    q = select(corpus.c.name).where(corpus.c.id == corpus_id).with_for_update()
+    """The corpus's name, its row held until the transaction ends, or None if it is gone. On
+    PostgreSQL FOR NO KEY UPDATE: it excludes another such hold and a delete's or rename's
+    (get_corpus's `lock`), but not the key-share lock an indexer's open commit group holds on
+    the row (its files and documents reference it), which FOR UPDATE waited behind: minutes."""
+    q = select(corpus.c.name).where(corpus.c.id == corpus_id).with_for_update(key_share=True)
     return conn.execute(q).scalar()
 
 

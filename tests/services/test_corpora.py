@@ -345,6 +345,72 @@ def test_no_indexing_into_a_corpus_a_job_reads_nor_a_job_on_one_being_indexed(
     reports.shutdown()
 
 
+def test_a_run_starting_and_a_report_do_not_wait_for_an_indexers_open_commit_group(
+    pg_url: str, index_corpus: IndexCorpus
+) -> None:
+    """An indexer's commit group (up to 256 MiB of text: minutes) holds PostgreSQL's key-share
+    lock on its corpus's row (its files and documents reference it). The start checks held the
+    row FOR UPDATE, which waits behind it: a second `contam index` into the corpus waited for the
+    first's group to commit, and an upload on the corpus hung until then before its 409. Their
+    lock still excludes each other's and a delete's, not an indexer's references. (SQLite: one
+    writer at a time, as before.)"""
+    engine = db.make_engine(pg_url)
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    with engine.connect() as conn:
+        cid = int(repo.get_corpus(conn, "web")["id"])
+    data = b'{"id": "q", "question": "what is the capital of France and why is it Paris"}\n'
+    reports = ReportService(engine, 1 << 20)
+    outcome: list[str] = []
+
+    def second_run() -> None:
+        with indexing_run(engine, cid):
+            outcome.append("started")
+
+    def upload() -> None:
+        try:
+            reports.submit(data, "b.jsonl", background=False)
+        except StateError as exc:
+            outcome.append(exc.message)
+
+    with indexing_run(engine, cid), engine.connect() as group, group.begin():  # a run's open commit group
+        values = {"corpus_id": cid, "path": "x", "size": 1, "content_hash": "h" * 32, "status": "done"}
+        group.execute(corpus_file.insert().values(**values, indexed_at=repo.now()))
+        for work in (second_run, upload):
+            t = threading.Thread(target=work, daemon=True)
+            t.start()
+            t.join(10)
+            assert not t.is_alive(), f"{work.__name__} waited for the open commit group"
+        group.rollback()
+    assert outcome[0] == "started" and "is being indexed" in outcome[1]
+    reports.shutdown()
+    engine.dispose()
+
+
+def test_a_report_on_a_corpus_renamed_or_deleted_as_it_is_submitted_is_refused(
+    engine: Engine, index_corpus: IndexCorpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """submit chooses its corpora, compresses the upload, then holds the corpora while it checks
+    for indexing runs and stores the report. A corpus renamed or deleted in between was stored
+    under the name it no longer has (the rename had already renamed the reports made with it),
+    and the job failed on it, or read another corpus given that name since: refused instead."""
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    data = b'{"id": "q", "question": "what is the capital of France and why is it Paris"}\n'
+    reports = ReportService(engine, 1 << 20)
+    real, svc = rrepo.compressed, CorpusService(engine)
+    for meanwhile in (lambda: svc.rename("web", "web2"), lambda: svc.delete("web2")):
+
+        def compressed(data: Any, meanwhile: Any = meanwhile) -> bytes:
+            meanwhile()
+            return real(data)
+
+        monkeypatch.setattr(rrepo, "compressed", compressed)
+        with pytest.raises(StateError, match="as this report was submitted"):
+            reports.submit(data, "b.jsonl", background=False)
+    with engine.connect() as conn:
+        assert rrepo.list_all(conn)[0] == 0
+    reports.shutdown()
+
+
 def test_a_corpus_name_the_api_cannot_address_is_refused(engine: Engine, index_corpus: IndexCorpus) -> None:
     """`x/y` was accepted by `contam index` and `corpora rename`, then the API (`/corpora/x%2Fy`)
     and the dashboard's delete link answered 404: a name with a slash, a control character,
