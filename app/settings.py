@@ -116,8 +116,10 @@ def unknown_settings(environ: Mapping[str, str]) -> list[str]:
     known = [f"CONTAM_{name.upper()}" for name in Settings.model_fields] + list(OTHER_NAMES)
     out = []
     for name in sorted(k for k in environ if k.upper().startswith("CONTAM_") and k.upper() not in known):
-        meant = difflib.get_close_matches(name.upper(), known, 1, 0.75)
-        hint = f" (did you mean {meant[0]}?)" if meant else ""
+        # compared without the prefix all share, which made any name look near one (CONTAM_URL was
+        # told CONTAM_PORT, CONTAM_DEBUG CONTAM_DEMO)
+        meant = difflib.get_close_matches(name.upper()[7:], [k[7:] for k in known], 1, 0.6)
+        hint = f" (did you mean CONTAM_{meant[0]}?)" if meant else ""
         out.append(f"{name} is no setting, and is ignored{hint}")
     return out
 

@@ -32,7 +32,7 @@ from contam.app.core.config import SignatureConfig
 from contam.app.errors import ContamError
 from contam.app.services.checking import CheckService
 from contam.app.services.corpora import CorpusService
-from contam.app.settings import Settings, default_database_url, get_settings
+from contam.app.settings import Settings, default_database_url, get_settings, unknown_settings
 from contam.app.store.db import known_revisions, make_engine, upgrade
 from contam.indexer.cli import app as cli
 from contam.indexer.cli import demo_workdir
@@ -640,6 +640,15 @@ def test_a_misspelt_setting_is_said_and_a_server_without_keys_says_it_is_open(
     assert "warning: CONTAM_API_KEY is no setting, and is ignored (did you mean CONTAM_API_KEYS?)" in r.output
     assert "warning: CONTAM_DATABSE_URL is no setting, and is ignored (did you mean CONTAM_DATABASE_URL?)" in r.output
     assert "warning: CONTAM_NOTHING_LIKE_IT is no setting, and is ignored\n" in r.output
+    # the prefix they all share made any name look near one: no setting named that is not meant
+    assert unknown_settings({"CONTAM_URL": "x", "CONTAM_DEBUG": "1", "CONTAM_BOGUS": "1"}) == [
+        f"{name} is no setting, and is ignored" for name in ("CONTAM_BOGUS", "CONTAM_DEBUG", "CONTAM_URL")
+    ]
+    assert unknown_settings({"CONTAM_PORTS": "1", "CONTAM_MAX_UPLOAD": "1", "contam_api_key": "k"}) == [
+        "CONTAM_MAX_UPLOAD is no setting, and is ignored (did you mean CONTAM_MAX_UPLOAD_MB?)",
+        "CONTAM_PORTS is no setting, and is ignored (did you mean CONTAM_PORT?)",
+        "contam_api_key is no setting, and is ignored (did you mean CONTAM_API_KEYS?)",
+    ]
     assert "API keys:   none (CONTAM_API_KEYS): every route is open" in serve_banner(
         "sqlite:///x.db", "127.0.0.1", 8000, False
     )
