@@ -694,7 +694,7 @@ def assess(
         score.answer_found = bool(best.answer_found) if p.item.answer or p.item.solution else None
         score.answer_with_question = bool(best.answer_found and score.question_found)
         score.shared_match, score.shared_items = best.shared_run, best.shared_items
-        score.passage_found = _passage_found(ranked, score.reason, th)
+        score.passage_found = _passage_found(ranked, th)
     if (whole := _of_the_whole_item(p, stats, ranked, n, th)) is not None:
         score.status, score.reason, score.spread = whole
     if score.status in (Status.CLEAN, Status.TOO_SHORT):
@@ -767,17 +767,17 @@ def _of_the_whole_item(
     return Status.CONTAMINATED, f"{WIDESPREAD}; {listed}", spread
 
 
-def _passage_found(ranked: Sequence[tuple[DocMatch, Status, str]], reason: str, th: Thresholds) -> bool:
+def _passage_found(ranked: Sequence[tuple[DocMatch, Status, str]], th: Thresholds) -> bool:
     """A document holds the passage field, or a passage written into the text of the item and of
     other items (_suspicious's run of `passage_tokens` held by at most `passage_max_items` other
-    items), whatever the status (the API's word for the field): a page holding the passage beside
-    another item's question said `passage_found` false, where the passage found alone said true
-    (a new user's trial)."""
+    items; the status that rule gives is one case of it), whatever the status (the API's word
+    for the field): a page holding the passage beside another item's question said
+    `passage_found` false, where the passage found alone said true (a new user's trial)."""
     return any(
         m.passage_coverage >= th.suspicious_coverage
         or (m.shared_run >= th.passage_tokens and 1 < m.shared_items <= th.passage_max_items + 1)
         for m, _s, _r in ranked
-    ) or ("-token passage it shares with" in reason)
+    )
 
 
 def _judged(p: PreparedItem, stats: ItemStats, n: int, th: Thresholds) -> tuple[Status, str] | None:

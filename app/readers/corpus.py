@@ -785,7 +785,7 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
     """Why a corpus file gave no documents, naming the likely cause: a missing text field (with
     the fields it does hold), records that were all skipped, or no records at all."""
     fields = fields_seen(path)
-    if fields and not any(_field_there(path, fields, f) for f in text_fields(text_field)):
+    if fields and not any(_field_there(path, fields, f) for f in _looked_up(text_field)):
         if wrapper := _records_inside(path):  # {"data": [{...}, ...]}: the records are one level down
             return (
                 f"no documents: the file is one JSON object whose {wrapper!r} holds the records; give contam "
