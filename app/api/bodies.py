@@ -117,12 +117,24 @@ def query_names(d: Dependant) -> list[str]:
     return [f.alias for f in d.query_params] + [name for sub in d.dependencies for name in query_names(sub)]
 
 
-def unknown_query(request: Request, known: list[str]) -> str | None:
+# What mail, chat and ad links add to an address they pass on (Google's utm_* and click ids,
+# Facebook's, Microsoft's, Mailchimp's): a dashboard link a teammate follows from such a message
+# carries them, and a page refused for them read as a broken link
+TRACKING_PREFIXES = ("utm_",)
+TRACKING_NAMES = frozenset({"fbclid", "gclid", "dclid", "gbraid", "wbraid", "msclkid", "mc_cid", "mc_eid", "_ga"})
+
+
+def tracking(name: str) -> bool:
+    """Whether a query parameter is one a link's messenger added (TRACKING_NAMES)."""
+    return name.lower() in TRACKING_NAMES or name.lower().startswith(TRACKING_PREFIXES)
+
+
+def unknown_query(request: Request, known: list[str], ignored: Callable[[str], bool] = lambda _: False) -> str | None:
     """Why a request's query parameters are refused: one the route does not take, named (and the
     nearest it does); None if there is none. A misspelt filter (`?stauts=clean`, `?pagesize=3`)
     gave every item, 50 a page, as if it were not there (a new user's trial), where a JSON
-    body's unknown key is refused."""
-    unknown = sorted({k for k in request.query_params if k not in known})
+    body's unknown key is refused. `ignored`: names let through whatever the route takes."""
+    unknown = sorted({k for k in request.query_params if k not in known and not ignored(k)})
     if not unknown:
         return None
     near = [m for k in unknown for m in difflib.get_close_matches(k, known, 1)]

@@ -13,7 +13,7 @@ from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 from sqlalchemy.exc import DatabaseError, DataError, OperationalError
 
-from contam.app.api.bodies import query_names, unknown_query
+from contam.app.api.bodies import query_names, tracking, unknown_query
 from contam.app.api.errors import log_failure, plain_problem
 from contam.app.errors import (
     ConfigError,
@@ -71,8 +71,9 @@ class PageRoute(APIRoute):
         async def page(request: Request) -> Response:
             try:
                 # a misspelt filter in a shared link (`/items?report=R&stauts=clean`) listed every
-                # item, where the API refuses it (an operator's trial): a 422 page naming it
-                if unknown := unknown_query(request, asked):
+                # item, where the API refuses it (an operator's trial): a 422 page naming it. What a
+                # mail or chat app adds to a link it passes on (utm_source, fbclid) is no filter
+                if unknown := unknown_query(request, asked, tracking):
                     raise InputError(unknown)
                 return await handler(request)
             except LoginRequired:

@@ -351,6 +351,9 @@ def test_the_items_page_takes_a_page_size(migrated_url: str, index_corpus: Index
         assert typo.status_code == 422 and "<html" in typo.text, typo.text[:200]
         assert "unknown query parameter stauts: this takes report, status," in typo.text
         assert "(did you mean status?)" in typo.text
+        # what a mail or chat app adds to a link it passes on is no filter: the page as linked
+        relayed = c.get(every + "&page_size=10&utm_source=slack&utm_medium=chat&fbclid=IwAR0x&GCLID=1")
+        assert relayed.status_code == 200 and relayed.text.count('data-label="Score"') == 10
         assert c.get("/?page=1&deleted=true").status_code == 200 and c.get("/login?next=/items").status_code == 200
 
 
