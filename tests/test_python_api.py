@@ -169,3 +169,11 @@ def test_one_name_path_or_a_mapping_of_thresholds_is_taken_as_meant(db_url: str,
             index.scan([q], thresholds={"longest": 20})
         with pytest.raises(contam.ContamError, match="thresholds: a Thresholds or a mapping"):
             index.scan([q], thresholds=20)  # type: ignore[arg-type]
+
+
+def test_index_refuses_a_path_for_a_url(tmp_path: Path) -> None:
+    """A file's path where a URL belongs is a ContamError saying what to give, as `contam corpora
+    --db PATH` says it: Index() raised SQLAlchemy's ArgumentError, and `contam db upgrade` exited 3."""
+    with pytest.raises(contam.ContamError, match=r"not a database URL: .* \(use sqlite:///PATH"):
+        contam.Index(str(tmp_path / "contam.db"))
+    assert not list(tmp_path.iterdir())
