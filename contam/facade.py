@@ -10,7 +10,7 @@ from typing import Any
 
 from contam.app import __version__ as __version__  # re-exported by contam/__init__.py, as the two below
 from contam.app.core.config import SignatureConfig, Thresholds
-from contam.app.core.types import BenchmarkItem, answer_of
+from contam.app.core.types import BenchmarkItem, answer_of, given_answer
 from contam.app.errors import ContamError, InputError
 from contam.app.services.checking import CheckResult as ScanResult
 from contam.app.services.checking import CheckService
@@ -71,15 +71,23 @@ def as_item(row: int, item: ItemLike, ignored: set[str] | None = None) -> Benchm
             ignored.update(str(k) for k in other)
     choices = _texts(row, "choices", item.get("choices"))
     ident = item.get("id")
+    # as the REST check and a file's reader make them: GSM8K's "...\n#### 72" is its final answer beside
+    # its solution (it was all answer here, so a page with the question alone scored otherwise: a trial)
+    answer, solution, alternatives = given_answer(
+        answer_of("" if item.get("answer") is None else item["answer"], choices),  # 0 is an index
+        str(item.get("solution") or ""),
+        choices,
+        _texts(row, "alternatives", item.get("alternatives")),
+    )
     return BenchmarkItem(
         str(ident) if ident is not None else str(row),
         row,
         question=str(item.get("question") or ""),
         passage=str(item.get("passage") or ""),
         choices=choices,
-        answer=answer_of("" if item.get("answer") is None else item["answer"], choices),  # 0 is an index
-        solution=str(item.get("solution") or ""),
-        alternatives=_texts(row, "alternatives", item.get("alternatives")),
+        answer=answer,
+        solution=solution,
+        alternatives=alternatives,
     )
 
 

@@ -177,3 +177,21 @@ def test_index_refuses_a_path_for_a_url(tmp_path: Path) -> None:
     with pytest.raises(contam.ContamError, match=r"not a database URL: .* \(use sqlite:///PATH"):
         contam.Index(str(tmp_path / "contam.db"))
     assert not list(tmp_path.iterdir())
+
+
+def test_a_mapping_items_final_answer_is_read_as_the_rest_check_reads_it() -> None:
+    """GSM8K's "...\\n#### 72" given to Index.scan was all answer, where /api/v1/check and a file's
+    reader take 72 as the answer beside its worked solution: the same item scored otherwise (a
+    trial: a page with the question alone was `suspicious` from Python, `contaminated` from the file)."""
+    from contam import as_item
+    from contam.app.api.schemas import CheckRequest
+
+    given = {"question": "Tom has 3 apples and buys 4 more. How many?", "answer": "3 + 4 = 7\n#### 7"}
+    it = as_item(0, given)
+    assert (it.answer, it.solution) == ("7", "3 + 4 = 7")
+    assert it == CheckRequest.model_validate({"items": [given]}).benchmark_items()[0]
+    # other accepted answers as the REST check keeps them: once each, apart from the answer
+    it = as_item(
+        0, {"question": "Capital of France?", "answer": "Paris", "alternatives": ["Paris", " Lutetia", "Lutetia"]}
+    )
+    assert it.alternatives == ("Lutetia",)
