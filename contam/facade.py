@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -69,6 +70,7 @@ def as_item(row: int, item: ItemLike, ignored: set[str] | None = None) -> Benchm
             )
         if ignored is not None:
             ignored.update(str(k) for k in other)
+    item = {k: v for k, v in item.items() if not _missing(v)}  # a DataFrame row's NaN was the text "nan"
     choices = _texts(row, "choices", item.get("choices"))
     ident = item.get("id")
     # as the REST check and a file's reader make them: GSM8K's "...\n#### 72" is its final answer beside
@@ -89,6 +91,22 @@ def as_item(row: int, item: ItemLike, ignored: set[str] | None = None) -> Benchm
         solution=solution,
         alternatives=alternatives,
     )
+
+
+def _missing(value: Any) -> bool:
+    """None, NaN or pandas' NA: a DataFrame's missing value (`to_dict("records")` gives NaN where a
+    row has none, a nullable column NA), which is no text (str() made it "nan"; NA had no truth value)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return True
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
+def _rows(items: Any) -> Any:
+    """A pandas DataFrame's rows, as mappings: iterating one gives its column names, each of which
+    was scored as a question, all too_short, without a word (a trial). Other iterables as they are."""
+    if hasattr(items, "columns") and hasattr(items, "to_dict") and not isinstance(items, Mapping):
+        return items.to_dict("records")
+    return items
 
 
 def _texts(row: int, name: str, given: Any) -> tuple[str, ...]:
@@ -211,13 +229,14 @@ class Index:
         thresholds: Thresholds | Mapping[str, Any] | None = None,
     ) -> ScanResult:
         """Score items against the corpora (default: those whose settings match); nothing is
-        stored. An item is a text (its question), a mapping with the REST check's fields
+        stored. `items` may be a pandas DataFrame (its rows are the items; a missing value, NaN, is
+        a field not given). An item is a text (its question), a mapping with the REST check's fields
         (ITEM_FIELDS: a key like a misspelt one is refused; other keys are not read, and a
         warning names them) or a BenchmarkItem;
         `corpora` names (one name alone is one corpus); `thresholds` a Thresholds or a mapping
         of some of them by name ({"min_bits": 20}), checked as the CLI checks them."""
         checks, ignored = CheckService(self.engine, get_settings().limits()), set[str]()
-        given = [as_item(i, it, ignored) for i, it in enumerate(items)]
+        given = [as_item(i, it, ignored) for i, it in enumerate(_rows(items))]
         if ignored:  # said, where they were dropped without a word (a new user's trial)
             shown = ", ".join(sorted(ignored)[:10]) + (", ..." if len(ignored) > 10 else "")
             warnings.warn(

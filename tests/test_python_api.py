@@ -195,3 +195,37 @@ def test_a_mapping_items_final_answer_is_read_as_the_rest_check_reads_it() -> No
         0, {"question": "Capital of France?", "answer": "Paris", "alternatives": ["Paris", " Lutetia", "Lutetia"]}
     )
     assert it.alternatives == ("Lutetia",)
+
+
+class _Frame:
+    """What Index.scan reads of a pandas DataFrame: iterating it gives its column names."""
+
+    def __init__(self, rows: list[dict[str, object]]) -> None:
+        self.rows, self.columns = rows, list(rows[0])
+
+    def __iter__(self) -> object:
+        return iter(self.columns)
+
+    def to_dict(self, orient: str) -> list[dict[str, object]]:
+        assert orient == "records"
+        return self.rows
+
+
+def test_a_data_frame_is_scanned_row_by_row_and_its_nan_is_no_text(db_url: str, tmp_path: Path) -> None:
+    """Index.scan(df) scored the frame's column names, each a too_short question, without a word,
+    and a row's missing value (NaN in `df.to_dict("records")`) was the text "nan" (a trial)."""
+    import numpy as np
+
+    from contam import as_item
+
+    row = {"id": "r1", "question": "Who?", "answer": float("nan"), "solution": np.float64("nan"), "passage": None}
+    it = as_item(0, row)
+    assert (it.item_id, it.answer, it.solution, it.passage) == ("r1", "", "", "")
+    assert as_item(0, {"id": float("nan"), "question": "Who?"}).item_id == "0"
+    q = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "text": f"Quiz: {q} Answer: the Tigris."}) + "\n")
+    with contam.Index(db_url) as index:
+        index.add("web", [tmp_path / "c.jsonl"])
+        frame = _Frame([{"id": "a", "question": q, "answer": "the Tigris"}, {"id": "b", "question": "Who?"}])
+        result = index.scan(frame)
+    assert [(r.item.item_id, r.score.status) for r in result.results] == [("a", "contaminated"), ("b", "too_short")]
