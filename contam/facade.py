@@ -236,7 +236,19 @@ class Index:
         `corpora` names (one name alone is one corpus); `thresholds` a Thresholds or a mapping
         of some of them by name ({"min_bits": 20}), checked as the CLI checks them."""
         checks, ignored = CheckService(self.engine, get_settings().limits()), set[str]()
-        given = [as_item(i, it, ignored) for i, it in enumerate(_rows(items))]
+        given, outside = [], []
+        for i, it in enumerate(_rows(items)):
+            given.append(item := as_item(i, it, ignored))
+            value = it.get("answer") if isinstance(it, Mapping) else None
+            if item.choices and not item.answer and not _missing(value) and str(value).strip():
+                outside.append(f"item {i}: {str(value).strip()[:20]} with {len(item.choices)} choices")
+        if outside:  # said, as Index.scan_file says it (the answer was dropped without a word: a trial)
+            more = ", ..." if len(outside) > 3 else ""
+            warnings.warn(
+                f"{len(outside)} item(s) give an answer that names none of their choices ({'; '.join(outside[:3])}"
+                f"{more}; an index counts from 0): scored as items without an answer",
+                stacklevel=2,
+            )
         if ignored:  # said, where they were dropped without a word (a new user's trial)
             shown = ", ".join(sorted(ignored)[:10]) + (", ..." if len(ignored) > 10 else "")
             warnings.warn(

@@ -229,3 +229,18 @@ def test_a_data_frame_is_scanned_row_by_row_and_its_nan_is_no_text(db_url: str, 
         frame = _Frame([{"id": "a", "question": q, "answer": "the Tigris"}, {"id": "b", "question": "Who?"}])
         result = index.scan(frame)
     assert [(r.item.item_id, r.score.status) for r in result.results] == [("a", "contaminated"), ("b", "too_short")]
+
+
+def test_an_answer_naming_no_choice_is_warned_of(db_url: str, tmp_path: Path) -> None:
+    """An answer index past the choices (7 of 4, or 1-based 4 of 4) was scored as no answer without
+    a word from Index.scan, where Index.scan_file warns of it (a trial)."""
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "text": "Quiz: which colour is the sky?"}) + "\n")
+    items = [
+        {"question": "Which colour is the sky?", "choices": ["red", "blue", "green", "pink"], "answer": 4},
+        {"question": "Which colour is grass?", "choices": ["red", "blue", "green", "pink"], "answer": 2},
+    ]
+    with contam.Index(db_url) as index:
+        index.add("web", [tmp_path / "c.jsonl"])
+        with pytest.warns(UserWarning, match=r"1 item\(s\) give an answer that names none.*\(item 0: 4 with 4 choices"):
+            result = index.scan(items)
+    assert [r.item.answer for r in result.results] == ["", "green"]
