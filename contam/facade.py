@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 
 from contam.app import __version__ as __version__  # re-exported by contam/__init__.py, as the two below
 from contam.app.core.config import SignatureConfig, Thresholds
-from contam.app.core.types import BenchmarkItem, answer_of
+from contam.app.core.types import BenchmarkItem, answer_of, given_answer
 from contam.app.errors import ContamError, InputError
 from contam.app.services.checking import CheckResult as ScanResult
 from contam.app.services.checking import CheckService
@@ -69,18 +70,43 @@ def as_item(row: int, item: ItemLike, ignored: set[str] | None = None) -> Benchm
             )
         if ignored is not None:
             ignored.update(str(k) for k in other)
+    item = {k: v for k, v in item.items() if not _missing(v)}  # a DataFrame row's NaN was the text "nan"
     choices = _texts(row, "choices", item.get("choices"))
     ident = item.get("id")
+    # as the REST check and a file's reader make them: GSM8K's "...\n#### 72" is its final answer beside
+    # its solution (it was all answer here, so a page with the question alone scored otherwise: a trial)
+    answer, solution, alternatives = given_answer(
+        answer_of("" if item.get("answer") is None else item["answer"], choices),  # 0 is an index
+        str(item.get("solution") or ""),
+        choices,
+        _texts(row, "alternatives", item.get("alternatives")),
+    )
     return BenchmarkItem(
         str(ident) if ident is not None else str(row),
         row,
         question=str(item.get("question") or ""),
         passage=str(item.get("passage") or ""),
         choices=choices,
-        answer=answer_of("" if item.get("answer") is None else item["answer"], choices),  # 0 is an index
-        solution=str(item.get("solution") or ""),
-        alternatives=_texts(row, "alternatives", item.get("alternatives")),
+        answer=answer,
+        solution=solution,
+        alternatives=alternatives,
     )
+
+
+def _missing(value: Any) -> bool:
+    """None, NaN or pandas' NA: a DataFrame's missing value (`to_dict("records")` gives NaN where a
+    row has none, a nullable column NA), which is no text (str() made it "nan"; NA had no truth value)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return True
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
+def _rows(items: Any) -> Any:
+    """A pandas DataFrame's rows, as mappings: iterating one gives its column names, each of which
+    was scored as a question, all too_short, without a word (a trial). Other iterables as they are."""
+    if hasattr(items, "columns") and hasattr(items, "to_dict") and not isinstance(items, Mapping):
+        return items.to_dict("records")
+    return items
 
 
 def _texts(row: int, name: str, given: Any) -> tuple[str, ...]:
@@ -203,13 +229,26 @@ class Index:
         thresholds: Thresholds | Mapping[str, Any] | None = None,
     ) -> ScanResult:
         """Score items against the corpora (default: those whose settings match); nothing is
-        stored. An item is a text (its question), a mapping with the REST check's fields
+        stored. `items` may be a pandas DataFrame (its rows are the items; a missing value, NaN, is
+        a field not given). An item is a text (its question), a mapping with the REST check's fields
         (ITEM_FIELDS: a key like a misspelt one is refused; other keys are not read, and a
         warning names them) or a BenchmarkItem;
         `corpora` names (one name alone is one corpus); `thresholds` a Thresholds or a mapping
         of some of them by name ({"min_bits": 20}), checked as the CLI checks them."""
         checks, ignored = CheckService(self.engine, get_settings().limits()), set[str]()
-        given = [as_item(i, it, ignored) for i, it in enumerate(items)]
+        given, outside = [], []
+        for i, it in enumerate(_rows(items)):
+            given.append(item := as_item(i, it, ignored))
+            value = it.get("answer") if isinstance(it, Mapping) else None
+            if item.choices and not item.answer and not _missing(value) and str(value).strip():
+                outside.append(f"item {i}: {str(value).strip()[:20]} with {len(item.choices)} choices")
+        if outside:  # said, as Index.scan_file says it (the answer was dropped without a word: a trial)
+            more = ", ..." if len(outside) > 3 else ""
+            warnings.warn(
+                f"{len(outside)} item(s) give an answer that names none of their choices ({'; '.join(outside[:3])}"
+                f"{more}; an index counts from 0): scored as items without an answer",
+                stacklevel=2,
+            )
         if ignored:  # said, where they were dropped without a word (a new user's trial)
             shown = ", ".join(sorted(ignored)[:10]) + (", ..." if len(ignored) > 10 else "")
             warnings.warn(

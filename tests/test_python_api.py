@@ -169,3 +169,78 @@ def test_one_name_path_or_a_mapping_of_thresholds_is_taken_as_meant(db_url: str,
             index.scan([q], thresholds={"longest": 20})
         with pytest.raises(contam.ContamError, match="thresholds: a Thresholds or a mapping"):
             index.scan([q], thresholds=20)  # type: ignore[arg-type]
+
+
+def test_index_refuses_a_path_for_a_url(tmp_path: Path) -> None:
+    """A file's path where a URL belongs is a ContamError saying what to give, as `contam corpora
+    --db PATH` says it: Index() raised SQLAlchemy's ArgumentError, and `contam db upgrade` exited 3."""
+    with pytest.raises(contam.ContamError, match=r"not a database URL: .* \(use sqlite:///PATH"):
+        contam.Index(str(tmp_path / "contam.db"))
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_mapping_items_final_answer_is_read_as_the_rest_check_reads_it() -> None:
+    """GSM8K's "...\\n#### 72" given to Index.scan was all answer, where /api/v1/check and a file's
+    reader take 72 as the answer beside its worked solution: the same item scored otherwise (a
+    trial: a page with the question alone was `suspicious` from Python, `contaminated` from the file)."""
+    from contam import as_item
+    from contam.app.api.schemas import CheckRequest
+
+    given = {"question": "Tom has 3 apples and buys 4 more. How many?", "answer": "3 + 4 = 7\n#### 7"}
+    it = as_item(0, given)
+    assert (it.answer, it.solution) == ("7", "3 + 4 = 7")
+    assert it == CheckRequest.model_validate({"items": [given]}).benchmark_items()[0]
+    # other accepted answers as the REST check keeps them: once each, apart from the answer
+    it = as_item(
+        0, {"question": "Capital of France?", "answer": "Paris", "alternatives": ["Paris", " Lutetia", "Lutetia"]}
+    )
+    assert it.alternatives == ("Lutetia",)
+
+
+class _Frame:
+    """What Index.scan reads of a pandas DataFrame: iterating it gives its column names."""
+
+    def __init__(self, rows: list[dict[str, object]]) -> None:
+        self.rows, self.columns = rows, list(rows[0])
+
+    def __iter__(self) -> object:
+        return iter(self.columns)
+
+    def to_dict(self, orient: str) -> list[dict[str, object]]:
+        assert orient == "records"
+        return self.rows
+
+
+def test_a_data_frame_is_scanned_row_by_row_and_its_nan_is_no_text(db_url: str, tmp_path: Path) -> None:
+    """Index.scan(df) scored the frame's column names, each a too_short question, without a word,
+    and a row's missing value (NaN in `df.to_dict("records")`) was the text "nan" (a trial)."""
+    import numpy as np
+
+    from contam import as_item
+
+    row = {"id": "r1", "question": "Who?", "answer": float("nan"), "solution": np.float64("nan"), "passage": None}
+    it = as_item(0, row)
+    assert (it.item_id, it.answer, it.solution, it.passage) == ("r1", "", "", "")
+    assert as_item(0, {"id": float("nan"), "question": "Who?"}).item_id == "0"
+    q = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "text": f"Quiz: {q} Answer: the Tigris."}) + "\n")
+    with contam.Index(db_url) as index:
+        index.add("web", [tmp_path / "c.jsonl"])
+        frame = _Frame([{"id": "a", "question": q, "answer": "the Tigris"}, {"id": "b", "question": "Who?"}])
+        result = index.scan(frame)
+    assert [(r.item.item_id, r.score.status) for r in result.results] == [("a", "contaminated"), ("b", "too_short")]
+
+
+def test_an_answer_naming_no_choice_is_warned_of(db_url: str, tmp_path: Path) -> None:
+    """An answer index past the choices (7 of 4, or 1-based 4 of 4) was scored as no answer without
+    a word from Index.scan, where Index.scan_file warns of it (a trial)."""
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "text": "Quiz: which colour is the sky?"}) + "\n")
+    items = [
+        {"question": "Which colour is the sky?", "choices": ["red", "blue", "green", "pink"], "answer": 4},
+        {"question": "Which colour is grass?", "choices": ["red", "blue", "green", "pink"], "answer": 2},
+    ]
+    with contam.Index(db_url) as index:
+        index.add("web", [tmp_path / "c.jsonl"])
+        with pytest.warns(UserWarning, match=r"1 item\(s\) give an answer that names none.*\(item 0: 4 with 4 choices"):
+            result = index.scan(items)
+    assert [r.item.answer for r in result.results] == ["", "green"]

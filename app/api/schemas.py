@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from contam.app.core.config import Thresholds
-from contam.app.core.types import MAX_ALTERNATIVES, BenchmarkItem, answer_of, final_answer
+from contam.app.core.types import MAX_ALTERNATIVES, BenchmarkItem, answer_of, given_answer
 from contam.app.errors import InputError
 
 
@@ -194,12 +194,7 @@ class CheckRequest(BaseModel):
                 answer = answer_of(it.answer, choices, strict=True)
             except InputError as exc:
                 raise InputError(f"items[{i - len(self.texts)}]: {exc.message}") from None
-            solution = it.solution
-            if not solution and not choices:  # a worked solution ending in its final answer, as a file's is read
-                answer, solution = final_answer(answer)
-            # as a file's: other accepted answers of a free-text answer (an answer among choices is said by them)
-            others = [] if choices else [a.strip() for a in it.alternatives]
-            alternatives = tuple(a for a in dict.fromkeys(others) if a and a != answer.strip())
+            answer, solution, alternatives = given_answer(answer, it.solution, choices, it.alternatives)
             ident = it.id or str(i)
             items.append(
                 BenchmarkItem(ident, i, it.question, it.passage, choices, answer, solution, alternatives=alternatives)

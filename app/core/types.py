@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -138,6 +138,19 @@ def final_answer(text: str) -> tuple[str, str]:
             boxed = text[start:k].strip()
             return (boxed, text) if boxed else (text, "")
     return text, ""  # unbalanced: no final answer told apart
+
+
+def given_answer(
+    answer: str, solution: str, choices: Sequence[str], alternatives: Iterable[str]
+) -> tuple[str, str, tuple[str, ...]]:
+    """(answer, solution, alternatives) of an item given field by field (the REST check's and the
+    Python API's), as a file's reader makes them: a worked solution ending in its final answer
+    (final_answer) is split when the item has no solution or choices of its own, and other accepted
+    answers are kept for a free-text answer only, once each, without the answer itself."""
+    if not solution and not choices:
+        answer, solution = final_answer(answer)
+    others = [] if choices else [a.strip() for a in alternatives]
+    return answer, solution, tuple(a for a in dict.fromkeys(others) if a and a != answer.strip())
 
 
 def not_an_index(answer: int, choices: int) -> str:

@@ -136,7 +136,10 @@ def reaching(url: str) -> Iterator[None]:
 def migrate(url: str, revision: str = "head") -> tuple[str | None, str, str]:
     """Create or migrate the schema to `revision`; a schema a newer version of contam migrated
     is refused as every other command refuses it (Alembic's "Can't locate revision" named no way out).
-    (the revision before, None for a database without the schema; the revision now; the head)."""
+    (the revision before, None for a database without the schema; the revision now; the head).
+    A path where a URL belongs (`contam.Index("/data/contam.db")`, `--db /data/contam.db`) is refused
+    as the other commands refuse it: it raised SQLAlchemy's own ArgumentError (a new user's trial)."""
+    sqlite_file_missing(url)  # raises ConfigError for text that is no database URL
     with reaching(url):
         engine = db.make_engine(url)
         try:

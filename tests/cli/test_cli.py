@@ -300,6 +300,8 @@ def test_domain_errors_are_one_line_and_exit_code_2(migrated_url: str, tmp_path:
         # a driver that is not installed: was "ModuleNotFoundError: No module named 'psycopg2'"
         (["db", "upgrade", "--db", "postgresql+psycopg2://u:pw@nowhere/x"], "error: unsupported database driver"),
         (["db", "upgrade", "--db", "postgresql+asyncpg://nowhere/x"], "use postgresql://... (psycopg 3"),
+        # a path for a URL: was "error: ArgumentError: Could not parse SQLAlchemy URL ...", exit 3
+        (["db", "upgrade", "--db", str(tmp_path / "x.db")], "error: not a database URL"),
     ]
     for args, message in cases:
         r = run.invoke(cli, args)
