@@ -244,3 +244,45 @@ def test_an_answer_naming_no_choice_is_warned_of(db_url: str, tmp_path: Path) ->
         with pytest.warns(UserWarning, match=r"1 item\(s\) give an answer that names none.*\(item 0: 4 with 4 choices"):
             result = index.scan(items)
     assert [r.item.answer for r in result.results] == ["", "green"]
+
+
+def test_scan_file_scores_in_worker_processes_as_the_cli_does(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Index.scan_file scored in the caller's process alone, where `contam scan` uses one process
+    per core (a trial): `workers` as the CLI's (None: CONTAM_SCAN_WORKERS), the same results."""
+    from contam.app.services import scanning
+
+    started: list[int] = []
+
+    class Counted(scanning.ProcessPoolExecutor):  # type: ignore[misc]
+        def __init__(self, workers: int, *args: object, **kwargs: object) -> None:
+            started.append(workers)
+            super().__init__(workers, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scanning, "ProcessPoolExecutor", Counted)
+    q = "Which river flows through the ancient city of Baghdad and joins the Euphrates near Basra?"
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "text": f"Quiz: {q}"}) + "\n")
+    asks = "asks what number comes after it when counting up"
+    rows = [{"id": f"n{i}", "question": f"Item {i} {asks}."} for i in range(1100)]
+    rows[700]["question"] = q
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with contam.Index(db_url) as index:
+        index.add("web", [tmp_path / "c.jsonl"])
+        alone = index.scan_file(tmp_path / "b.jsonl", workers=1)
+        assert started == []
+        both = index.scan_file(tmp_path / "b.jsonl", workers=2)
+        assert started == [2]
+        monkeypatch.setenv("CONTAM_SCAN_WORKERS", "2")
+        from contam.app.settings import get_settings
+
+        get_settings.cache_clear()
+        try:
+            index.scan_file(tmp_path / "b.jsonl")
+        finally:
+            get_settings.cache_clear()
+        assert started == [2, 2]
+        with pytest.raises(contam.ContamError, match="workers must be a whole number, 0 or more"):
+            index.scan_file(tmp_path / "b.jsonl", workers=-1)
+    assert [r.as_dict() for r in both.results] == [r.as_dict() for r in alone.results]
+    assert [r.score.status for r in both.results].count("contaminated") == 1
