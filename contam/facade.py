@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import math
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from contam.app import __version__ as __version__  # re-exported by contam/__init__.py, as the two below
 from contam.app.core.config import SignatureConfig, Thresholds
 from contam.app.core.types import BenchmarkItem, answer_of, given_answer
-from contam.app.errors import ContamError, InputError
+from contam.app.errors import ContamError, InputError, NotFoundError
 from contam.app.services.checking import CheckResult as ScanResult
 from contam.app.services.checking import CheckService
 from contam.app.services.corpora import CorpusService
@@ -107,6 +108,22 @@ def _rows(items: Any) -> Any:
     if hasattr(items, "columns") and hasattr(items, "to_dict") and not isinstance(items, Mapping):
         return items.to_dict("records")
     return items
+
+
+CLI_FIRST = "run `contam index` first"  # what the services tell a caller with no corpus to check against
+
+
+@contextlib.contextmanager
+def _in_python_terms() -> Iterator[None]:
+    """The services' "no corpus is indexed yet: run `contam index` first" said as the Python API
+    does it (Index.add): a notebook's user was sent to the command line (a trial)."""
+    try:
+        yield
+    except NotFoundError as exc:
+        if CLI_FIRST not in exc.message:
+            raise
+        told = exc.message.replace(CLI_FIRST, "add one first with Index.add(corpus, paths) (`contam index` in a shell)")
+        raise NotFoundError(told, exc.detail) from None
 
 
 def _texts(row: int, name: str, given: Any) -> tuple[str, ...]:
@@ -256,7 +273,8 @@ class Index:
                 "passage, answer or choices under other names go through Index.scan_file)",
                 stacklevel=2,
             )
-        return checks.items(given, _names(corpora), _thresholds(thresholds))
+        with _in_python_terms():
+            return checks.items(given, _names(corpora), _thresholds(thresholds))
 
     def scan_file(
         self,
@@ -277,9 +295,10 @@ class Index:
             raise InputError(f"workers must be a whole number, 0 or more (0: one per core), not {workers!r}")
         settings = get_settings()
         count = settings.scan_workers if workers is None else workers
-        checked = CheckService(self.engine, settings.limits(), workers=count).path(
-            Path(path), mapping, _names(corpora), _thresholds(thresholds)
-        )
+        with _in_python_terms():
+            checked = CheckService(self.engine, settings.limits(), workers=count).path(
+                Path(path), mapping, _names(corpora), _thresholds(thresholds)
+            )
         for note in checked.summary["notes"]:
             warnings.warn(note, stacklevel=2)
         return checked

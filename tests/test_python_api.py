@@ -41,8 +41,11 @@ def test_index_facade(db_url: str, tmp_path: Path) -> None:
         with pytest.warns(UserWarning, match=r"1 item\(s\) share an id with an earlier item \('a'\)"):
             assert index.scan_file(tmp_path / "d.jsonl").summary["notes"]
         index.delete("web")
-        with pytest.raises(contam.ContamError, match="no corpus is indexed yet"):
+        # in the Python API's terms: it sent a notebook's user to the command line (a trial)
+        with pytest.raises(contam.ContamError, match=r"no corpus is indexed yet: add one first with Index\.add"):
             index.scan([q])
+        with pytest.raises(contam.ContamError, match=r"no corpus is indexed yet: add one first with Index\.add"):
+            index.scan_file(tmp_path / "b.jsonl")
         # a file that gives no documents is never silent: it returned quietly with 0 documents
         with pytest.raises(contam.FilesFailed, match=r"1 of 1 corpus file\(s\) failed: .*no field 'text'") as failed:
             index.add("web", [tmp_path / "c.jsonl"])
