@@ -134,7 +134,12 @@ def _texts(row: int, name: str, given: Any) -> tuple[str, ...]:
     if isinstance(given, str):  # a string is one choice, not one a character (a review)
         given = (given,) if given else ()
     refused = InputError(f"item {row}: {name} must be a list of texts, got {type(given).__name__}")
-    if isinstance(given, Mapping) or not isinstance(given, Iterable):
+    if isinstance(given, Mapping):  # ARC's {"text": [...], "label": [...]}: its reader knows the layout
+        raise InputError(
+            f"{refused.message} (a dataset's own layout, such as ARC's {{'text': [...], 'label': [...]}}, "
+            "goes through Index.scan_file, which reads it; or give the list of texts)"
+        )
+    if not isinstance(given, Iterable):
         raise refused
     try:
         return tuple(str(c) for c in given)

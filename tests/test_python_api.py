@@ -100,6 +100,10 @@ def test_a_mapping_items_choices_may_be_one_text_or_an_array() -> None:
     assert as_item(0, {"question": "Pick", "choices": np.array(["red", "blue"]), "answer": 1}).answer == "blue"
     with pytest.raises(contam.ContamError, match="item 3: choices must be a list of texts, got dict"):
         as_item(3, {"question": "Pick", "choices": {"a": "red"}})
+    # an ARC row as the hub gives it: told where its layout is read (a trial)
+    arc = {"question": "Pick", "choices": {"text": ["red", "blue"], "label": ["A", "B"]}}
+    with pytest.raises(contam.ContamError, match=r"got dict \(a dataset's own layout, such as ARC's .*scan_file"):
+        as_item(0, arc)
     assert as_item(0, {"question": "Pick", "choices": b"red"}).choices == ("red",)  # not its byte values
     with pytest.raises(contam.ContamError, match="item 1: choices must be a list of texts, got ndarray"):
         as_item(1, {"question": "Pick", "choices": np.array("red")})
