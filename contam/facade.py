@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import math
+import numbers
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -77,7 +78,7 @@ def as_item(row: int, item: ItemLike, ignored: set[str] | None = None) -> Benchm
     # as the REST check and a file's reader make them: GSM8K's "...\n#### 72" is its final answer beside
     # its solution (it was all answer here, so a page with the question alone scored otherwise: a trial)
     answer, solution, alternatives = given_answer(
-        answer_of("" if item.get("answer") is None else item["answer"], choices),  # 0 is an index
+        answer_of("" if item.get("answer") is None else _whole(item["answer"]), choices),  # 0 is an index
         str(item.get("solution") or ""),
         choices,
         _texts(row, "alternatives", item.get("alternatives")),
@@ -100,6 +101,15 @@ def _missing(value: Any) -> bool:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return True
     return type(value).__name__ in ("NAType", "NaTType")
+
+
+def _whole(value: Any) -> Any:
+    """A whole number given as a float (2.0) as the int it is, as the REST check reads it: a
+    DataFrame's integer column with a missing value is float64 (2.0, NaN), and the answer 2.0 of
+    three choices was the text "2.0", no choice and no warning, where it is the third."""
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and float(value).is_integer():
+        return int(float(value))
+    return value
 
 
 def _rows(items: Any) -> Any:

@@ -293,3 +293,18 @@ def test_scan_file_scores_in_worker_processes_as_the_cli_does(
             index.scan_file(tmp_path / "b.jsonl", workers=-1)
     assert [r.as_dict() for r in both.results] == [r.as_dict() for r in alone.results]
     assert [r.score.status for r in both.results].count("contaminated") == 1
+
+
+def test_a_whole_float_answer_is_the_index_it_names() -> None:
+    """A DataFrame's answer column with a missing value is float64: its 2.0 of three choices was
+    the answer text "2.0" (no choice, no warning), where /api/v1/check reads 2.0 as the index 2."""
+    import numpy as np
+
+    from contam import as_item
+    from contam.app.api.schemas import CheckRequest
+
+    three = {"question": "Pick", "choices": ["x", "y", "z"], "answer": 2.0}
+    for given in (three, {"question": "Sum?", "answer": 72.0}):
+        assert as_item(0, given) == CheckRequest.model_validate({"items": [given]}).benchmark_items()[0]
+    assert as_item(0, {"question": "Pick", "choices": ["x", "y"], "answer": np.float32(1)}).answer == "y"
+    assert as_item(0, {"question": "Sum?", "answer": 2.5}).answer == "2.5"  # a fraction stays as given
