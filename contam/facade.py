@@ -268,17 +268,26 @@ class Index:
         `corpora` names (one name alone is one corpus); `thresholds` a Thresholds or a mapping
         of some of them by name ({"min_bits": 20}), checked as the CLI checks them."""
         checks, ignored = CheckService(self.engine, get_settings().limits()), set[str]()
-        given, outside = [], []
+        given, outside, unlabelled = [], [], 0
         for i, it in enumerate(_rows(items)):
             given.append(item := as_item(i, it, ignored))
-            value = it.get("answer") if isinstance(it, Mapping) else None
+            value = _whole(it.get("answer")) if isinstance(it, Mapping) else None
             if item.choices and not item.answer and not _missing(value) and str(value).strip():
-                outside.append(f"item {i}: {str(value).strip()[:20]} with {len(item.choices)} choices")
+                if str(value).strip() == "-1":  # Hugging Face's unlabelled test item, as Index.scan_file says it
+                    unlabelled += 1
+                else:
+                    outside.append(f"item {i}: {str(value).strip()[:20]} with {len(item.choices)} choices")
         if outside:  # said, as Index.scan_file says it (the answer was dropped without a word: a trial)
             more = ", ..." if len(outside) > 3 else ""
             warnings.warn(
                 f"{len(outside)} item(s) give an answer that names none of their choices ({'; '.join(outside[:3])}"
                 f"{more}; an index counts from 0): scored as items without an answer",
+                stacklevel=2,
+            )
+        if unlabelled:  # not "names none of their choices": the -1 of a test split whose labels are withheld
+            warnings.warn(
+                f"{unlabelled} item(s) have the answer -1 (a test item whose label is withheld): "
+                "scored as items without an answer",
                 stacklevel=2,
             )
         if ignored:  # said, where they were dropped without a word (a new user's trial)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
@@ -308,3 +309,29 @@ def test_a_whole_float_answer_is_the_index_it_names() -> None:
         assert as_item(0, given) == CheckRequest.model_validate({"items": [given]}).benchmark_items()[0]
     assert as_item(0, {"question": "Pick", "choices": ["x", "y"], "answer": np.float32(1)}).answer == "y"
     assert as_item(0, {"question": "Sum?", "answer": 2.5}).answer == "2.5"  # a fraction stays as given
+
+
+def test_an_unlabelled_answer_is_warned_of_as_scan_file_does(db_url: str, tmp_path: Path) -> None:
+    """A test split's answer -1 (Hugging Face: the label is withheld) was warned of by Index.scan as
+    an answer naming none of the choices, "an index counts from 0", where Index.scan_file says what
+    it is: a user was sent looking for a wrong answer base the data does not have."""
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "text": "Quiz: which colour is the sky?"}) + "\n")
+    choices = ["red", "blue", "green", "pink"]
+    items = [
+        {"question": "Which colour is the sky?", "choices": choices, "answer": -1},
+        {"question": "Which colour is grass?", "choices": choices, "answer": -1.0},  # a DataFrame's, beside a NaN
+        {"question": "Which colour is snow?", "choices": choices, "answer": 2},
+    ]
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps(it) + "\n" for it in items))
+    with contam.Index(db_url) as index:
+        index.add("web", [tmp_path / "c.jsonl"])
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            result = index.scan(items)
+            index.scan_file(tmp_path / "b.jsonl")
+    assert [r.item.answer for r in result.results] == ["", "", "green"]
+    told = [str(w.message) for w in said]
+    withheld = "item(s) have the answer -1 (a test item whose label is withheld): scored as items without an answer"
+    assert told[0] == f"2 {withheld}"
+    assert told[1] == f"1 {withheld}"  # scan_file's (its -1.0 is read as text)
+    assert len(told) == 2
