@@ -114,9 +114,13 @@ def _whole(value: Any) -> Any:
 
 def _rows(items: Any) -> Any:
     """A pandas DataFrame's rows, as mappings: iterating one gives its column names, each of which
-    was scored as a question, all too_short, without a word (a trial). Other iterables as they are."""
-    if hasattr(items, "columns") and hasattr(items, "to_dict") and not isinstance(items, Mapping):
-        return items.to_dict("records")
+    was scored as a question, all too_short, without a word (a trial). A polars DataFrame's too (its
+    to_dict takes no "records": a TypeError). Other iterables as they are."""
+    if hasattr(items, "columns") and not isinstance(items, Mapping):
+        if hasattr(items, "iter_rows"):  # polars, whose missing value is None
+            return items.iter_rows(named=True)
+        if hasattr(items, "to_dict"):
+            return items.to_dict("records")
     return items
 
 
@@ -261,7 +265,7 @@ class Index:
         thresholds: Thresholds | Mapping[str, Any] | None = None,
     ) -> ScanResult:
         """Score items against the corpora (default: those whose settings match); nothing is
-        stored. `items` may be a pandas DataFrame (its rows are the items; a missing value, NaN, is
+        stored. `items` may be a pandas or polars DataFrame (its rows are the items; a missing value, NaN, is
         a field not given). An item is a text (its question), a mapping with the REST check's fields
         (ITEM_FIELDS: a key like a misspelt one is refused; other keys are not read, and a
         warning names them) or a BenchmarkItem;

@@ -219,6 +219,17 @@ class _Frame:
         return self.rows
 
 
+class _PolarsFrame(_Frame):
+    """What Index.scan reads of a polars DataFrame: its to_dict takes no orient (a TypeError)."""
+
+    def to_dict(self, *, as_series: bool = True) -> dict[str, list[object]]:  # type: ignore[override]
+        return {c: [r.get(c) for r in self.rows] for c in self.columns}
+
+    def iter_rows(self, *, named: bool = False) -> object:
+        assert named
+        return iter(self.rows)
+
+
 def test_a_data_frame_is_scanned_row_by_row_and_its_nan_is_no_text(db_url: str, tmp_path: Path) -> None:
     """Index.scan(df) scored the frame's column names, each a too_short question, without a word,
     and a row's missing value (NaN in `df.to_dict("records")`) was the text "nan" (a trial)."""
@@ -234,9 +245,12 @@ def test_a_data_frame_is_scanned_row_by_row_and_its_nan_is_no_text(db_url: str, 
     (tmp_path / "c.jsonl").write_text(json.dumps({"id": "p", "text": f"Quiz: {q} Answer: the Tigris."}) + "\n")
     with contam.Index(db_url) as index:
         index.add("web", [tmp_path / "c.jsonl"])
-        frame = _Frame([{"id": "a", "question": q, "answer": "the Tigris"}, {"id": "b", "question": "Who?"}])
-        result = index.scan(frame)
+        rows: list[dict[str, object]] = [{"id": "a", "question": q, "answer": "the Tigris"}]
+        rows.append({"id": "b", "question": "Who?"})
+        result = index.scan(_Frame(rows))
+        again = index.scan(_PolarsFrame(rows))  # polars: it raised to_dict()'s TypeError
     assert [(r.item.item_id, r.score.status) for r in result.results] == [("a", "contaminated"), ("b", "too_short")]
+    assert [r.as_dict() for r in again.results] == [r.as_dict() for r in result.results]
 
 
 def test_an_answer_naming_no_choice_is_warned_of(db_url: str, tmp_path: Path) -> None:
