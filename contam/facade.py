@@ -319,10 +319,11 @@ class Index:
         its chunks of up to 500 items, as `contam scan --workers` (0: one per core; None: the
         CONTAM_SCAN_WORKERS setting, one per core by default); the results are the same. It
         scored in this process alone, half the CLI's speed on two cores (a trial)."""
-        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 0):
+        whole = isinstance(workers, numbers.Integral) and not isinstance(workers, bool)  # numpy's too
+        if workers is not None and (not whole or workers < 0):
             raise InputError(f"workers must be a whole number, 0 or more (0: one per core), not {workers!r}")
         settings = get_settings()
-        count = settings.scan_workers if workers is None else workers
+        count = settings.scan_workers if workers is None else int(workers)
         with _in_python_terms():
             checked = CheckService(self.engine, settings.limits(), workers=count).path(
                 Path(path), mapping, _names(corpora), _thresholds(thresholds)

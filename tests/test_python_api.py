@@ -273,6 +273,8 @@ def test_scan_file_scores_in_worker_processes_as_the_cli_does(
 ) -> None:
     """Index.scan_file scored in the caller's process alone, where `contam scan` uses one process
     per core (a trial): `workers` as the CLI's (None: CONTAM_SCAN_WORKERS), the same results."""
+    import numpy as np
+
     from contam.app.services import scanning
 
     started: list[int] = []
@@ -304,8 +306,12 @@ def test_scan_file_scores_in_worker_processes_as_the_cli_does(
         finally:
             get_settings.cache_clear()
         assert started == [2, 2]
-        with pytest.raises(contam.ContamError, match="workers must be a whole number, 0 or more"):
-            index.scan_file(tmp_path / "b.jsonl", workers=-1)
+        for wrong in (-1, True, 2.0, "2"):
+            with pytest.raises(contam.ContamError, match="workers must be a whole number, 0 or more"):
+                index.scan_file(tmp_path / "b.jsonl", workers=wrong)  # type: ignore[arg-type]
+        # a whole number numpy gives (os.cpu_count() // np.int64(2)) was refused as no whole number
+        index.scan_file(tmp_path / "b.jsonl", workers=np.int64(2))  # type: ignore[arg-type]
+        assert started == [2, 2, 2]
     assert [r.as_dict() for r in both.results] == [r.as_dict() for r in alone.results]
     assert [r.score.status for r in both.results].count("contaminated") == 1
 
