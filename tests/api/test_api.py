@@ -540,7 +540,9 @@ def test_an_upload_sent_wrongly_is_told_what_is_wrong(client: TestClient) -> Non
     422 "Field required" for `file`, as did a file sent as `upload`; two files in `file` were
     taken as the second, silently. Each is now refused naming the problem, and nothing is made."""
     data = _payloads()["b.jsonl"]
-    for ctype, body in (("application/json", b'{"question": "x"}'), ("application/octet-stream", data)):
+    # curl --data-binary @b.jsonl sends the raw file as a urlencoded form: its text was a field name
+    sent = (("application/json", b'{"question": "x"}'), ("application/octet-stream", data))
+    for ctype, body in (*sent, ("application/x-www-form-urlencoded", data)):
         r = client.post("/api/v1/benchmarks", content=body, headers={"content-type": ctype})
         assert r.status_code == 415 and "multipart/form-data" in r.json()["error"], r.text
         assert "-F file=@FILE" in r.json()["error"] and ctype in r.json()["error"]
