@@ -451,6 +451,19 @@ def test_openapi_lists_every_route(client: TestClient) -> None:
         assert p in paths, p
 
 
+def test_openapi_says_what_the_downloads_are(client: TestClient) -> None:
+    """The export and the clean subset were documented as answering application/json too (FastAPI's
+    default response class), which they never do: a client generated from the schema parsed a CSV
+    or a Parquet file as JSON (a trial). Each now lists only the types it sends."""
+    paths = client.get("/openapi.json").json()["paths"]
+    downloads = [p for p in paths if p.endswith(("/export", "/clean"))]
+    answers = {p: set(paths[p]["get"]["responses"]["200"]["content"]) for p in downloads}
+    assert answers == {
+        "/api/v1/reports/{report_id}/export": {"application/x-ndjson", "text/csv"},
+        "/api/v1/reports/{report_id}/clean": {"application/octet-stream"},
+    }
+
+
 def test_delete_a_corpus(client: TestClient, migrated_url: str, index_corpus: IndexCorpus) -> None:
     """Once a corpus with other settings blocked every default upload; now it can go, except
     while a job uses it (409)."""
