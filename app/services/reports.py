@@ -447,7 +447,12 @@ class ReportService:
     def items(self, report_id: str | None, **filters: Any) -> tuple[int, list[dict[str, Any]]]:
         """The items of one report (or all), filtered (rrepo.query_items); a corpus filter naming
         none of the report's corpora is refused, naming them (a trial: a corpus renamed since,
-        asked by its old name, gave 0 items without a word)."""
+        asked by its old name, gave 0 items without a word). A search or corpus holding a NUL
+        character is refused, as PostgreSQL refuses it: SQLite's LIKE stopped at it, and a search
+        for "x\0" matched every item."""
+        for name in ("q", "corpus"):
+            if "\x00" in (filters.get(name) or ""):
+                raise InputError(f"{name} holds a NUL character, which no item's text or corpus holds: remove it")
         if report_id is not None:
             corpora = self.get(report_id).get("corpora") or []
             if (corpus := filters.get("corpus")) is not None and corpus not in corpora:

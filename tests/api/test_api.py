@@ -133,6 +133,11 @@ def test_report_endpoints(client: TestClient) -> None:
     items = client.get(f"/api/v1/reports/{rid}/items", params={"status": "contaminated"}).json()
     assert [i["item_id"] for i in items["items"]] == ["q1"] and items["total"] == 1
     assert client.get(f"/api/v1/reports/{rid}/items", params={"q": "tides"}).json()["total"] == 1
+    # a NUL in the search: SQLite's LIKE stopped at it and listed every item; PostgreSQL refused it
+    for where, filters in ((f"/api/v1/reports/{rid}/items", {}), ("/items", {})):
+        for asked in ({"q": "tides\x00"}, {"corpus": "web\x00"}):
+            nul = client.get(where, params={**filters, **asked})
+            assert nul.status_code == 422 and "NUL" in nul.text, (where, asked, nul.text[-300:])
     assert client.get(f"/api/v1/reports/{rid}/items", params={"corpus": "web"}).json()["total"] == 1
     assert client.get(f"/api/v1/reports/{rid}/items", params={"field": "question"}).json()["total"] == 1
     assert client.get(f"/api/v1/reports/{rid}/items", params={"min_score": 0.5}).json()["total"] == 1
