@@ -97,9 +97,10 @@ class JsonRoute(APIRoute):
         many = {f.alias for f in self.dependant.body_params if _takes_many(f.field_info.annotation)}
         files = any(isinstance(f.field_info, params.File) for f in self.dependant.body_params)
         asked = query_names(self.dependant)
+        listed = query_lists(self.dependant)
 
         async def route(request: Request) -> Response:
-            if unknown := unknown_query(request, asked):
+            if unknown := unknown_query(request, asked) or repeated_query(request, listed):
                 raise HTTPException(422, unknown)
             if takes_json:
                 if not is_json(request.headers.get("content-type", "")):
@@ -116,6 +117,22 @@ class JsonRoute(APIRoute):
 def query_names(d: Dependant) -> list[str]:
     """The query parameters a route takes, its dependencies' too."""
     return [f.alias for f in d.query_params] + [name for sub in d.dependencies for name in query_names(sub)]
+
+
+def query_lists(d: Dependant) -> set[str]:
+    """The query parameters a route takes once per value (a list), its dependencies' too."""
+    own = {f.alias for f in d.query_params if _takes_many(f.field_info.annotation)}
+    return own.union(*(query_lists(sub) for sub in d.dependencies))
+
+
+def repeated_query(request: Request, lists: set[str]) -> str | None:
+    """Why a request's query is refused: a parameter that takes one value given several times
+    (`?sort=score&sort=row` was sorted by the last, silently); None if there is none."""
+    repeated = sorted({k for k in request.query_params if k not in lists and len(request.query_params.getlist(k)) > 1})
+    if not repeated:
+        return None
+    many = f" (only {', '.join(sorted(lists))} may be repeated)" if lists else ""
+    return f"query parameter {', '.join(repeated)} given more than once: give it once{many}"
 
 
 def unknown_query(request: Request, known: list[str]) -> str | None:

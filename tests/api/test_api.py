@@ -629,3 +629,10 @@ def test_a_query_parameter_a_route_does_not_take_is_refused(client: TestClient) 
     one = client.get(f"/api/v1/reports/{rid}/items/{items[0]['item_id']}?idx={items[0]['idx']}")
     assert one.status_code == 200, one.text
     assert client.get(f"/api/v1/reports/{rid}?verbose=1").status_code == 422
+    # a one-value parameter given twice was taken as its last value, silently; status may repeat
+    twice = client.get(f"/api/v1/reports/{rid}/items?sort=score&sort=row&page=1&page=2")
+    assert twice.status_code == 422, twice.text
+    said = "query parameter page, sort given more than once: give it once (only status may be repeated)"
+    assert twice.json()["error"] == said
+    assert client.get(f"/api/v1/reports/{rid}/items?status=clean&status=suspicious").status_code == 200
+    assert client.get(f"/api/v1/reports/{rid}/export?format=csv&format=jsonl").status_code == 422
