@@ -95,10 +95,12 @@ class JsonRoute(APIRoute):
         takes_form = field is not None and not takes_json
         fields = [f.alias for f in self.dependant.body_params]
         many = {f.alias for f in self.dependant.body_params if _takes_many(f.field_info.annotation)}
+        files = any(isinstance(f.field_info, params.File) for f in self.dependant.body_params)
         asked = query_names(self.dependant)
+        listed = query_lists(self.dependant)
 
         async def route(request: Request) -> Response:
-            if unknown := unknown_query(request, asked):
+            if unknown := unknown_query(request, asked) or repeated_query(request, listed):
                 raise HTTPException(422, unknown)
             if takes_json:
                 if not is_json(request.headers.get("content-type", "")):
@@ -106,7 +108,7 @@ class JsonRoute(APIRoute):
                 limits: Limits = request.app.state.limits
                 check_json_depth(await request.body(), limits.json_depth)
             elif takes_form:
-                await _check_form(request, fields, many)
+                await _check_form(request, fields, many, files)
             return await handler(request)
 
         return route
@@ -129,6 +131,22 @@ def tracking(name: str) -> bool:
     return name.lower() in TRACKING_NAMES or name.lower().startswith(TRACKING_PREFIXES)
 
 
+def query_lists(d: Dependant) -> set[str]:
+    """The query parameters a route takes once per value (a list), its dependencies' too."""
+    own = {f.alias for f in d.query_params if _takes_many(f.field_info.annotation)}
+    return own.union(*(query_lists(sub) for sub in d.dependencies))
+
+
+def repeated_query(request: Request, lists: set[str]) -> str | None:
+    """Why a request's query is refused: a parameter that takes one value given several times
+    (`?sort=score&sort=row` was sorted by the last, silently); None if there is none."""
+    repeated = sorted({k for k in request.query_params if k not in lists and len(request.query_params.getlist(k)) > 1})
+    if not repeated:
+        return None
+    many = f" (only {', '.join(sorted(lists))} may be repeated)" if lists else ""
+    return f"query parameter {', '.join(repeated)} given more than once: give it once{many}"
+
+
 def unknown_query(request: Request, known: list[str], ignored: Callable[[str], bool] = lambda _: False) -> str | None:
     """Why a request's query parameters are refused: one the route does not take, named (and the
     nearest it does); None if there is none. A misspelt filter (`?stauts=clean`, `?pagesize=3`)
@@ -149,13 +167,16 @@ def _takes_many(annotation: Any) -> bool:
     return any(get_origin(a) in (list, tuple, set) for a in (annotation, *get_args(annotation)))
 
 
-async def _check_form(request: Request, fields: list[str], many: set[str]) -> None:
-    """Refuse, naming the problem, a form route's request that is not a multipart form, holds a
-    field the route does not take, or gives one of its fields more than once (`many`: those that
-    take a list, as a form of checkboxes sends one field per box)."""
+async def _check_form(request: Request, fields: list[str], many: set[str], files: bool) -> None:
+    """Refuse, naming the problem, a form route's request that is not a multipart form (`files`:
+    the route takes a file, which only multipart carries), holds a field the route does not take,
+    or gives one of its fields more than once (`many`: those that take a list, as a form of
+    checkboxes sends one field per box)."""
     example = f"curl -F {fields[0]}=@FILE ..." if fields else "a multipart form"
     main = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if main not in FORM_TYPES:
+    # a form with a file part can only be multipart: `curl --data-binary @b.jsonl URL` sends the
+    # raw file as application/x-www-form-urlencoded, whose parse made the file's text a field name
+    if main not in (FORM_TYPES[:1] if files else FORM_TYPES):
         raise HTTPException(
             415,
             f"send a multipart form (Content-Type: multipart/form-data) with the fields {', '.join(fields)} "

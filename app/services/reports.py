@@ -447,7 +447,12 @@ class ReportService:
     def items(self, report_id: str | None, **filters: Any) -> tuple[int, list[dict[str, Any]]]:
         """The items of one report (or all), filtered (rrepo.query_items); a corpus filter naming
         none of the report's corpora is refused, naming them (a trial: a corpus renamed since,
-        asked by its old name, gave 0 items without a word)."""
+        asked by its old name, gave 0 items without a word). A search or corpus holding a NUL
+        character is refused, as PostgreSQL refuses it: SQLite's LIKE stopped at it, and a search
+        for "x\0" matched every item."""
+        for name in ("q", "corpus"):
+            if "\x00" in (filters.get(name) or ""):
+                raise InputError(f"{name} holds a NUL character, which no item's text or corpus holds: remove it")
         if report_id is not None:
             corpora = self.get(report_id).get("corpora") or []
             if (corpus := filters.get("corpus")) is not None and corpus not in corpora:
@@ -472,7 +477,7 @@ class ReportService:
             it = rrepo.get_item(conn, report_id, item_id, at[0]) if at else None
         if it is None:
             where = f" at idx {idx}" if idx is not None else ""
-            raise NotFoundError(f"no item {item_id!r}{where} in report {report_id}")
+            raise self._no_item(report_id, f"no item {item_id!r}{where} in report {report_id}")
         return it
 
     def item_at(self, report_id: str, idx: int) -> dict[str, Any]:
@@ -480,8 +485,20 @@ class ReportService:
         with self.engine.connect() as conn:
             it = rrepo.get_item(conn, report_id, None, idx)
         if it is None:
-            raise NotFoundError(f"no item at idx {idx} in report {report_id}")
+            raise self._no_item(report_id, f"no item at idx {idx} in report {report_id}")
         return it
+
+    def _no_item(self, report_id: str, said: str) -> NotFoundError:
+        """Why an item was not found: no such report (said as the other routes say it, not as a
+        missing item), or one still checking, whose items come as they are scored (a trial: an
+        item asked for during the job was "no item", as if the benchmark did not hold it)."""
+        rep = self.get(report_id)
+        if rep["status"] in rrepo.PENDING:
+            said += (
+                f" yet: the report is {rep['status']} ({rep['done_items']:,} of {rep['total_items']:,} items "
+                "scored) and its items come as they are scored; ask again when it is done"
+            )
+        return NotFoundError(said)
 
     def delete(self, report_id: str) -> None:
         with self.engine.begin() as conn:

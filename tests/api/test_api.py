@@ -133,6 +133,11 @@ def test_report_endpoints(client: TestClient) -> None:
     items = client.get(f"/api/v1/reports/{rid}/items", params={"status": "contaminated"}).json()
     assert [i["item_id"] for i in items["items"]] == ["q1"] and items["total"] == 1
     assert client.get(f"/api/v1/reports/{rid}/items", params={"q": "tides"}).json()["total"] == 1
+    # a NUL in the search: SQLite's LIKE stopped at it and listed every item; PostgreSQL refused it
+    for where, filters in ((f"/api/v1/reports/{rid}/items", {}), ("/items", {})):
+        for asked in ({"q": "tides\x00"}, {"corpus": "web\x00"}):
+            nul = client.get(where, params={**filters, **asked})
+            assert nul.status_code == 422 and "NUL" in nul.text, (where, asked, nul.text[-300:])
     assert client.get(f"/api/v1/reports/{rid}/items", params={"corpus": "web"}).json()["total"] == 1
     assert client.get(f"/api/v1/reports/{rid}/items", params={"field": "question"}).json()["total"] == 1
     assert client.get(f"/api/v1/reports/{rid}/items", params={"min_score": 0.5}).json()["total"] == 1
@@ -451,6 +456,19 @@ def test_openapi_lists_every_route(client: TestClient) -> None:
         assert p in paths, p
 
 
+def test_openapi_says_what_the_downloads_are(client: TestClient) -> None:
+    """The export and the clean subset were documented as answering application/json too (FastAPI's
+    default response class), which they never do: a client generated from the schema parsed a CSV
+    or a Parquet file as JSON (a trial). Each now lists only the types it sends."""
+    paths = client.get("/openapi.json").json()["paths"]
+    downloads = [p for p in paths if p.endswith(("/export", "/clean"))]
+    answers = {p: set(paths[p]["get"]["responses"]["200"]["content"]) for p in downloads}
+    assert answers == {
+        "/api/v1/reports/{report_id}/export": {"application/x-ndjson", "text/csv"},
+        "/api/v1/reports/{report_id}/clean": {"application/octet-stream"},
+    }
+
+
 def test_delete_a_corpus(client: TestClient, migrated_url: str, index_corpus: IndexCorpus) -> None:
     """Once a corpus with other settings blocked every default upload; now it can go, except
     while a job uses it (409)."""
@@ -540,7 +558,9 @@ def test_an_upload_sent_wrongly_is_told_what_is_wrong(client: TestClient) -> Non
     422 "Field required" for `file`, as did a file sent as `upload`; two files in `file` were
     taken as the second, silently. Each is now refused naming the problem, and nothing is made."""
     data = _payloads()["b.jsonl"]
-    for ctype, body in (("application/json", b'{"question": "x"}'), ("application/octet-stream", data)):
+    # curl --data-binary @b.jsonl sends the raw file as a urlencoded form: its text was a field name
+    sent = (("application/json", b'{"question": "x"}'), ("application/octet-stream", data))
+    for ctype, body in (*sent, ("application/x-www-form-urlencoded", data)):
         r = client.post("/api/v1/benchmarks", content=body, headers={"content-type": ctype})
         assert r.status_code == 415 and "multipart/form-data" in r.json()["error"], r.text
         assert "-F file=@FILE" in r.json()["error"] and ctype in r.json()["error"]
@@ -609,3 +629,10 @@ def test_a_query_parameter_a_route_does_not_take_is_refused(client: TestClient) 
     one = client.get(f"/api/v1/reports/{rid}/items/{items[0]['item_id']}?idx={items[0]['idx']}")
     assert one.status_code == 200, one.text
     assert client.get(f"/api/v1/reports/{rid}?verbose=1").status_code == 422
+    # a one-value parameter given twice was taken as its last value, silently; status may repeat
+    twice = client.get(f"/api/v1/reports/{rid}/items?sort=score&sort=row&page=1&page=2")
+    assert twice.status_code == 422, twice.text
+    said = "query parameter page, sort given more than once: give it once (only status may be repeated)"
+    assert twice.json()["error"] == said
+    assert client.get(f"/api/v1/reports/{rid}/items?status=clean&status=suspicious").status_code == 200
+    assert client.get(f"/api/v1/reports/{rid}/export?format=csv&format=jsonl").status_code == 422

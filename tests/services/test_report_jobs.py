@@ -16,6 +16,7 @@ from helpers import delete_at_progress_step, make_docs, wait_for_report
 from sqlalchemy import Engine, func, select, update
 
 from contam.app.api.main import create_app
+from contam.app.errors import NotFoundError
 from contam.app.services import scanning
 from contam.app.services.reports import ReportService
 from contam.app.settings import Settings
@@ -292,3 +293,30 @@ def test_a_stopping_server_stops_its_jobs_at_their_next_chunk(
     rep = a.get(rid)
     assert rep["status"] == "running" and rep["done_items"] < 20  # left, not finished
     assert services().take_up() == [rid]  # and let go at once
+
+
+def test_an_item_not_scored_yet_is_said_to_be(
+    engine: Engine, index_corpus: IndexCorpus, services: Callable[..., ReportService]
+) -> None:
+    """An item asked for while its report's job ran was "no item 'q3' in report R", as if the
+    benchmark did not hold it, and an item of a report that does not exist was a missing item
+    too (a trial): now the first says the report is still scoring, the second that there is no
+    such report, as the report's other routes say it."""
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    svc = services()
+    rid = svc.submit(_bench(4), "b.jsonl", background=False)
+    with engine.begin() as conn:  # as a job leaves it halfway: two of four items scored
+        rrepo.set_status(conn, rid, "running", done_items=2)
+        conn.execute(report_item.delete().where(report_item.c.report_id == rid, report_item.c.idx >= 2))
+    assert svc.item(rid, "q1")["item_id"] == "q1"
+    running = r"no item 'q3' in report \w+ yet: the report is running \(2 of 4 items scored\).*ask again when"
+    with pytest.raises(NotFoundError, match=running):
+        svc.item(rid, "q3")
+    with pytest.raises(NotFoundError, match=r"no item at idx 3 in report \w+ yet: the report is running"):
+        svc.item_at(rid, 3)
+    with pytest.raises(NotFoundError, match=r"^no report nope$"):
+        svc.item("nope", "q3")
+    with engine.begin() as conn:
+        rrepo.set_status(conn, rid, "done", done_items=4)
+    with pytest.raises(NotFoundError, match=r"^no item 'q9' in report \w+$"):
+        svc.item(rid, "q9")

@@ -159,14 +159,22 @@ def get_item(
     return svc.item(report_id, item_id, idx)
 
 
-@router.get("/reports/{report_id}/export", responses={200: {"content": {"application/x-ndjson": {}, "text/csv": {}}}})
+@router.get(
+    "/reports/{report_id}/export",
+    response_class=Response,
+    responses={200: {"content": {"application/x-ndjson": {}, "text/csv": {}}}},
+)
 def export(report_id: str, svc: ReportServiceDep, format: str = Query("jsonl", pattern="^(jsonl|csv)$")) -> Response:
     """Every item's result as JSONL or CSV."""
     body, media = svc.export(report_id, format)
     return Response(body, media_type=media, headers={"Content-Disposition": attachment(f"report-{report_id}.{format}")})
 
 
-@router.get("/reports/{report_id}/clean", responses={200: {"content": {"application/octet-stream": {}}}})
+@router.get(
+    "/reports/{report_id}/clean",
+    response_class=Response,
+    responses={200: {"content": {"application/octet-stream": {}}}},
+)
 def clean_subset(
     report_id: str,
     svc: ReportServiceDep,
