@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -48,7 +48,7 @@ from contam.app.errors import (
     first_line,
 )
 from contam.app.processes import sweep_temp
-from contam.app.services.corpora import CorpusService, reproducible
+from contam.app.services.corpora import CorpusService, left_out
 from contam.app.services.database import database_trouble, migrate, open_database, shown_url, sqlite_file_missing
 from contam.app.settings import default_database_url, get_settings, unknown_settings
 
@@ -703,7 +703,7 @@ def scan(
             shown_chars=SHOWN_CHARS if fmt == "csv" else 0,  # the CSV's text column
         )
     typer.echo(f"fields: {_fields_line(checked.mapping)}; corpora: {', '.join(checked.corpora)}", err=True)
-    for line in _left_out([] if corpus else CorpusService(engine).list_corpora(), checked.corpora):
+    for line in left_out([] if corpus else CorpusService(engine).list_corpora(), checked.corpora, CLI_NAMES):
         typer.echo(line, err=True)
     for note in checked.summary["notes"]:
         typer.echo(note, err=True)
@@ -736,24 +736,6 @@ def _mostly_too_short(checked: CheckResult) -> str | None:
     )
 
 
-def _left_out(listing: list[dict[str, Any]], checked: Sequence[str]) -> list[str]:
-    """What a scan of every corpus says of the corpora it did not check, rather than leave them out
-    unsaid: those indexed with other settings (--corpus NAME checks against them), by another
-    release (only indexing them again helps), or holding no document (every file failed: a new
-    user's scan left two such corpora out without a word)."""
-    unchecked = [c for c in listing if c["documents"] and c["name"] not in checked]
-    why = {
-        "indexed with other settings; --corpus NAME checks against them": [
-            c["name"] for c in unchecked if reproducible(c)
-        ],
-        "indexed by another release of contam: `contam corpora delete NAME`, then `contam index` again": [
-            c["name"] for c in unchecked if not reproducible(c)
-        ],
-        "no documents: `contam corpora` says which files failed": [c["name"] for c in listing if not c["documents"]],
-    }
-    return [f"left out ({reason}): {', '.join(names)}" for reason, names in why.items() if names]
-
-
 def _fields_line(mapping: dict[str, Any]) -> str:
     """The role mapping as --fields takes it back (a list of fields is the role given once per
     field), and, for a chat, where its passage and answer come from when no field gives them."""
@@ -764,6 +746,9 @@ def _fields_line(mapping: dict[str, Any]) -> str:
     # an item without an id is named by its row: said, so a row number is not taken for an id (a trial)
     no_id = "" if "id" in mapping else " (no id field: each item is named by its row, the first 0)"
     return used + (f" (a chat's {'; '.join(parts)})" if parts else "") + no_id
+
+
+CLI_NAMES = "--corpus NAME checks against them"  # how a scan is told to check against corpora left out
 
 
 def scan_timing(items: int, seconds: float) -> str:

@@ -302,7 +302,10 @@ class Index:
                 stacklevel=2,
             )
         with _in_python_terms():
-            return checks.items(given, _names(corpora), _thresholds(thresholds))
+            checked = checks.items(given, _names(corpora), _thresholds(thresholds))
+        for note in checked.summary["notes"]:  # corpora left out, as Index.scan_file says what it noticed
+            warnings.warn(note, stacklevel=2)
+        return checked
 
     def scan_file(
         self,

@@ -230,6 +230,10 @@ class CheckResponse(BaseModel):
     corpora: list[str] = Field(
         description="the corpora checked against (without `corpora`: those whose settings match)"
     )
+    notes: list[str] = Field(
+        default_factory=list,
+        description="without `corpora`: the corpora left out and why (other settings, another release, no documents)",
+    )
     results: list[ItemResultRead]
 
 

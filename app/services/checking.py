@@ -23,7 +23,7 @@ from contam.app.errors import InputError, UnavailableError
 from contam.app.limits import Limits, check_item, exceeded
 from contam.app.processes import exit_with
 from contam.app.readers.benchmark import ReadNotes, Source, benchmark_source, iter_benchmark
-from contam.app.services.corpora import select_corpora_listing
+from contam.app.services.corpora import API_NAMES, left_out, select_corpora_listing
 from contam.app.services.results import Summary, summarize
 from contam.app.services.scanning import ItemResult, Scanner, SharedDocs
 
@@ -50,6 +50,7 @@ def check_answer(checked: CheckResult) -> dict[str, Any]:
     return {
         "fingerprint": checked.fingerprint,
         "corpora": checked.corpora,
+        "notes": checked.summary.get("notes", []),
         "results": [{**r.as_dict(), **extra} for r in checked.results],
     }
 
@@ -186,13 +187,9 @@ class CheckService:
         if progress is not None:
             progress(0, len(items))
         results = scanner.scan(items, progress, workers=workers)
-        return CheckResult(
-            scanner.fingerprint,
-            results,
-            summarize(results, scanner.th, scanner.corpus_names),
-            scanner.th,
-            names,
-        )
+        said = summarize(results, scanner.th, scanner.corpus_names)
+        said["notes"] = [] if corpora else left_out(listing, names, API_NAMES)  # the corpora it could not see
+        return CheckResult(scanner.fingerprint, results, said, scanner.th, names)
 
 
 class CheckWorkers:

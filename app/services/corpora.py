@@ -23,6 +23,27 @@ def reproducible(corpus: Mapping[str, Any]) -> bool:
     return not index_settings(corpus["config"])[1]
 
 
+API_NAMES = "an upload or check naming them in `corpora` checks against them"  # left_out's `name_them`, for the API
+
+
+def left_out(listing: Sequence[Mapping[str, Any]], checked: Sequence[str], name_them: str) -> list[str]:
+    """What a check of every corpus says of the corpora it did not check (rows of
+    repo.list_corpora), rather than leave them out unsaid: those indexed with other settings
+    (`name_them`: how to check against them), by another release (only indexing them again
+    helps), or holding no document (every file failed: a new user's scan left two such corpora
+    out without a word; an upload checked against one corpus of two reported 0 contaminated
+    where the other held 3, and nothing said so: a trial)."""
+    unchecked = [c for c in listing if c["documents"] and c["name"] not in checked]
+    why = {
+        f"indexed with other settings; {name_them}": [c["name"] for c in unchecked if reproducible(c)],
+        "indexed by another release of contam: `contam corpora delete NAME`, then `contam index` again": [
+            c["name"] for c in unchecked if not reproducible(c)
+        ],
+        "no documents: `contam corpora` says which files failed": [c["name"] for c in listing if not c["documents"]],
+    }
+    return [f"left out ({reason}): {', '.join(names)}" for reason, names in why.items() if names]
+
+
 def no_corpus(missing: Sequence[str], names: Sequence[str]) -> NotFoundError:
     """The error of corpus names that name none, with the corpora there are (the first 20), and,
     for a name holding a comma, how several are given: a list split at commas everywhere else,

@@ -181,6 +181,34 @@ def benchmark_of(body: dict) -> list:
     return CheckRequest.model_validate(body).benchmark_items()
 
 
+def test_reports_and_checks_name_the_corpora_they_left_out(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """Without `corpora`, an upload or a check is scored against the corpora of one set of settings:
+    an upload checked against one corpus of two said 0 contaminated where the other (indexed with
+    another n) held the items, and neither the report nor the check said a corpus was left out, as
+    `contam scan` says it (a trial). Named corpora were chosen: nothing is said of the others."""
+    index_corpus(migrated_url, [{"id": "web-page", "text": "Nothing of any benchmark is on this page at all."}])
+    index_corpus(migrated_url, CORPUS, "n8", cfg=SignatureConfig(ngram_n=8))
+    data = "".join(json.dumps(r) + "\n" for r in ROWS).encode()
+    note = "left out (indexed with other settings; an upload or check naming them in `corpora` checks against them): n8"
+    with TestClient(create_app(Settings(database_url=migrated_url, api_keys=""))) as c:
+        rid = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}).json()["id"]
+        rep = wait_for_report(c, rid)
+        assert rep["corpora"] == ["web"] and rep["summary"]["counts"]["contaminated"] == 0
+        assert rep["summary"]["notes"] == [note], rep["summary"]["notes"]
+        assert note in c.get(f"/reports/{rid}").text  # the dashboard's "Read with notes"
+        named = c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", data)}, data={"corpora": "n8"}).json()["id"]
+        rep = wait_for_report(c, named)
+        assert rep["summary"]["counts"]["contaminated"] == 1 and rep["summary"]["notes"] == []
+        checked = c.post("/api/v1/check", json={"texts": [Q1]}).json()
+        assert checked["corpora"] == ["web"] and checked["notes"] == [note]
+        CheckResponse.model_validate(checked)
+        assert c.post("/api/v1/check", json={"texts": [Q1], "corpora": ["n8"]}).json()["notes"] == []
+    import contam
+
+    with contam.Index(migrated_url) as index, pytest.warns(UserWarning, match=r"left out \(indexed with other"):
+        assert index.scan([Q1]).summary["notes"] == [note]
+
+
 def test_check_endpoint(client: TestClient) -> None:
     r = client.post("/api/v1/check", json={"texts": [Q1, "Is ice cold?"], "items": [{"id": "x", "question": Q2}]})
     assert r.status_code == 200
