@@ -144,10 +144,18 @@ class CheckItemIn(BaseModel):
         trial); an unknown key is still refused, null or not."""
         return _without_nulls(value, cls.model_fields)
 
-    id: str | None = None
+    id: str | None = Field(None, description="the item's id: a text, or a whole number (read as its digits)")
     question: str = ""
     passage: str = ""
     choices: list[str] = Field(default_factory=list)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _whole_id(cls, value: Any) -> Any:
+        """An integer id is its digits, as an uploaded file's `"id": 7` is read: a 422 for it
+        ("Input should be a valid string") where the same item uploaded scored (a trial)."""
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
     answer: str | int = Field("", description="the answer's text, or its index (from 0) into `choices`")
     solution: str = Field("", description="a worked solution or rationale beside the answer (scored with it)")
     alternatives: list[str] = Field(

@@ -634,6 +634,10 @@ def test_check_takes_null_as_a_field_not_sent() -> None:
         CheckRequest.model_validate({"items": [{"question": Q1}], "thresholds": {"min_bitz": None}})
     with pytest.raises(ValidationError):
         CheckRequest.model_validate({"items": [{"question": Q1}], "corpus": None})
+    # an integer id is its digits, as an uploaded file's is read (it was a 422: a trial); not a bool
+    assert benchmark_of({"items": [{"id": 7, "question": Q1}]})[0].item_id == "7"
+    with pytest.raises(ValidationError):
+        CheckRequest.model_validate({"items": [{"id": True, "question": Q1}]})
 
 
 def test_a_query_parameter_a_route_does_not_take_is_refused(client: TestClient) -> None:
