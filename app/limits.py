@@ -25,6 +25,7 @@ class Limits:
     items: int = 100_000  # items in one benchmark
     item_chars: int = 100_000  # characters in one field of one item
     check_chars: int = 1_000_000  # characters in one /check request, all texts and items together
+    check_items: int = 1000  # texts and items in one /check request (answered within it; more: a report)
     json_depth: int = 32  # nesting of a JSON request body or of the mapping/thresholds form fields
     csv_field_chars: int = 1_000_000  # characters in one CSV/TSV field
     line_bytes: int = 16 * MiB  # bytes in one line of a JSON lines or CSV/TSV benchmark (refused while read)
@@ -41,6 +42,7 @@ SETTING = {
     "items": "CONTAM_MAX_ITEMS",
     "item_chars": "CONTAM_MAX_ITEM_CHARS",
     "check_chars": "CONTAM_MAX_CHECK_CHARS",
+    "check_items": "CONTAM_MAX_CHECK_ITEMS",
     "json_depth": "CONTAM_MAX_JSON_DEPTH",
     "csv_field_chars": "CONTAM_MAX_CSV_FIELD_CHARS",
     "line_bytes": "CONTAM_MAX_LINE_MB",

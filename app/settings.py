@@ -47,6 +47,7 @@ class Settings(BaseSettings):
     max_items: int = Field(_LIMITS.items, gt=0, description="most items in one benchmark")
     max_item_chars: int = Field(_LIMITS.item_chars, gt=0, description="most characters in one field of an item")
     max_check_chars: int = Field(_LIMITS.check_chars, gt=0, description="most characters in one /check request")
+    max_check_items: int = Field(_LIMITS.check_items, gt=0, description="most texts and items in one /check request")
     max_json_depth: int = Field(_LIMITS.json_depth, gt=0, description="deepest nesting of a JSON request body")
     max_csv_field_chars: int = Field(
         _LIMITS.csv_field_chars, gt=0, description="most characters in one field of a CSV/TSV benchmark"
@@ -92,6 +93,7 @@ class Settings(BaseSettings):
             items=self.max_items,
             item_chars=self.max_item_chars,
             check_chars=self.max_check_chars,
+            check_items=self.max_check_items,
             json_depth=self.max_json_depth,
             csv_field_chars=self.max_csv_field_chars,
             line_bytes=mib_to_bytes(self.max_line_mb),

@@ -313,6 +313,12 @@ def test_scan_file_scores_in_worker_processes_as_the_cli_does(
         index.scan_file(tmp_path / "b.jsonl", workers=np.int64(2))  # type: ignore[arg-type]
         assert started == [2, 2, 2]
     assert [r.as_dict() for r in both.results] == [r.as_dict() for r in alone.results]
+    # the items of Index.scan are the caller's own memory: no server's per-request bound (a 5,000-row
+    # frame was refused, "upload a benchmark for more")
+    monkeypatch.setenv("CONTAM_MAX_CHECK_ITEMS", "1000")
+    with contam.Index(db_url) as index:
+        scanned = index.scan(rows)
+    assert len(scanned.results) == 1100 and [r.score.status for r in scanned.results][700] == "contaminated"
     assert [r.score.status for r in both.results].count("contaminated") == 1
 
 

@@ -29,7 +29,6 @@ from contam.app.services.scanning import ItemResult, Scanner, SharedDocs
 
 Progress = Callable[[int, int], None]  # (items scored, items in all)
 Reading = Callable[[int], None]  # items read by the scan's first pass, before any is scored
-MAX_CHECK_ITEMS = 1000  # answered within the request; larger sets go through a report
 
 
 @dataclass
@@ -91,8 +90,9 @@ class CheckService:
         documents whose settings match: `select_corpora`)."""
         if not items:
             raise InputError("give at least one text or item")
-        if len(items) > MAX_CHECK_ITEMS:
-            raise InputError(f"at most {MAX_CHECK_ITEMS} items per check; upload a benchmark for more")
+        if len(items) > self.limits.check_items:  # was a 422 of a constant, where every other limit is a setting's 413
+            more = f"the check's {len(items):,} texts and items (upload a benchmark for more)"
+            raise exceeded("check_items", self.limits.check_items, more)
         self._check_size(items)
         return self._scan(items, corpora, thresholds, workers=1, shared_docs=self.docs)
 

@@ -54,6 +54,7 @@ def _app(tmp_path: Path, **limits: object) -> TestClient:
 def small(tmp_path: Path) -> Iterator[TestClient]:
     """A server with small limits (no corpus: every limit is checked before the corpora are)."""
     settings = {"max_decompressed_mb": 1, "max_items": 3, "max_item_chars": 500, "max_check_chars": 2000}
+    settings["max_check_items"] = 5
     with _app(tmp_path, **settings, max_csv_field_chars=1000, max_json_depth=8, max_upload_mb=1) as c:
         yield c
 
@@ -125,6 +126,19 @@ def test_a_long_line_is_refused_while_it_is_read(name: str) -> None:
 def test_item_count_is_limited(small: TestClient) -> None:
     code, error = _upload(small, "b.jsonl.gz", gzip.compress(JSONL * 4))
     assert code == 413 and "CONTAM_MAX_ITEMS" in error
+
+
+def test_items_per_check_are_a_setting_s_limit(small: TestClient) -> None:
+    """/check's 1,000 items were a constant answered 422, where every other limit is a setting
+    whose refusal is a 413 naming it (a REST user's trial): CONTAM_MAX_CHECK_ITEMS counts texts
+    and items together."""
+    texts = [Q1, "Is ice cold?"]
+    fits = small.post("/api/v1/check", json={"texts": texts, "items": [{"question": Q1}] * 3})
+    assert fits.status_code == 404 and "no corpus" in fits.json()["error"]  # counted, not refused: nothing indexed
+    r = small.post("/api/v1/check", json={"texts": texts, "items": [{"question": Q1}] * 4})
+    said = r.json()["error"]
+    assert r.status_code == 413 and "the check's 6 texts and items (upload a benchmark for more)" in said, said
+    assert said.endswith("exceeds the limit of 5 (CONTAM_MAX_CHECK_ITEMS)")
 
 
 def test_text_per_item_is_limited_naming_item_and_field(small: TestClient) -> None:
