@@ -88,6 +88,11 @@ class NotStarted(ContamError):
     kept, and running it again as it is fails the same way."""
 
 
+class RunRefused(StateError, NotStarted):
+    """An indexing run the stored state refuses before it writes anything (a report job reads its
+    corpus): `contam index` said the files reported done were kept, of a run that wrote none."""
+
+
 class UnavailableError(ContamError):
     """The database cannot be reached (wrong host, port, name or credentials, or it is down, or
     refuses work right now); retrying later may succeed."""

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, RootTransaction
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from contam.app.core.config import SignatureConfig
-from contam.app.errors import FingerprintMismatch, InputError, SettingsConflict, StateError, first_line
+from contam.app.errors import FingerprintMismatch, InputError, RunRefused, SettingsConflict, StateError, first_line
 from contam.app.readers.corpus import RawDocument
 from contam.app.services.segments import merge_segments
 from contam.app.store import db, repo
@@ -42,12 +42,12 @@ def indexing_run(engine: Engine, corpus_id: int, lease: float = RUN_LEASE_SECOND
         with db.writing(engine) as conn:  # the corpus held: a report job queued meanwhile waits for this check
             name = repo.lock_corpus(conn, corpus_id)
             if name is None:  # a delete held the corpus row, then removed it
-                raise StateError(DELETED_AS_STARTED)
+                raise RunRefused(DELETED_AS_STARTED)
             if using := reports_repo.reports_using(conn, name):
-                raise StateError(_in_use(name, using))
+                raise RunRefused(_in_use(name, using))
             repo.start_run(conn, run_id, corpus_id, f"{socket.gethostname()[:40]}:{os.getpid()}", lease)
     except IntegrityError:  # likewise, between the check and the insert
-        raise StateError(DELETED_AS_STARTED) from None
+        raise RunRefused(DELETED_AS_STARTED) from None
     done = threading.Event()
 
     def renew() -> None:

@@ -1347,3 +1347,30 @@ def test_serve_says_it_migrated_an_older_database(tmp_path: Path, monkeypatch: p
     assert r.exit_code == 0 and f"migrated from revision 0016_report_item_search to {head}" in r.output, r.output
     again = CliRunner().invoke(cli, ["serve", "--port", str(port)])
     assert again.exit_code == 0 and "migrated from" not in again.output, again.output
+
+
+def test_an_index_run_refused_for_a_report_job_says_nothing_was_kept(migrated_url: str, tmp_path: Path) -> None:
+    """An indexing run refused at its start, a report job reading the corpus, ended with "the files
+    reported done are kept; run it again to index the rest", of a run that wrote nothing (a REST
+    user's trial): it says why it was refused, and no more."""
+    from contam.app.services.reports import ReportService
+    from contam.app.store import reports as rrepo
+    from contam.app.store.db import make_engine
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": f"quiz: {Q1}"}) + "\n")
+    assert index_cli(migrated_url, "web", "--progress", "none", str(corpus)).exit_code == 0
+    engine = make_engine(migrated_url)
+    reports = ReportService(engine, 1 << 20)
+    try:
+        rid = reports.submit(json.dumps({"id": "a", "question": Q1}).encode() + b"\n", "b.jsonl", background=False)
+        with engine.begin() as conn:
+            rrepo.set_status(conn, rid, "queued")
+        more = tmp_path / "more.jsonl"
+        more.write_text(json.dumps({"id": "q", "text": "another page of text to index here"}) + "\n")
+        refused = index_cli(migrated_url, "web", "--progress", "none", str(more))
+        assert refused.exit_code == 3 and "while a report job reads it" in refused.stderr, refused.stderr
+        assert "kept" not in refused.stderr
+    finally:
+        reports.shutdown()
+        engine.dispose()
