@@ -36,7 +36,7 @@ from contam.app.errors import (
 from contam.app.limits import Limits, exceeded
 from contam.app.processes import temp_prefix
 from contam.app.readers.benchmark import ReadNotes, iter_benchmark
-from contam.app.services.corpora import API_NAMES, left_out, select_corpora, select_corpora_listing
+from contam.app.services.corpora import API_NAMES, left_out, select_corpora_listing
 from contam.app.services.database import RETRY_SECONDS, database_trouble, retrying, unavailable_reason
 from contam.app.services.exports import export_items, without_items
 from contam.app.services.indexing import RUN_LEASE_SECONDS
@@ -283,7 +283,8 @@ class ReportService:
         total = sum(1 for _ in iter_benchmark(data, filename, mapping, self.limits, used, keep_raw=False))
         th = thresholds or Thresholds()
         # refuses unknown or empty corpora, or mismatched settings, now
-        scanner = Scanner(self.engine, select_corpora(self.engine, corpora), th)
+        names, listing = select_corpora_listing(self.engine, corpora)
+        scanner = Scanner(self.engine, names, th, listing=listing)
         report_id = uuid.uuid4().hex
         blob = rrepo.compressed(data)  # before the transaction: compressing 200 MB takes a while
         with db.writing(self.engine) as conn:
@@ -305,6 +306,9 @@ class ReportService:
                     "config": scanner.cfg.to_dict(),
                     "software_version": __version__,
                     "summary": None,
+                    # what the report says of the corpora it was not checked against, decided now, as
+                    # they are chosen (an upload that names its corpora chose them: nothing)
+                    "left_out": [] if corpora else left_out(listing, names, API_NAMES),
                     "upload_zst": blob,
                 },
                 owner=self.owner,
@@ -428,24 +432,8 @@ class ReportService:
                 "recording progress",
                 functools.partial(_save_chunk, report_id=report_id, owner=owner, done=done, rows=rows),
             )
-        said = {**summary.as_dict(), "notes": self._left_out(rep["corpora"]) + notes.said()}
+        said = {**summary.as_dict(), "notes": (rep.get("left_out") or []) + notes.said()}
         self._write("saving the summary", lambda c: _finish(c, report_id, owner, done, said))
-
-    def _left_out(self, checked: list[str]) -> list[str]:
-        """The corpora a report was not checked against, as /check says them (left_out), where its
-        corpora are those an upload naming none gets (one that named its corpora chose them): an
-        upload checked against one corpus of two said 0 contaminated where the other held 3, and
-        nothing in the report said a corpus was left out (a trial)."""
-        try:
-            names, listing = retrying(
-                "listing the corpora",
-                lambda: select_corpora_listing(self.engine, None),
-                self.retry_seconds,
-                self._stopping.is_set,
-            )
-        except ContamError:  # none to choose by default now (deleted since): nothing to say of them
-            return []
-        return left_out(listing, checked, API_NAMES) if sorted(names) == sorted(checked) else []
 
     # ---------------------------------------------------------------- read
 

@@ -30,7 +30,7 @@ SORTS = {
 }
 
 
-JSON_COLUMNS = ("corpora", "mapping", "thresholds", "config", "summary")  # stored as JSON text
+JSON_COLUMNS = ("corpora", "mapping", "thresholds", "config", "summary", "left_out")  # stored as JSON text
 
 
 def _encode(values: dict[str, Any]) -> dict[str, Any]:

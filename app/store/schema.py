@@ -212,6 +212,9 @@ report = Table(
     Column("config", Text, nullable=False),  # JSON signature settings
     Column("software_version", String(32), nullable=False),
     Column("summary", Text),  # JSON, when done
+    # JSON list: what an upload naming no corpora is told of those it was not checked against, as
+    # chosen (migration 0018); null before it
+    Column("left_out", Text),
     Column("upload", LargeBinary, nullable=False),  # zstd of the uploaded file, for re-runs and the clean subset
     Column("created_at", UTCDateTime(), nullable=False),
     Column("finished_at", UTCDateTime()),

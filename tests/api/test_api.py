@@ -209,6 +209,30 @@ def test_reports_and_checks_name_the_corpora_they_left_out(migrated_url: str, in
         assert index.scan([Q1]).summary["notes"] == [note]
 
 
+def test_a_report_notes_the_corpora_left_out_when_submitted(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """A report's notes of the corpora left out are decided when the upload chooses its corpora:
+    decided at the job's end, by comparing the report's corpora with the default choice then, an
+    upload that named exactly the default corpora was told of the others, as if it had named none
+    (a check naming them is told nothing), and a corpus indexed while a report was queued made the
+    note of one left out go."""
+    index_corpus(migrated_url, [{"id": "web-page", "text": "Nothing of any benchmark is on this page at all."}])
+    index_corpus(migrated_url, CORPUS, "n8", cfg=SignatureConfig(ngram_n=8))
+    data = "".join(json.dumps(r) + "\n" for r in ROWS).encode()
+    note = "left out (indexed with other settings; an upload or check naming them in `corpora` checks against them): n8"
+    engine = make_engine(migrated_url)
+    try:
+        svc = ReportService(engine, 1 << 20)
+        named = svc.submit(data, "b.jsonl", corpora=["web"], background=False)
+        assert svc.get(named)["corpora"] == ["web"] and svc.get(named)["summary"]["notes"] == []
+        svc._enqueue = lambda rid: None  # type: ignore[method-assign]  # queued, run below
+        queued = svc.submit(data, "b.jsonl")
+        index_corpus(migrated_url, [{"id": "later", "text": "Indexed while the report was queued."}], "web2")
+        svc.run(queued)
+        assert svc.get(queued)["corpora"] == ["web"] and svc.get(queued)["summary"]["notes"] == [note]
+    finally:
+        engine.dispose()
+
+
 def test_check_endpoint(client: TestClient) -> None:
     r = client.post("/api/v1/check", json={"texts": [Q1, "Is ice cold?"], "items": [{"id": "x", "question": Q2}]})
     assert r.status_code == 200
