@@ -137,10 +137,12 @@ def query_lists(d: Dependant) -> set[str]:
     return own.union(*(query_lists(sub) for sub in d.dependencies))
 
 
-def repeated_query(request: Request, lists: set[str]) -> str | None:
+def repeated_query(request: Request, lists: set[str], ignored: Callable[[str], bool] = lambda _: False) -> str | None:
     """Why a request's query is refused: a parameter that takes one value given several times
-    (`?sort=score&sort=row` was sorted by the last, silently); None if there is none."""
-    repeated = sorted({k for k in request.query_params if k not in lists and len(request.query_params.getlist(k)) > 1})
+    (`?sort=score&sort=row` was sorted by the last, silently); None if there is none. `ignored`:
+    names let through (a link's tracking parameters, on a dashboard page)."""
+    params = request.query_params
+    repeated = sorted({k for k in params if k not in lists and not ignored(k) and len(params.getlist(k)) > 1})
     if not repeated:
         return None
     many = f" (only {', '.join(sorted(lists))} may be repeated)" if lists else ""

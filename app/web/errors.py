@@ -13,7 +13,7 @@ from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 from sqlalchemy.exc import DatabaseError, DataError, OperationalError
 
-from contam.app.api.bodies import query_names, tracking, unknown_query
+from contam.app.api.bodies import query_lists, query_names, repeated_query, tracking, unknown_query
 from contam.app.api.errors import log_failure, plain_problem
 from contam.app.errors import (
     ConfigError,
@@ -66,14 +66,16 @@ class PageRoute(APIRoute):
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
-        asked = query_names(self.dependant)
+        asked, listed = query_names(self.dependant), query_lists(self.dependant)
 
         async def page(request: Request) -> Response:
             try:
                 # a misspelt filter in a shared link (`/items?report=R&stauts=clean`) listed every
                 # item, where the API refuses it (an operator's trial): a 422 page naming it. What a
-                # mail or chat app adds to a link it passes on (utm_source, fbclid) is no filter
-                if unknown := unknown_query(request, asked, tracking):
+                # mail or chat app adds to a link it passes on (utm_source, fbclid) is no filter. One
+                # that takes a single value, given twice (`&sort=score&sort=row`), is refused as the
+                # API refuses it: the page sorted by the last without a word (a review)
+                if unknown := unknown_query(request, asked, tracking) or repeated_query(request, listed, tracking):
                     raise InputError(unknown)
                 return await handler(request)
             except LoginRequired:

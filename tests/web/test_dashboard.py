@@ -352,8 +352,12 @@ def test_the_items_page_takes_a_page_size(migrated_url: str, index_corpus: Index
         assert "unknown query parameter stauts: this takes report, status," in typo.text
         assert "(did you mean status?)" in typo.text
         # what a mail or chat app adds to a link it passes on is no filter: the page as linked
-        relayed = c.get(every + "&page_size=10&utm_source=slack&utm_medium=chat&fbclid=IwAR0x&GCLID=1")
+        relayed = c.get(every + "&page_size=10&utm_source=slack&utm_source=mail&fbclid=IwAR0x&GCLID=1")
         assert relayed.status_code == 200 and relayed.text.count('data-label="Score"') == 10
+        # a filter of one value given twice was the last, without a word, where the API refuses it (a review)
+        twice = c.get(every + "&page_size=10&page_size=20")
+        assert twice.status_code == 422 and "query parameter page_size given more than once" in twice.text
+        assert c.get(every + "&status=suspicious").status_code == 200  # status is a list: repeated at will
         assert c.get("/?page=1&deleted=true").status_code == 200 and c.get("/login?next=/items").status_code == 200
 
 
