@@ -11,6 +11,7 @@ import os
 import warnings
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -181,7 +182,9 @@ def benchmark_of(body: dict) -> list:
     return CheckRequest.model_validate(body).benchmark_items()
 
 
-def test_reports_and_checks_name_the_corpora_they_left_out(migrated_url: str, index_corpus: IndexCorpus) -> None:
+def test_reports_and_checks_name_the_corpora_they_left_out(
+    migrated_url: str, index_corpus: IndexCorpus, tmp_path: Path
+) -> None:
     """Without `corpora`, an upload or a check is scored against the corpora of one set of settings:
     an upload checked against one corpus of two said 0 contaminated where the other (indexed with
     another n) held the items, and neither the report nor the check said a corpus was left out, as
@@ -207,6 +210,15 @@ def test_reports_and_checks_name_the_corpora_they_left_out(migrated_url: str, in
 
     with contam.Index(migrated_url) as index, pytest.warns(UserWarning, match=r"left out \(indexed with other"):
         assert index.scan([Q1]).summary["notes"] == [note]
+    bench = tmp_path / "b.jsonl"
+    bench.write_bytes(data)
+    with contam.Index(migrated_url) as index:
+        with pytest.warns(UserWarning) as said:
+            index.scan_file(bench)
+        assert note in [str(w.message) for w in said]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            index.scan_file(bench, corpora="n8")
 
 
 def test_a_report_notes_the_corpora_left_out_when_submitted(migrated_url: str, index_corpus: IndexCorpus) -> None:
