@@ -48,7 +48,7 @@ from contam.app.errors import (
     first_line,
 )
 from contam.app.processes import sweep_temp
-from contam.app.services.corpora import CorpusService, left_out
+from contam.app.services.corpora import API_REMEDIES, CorpusService, Remedies
 from contam.app.services.database import database_trouble, migrate, open_database, shown_url, sqlite_file_missing
 from contam.app.settings import default_database_url, get_settings, unknown_settings
 
@@ -692,7 +692,9 @@ def scan(
     sweep_temp()  # what a killed scan or server left in the temporary folder
     with scan_progress(progress) as (report, read):
         settings = get_settings()  # --workers 0 (not given) is CONTAM_SCAN_WORKERS's, as a report job's
-        checked = CheckService(engine, settings.limits(), workers=workers or settings.scan_workers).path(
+        checked = CheckService(
+            engine, settings.limits(), workers=workers or settings.scan_workers, remedies=CLI_REMEDIES
+        ).path(
             file,
             mapping,
             corpus,
@@ -703,8 +705,6 @@ def scan(
             shown_chars=SHOWN_CHARS if fmt == "csv" else 0,  # the CSV's text column
         )
     typer.echo(f"fields: {_fields_line(checked.mapping)}; corpora: {', '.join(checked.corpora)}", err=True)
-    for line in left_out([] if corpus else CorpusService(engine).list_corpora(), checked.corpora, CLI_NAMES):
-        typer.echo(line, err=True)
     for note in checked.summary["notes"]:
         typer.echo(note, err=True)
     if hint := _mostly_too_short(checked):
@@ -748,7 +748,8 @@ def _fields_line(mapping: dict[str, Any]) -> str:
     return used + (f" (a chat's {'; '.join(parts)})" if parts else "") + no_id
 
 
-CLI_NAMES = "--corpus NAME checks against them"  # how a scan is told to check against corpora left out
+# how a scan's notes tell its user to act on the corpora it left out
+CLI_REMEDIES = Remedies("--corpus NAME checks against them", API_REMEDIES.other_release)
 
 
 def scan_timing(items: int, seconds: float) -> str:

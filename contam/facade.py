@@ -7,6 +7,7 @@ import dataclasses
 import difflib
 import math
 import numbers
+import re
 import sys
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -16,10 +17,10 @@ from typing import Any
 from contam.app import __version__ as __version__  # re-exported by contam/__init__.py, as the two below
 from contam.app.core.config import SignatureConfig, Thresholds
 from contam.app.core.types import BenchmarkItem, answer_of, given_answer
-from contam.app.errors import ContamError, InputError, NotFoundError
+from contam.app.errors import ContamError, IncompatibleIndex, InputError, NotFoundError
 from contam.app.services.checking import CheckResult as ScanResult
 from contam.app.services.checking import CheckService
-from contam.app.services.corpora import API_NAMES, CorpusService, left_out
+from contam.app.services.corpora import CorpusService, Remedies
 from contam.app.services.database import connect, migrate
 from contam.app.services.scanning import Evidence as Evidence
 from contam.app.services.scanning import ItemResult as ItemResult
@@ -126,13 +127,22 @@ def _rows(items: Any) -> Any:
     return items
 
 
+# how a scan's notes tell a Python user to act on the corpora it left out (it was told of uploads)
+PYTHON_REMEDIES = Remedies(
+    "a scan naming them in `corpora` checks against them", "Index.delete(NAME), then Index.add(NAME, paths) again"
+)
 CLI_FIRST = "run `contam index` first"  # what the services tell a caller with no corpus to check against
+# the way out of scanning.py's refusal of an index made by another release, in CLI commands
+REINDEX = re.compile(
+    r"\(`contam corpora delete (?P<name>.+?)`, then `contam index --corpus (?P=name) PATH\.\.\.` on its files\)"
+)
 
 
 @contextlib.contextmanager
 def _in_python_terms() -> Iterator[None]:
-    """The services' "no corpus is indexed yet: run `contam index` first" said as the Python API
-    does it (Index.add): a notebook's user was sent to the command line (a trial)."""
+    """The services' "no corpus is indexed yet: run `contam index` first", and the way out of an
+    index another release made, said as the Python API does it (Index.add, Index.delete): a
+    notebook's user was sent to the command line (a trial)."""
     try:
         yield
     except NotFoundError as exc:
@@ -140,10 +150,19 @@ def _in_python_terms() -> Iterator[None]:
             raise
         told = exc.message.replace(CLI_FIRST, "add one first with Index.add(corpus, paths) (`contam index` in a shell)")
         raise NotFoundError(told, exc.detail) from None
+    except IncompatibleIndex as exc:  # an index another release made: its way out was CLI commands too
+        python = REINDEX.sub(
+            lambda m: f"(Index.delete({m['name']!r}), then Index.add({m['name']!r}, paths))", exc.message
+        )
+        if python == exc.message:
+            raise
+        raise IncompatibleIndex(python, exc.detail) from None
 
 
 def _texts(row: int, name: str, given: Any) -> tuple[str, ...]:
-    """A list of texts (a list, a tuple, an array; a single text is one)."""
+    """A list of texts (a list, a tuple, an array; a single text is one); a missing one (None,
+    NaN) is the empty text, as a benchmark file's null is, keeping its place: it was "None", a
+    choice a page could hold."""
     given = () if given is None else given
     if isinstance(given, bytes | bytearray):
         given = given.decode("utf-8", "replace")
@@ -158,7 +177,7 @@ def _texts(row: int, name: str, given: Any) -> tuple[str, ...]:
     if not isinstance(given, Iterable):
         raise refused
     try:
-        return tuple(str(c) for c in given)
+        return tuple("" if _missing(c) else str(c) for c in given)
     except TypeError:  # iterable in name only (a 0-d array)
         raise refused from None
 
@@ -276,7 +295,7 @@ class Index:
         # a server's bounds on one request: the caller's items are in its own memory already (a
         # 5,000-row frame was refused, "upload a benchmark for more"); each field's stays
         unbounded = dataclasses.replace(get_settings().limits(), check_items=sys.maxsize, check_chars=sys.maxsize)
-        checks, ignored = CheckService(self.engine, unbounded), set[str]()
+        checks, ignored = CheckService(self.engine, unbounded, remedies=PYTHON_REMEDIES), set[str]()
         given, outside, unlabelled = [], [], 0
         for i, it in enumerate(_rows(items)):
             given.append(item := as_item(i, it, ignored))
@@ -333,11 +352,9 @@ class Index:
         settings = get_settings()
         count = settings.scan_workers if workers is None else int(workers)
         with _in_python_terms():
-            checked = CheckService(self.engine, settings.limits(), workers=count).path(
+            checked = CheckService(self.engine, settings.limits(), workers=count, remedies=PYTHON_REMEDIES).path(
                 Path(path), mapping, _names(corpora), _thresholds(thresholds)
             )
-        # the corpora left out, as Index.scan and `contam scan` say them (a review: only this said nothing)
-        left = [] if corpora else left_out(CorpusService(self.engine).list_corpora(), checked.corpora, API_NAMES)
-        for note in [*left, *checked.summary["notes"]]:
+        for note in checked.summary["notes"]:  # the corpora left out first, as Index.scan says them
             warnings.warn(note, stacklevel=2)
         return checked

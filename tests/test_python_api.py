@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import tempfile
@@ -9,8 +10,10 @@ import warnings
 from pathlib import Path
 
 import pytest
+from conftest import IndexCorpus
 
 import contam
+from contam.app.core.config import SignatureConfig
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -108,6 +111,10 @@ def test_a_mapping_items_choices_may_be_one_text_or_an_array() -> None:
     assert as_item(0, {"question": "Pick", "choices": b"red"}).choices == ("red",)  # not its byte values
     with pytest.raises(contam.ContamError, match="item 1: choices must be a list of texts, got ndarray"):
         as_item(1, {"question": "Pick", "choices": np.array("red")})
+    # a missing choice (None, a frame's NaN) is the empty text in its place, as a file's null is: it
+    # was the choice "None" (or "nan"), text a page could hold, and the answer's index still counts it
+    missing = as_item(0, {"question": "Pick", "choices": ["red", None, float("nan"), "blue"], "answer": 3})
+    assert missing.choices == ("red", "", "", "blue") and missing.answer == "blue"
 
 
 def test_a_mapping_item_keeps_its_worked_solution() -> None:
@@ -361,3 +368,23 @@ def test_an_unlabelled_answer_is_warned_of_as_scan_file_does(db_url: str, tmp_pa
     assert told[0] == f"2 {withheld}"
     assert told[1] == f"1 {withheld}"  # scan_file's (its -1.0 is read as text)
     assert len(told) == 2
+
+
+def test_an_index_of_another_release_is_refused_in_python_terms(
+    migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """The way out of an index an earlier release made (another tokeniser) named `contam corpora
+    delete` and `contam index` to a notebook's user (a review)."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "p", "text": "Which river flows through Baghdad and on to Basra?"}) + "\n")
+    index_corpus(migrated_url, [corpus], "old", cfg=dataclasses.replace(SignatureConfig(), normalizer_version="2"))
+    with contam.Index(migrated_url) as index, pytest.raises(contam.ContamError) as refused:
+        index.scan(["Which river flows through Baghdad and on to Basra?"])
+    assert "cannot reproduce" in refused.value.message and "contam index" not in refused.value.message
+    assert "(Index.delete('old'), then Index.add('old', paths))" in refused.value.message, refused.value.message
+    # beside a corpus it can check, the one left out is said in the same terms
+    index_corpus(migrated_url, [corpus], "web")
+    with contam.Index(migrated_url) as index, pytest.warns(UserWarning) as said:
+        index.scan(["Which river flows through Baghdad and on to Basra?"])
+    told = "left out (indexed by another release of contam: Index.delete(NAME), then Index.add(NAME, paths) again): old"
+    assert told in [str(w.message) for w in said], [str(w.message) for w in said]

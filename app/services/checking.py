@@ -23,7 +23,7 @@ from contam.app.errors import InputError, UnavailableError
 from contam.app.limits import Limits, check_item, exceeded
 from contam.app.processes import exit_with
 from contam.app.readers.benchmark import ReadNotes, Source, benchmark_source, iter_benchmark
-from contam.app.services.corpora import API_NAMES, left_out, select_corpora_listing
+from contam.app.services.corpora import API_REMEDIES, Remedies, left_out, select_corpora_listing
 from contam.app.services.results import Summary, summarize
 from contam.app.services.scanning import ItemResult, Scanner, SharedDocs
 
@@ -58,11 +58,18 @@ class CheckService:
     """Scores items against the indexed corpora and hands the results back (nothing is stored)."""
 
     def __init__(
-        self, engine: Engine, limits: Limits | None = None, workers: int = 1, check_workers: int | None = None
+        self,
+        engine: Engine,
+        limits: Limits | None = None,
+        workers: int = 1,
+        check_workers: int | None = None,
+        remedies: Remedies = API_REMEDIES,
     ) -> None:
         """`workers`: processes that score a benchmark file's chunks (0: one per core); a few
         items (`items`) are always scored in this process. `check_workers`: processes that
-        `answer` requests (0: one per core; None: this process answers them)."""
+        `answer` requests (0: one per core; None: this process answers them). `remedies`: how
+        the notes of corpora a check of every corpus left out tell its users to act (left_out)."""
+        self.remedies = remedies
         self.engine = engine
         self.limits = limits or Limits()
         self.workers = workers
@@ -113,7 +120,9 @@ class CheckService:
         scored. keep_text=False: each result keeps only its item's id and row (the CLI prints
         no more), so memory holds the results' figures, never the benchmark's text; and, with
         `shown_chars`, its text as shown up to that many characters, as its question (the CSV's
-        text column)."""
+        text column). The summary's notes begin with the corpora a check of every corpus left
+        out (left_out), from the listing the corpora were chosen from: the CLI and the Python
+        API each read the listing again to say it, and the CLI's JSON said nothing of them."""
         used: dict[str, Any] = {}
         notes = ReadNotes()
 
@@ -140,7 +149,8 @@ class CheckService:
             if not keep_text:
                 part = [dataclasses.replace(r, item=_kept(r.item, shown_chars)) for r in part]
             results.extend(part)
-        said = {**summary.as_dict(), "notes": notes.said()}
+        left = [] if corpora else left_out(listing, names, self.remedies)
+        said = {**summary.as_dict(), "notes": left + notes.said()}
         return CheckResult(scanner.fingerprint, results, said, scanner.th, names, used, notes.unspaced)
 
     def path(
@@ -188,7 +198,7 @@ class CheckService:
             progress(0, len(items))
         results = scanner.scan(items, progress, workers=workers)
         said = summarize(results, scanner.th, scanner.corpus_names)
-        said["notes"] = [] if corpora else left_out(listing, names, API_NAMES)  # the corpora it could not see
+        said["notes"] = [] if corpora else left_out(listing, names, self.remedies)  # the corpora it could not see
         return CheckResult(scanner.fingerprint, results, said, scanner.th, names)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine
@@ -23,20 +24,33 @@ def reproducible(corpus: Mapping[str, Any]) -> bool:
     return not index_settings(corpus["config"])[1]
 
 
-API_NAMES = "an upload or check naming them in `corpora` checks against them"  # left_out's `name_them`, for the API
+@dataclass(frozen=True)
+class Remedies:
+    """How a caller's user acts on a corpus a check of every corpus left out (left_out), in the
+    terms of the way they use contam: the Python API's users were told of uploads and commands."""
+
+    other_settings: str  # how to check against corpora indexed with other settings
+    other_release: str  # how to index again one another release made
 
 
-def left_out(listing: Sequence[Mapping[str, Any]], checked: Sequence[str], name_them: str) -> list[str]:
+# the REST API has no indexing: its users index with the CLI
+API_REMEDIES = Remedies(
+    "an upload or check naming them in `corpora` checks against them",
+    "`contam corpora delete NAME`, then `contam index` again",
+)
+
+
+def left_out(listing: Sequence[Mapping[str, Any]], checked: Sequence[str], remedies: Remedies) -> list[str]:
     """What a check of every corpus says of the corpora it did not check (rows of
-    repo.list_corpora), rather than leave them out unsaid: those indexed with other settings
-    (`name_them`: how to check against them), by another release (only indexing them again
-    helps), or holding no document (every file failed: a new user's scan left two such corpora
-    out without a word; an upload checked against one corpus of two reported 0 contaminated
-    where the other held 3, and nothing said so: a trial)."""
+    repo.list_corpora), rather than leave them out unsaid: those indexed with other settings,
+    by another release (only indexing them again helps), or holding no document (every file
+    failed: a new user's scan left two such corpora out without a word; an upload checked
+    against one corpus of two reported 0 contaminated where the other held 3, and nothing said
+    so: a trial); `remedies`: what to do, in the caller's terms."""
     unchecked = [c for c in listing if c["documents"] and c["name"] not in checked]
     why = {
-        f"indexed with other settings; {name_them}": [c["name"] for c in unchecked if reproducible(c)],
-        "indexed by another release of contam: `contam corpora delete NAME`, then `contam index` again": [
+        f"indexed with other settings; {remedies.other_settings}": [c["name"] for c in unchecked if reproducible(c)],
+        f"indexed by another release of contam: {remedies.other_release}": [
             c["name"] for c in unchecked if not reproducible(c)
         ],
         "no documents: `contam corpora` says which files failed": [c["name"] for c in listing if not c["documents"]],

@@ -36,7 +36,7 @@ from contam.app.errors import (
 from contam.app.limits import Limits, exceeded
 from contam.app.processes import temp_prefix
 from contam.app.readers.benchmark import ReadNotes, iter_benchmark
-from contam.app.services.corpora import API_NAMES, left_out, select_corpora_listing
+from contam.app.services.corpora import API_REMEDIES, left_out, select_corpora_listing
 from contam.app.services.database import RETRY_SECONDS, database_trouble, retrying, unavailable_reason
 from contam.app.services.exports import export_items, without_items
 from contam.app.services.indexing import RUN_LEASE_SECONDS
@@ -308,7 +308,7 @@ class ReportService:
                     "summary": None,
                     # what the report says of the corpora it was not checked against, decided now, as
                     # they are chosen (an upload that names its corpora chose them: nothing)
-                    "left_out": [] if corpora else left_out(listing, names, API_NAMES),
+                    "left_out": [] if corpora else left_out(listing, names, API_REMEDIES),
                     "upload_zst": blob,
                 },
                 owner=self.owner,

@@ -208,14 +208,16 @@ def test_reports_and_checks_name_the_corpora_they_left_out(
         assert c.post("/api/v1/check", json={"texts": [Q1], "corpora": ["n8"]}).json()["notes"] == []
     import contam
 
+    # in the Python API's terms: it was told of uploads and checks (a review)
+    python = "left out (indexed with other settings; a scan naming them in `corpora` checks against them): n8"
     with contam.Index(migrated_url) as index, pytest.warns(UserWarning, match=r"left out \(indexed with other"):
-        assert index.scan([Q1]).summary["notes"] == [note]
+        assert index.scan([Q1]).summary["notes"] == [python]
     bench = tmp_path / "b.jsonl"
     bench.write_bytes(data)
     with contam.Index(migrated_url) as index:
         with pytest.warns(UserWarning) as said:
             index.scan_file(bench)
-        assert note in [str(w.message) for w in said]
+        assert python in [str(w.message) for w in said]
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             index.scan_file(bench, corpora="n8")

@@ -1006,6 +1006,11 @@ def test_a_scan_names_the_corpora_it_left_out_for_their_settings(migrated_url: s
     assert "left out (no documents: `contam corpora` says which files failed): empty" in result.stderr
     named = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--corpus", "web"])
     assert named.exit_code == 0 and "left out" not in named.stderr
+    # and the JSON the scan writes says it too, as a report's summary does (it said it on stderr alone)
+    out = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
+    notes = json.loads(out.stdout)["summary"]["notes"]
+    assert notes[0] == "left out (indexed with other settings; --corpus NAME checks against them): n8", notes
+    assert out.stderr.count("left out (indexed with other settings") == 1
 
 
 def test_a_scan_says_its_own_time_apart_from_the_process_start(migrated_url: str, tmp_path: Path) -> None:
