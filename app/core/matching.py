@@ -1433,7 +1433,7 @@ def _label_given(p: PreparedItem, window: np.ndarray, choices: Sequence[np.ndarr
     the letter it lists it under ("A. ... B. ... C. ... D. ...  Answer: C"), -1 if it does not:
     every choice is there, each after one letter, the letters consecutive in the alphabet in the
     document's order; then the right choice's letter stands after the last choice with exactly one
-    other token between, a word, not a number ("Answer: C", "Ans. C", in any language).
+    other word between, not a number ("Answer: C", "Ans. C", "答案：C", in any language).
 
     Anything looser reads the next question as a key (a review): a letter right after the choices,
     or after a number ("2. B cells mature ..."), or further on ("Question 2 A train ..."), is that
@@ -1455,8 +1455,12 @@ def _label_given(p: PreparedItem, window: np.ndarray, choices: Sequence[np.ndarr
     if (p.ids == right).any():
         return -1
     end = max(at[j] + len(choices[j]) for j in order)
-    if end + 1 < len(window) and int(window[end + 1]) == right and int(window[end]) not in _NUMBERS:
-        return end + 1
+    # one word, counted in words as every length is: in Chinese or Japanese text a word is two
+    # characters or more, a token each ("答案：B" was not found where "答：B" and "Answer: B" were: a
+    # trial); in a spaced script it is one token, as before
+    for k in range(end + 1, min(end + max(1, round(p.tokens_per_word)), len(window) - 1) + 1):
+        if int(window[k]) == right and not any(int(t) in _NUMBERS for t in window[end:k]):
+            return k
     return -1
 
 
@@ -1482,10 +1486,13 @@ def _shared_run(
     """Longest verbatim run (one aligned block) of text the item shares with other items, counted
     in tokens that are not common in the corpus, and how many items hold all of it: a notice or a
     licence that several items carry and many documents hold is boilerplate, not their passage
-    (a common phrase inside a passage does not cut it)."""
+    (a common phrase inside a passage does not cut it). Only the question's text (a passage is
+    part of what an item asks): a choice several items offer is shared choices, as a template is,
+    and a page holding a wrong option three quiz items shared flagged all three (a trial)."""
     best, items = 0, 0
+    shared = ~own & (p.role == QUESTION)
     for a, _b, size in blocks:
-        for s, e in runs(~own[a : a + size]):
+        for s, e in runs(shared[a : a + size]):
             s, e = s + a, e + a
             inside = (p.gram_pos >= s) & (p.gram_pos + n <= e)
             rare = int(count(~stats.common_tok[s:e]))

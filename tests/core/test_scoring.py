@@ -296,6 +296,36 @@ def test_a_twins_half_copy_is_no_copy_of_an_item_sharing_its_passage_through_a_t
         assert "passage it shares with 1 other item(s) was found, but not this item's own text" in s[k].reason
 
 
+def test_a_wrong_option_several_items_share_found_alone_flags_none_of_them() -> None:
+    """Shared choices are a template, not a passage: three quiz items offering the same long wrong
+    option (a library's docstring), on a page holding only that docstring, were each `suspicious`,
+    "a 28-token passage it shares with 2 other item(s) was found" (a trial); the item alone with
+    that option was `clean`. A passage is what an item asks about: only the question's text
+    makes one."""
+    option = (
+        "Log a message with severity 'INFO' on the root logger. If the logger has no handlers, call "
+        "basicConfig() to add a console handler with a pre-defined format."
+    )
+    questions = [
+        "Which standard library function would you call to compute the greatest common divisor of two integers?",
+        "A developer needs to serialise a dictionary to a string of JSON text; which call does that most directly?",
+        "To split a path into its directory and final component, which function from os.path is the usual choice?",
+        "Which module offers a heap queue algorithm, also known as the priority queue algorithm, for plain lists?",
+    ]
+    items = [
+        BenchmarkItem(
+            f"t{k}", k, question=q, choices=(f"right answer number {k} here", option if k < 3 else f"other {k}")
+        )
+        for k, q in enumerate(questions)
+    ]
+    s = scan(items, {"doc": f"{FILLER[:3000]}\n\n{option}\n\n{FILLER[3000:6000]}"})
+    assert all(s[f"t{k}"].status == Status.CLEAN for k in range(4)), {k: v.reason for k, v in s.items()}
+    # the same run written into the questions is a passage: found alone, it flags them
+    passage = [replace(it, question=f"{option} {it.question}", choices=()) for it in items[:3]]
+    s = scan(passage, {"doc": f"{FILLER[:3000]}\n\n{option}\n\n{FILLER[3000:6000]}"})
+    assert all(v.status == Status.SUSPICIOUS and "passage it shares with 2 other" in v.reason for v in s.values())
+
+
 @pytest.mark.parametrize("walks", ["walks alongside", "walks beside"])
 def test_an_items_question_and_answer_inside_another_items_context_are_its_copy(walks: str) -> None:
     """A HellaSwag item's context and answer are, word for word, the next item's context (the

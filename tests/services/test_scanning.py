@@ -322,6 +322,28 @@ def test_an_answer_given_as_the_letter_of_its_choice_is_found(engine: Engine, in
     assert not Scanner(engine, ["own"]).scan([item])[0].score.answer_found
 
 
+def test_a_chinese_pages_answer_label_is_one_word_of_two_characters(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """Lengths are words: "答案" (answer) is one word of two characters, a token each, and a page
+    giving the key as "答案：B" had its answer not found where "答：B" and "Answer: B" had it (a
+    trial). Two characters and then a letter are no key in English text ("What is a ..." after the
+    choices), so the label is as long as a word of the item's own script."""
+    q = "下列哪一种金属在室温下是液态的，并且曾经被广泛用于制造体温计？"
+    choices = ("钠", "汞", "镓", "锡")
+    listed = "A. 钠\nB. 汞\nC. 镓\nD. 锡"
+    for name, key, found in [("zh", "答案：B", True), ("zh1", "答：B", True), ("zhc", "答案：C", False)]:
+        index_corpus(
+            engine, [{"id": name, "text": f"化学测验第二部分。\n{q}\n{listed}\n{key}\n\n下一节：惰性气体。"}], name
+        )
+        r = Scanner(engine, [name]).scan([BenchmarkItem("hg", 0, question=q, choices=choices, answer="汞")])[0]
+        assert (r.score.answer_found, r.score.roles["answer"].found) == (found, found), (name, r.score.reason)
+    # an English item's label stays one token: two words, then its letter, are the next question
+    q2 = "Which metal stays liquid at room temperature and was once used in most clinical thermometers?"
+    page = f"Quiz.\n{q2}\nA. Sodium\nB. Mercury\nC. Gallium\nD. Tin\nWhat is B12 and why?"
+    index_corpus(engine, [{"id": "en", "text": page.replace("What is B12", "Say it: B")}], "en")
+    item = BenchmarkItem("hg2", 0, question=q2, choices=("Sodium", "Mercury", "Gallium", "Tin"), answer="Mercury")
+    assert not Scanner(engine, ["en"]).scan([item])[0].score.answer_found
+
+
 def test_a_chat_prompt_without_its_reply_is_the_question_without_its_answer(
     engine: Engine, index_corpus: IndexCorpus, tmp_path: Path
 ) -> None:
