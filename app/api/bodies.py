@@ -20,6 +20,9 @@ from contam.app.core.units import MiB
 from contam.app.limits import Limits, check_json_depth, exceeded
 
 FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
+# dashboard pages that answer a body refused for its size with their form and the reason: the
+# upload form's file over CONTAM_MAX_UPLOAD_MB showed the API's JSON, the form lost (a trial)
+FORM_PAGES = frozenset({"/upload"})
 
 
 class TooLarge(HTTPException):
@@ -35,7 +38,9 @@ class TooLarge(HTTPException):
 class BodyLimit:
     """Refuse a request body over its limit as it arrives: a form (an upload) may hold the
     upload limit and a MiB for the form around the file, anything else a JSON request's size.
-    Nothing over the limit is read into memory or spooled to disk."""
+    Nothing over the limit is read into memory or spooled to disk. One whose Content-Length is
+    over it is answered here (a 413 in JSON), but on FORM_PAGES, whose reading of the body is
+    refused instead, so the page says why.""" 
 
     def __init__(self, app: ASGIApp, upload_bytes: int, limits: Limits) -> None:
         self.app, self.upload_bytes, self.json_bytes = app, upload_bytes, limits.json_body_bytes
@@ -54,7 +59,14 @@ class BodyLimit:
         refusal, limit = self._limit(headers)
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > limit:
-            await _answer_413(send, refusal)
+            if scope["path"] not in FORM_PAGES:
+                await _answer_413(send, refusal)
+                return
+
+            async def unread() -> Message:  # the page's own reading of its form is refused, nothing read
+                raise refusal
+
+            await self.app(scope, unread, send)
             return
         received = 0
 

@@ -6,10 +6,14 @@ import math
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
+from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi import Path as FastAPIPath
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.datastructures import UploadFile as StarletteUpload
 
+from contam.app.api.bodies import TooLarge
 from contam.app.api.deps import (
     SIGN_IN_COOKIE,
     CorpusServiceDep,
@@ -23,11 +27,12 @@ from contam.app.api.security import SESSION_SECONDS
 from contam.app.core.items import FOUND_ROLES
 from contam.app.core.scoring import shared_spans, split_marked
 from contam.app.core.types import Status
-from contam.app.errors import ContamError, InputError
+from contam.app.core.units import as_mib
+from contam.app.errors import ContamError, InputError, LimitError
 from contam.app.limits import MAX_ITEM_POSITION
 from contam.app.readers.benchmark import UPLOAD_SUFFIXES
 from contam.app.services.corpora import CorpusService
-from contam.app.services.reports import spooled
+from contam.app.services.reports import ReportService, spooled
 from contam.app.web.errors import LoginRequired, PageRoute, page_status
 from contam.app.web.rendering import STATIC_URL, STATUSES, render, static_files
 
@@ -368,25 +373,40 @@ def corpus_delete(request: Request, name: str, corpora: CorpusServiceDep) -> Res
 
 
 @signed_in.get("/upload")
-def upload_form(request: Request, corpora: CorpusServiceDep) -> HTMLResponse:
+def upload_form(request: Request, corpora: CorpusServiceDep, svc: ReportServiceDep) -> HTMLResponse:
+    return _upload_page(request, corpora, svc, 200, None, {})
+
+
+def _upload_page(
+    request: Request,
+    corpora: CorpusService,
+    svc: ReportService,
+    code: int,
+    error: str | None,
+    values: dict[str, Any],
+) -> HTMLResponse:
+    """The upload form; with `error`, the reason the last one was not accepted, and `values`,
+    what was filled in (none, when the body was refused unread: over the size limit)."""
     return render(
         request,
         "upload.html",
+        code,
         corpora=corpora.names(with_documents=True),
-        error=None,
+        error=error,
         accept=UPLOAD_SUFFIXES,
-        values={},
+        max_upload=as_mib(svc.max_upload),
+        values=values,
     )
 
 
-UPLOAD_FIELDS = ("file", "name", "corpora", "question", "passage", "choices", "answer", "solution", "id")
+MAPPED_ROLES = ("question", "passage", "choices", "answer", "solution", "id")  # the form's mapping fields
+UPLOAD_FIELDS = ("file", "name", "corpora", *MAPPED_ROLES)
 
 
-async def upload_fields(request: Request) -> None:
+def _upload_fields(form: FormData) -> None:
     """The upload form's own fields, each once (corpora aside: one per ticked box), as the API
     asks of its uploads: a second file, or a field the form does not have (`mapping` and
     `thresholds` are the API's), were dropped unseen."""
-    form = await request.form()  # kept on the request: the handler reads the same parse
     unknown = sorted({k for k in form if k not in UPLOAD_FIELDS})
     repeated = sorted({k for k in form if k != "corpora" and len(form.getlist(k)) > 1})
     if unknown:
@@ -395,47 +415,39 @@ async def upload_fields(request: Request) -> None:
         raise InputError(f"form field {', '.join(repeated)} given more than once: one file an upload")
 
 
-@signed_in.post("/upload", dependencies=[Depends(upload_fields)])
-def upload(
-    request: Request,
-    svc: ReportServiceDep,
-    corpora_svc: CorpusServiceDep,
-    file: Annotated[UploadFile | None, File()] = None,
-    name: Annotated[str, Form()] = "",
-    corpora: Annotated[list[str] | None, Form()] = None,
-    question: Annotated[str, Form()] = "",
-    passage: Annotated[str, Form()] = "",
-    choices: Annotated[str, Form()] = "",
-    answer: Annotated[str, Form()] = "",
-    solution: Annotated[str, Form()] = "",
-    id_field: Annotated[str, Form(alias="id")] = "",
-) -> Response:
-    given = {
-        "question": question,
-        "passage": passage,
-        "choices": choices,
-        "answer": answer,
-        "solution": solution,
-        "id": id_field,
-    }
-    mapping = {k: v.strip() for k, v in given.items() if v.strip()}
+@signed_in.post("/upload")
+async def upload(request: Request, svc: ReportServiceDep, corpora_svc: CorpusServiceDep) -> Response:
+    """The form's file checked as a report, or the form again with the reason it was not and what
+    was filled in. The form is read here: a body over the size limit (BodyLimit refuses it as it
+    is read) was answered with the API's JSON, the form and its reason lost (a trial)."""
+    values: dict[str, Any] = {}
     try:
-        if file is None or not file.filename:
+        try:
+            form = await request.form()
+        except TooLarge as exc:
+            raise LimitError(str(exc.detail), exc.limit_detail) from None
+        _upload_fields(form)
+        given = {role: _text(form.get(role)) for role in MAPPED_ROLES}
+        name, corpora = _text(form.get("name")), [_text(c) for c in form.getlist("corpora")]
+        values = {"name": name, "corpora": corpora, **given}
+        mapping = {k: v.strip() for k, v in given.items() if v.strip()}
+        file = form.get("file")
+        if not isinstance(file, StarletteUpload) or not file.filename:
             raise InputError("choose a benchmark file to check")
-        with spooled(file.file, svc.max_upload) as path:  # on disk, read as a stream
-            rid = svc.submit(path, file.filename or "upload.jsonl", name or None, mapping or None, corpora or None)
+        rid = await run_in_threadpool(_submit, svc, file, name, mapping, corpora)
     except ContamError as exc:  # the form again, with the reason and what was filled in (but the file)
-        code, _title = page_status(exc)
-        return render(
-            request,
-            "upload.html",
-            code,
-            corpora=corpora_svc.names(with_documents=True),
-            error=exc.message,
-            accept=UPLOAD_SUFFIXES,
-            values={"name": name, "corpora": corpora or [], **given},
-        )
+        return _upload_page(request, corpora_svc, svc, page_status(exc)[0], exc.message, values)
     return RedirectResponse(f"/reports/{rid}", status_code=303)
+
+
+def _text(value: Any) -> str:
+    """A form field's text (a file given where text belongs is none)."""
+    return value if isinstance(value, str) else ""
+
+
+def _submit(svc: ReportService, file: StarletteUpload, name: str, mapping: dict[str, str], corpora: list[str]) -> str:
+    with spooled(file.file, svc.max_upload) as path:  # on disk, read as a stream
+        return svc.submit(path, file.filename or "upload.jsonl", name or None, mapping or None, corpora or None)
 
 
 router = APIRouter(include_in_schema=False)

@@ -835,6 +835,19 @@ def test_an_upload_over_a_limit_is_a_413_page_as_the_api_says_it(migrated_url: s
         assert r.status_code == 413 and "CONTAM_MAX_UPLOAD_MB" in r.text and "<html" in r.text, r.text[:300]
         api = c.post("/api/v1/benchmarks", files={"file": ("big.jsonl", big)})
         assert api.status_code == 413 and "CONTAM_MAX_UPLOAD_MB" in api.json()["error"]
+        assert "Up to 1.0 MiB (<code>CONTAM_MAX_UPLOAD_MB</code>)" in c.get("/upload").text  # said before
+        # over the limit and the MiB a form may add, the body is refused unread: that was the API's
+        # JSON, the form and its reason lost (a trial); now the form with the reason, by Content-Length
+        # or as the body arrives
+        huge = b" " * (3 << 20)
+        boundary = "b0undary"
+        head = f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="b.jsonl"\r\n\r\n'.encode()
+        for body in (huge, iter([head, huge, f"\r\n--{boundary}--\r\n".encode()])):
+            kind = {"content-type": f"multipart/form-data; boundary={boundary}"}
+            r = c.post("/upload", content=body, headers=kind, follow_redirects=False)
+            assert r.status_code == 413 and 'id="upload-form"' in r.text, r.text[:300]
+            assert "exceeds the limit of 1.0 MiB (CONTAM_MAX_UPLOAD_MB)" in r.text and "fill it in again" in r.text
+        assert c.post("/api/v1/benchmarks", files={"file": ("b.jsonl", huge)}).json()["detail"]["value"] == 1 << 20
 
 
 def _upload_in_browser(page, server: str, bench: Path, name: str) -> None:  # type: ignore[no-untyped-def]
