@@ -40,7 +40,7 @@ class BodyLimit:
     upload limit and a MiB for the form around the file, anything else a JSON request's size.
     Nothing over the limit is read into memory or spooled to disk. One whose Content-Length is
     over it is answered here (a 413 in JSON), but on FORM_PAGES, whose reading of the body is
-    refused instead, so the page says why.""" 
+    refused instead, so the page says why."""
 
     def __init__(self, app: ASGIApp, upload_bytes: int, limits: Limits) -> None:
         self.app, self.upload_bytes, self.json_bytes = app, upload_bytes, limits.json_body_bytes
