@@ -967,6 +967,12 @@ def test_browser_right_to_left_text_reads_from_the_right(live_server: str, brows
     page.wait_for_selector("#item-pane")
     assert page.locator("#item-pane .text").first.evaluate("e => getComputedStyle(e).direction") == "rtl"
     assert page.locator("#item-pane ol.choices li").first.evaluate("e => getComputedStyle(e).direction") == "rtl"
+    # a right-to-left choice's letter stands outside it on the right: the list leaves it room
+    # there, as on the left (a trial: ".A .B" drawn past the pane's border, cut off)
+    pads = page.locator("#item-pane ol.choices").evaluate(
+        "e => [parseFloat(getComputedStyle(e).paddingLeft), parseFloat(getComputedStyle(e).paddingRight)]"
+    )
+    assert pads[1] >= 20 and pads[1] == pads[0], pads
     page.close()
 
 
