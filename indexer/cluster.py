@@ -71,6 +71,7 @@ from contam.app.services.indexing import (
     drop_stale_claims,
     file_indexed,
     forget_failures,
+    indexed_alike,
     indexing_run,
     moved,
     older_versions,
@@ -81,7 +82,7 @@ from contam.app.services.indexing import (
     renew_claims,
     take_claim,
 )
-from contam.indexer.job import batches, file_identity, unreadable
+from contam.indexer.job import batches, changed_while_read, file_identity, unreadable
 from contam.indexer.options import IndexOptions
 from contam.indexer.postings import PostingBuffer
 from contam.indexer.progress import NoProgress, Progress
@@ -177,6 +178,7 @@ class Claimed:
     size: int
     content_hash: str
     report: FileReport | None = None  # once written in the open group
+    before: os.stat_result | None = None  # the file as it was hashed (changed_while_read)
 
 
 class OpenGroup:
@@ -243,7 +245,8 @@ class IndexWorker:
         for path in paths:
             p = Path(path)
             try:
-                size, chash = p.stat().st_size, file_identity(p, self.opts)
+                before = p.stat()
+                size, chash = before.st_size, file_identity(p, self.opts)
             except OSError as exc:  # the machine named: the driver's may read it (a shared filesystem missing)
                 out.append(Outcome(unreadable(p, exc, f" on {socket.gethostname()}, where its Ray worker runs")))
                 continue
@@ -251,6 +254,10 @@ class IndexWorker:
                 if moved(there, path):  # PostgreSQL only: no write lock of its own to wait for
                     record_move(self.engine, self.corpus_id, [(chash, there := path)])
                 out.append(Outcome(FileReport(path, "unchanged", bytes=size, indexed_as=there), content_hash=chash))
+                continue
+            if indexed_alike(self.engine, self.corpus_id, p, self.opts.text_field, self.opts.id_field, self.opts.limit):
+                forget_failures(self.engine, self.corpus_id, [path])  # its documents as indexed before
+                out.append(Outcome(FileReport(path, "unchanged", bytes=size, indexed_as=path), content_hash=chash))
                 continue
             group = self.group = self.group or OpenGroup(self.store, self.lease, self.run)
             if first := next((c for c in group.files if c.content_hash == chash), None):
@@ -262,7 +269,7 @@ class IndexWorker:
                 out.append(Outcome(FileReport(path, "busy", bytes=size), busy=wait, content_hash=chash))
                 continue
             group.heartbeat.held()
-            c = Claimed(p, size, chash)
+            c = Claimed(p, size, chash, before=before)
             group.files.append(c)
             c.report = _write_file(self.writes, c, self.cfg, self.opts, group.heartbeat)
             if c.report.status in ("failed", "busy"):
@@ -436,6 +443,8 @@ def _write_file(writes: _Writes, c: Claimed, cfg: SignatureConfig, opts: IndexOp
         report.status, report.error = "failed", exc.message
     finally:
         writes.drain()
+    if report.status == "done" and c.before is not None and (changed := changed_while_read(c.path, c.before)):
+        report.status, report.error = "failed", changed
     report.skipped, report.skipped_at = dict(sorted(skipped.items())), skipped.where
     if report.status == "done" and report.documents == 0:  # zero is never silent
         report.status, report.error = "failed", f"{c.path}: {why_no_documents(c.path, opts.text_field, skipped)}"
@@ -452,7 +461,8 @@ def _test_kill(path: str) -> None:
     holding "slow:SECONDS" makes every file take that much longer (two runs then overlap however
     busy the machine is); "start:kill" or "start:raise" makes every worker die as it starts (path
     ""), killed or by an error in its creation; "always:NAME" kills every worker that reaches a
-    path holding NAME (the file kills its workers, the marker stays)."""
+    path holding NAME (the file kills its workers, the marker stays); "grow:NAME" appends a
+    record to the file at a path holding NAME, once, as it is read."""
     marker = os.environ.get(KILL_MARKER)
     if not marker:
         return
@@ -467,6 +477,10 @@ def _test_kill(path: str) -> None:
             time.sleep(float(want[len("slow:") :]))
         elif want.startswith("always:") and want[len("always:") :] in path:
             os.kill(os.getpid(), signal.SIGKILL)
+        elif want.startswith("grow:") and want[len("grow:") :] in path:
+            os.remove(marker)
+            with open(path, "a", encoding="utf-8") as f:
+                f.write('{"id": "late", "text": "a record appended while the file was read"}\n')
         elif want and want in path:
             os.remove(marker)  # only one worker gets past this
             os.kill(os.getpid(), signal.SIGKILL)

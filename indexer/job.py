@@ -42,6 +42,7 @@ from contam.app.readers.corpus import (
 from contam.app.services.indexing import (
     file_indexed,
     forget_failures,
+    indexed_alike,
     indexing_run,
     moved,
     older_versions,
@@ -70,6 +71,23 @@ def file_identity(path: Path, opts: IndexOptions) -> str:
     if extraction != IndexOptions().extraction() and corpus_format(path) != "txt":  # the default: content alone
         h.update(b"\0" + json.dumps(extraction, sort_keys=True).encode())
     return h.hexdigest()
+
+
+def changed_while_read(path: Path, before: os.stat_result) -> str | None:
+    """The error of a file whose size or modification time is not what it was before its content
+    was hashed (`before`), now its documents are read, or None: a file appended to as it was
+    indexed was recorded at its old size and hash with some of the new records, and indexed
+    again, whole, by the next run (a trial)."""
+    try:
+        now = path.stat()
+    except OSError as exc:
+        return f"{path}: changed while it was read (now {exc.strerror or exc}): index it again once it is complete"
+    if (now.st_size, now.st_mtime_ns) == (before.st_size, before.st_mtime_ns):
+        return None
+    return (
+        f"{path}: changed while it was read ({before.st_size:,} bytes when it was hashed, {now.st_size:,} now): "
+        "index it again once it is complete"
+    )
 
 
 def unreadable(path: Path, exc: OSError, where: str = "") -> FileReport:
@@ -186,7 +204,8 @@ class IndexJob:
     def _send(self, path: Path, writer: Writer, corpus_id: int, queued: set[str], unchanged: list[FileReport]) -> None:
         """Hand one file to the writer (its batches signed by the workers), unless already indexed."""
         try:
-            size, chash = path.stat().st_size, file_identity(path, self.opts)
+            before = path.stat()
+            size, chash = before.st_size, file_identity(path, self.opts)
         except OSError as exc:  # failed alone, the rest indexed (no record: it has no content to key it by)
             unchanged.append(report := unreadable(path, exc))
             self.progress.file_finished(report)
@@ -202,6 +221,11 @@ class IndexJob:
             unchanged.append(report)
             self.progress.file_finished(report)
             return
+        if indexed_alike(self.engine, corpus_id, path, self.opts.text_field, self.opts.id_field, self.opts.limit):
+            self._forget.append(str(path))  # its documents as indexed before, with other settings
+            unchanged.append(report := FileReport(str(path), "unchanged", bytes=size, indexed_as=str(path)))
+            self.progress.file_finished(report)
+            return
         queued.add(chash)
         self._first.setdefault(chash, str(path))
         writer.inbox.put(FileStart(path, size, chash))
@@ -215,6 +239,7 @@ class IndexJob:
                 writer.inbox.put(Batch(batch, self._submit([d.text for d in batch])))
         except CorruptFileError as exc:
             error = exc.message
+        error = error or changed_while_read(path, before)  # its rows then go, as a corrupt file's
         if error is None and documents == 0:  # zero is never silent: a file without documents failed
             error = f"{path}: {why_no_documents(path, self.opts.text_field, skipped)}"
         writer.inbox.put(FileEnd(skipped, error))

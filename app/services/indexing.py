@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -19,8 +20,17 @@ from sqlalchemy import Connection, Engine, RootTransaction
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from contam.app.core.config import SignatureConfig
-from contam.app.errors import FingerprintMismatch, InputError, RunRefused, SettingsConflict, StateError, first_line
-from contam.app.readers.corpus import RawDocument
+from contam.app.core.signatures import text_hashes
+from contam.app.errors import (
+    CorruptFileError,
+    FingerprintMismatch,
+    InputError,
+    RunRefused,
+    SettingsConflict,
+    StateError,
+    first_line,
+)
+from contam.app.readers.corpus import RawDocument, Skipped, read_documents
 from contam.app.services.segments import merge_segments
 from contam.app.store import db, repo
 from contam.app.store import reports as reports_repo
@@ -151,6 +161,42 @@ def file_indexed(engine: Engine, corpus_id: int, content_hash: str) -> str | Non
     with engine.connect() as conn:
         existing = repo.find_file(conn, corpus_id, content_hash)
     return str(existing["path"]) if existing is not None and existing["status"] == "done" else None
+
+
+def indexed_alike(
+    engine: Engine, corpus_id: int, path: Path, text_field: str, id_field: str, limit: int | None
+) -> bool:
+    """Whether the corpus holds, indexed at `path`, a version of the file that gave the very
+    documents (ids, positions and texts) it gives now, read with these settings: a file is a new one
+    when its content or the settings that pick its documents change (job.file_identity), and a
+    folder indexed again with `--text-field text,content` to take the files that failed stored
+    every other file's documents twice, so an item copied into 6 pages was in 12, over `max_df`,
+    and scanned clean (a trial). Read only for paths indexed before under another identity."""
+    with engine.connect() as conn:
+        versions = repo.documents_at(conn, corpus_id, str(path))
+    if not versions:
+        return False
+    ids: list[str] = []
+    positions: list[int] = []
+    hashes: list[np.ndarray] = []
+    try:
+        batch: list[RawDocument] = []
+        for doc in read_documents(path, Skipped(), text_field, id_field, limit):
+            batch.append(doc)
+            if len(batch) == 4096:
+                hashes.append(_hashed(batch, ids, positions))
+                batch = []
+        hashes.append(_hashed(batch, ids, positions))
+    except (CorruptFileError, OSError):
+        return False  # indexed as a new file, which says what is wrong with it
+    pos, got = np.array(positions, np.int64), np.concatenate(hashes)
+    return any(i == ids and np.array_equal(pos, p) and np.array_equal(got, h) for i, p, h in versions)
+
+
+def _hashed(batch: Sequence[RawDocument], ids: list[str], positions: list[int]) -> np.ndarray:
+    ids.extend(d.external_id for d in batch)
+    positions.extend(d.position for d in batch)
+    return text_hashes([d.text.encode("utf-8", "surrogatepass") for d in batch])
 
 
 def moved(there: str, path: str) -> bool:
@@ -518,6 +564,8 @@ class CorpusWriter:
             if not self._keeps_text():  # an older version's text can never be read again: it goes
                 repo.drop_other_versions(self.conn, self.corpus_id, path, content_hash)
         elif status == "failed":
+            if path in self._failed:  # failed before with other settings: the latest failure says it
+                repo.delete_failed_files_at(self.conn, self.corpus_id, [path])  # (it was listed once a try: a trial)
             self._failed.add(path)
         return repo.insert_file(self.conn, self.corpus_id, path, size, content_hash, status, error, skipped)
 

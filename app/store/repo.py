@@ -341,6 +341,23 @@ def versions_at(conn: Connection, corpus_id: int, paths: Sequence[str]) -> dict[
     return out
 
 
+def documents_at(conn: Connection, corpus_id: int, path: str) -> list[tuple[list[str], np.ndarray, np.ndarray]]:
+    """Of every version of the file at `path` the corpus holds indexed, its documents' ids,
+    positions and text hashes (int64 arrays), in position order."""
+    versions = select(corpus_file.c.id).where(
+        corpus_file.c.corpus_id == corpus_id, corpus_file.c.path == path, corpus_file.c.status == "done"
+    )
+    out = []
+    for (file_id,) in conn.execute(versions).all():
+        q = select(document.c.external_id, document.c.position, document.c.text_hash).where(
+            document.c.file_id == file_id
+        )
+        rows = conn.execute(q.order_by(document.c.position)).all()
+        ids = [str(r[0]) for r in rows]
+        out.append((ids, np.array([r[1] for r in rows], np.int64), np.array([r[2] for r in rows], np.int64)))
+    return out
+
+
 def keeps_text(conn: Connection, corpus_id: int) -> bool:
     """Whether the corpus stores its documents' text (else a pointer into each source file)."""
     return bool(conn.execute(select(corpus.c.store_text).where(corpus.c.id == corpus_id)).scalar_one())

@@ -441,6 +441,35 @@ def test_an_error_while_reading_stops_the_run_and_keeps_no_part_of_it(
     assert snapshot(migrated_url)["docs"] == []
 
 
+def test_a_file_changed_while_it_is_read_fails_and_keeps_nothing(
+    migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index_corpus: IndexCorpus
+) -> None:
+    """A file appended to as it was indexed was recorded at its old size and hash with some of the
+    new records, and the next run indexed it again, whole: its documents twice (a trial). It fails
+    now, saying so, its rows rolled back with its group's, and the next run indexes it once; the
+    other file of the group is indexed again after it."""
+    grow = write_jsonl(tmp_path / "a-grow.jsonl", make_docs(20, 30, 7, "g"))
+    write_jsonl(tmp_path / "b-still.jsonl", make_docs(5, 30, 8, "s"))
+    real = job_module.read_documents
+
+    def growing(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        for i, doc in enumerate(real(path, *args, **kwargs)):
+            if path == grow and i == 5:
+                with path.open("a") as f:
+                    f.write(json.dumps({"id": "late", "text": "a record appended while the file was read"}) + "\n")
+            yield doc
+
+    monkeypatch.setattr(job_module, "read_documents", growing)
+    first = {Path(f.path).name: f for f in index_corpus(migrated_url, [tmp_path], "c", batch_size=5).files}
+    assert first["a-grow.jsonl"].status == "failed" and first["b-still.jsonl"].status == "done"
+    assert "changed while it was read" in (first["a-grow.jsonl"].error or "")
+    ids = [d[0] for d in snapshot(migrated_url)["docs"]]
+    assert len(ids) == 5 and all(i.startswith("s") for i in ids), ids
+    monkeypatch.setattr(job_module, "read_documents", real)
+    again = index_corpus(migrated_url, [tmp_path], "c")
+    assert [f.status for f in again.files] == ["done", "unchanged"] and again.total("documents") == 21
+
+
 class _Events:
     def __init__(self) -> None:
         self.seen: list[str] = []
@@ -605,6 +634,20 @@ def test_a_file_without_documents_fails_naming_the_fields_it_holds(
     assert "every record was skipped (empty_text: 1)" in str(empty.files[0].error)
 
 
+def test_a_path_that_fails_again_with_other_settings_is_listed_once(
+    migrated_url: str, tmp_path: Path, index_corpus: IndexCorpus
+) -> None:
+    """A failed file tried again with another --text-field, failing again, was listed twice among
+    the corpus's failed files (once a try: a trial counted a file four times, "10 failed" of a
+    few); the latest failure says why it fails now."""
+    data = write_jsonl(tmp_path / "d.jsonl", make_docs(3, 40, 1, "d"))
+    for field in ("txt", "body", "content"):
+        assert [f.status for f in index_corpus(migrated_url, [data], "c", text_field=field).files] == ["failed"]
+    health = CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url, "--json"])
+    failed = json.loads(health.stdout)["failed_files"]
+    assert [(Path(f["path"]).name, "no field 'content'" in f["error"]) for f in failed] == [("d.jsonl", True)], failed
+
+
 def test_index_command_exits_non_zero_when_nothing_was_indexed(migrated_url: str, tmp_path: Path) -> None:
     code = tmp_path / "code"
     code.mkdir()
@@ -712,16 +755,49 @@ def test_a_file_indexed_again_with_other_content_is_told(migrated_url: str, tmp_
     assert first.exit_code == 0 and json.loads(first.stdout)["paths_with_older_versions"] == []
     again = CliRunner().invoke(cli, args)  # unchanged: nothing to say
     assert json.loads(again.stdout)["paths_with_older_versions"] == [] and "warning" not in again.stderr
-    path.write_text(json.dumps({"id": "a", "text": "cafe rivers and tides in the old town, fixed"}) + "\n")
+    fixed_rows = [{"id": "a", "text": "cafe rivers and tides in the old town, fixed"}, {"id": "b", "text": "more"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in fixed_rows))
     fixed = CliRunner().invoke(cli, args)
     assert fixed.exit_code == 0 and json.loads(fixed.stdout)["paths_with_older_versions"] == [str(path)]
     assert "1 file(s) were indexed before with other content" in fixed.stderr and f"{path}: 2 versions" in fixed.stderr
     assert "contam corpora delete c" in fixed.stderr
-    # the same content read with other extraction settings is a version too, and the warning says
-    # so (it spoke of other content only: a new user's trial, after `--limit 1`)
+    # the same content read with other extraction settings into other documents is a version too,
+    # and the warning says so (it spoke of other content only: a new user's trial, after `--limit 1`)
     limited = CliRunner().invoke(cli, [*args[:-1], "--limit", "1", str(path)])
     assert json.loads(limited.stdout)["paths_with_older_versions"] == [str(path)]
     assert "other content or other extraction settings (--text-field, --id-field, --limit)" in limited.stderr
+
+
+def test_a_file_read_again_into_the_same_documents_is_unchanged(migrated_url: str, tmp_path: Path) -> None:
+    """A folder indexed again with `--text-field text,content` to take the files that failed (as the
+    failure says to) stored every other file's documents a second time: an item copied into 6 pages
+    was then in 12, over max_df, and scanned clean, and the CI gate passed (a trial). Settings that
+    give the very documents (ids, positions and texts) a version at that path holds leave the file
+    unchanged; settings that give others still index a new version."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    q = "Which Moravian friar bred pea plants to discover the laws of dominant and recessive traits?"
+    pages = [{"id": f"d{i}", "text": f"Page {i} about gardens and peas. Quiz: {q} Answer: Mendel."} for i in range(6)]
+    (folder / "web.jsonl").write_text("".join(json.dumps(r) + "\n" for r in pages))
+    (folder / "blog.jsonl").write_text(json.dumps({"id": "b", "content": "a blog post on rivers and tides"}) + "\n")
+    args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none"]
+    first = CliRunner().invoke(cli, [*args, str(folder)])
+    assert first.exit_code == 1 and json.loads(first.stdout)["documents"] == 6  # blog.jsonl failed
+    again = CliRunner().invoke(cli, [*args, "--text-field", "text,content", str(folder)])
+    assert again.exit_code == 0, again.output
+    summary = json.loads(again.stdout)
+    assert (summary["files_unchanged"], summary["files_indexed"], summary["documents"]) == (1, 1, 1), summary
+    assert summary["paths_with_older_versions"] == [], summary
+    health = CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url, "--json"])
+    assert json.loads(health.stdout)["documents"] == 7 and json.loads(health.stdout)["failed_files"] == []
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"id": "q", "question": q, "answer": "Mendel"}) + "\n")
+    scan = CliRunner().invoke(cli, ["scan", str(bench), "--db", migrated_url, "--format", "json"])
+    assert json.loads(scan.stdout)["results"][0]["status"] == "contaminated"
+    # other documents from the same bytes (another field) are a new version, as before
+    (folder / "web.jsonl").write_text("".join(json.dumps({**r, "title": f"t{i}"}) + "\n" for i, r in enumerate(pages)))
+    titles = CliRunner().invoke(cli, [*args, "--text-field", "title", str(folder / "web.jsonl")])
+    assert json.loads(titles.stdout)["paths_with_older_versions"] == [str(folder / "web.jsonl")], titles.output
 
 
 def test_a_text_file_indexed_again_with_another_text_field_is_unchanged(migrated_url: str, tmp_path: Path) -> None:

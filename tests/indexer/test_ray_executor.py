@@ -231,6 +231,37 @@ def test_a_moved_file_is_recorded_where_it_is_now(ray_cluster: tuple[str, Path],
         assert sorted(conn.execute(text("SELECT path FROM corpus_file")).scalars()) == sorted([str(new), str(here)])
 
 
+def test_a_file_read_again_into_the_same_documents_is_unchanged_on_ray(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path
+) -> None:
+    """As with the local executor (a trial): other settings that give the very documents a version
+    at that path holds (`--text-field text,content` where every record has `text`) leave the file
+    unchanged; it stored them twice."""
+    f = write_jsonl(tmp_path / "a.jsonl", make_docs(8, 60, 402, "a-"))
+    assert ray_index(pg_url, [f], tasks=1).files[0].status == "done"
+    again = ray_index(pg_url, [f], tasks=1, text_field="text,content").files[0]
+    assert (again.status, again.indexed_as) == ("unchanged", str(f))
+    assert counts(pg_url)[:3] == (8, 8, 1)
+
+
+def test_a_file_changed_while_it_is_read_fails_on_ray(
+    ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path
+) -> None:
+    """As with the local executor (a trial): a file appended to as it was read was recorded at its
+    old size and hash with some of the new records; it fails now, saying so, and keeps nothing."""
+    _address, marker = ray_cluster
+    f = write_jsonl(tmp_path / "g-grow.jsonl", make_docs(12, 40, 403, "g-"))
+    marker.write_text("grow:g-grow")
+    try:
+        report = ray_index(pg_url, [f], tasks=1, batch_size=4).files[0]
+    finally:
+        marker.unlink(missing_ok=True)
+    assert report.status == "failed" and "changed while it was read" in (report.error or ""), report
+    assert counts(pg_url)[:3] == (0, 0, 0)
+    again = ray_index(pg_url, [f], tasks=1).files[0]
+    assert again.status == "done" and counts(pg_url)[:3] == (13, 13, 1)
+
+
 def test_files_are_ordered_by_the_text_they_hold(ray_cluster: tuple[str, Path], pg_url: str, tmp_path: Path) -> None:
     """Largest first by text, not bytes on disk (a review): a gzip file's trailer gives its
     length, another compressed file counts four times its size, a plain one its size."""
