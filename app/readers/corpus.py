@@ -546,6 +546,8 @@ def _text_of(value: Any, skipped: Counter[str]) -> str | None:
     if value is None:
         skipped["missing_text"] += 1
         return None
+    if isinstance(value, list) and (chat := chat_text(value)) is not None:
+        value = chat
     if not isinstance(value, str):
         skipped["non_string_text"] += 1
         return None
@@ -553,6 +555,32 @@ def _text_of(value: Any, skipped: Counter[str]) -> str | None:
         skipped["empty_text"] += 1
         return None
     return value
+
+
+MESSAGE_TEXT_KEYS = ("content", "value", "text")  # a chat message's text: OpenAI's, ShareGPT's, others'
+
+
+def chat_text(messages: list[Any]) -> str | None:
+    """A chat's messages as one document, each message's text a paragraph (fine-tuning sets hold
+    benchmark items so: a trial's chat corpus could not be indexed, `messages` "non_string_text"):
+    a list of texts, or of messages whose text is under MESSAGE_TEXT_KEYS (itself a text or a list
+    of parts with a "text"); None for any other list (a list of numbers is no text)."""
+    parts = []
+    for m in messages:
+        text = m if isinstance(m, str) else _message_text(m) if isinstance(m, dict) else None
+        if text is None:
+            return None
+        parts.append(text)
+    return "\n\n".join(p for p in parts if p.strip()) or None
+
+
+def _message_text(message: dict[str, Any]) -> str | None:
+    value = next((message[k] for k in MESSAGE_TEXT_KEYS if k in message), None)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # content parts: [{"type": "text", "text": ...}, {"type": "image_url", ...}]
+        return "\n".join(p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return "" if value is None and any(k in message for k in ("role", "from")) else None
 
 
 def _usable_id(value: Any) -> bool:
@@ -791,7 +819,7 @@ def why_no_documents(path: Path, text_field: str, skipped: Counter[str]) -> str:
                 f"no documents: the file is one JSON object whose {wrapper!r} holds the records; give contam "
                 f"JSON lines or a JSON array of records (e.g. jq -c '.{wrapper}[]' FILE > FILE.jsonl)"
             )
-        seen = f"fields seen: {', '.join(fields)}{_nested_text(path)}"
+        seen = f"fields seen: {', '.join(fields)}{_nested_text(path)}{_chats(path)}"
         return f"no documents: no field {_named(text_fields(text_field))}; {seen} ({TEXT_FIELD_HINT})"
     left_out, _repaired = split_counts(skipped)
     objects = (found for f in _looked_up(text_field) if (found := _object_field(path, f)) is not None)
@@ -828,6 +856,15 @@ def _nested_text(path: Path) -> str:
     paths = sorted(longest, key=lambda p: -longest[p])
     shown = ", ".join(paths[:6]) + (", ..." if len(paths) > 6 else "")
     return f"; text inside objects, named by their path: {shown}"
+
+
+def _chats(path: Path) -> str:
+    """ "; a chat's messages, read as one text: messages" for JSON lines whose first records hold
+    a field of chat messages (chat_text reads them), "" if none do."""
+    if corpus_format(path) != "jsonl":
+        return ""
+    names = {str(k) for rec in _first_records(path, 20) if isinstance(rec, dict) for k, v in rec.items() if _is_chat(v)}
+    return f"; a chat's messages, read as one text: {', '.join(sorted(names))}" if names else ""
 
 
 def _object_field(path: Path, text_field: str) -> tuple[str, tuple[list[str], str | None]] | None:
@@ -870,8 +907,19 @@ def _records_inside(path: Path) -> str | None:
     first = _first_records(path, 2)
     if len(first) != 1 or not isinstance(first[0], dict):
         return None
-    lists = [k for k, v in first[0].items() if isinstance(v, list) and v and isinstance(v[0], dict)]
+    lists = [k for k, v in first[0].items() if isinstance(v, list) and v and isinstance(v[0], dict) and not _is_chat(v)]
     return str(lists[0]) if len(lists) == 1 else None
+
+
+def _is_chat(value: Any) -> bool:
+    """Whether a value is a chat's messages (each with a role or speaker), which chat_text reads:
+    a one-line chat file was "one JSON object whose 'messages' holds the records" (a trial)."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(m, dict) and ("role" in m or "from" in m) for m in value)
+        and chat_text(value) is not None
+    )
 
 
 def _arrow_batches(path: Path) -> Iterator[pa.RecordBatch]:

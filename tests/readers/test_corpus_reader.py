@@ -508,3 +508,40 @@ def test_text_in_a_one_byte_encoding_is_read_as_windows_1252_and_damaged_utf8_re
     t.write_bytes("Gr\u00fc\u00dfe aus K\u00f6ln".encode("latin-1"))
     docs, skipped = _read(t)
     assert [d.text for d in docs] == ["Gr\u00fc\u00dfe aus K\u00f6ln"] and skipped == Counter(decoded_cp1252=1)
+
+
+def test_a_chats_messages_are_one_document(tmp_path: Path) -> None:
+    """Fine-tuning sets keep their text as a chat's messages, and a trial's chat corpus could not be
+    indexed: `--text-field messages` skipped every record ("non_string_text"), the default said
+    nothing of the field, and a one-line chat file was "one JSON object whose 'messages' holds the
+    records". A chat is one document, a message a paragraph: OpenAI's role/content (content parts
+    too) and ShareGPT's from/value; a list of numbers stays no text."""
+    rows = [
+        {"id": "o", "messages": [{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "4"}]},
+        {"id": "s", "conversations": [{"from": "human", "value": "Name a river."}, {"from": "gpt", "value": "Nile"}]},
+        {
+            "id": "p",
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "Describe it"}, {"type": "image_url"}]}],
+        },
+        {"id": "n", "messages": [1, 2, 3]},
+    ]
+    p = tmp_path / "chat.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    skipped: Counter = Counter()
+    docs = list(read_documents(p, skipped, "messages,conversations"))
+    assert [(d.external_id, d.text) for d in docs] == [
+        ("o", "What is 2+2?\n\n4"),
+        ("s", "Name a river.\n\nNile"),
+        ("p", "Describe it"),
+    ]
+    assert skipped == Counter(non_string_text=1), skipped
+    said = why_no_documents(p, "text", Counter())
+    assert said.endswith(
+        "; a chat's messages, read as one text: conversations, messages (choose the text field with --text-field)"
+    ), said
+    one = tmp_path / "one.jsonl"
+    one.write_text(json.dumps(rows[0]) + "\n")
+    assert "holds the records" not in why_no_documents(one, "text", Counter())
+    table = tmp_path / "chat.parquet"
+    pq.write_table(pa.Table.from_pylist(rows[:1]), table)
+    assert [d.text for d in read_documents(table, Counter(), "messages")] == ["What is 2+2?\n\n4"]
