@@ -337,12 +337,14 @@ def _highlighted(it: dict[str, Any]) -> dict[str, Any]:
     """The item's fields and its evidence cut into (text, highlighted) pieces: on the training
     text the matched spans, on the item what it shares with them. The item is aligned with the
     matched spans only: aligned with the whole excerpts, a two-word answer's words were taken
-    from elsewhere in the text, one by one, and the answer found there was not marked (a probe)."""
+    from elsewhere in the text, one by one, and the answer found there was not marked (a probe).
+    An answer not found is not marked: one of the choices, it was marked where the page lists the
+    choices, beside "Answer found: no" (a trial)."""
     fields = it.get("item") or {}
     evidence = [{**ev, "pieces": _marked(ev["excerpt"], ev["highlights"])} for ev in it["evidence"]]
     joined = [e["excerpt"][a:b] for e in it["evidence"] for a, b in e["highlights"]]
     item_fields = [
-        (role, _marked(text, shared_spans(text, joined)))
+        (role, _marked(text, shared_spans(text, joined) if role != "answer" or it.get("answer_found") else []))
         for role in ("passage", "question", "solution", "answer")
         if (text := fields.get(role) or "")
     ]

@@ -786,9 +786,13 @@ def test_the_answer_is_marked_on_the_item_where_the_evidence_marks_it() -> None:
     excerpt = f"{before}\n\nالسؤال: {q}\nالجواب: {a}\n\n{after}"
     marks = [(excerpt.index(q), excerpt.index(q) + len(q) - 1), (excerpt.index(a), excerpt.index(a) + len(a))]
     it = {"item": {"question": q, "answer": a}, "evidence": [{"excerpt": excerpt, "highlights": marks}]}
-    fields = dict(_highlighted(it)["item_fields"])
+    fields = dict(_highlighted({**it, "answer_found": True})["item_fields"])
     assert fields["answer"] == [(a, True)], fields["answer"]
     assert fields["question"][0] == (q[:-1], True), fields["question"]
+    # an answer not found after the question is not marked, though the page holds its words (as
+    # one of the choices it lists): it was, beside "Answer found: no" (a trial)
+    fields = dict(_highlighted({**it, "answer_found": False})["item_fields"])
+    assert fields["answer"] == [(a, False)] and fields["question"][0] == (q[:-1], True), fields
 
 
 def test_a_refused_upload_keeps_what_was_filled_in(
