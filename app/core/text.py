@@ -50,8 +50,13 @@ def search_folded(text: str) -> str:
     """Text as the item search compares it, stored and asked alike: NFKC (a composed and a
     decomposed accent are one), casefolded, and "i" with a combining dot above as plain "i"
     (Python folds "İstanbul" to "i̇stanbul", which "istanbul" did not find; PostgreSQL's lower()
-    had found it)."""
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()).replace("i\u0307", "i")
+    had found it); and every run of white space as one space ("Return  the", a word's line break:
+    a search with two spaces found nothing, a trial)."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()).replace("i\u0307", "i")
+    return _SPACES.sub(" ", folded)
+
+
+_SPACES = re.compile(r"\s+")
 
 
 def _class(ranges: tuple[tuple[int, int], ...]) -> str:

@@ -120,7 +120,7 @@ def list_items(
     corpus: Annotated[
         str | None, Query(description="only items with evidence in this corpus, whatever their status")
     ] = None,
-    q: Annotated[str | None, Query(description="text search in the item")] = None,
+    q: Annotated[str | None, Query(description="text search in the item, or in its id")] = None,
     sort: Annotated[str, Query(pattern="^(score|row|item_id|status)$")] = "score",
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
     page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
