@@ -132,6 +132,15 @@ def _sha256(data: bytes | Path) -> str:
     return digest.hexdigest()
 
 
+class SharedItemId(InputError):
+    """An item asked for by an id several items of the report share; `positions`: the idx of the
+    first ten (the dashboard links each)."""
+
+    def __init__(self, message: str, positions: list[int]) -> None:
+        super().__init__(message)
+        self.positions = positions
+
+
 @contextlib.contextmanager
 def spooled(stream: IO[bytes], limit: int) -> Iterator[Path]:
     """An upload copied to a temporary file (removed after), at most `limit` + 1 bytes of it
@@ -474,9 +483,10 @@ class ReportService:
             at = [idx] if idx is not None else rrepo.item_positions(conn, report_id, item_id, 11)
             if len(at) > 1:  # only their positions read: a constant id column may give thousands
                 where = ", ".join(map(str, at[:10])) + (", ..." if len(at) > 10 else "")
-                raise InputError(
+                raise SharedItemId(
                     f"several items of report {report_id} have the id {item_id!r} (idx {where}): "
-                    "ask for one by its idx (?idx=N)"
+                    "ask for one by its idx (?idx=N)",
+                    at[:10],
                 )
             it = rrepo.get_item(conn, report_id, item_id, at[0]) if at else None
         if it is None:

@@ -32,7 +32,7 @@ from contam.app.errors import ContamError, InputError, LimitError
 from contam.app.limits import MAX_ITEM_POSITION
 from contam.app.readers.benchmark import UPLOAD_SUFFIXES
 from contam.app.services.corpora import CorpusService
-from contam.app.services.reports import ReportService, spooled
+from contam.app.services.reports import ReportService, SharedItemId, spooled
 from contam.app.web.errors import LoginRequired, PageRoute, page_status
 from contam.app.web.rendering import STATIC_URL, STATUSES, render, static_files
 
@@ -271,7 +271,12 @@ def item_page(
     idx: int | None = Query(None, ge=0, le=MAX_ITEM_POSITION),
 ) -> HTMLResponse:
     rep = svc.get(report_id)
-    it = svc.item(report_id, item_id, idx)
+    try:
+        it = svc.item(report_id, item_id, idx)
+    except SharedItemId as exc:  # each of them linked: the idx named were text alone, a dead end (a trial)
+        at = f"/reports/{quote(report_id, safe='')}/at/"
+        links = [(f"{at}{k}", f"idx {k}") for k in exc.positions]
+        return render(request, "error.html", 422, title="Several items", message=exc.message, links=links)
     return _item_view(request, rep, it, corpora)
 
 

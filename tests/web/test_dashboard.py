@@ -1119,3 +1119,18 @@ def test_an_item_whose_id_is_a_dot_segment_opens_from_the_items_page(
             assert page.status_code == 200 and f"right after {n} when counting" in page.text, (href, page.text[:300])
         assert links[2][0] == f"/reports/{rid}/items/plain?idx=2"  # an ordinary id keeps its link
         assert c.get(f"/reports/{rid}/at/7").status_code == 404
+
+
+def test_an_id_several_items_share_links_each_of_them(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """A link to an item by an id two items share was a 422 naming their idx as text, a dead end
+    (a trial); the page now links each item."""
+    index_corpus(migrated_url, CORPUS)
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(
+            c, [{"id": "dup", "question": Q1}, {"id": "one", "question": Q3}, {"id": "dup", "question": Q1 + " Why?"}]
+        )
+        page = c.get(f"/reports/{rid}/items/dup")
+        assert page.status_code == 422 and "several items" in page.text, page.text[:300]
+        links = re.findall(r'<a href="(/reports/[^"]+/at/\d+)">idx (\d+)</a>', page.text)
+        assert [k for _href, k in links] == ["0", "2"], links
+        assert all(c.get(href).status_code == 200 for href, _k in links)
