@@ -241,10 +241,17 @@ def _tell(summary: IndexSummary, paths: list[Path], id_field: str) -> None:
     """On stderr, what the JSON summary alone would leave unsaid: a folder's files of other types
     not read, files indexed under another's name, records left out or repaired, and the files
     that failed (exit 1)."""
-    if others := files_not_read(paths):  # a folder's .csv or .md is not indexed: say so
+    others, hidden = files_not_read(paths)
+    if others:  # a folder's .csv or .md is not indexed: say so
         kinds = ", ".join(f"{k}: {v}" for k, v in sorted(others.items()))
         typer.echo(
             f"{sum(others.values())} file(s) in the folders not indexed, not a corpus format ({kinds})", err=True
+        )
+    if hidden:  # and hidden ones, which it indexed without a word (a trial)
+        shown = ", ".join(hidden[:3]) + (", ..." if len(hidden) > 3 else "")
+        typer.echo(
+            f"{len(hidden)} hidden file(s) or folder(s) in the folders not indexed ({shown}): name one to index it",
+            err=True,
         )
     _tell_twins(summary)
     skipped, repaired = summary.records()

@@ -84,13 +84,18 @@ HF_METADATA = ("state.json", "dataset_info.json", "dataset_dict.json")
 
 
 def _files_in(folder: Path) -> list[Path]:
-    """The corpus files under a folder (recursive), resolved; save_to_disk metadata left out."""
-    return [
-        _resolved(Path(root) / f)
-        for root, _dirs, files in os.walk(folder)
-        for f in files
-        if corpus_format(Path(f)) and f not in HF_METADATA
-    ]
+    """The corpus files under a folder (recursive), resolved; save_to_disk metadata, and hidden
+    files and folders (.git, .cache), left out, as files_not_read says: they were indexed while
+    the count of files not read called them not the corpus's (a trial)."""
+    out = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        out += [
+            _resolved(Path(root) / f)
+            for f in files
+            if corpus_format(Path(f)) and f not in HF_METADATA and not f.startswith(".")
+        ]
+    return out
 
 
 def _resolved(path: Path) -> Path:
@@ -103,21 +108,25 @@ def _resolved(path: Path) -> Path:
     return real if real.exists() else path.absolute()
 
 
-def files_not_read(paths: list[Path]) -> Counter[str]:
+def files_not_read(paths: list[Path]) -> tuple[Counter[str], list[str]]:
     """Files under the given folders that find_files leaves out, by suffix: not a corpus format
-    (hidden files and save_to_disk metadata not counted)."""
+    (save_to_disk metadata not counted); and the hidden files of a corpus format and hidden
+    folders it leaves out (.git, .cache: not the corpus's), by name."""
     out: Counter[str] = Counter()
+    hidden: list[str] = []
     for p in dict.fromkeys(p.resolve() for p in paths):
         if p.is_dir():
-            for _root, dirs, files in os.walk(p):
-                dirs[:] = [d for d in dirs if not d.startswith(".")]  # .git, .cache: not the corpus's
+            for root, dirs, files in os.walk(p):
+                hidden += [str(Path(root) / d) + "/" for d in dirs if d.startswith(".")]
+                hidden += [str(Path(root) / f) for f in files if f.startswith(".") and corpus_format(Path(f))]
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
                 for f in files:
                     if not (corpus_format(Path(f)) or f in HF_METADATA or f.startswith(".")):
                         suffixes = (
                             Path(f).suffixes[-2:] if Path(f).suffix.lower() in _COMPRESSIONS else Path(f).suffixes[-1:]
                         )
                         out["".join(suffixes).lower() or "no suffix"] += 1
-    return out
+    return out, hidden
 
 
 def check_path(p: Path) -> None:

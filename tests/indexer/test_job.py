@@ -742,6 +742,17 @@ def test_a_folder_s_files_that_are_no_corpus_format_are_named_not_left_out_silen
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["documents"] == 1
     assert "3 file(s) in the folders not indexed, not a corpus format (.csv: 1, .csv.gz: 1, .md: 1)" in result.stderr
+    # hidden corpus files and folders are not the corpus's either: they were indexed without a word,
+    # while the count above left them out as not the corpus's (a trial); named, one is indexed
+    (folder / ".cache").mkdir()
+    (folder / ".cache" / "x.jsonl").write_text(json.dumps({"id": 2, "text": "a cached copy of something"}) + "\n")
+    (folder / ".draft.jsonl").write_text(json.dumps({"id": 3, "text": "a draft kept out of the corpus"}) + "\n")
+    again = CliRunner().invoke(cli, args)
+    assert json.loads(again.stdout)["documents"] == 0 and json.loads(again.stdout)["files_unchanged"] == 1
+    assert "3 hidden file(s) or folder(s) in the folders not indexed (" in again.stderr, again.stderr
+    assert "name one to index it" in again.stderr and str(folder / ".draft.jsonl") in again.stderr
+    named = CliRunner().invoke(cli, [*args[:-1], str(folder / ".draft.jsonl")])
+    assert json.loads(named.stdout)["documents"] == 1, named.output
 
 
 def test_a_file_indexed_again_with_other_content_is_told(migrated_url: str, tmp_path: Path) -> None:
