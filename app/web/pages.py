@@ -261,6 +261,14 @@ def _report_corpora(svc: ReportServiceDep, report: str | None, reports: list[dic
     return sorted({c for r in chosen for c in r.get("corpora") or []})
 
 
+@signed_in.get("/reports/{report_id}/items")
+def report_items_page(report_id: str, svc: ReportServiceDep) -> RedirectResponse:
+    """A report's items, as an item's link trimmed to its folder names them: it went to
+    `/items/`, "no item ''" (a trial); the list of the report's items is at /items."""
+    svc.get(report_id)  # an unknown report is a 404, as its page's
+    return RedirectResponse(f"/items?report={quote(report_id, safe='')}", status_code=303)
+
+
 @signed_in.get("/reports/{report_id}/items/{item_id:anypath}")
 def item_page(
     request: Request,

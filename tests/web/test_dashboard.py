@@ -1134,3 +1134,17 @@ def test_an_id_several_items_share_links_each_of_them(migrated_url: str, index_c
         links = re.findall(r'<a href="(/reports/[^"]+/at/\d+)">idx (\d+)</a>', page.text)
         assert [k for _href, k in links] == ["0", "2"], links
         assert all(c.get(href).status_code == 200 for href, _k in links)
+
+
+def test_an_item_link_trimmed_to_its_folder_lists_the_reports_items(
+    migrated_url: str, index_corpus: IndexCorpus
+) -> None:
+    """`/reports/R/items`, an item's link with its id cut off, went to `/items/`, "no item ''" (a
+    trial): it is the list of that report's items."""
+    index_corpus(migrated_url, CORPUS)
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, [{"id": "river", "question": Q1}])
+        r = c.get(f"/reports/{rid}/items", follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == f"/items?report={rid}", r.headers
+        assert "1 item<" in c.get(f"/reports/{rid}/items").text
+        assert c.get("/reports/nosuch/items").status_code == 404
