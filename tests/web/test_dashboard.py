@@ -343,6 +343,12 @@ def test_the_items_page_takes_a_page_size(migrated_url: str, index_corpus: Index
         page = c.get(every + "&page_size=10&page=2").text
         assert page.count('data-label="Score"') == 10 and "page 2 of 3" in page
         assert "page_size=10&amp;page=3" in page and "<option selected>10</option>" in page
+        # the first and the last page a click away (a trial: "page 5 of 800", previous and next only)
+        third = c.get(every + "&page_size=5&page=3").text
+        first = re.search(r'<a href="([^"]+)" id="first-page">', third)
+        last = re.search(r'<a href="([^"]+)" id="last-page">', third)
+        assert first and last and first[1].endswith("page=1") and last[1].endswith("page=6"), third[-600:]
+        assert 'id="first-page"' not in page and 'id="last-page"' not in page  # page 2 of 3: its neighbours
         assert c.get(every + "&page_size=100").text.count('data-label="Score"') == 30
         assert c.get(every + "&page_size=501").status_code == 422
         # a misspelt filter in a shared link listed every item, where the API refuses it (an
