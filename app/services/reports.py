@@ -521,11 +521,16 @@ class ReportService:
 
     # ---------------------------------------------------------------- exports
 
-    def export(self, report_id: str, fmt: str) -> tuple[bytes, str]:
-        """All items as JSONL or CSV (one row an item: id, status, score and the metrics)."""
-        self._require_done(report_id)
+    def export(self, report_id: str, fmt: str) -> tuple[bytes, str, str]:
+        """All items as JSONL or CSV (one row an item: id, status, score and the metrics); the
+        bytes, their media type and a file name: the benchmark's, as the clean subset's (it was
+        `report-<hex>.csv`, beside `mmlu.clean.jsonl`: a trial), and the report's id."""
+        rep = self._require_done(report_id)
         _, items = self.items(report_id, sort="row", descending=False, limit=10**9)
-        return export_items(items, fmt)
+        body, media = export_items(items, fmt)
+        name = rep.get("filename") or "report"
+        stem = name.rsplit(".", 2 if name.lower().endswith((".gz", ".zst", ".zstd", ".bz2", ".xz")) else 1)[0]
+        return body, media, f"{stem or 'report'}.results-{report_id[:8]}.{fmt}"
 
     def clean_subset(self, report_id: str, drop_suspicious: bool = False) -> tuple[bytes, str]:
         """The uploaded benchmark without its contaminated (and, if asked, suspicious) items, in

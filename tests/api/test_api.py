@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import os
+import re
 import warnings
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -160,6 +161,9 @@ def test_report_endpoints(client: TestClient) -> None:
     assert exp.status_code == 200 and len(exp.text.splitlines()) == 2
     exp_csv = client.get(f"/api/v1/reports/{rid}/export", params={"format": "csv"})
     assert exp_csv.text.startswith("item_id,") and "contaminated" in exp_csv.text
+    # named after the benchmark, as the clean subset is (it was report-<hex>.csv: a trial)
+    named = exp_csv.headers["content-disposition"]
+    assert re.search(r'filename="b\.results-[0-9a-f]{8}\.csv"', named), named
     exported = list(csv.DictReader(io.StringIO(exp_csv.text)))  # each item's words too (a new user's trial)
     questions = {
         r["item_id"]: client.get(f"/api/v1/reports/{rid}/items/{r['item_id']}").json()["item"]["question"]

@@ -166,8 +166,8 @@ def get_item(
 )
 def export(report_id: str, svc: ReportServiceDep, format: str = Query("jsonl", pattern="^(jsonl|csv)$")) -> Response:
     """Every item's result as JSONL or CSV."""
-    body, media = svc.export(report_id, format)
-    return Response(body, media_type=media, headers={"Content-Disposition": attachment(f"report-{report_id}.{format}")})
+    body, media, name = svc.export(report_id, format)
+    return Response(body, media_type=media, headers={"Content-Disposition": attachment(name)})
 
 
 @router.get(
