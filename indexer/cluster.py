@@ -82,7 +82,7 @@ from contam.app.services.indexing import (
     renew_claims,
     take_claim,
 )
-from contam.indexer.job import batches, changed_while_read, file_identity, unreadable
+from contam.indexer.job import batches, changed_while_read, file_identity, same_bytes, unreadable
 from contam.indexer.options import IndexOptions
 from contam.indexer.postings import PostingBuffer
 from contam.indexer.progress import NoProgress, Progress
@@ -255,9 +255,10 @@ class IndexWorker:
                     record_move(self.engine, self.corpus_id, [(chash, there := path)])
                 out.append(Outcome(FileReport(path, "unchanged", bytes=size, indexed_as=there), content_hash=chash))
                 continue
-            if indexed_alike(self.engine, self.corpus_id, p, self.opts.text_field, self.opts.id_field, self.opts.limit):
+            picks = (self.opts.text_field, self.opts.id_field, self.opts.limit)
+            if (there := indexed_alike(self.engine, self.corpus_id, p, same_bytes(p, self.opts), *picks)) is not None:
                 forget_failures(self.engine, self.corpus_id, [path])  # its documents as indexed before
-                out.append(Outcome(FileReport(path, "unchanged", bytes=size, indexed_as=path), content_hash=chash))
+                out.append(Outcome(FileReport(path, "unchanged", bytes=size, indexed_as=there), content_hash=chash))
                 continue
             group = self.group = self.group or OpenGroup(self.store, self.lease, self.run)
             if first := next((c for c in group.files if c.content_hash == chash), None):

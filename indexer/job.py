@@ -73,6 +73,17 @@ def file_identity(path: Path, opts: IndexOptions) -> str:
     return h.hexdigest()
 
 
+def same_bytes(path: Path, opts: IndexOptions) -> str | None:
+    """The file's identity with the default settings, where these are not (its bytes' hash: a copy
+    indexed so, wherever it is, is found by it; indexed_alike), else None."""
+    if opts.extraction() == IndexOptions().extraction():
+        return None
+    try:
+        return file_identity(path, IndexOptions())
+    except OSError:  # gone since: indexing it says so
+        return None
+
+
 def changed_while_read(path: Path, before: os.stat_result) -> str | None:
     """The error of a file whose size or modification time is not what it was before its content
     was hashed (`before`), now its documents are read, or None: a file appended to as it was
@@ -84,10 +95,12 @@ def changed_while_read(path: Path, before: os.stat_result) -> str | None:
         return f"{path}: changed while it was read (now {exc.strerror or exc}): index it again once it is complete"
     if (now.st_size, now.st_mtime_ns) == (before.st_size, before.st_mtime_ns):
         return None
-    return (
-        f"{path}: changed while it was read ({before.st_size:,} bytes when it was hashed, {now.st_size:,} now): "
-        "index it again once it is complete"
+    how = (
+        f"{before.st_size:,} bytes when it was hashed, {now.st_size:,} now"
+        if now.st_size != before.st_size
+        else "written to since it was hashed, its size the same"  # two equal sizes said nothing (a trial)
     )
+    return f"{path}: changed while it was read ({how}): index it again once it is complete"
 
 
 def unreadable(path: Path, exc: OSError, where: str = "") -> FileReport:
@@ -221,9 +234,10 @@ class IndexJob:
             unchanged.append(report)
             self.progress.file_finished(report)
             return
-        if indexed_alike(self.engine, corpus_id, path, self.opts.text_field, self.opts.id_field, self.opts.limit):
+        picks = (self.opts.text_field, self.opts.id_field, self.opts.limit)
+        if (there := indexed_alike(self.engine, corpus_id, path, same_bytes(path, self.opts), *picks)) is not None:
             self._forget.append(str(path))  # its documents as indexed before, with other settings
-            unchanged.append(report := FileReport(str(path), "unchanged", bytes=size, indexed_as=str(path)))
+            unchanged.append(report := FileReport(str(path), "unchanged", bytes=size, indexed_as=there))
             self.progress.file_finished(report)
             return
         queued.add(chash)

@@ -54,6 +54,7 @@ ANSWER_WINDOW = 16  # tokens after the question where a repeated choice must app
 BLANK_TOKENS = 2  # item tokens a cloze's blank may be written as ("[MASK]", "<mask>"); "____" is none
 # a cloze's blank in its question's text: underscores that are no part of a word, or a mask token
 BLANK = re.compile(r"(?<!\w)_++(?!\w)|\[mask\]|<mask>", re.IGNORECASE)
+LABEL_CJK_CHARS = 2  # the longest answer label of a CJK item, in characters ("答案", "答え", "正解")
 SHORT_ALT_WINDOW = 2  # tokens before a one- or two-word accepted answer after the question ("A:", "Answer:")
 _LETTERS = token_hashes(list("abcdefghijklmnopqrstuvwxyz")).view(np.int64)  # choice labels, as tokens
 _NUMBER_IDS = np.unique(token_hashes([str(k) for k in range(10_000)]).view(np.int64))  # 0-9999 as tokens, sorted
@@ -1455,10 +1456,12 @@ def _label_given(p: PreparedItem, window: np.ndarray, choices: Sequence[np.ndarr
     if (p.ids == right).any():
         return -1
     end = max(at[j] + len(choices[j]) for j in order)
-    # one word, counted in words as every length is: in Chinese or Japanese text a word is two
-    # characters or more, a token each ("答案：B" was not found where "答：B" and "Answer: B" were: a
-    # trial); in a spaced script it is one token, as before
-    for k in range(end + 1, min(end + max(1, round(p.tokens_per_word)), len(window) - 1) + 1):
+    # one word, counted in words as every length is: in Chinese or Japanese text a label is a word
+    # of one or two characters, a token each ("答案：B" was not found where "答：B" and "Answer: B"
+    # were: a trial); not the tokens a kana-heavy item's word averages (4: "つぎに C" was read as
+    # a key: a review); in a spaced script it is one token, as before
+    label = min(LABEL_CJK_CHARS, max(1, round(p.tokens_per_word)))
+    for k in range(end + 1, min(end + label, len(window) - 1) + 1):
         if int(window[k]) == right and not any(int(t) in _NUMBERS for t in window[end:k]):
             return k
     return -1

@@ -46,14 +46,15 @@ def without_surrogates(text: str) -> str:
     return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
-def search_folded(text: str) -> str:
+def search_folded(text: str, spaces: bool = True) -> str:
     """Text as the item search compares it, stored and asked alike: NFKC (a composed and a
     decomposed accent are one), casefolded, and "i" with a combining dot above as plain "i"
     (Python folds "İstanbul" to "i̇stanbul", which "istanbul" did not find; PostgreSQL's lower()
     had found it); and every run of white space as one space ("Return  the", a word's line break:
-    a search with two spaces found nothing, a trial)."""
+    a search with two spaces found nothing, a trial), unless `spaces` is False (rows stored before
+    it, which hold white space as written)."""
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()).replace("i\u0307", "i")
-    return _SPACES.sub(" ", folded)
+    return _SPACES.sub(" ", folded) if spaces else folded
 
 
 _SPACES = re.compile(r"\s+")

@@ -147,7 +147,9 @@ def find_files(paths: list[Path]) -> list[Path]:
         if p.is_dir():
             in_dir = _files_in(p)
             if not in_dir:
-                raise InputError(f"{p}: no corpus files in this folder (reads {_READS})")
+                hidden = files_not_read([p])[1]  # said, where they alone were there (a trial)
+                left = f"; hidden ones are left out, name one to index it: {', '.join(hidden[:3])}" if hidden else ""
+                raise InputError(f"{p}: no corpus files in this folder (reads {_READS}){left}")
             found.update((str(fp), fp) for fp in in_dir)
         else:
             found[str(p.resolve())] = p.resolve()
@@ -477,9 +479,10 @@ def _looked_up(text_field: str) -> list[str]:
 
 
 def _first_text(rec: Mapping[str, Any], fields: list[str]) -> Any:
-    """The value of the first of `fields` the record holds, not null nor blank text; else the
-    first one it holds (None when it holds none), for _text_of to count as empty or missing (a
-    blank `text` after a missing `doc.content` was counted missing: a review)."""
+    """The value of the first of `fields` the record holds as text (a chat's messages too), not
+    null nor blank; else the first one it holds (None when it holds none), for _text_of to count
+    as empty, missing or no text (a blank `text` after a missing `doc.content` was counted
+    missing: a review; an object in `text` hid the `content` after it: a trial)."""
     if len(fields) == 1:  # the usual case, once per record: no list, no scan of the text
         return field_value(rec, fields[0])
     held = None
@@ -487,9 +490,11 @@ def _first_text(rec: Mapping[str, Any], fields: list[str]) -> Any:
         v = field_value(rec, f)
         if v is None:
             continue
-        if not (isinstance(v, str) and (not v or v.isspace())):  # isspace stops at the first letter: no copy
+        if isinstance(v, str) and v and not v.isspace():  # isspace stops at the first letter: no copy
             return v
-        held = v if held is None else held
+        if isinstance(v, list) and chat_text(v) is not None:  # a chat's messages are text (_text_of)
+            return v
+        held = v if held is None else held  # blank text or an object: a later field may hold text (a trial)
     return held
 
 

@@ -164,39 +164,63 @@ def file_indexed(engine: Engine, corpus_id: int, content_hash: str) -> str | Non
 
 
 def indexed_alike(
-    engine: Engine, corpus_id: int, path: Path, text_field: str, id_field: str, limit: int | None
-) -> bool:
-    """Whether the corpus holds, indexed at `path`, a version of the file that gave the very
-    documents (ids, positions and texts) it gives now, read with these settings: a file is a new one
-    when its content or the settings that pick its documents change (job.file_identity), and a
-    folder indexed again with `--text-field text,content` to take the files that failed stored
-    every other file's documents twice, so an item copied into 6 pages was in 12, over `max_df`,
-    and scanned clean (a trial). Read only for paths indexed before under another identity."""
-    with engine.connect() as conn:
-        versions = repo.documents_at(conn, corpus_id, str(path))
-    if not versions:
-        return False
-    ids: list[str] = []
-    positions: list[int] = []
-    hashes: list[np.ndarray] = []
+    engine: Engine,
+    corpus_id: int,
+    path: Path,
+    same_bytes: str | None,
+    text_field: str,
+    id_field: str,
+    limit: int | None,
+) -> str | None:
+    """The path of a version the corpus holds indexed, at `path` and of the file's size, or of the
+    same bytes anywhere (`same_bytes`: the file's identity with the default settings,
+    job.file_identity), that gave the very documents (ids, positions and texts) the file gives
+    now, read with these settings; None if there is none. A file is a new one when its content or
+    the settings that pick its documents change, and a folder indexed again with `--text-field
+    text,content` to take the files that failed stored every other file's documents twice, a copy
+    of one under another name too, so an item copied into 6 pages was in 12, over `max_df`, and
+    scanned clean (two trials). Read only for a file indexed before under another identity and of
+    its size (a file appended to is not read for it: a review), and only until a document differs."""
     try:
-        batch: list[RawDocument] = []
-        for doc in read_documents(path, Skipped(), text_field, id_field, limit):
-            batch.append(doc)
-            if len(batch) == 4096:
-                hashes.append(_hashed(batch, ids, positions))
-                batch = []
-        hashes.append(_hashed(batch, ids, positions))
+        size = path.stat().st_size
+    except OSError:
+        return None  # gone: indexing it says so
+    with engine.connect() as conn:
+        versions = repo.documents_at(conn, corpus_id, str(path), size, same_bytes)
+    if not versions:
+        return None
+    alive = list(versions)  # those every document read so far agrees with
+    at = 0
+    try:
+        for batch in _batched(read_documents(path, Skipped(), text_field, id_field, limit), 4096):
+            ids = repo.id_hashes([d.external_id for d in batch])
+            pos = np.array([d.position for d in batch], np.int64)
+            got = text_hashes([d.text.encode("utf-8", "surrogatepass") for d in batch])
+            end = at + len(batch)
+            alive = [
+                v
+                for v in alive
+                if np.array_equal(v[2][at:end], pos)
+                and np.array_equal(v[3][at:end], got)
+                and (v[0] != str(path) or np.array_equal(v[1][at:end], ids))  # a copy's ids may be file:line
+            ]
+            if not alive:
+                return None
+            at = end
     except (CorruptFileError, OSError):
-        return False  # indexed as a new file, which says what is wrong with it
-    pos, got = np.array(positions, np.int64), np.concatenate(hashes)
-    return any(i == ids and np.array_equal(pos, p) and np.array_equal(got, h) for i, p, h in versions)
+        return None  # indexed as a new file, which says what is wrong with it
+    return next((v[0] for v in alive if len(v[2]) == at), None)
 
 
-def _hashed(batch: Sequence[RawDocument], ids: list[str], positions: list[int]) -> np.ndarray:
-    ids.extend(d.external_id for d in batch)
-    positions.extend(d.position for d in batch)
-    return text_hashes([d.text.encode("utf-8", "surrogatepass") for d in batch])
+def _batched(docs: Iterator[RawDocument], n: int) -> Iterator[list[RawDocument]]:
+    batch: list[RawDocument] = []
+    for doc in docs:
+        batch.append(doc)
+        if len(batch) == n:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def moved(there: str, path: str) -> bool:

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Select, bindparam, delete, func, insert, select, text, update
+import xxhash
+from sqlalchemy import Select, and_, bindparam, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection
 
 from contam.app.core.arrays import Postings, distinct, key_directory
@@ -341,21 +342,39 @@ def versions_at(conn: Connection, corpus_id: int, paths: Sequence[str]) -> dict[
     return out
 
 
-def documents_at(conn: Connection, corpus_id: int, path: str) -> list[tuple[list[str], np.ndarray, np.ndarray]]:
-    """Of every version of the file at `path` the corpus holds indexed, its documents' ids,
-    positions and text hashes (int64 arrays), in position order."""
-    versions = select(corpus_file.c.id).where(
-        corpus_file.c.corpus_id == corpus_id, corpus_file.c.path == path, corpus_file.c.status == "done"
+def documents_at(
+    conn: Connection, corpus_id: int, path: str, size: int, content_hash: str | None = None
+) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
+    """Of every indexed version of the file at `path` that is `size` bytes (a file of another size
+    holds other bytes), and of the file indexed under `content_hash` wherever it is: its path and
+    its documents' ids (hashed: id_hashes), positions and text hashes, int64 arrays in position
+    order, read a chunk at a time."""
+    which = and_(corpus_file.c.path == path, corpus_file.c.size == size)
+    if content_hash is not None:
+        which = or_(which, corpus_file.c.content_hash == content_hash)
+    versions = select(corpus_file.c.id, corpus_file.c.path).where(
+        corpus_file.c.corpus_id == corpus_id, corpus_file.c.status == "done", which
     )
     out = []
-    for (file_id,) in conn.execute(versions).all():
+    for file_id, there in conn.execute(versions).all():
         q = select(document.c.external_id, document.c.position, document.c.text_hash).where(
             document.c.file_id == file_id
         )
-        rows = conn.execute(q.order_by(document.c.position)).all()
-        ids = [str(r[0]) for r in rows]
-        out.append((ids, np.array([r[1] for r in rows], np.int64), np.array([r[2] for r in rows], np.int64)))
+        ids, pos, hashes = [], [], []
+        for part in conn.execute(q.order_by(document.c.position)).partitions(65536):
+            ids.append(id_hashes([str(r[0]) for r in part]))
+            pos.append(np.array([r[1] for r in part], np.int64))
+            hashes.append(np.array([r[2] for r in part], np.int64))
+        joined = [np.concatenate(a) if a else np.zeros(0, np.int64) for a in (ids, pos, hashes)]
+        out.append((str(there), joined[0], joined[1], joined[2]))
     return out
+
+
+def id_hashes(ids: Sequence[str]) -> np.ndarray:
+    """Documents' ids as int64 hashes (xxh3_64), to compare many without holding their text."""
+    return np.array([xxhash.xxh3_64_intdigest(i.encode("utf-8", "surrogatepass")) for i in ids], np.uint64).view(
+        np.int64
+    )
 
 
 def keeps_text(conn: Connection, corpus_id: int) -> bool:

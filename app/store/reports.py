@@ -291,7 +291,9 @@ def query_items(
         by_text = and_(report_item.c.search == "", func.lower(report_item.c.text).contains(q.lower(), autoescape=True))
         # and its id: "look at pyq-0024" found nothing, the id not being the item's text (a trial)
         by_id = func.lower(report_item.c.item_id).contains(q.strip().lower(), autoescape=True)
-        conds.append(or_(report_item.c.search.contains(search_folded(q), autoescape=True), by_text, by_id))
+        # rows stored before white space was folded hold it as written: the query as written finds them
+        as_written = report_item.c.search.contains(search_folded(q, spaces=False), autoescape=True)
+        conds.append(or_(report_item.c.search.contains(search_folded(q), autoescape=True), as_written, by_text, by_id))
     where = and_(true(), *conds)
     total = conn.execute(select(func.count()).select_from(report_item).where(where)).scalar_one()
     col = SORTS.get(sort, report_item.c.score)

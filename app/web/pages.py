@@ -277,7 +277,9 @@ def item_page(
     svc: ReportServiceDep,
     corpora: CorpusServiceDep,
     idx: int | None = Query(None, ge=0, le=MAX_ITEM_POSITION),
-) -> HTMLResponse:
+) -> Response:
+    if not item_id and idx is None:  # `/reports/R/items/`: the list, as without the slash (a trial)
+        return report_items_page(report_id, svc)
     rep = svc.get(report_id)
     try:
         it = svc.item(report_id, item_id, idx)
@@ -441,10 +443,10 @@ async def upload(request: Request, svc: ReportServiceDep, corpora_svc: CorpusSer
             form = await request.form()
         except TooLarge as exc:
             raise LimitError(str(exc.detail), exc.limit_detail) from None
-        _upload_fields(form)
         given = {role: _text(form.get(role)) for role in MAPPED_ROLES}
         name, corpora = _text(form.get("name")), [_text(c) for c in form.getlist("corpora")]
-        values = {"name": name, "corpora": corpora, **given}
+        values = {"name": name, "corpora": corpora, **given}  # read: kept on the form, whatever is refused
+        _upload_fields(form)
         mapping = {k: v.strip() for k, v in given.items() if v.strip()}
         file = form.get("file")
         if not isinstance(file, StarletteUpload) or not file.filename:

@@ -239,8 +239,10 @@ def test_a_file_read_again_into_the_same_documents_is_unchanged_on_ray(
     unchanged; it stored them twice."""
     f = write_jsonl(tmp_path / "a.jsonl", make_docs(8, 60, 402, "a-"))
     assert ray_index(pg_url, [f], tasks=1).files[0].status == "done"
-    again = ray_index(pg_url, [f], tasks=1, text_field="text,content").files[0]
-    assert (again.status, again.indexed_as) == ("unchanged", str(f))
+    copy = tmp_path / "b-copy.jsonl"  # the same bytes under another name: indexed once, as f
+    copy.write_bytes(f.read_bytes())
+    again = ray_index(pg_url, [f, copy], tasks=1, text_field="text,content").files
+    assert [(r.status, r.indexed_as) for r in again] == [("unchanged", str(f))] * 2
     assert counts(pg_url)[:3] == (8, 8, 1)
 
 

@@ -545,3 +545,22 @@ def test_a_chats_messages_are_one_document(tmp_path: Path) -> None:
     table = tmp_path / "chat.parquet"
     pq.write_table(pa.Table.from_pylist(rows[:1]), table)
     assert [d.text for d in read_documents(table, Counter(), "messages")] == ["What is 2+2?\n\n4"]
+
+
+def test_an_object_in_the_first_text_field_falls_back_to_the_next(tmp_path: Path) -> None:
+    """`--text-field text,content` takes the first field a record holds text in: an object in
+    `text` hid the `content` after it, the record skipped as non_string_text (a trial)."""
+    p = tmp_path / "a.jsonl"
+    rows = [{"id": "1", "text": {"nested": "x"}, "content": "real text"}, {"id": "2", "text": {"n": 1}}]
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    skipped: Counter = Counter()
+    assert [d.text for d in read_documents(p, skipped, "text,content")] == ["real text"]
+    assert skipped == Counter(non_string_text=1)
+
+
+def test_a_folder_of_hidden_corpus_files_alone_says_they_are_left_out(tmp_path: Path) -> None:
+    """A folder holding only `.secret.jsonl` was "no corpus files in this folder", the hidden file
+    left out without a word (a trial)."""
+    (tmp_path / ".secret.jsonl").write_text(json.dumps({"id": 1, "text": "x"}) + "\n")
+    with pytest.raises(InputError, match=r"no corpus files in this folder .*hidden ones are left out, name one"):
+        find_files([tmp_path])

@@ -336,6 +336,15 @@ def test_a_chinese_pages_answer_label_is_one_word_of_two_characters(engine: Engi
         )
         r = Scanner(engine, [name]).scan([BenchmarkItem("hg", 0, question=q, choices=choices, answer="汞")])[0]
         assert (r.score.answer_found, r.score.roles["answer"].found) == (found, found), (name, r.score.reason)
+    # a kana-heavy item's words average 4 tokens, its label no more than 2: three kana and a letter
+    # are the text going on (a review: "つぎに C" was read as the key C)
+    kq = "つぎの うちで へやの なかで いちばん おおきな どうぶつは どれですか ひとつ えらんで ください"
+    kana = ("いぬ", "ねこ", "ぞう", "ねずみ")
+    klisted = "A. いぬ\nB. ねこ\nC. ぞう\nD. ねずみ"
+    for name, key, found in [("ja", "答え C", True), ("ja3", "つぎに C さんの はなし", False)]:
+        index_corpus(engine, [{"id": name, "text": f"もんだい\n{kq}\n{klisted}\n{key}\n"}], name)
+        r = Scanner(engine, [name]).scan([BenchmarkItem("k", 0, question=kq, choices=kana, answer="ぞう")])[0]
+        assert r.score.answer_found is found, (name, r.score.reason)
     # an English item's label stays one token: two words, then its letter, are the next question
     q2 = "Which metal stays liquid at room temperature and was once used in most clinical thermometers?"
     page = f"Quiz.\n{q2}\nA. Sodium\nB. Mercury\nC. Gallium\nD. Tin\nWhat is B12 and why?"

@@ -18,6 +18,7 @@ from conftest import IndexCorpus
 from fastapi.testclient import TestClient
 from helpers import wait_for_report
 from playwright.sync_api import Browser, sync_playwright
+from sqlalchemy import update
 
 from contam.app.api.main import create_app
 from contam.app.core.config import SignatureConfig
@@ -26,6 +27,7 @@ from contam.app.settings import Settings
 from contam.app.store import repo
 from contam.app.store import reports as rrepo
 from contam.app.store.db import make_engine, upgrade
+from contam.app.store.schema import report_item
 from contam.app.web.pages import _highlighted, _marked
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"  # tests/artifacts
@@ -533,6 +535,12 @@ def test_search_folds_every_script_and_reads_the_whole_item(migrated_url: str, i
         # white space as one space, and the item's id too (a trial: "Return  the" and "pyq-0024",
         # an id shown in the list, found nothing)
         assert found("Quorvanian  \n king") == ["long"]
+        # a row stored before white space was folded holds it as written: the query as written finds it
+        engine = make_engine(migrated_url)
+        with engine.begin() as conn:
+            conn.execute(update(report_item).where(report_item.c.item_id == "ru").values(search="alpha  beta gamma"))
+        engine.dispose()
+        assert found("ALPHA  BETA") == ["ru"] and found("alpha beta") == []
         assert found("RIVER") == ["river"] and found("tr") == ["tr"]
 
 
@@ -828,8 +836,10 @@ def test_a_refused_upload_keeps_what_was_filled_in(
         two = [("file", ("a.jsonl", bench)), ("file", ("b.jsonl", bench))]
         r = c.post("/upload", files=two)
         assert r.status_code == 422 and "form field file given more than once" in r.text
-        r = c.post("/upload", files={"file": ("a.jsonl", bench)}, data={"thresholds": "{bad"})
+        r = c.post("/upload", files={"file": ("a.jsonl", bench)}, data={"thresholds": "{bad", "name": "kept"})
         assert r.status_code == 422 and "the upload form has no field thresholds" in r.text
+        # what was filled in is read and kept, not "nothing of the form was read" (a review)
+        assert 'value="kept"' in r.text and "Nothing of the form was read" not in r.text
         assert c.get("/api/v1/reports").json()["total"] == 0
         # ticked boxes repeat the field: taken, not refused as a field given twice
         form = {"corpora": ["web", "web"]}
@@ -1154,3 +1164,5 @@ def test_an_item_link_trimmed_to_its_folder_lists_the_reports_items(
         assert r.status_code == 303 and r.headers["location"] == f"/items?report={rid}", r.headers
         assert "1 item<" in c.get(f"/reports/{rid}/items").text
         assert c.get("/reports/nosuch/items").status_code == 404
+        slash = c.get(f"/reports/{rid}/items/", follow_redirects=False)  # with its slash too (a trial)
+        assert slash.status_code == 303 and slash.headers["location"] == f"/items?report={rid}", slash.text[:200]
