@@ -82,7 +82,7 @@ from contam.app.services.indexing import (
     renew_claims,
     take_claim,
 )
-from contam.indexer.job import batches, changed_while_read, file_identity, same_bytes, unreadable
+from contam.indexer.job import batches, changed_while_read, file_identity, unreadable
 from contam.indexer.options import IndexOptions
 from contam.indexer.postings import PostingBuffer
 from contam.indexer.progress import NoProgress, Progress
@@ -246,7 +246,7 @@ class IndexWorker:
             p = Path(path)
             try:
                 before = p.stat()
-                size, chash = before.st_size, file_identity(p, self.opts)
+                size, (chash, same_bytes) = before.st_size, file_identity(p, self.opts)
             except OSError as exc:  # the machine named: the driver's may read it (a shared filesystem missing)
                 out.append(Outcome(unreadable(p, exc, f" on {socket.gethostname()}, where its Ray worker runs")))
                 continue
@@ -256,7 +256,7 @@ class IndexWorker:
                 out.append(Outcome(FileReport(path, "unchanged", bytes=size, indexed_as=there), content_hash=chash))
                 continue
             picks = (self.opts.text_field, self.opts.id_field, self.opts.limit)
-            if (there := indexed_alike(self.engine, self.corpus_id, p, same_bytes(p, self.opts), *picks)) is not None:
+            if (there := indexed_alike(self.engine, self.corpus_id, p, same_bytes, *picks)) is not None:
                 forget_failures(self.engine, self.corpus_id, [path])  # its documents as indexed before
                 out.append(Outcome(FileReport(path, "unchanged", bytes=size, indexed_as=there), content_hash=chash))
                 continue

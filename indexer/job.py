@@ -57,31 +57,24 @@ from contam.indexer.summary import FileReport, IndexSummary
 from contam.indexer.writing import Writer
 
 
-def file_identity(path: Path, opts: IndexOptions) -> str:
+def file_identity(path: Path, opts: IndexOptions) -> tuple[str, str | None]:
     """A file's identity in a corpus: the hash (xxh3-128) of its content and, when they are not
     the defaults, of the settings that pick its documents (text field, id field, limit), so the
     same file indexed again with another --text-field is a new file, not "unchanged". Not of a
     text file's: it is one document whatever they are, and a folder indexed again with the
-    --text-field its JSONL files asked for stored its .txt files twice (a new user's trial)."""
+    --text-field its JSONL files asked for stored its .txt files twice (a new user's trial).
+    And, from the same read, where it differs, its identity with the default settings (its bytes'
+    hash alone: a copy indexed so, wherever it is, is found by it; indexed_alike), else None."""
     h = xxhash.xxh3_128()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 22):
             h.update(chunk)
     extraction = opts.extraction()
-    if extraction != IndexOptions().extraction() and corpus_format(path) != "txt":  # the default: content alone
-        h.update(b"\0" + json.dumps(extraction, sort_keys=True).encode())
-    return h.hexdigest()
-
-
-def same_bytes(path: Path, opts: IndexOptions) -> str | None:
-    """The file's identity with the default settings, where these are not (its bytes' hash: a copy
-    indexed so, wherever it is, is found by it; indexed_alike), else None."""
-    if opts.extraction() == IndexOptions().extraction():
-        return None
-    try:
-        return file_identity(path, IndexOptions())
-    except OSError:  # gone since: indexing it says so
-        return None
+    if extraction == IndexOptions().extraction() or corpus_format(path) == "txt":  # the default: content alone
+        return h.hexdigest(), None
+    content = h.hexdigest()
+    h.update(b"\0" + json.dumps(extraction, sort_keys=True).encode())
+    return h.hexdigest(), content
 
 
 def changed_while_read(path: Path, before: os.stat_result) -> str | None:
@@ -218,7 +211,7 @@ class IndexJob:
         """Hand one file to the writer (its batches signed by the workers), unless already indexed."""
         try:
             before = path.stat()
-            size, chash = before.st_size, file_identity(path, self.opts)
+            size, (chash, same_bytes) = before.st_size, file_identity(path, self.opts)
         except OSError as exc:  # failed alone, the rest indexed (no record: it has no content to key it by)
             unchanged.append(report := unreadable(path, exc))
             self.progress.file_finished(report)
@@ -235,7 +228,7 @@ class IndexJob:
             self.progress.file_finished(report)
             return
         picks = (self.opts.text_field, self.opts.id_field, self.opts.limit)
-        if (there := indexed_alike(self.engine, corpus_id, path, same_bytes(path, self.opts), *picks)) is not None:
+        if (there := indexed_alike(self.engine, corpus_id, path, same_bytes, *picks)) is not None:
             self._forget.append(str(path))  # its documents as indexed before, with other settings
             unchanged.append(report := FileReport(str(path), "unchanged", bytes=size, indexed_as=there))
             self.progress.file_finished(report)

@@ -193,7 +193,7 @@ def indexed_alike(
     at = 0
     try:
         for batch in _batched(read_documents(path, Skipped(), text_field, id_field, limit), 4096):
-            ids = repo.id_hashes([d.external_id for d in batch])
+            ids = text_hashes([d.external_id.encode("utf-8", "surrogatepass") for d in batch])
             pos = np.array([d.position for d in batch], np.int64)
             got = text_hashes([d.text.encode("utf-8", "surrogatepass") for d in batch])
             end = at + len(batch)

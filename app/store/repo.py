@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-import xxhash
 from sqlalchemy import Select, and_, bindparam, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection
 
 from contam.app.core.arrays import Postings, distinct, key_directory
 from contam.app.core.config import SignatureConfig
+from contam.app.core.signatures import text_hashes
 from contam.app.errors import StateError
 from contam.app.store import blocks, db
 from contam.app.store.schema import (
@@ -347,7 +347,7 @@ def documents_at(
 ) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
     """Of every indexed version of the file at `path` that is `size` bytes (a file of another size
     holds other bytes), and of the file indexed under `content_hash` wherever it is: its path and
-    its documents' ids (hashed: id_hashes), positions and text hashes, int64 arrays in position
+    its documents' ids (hashed as texts are: text_hashes), positions and text hashes, int64 arrays in position
     order, read a chunk at a time."""
     which = and_(corpus_file.c.path == path, corpus_file.c.size == size)
     if content_hash is not None:
@@ -362,19 +362,12 @@ def documents_at(
         )
         ids, pos, hashes = [], [], []
         for part in conn.execute(q.order_by(document.c.position)).partitions(65536):
-            ids.append(id_hashes([str(r[0]) for r in part]))
+            ids.append(text_hashes([str(r[0]).encode("utf-8", "surrogatepass") for r in part]))
             pos.append(np.array([r[1] for r in part], np.int64))
             hashes.append(np.array([r[2] for r in part], np.int64))
         joined = [np.concatenate(a) if a else np.zeros(0, np.int64) for a in (ids, pos, hashes)]
         out.append((str(there), joined[0], joined[1], joined[2]))
     return out
-
-
-def id_hashes(ids: Sequence[str]) -> np.ndarray:
-    """Documents' ids as int64 hashes (xxh3_64), to compare many without holding their text."""
-    return np.array([xxhash.xxh3_64_intdigest(i.encode("utf-8", "surrogatepass")) for i in ids], np.uint64).view(
-        np.int64
-    )
 
 
 def keeps_text(conn: Connection, corpus_id: int) -> bool:
