@@ -89,7 +89,9 @@ def without_items(
     fmt, comp = benchmark_format(filename)
     rows = [row for row, _rec in benchmark_records(data, filename, limits)]
     keep = [i for i in range(len(rows)) if statuses.get(i) not in drop]
-    out_name = f"{filename.rsplit('.', 2 if comp else 1)[0]}.clean.{fmt}"
+    # the two subsets the dashboard offers, named apart: both were "NAME.clean.jsonl" (a session's note)
+    subset = "clean-unflagged" if Status.SUSPICIOUS in drop else "clean"
+    out_name = f"{filename.rsplit('.', 2 if comp else 1)[0]}.{subset}.{fmt}"
     if fmt in ("parquet", "arrow") and not comp:
         return _table_rows(data, fmt, keep), out_name
     with open_content(data, filename, limits.decompressed_bytes) as stream:

@@ -173,6 +173,8 @@ def test_report_endpoints(client: TestClient) -> None:
     clean = client.get(f"/api/v1/reports/{rid}/clean")
     assert [json.loads(x)["id"] for x in clean.text.splitlines()] == ["q2"]
     assert "b.clean.jsonl" in clean.headers["content-disposition"]
+    strict = client.get(f"/api/v1/reports/{rid}/clean", params={"drop_suspicious": "true"})
+    assert 'filename="b.clean-unflagged.jsonl"' in strict.headers["content-disposition"]  # not the same name
     assert client.get("/api/v1/corpora").json()[0]["name"] == "web"
     assert client.get("/api/v1/corpora/web").json()["documents"] == 1
     assert client.delete(f"/api/v1/reports/{rid}").status_code == 204

@@ -304,10 +304,10 @@ def test_compressed_layouts_and_their_clean_subsets() -> None:
     lines = "".join(json.dumps(r) + "\n" for r in (HELLASWAG, {**HELLASWAG, "ind": 25})).encode()
     assert len(read_benchmark(gzip.compress(lines), "hellaswag.json.gz")[0]) == 2
     data, name = without_items(gzip.compress(mmlu.encode()), "geography_test.csv.gz", {0: "contaminated"}, FLAGGED)
-    assert name == "geography_test.clean.csv" and data.decode() == "Which is a prime number?,4,6,7,9,C\n"
+    assert name == "geography_test.clean-unflagged.csv" and data.decode() == "Which is a prime number?,4,6,7,9,C\n"
     rows = [{"id": "a", "question": "q one here"}, {"id": "b", "question": "q two here"}]
     data, name = without_items(_arrow_stream(rows), "test.arrow", {1: "contaminated"}, FLAGGED)
-    assert name == "test.clean.arrow" and [i.item_id for i in read_benchmark(data, name)[0]] == ["a"]
+    assert name == "test.clean-unflagged.arrow" and [i.item_id for i in read_benchmark(data, name)[0]] == ["a"]
     assert pa.ipc.open_stream(data).read_all().num_rows == 1  # a stream, as it came
     sink = io.BytesIO()  # an Arrow IPC *file* comes back as a file (it came back as a stream)
     with pa.ipc.new_file(sink, pa.Table.from_pylist(rows).schema) as writer:

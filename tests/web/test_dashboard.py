@@ -214,8 +214,17 @@ def test_a_report_with_nothing_flagged_says_so_and_links_every_item(
         # as the form sends the default (a review): the flagged statuses named
         form = c.get(f"/items?report={rid}&status=contaminated&status=suspicious").text
         assert "No item of this report is flagged" in form
-        for other in ("field=question", "status=contaminated"):  # another filter: not "none flagged"
-            assert "No items match these filters." in c.get(f"/items?report={rid}&{other}").text, other
+        assert "No items match these filters." in c.get(f"/items?report={rid}&field=question").text  # not "none"
+        # an id searched among the flagged items shown by default, the item being clean: "no items"
+        # read as "no such id" (a trial); the page says the other statuses hold it, and links them
+        for query in ("q=c1", "status=contaminated&q=c1"):
+            page = c.get(f"/items?report={rid}&{query}").text
+            assert "No items with the statuses ticked match these filters; 1 with other statuses do" in page, query
+            hint = re.search(r'<a href="([^"]+)">list every status</a>', page)
+            assert hint is not None and "status=clean" in hint.group(1) and "q=c1" in hint.group(1)
+            listed = c.get(hint.group(1).replace("&amp;", "&")).text
+            assert "/items/c1" in listed and "/items/c2" not in listed
+        assert "3 with other statuses do" in c.get(f"/items?report={rid}&status=contaminated").text
 
 
 def test_counts_read_as_words_and_with_thousands_as_elsewhere(migrated_url: str, index_corpus: IndexCorpus) -> None:
