@@ -405,7 +405,8 @@ def health_text(h: dict[str, Any]) -> str:
         lines.insert(1, f"  {STALE}")
     for f in h["failed_files"]:  # what it skipped before it failed: none of it is in the corpus
         skipped = ", ".join(f"{k}={v}" for k, v in f.get("skipped", {}).items())
-        lines.append(f"  failed:     {f['error']}" + (f" (skipped before: {skipped})" if skipped else ""))
+        kept = " (a version indexed before stays in the corpus)" if f.get("indexed_before") else ""
+        lines.append(f"  failed:     {f['error']}" + (f" (skipped before: {skipped})" if skipped else "") + kept)
     return "\n".join(lines)
 
 

@@ -295,6 +295,13 @@ def _tell(summary: IndexSummary, paths: list[Path], id_field: str) -> None:
         for f in summary.failed:  # the errors of unreadable files name their path already
             error = str(f.error)
             typer.echo("  " + (error if error.startswith(f.path) else f"{f.path}: {error}"), err=True)
+        if summary.failed_kept:  # listed as failed beside its indexed version, the index looked lost
+            typer.echo(
+                f"  ({len(summary.failed_kept)} of them {'was' if len(summary.failed_kept) == 1 else 'were'} "
+                "indexed before: that version's documents stay in the corpus, and `contam corpora "
+                f"{summary.corpus}` lists the failure beside it until a run reads the file)",
+                err=True,
+            )
         raise typer.Exit(1)
 
 

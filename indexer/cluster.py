@@ -74,7 +74,6 @@ from contam.app.services.indexing import (
     indexed_alike,
     indexing_run,
     moved,
-    older_versions,
     open_corpus,
     record_move,
     release_claims,
@@ -728,7 +727,7 @@ class RayJob:
             letting_go.result()
         order = {str(p): i for i, p in enumerate(files)}
         done = sorted(reports, key=lambda r: order[r.path])
-        return IndexSummary(self.corpus, done, time.perf_counter() - t0, older_versions(self.engine, corpus_id, done))
+        return IndexSummary.of(self.engine, self.corpus, corpus_id, done, time.perf_counter() - t0)
 
     def _finish(self, corpus_id: int, reports: list[FileReport]) -> None:
         """What the local writer does at its end: merges due, statistics, stale claims dropped."""

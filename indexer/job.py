@@ -45,7 +45,6 @@ from contam.app.services.indexing import (
     indexed_alike,
     indexing_run,
     moved,
-    older_versions,
     open_corpus,
     record_move,
 )
@@ -204,8 +203,7 @@ class IndexJob:
         unchanged += self._twin_reports(writer.reports)
         order = {str(p): i for i, p in enumerate(files)}
         reports = sorted(writer.reports + unchanged, key=lambda r: order[r.path])
-        older = older_versions(self.engine, corpus_id, reports)
-        return IndexSummary(self.corpus, reports, time.perf_counter() - t0, older)
+        return IndexSummary.of(self.engine, self.corpus, corpus_id, reports, time.perf_counter() - t0)
 
     def _send(self, path: Path, writer: Writer, corpus_id: int, queued: set[str], unchanged: list[FileReport]) -> None:
         """Hand one file to the writer (its batches signed by the workers), unless already indexed."""

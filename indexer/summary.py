@@ -6,7 +6,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.engine import Engine
+
 from contam.app.readers.corpus import split_counts
+from contam.app.services.indexing import failed_but_kept, older_versions
 
 
 @dataclass
@@ -50,6 +53,15 @@ class IndexSummary:
     # paths of files this run indexed that the corpus held with other content before -> how many
     # versions of each it holds now (both versions' documents are in the corpus)
     older_versions: dict[str, int] = field(default_factory=dict)
+    # paths of files this run failed on whose version indexed before stays in the corpus
+    failed_kept: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, engine: Engine, corpus: str, corpus_id: int, files: list[FileReport], seconds: float) -> IndexSummary:
+        """The summary of a run whose files ended as `files`, with what the corpus holds of their paths."""
+        return cls(
+            corpus, files, seconds, older_versions(engine, corpus_id, files), failed_but_kept(engine, corpus_id, files)
+        )
 
     def total(self, name: str) -> int:
         return sum(getattr(f, name) for f in self.files if f.status == "done")
@@ -86,4 +98,5 @@ class IndexSummary:
             "text_mb": round(mb, 3),
             "mb_per_s": round(mb / self.seconds, 3) if self.seconds > 0 else 0.0,
             "paths_with_older_versions": sorted(self.older_versions),
+            "failed_paths_indexed_before": self.failed_kept,
         }

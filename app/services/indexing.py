@@ -261,6 +261,17 @@ def older_versions(engine: Engine, corpus_id: int, reports: Sequence[FileVersion
         return repo.versions_at(conn, corpus_id, done)
 
 
+def failed_but_kept(engine: Engine, corpus_id: int, reports: Sequence[FileVersion]) -> list[str]:
+    """Of the files this run failed on, those of which the corpus holds a version indexed before
+    (a rerun with a wrong --text-field, say): their documents stay, which the run's error list and
+    the corpus's health, listing the file as failed beside its indexed version, did not say."""
+    failed = [r.path for r in reports if r.status == "failed"]
+    if not failed:
+        return []
+    with engine.connect() as conn:
+        return sorted(repo.versions_at(conn, corpus_id, failed, least=1))
+
+
 def forget_failures(engine: Engine, corpus_id: int, paths: Sequence[str]) -> None:
     """Drop the failed records of paths whose content is indexed (an earlier run with other
     settings, e.g. a wrong --text-field, failed on them): the corpus's health no longer lists

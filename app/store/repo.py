@@ -190,6 +190,7 @@ def corpus_health(conn: Connection, corpus_id: int) -> dict[str, Any]:
     """Documents, tokens, skipped records by reason, failed files, duplicates, length spread."""
     files = conn.execute(select(corpus_file).where(corpus_file.c.corpus_id == corpus_id)).mappings().all()
     done = [f for f in files if f["status"] == "done"]
+    done_paths = {f["path"] for f in done}
     skipped: dict[str, int] = {}  # over the files indexed, as the other counts: a failed file keeps no record
     for f in done:
         for reason, n in json.loads(f["skipped"]).items():
@@ -215,7 +216,13 @@ def corpus_health(conn: Connection, corpus_id: int) -> dict[str, Any]:
         "bytes": int(sum(f["size"] for f in done)),
         "skipped": dict(sorted(skipped.items())),
         "failed_files": [
-            {"path": f["path"], "error": f["error"], "skipped": json.loads(f["skipped"])}
+            {
+                "path": f["path"],
+                "error": f["error"],
+                "skipped": json.loads(f["skipped"]),
+                # a version of it indexed before stays (a rerun with other settings failed on it)
+                "indexed_before": f["path"] in done_paths,
+            }
             for f in files
             if f["status"] == "failed"
         ],
@@ -327,16 +334,17 @@ def delete_file(conn: Connection, file_id: int) -> None:
     conn.execute(delete(corpus_file).where(corpus_file.c.id == file_id))
 
 
-def versions_at(conn: Connection, corpus_id: int, paths: Sequence[str]) -> dict[str, int]:
-    """Of `paths`, those at which the corpus holds more than one indexed content (a file changed
-    and indexed again: both versions' documents are in the corpus), with how many."""
+def versions_at(conn: Connection, corpus_id: int, paths: Sequence[str], least: int = 2) -> dict[str, int]:
+    """Of `paths`, those at which the corpus holds at least `least` indexed contents (by default
+    more than one: a file changed and indexed again, both versions' documents in the corpus), with
+    how many."""
     out: dict[str, int] = {}
     for chunk in db.chunks(list(paths), 500):
         q = (
             select(corpus_file.c.path, func.count())
             .where(corpus_file.c.corpus_id == corpus_id, corpus_file.c.status == "done", corpus_file.c.path.in_(chunk))
             .group_by(corpus_file.c.path)
-            .having(func.count() > 1)
+            .having(func.count() >= least)
         )
         out.update({str(p): int(n) for p, n in conn.execute(q).all()})
     return out

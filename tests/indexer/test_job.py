@@ -792,6 +792,29 @@ def test_a_file_indexed_again_with_other_content_is_told(migrated_url: str, tmp_
     assert "other content or other extraction settings (--text-field, --id-field, --limit)" in limited.stderr
 
 
+def test_a_failed_rerun_of_an_indexed_file_says_its_version_stays(migrated_url: str, tmp_path: Path) -> None:
+    """A rerun with a wrong --text-field fails on a file indexed before: the run's error list and
+    the corpus's health listed it as failed beside its indexed version, as if the index were lost
+    (session 48's note). Both now say that version's documents stay; a file never indexed is
+    not said to."""
+    kept, new = tmp_path / "kept.jsonl", tmp_path / "new.jsonl"
+    kept.write_text(json.dumps({"text": "rivers and tides in the old town by the harbour wall"}) + "\n")
+    args = ["index", "--corpus", "c", "--db", migrated_url, "--workers", "1", "--progress", "none"]
+    assert CliRunner().invoke(cli, [*args, str(kept)]).exit_code == 0
+    new.write_text(json.dumps({"text": "a file this corpus never held whole"}) + "\n")
+    wrong = CliRunner().invoke(cli, [*args, "--text-field", "body", str(kept), str(new)])
+    assert wrong.exit_code == 1 and "2 file(s) failed" in wrong.stderr, wrong.output
+    assert json.loads(wrong.stdout)["failed_paths_indexed_before"] == [str(kept)]
+    assert "(1 of them was indexed before: that version's documents stay in the corpus" in wrong.stderr
+    health = CliRunner().invoke(cli, ["corpora", "c", "--db", migrated_url])
+    failed = [line for line in health.stdout.splitlines() if line.strip().startswith("failed:")]
+    assert len(failed) == 2, health.stdout
+    assert [str(kept) in line for line in failed] == [
+        "(a version indexed before stays in the corpus)" in line for line in failed
+    ]
+    assert any("(a version indexed before stays in the corpus)" in line for line in failed)
+
+
 def test_a_file_read_again_into_the_same_documents_is_unchanged(migrated_url: str, tmp_path: Path) -> None:
     """A folder indexed again with `--text-field text,content` to take the files that failed (as the
     failure says to) stored every other file's documents a second time: an item copied into 6 pages
