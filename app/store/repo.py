@@ -1063,10 +1063,64 @@ def ngram_table(
     """ngram_lookup's answer with the documents as arrays (what the scanner reads), not lists."""
     want, rec, pos = _matching(conn, "ngram", hashes, corpus_ids, segs)
     counts = np.bincount(pos, minlength=len(want))
+    rec, pos, counts = _copies_once(conn, rec, pos, counts, max_df)
     held = np.flatnonzero(counts)
     df = dict(zip(want[held].tolist(), counts[held].tolist(), strict=True))
     rare = blocks.in_order(rec[counts[pos] <= max_df])
     return df, Postings.of(rare["key"], rare["doc"])
+
+
+# a key in more than max_df documents but at most this many times max_df has its documents' texts
+# compared: exact copies of one page (mirrors, re-crawls) are one text, and count once
+COPIES_READ = 10
+
+
+def _copies_once(
+    conn: Connection, rec: np.ndarray, pos: np.ndarray, counts: np.ndarray, max_df: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The look-up's records, their keys' places and each key's document count, where a key in
+    more than max_df documents (up to COPIES_READ times as many) counts the distinct texts of its
+    documents, and keeps one document of each (the lowest id). A page held twelve times byte for
+    byte made every n-gram of the short item it holds "common", and the item `clean` (session
+    48's note): its copies say no more than the page once does. Twelve different pages holding
+    the same words are still twelve."""
+    if not len(counts) or counts.max() <= max_df:  # (max_df may be 2**62: ngram_postings)
+        return rec, pos, counts
+    over = (counts > max_df) & (counts <= max_df * COPIES_READ)
+    if not over.any():
+        return rec, pos, counts
+    mine = over[pos]
+    docs = np.unique(rec["doc"][mine])
+    texts = text_hashes_of(conn, docs)
+    at = np.searchsorted(docs, rec["doc"][mine])
+    # a document deleted since the look-up: its own text, never another's
+    text = np.where(texts[at] == _NO_TEXT, -1 - rec["doc"][mine].astype(np.int64), texts[at])
+    order = np.lexsort((rec["doc"][mine], text, pos[mine]))
+    p, t = pos[mine][order], text[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (p[1:] != p[:-1]) | (t[1:] != t[:-1])
+    keep = np.ones(len(rec), dtype=bool)
+    dropped = np.flatnonzero(mine)[order[~first]]
+    keep[dropped] = False
+    counts = counts.copy()
+    counts[over] = np.bincount(p[first], minlength=len(counts))[over]
+    return rec[keep], pos[keep], counts
+
+
+_NO_TEXT = np.iinfo(np.int64).min
+
+
+def text_hashes_of(conn: Connection, doc_ids: np.ndarray) -> np.ndarray:
+    """The text hash of each document (`doc_ids` sorted, without repeats), _NO_TEXT for one gone."""
+    out = np.full(len(doc_ids), _NO_TEXT, dtype=np.int64)
+    size = _IN_BATCH.get(db.dialect(conn), 900)
+    for chunk in db.chunks(doc_ids.tolist(), size):
+        q = select(document.c.id, document.c.text_hash).where(document.c.id.in_(list(chunk)))
+        rows = conn.execute(q).all()
+        if rows:
+            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            out[np.searchsorted(doc_ids, ids)] = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+    return out
 
 
 def ngram_df(

@@ -1734,3 +1734,28 @@ def test_votes_equal_but_for_the_order_of_their_sums_tie() -> None:
     assert a != b
     sure, tied = scanning.by_votes(np.array([3, 7]), np.array([a, b]), 1)
     assert sure.tolist() == [] and tied.tolist() == [3, 7]
+
+
+SPORTS = "Joao Moutinho caught the screen pass in the NFC championship"
+
+
+def test_exact_copies_of_one_page_count_once_in_document_frequency(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A short item (under longest_match tokens: no widespread copy) on a page that the corpus
+    holds twelve times over, byte for byte (mirrors, re-crawls), was `clean` as "a phrase this
+    common": each copy counted as a document, so its n-grams were over max_df (session 48's
+    note). Exact copies are one text, and say no more than one page does; the same words in
+    twelve different pages are still a common phrase."""
+    page = f"Weekly sports quiz, question four. {SPORTS}. Plausible or not? Answer: no."
+    mirrors = [{"id": f"mirror{k}", "text": page} for k in range(12)]
+    index_corpus(engine, mirrors, "mirrors")
+    item = BenchmarkItem("s", 0, question=SPORTS, choices=("plausible", "implausible"), answer="implausible")
+    [r] = Scanner(engine, ["mirrors"]).scan([item])
+    assert r.score.status == "contaminated", r.score.reason
+    assert r.evidence and r.evidence[0].document_id.startswith("mirror")
+    spread = [
+        {"id": f"page{k}", "text": f"Page {k} of another site, {k * 7} words on. {SPORTS}. Closing {k}."}
+        for k in range(12)
+    ]
+    index_corpus(engine, spread, "spread")
+    [common] = Scanner(engine, ["spread"]).scan([item])
+    assert common.score.status == "clean" and "common" in common.score.reason, common.score.reason
