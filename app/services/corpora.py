@@ -116,7 +116,11 @@ class CorpusService:
         """Remove a corpus and everything indexed into it; refused while a report job uses it
         or an indexing run writes into it. Its totals (files, documents, ...) as they were when
         it went: read under the lock, since a run may have committed while the delete waited for
-        it (the CLI said "0 documents" of a corpus of 18,000: a README audit)."""
+        it (the CLI said "0 documents" of a corpus of 18,000: a README audit). A run already writing
+        refuses it at once (_unused, before the lock): on SQLite a delete asked mid-run waited for the
+        run's commit, found it ended, and deleted what it had just indexed (a trial)."""
+        with self.engine.connect() as conn:  # a run writing now: refused, not waited for
+            self._unused(conn, name, "delete", lock=False)
         with db.writing(self.engine) as conn:  # SQLite: the write lock before the checks
             row = self._unused(conn, name, "delete")
             [gone] = repo.list_corpora(conn, int(row["id"]))
@@ -127,6 +131,8 @@ class CorpusService:
         """Give a corpus another name, in the reports made with it too; refused while a report job
         or an indexing run uses it, or if the name is taken."""
         check_corpus_name(new_name)
+        with self.engine.connect() as conn:  # as delete
+            self._unused(conn, name, "rename", lock=False)
         with db.writing(self.engine) as conn:
             row = self._unused(conn, name, "rename")
             if repo.get_corpus(conn, new_name) is not None:
@@ -135,8 +141,8 @@ class CorpusService:
             reports_repo.rename_corpus(conn, name, new_name, row["created_at"])  # reports name it as it is now
 
     @staticmethod
-    def _unused(conn: Connection, name: str, verb: str) -> dict[str, Any]:
-        row = repo.get_corpus(conn, name, lock=True)  # no indexing run may start until we commit
+    def _unused(conn: Connection, name: str, verb: str, lock: bool = True) -> dict[str, Any]:
+        row = repo.get_corpus(conn, name, lock=lock)  # locked: no indexing run may start until we commit
         if row is None:
             raise no_corpus([name], [r["name"] for r in repo.list_corpora(conn)])
         using = reports_repo.reports_using(conn, name)

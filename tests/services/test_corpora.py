@@ -235,6 +235,36 @@ def test_a_corpus_being_indexed_cannot_be_deleted_or_renamed(
         assert conn.execute(select(func.count()).select_from(index_run)).scalar_one() == 0
 
 
+def test_a_delete_asked_while_a_run_commits_is_refused_not_queued(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A trial: a delete asked mid-run, while the run's commit group held the database (SQLite's
+    write lock; PostgreSQL's hold on the corpus row), waited for the commit, found the run ended,
+    and deleted the corpus the run had just indexed, both saying they succeeded. It is refused at
+    once, and the corpus stays."""
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    svc = CorpusService(engine)
+    with engine.connect() as conn:
+        cid = int(repo.get_corpus(conn, "web")["id"])
+    outcome: list[str] = []
+
+    def delete() -> None:
+        try:
+            svc.delete("web")
+            outcome.append("deleted")
+        except StateError as exc:
+            outcome.append(exc.message)
+
+    # a commit group open, as the run's writer holds it
+    with indexing_run(engine, cid), db.writing(engine) as conn:
+        repo.lock_corpus(conn, cid)
+        asked = threading.Thread(target=delete)
+        asked.start()
+        asked.join(10)
+        answered_at_once = not asked.is_alive()
+    asked.join(60)
+    assert answered_at_once and len(outcome) == 1 and "while it is being indexed" in outcome[0], outcome
+    assert [c["name"] for c in svc.list_corpora()] == ["web"]
+
+
 def _wait_for_a_blocked(engine: Engine, statement: str, thread: threading.Thread, seconds: float = 30.0) -> None:
     """Until PostgreSQL shows a session whose statement starts with `statement` waiting for a lock,
     or `thread`, which runs it, has ended (it was not made to wait)."""
