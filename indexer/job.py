@@ -46,6 +46,7 @@ from contam.app.services.indexing import (
     indexing_run,
     moved,
     open_corpus,
+    record_failures,
     record_move,
 )
 from contam.indexer.options import IndexOptions as IndexOptions  # re-exported: bench/eval.py imports it here
@@ -177,7 +178,8 @@ class IndexJob:
         self._forget: list[str] = []  # unchanged files whose failed records of other runs go
         self._moved: dict[str, str] = {}  # content -> where the file indexed with it was moved
         self._first: dict[str, str] = {}  # content -> the run's first file of it
-        self._twins: list[tuple[Path, int, str]] = []  # files of a content sent already: (path, size, first)
+        # files of a content sent already: (path, size, first, content hash)
+        self._twins: list[tuple[Path, int, str, str]] = []
         queued: set[str] = set()
         pending = deque(files)
         try:
@@ -200,7 +202,7 @@ class IndexJob:
         # group open (a file another indexer committed first), and would wait for the next file.
         forget_failures(self.engine, corpus_id, self._forget)
         record_move(self.engine, corpus_id, list(self._moved.items()))
-        unchanged += self._twin_reports(writer.reports)
+        unchanged += self._twin_reports(writer.reports, corpus_id)
         order = {str(p): i for i, p in enumerate(files)}
         reports = sorted(writer.reports + unchanged, key=lambda r: order[r.path])
         return IndexSummary.of(self.engine, self.corpus, corpus_id, reports, time.perf_counter() - t0)
@@ -215,7 +217,7 @@ class IndexJob:
             self.progress.file_finished(report)
             return
         if chash in queued:  # the content of a file of this run: its outcome, once known (_twins)
-            self._twins.append((path, size, self._first[chash]))
+            self._twins.append((path, size, self._first[chash], chash))
             return
         if (there := self._moved.get(chash) or file_indexed(self.engine, corpus_id, chash)) is not None:
             self._forget.append(str(path))  # forgotten after the writer has stopped (see run)
@@ -249,21 +251,26 @@ class IndexJob:
             error = f"{path}: {why_no_documents(path, self.opts.text_field, skipped)}"
         writer.inbox.put(FileEnd(skipped, error))
 
-    def _twin_reports(self, written: list[FileReport]) -> list[FileReport]:
+    def _twin_reports(self, written: list[FileReport], corpus_id: int) -> list[FileReport]:
         """A file whose content an earlier file of the run holds is indexed once: `unchanged`, or
         `failed` with the reason when that file failed (it was `unchanged` whatever became of the
         other: of two empty files, one failed and one looked fine)."""
         by_path = {r.path: r for r in written}
         out = []
-        for path, size, first in self._twins:
+        failed: list[tuple[str, int, str, str]] = []
+        for path, size, first, chash in self._twins:
             other = by_path.get(first)
             if other is not None and other.status == "failed":
                 why = f"the same content as {first}: " + (other.error or "").removeprefix(f"{first}: ")
                 report = FileReport(str(path), "failed", bytes=size, error=f"{path}: {why}")
+                failed.append((str(path), size, chash, report.error or ""))
             else:
                 report = FileReport(str(path), "unchanged", bytes=size, indexed_as=first)
             self.progress.file_finished(report)
             out.append(report)
+        # listed by `contam corpora` as the first is (it kept no record, and the corpus's health
+        # said "2 failed" of a run that said 4: a trial)
+        record_failures(self.engine, corpus_id, failed)
         return out
 
     def _submit(self, texts: list[str]) -> Future[SignedBatch]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+import xxhash
 from sqlalchemy import Connection, Engine, RootTransaction
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
@@ -153,6 +154,26 @@ def open_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: boo
                 f"corpus {name!r} was indexed with store_text={bool(row['store_text'])}; keep it the same"
             )
         return int(row["id"])
+
+
+def failure_key(path: str, content_hash: str) -> str:
+    """The key a failed file's record is kept under, in place of its content's: the content with
+    the path. A failure is a path's: keyed by content, files of one content failing apart (two
+    empty files) were one record, each failure replacing the last, and `contam corpora` listed
+    one of them (a trial). The next run reads a failed file again whatever its key."""
+    return xxhash.xxh3_128_hexdigest(f"failed\0{path}\0{content_hash}".encode())
+
+
+def record_failures(engine: Engine, corpus_id: int, failures: Sequence[tuple[str, int, str, str]]) -> None:
+    """Record files that failed without being read, as copies of a file of the run that failed
+    ((path, size, content hash, error) each): a record of its own per path, the path's earlier
+    failure replaced. Not while this process's own writer may hold SQLite's write lock."""
+    if not failures:
+        return
+    with db.writing(engine) as conn:
+        repo.delete_failed_files_at(conn, corpus_id, [path for path, *_rest in failures])
+        for path, size, content_hash, error in failures:
+            repo.insert_file(conn, corpus_id, path, size, failure_key(path, content_hash), "failed", error, {})
 
 
 def file_indexed(engine: Engine, corpus_id: int, content_hash: str) -> str | None:
@@ -602,6 +623,7 @@ class CorpusWriter:
             if path in self._failed:  # failed before with other settings: the latest failure says it
                 repo.delete_failed_files_at(self.conn, self.corpus_id, [path])  # (it was listed once a try: a trial)
             self._failed.add(path)
+            content_hash = failure_key(path, content_hash)
         return repo.insert_file(self.conn, self.corpus_id, path, size, content_hash, status, error, skipped)
 
     def add_documents(

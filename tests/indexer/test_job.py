@@ -815,6 +815,38 @@ def test_a_failed_rerun_of_an_indexed_file_says_its_version_stays(migrated_url: 
     assert any("(a version indexed before stays in the corpus)" in line for line in failed)
 
 
+def test_files_of_one_content_that_fail_are_each_listed(migrated_url: str, tmp_path: Path) -> None:
+    """A trial: four files failed (two empty, two copies of a record without text) and `contam
+    corpora` listed two, failure records being kept by content: a copy's failure was none of its
+    own, and a later run's failure of another file of that content replaced the earlier one. Each
+    path that failed is listed, with its reason."""
+    folder = tmp_path / "e2"
+    folder.mkdir()
+    (folder / "a.txt").write_text("")
+    (folder / "b.jsonl").write_text("")
+    (folder / "c.jsonl").write_text('{"x": 1}\n')
+    (folder / "d.jsonl").write_text('{"x": 1}\n')
+    args = ["index", "--corpus", "emp", "--db", migrated_url, "--workers", "1", "--progress", "none"]
+    run = CliRunner().invoke(cli, [*args, str(folder)])
+    assert run.exit_code == 1 and "4 file(s) failed" in run.stderr, run.output
+
+    def listed() -> dict[str, str]:
+        health = CliRunner().invoke(cli, ["corpora", "emp", "--db", migrated_url]).stdout
+        failed = [line.split("failed:", 1)[1].strip() for line in health.splitlines() if "  failed:" in line]
+        return {Path(line.split(":", 1)[0]).name: line for line in failed}
+
+    assert sorted(listed()) == ["a.txt", "b.jsonl", "c.jsonl", "d.jsonl"], listed()
+    assert "the same content as" in listed()["d.jsonl"]
+    # another run's failure of a file of the same content is that file's, not a replacement
+    (tmp_path / "empty.jsonl").write_text("")
+    CliRunner().invoke(cli, [*args, str(tmp_path / "empty.jsonl")])
+    assert sorted(listed()) == ["a.txt", "b.jsonl", "c.jsonl", "d.jsonl", "empty.jsonl"], listed()
+    # and a path that is read (a fixed file) drops its own failure only
+    (folder / "c.jsonl").write_text('{"text": "now a record with words in it"}\n')
+    assert CliRunner().invoke(cli, [*args, str(folder / "c.jsonl")]).exit_code == 0
+    assert sorted(listed()) == ["a.txt", "b.jsonl", "d.jsonl", "empty.jsonl"], listed()
+
+
 def test_a_file_read_again_into_the_same_documents_is_unchanged(migrated_url: str, tmp_path: Path) -> None:
     """A folder indexed again with `--text-field text,content` to take the files that failed (as the
     failure says to) stored every other file's documents a second time: an item copied into 6 pages
