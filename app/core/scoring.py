@@ -120,7 +120,10 @@ class ItemScore:
     tokens: int
     own_tokens: int = 0  # the item's own text in the best document's terms
     own_coverage: float = 0.0  # share of it found there: what decides
-    coverage: float = 0.0  # share of all the item's scored tokens found there
+    coverage: float = 0.0  # share of all the item's scored tokens found there (those counted_tokens counts)
+    # the tokens `coverage` counts: all, or all but a worked solution the best document does not
+    # give beside the final answer it gives (matching._counted); None: all (no document matched)
+    counted_tokens: int | None = None
     longest_match: int = 0  # longest run of own tokens found contiguously
     own_bits: float = 0.0  # information (bits) in the own text found there
     matched_bits: float = 0.0  # information in all that was found there
@@ -685,6 +688,7 @@ def assess(
         score.status, score.reason = ranked[0][1], ranked[0][2]
         score.best_doc = best.doc
         score.own_tokens, score.own_coverage, score.coverage = best.own_total, best.own_coverage, best.coverage
+        score.counted_tokens = int(best.counted.sum()) if best.counted is not None else None
         score.longest_match = best.longest_own
         score.own_bits, score.matched_bits = best.own_bits, best.matched_bits
         score.own_bits_total, score.bits_total = best.own_bits_total, best.bits_total

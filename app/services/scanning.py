@@ -129,6 +129,9 @@ class ItemResult:
                 "own_tokens": s.own_tokens,
                 "own_coverage": round(s.own_coverage, 4),
                 "coverage": round(s.coverage, 4),
+                # the tokens coverage counts: a worked solution the document does not give is left out
+                # ("100% of 51 tokens" read as the solution found too: a trial)
+                "counted_tokens": s.tokens if s.counted_tokens is None else s.counted_tokens,
                 "longest_match": s.longest_match,
                 "longest_match_share": round(s.longest_match_share, 4),
                 "ngram_overlap": round(s.ngram_overlap, 4),

@@ -362,12 +362,16 @@ def _highlighted(it: dict[str, Any]) -> dict[str, Any]:
     matched spans only: aligned with the whole excerpts, a two-word answer's words were taken
     from elsewhere in the text, one by one, and the answer found there was not marked (a probe).
     An answer not found is not marked: one of the choices, it was marked where the page lists the
-    choices, beside "Answer found: no" (a trial)."""
+    choices, beside "Answer found: no" (a trial); nor is a worked solution not found."""
     fields = it.get("item") or {}
     evidence = [{**ev, "pieces": _marked(ev["excerpt"], ev["highlights"])} for ev in it["evidence"]]
     joined = [e["excerpt"][a:b] for e in it["evidence"] for a, b in e["highlights"]]
+    # a worked solution the page does not give is not marked either: its words that the question
+    # has too were marked where the page holds the question (a trial)
+    solution_found = ((it.get("fields") or {}).get("solution") or {}).get("found", True)
+    unmarked = {"answer": not it.get("answer_found"), "solution": not solution_found}
     item_fields = [
-        (role, _marked(text, shared_spans(text, joined) if role != "answer" or it.get("answer_found") else []))
+        (role, _marked(text, [] if unmarked.get(role) else shared_spans(text, joined)))
         for role in ("passage", "question", "solution", "answer")
         if (text := fields.get(role) or "")
     ]

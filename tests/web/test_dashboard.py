@@ -1175,3 +1175,32 @@ def test_an_item_link_trimmed_to_its_folder_lists_the_reports_items(
         assert c.get("/reports/nosuch/items").status_code == 404
         slash = c.get(f"/reports/{rid}/items/", follow_redirects=False)  # with its slash too (a trial)
         assert slash.status_code == 303 and slash.headers["location"] == f"/items?report={rid}", slash.text[:200]
+
+
+def test_a_worked_solution_not_on_the_page_is_neither_counted_nor_marked(
+    migrated_url: str, index_corpus: IndexCorpus
+) -> None:
+    """A trial: a GSM8K item whose page holds the question and the final answer only was shown as
+    "Whole item found: 100.0% of 51 tokens", and the solution's words that the question has too
+    ("Natalia sold", "clips in May") marked, as if the worked solution were on the page: the
+    coverage leaves out a solution the page does not give, and said so nowhere."""
+    q = (
+        "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+        "How many clips did Natalia sell altogether in April and May?"
+    )
+    solution = (
+        "Natalia sold 48/2 = 24 clips in May.\nNatalia sold 48+24 = 72 clips altogether in April and May.\n#### 72"
+    )
+    index_corpus(migrated_url, [*CORPUS, {"id": "help", "text": f"Homework help: {q} The answer is 72. Next one."}])
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, [{"id": "gsm", "question": q, "answer": solution}])
+        it = c.get(f"/api/v1/reports/{rid}/items/gsm").json()
+        m = it["metrics"]
+        assert it["status"] == "contaminated" and not it["fields"]["solution"]["found"], it
+        assert m["coverage"] == 1.0 and m["counted_tokens"] == m["tokens"] - it["fields"]["solution"]["tokens"], m
+        page = c.get(f"/reports/{rid}/items/gsm").text
+        said = f"100.0% of {m['counted_tokens']} of its {m['tokens']} tokens (its worked solution, not on the page"
+        assert said in page, page
+        panel = page.split("<h3>solution</h3>", 1)[1].split("</div>", 1)[0]
+        assert "Natalia sold 48/2" in panel and "<mark>" not in panel, panel
+        assert "<mark>" in page.split("<h3>question</h3>", 1)[1].split("</div>", 1)[0]  # the question is
