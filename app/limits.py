@@ -54,10 +54,10 @@ SETTING = {
 def exceeded(limit: str, value: int, what: str) -> LimitError:
     """The error for `what` going over `limit` (a Limits field name, or upload_bytes)."""
     shown = as_mib(value) if limit.endswith("_bytes") else f"{value:,}"
-    return LimitError(
-        f"{what} exceeds the limit of {shown} ({SETTING[limit]})",
-        {"limit": SETTING[limit], "value": value},
-    )
+    setting = SETTING[limit]
+    if limit == "json_body_bytes":  # a bound the setting makes, not the setting: say how (a trial)
+        setting = f"six bytes a character of {setting}, {(value - MiB) // 6:,}, and 1 MiB"
+    return LimitError(f"{what} exceeds the limit of {shown} ({setting})", {"limit": SETTING[limit], "value": value})
 
 
 def check_item(item: BenchmarkItem, where: str, item_chars: int, again: str, row: str = "") -> None:

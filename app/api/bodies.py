@@ -82,7 +82,8 @@ class BodyLimit:
 
 
 async def _answer_413(send: Send, exc: TooLarge) -> None:
-    body = json.dumps({"error": exc.detail, "detail": exc.limit_detail}).encode()
+    # written as the API's other errors are (FastAPI's JSONResponse: no spaces after separators)
+    body = json.dumps({"error": exc.detail, "detail": exc.limit_detail}, separators=(",", ":")).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": 413, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -98,7 +98,7 @@ class CheckService:
         if not items:
             raise InputError("give at least one text or item")
         if len(items) > self.limits.check_items:  # was a 422 of a constant, where every other limit is a setting's 413
-            more = f"the check's {len(items):,} texts and items (upload a benchmark for more)"
+            more = f"the number of texts and items in the check, {len(items):,}, (upload a benchmark for more)"
             raise exceeded("check_items", self.limits.check_items, more)
         self._check_size(items)
         return self._scan(items, corpora, thresholds, workers=1, shared_docs=self.docs)

@@ -137,8 +137,11 @@ def test_items_per_check_are_a_setting_s_limit(small: TestClient) -> None:
     assert fits.status_code == 404 and "no corpus" in fits.json()["error"]  # counted, not refused: nothing indexed
     r = small.post("/api/v1/check", json={"texts": texts, "items": [{"question": Q1}] * 4})
     said = r.json()["error"]
-    assert r.status_code == 413 and "the check's 6 texts and items (upload a benchmark for more)" in said, said
-    assert said.endswith("exceeds the limit of 5 (CONTAM_MAX_CHECK_ITEMS)")
+    # "the check's 6 texts and items ... exceeds" (a trial): the number is what exceeds
+    assert r.status_code == 413 and said == (
+        "the number of texts and items in the check, 6, (upload a benchmark for more) exceeds the limit of 5 "
+        "(CONTAM_MAX_CHECK_ITEMS)"
+    ), said
 
 
 def test_text_per_item_is_limited_naming_item_and_field(small: TestClient) -> None:
@@ -195,6 +198,16 @@ def test_bodies_are_counted_as_they_arrive_even_without_content_length(small: Te
 
     r = small.post("/api/v1/check", content=chunks(16 << 20), headers={"content-type": "application/json"})
     assert r.status_code == 413 and "CONTAM_MAX_CHECK_CHARS" in r.json()["error"]
+    # the bound the setting makes, and how (it named the setting beside a figure it never holds: a
+    # trial), written as the API's other errors are (no spaces after separators)
+    chars = small.app.state.limits.check_chars
+    assert f"(six bytes a character of CONTAM_MAX_CHECK_CHARS, {chars:,}, and 1 MiB)" in r.json()["error"], r.text
+    sized = small.post(
+        "/api/v1/check",
+        content=b"[" + b" " * (6 * chars + (2 << 20)) + b"]",
+        headers={"content-type": "application/json"},
+    )
+    assert sized.status_code == 413 and sized.text.startswith('{"error":"the request body exceeds'), sized.text
     boundary = "b0undary"
     head = f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="b.jsonl"\r\n\r\n'.encode()
 
