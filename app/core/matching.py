@@ -55,6 +55,7 @@ BLANK_TOKENS = 2  # item tokens a cloze's blank may be written as ("[MASK]", "<m
 # a cloze's blank in its question's text: underscores that are no part of a word, or a mask token
 BLANK = re.compile(r"(?<!\w)_++(?!\w)|\[mask\]|<mask>", re.IGNORECASE)
 LABEL_CJK_CHARS = 2  # the longest answer label of a CJK item, in characters ("答案", "答え", "正解")
+EDITED_CHOICE_MIN = 4  # the fewest choices of which a page's key may list one as another text (_label_given)
 SHORT_ALT_WINDOW = 2  # tokens before a one- or two-word accepted answer after the question ("A:", "Answer:")
 _LETTERS = token_hashes(list("abcdefghijklmnopqrstuvwxyz")).view(np.int64)  # choice labels, as tokens
 _NUMBER_IDS = np.unique(token_hashes([str(k) for k in range(10_000)]).view(np.int64))  # 0-9999 as tokens, sorted
@@ -1436,6 +1437,11 @@ def _label_given(p: PreparedItem, window: np.ndarray, choices: Sequence[np.ndarr
     document's order; then the right choice's letter stands after the last choice with exactly one
     other word between, not a number ("Answer: C", "Ans. C", "答案：C", in any language).
 
+    Of four choices or more, one wrong choice may be another text under its letter (an edited
+    copy: "D. Argon" for "D. Helium"; the key was not found, a trial): its letter must stand where
+    it would, right after the choice before it, and where it is the last, the key may stand up to
+    as many words after its letter as the longest choice has, and one (its text is not known).
+
     Anything looser reads the next question as a key (a review): a letter right after the choices,
     or after a number ("2. B cells mature ..."), or further on ("Question 2 A train ..."), is that
     question's first word as often as a key; so is a letter the item's own text uses as a word
@@ -1444,27 +1450,50 @@ def _label_given(p: PreparedItem, window: np.ndarray, choices: Sequence[np.ndarr
     starts with the right letter). Numbers are not taken as labels at all: a page of numbered questions
     numbers the next one. "The correct answer is C" is not taken either: the price of the rest."""
     at = [find_sequence(window, c) for c in choices]
-    if min(at) < 1:
+    right_j = next(j for j, c in enumerate(choices) if np.array_equal(c, needle))
+    missing = [j for j, a in enumerate(at) if a < 1]
+    if missing and (len(missing) > 1 or len(choices) < EDITED_CHOICE_MIN or right_j in missing):
         return -1
-    order = sorted(range(len(choices)), key=at.__getitem__)
+    order = sorted((j for j in range(len(choices)) if at[j] >= 1), key=at.__getitem__)
     if any(at[j] + len(choices[j]) >= at[k] for j, k in zip(order, order[1:], strict=False)):
         return -1  # a choice overlaps the next one's letter
-    labels = np.array([window[at[j] - 1] for j in order], dtype=np.int64)
-    if find_sequence(_LETTERS, labels) < 0:
+    letters = _LETTERS.tolist()
+    labels = [int(window[at[j] - 1]) for j in order]
+    if any(t not in letters for t in labels):
         return -1
-    right = int(window[at[next(j for j, c in enumerate(choices) if np.array_equal(c, needle))] - 1])
+    place = [letters.index(t) for t in labels]
+    steps = np.diff(place).tolist()
+    right = int(window[at[right_j] - 1])
     if (p.ids == right).any():
         return -1
     end = max(at[j] + len(choices[j]) for j in order)
-    # one word, counted in words as every length is: in Chinese or Japanese text a label is a word
-    # of one or two characters, a token each ("答案：B" was not found where "答：B" and "Answer: B"
-    # were: a trial); not the tokens a kana-heavy item's word averages (4: "つぎに C" was read as
-    # a key: a review); in a spaced script it is one token, as before
-    label = min(LABEL_CJK_CHARS, max(1, round(p.tokens_per_word)))
-    for k in range(end + 1, min(end + label, len(window) - 1) + 1):
+    if not missing:
+        if any(d != 1 for d in steps):
+            return -1
+        lo, hi = end + 1, end + _label_words(p)
+    elif place[0] != 0 or any(d not in (1, 2) for d in steps) or steps.count(2) > 1:
+        return -1  # lettered from A, one letter skipped at most (the edited choice's)
+    elif 2 in steps:  # the edited choice between two listed ones: its letter right after the one before
+        g = steps.index(2)
+        if int(window[at[order[g]] + len(choices[order[g]])]) != letters[place[g] + 1]:
+            return -1
+        lo, hi = end + 1, end + _label_words(p)
+    else:  # the edited choice last: its letter right after the others, its text of unknown length
+        if end >= len(window) or int(window[end]) != letters[place[-1] + 1]:
+            return -1
+        lo, hi = end + 2, end + 1 + max(len(c) for c in choices) + _label_words(p)
+    for k in range(lo, min(hi, len(window) - 1) + 1):
         if int(window[k]) == right and not any(int(t) in _NUMBERS for t in window[end:k]):
             return k
     return -1
+
+
+def _label_words(p: PreparedItem) -> int:
+    """Tokens of the one word between the choices and the key: in Chinese or Japanese text a label
+    is a word of one or two characters, a token each ("答案：B" was not found where "答：B" and
+    "Answer: B" were: a trial); not the tokens a kana-heavy item's word averages (4: "つぎに C" was
+    read as a key: a review); in a spaced script it is one token, as before."""
+    return min(LABEL_CJK_CHARS, max(1, round(p.tokens_per_word)))
 
 
 def _after_solution(

@@ -322,6 +322,40 @@ def test_an_answer_given_as_the_letter_of_its_choice_is_found(engine: Engine, in
     assert not Scanner(engine, ["own"]).scan([item])[0].score.answer_found
 
 
+def test_a_key_beside_one_wrong_choice_edited_is_found(engine: Engine, index_corpus: IndexCorpus) -> None:
+    """A trial: a page listing the choices with one wrong choice edited ("D. Argon" for "D.
+    Helium") and then "Answer: C" had the answer not found, where the same page with D as in the
+    item had it. Of four choices or more, one wrong one may be another text under its letter,
+    its letter where it would stand; not the right one, not a letter out of place. (With two
+    edited, fewer than half the others are listed, and the right choice's words after the
+    question are the answer given, as in prose.)"""
+    q = "Which gas do green plants take in from the air to make their food by photosynthesis?"
+    choices = ("Oxygen", "Nitrogen", "Carbon dioxide", "Helium")
+    pages = {
+        "last": (q + "\nA. Oxygen\nB. Nitrogen\nC. Carbon dioxide\nD. Argon\nAnswer: C\n\nNext: roots.", True),
+        "middle": (q + "\nA. Oxygen\nB. Hydrogen\nC. Carbon dioxide\nD. Helium\nAnswer: C\n\nNext: roots.", True),
+        "right": (q + "\nA. Oxygen\nB. Nitrogen\nC. Carbon gas\nD. Helium\nAnswer: C\n\nNext: roots.", False),
+        # the edited choice's letter is not where it would stand: no list of the item's choices
+        "skipped": (q + "\nA. Oxygen\nB. Nitrogen\nC. Carbon dioxide\nAnswer: C\n\nNext: roots.", False),
+        # the last choice's text goes on past the words any choice has: the letter is prose
+        "prose": (
+            q + "\nA. Oxygen\nB. Nitrogen\nC. Carbon dioxide\nD. Argon and a few other gases "
+            "that the lamps of the old street held, as C says",
+            False,
+        ),
+    }
+    for name, (page, found) in pages.items():
+        index_corpus(engine, [{"id": name, "text": f"Biology quiz, part one.\n{page}"}], name)
+        item = BenchmarkItem("co2", 0, question=q, choices=choices, answer="Carbon dioxide")
+        r = Scanner(engine, [name]).scan([item])[0]
+        assert (r.score.answer_found, r.score.roles["answer"].found) == (found, found), (name, r.score.reason)
+    # of three choices, one edited is a third of the list: no list of them
+    three = BenchmarkItem("t3", 0, question=q, choices=("Oxygen", "Carbon dioxide", "Helium"), answer="Carbon dioxide")
+    page = f"Quiz.\n{q}\nA. Oxygen\nB. Carbon dioxide\nC. Argon\nAnswer: B"
+    index_corpus(engine, [{"id": "three", "text": page}], "three")
+    assert not Scanner(engine, ["three"]).scan([three])[0].score.answer_found
+
+
 def test_a_chinese_pages_answer_label_is_one_word_of_two_characters(engine: Engine, index_corpus: IndexCorpus) -> None:
     """Lengths are words: "答案" (answer) is one word of two characters, a token each, and a page
     giving the key as "答案：B" had its answer not found where "答：B" and "Answer: B" had it (a
