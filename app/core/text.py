@@ -60,6 +60,21 @@ def search_folded(text: str, spaces: bool = True) -> str:
 _SPACES = re.compile(r"\s+")
 
 
+def natural_key(text: str) -> str:
+    """`text` as ids sort by it: each run of ASCII digits as its length (two digits) then the
+    number without leading zeros, so "b2" sorts before "b10" (they sorted as text, b10 first: a
+    session's note); the rest as it is."""
+    return _DIGIT_RUN.sub(_number_key, text)
+
+
+def _number_key(m: re.Match[str]) -> str:
+    digits = m.group().lstrip("0") or "0"
+    return f"{min(len(digits), 99):02d}{digits}"
+
+
+_DIGIT_RUN = re.compile(r"[0-9]+")
+
+
 def _class(ranges: tuple[tuple[int, int], ...]) -> str:
     """A regular-expression character class body of inclusive code point ranges."""
     return "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from contam.app.core.config import Thresholds
-from contam.app.core.text import search_folded
+from contam.app.core.text import natural_key, search_folded
 from contam.app.core.types import SEVERITY, Status
 from contam.app.services.scanning import ItemResult
 from contam.app.store.reports import listed
@@ -126,6 +126,7 @@ def item_row(r: ItemResult, th: Thresholds) -> dict[str, Any]:
     return {
         "idx": r.item.row,
         "item_id": r.item.item_id,
+        "id_order": natural_key(r.item.item_id),
         "status": r.score.status,
         "score": float(d["score"]),
         "text": (shown := r.item.display_text())[:SHOWN_CHARS],

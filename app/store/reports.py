@@ -23,7 +23,9 @@ REPORT_COLUMNS = [c for c in report.c if c.name not in ("upload", "owner", "leas
 SORTS = {
     "score": report_item.c.score,
     "row": report_item.c.idx,
-    "item_id": report_item.c.item_id,
+    # numbers by value ("b2" before "b10"); a row an earlier release's server wrote after the
+    # upgrade has no id_order, and sorts by its id as before
+    "item_id": func.coalesce(func.nullif(report_item.c.id_order, ""), report_item.c.item_id),
     # by severity (contaminated, suspicious, then clean and too short), then by score, as the CLI
     # lists them: by name, "suspicious" came before "contaminated"
     "status": case({str(s): w for s, w in SEVERITY.items()}, value=report_item.c.status, else_=0),
@@ -297,7 +299,9 @@ def query_items(
     where = and_(true(), *conds)
     total = conn.execute(select(func.count()).select_from(report_item).where(where)).scalar_one()
     col = SORTS.get(sort, report_item.c.score)
-    cols = [col, report_item.c.score] if sort == "status" else [col]
+    # ties: by score within a status; ids of one key ("b1", "b01") as text
+    tie = {"status": [report_item.c.score], "item_id": [report_item.c.item_id]}.get(sort, [])
+    cols = [col, *tie]
     order = [*(c.desc() if descending else c.asc() for c in cols), report_item.c.report_id, report_item.c.idx]
     rows = conn.execute(
         select(report_item, report.c.name.label("report_name"))
@@ -316,6 +320,7 @@ def _item(row: Any) -> dict[str, Any]:
     d.pop("roles_found", None)
     d.pop("corpora_found", None)
     d.pop("search", None)
+    d.pop("id_order", None)
     return {**d, **data, "row": d["idx"]}  # the item's place in the benchmark, as the CLI and exports give it
 
 

@@ -235,6 +235,8 @@ report_item = Table(
     Column("text", Text, nullable=False),  # the item as shown, its first 4,000 characters (the list's snippet)
     # the item as shown, whole and casefolded: what the text search reads (migration 0016)
     Column("search", Text, nullable=False, server_default=""),
+    # the item's id as ids sort, numbers by value ("b2" before "b10"; text.natural_key, migration 0019)
+    Column("id_order", Text, nullable=False, server_default=""),
     Column("roles_found", String(64), nullable=False),  # e.g. ",question,answer," for field filters
     Column("corpora_found", Text, nullable=False),  # e.g. ",web,books,"
     Column("data", Text, nullable=False),  # JSON: metrics, fields, evidence

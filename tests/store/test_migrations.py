@@ -303,3 +303,40 @@ def test_report_items_made_before_0016_are_searched_whole_and_casefolded(db_url:
         assert reports.query_items(conn, "r", q="WORD WORD")[0] == 1201  # found in its text, as before
         assert reports.query_items(conn, "r", q="quorvanian")[0] == 1200  # past the text's 4,000 characters
     eng.dispose()
+
+
+def test_report_items_made_before_0019_sort_their_ids_by_number(db_url: str) -> None:
+    """0019 gives each row a sort key for its id from its item_id (the ids sorted as text: b10
+    before b2); a row an earlier release's server writes after the upgrade, without one, sorts by
+    its id as before. A downgrade takes the column out again."""
+    upgrade(db_url, "0018_report_left_out")
+    eng = make_engine(db_url)
+    ids = ["b10", "b2", "b1", "a100", "a9", "b02"]
+    with eng.begin() as conn:
+        _old_report(conn, len(ids))
+        conn.execute(
+            text(
+                "INSERT INTO report_item (report_id, idx, item_id, status, score, text, roles_found, "
+                "corpora_found, data) VALUES ('r', :i, :id, 'clean', 0, 't', ',,', ',,', '{}')"
+            ),
+            [{"i": k, "id": item_id} for k, item_id in enumerate(ids)],
+        )
+    eng.dispose()
+    upgrade(db_url)
+    eng = make_engine(db_url)
+
+    def by_id(descending: bool = False) -> list[str]:
+        with eng.connect() as conn:
+            got = reports.query_items(conn, "r", sort="item_id", descending=descending, limit=100)[1]
+            return [r["item_id"] for r in got]
+
+    assert by_id() == ["a9", "a100", "b1", "b02", "b2", "b10"]
+    assert by_id(descending=True) == ["b10", "b2", "b02", "b1", "a100", "a9"]
+    with eng.begin() as conn:  # written by an earlier release's server: no key, its id as text
+        conn.execute(text("UPDATE report_item SET id_order = '' WHERE item_id = 'a9'"))
+    assert by_id() == ["a100", "a9", "b1", "b02", "b2", "b10"]  # "a9" as text, after "a03100"
+    eng.dispose()
+    command.downgrade(alembic_config(db_url), "0018_report_left_out")
+    eng = make_engine(db_url)
+    assert "id_order" not in {c["name"] for c in inspect(eng).get_columns("report_item")}
+    eng.dispose()

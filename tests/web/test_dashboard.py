@@ -1204,3 +1204,18 @@ def test_a_worked_solution_not_on_the_page_is_neither_counted_nor_marked(
         panel = page.split("<h3>solution</h3>", 1)[1].split("</div>", 1)[0]
         assert "Natalia sold 48/2" in panel and "<mark>" not in panel, panel
         assert "<mark>" in page.split("<h3>question</h3>", 1)[1].split("</div>", 1)[0]  # the question is
+
+
+def test_items_sorted_by_id_take_numbers_by_value(migrated_url: str, index_corpus: IndexCorpus) -> None:
+    """Sorted by id, the items list put q10 before q2: ids sorted as text (a session's note)."""
+    index_corpus(migrated_url, CORPUS)
+    rows = [{"id": f"q{k}", "question": f"{Q3} Variant {k}."} for k in (10, 2, 1, 100)]
+    with TestClient(create_app(Settings(database_url=migrated_url))) as c:
+        rid = _checked(c, rows)
+        every = "&".join(f"status={s}" for s in ("contaminated", "suspicious", "clean", "too_short"))
+        for order, expected in (("asc", ["q1", "q2", "q10", "q100"]), ("desc", ["q100", "q10", "q2", "q1"])):
+            page = c.get(f"/items?report={rid}&{every}&sort=item_id&order={order}").text
+            listed = re.findall(r"/items/(q\d+)\?idx=", page)
+            assert list(dict.fromkeys(listed)) == expected, (order, listed)
+        listing = c.get(f"/api/v1/reports/{rid}/items", params={"sort": "item_id"}).json()
+        assert listing["items"] and all("id_order" not in it for it in listing["items"]), listing
