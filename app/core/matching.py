@@ -1439,8 +1439,9 @@ def _label_given(p: PreparedItem, window: np.ndarray, choices: Sequence[np.ndarr
 
     Of four choices or more, one wrong choice may be another text under its letter (an edited
     copy: "D. Argon" for "D. Helium"; the key was not found, a trial): its letter must stand where
-    it would, right after the choice before it, and where it is the last, the key may stand up to
-    as many words after its letter as the longest choice has, and one (its text is not known).
+    it would, right after the choice before it; where it is the last, its text is taken to be as
+    long as the choice's (a looser reach read "A leaf is green", "E. C and O only" and the next
+    list's "C." as keys: a review), and the word before the key is no letter.
 
     Anything looser reads the next question as a key (a review): a letter right after the choices,
     or after a number ("2. B cells mature ..."), or further on ("Question 2 A train ..."), is that
@@ -1478,13 +1479,16 @@ def _label_given(p: PreparedItem, window: np.ndarray, choices: Sequence[np.ndarr
         if int(window[at[order[g]] + len(choices[order[g]])]) != letters[place[g] + 1]:
             return -1
         lo, hi = end + 1, end + _label_words(p)
-    else:  # the edited choice last: its letter right after the others, its text of unknown length
+    else:  # the edited choice last: its letter right after the others, its text as long as the choice's
         if end >= len(window) or int(window[end]) != letters[place[-1] + 1]:
             return -1
-        lo, hi = end + 2, end + 1 + max(len(c) for c in choices) + _label_words(p)
+        end += 1 + len(choices[missing[0]])
+        lo, hi = end + 1, end + _label_words(p)
     for k in range(lo, min(hi, len(window) - 1) + 1):
-        if int(window[k]) == right and not any(int(t) in _NUMBERS for t in window[end:k]):
-            return k
+        between = window[end:k].tolist()
+        if int(window[k]) == right and not any(t in _NUMBERS for t in between):
+            # a letter is no label: "D. Argon\nE. C and O only" is a fifth choice (a review)
+            return -1 if missing and any(t in letters for t in between) else k
     return -1
 
 

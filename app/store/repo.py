@@ -1073,6 +1073,10 @@ def ngram_table(
 # a key in more than max_df documents but at most this many times max_df has its documents' texts
 # compared: exact copies of one page (mirrors, re-crawls) are one text, and count once
 COPIES_READ = 10
+# documents shorter than this count each, copies or not: a text this short (a title, a question, a
+# chat line: the short channel's items are as short) is written alike by many hands, and forty
+# documents that were each "What is the capital city of France?" made that question rare (a review)
+COPY_MIN_TOKENS = 32
 
 
 def _copies_once(
@@ -1080,10 +1084,12 @@ def _copies_once(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The look-up's records, their keys' places and each key's document count, where a key in
     more than max_df documents (up to COPIES_READ times as many) counts the distinct texts of its
-    documents, and keeps one document of each (the lowest id). A page held twelve times byte for
-    byte made every n-gram of the short item it holds "common", and the item `clean` (session
-    48's note): its copies say no more than the page once does. Twelve different pages holding
-    the same words are still twelve."""
+    documents of COPY_MIN_TOKENS tokens or more, and keeps one document of each text per corpus
+    (the first by name, file and place: not by id, which says in what order they were indexed).
+    A page held twelve times byte for byte made every n-gram of the short item it holds "common",
+    and the item `clean` (session 48's note): its copies say no more than the page once does.
+    Twelve different pages holding the same words are still twelve, and each corpus holding the
+    page keeps a copy (its per-corpus figures count it)."""
     if not len(counts) or counts.max() <= max_df:  # (max_df may be 2**62: ngram_postings)
         return rec, pos, counts
     over = (counts > max_df) & (counts <= max_df * COPIES_READ)
@@ -1091,36 +1097,50 @@ def _copies_once(
         return rec, pos, counts
     mine = over[pos]
     docs = np.unique(rec["doc"][mine])
-    texts = text_hashes_of(conn, docs)
+    text, corpus_rank, rank = _copy_codes(conn, docs)
     at = np.searchsorted(docs, rec["doc"][mine])
-    # a document deleted since the look-up: its own text, never another's
-    text = np.where(texts[at] == _NO_TEXT, -1 - rec["doc"][mine].astype(np.int64), texts[at])
-    order = np.lexsort((rec["doc"][mine], text, pos[mine]))
-    p, t = pos[mine][order], text[order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = (p[1:] != p[:-1]) | (t[1:] != t[:-1])
+    t, c, r, p = text[at], corpus_rank[at], rank[at], pos[mine]
+    order = np.lexsort((r, c, t, p))
+    t, c, p = t[order], c[order], p[order]
+    new_text = np.ones(len(order), dtype=bool)
+    new_text[1:] = (p[1:] != p[:-1]) | (t[1:] != t[:-1])
+    kept = new_text.copy()
+    kept[1:] |= c[1:] != c[:-1]
     keep = np.ones(len(rec), dtype=bool)
-    dropped = np.flatnonzero(mine)[order[~first]]
-    keep[dropped] = False
+    keep[np.flatnonzero(mine)[order[~kept]]] = False
     counts = counts.copy()
-    counts[over] = np.bincount(p[first], minlength=len(counts))[over]
+    counts[over] = np.bincount(p[new_text], minlength=len(counts))[over]
     return rec[keep], pos[keep], counts
 
 
-_NO_TEXT = np.iinfo(np.int64).min
-
-
-def text_hashes_of(conn: Connection, doc_ids: np.ndarray) -> np.ndarray:
-    """The text hash of each document (`doc_ids` sorted, without repeats), _NO_TEXT for one gone."""
-    out = np.full(len(doc_ids), _NO_TEXT, dtype=np.int64)
-    size = _IN_BATCH.get(db.dialect(conn), 900)
-    for chunk in db.chunks(doc_ids.tolist(), size):
-        q = select(document.c.id, document.c.text_hash).where(document.c.id.in_(list(chunk)))
-        rows = conn.execute(q).all()
+def _copy_codes(conn: Connection, doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per document (`doc_ids` sorted, without repeats): its text's code (equal for documents of one
+    text hash of COPY_MIN_TOKENS tokens or more; a document shorter, or gone since the look-up,
+    has one of its own), its corpus, and, among copies of one text, its rank by corpus name,
+    document name, file and place (the names read for copies only: most documents have none)."""
+    n = len(doc_ids)
+    hashes, tokens, corpora = np.zeros(n, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64)
+    for chunk in db.chunks(doc_ids.tolist(), _IN_BATCH.get(db.dialect(conn), 900)):
+        q = select(document.c.id, document.c.text_hash, document.c.n_tokens, document.c.corpus_id)
+        rows = conn.execute(q.where(document.c.id.in_(list(chunk)))).all()
         if rows:
-            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            out[np.searchsorted(doc_ids, ids)] = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-    return out
+            cols = np.array([tuple(map(int, r)) for r in rows], dtype=np.int64).reshape(-1, 4)
+            at = np.searchsorted(doc_ids, cols[:, 0])
+            hashes[at], tokens[at], corpora[at] = cols[:, 1], cols[:, 2], cols[:, 3]
+    shares = tokens >= COPY_MIN_TOKENS  # a document gone since the look-up has 0 tokens: a text of its own
+    pairs = np.stack([np.where(shares, 0, 1), np.where(shares, hashes, doc_ids)], axis=1)
+    _, text, times = np.unique(pairs, axis=0, return_inverse=True, return_counts=True)
+    text = text.reshape(-1).astype(np.int64)
+    rank = np.zeros(n, dtype=np.int64)
+    copies = np.flatnonzero(times[text] > 1)
+    if len(copies):
+        metas = documents_meta(conn, doc_ids[copies].tolist(), text=False)
+        keys = [
+            (m["corpus"], m["external_id"], m["source_file"], int(m["position"])) if (m := metas.get(d)) else ("",)
+            for d in doc_ids[copies].tolist()
+        ]
+        rank[copies[sorted(range(len(keys)), key=keys.__getitem__)]] = np.arange(len(keys))
+    return text, corpora, rank
 
 
 def ngram_df(

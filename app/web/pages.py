@@ -366,10 +366,12 @@ def _highlighted(it: dict[str, Any]) -> dict[str, Any]:
     fields = it.get("item") or {}
     evidence = [{**ev, "pieces": _marked(ev["excerpt"], ev["highlights"])} for ev in it["evidence"]]
     joined = [e["excerpt"][a:b] for e in it["evidence"] for a, b in e["highlights"]]
-    # a worked solution the page does not give is not marked either: its words that the question
-    # has too were marked where the page holds the question (a trial)
-    solution_found = ((it.get("fields") or {}).get("solution") or {}).get("found", True)
-    unmarked = {"answer": not it.get("answer_found"), "solution": not solution_found}
+    # a worked solution the page does not give, which the coverage does not count, is not marked
+    # either: its words that the question has too were marked where the page holds the question
+    # (a trial); what is marked and what is counted are decided alike (a review)
+    metrics = it.get("metrics") or {}
+    uncounted = metrics.get("counted_tokens", metrics.get("tokens", 0)) < metrics.get("tokens", 0)
+    unmarked = {"answer": not it.get("answer_found"), "solution": uncounted}
     item_fields = [
         (role, _marked(text, [] if unmarked.get(role) else shared_spans(text, joined)))
         for role in ("passage", "question", "solution", "answer")

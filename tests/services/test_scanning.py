@@ -343,11 +343,17 @@ def test_a_key_beside_one_wrong_choice_edited_is_found(engine: Engine, index_cor
             "that the lamps of the old street held, as C says",
             False,
         ),
+        # a fifth choice's letter, the next list's letter, and (answer Oxygen) the next sentence's
+        # article after the edited last choice are no keys (a review)
+        "fifth": (q + "\nA. Oxygen\nB. Nitrogen\nC. Carbon dioxide\nD. Argon\nE. C and O only", False),
+        "next list": (q + "\nA. Oxygen\nB. Nitrogen\nC. Carbon dioxide\nD. Water C. Carbon monoxide", False),
+        "article": (q + "\nA. Oxygen\nB. Nitrogen\nC. Carbon dioxide\nD. Argon\nA leaf is green.", False),
     }
     for name, (page, found) in pages.items():
-        index_corpus(engine, [{"id": name, "text": f"Biology quiz, part one.\n{page}"}], name)
-        item = BenchmarkItem("co2", 0, question=q, choices=choices, answer="Carbon dioxide")
-        r = Scanner(engine, [name]).scan([item])[0]
+        index_corpus(engine, [{"id": name, "text": f"Biology quiz, part one.\n{page}"}], name.replace(" ", "-"))
+        answer = "Oxygen" if name == "article" else "Carbon dioxide"
+        item = BenchmarkItem("co2", 0, question=q, choices=choices, answer=answer)
+        r = Scanner(engine, [name.replace(" ", "-")]).scan([item])[0]
         assert (r.score.answer_found, r.score.roles["answer"].found) == (found, found), (name, r.score.reason)
     # of three choices, one edited is a third of the list: no list of them
     three = BenchmarkItem("t3", 0, question=q, choices=("Oxygen", "Carbon dioxide", "Helium"), answer="Carbon dioxide")
@@ -1777,15 +1783,20 @@ def test_exact_copies_of_one_page_count_once_in_document_frequency(engine: Engin
     """A short item (under longest_match tokens: no widespread copy) on a page that the corpus
     holds twelve times over, byte for byte (mirrors, re-crawls), was `clean` as "a phrase this
     common": each copy counted as a document, so its n-grams were over max_df (session 48's
-    note). Exact copies are one text, and say no more than one page does; the same words in
-    twelve different pages are still a common phrase."""
-    page = f"Weekly sports quiz, question four. {SPORTS}. Plausible or not? Answer: no."
+    note). Exact copies of a page are one text, and say no more than one page does; the same
+    words in twelve different pages are still a common phrase, and so are documents that are each
+    the short text alone (forty questions "What is the capital city of France?" written alike:
+    a review). Each corpus holding the page keeps a copy, the first by name and place."""
+    page = (
+        f"Weekly sports quiz, question four, from the archive of the club's newsletter. {SPORTS}. "
+        "Plausible or not? Think about the sport each name plays before you answer. Answer: no."
+    )
     mirrors = [{"id": f"mirror{k}", "text": page} for k in range(12)]
     index_corpus(engine, mirrors, "mirrors")
     item = BenchmarkItem("s", 0, question=SPORTS, choices=("plausible", "implausible"), answer="implausible")
     [r] = Scanner(engine, ["mirrors"]).scan([item])
     assert r.score.status == "contaminated", r.score.reason
-    assert r.evidence and r.evidence[0].document_id.startswith("mirror")
+    assert [e.document_id for e in r.evidence][:1] == ["mirror0"], r.evidence
     spread = [
         {"id": f"page{k}", "text": f"Page {k} of another site, {k * 7} words on. {SPORTS}. Closing {k}."}
         for k in range(12)
@@ -1793,3 +1804,12 @@ def test_exact_copies_of_one_page_count_once_in_document_frequency(engine: Engin
     index_corpus(engine, spread, "spread")
     [common] = Scanner(engine, ["spread"]).scan([item])
     assert common.score.status == "clean" and "common" in common.score.reason, common.score.reason
+    index_corpus(engine, [{"id": f"q{k}", "text": f"{SPORTS}."} for k in range(12)], "alone")
+    [alone] = Scanner(engine, ["alone"]).scan([item])
+    assert alone.score.status == "clean" and "common" in alone.score.reason, alone.score.reason
+    # the page in two corpora, indexed in either order: each corpus credited with its copy
+    index_corpus(engine, [{"id": f"z{k}", "text": page} for k in range(6)], "zeta")
+    index_corpus(engine, [{"id": f"b{k}", "text": page} for k in range(6)], "beta")
+    [both] = Scanner(engine, ["beta", "zeta"]).scan([item])
+    assert both.score.status == "contaminated", both.score.reason
+    assert {(e.corpus, e.document_id) for e in both.evidence} >= {("beta", "b0"), ("zeta", "z0")}, both.evidence
