@@ -17,15 +17,25 @@ import threading
 import time
 
 
-def exit_with(parent: int, every: float = 1.0) -> None:
+def exit_with(parent: int, every: float = 1.0, interruptible: bool = True) -> None:
     """In a worker (a pool's initializer calls it): end on Ctrl-C without a word (SIGINT's default
     action: the parent reports the interruption), and end this process once `parent` (the pid of
     the process that started the pool: for a worker started by a fork server, not its os
     parent) is gone, checking every `every` seconds. A parent that died is a zombie until its own
     parent reaps it, and a zombie still answers kill(pid, 0), so its workers (blocked writing to
     it) lived on: a forked worker also ends when it is handed to another parent, and any worker
-    when the kernel says the parent is a zombie."""
-    quiet_on_interrupt()
+    when the kernel says the parent is a zombie.
+
+    Not `interruptible`: Ctrl-C and SIGTERM sent to the process group leave the worker to its
+    parent, which shuts the pool down. A worker killed while it wrote a large result (the indexer's
+    signed batches, megabytes each) left half a message in the pool's pipe, which the pool's
+    manager thread then waited on for good, and with it the parent: `contam index` into
+    PostgreSQL hung after Ctrl-C in 3 of 6 tries, ignoring every signal but SIGKILL (a trial)."""
+    if interruptible:
+        quiet_on_interrupt()
+    else:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
     forked = os.getppid() == parent
 
     def watch() -> None:

@@ -57,6 +57,12 @@ from contam.indexer.summary import FileReport, IndexSummary
 from contam.indexer.writing import Writer
 
 
+def _worker_args() -> tuple[int, float, bool]:
+    """exit_with's arguments for a signing worker: watch this process, and leave Ctrl-C and SIGTERM
+    to it (a worker killed mid-result hung the indexer: app.processes.exit_with)."""
+    return os.getpid(), 1.0, False
+
+
 def file_identity(path: Path, opts: IndexOptions) -> tuple[str, str | None]:
     """A file's identity in a corpus: the hash (xxh3-128) of its content and, when they are not
     the defaults, of the settings that pick its documents (text field, id field, limit), so the
@@ -149,13 +155,13 @@ class IndexJob:
                 # heartbeat start. They inherit the imported package: a fork server imported it
                 # again first (1.6-1.9 CPU-seconds a run, and the first batch waited for it).
                 self.pool = ProcessPoolExecutor(
-                    self.opts.workers, get_context("fork"), initializer=exit_with, initargs=(os.getpid(),)
+                    self.opts.workers, get_context("fork"), initializer=exit_with, initargs=_worker_args()
                 )
                 self.pool.submit(int).result()  # forks every worker at once (the fork context starts them all)
             else:  # a process with threads must not fork (a lock another thread holds stays held in the child)
                 ctx = get_context("forkserver")
                 ctx.set_forkserver_preload(_preload())
-                self.pool = ProcessPoolExecutor(self.opts.workers, ctx, initializer=exit_with, initargs=(os.getpid(),))
+                self.pool = ProcessPoolExecutor(self.opts.workers, ctx, initializer=exit_with, initargs=_worker_args())
         return self
 
     def __exit__(self, *exc: object) -> None:
