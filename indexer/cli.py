@@ -291,18 +291,23 @@ def _tell(summary: IndexSummary, paths: list[Path], id_field: str) -> None:
         for path, n in sorted(summary.older_versions.items()):
             typer.echo(f"  {path}: {n} versions", err=True)
     if summary.failed:
-        typer.echo(f"{len(summary.failed)} file(s) failed:", err=True)
-        for f in summary.failed:  # the errors of unreadable files name their path already
-            error = str(f.error)
-            typer.echo("  " + (error if error.startswith(f.path) else f"{f.path}: {error}"), err=True)
-        if summary.failed_kept:  # listed as failed beside its indexed version, the index looked lost
-            typer.echo(
-                f"  ({len(summary.failed_kept)} of them {'was' if len(summary.failed_kept) == 1 else 'were'} "
-                "indexed before: that version's documents stay in the corpus, and `contam corpora "
-                f"{summary.corpus}` lists the failure beside it until a run reads the file)",
-                err=True,
-            )
+        _tell_failed(summary)
         raise typer.Exit(1)
+
+
+def _tell_failed(summary: IndexSummary) -> None:
+    """The files that failed, on stderr, and which of them keep a version indexed before."""
+    typer.echo(f"{len(summary.failed)} file(s) failed:", err=True)
+    for f in summary.failed:  # the errors of unreadable files name their path already
+        error = str(f.error)
+        typer.echo("  " + (error if error.startswith(f.path) else f"{f.path}: {error}"), err=True)
+    if summary.failed_kept:  # listed as failed beside its indexed version, the index looked lost
+        typer.echo(
+            f"  ({len(summary.failed_kept)} of them {'was' if len(summary.failed_kept) == 1 else 'were'} "
+            "indexed before: that version's documents stay in the corpus, and `contam corpora "
+            f"{summary.corpus}` lists the failure beside it until a run reads the file)",
+            err=True,
+        )
 
 
 app.add_typer(service_cli.app)  # corpora, scan, serve and db (listed after index and demo)

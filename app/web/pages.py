@@ -192,13 +192,7 @@ def items_page(
     state = svc.get(report) if report else None  # before the items: "done" then means all of them are there
     total, items = (0, []) if elsewhere else _page_of_items(svc, params, (page_no - 1) * page_size, page_size)
     _, reports = svc.list_reports(1000, 0)
-    # none among the statuses ticked: how many the other statuses hold ("no items" for an id
-    # searched while the default shows flagged items only read as "no such id": a trial)
-    other_statuses = (
-        _page_of_items(svc, {**params, "status": [str(st) for st in Status]}, 0, 1)[0]
-        if not total and not elsewhere and set(statuses) != set(Status)
-        else 0
-    )
+    other_statuses = 0 if total or elsewhere else _in_other_statuses(svc, params)
 
     def link(**over: Any) -> str:
         merged = {**params, **over}
@@ -229,6 +223,15 @@ def items_page(
         elsewhere=elsewhere,
         other_statuses=other_statuses,
     )
+
+
+def _in_other_statuses(svc: ReportServiceDep, f: dict[str, Any]) -> int:
+    """How many items the page's other filters `f` select among the statuses not ticked, where
+    those ticked hold none ("no items" for an id searched while the default shows flagged items
+    only read as "no such id": a trial)."""
+    if set(f["status"]) == set(Status):
+        return 0
+    return _page_of_items(svc, {**f, "status": [str(st) for st in Status]}, 0, 1)[0]
 
 
 def _page_of_items(
