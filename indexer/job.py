@@ -15,8 +15,10 @@ a run tells); the store is reached only through app.services.indexing.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import threading
 import time
 from collections import deque
@@ -71,6 +73,8 @@ def file_identity(path: Path, opts: IndexOptions) -> tuple[str, str | None]:
     --text-field its JSONL files asked for stored its .txt files twice (a new user's trial).
     And, from the same read, where it differs, its identity with the default settings (its bytes'
     hash alone: a copy indexed so, wherever it is, is found by it; indexed_alike), else None."""
+    if not stat.S_ISREG(os.stat(path).st_mode):  # opened, a FIFO waits for a writer for good (a trial)
+        raise OSError(errno.EINVAL, "not a regular file (a FIFO, a socket or a device): it has no content to index")
     h = xxhash.xxh3_128()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 22):

@@ -87,14 +87,21 @@ def _files_in(folder: Path) -> list[Path]:
     """The corpus files under a folder (recursive), resolved; save_to_disk metadata, and hidden
     files and folders (.git, .cache), left out, as files_not_read says: they were indexed while
     the count of files not read called them not the corpus's (a trial)."""
-    out = []
-    for root, dirs, files in os.walk(folder):
+    out, unlisted = [], []
+    for root, dirs, files in os.walk(folder, onerror=unlisted.append):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         out += [
             _resolved(Path(root) / f)
             for f in files
             if corpus_format(Path(f)) and f not in HF_METADATA and not f.startswith(".")
         ]
+    if unlisted:  # its files were left out without a word, the run exiting 0 (a trial): refused, named
+        said = "; ".join(f"{e.filename}: {e.strerror or e}" for e in unlisted[:5])
+        more = f" (and {len(unlisted) - 5} more)" if len(unlisted) > 5 else ""
+        raise InputError(
+            f"{len(unlisted)} folder(s) under {folder} cannot be listed, so their files cannot be indexed: "
+            f"{said}{more}; make them readable, or name the folders to index instead of {folder}"
+        )
     return out
 
 

@@ -920,3 +920,21 @@ def test_a_text_file_indexed_again_with_another_text_field_is_unchanged(migrated
     summary = json.loads(again.stdout)
     assert summary["paths_with_older_versions"] == [] and "other extraction settings" not in again.stderr
     assert summary["documents"] == 1, summary  # the JSONL's record; the .txt unchanged
+
+
+def test_a_fifo_in_a_corpus_folder_fails_alone_not_waited_on(migrated_url: str, tmp_path: Path) -> None:
+    """A trial: a FIFO named like a corpus file (`mkfifo c/fifo.jsonl`) hung the run for good,
+    hashing it waiting for a writer. It fails alone, "not a regular file"; the rest is indexed."""
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "c"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(json.dumps({"text": "rivers and tides in the old town by the harbour"}) + "\n")
+    os.mkfifo(folder / "fifo.jsonl")
+    cmd = [sys.executable, "-m", "contam.indexer.cli", "index", "--corpus", "c", "--db", migrated_url]
+    run = subprocess.run([*cmd, "--progress", "none", str(folder)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1, run.stderr
+    assert f"{folder / 'fifo.jsonl'}: cannot be read (not a regular file" in run.stderr, run.stderr
+    assert json.loads(run.stdout)["files_indexed"] == 1

@@ -564,3 +564,27 @@ def test_a_folder_of_hidden_corpus_files_alone_says_they_are_left_out(tmp_path: 
     (tmp_path / ".secret.jsonl").write_text(json.dumps({"id": 1, "text": "x"}) + "\n")
     with pytest.raises(InputError, match=r"no corpus files in this folder .*hidden ones are left out, name one"):
         find_files([tmp_path])
+
+
+def test_a_folder_that_cannot_be_listed_refuses_the_run_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trial: a subfolder the indexer could not list (its permissions; a stale NFS handle) was
+    skipped without a word, its shards missing, and the run exited 0. It is refused, named, with
+    what to do."""
+    import os
+
+    (tmp_path / "c" / "locked").mkdir(parents=True)
+    (tmp_path / "c" / "a.jsonl").write_text('{"text": "one"}\n')
+    (tmp_path / "c" / "locked" / "d.jsonl").write_text('{"text": "two"}\n')
+    real = os.scandir
+
+    def scandir(path: object = ".") -> object:
+        if str(path).endswith("locked"):  # as root, chmod 000 does not bite
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(InputError, match=r"1 folder\(s\) under .*/c cannot be listed.*locked: Permission denied"):
+        find_files([tmp_path / "c"])
+    assert find_files([tmp_path / "c" / "a.jsonl"]) == [(tmp_path / "c" / "a.jsonl").resolve()]
