@@ -355,6 +355,7 @@ def corpora(
             f"window={c['window']}/{c['stride']}, "
             f"shingle={c['shingle']}, perm={c['num_perm']}, bands={c['bands']}, seed={c['seed']})"
             + ("" if r["reproducible"] else f"; {STALE}")
+            + (f"; BEING INDEXED now ({', '.join(r['indexing'])})" if r.get("indexing") else "")
         )
 
 
@@ -387,6 +388,11 @@ def health_text(h: dict[str, Any]) -> str:
     c, spread = h["config"], h["tokens_per_document"]
     lines = [
         f"corpus {h['name']} (fingerprint {h['fingerprint']})",
+        *(
+            [f"  indexing:   now, by {', '.join(h['indexing'])} (its files count as each group commits)"]
+            if h.get("indexing")
+            else []
+        ),
         f"  files:      {h['files']:,} indexed ({h['bytes'] / 1e6:.1f} MB of files on disk), "
         f"{len(h['failed_files'])} failed",
         f"  documents:  {h['documents']:,} ({h['duplicate_documents']:,} exact duplicates, "

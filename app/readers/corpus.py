@@ -87,7 +87,8 @@ def _files_in(folder: Path) -> list[Path]:
     """The corpus files under a folder (recursive), resolved; save_to_disk metadata, and hidden
     files and folders (.git, .cache), left out, as files_not_read says: they were indexed while
     the count of files not read called them not the corpus's (a trial)."""
-    out, unlisted = [], []
+    out: list[Path] = []
+    unlisted: list[OSError] = []
     for root, dirs, files in os.walk(folder, onerror=unlisted.append):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         out += [

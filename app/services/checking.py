@@ -23,7 +23,7 @@ from contam.app.errors import InputError, UnavailableError
 from contam.app.limits import Limits, check_item, exceeded
 from contam.app.processes import exit_with
 from contam.app.readers.benchmark import ReadNotes, Source, benchmark_source, iter_benchmark
-from contam.app.services.corpora import API_REMEDIES, Remedies, left_out, select_corpora_listing
+from contam.app.services.corpora import API_REMEDIES, Remedies, being_indexed, left_out, select_corpora_listing
 from contam.app.services.results import Summary, summarize
 from contam.app.services.scanning import ItemResult, Scanner, SharedDocs
 
@@ -149,7 +149,7 @@ class CheckService:
             if not keep_text:
                 part = [dataclasses.replace(r, item=_kept(r.item, shown_chars)) for r in part]
             results.extend(part)
-        left = [] if corpora else left_out(listing, names, self.remedies)
+        left = ([] if corpora else left_out(listing, names, self.remedies)) + being_indexed(listing, names)
         said = {**summary.as_dict(), "notes": left + notes.said()}
         return CheckResult(scanner.fingerprint, results, said, scanner.th, names, used, notes.unspaced)
 
@@ -198,7 +198,8 @@ class CheckService:
             progress(0, len(items))
         results = scanner.scan(items, progress, workers=workers)
         said = summarize(results, scanner.th, scanner.corpus_names)
-        said["notes"] = [] if corpora else left_out(listing, names, self.remedies)  # the corpora it could not see
+        # the corpora it could not see, and those it read while a run wrote into them
+        said["notes"] = ([] if corpora else left_out(listing, names, self.remedies)) + being_indexed(listing, names)
         return CheckResult(scanner.fingerprint, results, said, scanner.th, names)
 
 

@@ -133,13 +133,19 @@ def corpus_config(row: dict[str, Any]) -> SignatureConfig:
 
 
 def list_corpora(conn: Connection, corpus_id: int | None = None) -> list[dict[str, Any]]:
-    """Every corpus (or the one of `corpus_id`) with its file, document, token and byte totals."""
+    """Every corpus (or the one of `corpus_id`) with its file, document, token and byte totals,
+    and `indexing`: the owners of the runs writing into it now (live_runs)."""
     out = []
     q = _corpora_query() if corpus_id is None else _corpora_query().where(corpus.c.id == corpus_id)
+    alive = index_run.c.lease_until >= db.clock(conn) - db.lease_grace(conn)
+    runs: dict[int, list[str]] = {}
+    for cid, owner in conn.execute(select(index_run.c.corpus_id, index_run.c.owner).where(alive)).all():
+        runs.setdefault(int(cid), []).append(str(owner))
     for row in conn.execute(q).mappings():
         d = _decode_corpus(row)
         for k in ("files", "failed_files", "bytes", "documents", "tokens", "ngrams", "windows"):
             d[k] = int(d[k])  # PostgreSQL's SUM(bigint) is numeric
+        d["indexing"] = sorted(runs.get(int(d["id"]), []))
         out.append(d)
     return out
 

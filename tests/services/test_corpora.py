@@ -475,3 +475,32 @@ def test_a_corpus_name_the_api_cannot_address_is_refused(engine: Engine, index_c
     assert open_corpus(engine, "a/b", cfg, True) == old
     svc.rename("a/b", "a-b")
     assert svc.names() == ["a-b", "web:2024 (v2)"]
+
+
+def test_a_check_read_while_a_run_writes_says_so(engine: Engine, index_corpus: IndexCorpus, tmp_path: Path) -> None:
+    """A trial: `contam scan` mid-run read the files committed so far and passed a CI gate the
+    finished index tripped, without a word, and `/check` the same (report jobs are refused
+    then); `contam corpora NAME`, which the refusal names, said nothing of the run. Each check's
+    notes say the corpus is being indexed, and the corpus's listing and health name the run."""
+    from typer.testing import CliRunner
+
+    from contam.indexer.cli import app as cli
+
+    index_corpus(engine, make_docs(3, 60, 1, "a"), "web")
+    svc, check = CorpusService(engine), CheckService(engine)
+    with engine.connect() as conn:
+        cid = int(repo.get_corpus(conn, "web")["id"])
+    items = [BenchmarkItem("q", 0, question="Which river flows north through Egypt to the sea at Alexandria?")]
+    bench = tmp_path / "b.jsonl"
+    bench.write_text('{"id": "q", "question": "Which river flows north through Egypt to the sea?"}\n')
+    said = "corpus 'web' is being indexed now ("
+    assert not any(said in n for n in check.items(items).summary["notes"])
+    with indexing_run(engine, cid):
+        assert any(said in n for n in check.items(items).summary["notes"]), check.items(items).summary["notes"]
+        assert any(said in n for n in check.path(bench).summary["notes"])
+        assert svc.list_corpora()[0]["indexing"] and svc.health("web")["indexing"]
+        url = engine.url.render_as_string(hide_password=False)
+        health = CliRunner().invoke(cli, ["corpora", "web", "--db", url]).stdout
+        assert "  indexing:   now, by " in health, health
+        assert "BEING INDEXED now (" in CliRunner().invoke(cli, ["corpora", "--db", url]).stdout
+    assert svc.health("web")["indexing"] == [] and not any(said in n for n in check.path(bench).summary["notes"])
