@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import xxhash
@@ -130,30 +130,44 @@ def check_corpus_name(name: str) -> None:
 
 def open_corpus(engine: Engine, name: str, cfg: SignatureConfig, store_text: bool) -> int:
     """The corpus id, creating the corpus (its name checked: check_corpus_name); refuses
-    settings that differ from the stored ones."""
-    with db.writing(engine) as conn:  # reads, then may write: two indexers wait for each other
-        row = repo.get_corpus(conn, name)
-        if row is None:
-            check_corpus_name(name)
-            return repo.create_corpus(conn, name, cfg, store_text)
-        if row["fingerprint"] != cfg.fingerprint():
-            stored = repo.corpus_config(row)
-            diffs = stored.differences(cfg)
-            listing = "; ".join(f"{k}: index has {a!r}, requested {b!r}" for k, (a, b) in diffs.items())
-            fix = (  # no option sets the tokeniser, the hash schemes or the libraries: only indexing afresh
-                f"delete it (`contam corpora delete {name}`) and index it again, or index under another name"
-                if stored != stored.with_code_of(cfg)
-                else "use the same settings or another corpus name"
-            )
-            raise FingerprintMismatch(
-                f"corpus {name!r} was indexed with other signature settings ({listing}); {fix}",
-                {k: list(v) for k, v in diffs.items()},
-            )
-        if bool(row["store_text"]) != store_text:
-            raise SettingsConflict(
-                f"corpus {name!r} was indexed with store_text={bool(row['store_text'])}; keep it the same"
-            )
-        return int(row["id"])
+    settings that differ from the stored ones. Two indexers that start together on a new corpus
+    create it once: on SQLite they wait for each other's write lock; on PostgreSQL the one whose
+    insert loses takes the corpus the other made (it failed with the database's UniqueViolation:
+    a trial)."""
+    try:
+        with db.writing(engine) as conn:  # reads, then may write
+            row = repo.get_corpus(conn, name)
+            if row is None:
+                check_corpus_name(name)
+                return repo.create_corpus(conn, name, cfg, store_text)
+    except IntegrityError:
+        with engine.connect() as conn:
+            row = repo.get_corpus(conn, name)
+        if row is None:  # made and deleted meanwhile: not a race to hide
+            raise
+    _same_settings(row, name, cfg, store_text)
+    return int(row["id"])
+
+
+def _same_settings(row: dict[str, Any], name: str, cfg: SignatureConfig, store_text: bool) -> None:
+    """Refuse settings that differ from those the corpus was indexed with."""
+    if row["fingerprint"] != cfg.fingerprint():
+        stored = repo.corpus_config(row)
+        diffs = stored.differences(cfg)
+        listing = "; ".join(f"{k}: index has {a!r}, requested {b!r}" for k, (a, b) in diffs.items())
+        fix = (  # no option sets the tokeniser, the hash schemes or the libraries: only indexing afresh
+            f"delete it (`contam corpora delete {name}`) and index it again, or index under another name"
+            if stored != stored.with_code_of(cfg)
+            else "use the same settings or another corpus name"
+        )
+        raise FingerprintMismatch(
+            f"corpus {name!r} was indexed with other signature settings ({listing}); {fix}",
+            {k: list(v) for k, v in diffs.items()},
+        )
+    if bool(row["store_text"]) != store_text:
+        raise SettingsConflict(
+            f"corpus {name!r} was indexed with store_text={bool(row['store_text'])}; keep it the same"
+        )
 
 
 def failure_key(path: str, content_hash: str) -> str:

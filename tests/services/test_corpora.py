@@ -14,7 +14,7 @@ from sqlalchemy import Engine, event, func, select, text, update
 
 from contam.app.core.config import SignatureConfig
 from contam.app.core.types import BenchmarkItem
-from contam.app.errors import InputError, NotFoundError, SettingsConflict, StateError
+from contam.app.errors import FingerprintMismatch, InputError, NotFoundError, SettingsConflict, StateError
 from contam.app.services.checking import CheckService
 from contam.app.services.corpora import CorpusService, no_corpus, select_corpora
 from contam.app.services.indexing import indexing_run, open_corpus
@@ -504,3 +504,23 @@ def test_a_check_read_while_a_run_writes_says_so(engine: Engine, index_corpus: I
         assert "  indexing:   now, by " in health, health
         assert "BEING INDEXED now (" in CliRunner().invoke(cli, ["corpora", "--db", url]).stdout
     assert svc.health("web")["indexing"] == [] and not any(said in n for n in check.path(bench).summary["notes"])
+
+
+def test_two_indexers_starting_on_a_new_corpus_create_it_once(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trial: two `contam index` runs started together on a new corpus, on PostgreSQL, both read
+    "no such corpus", and the one whose insert lost failed with the database's UniqueViolation
+    (exit 3). The loser takes the corpus the other made; other settings are still refused by name."""
+    cfg = SignatureConfig()
+    made = open_corpus(engine, "new", cfg, True)  # the other run's insert, committed first
+    real = repo.get_corpus
+    calls: list[str] = []
+
+    def stale_first(conn: Any, name: str, lock: bool = False) -> Any:
+        calls.append(name)
+        return None if len(calls) == 1 else real(conn, name, lock)  # read before the other committed
+
+    monkeypatch.setattr(repo, "get_corpus", stale_first)
+    assert open_corpus(engine, "new", cfg, True) == made
+    calls.clear()
+    with pytest.raises(FingerprintMismatch, match="indexed with other signature settings"):
+        open_corpus(engine, "new", SignatureConfig(ngram_n=7), True)
