@@ -3,6 +3,7 @@ defaults from here (a setting left unset means the default below)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,11 @@ def index_options(
     `only_cli` are the options that have no environment variable."""
     default = IndexOptions()
     commit = commit_mb if commit_mb is not None else settings.commit_mb
+    if commit is not None and not math.isfinite(commit):  # "inf" was an OverflowError, exit 3 (a trial)
+        raise ConfigError(
+            f"--commit-mb (CONTAM_COMMIT_MB) must be a number of MiB, not {commit}: 0 commits after each "
+            "file; a large one (e.g. 1000000) commits once, at the end"
+        )
     fanout = next(v for v in (merge_fanout, settings.merge_fanout, default.merge_fanout) if v is not None)
     if fanout == 1:  # one segment "merged" alone is itself: it never merged, without a word
         raise ConfigError("--merge-fanout (CONTAM_MERGE_FANOUT) must be 0 (never merge) or at least 2")

@@ -1137,6 +1137,14 @@ def test_index_options_out_of_range_are_refused(
         assert r.exit_code == 2 and "Invalid value" in r.output, (args, r.output)
     r = index_cli(migrated_url, "web", "--merge-fanout", "1", str(corpus))
     assert r.exit_code == 2 and "must be 0 (never merge) or at least 2" in r.output, r.output
+    # an infinite or not-a-number commit size was an OverflowError, exit 3 (a trial)
+    for value in ("inf", "Infinity"):
+        r = index_cli(migrated_url, "web", "--commit-mb", value, str(corpus))
+        assert r.exit_code == 2 and "--commit-mb (CONTAM_COMMIT_MB) must be a number of MiB" in r.output, r.output
+    monkeypatch.setenv("CONTAM_COMMIT_MB", "1e999")
+    r = index_cli(migrated_url, "web", str(corpus))
+    assert r.exit_code == 2 and "must be a number of MiB, not inf" in r.output, r.output
+    monkeypatch.delenv("CONTAM_COMMIT_MB")
     for name, value in (("CONTAM_BATCH_SIZE", "-1"), ("CONTAM_COMMIT_MB", "-5"), ("CONTAM_MAX_UPLOAD_MB", "0")):
         monkeypatch.setenv(name, value)
         r = index_cli(migrated_url, "web", str(corpus))
