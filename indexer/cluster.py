@@ -68,6 +68,7 @@ from contam.app.readers.corpus import (
 from contam.app.services.database import connect
 from contam.app.services.indexing import (
     CorpusWriter,
+    drop_abandoned,
     drop_stale_claims,
     file_indexed,
     forget_failures,
@@ -844,6 +845,10 @@ class _Scheduler:
                 ray.wait(list(self.inflight), num_returns=len(self.inflight), timeout=5)
         with contextlib.suppress(Exception):
             release_run_claims(self.job.engine, self.corpus_id, self.token)
+        # and the postings its stopped workers staged (their sessions gone, their locks free): they
+        # stayed until the next run into the corpus, 16-26 M rows of blocks a run (a trial)
+        with contextlib.suppress(Exception):
+            drop_abandoned(self.job.engine, self.corpus_id, wait=5.0)
 
     def largest_first(self, paths: Iterable[str]) -> deque[str]:
         """The files by their text, the largest first (stable: of equal ones, the first given first)."""

@@ -8,6 +8,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -168,6 +169,21 @@ def _same_settings(row: dict[str, Any], name: str, cfg: SignatureConfig, store_t
         raise SettingsConflict(
             f"corpus {name!r} was indexed with store_text={bool(row['store_text'])}; keep it the same"
         )
+
+
+def drop_abandoned(engine: Engine, corpus_id: int, wait: float = 0.0) -> int:
+    """Drop the pending segments of the corpus whose writers are gone (PostgreSQL: a stopped run's
+    workers' staged postings; a live writer's are left alone); how many. `wait`: seconds to try
+    again while some are left, for writers still ending (a killed Ray worker's session ends a
+    moment after the kill is asked for)."""
+    deadline, dropped = time.monotonic() + wait, 0
+    while True:
+        with engine.begin() as conn:
+            dropped += len(repo.drop_abandoned_segments(conn, corpus_id))
+            left = repo.pending_segments(conn, corpus_id) if db.dialect(conn) == "postgresql" else 0
+        if not left or time.monotonic() >= deadline:
+            return dropped
+        time.sleep(0.2)
 
 
 def failure_key(path: str, content_hash: str) -> str:

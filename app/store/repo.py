@@ -628,6 +628,12 @@ def drop_abandoned_segments(conn: Connection, corpus_id: int) -> list[int]:
     return segs
 
 
+def pending_segments(conn: Connection, corpus_id: int) -> int:
+    """How many segments of the corpus are pending (staged by a writer, not yet published)."""
+    q = select(func.count()).select_from(segment).where(segment.c.corpus_id == corpus_id, segment.c.pending)
+    return int(conn.execute(q).scalar_one())
+
+
 def _drop_segment_rows(conn: Connection, segs: list[int]) -> None:
     if segs:
         conn.execute(delete(ngram_block).where(ngram_block.c.seg.in_(segs)))

@@ -406,6 +406,7 @@ def test_an_interrupted_run_lets_go_of_its_claims(
     files = corpus_files(tmp_path / "c", 6, docs=20)
     marker.write_text("slow:0.5")  # each file takes 0.5 s more: the interrupt lands mid-run
     env = {k: v for k, v in os.environ.items() if k != KILL_MARKER}
+    env["CONTAM_SEGMENT_ROWS"] = "2000"  # segments staged mid-group, pending until the group commits
     cmd = [sys.executable, "-m", "contam.indexer.cli", "index", "--corpus", "web", "--db", other_pg_url]
     cmd += ["--executor", "ray", "--address", address, "--workers", "2", *map(str, files)]
     log = (tmp_path / "driver.log").open("w")
@@ -424,6 +425,11 @@ def test_an_interrupted_run_lets_go_of_its_claims(
         marker.unlink(missing_ok=True)
     assert "error: interrupted" in (tmp_path / "driver.log").read_text()
     assert counts(other_pg_url)[3] == 0, "the interrupted run left claims"
+    # nor its workers' staged postings: pending segments stayed until the next run (a trial)
+    eng = make_engine(other_pg_url)
+    with eng.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM segment WHERE pending")).scalar_one() == 0
+    eng.dispose()
     t0 = time.monotonic()
     rerun = ray_index(other_pg_url, files, lease=30.0, tasks=2)
     assert time.monotonic() - t0 < 20, "the rerun waited for the interrupted run's claims"
