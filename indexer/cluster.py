@@ -41,6 +41,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import threading
 import time
 import uuid
@@ -376,6 +377,8 @@ def _text_size(path: Path, size: int) -> int:
     size (Parquet and Arrow too). What orders the files and sizes the groups: by bytes on disk, a
     large .zst file went after smaller plain ones and could again be the last alone (a review)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO, opened, waits for a writer (a review)
+            return size
         with open(path, "rb") as f:
             head = f.read(16)  # the longest magic: bzip2's, 10 bytes
             kind = next((suffix for magic, suffix in COMPRESSION_MAGIC if magic.match(head)), "")

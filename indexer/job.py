@@ -15,6 +15,7 @@ a run tells); the store is reached only through app.services.indexing.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -170,6 +171,14 @@ class IndexJob:
 
     def __exit__(self, *exc: object) -> None:
         if self.pool is not None:
+            if getattr(self.pool, "_broken", False):
+                # a worker died (the OOM killer): the pool sends the others SIGTERM, which they
+                # ignore (_worker_args), and waits for them while they block writing a result no
+                # one reads: the indexer hung instead of failing (a review). Nothing is read from
+                # them any more, so killing them cannot leave half a message to wait on.
+                for proc in list((getattr(self.pool, "_processes", None) or {}).values()):
+                    with contextlib.suppress(OSError, ValueError):
+                        proc.kill()
             self.pool.shutdown(wait=True, cancel_futures=True)
 
     def run(self, paths: list[Path]) -> IndexSummary:

@@ -111,9 +111,10 @@ def _resolved(path: Path) -> Path:
     to nothing): the indexer then fails that file alone, naming it."""
     try:
         real = path.resolve()
+        there = real.exists()  # (a file in a folder that can be listed, not entered: PermissionError)
     except (RuntimeError, OSError):
         return path.absolute()
-    return real if real.exists() else path.absolute()
+    return real if there else path.absolute()
 
 
 def files_not_read(paths: list[Path]) -> tuple[Counter[str], list[str]]:

@@ -256,3 +256,34 @@ def test_ctrl_c_to_the_group_leaves_signing_workers_to_the_indexer(tmp_path: Pat
     while time.monotonic() < deadline and any(alive(p) for p in workers):
         time.sleep(0.2)
     assert not [p for p in workers if alive(p)]
+
+
+def test_a_signing_worker_killed_alone_fails_the_run_not_hangs_it(tmp_path: Path) -> None:
+    """A review: once the workers ignored SIGTERM (for Ctrl-C's sake), one worker killed alone (the
+    OOM killer) left the pool sending the others SIGTERM and waiting for them, while they blocked
+    writing results no one read: the indexer hung. It fails, exit 3, naming the broken pool, and
+    no worker is left."""
+    corpus, env = _big_corpus(tmp_path)
+    contam = [sys.executable, "-m", "contam.indexer.cli"]
+    cmd = [*contam, "index", "--corpus", "web", "--workers", "2", "--progress", "log", str(corpus)]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "indexing [2/40]" in line:
+            break
+    workers = sorted(p for p in descendants(proc.pid) if signal.SIGINT in _ignored(p))  # the signing workers
+    try:
+        assert len(workers) >= 2, workers
+        os.kill(workers[0], signal.SIGKILL)  # one worker, as the OOM killer would
+        rest = proc.communicate(timeout=60)[1]
+    finally:
+        for p in [*workers, proc.pid]:
+            if alive(p):
+                os.kill(p, signal.SIGKILL)
+    assert proc.returncode == 3 and "BrokenProcessPool" in rest, (proc.returncode, rest)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(alive(p) for p in workers):
+        time.sleep(0.2)
+    assert not [p for p in workers if alive(p)]

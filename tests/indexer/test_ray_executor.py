@@ -1023,3 +1023,20 @@ def test_an_interrupt_stops_the_runs_last_database_step(monkeypatch: pytest.Monk
     finally:
         engine.dispose()
     assert merging.is_set() and waited < 10
+
+
+def test_the_drivers_text_size_of_a_fifo_does_not_wait_for_a_writer(tmp_path: Path) -> None:
+    """A review: the Ray driver opened every file to guess its text size before any worker saw it,
+    and a FIFO named like a corpus file hung it there, waiting for a writer; its workers then fail
+    it as not a regular file, as the local executor does."""
+    import threading
+
+    from contam.indexer.cluster import _text_size
+
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    got: list[int] = []
+    guess = threading.Thread(target=lambda: got.append(_text_size(fifo, 0)), daemon=True)
+    guess.start()
+    guess.join(10)
+    assert got == [0], "the driver waited on the FIFO"

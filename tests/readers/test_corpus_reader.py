@@ -588,3 +588,23 @@ def test_a_folder_that_cannot_be_listed_refuses_the_run_naming_it(
     with pytest.raises(InputError, match=r"1 folder\(s\) under .*/c cannot be listed.*locked: Permission denied"):
         find_files([tmp_path / "c"])
     assert find_files([tmp_path / "c" / "a.jsonl"]) == [(tmp_path / "c" / "a.jsonl").resolve()]
+
+
+def test_a_file_that_cannot_be_looked_at_does_not_abort_the_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review: a folder that can be listed but not entered (mode r--) made Path.exists raise
+    PermissionError for its files, and the whole run ended in a bare PermissionError (exit 3).
+    Such a file is kept as named; the indexer then fails it alone, saying it cannot be read."""
+    (tmp_path / "c" / "sub").mkdir(parents=True)
+    (tmp_path / "c" / "a.jsonl").write_text('{"text": "one"}\n')
+    (tmp_path / "c" / "sub" / "x.jsonl").write_text('{"text": "two"}\n')
+    real = Path.exists
+
+    def exists(self: Path, *args: object, **kwargs: object) -> bool:
+        if self.parent.name == "sub":  # as root, mode 644 on the folder does not bite
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "exists", exists)
+    assert [p.name for p in find_files([tmp_path / "c"])] == ["a.jsonl", "x.jsonl"]
