@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -225,12 +226,9 @@ def _ignored(pid: int) -> set[int]:
     return set()
 
 
-def test_ctrl_c_to_the_group_leaves_signing_workers_to_the_indexer(tmp_path: Path) -> None:
-    """A trial: Ctrl-C (SIGINT to the whole process group) killed the signing workers, one of them
-    while it wrote a signed batch (megabytes) back; the pool's manager thread then waited on that
-    half message for good, and `contam index` into PostgreSQL hung in 3 of 6 tries, ignoring
-    every signal but SIGKILL. The workers now ignore SIGINT and SIGTERM, their parent shuts them
-    down: the run says it was interrupted, exits 130, and no worker is left."""
+def _indexing_in_its_group(tmp_path: Path) -> tuple[subprocess.Popen[str], list[int]]:
+    """`contam index` of _big_corpus with two workers, in a process group of its own, once it is
+    on its second file; and its workers, seen from their signal masks (the others a fork made)."""
     corpus, env = _big_corpus(tmp_path)
     contam = [sys.executable, "-m", "contam.indexer.cli"]
     cmd = [*contam, "index", "--corpus", "web", "--workers", "2", "--progress", "log", str(corpus)]
@@ -241,21 +239,37 @@ def test_ctrl_c_to_the_group_leaves_signing_workers_to_the_indexer(tmp_path: Pat
     for line in proc.stderr:
         if "indexing [2/40]" in line:
             break
-    workers = descendants(proc.pid)
+    return proc, sorted(p for p in descendants(proc.pid) if signal.SIGINT in _ignored(p))
+
+
+def _ended(proc: subprocess.Popen[str], workers: list[int], act: Callable[[], None]) -> str:
+    """Do `act`; the indexer's stderr once it has ended (60 s at most); every process killed after,
+    and its workers gone within 15 s asserted."""
     try:
         assert len(workers) >= 2, workers
-        assert all({signal.SIGINT, signal.SIGTERM} <= _ignored(p) for p in workers), [_ignored(p) for p in workers]
-        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the indexer and every worker
+        act()
         rest = proc.communicate(timeout=60)[1]
     finally:
-        for p in workers | {proc.pid}:
+        for p in [*workers, proc.pid]:
             if alive(p):
                 os.kill(p, signal.SIGKILL)
-    assert proc.returncode == 130 and "interrupted" in rest and "Traceback" not in rest, rest
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and any(alive(p) for p in workers):
         time.sleep(0.2)
-    assert not [p for p in workers if alive(p)]
+    assert not [p for p in workers if alive(p)], "workers left"
+    return rest
+
+
+def test_ctrl_c_to_the_group_leaves_signing_workers_to_the_indexer(tmp_path: Path) -> None:
+    """A trial: Ctrl-C (SIGINT to the whole process group) killed the signing workers, one of them
+    while it wrote a signed batch (megabytes) back; the pool's manager thread then waited on that
+    half message for good, and `contam index` into PostgreSQL hung in 3 of 6 tries, ignoring
+    every signal but SIGKILL. The workers now ignore SIGINT and SIGTERM, their parent shuts them
+    down: the run says it was interrupted, exits 130, and no worker is left."""
+    proc, workers = _indexing_in_its_group(tmp_path)
+    assert all(signal.SIGTERM in _ignored(p) for p in workers), [_ignored(p) for p in workers]
+    rest = _ended(proc, workers, lambda: os.killpg(proc.pid, signal.SIGINT))  # as a terminal's Ctrl-C
+    assert proc.returncode == 130 and "interrupted" in rest and "Traceback" not in rest, rest
 
 
 def test_a_signing_worker_killed_alone_fails_the_run_not_hangs_it(tmp_path: Path) -> None:
@@ -263,27 +277,6 @@ def test_a_signing_worker_killed_alone_fails_the_run_not_hangs_it(tmp_path: Path
     OOM killer) left the pool sending the others SIGTERM and waiting for them, while they blocked
     writing results no one read: the indexer hung. It fails, exit 3, naming the broken pool, and
     no worker is left."""
-    corpus, env = _big_corpus(tmp_path)
-    contam = [sys.executable, "-m", "contam.indexer.cli"]
-    cmd = [*contam, "index", "--corpus", "web", "--workers", "2", "--progress", "log", str(corpus)]
-    proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if "indexing [2/40]" in line:
-            break
-    workers = sorted(p for p in descendants(proc.pid) if signal.SIGINT in _ignored(p))  # the signing workers
-    try:
-        assert len(workers) >= 2, workers
-        os.kill(workers[0], signal.SIGKILL)  # one worker, as the OOM killer would
-        rest = proc.communicate(timeout=60)[1]
-    finally:
-        for p in [*workers, proc.pid]:
-            if alive(p):
-                os.kill(p, signal.SIGKILL)
+    proc, workers = _indexing_in_its_group(tmp_path)
+    rest = _ended(proc, workers, lambda: os.kill(workers[0], signal.SIGKILL))  # as the OOM killer would
     assert proc.returncode == 3 and "BrokenProcessPool" in rest, (proc.returncode, rest)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and any(alive(p) for p in workers):
-        time.sleep(0.2)
-    assert not [p for p in workers if alive(p)]
