@@ -250,7 +250,8 @@ def _tell(summary: IndexSummary, paths: list[Path], id_field: str) -> None:
     if hidden:  # and hidden ones, which it indexed without a word (a trial)
         shown = ", ".join(hidden[:3]) + (", ..." if len(hidden) > 3 else "")
         typer.echo(
-            f"{len(hidden)} hidden file(s) or folder(s) in the folders not indexed ({shown}): name one to index it",
+            f"{len(hidden)} hidden or linked file(s) or folder(s) in the folders not indexed ({shown}): name one "
+            "to index it",
             err=True,
         )
     _tell_twins(summary)

@@ -119,14 +119,20 @@ def _resolved(path: Path) -> Path:
 
 def files_not_read(paths: list[Path]) -> tuple[Counter[str], list[str]]:
     """Files under the given folders that find_files leaves out, by suffix: not a corpus format
-    (save_to_disk metadata not counted); and the hidden files of a corpus format and hidden
-    folders it leaves out (.git, .cache: not the corpus's), by name."""
+    (save_to_disk metadata not counted); and, by name, the hidden files of a corpus format and
+    hidden folders it leaves out (.git, .cache: not the corpus's), and the linked folders it does
+    not walk ("NAME/ (a link)": left out without a word, where hidden ones were named: a trial)."""
     out: Counter[str] = Counter()
     hidden: list[str] = []
     for p in dict.fromkeys(p.resolve() for p in paths):
         if p.is_dir():
             for root, dirs, files in os.walk(p):
                 hidden += [str(Path(root) / d) + "/" for d in dirs if d.startswith(".")]
+                hidden += [
+                    f"{Path(root) / d}/ (a link)"
+                    for d in dirs
+                    if not d.startswith(".") and (Path(root) / d).is_symlink()
+                ]
                 hidden += [str(Path(root) / f) for f in files if f.startswith(".") and corpus_format(Path(f))]
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
                 for f in files:
@@ -157,7 +163,11 @@ def find_files(paths: list[Path]) -> list[Path]:
             in_dir = _files_in(p)
             if not in_dir:
                 hidden = files_not_read([p])[1]  # said, where they alone were there (a trial)
-                left = f"; hidden ones are left out, name one to index it: {', '.join(hidden[:3])}" if hidden else ""
+                left = (
+                    f"; hidden and linked ones are left out, name one to index it: {', '.join(hidden[:3])}"
+                    if hidden
+                    else ""
+                )
                 raise InputError(f"{p}: no corpus files in this folder (reads {_READS}){left}")
             found.update((str(fp), fp) for fp in in_dir)
         else:

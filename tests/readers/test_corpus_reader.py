@@ -562,7 +562,9 @@ def test_a_folder_of_hidden_corpus_files_alone_says_they_are_left_out(tmp_path: 
     """A folder holding only `.secret.jsonl` was "no corpus files in this folder", the hidden file
     left out without a word (a trial)."""
     (tmp_path / ".secret.jsonl").write_text(json.dumps({"id": 1, "text": "x"}) + "\n")
-    with pytest.raises(InputError, match=r"no corpus files in this folder .*hidden ones are left out, name one"):
+    with pytest.raises(
+        InputError, match=r"no corpus files in this folder .*hidden and linked ones are left out, name one"
+    ):
         find_files([tmp_path])
 
 
