@@ -58,6 +58,7 @@ LABEL_CJK_CHARS = 2  # the longest answer label of a CJK item, in characters ("ç
 EDITED_CHOICE_MIN = 4  # the fewest choices of which a page's key may list one as another text (_label_given)
 SHORT_ALT_WINDOW = 2  # tokens before a one- or two-word accepted answer after the question ("A:", "Answer:")
 _LETTERS = token_hashes(list("abcdefghijklmnopqrstuvwxyz")).view(np.int64)  # choice labels, as tokens
+_LETTER_PLACE = {int(t): k for k, t in enumerate(_LETTERS.tolist())}  # a label token -> its place in the alphabet
 _NUMBER_IDS = np.unique(token_hashes([str(k) for k in range(10_000)]).view(np.int64))  # 0-9999 as tokens, sorted
 _NUMBERS = frozenset(_NUMBER_IDS.tolist())  # a question's number
 # a number's head (1-3 digits) and its groups of three ("1,641" and "1 641" are the tokens 1 and 641)
@@ -1458,11 +1459,10 @@ def _label_given(p: PreparedItem, window: np.ndarray, choices: Sequence[np.ndarr
     order = sorted((j for j in range(len(choices)) if at[j] >= 1), key=at.__getitem__)
     if any(at[j] + len(choices[j]) >= at[k] for j, k in zip(order, order[1:], strict=False)):
         return -1  # a choice overlaps the next one's letter
-    letters = _LETTERS.tolist()
     labels = [int(window[at[j] - 1]) for j in order]
-    if any(t not in letters for t in labels):
+    if any(t not in _LETTER_PLACE for t in labels):
         return -1
-    place = [letters.index(t) for t in labels]
+    place = [_LETTER_PLACE[t] for t in labels]
     steps = np.diff(place).tolist()
     right = int(window[at[right_j] - 1])
     if (p.ids == right).any():
@@ -1476,11 +1476,11 @@ def _label_given(p: PreparedItem, window: np.ndarray, choices: Sequence[np.ndarr
         return -1  # lettered from A, one letter skipped at most (the edited choice's)
     elif 2 in steps:  # the edited choice between two listed ones: its letter right after the one before
         g = steps.index(2)
-        if int(window[at[order[g]] + len(choices[order[g]])]) != letters[place[g] + 1]:
+        if int(window[at[order[g]] + len(choices[order[g]])]) != int(_LETTERS[place[g] + 1]):
             return -1
         lo, hi = end + 1, end + _label_words(p)
     else:  # the edited choice last: its letter right after the others, its text as long as the choice's
-        if end >= len(window) or int(window[end]) != letters[place[-1] + 1]:
+        if end >= len(window) or place[-1] + 1 >= len(_LETTERS) or int(window[end]) != int(_LETTERS[place[-1] + 1]):
             return -1
         end += 1 + len(choices[missing[0]])
         lo, hi = end + 1, end + _label_words(p)
@@ -1488,7 +1488,7 @@ def _label_given(p: PreparedItem, window: np.ndarray, choices: Sequence[np.ndarr
         between = window[end:k].tolist()
         if int(window[k]) == right and not any(t in _NUMBERS for t in between):
             # a letter is no label: "D. Argon\nE. C and O only" is a fifth choice (a review)
-            return -1 if missing and any(t in letters for t in between) else k
+            return -1 if missing and any(t in _LETTER_PLACE for t in between) else k
     return -1
 
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Select, and_, bindparam, delete, func, insert, or_, select, text, update
+from sqlalchemy import ColumnElement, Select, and_, bindparam, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection
 
 from contam.app.core.arrays import Postings, distinct, key_directory
@@ -123,9 +123,13 @@ def end_run(conn: Connection, run_id: str) -> None:
 
 def live_runs(conn: Connection, corpus_id: int) -> list[str]:
     """The owners of the runs writing into a corpus whose leases have not run out."""
-    alive = index_run.c.lease_until >= db.clock(conn) - db.lease_grace(conn)
-    q = select(index_run.c.owner).where(index_run.c.corpus_id == corpus_id, alive)
+    q = select(index_run.c.owner).where(index_run.c.corpus_id == corpus_id, _run_alive(conn))
     return list(conn.execute(q.order_by(index_run.c.started_at)).scalars())
+
+
+def _run_alive(conn: Connection) -> ColumnElement[bool]:
+    """An index_run row whose lease has not run out (with SQLite's grace: see db.lease_grace)."""
+    return index_run.c.lease_until >= db.clock(conn) - db.lease_grace(conn)
 
 
 def corpus_config(row: dict[str, Any]) -> SignatureConfig:
@@ -137,9 +141,8 @@ def list_corpora(conn: Connection, corpus_id: int | None = None) -> list[dict[st
     and `indexing`: the owners of the runs writing into it now (live_runs)."""
     out = []
     q = _corpora_query() if corpus_id is None else _corpora_query().where(corpus.c.id == corpus_id)
-    alive = index_run.c.lease_until >= db.clock(conn) - db.lease_grace(conn)
     runs: dict[int, list[str]] = {}
-    for cid, owner in conn.execute(select(index_run.c.corpus_id, index_run.c.owner).where(alive)).all():
+    for cid, owner in conn.execute(select(index_run.c.corpus_id, index_run.c.owner).where(_run_alive(conn))).all():
         runs.setdefault(int(cid), []).append(str(owner))
     for row in conn.execute(q).mappings():
         d = _decode_corpus(row)

@@ -365,7 +365,7 @@ def _highlighted(it: dict[str, Any]) -> dict[str, Any]:
     matched spans only: aligned with the whole excerpts, a two-word answer's words were taken
     from elsewhere in the text, one by one, and the answer found there was not marked (a probe).
     An answer not found is not marked: one of the choices, it was marked where the page lists the
-    choices, beside "Answer found: no" (a trial); nor is a worked solution not found."""
+    choices, beside "Answer found: no" (a trial); nor is a worked solution the coverage does not count."""
     fields = it.get("item") or {}
     evidence = [{**ev, "pieces": _marked(ev["excerpt"], ev["highlights"])} for ev in it["evidence"]]
     joined = [e["excerpt"][a:b] for e in it["evidence"] for a, b in e["highlights"]]
