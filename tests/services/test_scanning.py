@@ -1813,4 +1813,3 @@ def test_exact_copies_of_one_page_count_once_in_document_frequency(engine: Engin
     [both] = Scanner(engine, ["beta", "zeta"]).scan([item])
     assert both.score.status == "contaminated", both.score.reason
     assert {(e.corpus, e.document_id) for e in both.evidence} >= {("beta", "b0"), ("zeta", "z0")}, both.evidence
-
